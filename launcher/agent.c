@@ -1,0 +1,377 @@
+/* launcher/agent.c: `ftl rank-agent -- PROGRAM ARGS`, the small process that mpirun or srun
+ * starts for every rank. It gives the program the variables a PyTorch program understands
+ * (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE; MASTER_ADDR/PORT come from the launcher),
+ * keeps its output in the attempt's per-rank log files while passing it through, forwards
+ * signals to the program's whole process group, and tells the launcher at once, over the
+ * rendezvous connection, how the program ended (exit code or signal) and on which host. That is
+ * how ftl names the first failing rank exactly, for programs that never link ftl too.
+ *
+ * It deliberately does not restart anything: the launcher decides, for the whole gang. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+#include "launcher/launcher.h"
+#include "rendezvous/client.h"
+#include "rendezvous/wire.h"
+
+static int signal_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = (unsigned char)sig;
+  ssize_t ignored = write(signal_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+/* Slurm writes tasks per node as "2(x3),1": node i's count is found by expanding the list. */
+static int slurm_local_size(const char *tasks_per_node, int node_id) {
+  const char *p = tasks_per_node;
+  int node = 0;
+  while (p && *p) {
+    char *end;
+    long count = strtol(p, &end, 10);
+    long repeat = 1;
+    if (end == p) return -1;
+    p = end;
+    if (strncmp(p, "(x", 2) == 0) {
+      repeat = strtol(p + 2, &end, 10);
+      p = strchr(end, ')');
+      if (!p) return -1;
+      p++;
+    }
+    if (node_id < node + repeat) return (int)count;
+    node += (int)repeat;
+    if (*p == ',') p++;
+  }
+  return -1;
+}
+
+typedef struct rank_place {
+  int rank, world_size, local_rank, local_world_size;
+} rank_place;
+
+static ftl_err read_place(rank_place *pl, ftl_diag *d) {
+  const char *r = getenv("OMPI_COMM_WORLD_RANK");
+  int64_t v[4] = {0, 0, 0, 0};
+  const char *names[4];
+  if (r) {
+    names[0] = "OMPI_COMM_WORLD_RANK";
+    names[1] = "OMPI_COMM_WORLD_SIZE";
+    names[2] = "OMPI_COMM_WORLD_LOCAL_RANK";
+    names[3] = "OMPI_COMM_WORLD_LOCAL_SIZE";
+  } else if (getenv("SLURM_PROCID")) {
+    names[0] = "SLURM_PROCID";
+    names[1] = "SLURM_NTASKS";
+    names[2] = "SLURM_LOCALID";
+    names[3] = NULL;
+  } else {
+    return ftl_diag_fail(d, FTL_ERR_GANG, "rank-agent: neither Open MPI (OMPI_COMM_WORLD_RANK) nor Slurm "
+                                          "(SLURM_PROCID) placed this process; it must be started by `ftl run`");
+  }
+  for (int i = 0; i < 4; i++) {
+    if (!names[i]) continue;
+    const char *s = getenv(names[i]);
+    if (ftl_parse_i64(s, 0, INT_MAX, &v[i]) != FTL_OK)
+      return ftl_diag_fail(d, FTL_ERR_GANG, "rank-agent: %s='%s' is not a number", names[i], s ? s : "");
+  }
+  if (!names[3]) {
+    int64_t node = 0;
+    ftl_parse_i64(getenv("SLURM_NODEID"), 0, INT_MAX, &node);
+    const char *tpn = getenv("SLURM_STEP_TASKS_PER_NODE");
+    if (!tpn) tpn = getenv("SLURM_TASKS_PER_NODE");
+    v[3] = tpn ? slurm_local_size(tpn, (int)node) : -1;
+    if (v[3] < 1) return ftl_diag_fail(d, FTL_ERR_GANG, "rank-agent: cannot tell the local size from Slurm's variables");
+  }
+  *pl = (rank_place){(int)v[0], (int)v[1], (int)v[2], (int)v[3]};
+  return FTL_OK;
+}
+
+static void set_int_env(const char *name, int value) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%d", value);
+  setenv(name, buf, 1);
+}
+
+/* Passes program output through, line by line with a "[rank N] " prefix, and keeps it unprefixed
+ * in the rank's log file. */
+typedef struct out_stream {
+  int pipe_fd;
+  int log_fd;
+  int console_fd;
+  char pending[8192];
+  size_t pending_len;
+} out_stream;
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+static void console_line(out_stream *s, const char *prefix, const char *p, size_t n) {
+  char buf[8192 + 64];
+  size_t plen = strlen(prefix);
+  if (plen + n > sizeof buf) {
+    write_all(s->console_fd, prefix, plen);
+    write_all(s->console_fd, p, n);
+    return;
+  }
+  memcpy(buf, prefix, plen);
+  memcpy(buf + plen, p, n);
+  write_all(s->console_fd, buf, plen + n); /* one write per line keeps ranks' lines whole */
+}
+
+static void flush_pending(out_stream *s, const char *prefix, int final) {
+  size_t start = 0;
+  for (size_t i = 0; i < s->pending_len; i++) {
+    if (s->pending[i] != '\n') continue;
+    console_line(s, prefix, s->pending + start, i + 1 - start);
+    start = i + 1;
+  }
+  if (start == 0 && (s->pending_len == sizeof s->pending || (final && s->pending_len))) {
+    console_line(s, prefix, s->pending, s->pending_len);
+    if (final && s->pending[s->pending_len - 1] != '\n') write_all(s->console_fd, "\n", 1);
+    start = s->pending_len;
+  }
+  memmove(s->pending, s->pending + start, s->pending_len - start);
+  s->pending_len -= start;
+}
+
+static int pump(out_stream *s, const char *prefix) {
+  ssize_t n = read(s->pipe_fd, s->pending + s->pending_len, sizeof s->pending - s->pending_len);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
+  if (n <= 0) {
+    flush_pending(s, prefix, 1);
+    close(s->pipe_fd);
+    s->pipe_fd = -1;
+    return 0;
+  }
+  if (s->log_fd >= 0) write_all(s->log_fd, s->pending + s->pending_len, (size_t)n);
+  s->pending_len += (size_t)n;
+  flush_pending(s, prefix, 0);
+  return 1;
+}
+
+static int open_log(const char *attempt_dir, int rank, const char *suffix) {
+  char path[PATH_MAX];
+  if (!attempt_dir || ftl_fmt(path, sizeof path, "%s/rank-%05d.%s", attempt_dir, rank, suffix)) return -1;
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+static void write_exit_record(const char *attempt_dir, int rank, int code, int sig, int64_t start_us) {
+  char path[PATH_MAX];
+  if (!attempt_dir || ftl_fmt(path, sizeof path, "%s/rank-%05d.exit.json", attempt_dir, rank)) return;
+  json_t *rec = json_pack("{s:i, s:s, s:I, s:i, s:i, s:I, s:I}", "rank", rank, "host", ftl_hostname(), "pid",
+                          (json_int_t)getpid(), "exit_code", code, "signal", sig, "start_us", (json_int_t)start_us,
+                          "end_us", (json_int_t)ftl_wall_us());
+  char *text = rec ? json_dumps(rec, JSON_INDENT(2)) : NULL;
+  json_decref(rec);
+  if (!text) return;
+  ftl_diag ignored;
+  ftl_write_file_atomic(path, text, strlen(text), &ignored);
+  free(text);
+}
+
+int ftl_rank_agent_main(int argc, char **argv) {
+  int64_t start_us = ftl_wall_us();
+  ftl_diag d = {{0}};
+  ftl_launch_env env;
+  ftl_rdzv_client client = {.fd = -1};
+  rank_place pl = {0, 0, 0, 0};
+  int exit_code = FTL_EXIT_LAUNCH;
+  pid_t child = -1;
+  int exec_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  out_stream out = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDOUT_FILENO};
+  out_stream err = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDERR_FILENO};
+  ftl_linebuf from_launcher = {0};
+
+  if (argc < 3 || strcmp(argv[1], "--") != 0) {
+    fprintf(stderr, "ftl rank-agent: usage: ftl rank-agent -- PROGRAM [ARGS...] (started by `ftl run`)\n");
+    return FTL_EXIT_USAGE;
+  }
+  if (read_place(&pl, &d) || ftl_launch_env_read(&env, &d)) {
+    fprintf(stderr, "ftl rank-agent: %s\n", d.msg);
+    return FTL_EXIT_LAUNCH;
+  }
+  ftl_log_init_from_env();
+  ftl_log_set_identity(pl.rank, pl.world_size);
+  set_int_env("RANK", pl.rank);
+  set_int_env("WORLD_SIZE", pl.world_size);
+  set_int_env("LOCAL_RANK", pl.local_rank);
+  set_int_env("LOCAL_WORLD_SIZE", pl.local_world_size);
+  env.rank = pl.rank;
+  env.world_size = pl.world_size;
+
+  /* If mpirun (our parent) goes, so do we, and with us the program (below). */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  /* Orphaned grandchildren of the program come to us, so the final sweep of its process group
+   * finds them. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  if (env.present &&
+      ftl_rdzv_client_open(&client, &env, "agent", pl.rank, ftl_deadline_after_ms(15000), &d) != FTL_OK) {
+    FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d.msg);
+    goto out;
+  }
+
+  const char *attempt_dir = getenv("FTL_ATTEMPT_DIR");
+  if (attempt_dir && ftl_mkdir_p(attempt_dir, &d) != FTL_OK) {
+    FTL_LOG(FTL_LOG_WARN, "agent", "%s; rank output is not logged to files", d.msg);
+    attempt_dir = NULL;
+  }
+  out.log_fd = open_log(attempt_dir, pl.rank, "out");
+  err.log_fd = open_log(attempt_dir, pl.rank, "err");
+
+  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(exec_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) ||
+      pipe2(err_pipe, O_CLOEXEC)) {
+    FTL_LOG(FTL_LOG_ERROR, "agent", "pipe: %s", strerror(errno));
+    goto out;
+  }
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigemptyset(&sa.sa_mask);
+  const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
+  for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++) sigaction(forwarded[i], &sa, NULL);
+
+  child = fork();
+  if (child < 0) {
+    FTL_LOG(FTL_LOG_ERROR, "agent", "fork: %s", strerror(errno));
+    goto out;
+  }
+  if (child == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++) sigaction(forwarded[i], &dfl, NULL);
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    execv(argv[2], argv + 2);
+    int e = errno;
+    ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
+    (void)ignored;
+    _exit(127);
+  }
+  setpgid(child, child); /* also here: whichever runs first, the group exists before any kill */
+  close(exec_pipe[1]);
+  exec_pipe[1] = -1;
+  close(out_pipe[1]);
+  out_pipe[1] = -1;
+  close(err_pipe[1]);
+  err_pipe[1] = -1;
+  out.pipe_fd = out_pipe[0];
+  err.pipe_fd = err_pipe[0];
+  out_pipe[0] = err_pipe[0] = -1;
+
+  int exec_errno = 0;
+  ssize_t got = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
+  if (got == (ssize_t)sizeof exec_errno)
+    FTL_LOG(FTL_LOG_ERROR, "agent", "cannot execute %s: %s", argv[2], strerror(exec_errno));
+
+  char prefix[32] = "";
+  if (pl.world_size > 1) snprintf(prefix, sizeof prefix, "[rank %d] ", pl.rank);
+  int status = 0, reaped = 0;
+  int64_t kill_deadline = FTL_NO_DEADLINE;
+  int64_t grace_ms = 5000;
+  int64_t parsed;
+  if (ftl_parse_i64(getenv("FTL_KILL_GRACE_MS"), 0, 3600000, &parsed) == FTL_OK) grace_ms = parsed;
+
+  while (!reaped || out.pipe_fd >= 0 || err.pipe_fd >= 0) {
+    struct pollfd fds[4];
+    nfds_t n = 0;
+    fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = client.fd, .events = POLLIN}; /* launcher gone: EOF */
+    fds[n++] = (struct pollfd){.fd = out.pipe_fd, .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = err.pipe_fd, .events = POLLIN};
+    int timeout = reaped ? 200 : ftl_deadline_left_ms(kill_deadline);
+    if (timeout > 200) timeout = 200;
+    int pr = poll(fds, n, timeout);
+    if (pr < 0 && errno != EINTR) break;
+    if (!reaped && kill_deadline != FTL_NO_DEADLINE && ftl_deadline_left_ms(kill_deadline) == 0) {
+      kill(-child, SIGKILL);
+      kill_deadline = FTL_NO_DEADLINE;
+    }
+    if (pr <= 0) {
+      if (reaped) break; /* output pipes held open by a stray grandchild: do not wait for it */
+      continue;
+    }
+    if (fds[0].revents & POLLIN) {
+      unsigned char sig;
+      while (read(signal_pipe[0], &sig, 1) == 1) {
+        if (sig == SIGCHLD) {
+          if (!reaped && waitpid(child, &status, WNOHANG) == child) reaped = 1;
+          continue;
+        }
+        if (!reaped) kill(-child, sig);
+        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && kill_deadline == FTL_NO_DEADLINE)
+          kill_deadline = ftl_deadline_after_ms(grace_ms);
+      }
+    }
+    if (client.fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      bool eof = false;
+      json_t *msg = NULL;
+      ftl_diag ignored;
+      ftl_linebuf_fill(&from_launcher, client.fd, &eof);
+      while (ftl_linebuf_next(&from_launcher, &msg, &ignored) == FTL_OK) {
+        int sig = (int)ftl_wire_int(msg, "signal", 0);
+        if (!strcmp(ftl_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65) {
+          if (!reaped) kill(-child, sig);
+          if ((sig == SIGTERM || sig == SIGINT) && kill_deadline == FTL_NO_DEADLINE)
+            kill_deadline = ftl_deadline_after_ms(grace_ms);
+        }
+        json_decref(msg);
+      }
+      if (eof) {
+        /* The launcher is gone: nobody would notice this rank any more, so it ends now. */
+        FTL_LOG(FTL_LOG_ERROR, "agent", "lost the launcher; ending the program");
+        ftl_rdzv_client_close(&client);
+        if (!reaped) kill(-child, SIGKILL);
+      }
+    }
+    if (out.pipe_fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) pump(&out, prefix);
+    if (err.pipe_fd >= 0 && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) pump(&err, prefix);
+  }
+  if (!reaped) waitpid(child, &status, 0);
+  kill(-child, SIGKILL); /* whatever the program left behind in its group goes with it */
+
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (exec_errno) code = 127;
+  exit_code = sig ? 128 + sig : code;
+  write_exit_record(attempt_dir, pl.rank, code, sig, start_us);
+  if (client.fd >= 0) {
+    ftl_rdzv_client_send(&client,
+                         json_pack("{s:s, s:i, s:i, s:s, s:I}", "type", "exit", "exit_code", code, "signal", sig,
+                                   "exec_error", exec_errno ? strerror(exec_errno) : "", "wall_us",
+                                   (json_int_t)ftl_wall_us()),
+                         0, &d);
+  }
+out:
+  ftl_linebuf_free(&from_launcher);
+  if (client.fd >= 0) ftl_rdzv_client_close(&client);
+  if (out.log_fd >= 0) close(out.log_fd);
+  if (err.log_fd >= 0) close(err.log_fd);
+  if (out.pipe_fd >= 0) close(out.pipe_fd);
+  if (err.pipe_fd >= 0) close(err.pipe_fd);
+  for (int i = 0; i < 2; i++) {
+    if (exec_pipe[i] >= 0) close(exec_pipe[i]);
+    if (out_pipe[i] >= 0) close(out_pipe[i]);
+    if (err_pipe[i] >= 0) close(err_pipe[i]);
+  }
+  return exit_code;
+}

@@ -1,0 +1,22 @@
+/* launcher/events.h: the run's event log, RUNDIR/events.jsonl: one JSON object per line, appended
+ * by the launcher only (ranks send theirs over the rendezvous connection), so there is one writer
+ * and lines never interleave. Format: docs/formats/events.md. */
+#ifndef FTL_LAUNCHER_EVENTS_H
+#define FTL_LAUNCHER_EVENTS_H
+
+#include <jansson.h>
+
+#include "ftl/error.h"
+
+typedef struct ftl_events ftl_events;
+
+ftl_err ftl_events_open(const char *path, ftl_events **out, ftl_diag *d);
+
+/* Appends {"ts", "t_us", "event", "attempt", ...fields}. fields is stolen (may be NULL). A failed
+ * write is logged once and not retried: the event log must never stop a run. */
+void ftl_events_write(ftl_events *ev, const char *event, int attempt, json_t *fields);
+
+/* fsyncs and closes; accepts NULL. */
+void ftl_events_close(ftl_events *ev);
+
+#endif

@@ -1,0 +1,54 @@
+/* launcher/jobspec.h: the job spec (JOB.yaml) as ftl reads it: parse, validate, describe.
+ *
+ * The parser rejects what it does not know: an unknown field is an error, as is a value of the
+ * wrong type, and every error names the file, line and field. The format is documented in
+ * docs/job-spec.md. Not thread-safe; not collective (the launcher alone reads job specs). */
+#ifndef FTL_LAUNCHER_JOBSPEC_H
+#define FTL_LAUNCHER_JOBSPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+
+typedef enum ftl_launch_kind {
+  FTL_LAUNCH_AUTO = 0, /* srun inside a Slurm allocation (SLURM_JOB_ID set), mpirun otherwise */
+  FTL_LAUNCH_MPIRUN = 1,
+  FTL_LAUNCH_SRUN = 2,
+} ftl_launch_kind;
+
+typedef struct ftl_job {
+  char *spec_path;          /* the file it came from, NULL when built from the command line */
+  char *name;               /* `name`; defaults to the file's base name without extension */
+  int ranks;                /* `ranks`: > 0 */
+  char *program;            /* `program`: a path, or a name looked up on PATH */
+  char **args;              /* `args`: NULL-terminated; never NULL (empty list) */
+  size_t args_count;
+  char **env;               /* `env`: "KEY=VALUE" strings, NULL-terminated; never NULL */
+  size_t env_count;
+  char *hostfile;           /* `hostfile`: resolved relative to the spec's folder; may be NULL */
+  ftl_launch_kind launcher; /* `launcher`: auto | mpirun | srun */
+  char *run_dir;            /* `run_dir`: may be NULL (then runs/<name>/) */
+  char *working_dir;        /* `working_dir`: may be NULL (the launcher's cwd) */
+  int64_t rendezvous_timeout_ms; /* `rendezvous.timeout_s` (seconds, may be fractional); default 300 s */
+  char spec_hash[33];       /* XXH3-128 of the spec's bytes as 32 hex digits; "" without a file */
+} ftl_job;
+
+/* Parses and validates the file at path into a new job (*job_out, freed by ftl_job_destroy).
+ * Errors: FTL_ERR_NOTFOUND / FTL_ERR_IO when unreadable, FTL_ERR_SPEC for anything wrong inside,
+ * with d->msg like "job.yaml:3:8: field 'ranks': expected an integer > 0, got '-2'". */
+ftl_err ftl_job_parse_file(const char *path, ftl_job **job_out, ftl_diag *d);
+
+/* The same for bytes in memory; name_for_errors is used as the file name in messages and
+ * relative paths are resolved against base_dir (may be NULL: the current folder). */
+ftl_err ftl_job_parse_bytes(const char *data, size_t size, const char *name_for_errors,
+                            const char *base_dir, ftl_job **job_out, ftl_diag *d);
+
+/* A job from the command line (`ftl run -n N -- PROGRAM ARGS...`): program = argv[0]. */
+ftl_err ftl_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d);
+
+void ftl_job_destroy(ftl_job *job);
+
+const char *ftl_launch_kind_name(ftl_launch_kind kind);
+
+#endif

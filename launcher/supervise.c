@@ -1,0 +1,575 @@
+/* launcher/supervise.c: one attempt of a job, from spawning the gang to knowing how every rank
+ * ended.
+ *
+ * The launcher is one thread around one poll() loop: the rendezvous server's sockets (ranks and
+ * their agents report there), a self-pipe for signals (SIGCHLD, and the ones we forward), and
+ * timers (rendezvous deadline, TERM -> KILL grace). The first rank that fails is the root cause;
+ * the whole gang is then ended at once rather than waiting for mpirun to notice. After mpirun is
+ * gone, any local process that still carries this attempt's token is killed, so nothing of the
+ * job outlives it on this host. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+#include "launcher/gang.h"
+#include "launcher/launcher.h"
+#include "rendezvous/server.h"
+#include "rendezvous/wire.h"
+
+static int signal_pipe[2] = {-1, -1};
+
+static const char *ftl_wire_str_or(const json_t *msg, const char *key) { return ftl_wire_str(msg, key, ""); }
+
+static void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = (unsigned char)sig;
+  ssize_t ignored = write(signal_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+typedef struct rank_state {
+  int64_t hello_ms;   /* agent said hello (launcher clock) */
+  int64_t joined_ms;
+  double phases[3];   /* rendezvous, mpi_init, comm_init as the rank measured them */
+  int ready;
+  double first_step_ms;
+  int exited;
+  int exit_code, signal;
+} rank_state;
+
+typedef struct attempt {
+  const ftl_attempt_opts *o;
+  ftl_attempt_result *res;
+  ftl_rdzv_server *server;
+  rank_state *ranks;
+  int world;
+  char attempt_dir[PATH_MAX];
+  int64_t start_ms;
+  int64_t rdzv_deadline_ms;
+  int64_t go_ms;
+  pid_t mpirun;
+  int mpirun_status;
+  int mpirun_reaped;
+  int terminating;         /* we are ending the gang; later exits by TERM/KILL are consequences */
+  int64_t kill_deadline_ms;
+  int have_root;
+  int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
+  int64_t lost_ms;
+  int ready_count, first_step_count;
+  int startup_logged;
+} attempt;
+
+static const char *signal_name(int sig) {
+  switch (sig) {
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGHUP: return "SIGHUP";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    default: return "signal";
+  }
+}
+
+/* Ends the gang: the agents pass the signal to their programs at once and SIGKILL them after the
+ * grace period. mpirun is not signalled here: it would take a second or more to pass the signal on
+ * and then SIGKILL the agents early, cutting the grace short. It exits when its ranks have; if it
+ * has not by the deadline, its whole process group is killed. */
+static void terminate_gang(attempt *a, int sig) {
+  if (a->mpirun_reaped) return;
+  if (!a->terminating) {
+    a->terminating = 1;
+    a->kill_deadline_ms = ftl_deadline_after_ms(a->o->kill_grace_ms + 2000);
+  }
+  ftl_rdzv_server_signal_agents(a->server, sig);
+}
+
+static void set_root(attempt *a, int rank, int code, int sig, const char *what) {
+  if (a->have_root) return;
+  a->have_root = 1;
+  ftl_attempt_result *r = a->res;
+  r->outcome = FTL_ATTEMPT_RANK_FAILED;
+  r->root_rank = rank;
+  const char *host = rank >= 0 ? ftl_rdzv_server_host(a->server, rank) : NULL;
+  snprintf(r->root_host, sizeof r->root_host, "%s", host ? host : "unknown");
+  r->exit_code = code;
+  r->signal = sig;
+  char how[160];
+  if (what) snprintf(how, sizeof how, "%s", what);
+  else if (sig) snprintf(how, sizeof how, "was killed by signal %d (%s)", sig, signal_name(sig));
+  else snprintf(how, sizeof how, "exited with code %d", code);
+  if (rank >= 0)
+    ftl_fmt(r->summary, sizeof r->summary, "rank %d on host %s %s (the first failure; its output: %s/rank-%05d.err)",
+             rank, r->root_host, how, a->attempt_dir, rank);
+  else
+    snprintf(r->summary, sizeof r->summary, "%s", how);
+  ftl_events_write(a->o->events, "failure", a->o->attempt,
+                   json_pack("{s:i, s:s, s:i, s:i, s:s, s:s}", "rank", rank, "host", r->root_host, "exit_code", code,
+                             "signal", sig, "cause", sig ? "signal" : (what ? "lost" : "exit_code"), "message", r->summary));
+  FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", r->summary);
+}
+
+static void log_startup_summary(attempt *a) {
+  if (a->startup_logged || a->first_step_count < a->world) return;
+  a->startup_logged = 1;
+  double launch = 0, phases[3] = {0, 0, 0}, first = 0;
+  for (int i = 0; i < a->world; i++) {
+    rank_state *s = &a->ranks[i];
+    double l = (double)(s->hello_ms - a->start_ms);
+    if (l > launch) launch = l;
+    for (int k = 0; k < 3; k++)
+      if (s->phases[k] > phases[k]) phases[k] = s->phases[k];
+    if (s->first_step_ms > first) first = s->first_step_ms;
+  }
+  ftl_events_write(a->o->events, "startup", a->o->attempt,
+                   json_pack("{s:f, s:f, s:f, s:f, s:f, s:I}", "launch_ms", launch, "rendezvous_ms", phases[0],
+                             "mpi_init_ms", phases[1], "comm_init_ms", phases[2], "first_step_ms", first, "total_ms",
+                             (json_int_t)(ftl_clock_ms() - a->start_ms)));
+  FTL_LOG(FTL_LOG_INFO, "launcher",
+          "start-up (slowest rank per phase): launch %.0f ms, rendezvous %.0f ms, MPI init %.0f ms, "
+          "communicator %.0f ms, first step %.0f ms",
+          launch, phases[0], phases[1], phases[2], first);
+}
+
+enum { LOST_AGENT_SETTLE_MS = 250 };
+
+static void blame_lost_agent(attempt *a) {
+  if (a->lost_rank < 0 || a->have_root) return;
+  set_root(a, a->lost_rank, -1, 0, "lost its agent (the agent process died or its host went away)");
+  terminate_gang(a, SIGTERM);
+}
+
+static void on_event(void *user, const ftl_rdzv_event *ev) {
+  attempt *a = user;
+  int attempt_no = a->o->attempt;
+  ftl_events *log = a->o->events;
+  rank_state *s = ev->rank >= 0 && ev->rank < a->world ? &a->ranks[ev->rank] : NULL;
+  switch (ev->kind) {
+    case FTL_RDZV_AGENT_HELLO:
+      if (!s) return;
+      s->hello_ms = ftl_clock_ms();
+      ftl_events_write(log, "rank_started", attempt_no,
+                       json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", ftl_wire_str_or(ev->msg, "host"),
+                                 "pid", (json_int_t)ftl_wire_int(ev->msg, "pid", -1), "launch_ms",
+                                 (json_int_t)(s->hello_ms - a->start_ms)));
+      break;
+    case FTL_RDZV_RANK_JOINED:
+      if (!s) return;
+      s->joined_ms = ftl_clock_ms();
+      ftl_events_write(log, "rank_joined", attempt_no, json_pack("{s:i}", "rank", ev->rank));
+      break;
+    case FTL_RDZV_GANG_GO:
+      a->go_ms = ftl_clock_ms();
+      ftl_events_write(log, "rendezvous_complete", attempt_no,
+                       json_pack("{s:i, s:I}", "world_size", a->world, "ms_since_launch", (json_int_t)(a->go_ms - a->start_ms)));
+      FTL_LOG(FTL_LOG_DEBUG, "launcher", "all %d ranks joined the rendezvous", a->world);
+      break;
+    case FTL_RDZV_RANK_READY:
+      if (!s) return;
+      s->phases[0] = ftl_wire_num(ev->msg, "rendezvous_ms", 0);
+      s->phases[1] = ftl_wire_num(ev->msg, "mpi_init_ms", 0);
+      s->phases[2] = ftl_wire_num(ev->msg, "comm_init_ms", 0);
+      if (!s->ready++) a->ready_count++;
+      ftl_events_write(log, "rank_ready", attempt_no,
+                       json_pack("{s:i, s:f, s:f, s:f, s:s, s:I}", "rank", ev->rank, "rendezvous_ms", s->phases[0],
+                                 "mpi_init_ms", s->phases[1], "comm_init_ms", s->phases[2], "backend",
+                                 ftl_wire_str_or(ev->msg, "backend"), "device", (json_int_t)ftl_wire_int(ev->msg, "device", -1)));
+      break;
+    case FTL_RDZV_FIRST_STEP:
+      if (!s) return;
+      s->first_step_ms = ftl_wire_num(ev->msg, "first_step_ms", 0);
+      a->first_step_count++;
+      ftl_events_write(log, "first_step", attempt_no,
+                       json_pack("{s:i, s:f, s:I}", "rank", ev->rank, "first_step_ms", s->first_step_ms, "step",
+                                 (json_int_t)ftl_wire_int(ev->msg, "step", -1)));
+      log_startup_summary(a);
+      break;
+    case FTL_RDZV_STEP:
+      break; /* progress heartbeats: the hang detector's input (fault-tolerance work) */
+    case FTL_RDZV_EVENT: {
+      json_t *fields = json_deep_copy(json_object_get(ev->msg, "fields"));
+      if (!json_is_object(fields)) {
+        json_decref(fields);
+        fields = json_object();
+      }
+      json_object_set_new(fields, "rank", json_integer(ev->rank));
+      ftl_events_write(log, ftl_wire_str_or(ev->msg, "event"), attempt_no, fields);
+      break;
+    }
+    case FTL_RDZV_AGENT_EXIT: {
+      if (!s) return;
+      s->exited = 1;
+      s->exit_code = (int)ftl_wire_int(ev->msg, "exit_code", -1);
+      s->signal = (int)ftl_wire_int(ev->msg, "signal", 0);
+      const char *exec_error = ftl_wire_str_or(ev->msg, "exec_error");
+      ftl_events_write(log, "rank_exit", attempt_no,
+                       json_pack("{s:i, s:s, s:i, s:i}", "rank", ev->rank, "host",
+                                 ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
+                                 "exit_code", s->exit_code, "signal", s->signal));
+      int failed = s->exit_code != 0 || s->signal != 0;
+      /* Once we end the gang, ranks dying of our TERM/KILL are consequences, not causes. */
+      int consequence = a->terminating && (s->signal == SIGTERM || s->signal == SIGKILL || s->exit_code == 128 + SIGTERM);
+      if (failed && !consequence) {
+        char what[160];
+        if (*exec_error) snprintf(what, sizeof what, "could not start its program: %s", exec_error);
+        set_root(a, ev->rank, s->exit_code, s->signal, *exec_error ? what : NULL);
+        terminate_gang(a, SIGTERM);
+      }
+      break;
+    }
+    case FTL_RDZV_RANK_BYE:
+      break;
+    case FTL_RDZV_CONN_LOST:
+      if (!s) return;
+      /* Not the root cause yet: when a rank fails, mpirun kills the other agents, and their
+       * connections can drop before the failed rank's own exit report is read. A lost agent is
+       * the root cause only if no rank reports a failure within LOST_AGENT_SETTLE_MS. */
+      if (strcmp(ev->role, "agent") == 0 && !s->exited && !a->terminating && a->lost_rank < 0) {
+        a->lost_rank = ev->rank;
+        a->lost_ms = ftl_clock_ms();
+      }
+      break;
+    case FTL_RDZV_REJECTED:
+      FTL_LOG(FTL_LOG_WARN, "launcher", "refused a rendezvous connection: %s", ev->detail ? ev->detail : "");
+      ftl_events_write(log, "rendezvous_rejected", attempt_no, json_pack("{s:s}", "reason", ev->detail ? ev->detail : ""));
+      break;
+  }
+}
+
+static ftl_err make_token(int attempt_no, char *buf, size_t size) {
+  unsigned char raw[8] = {0};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t ignored = read(fd, raw, sizeof raw);
+    (void)ignored;
+    close(fd);
+  }
+  uint64_t mix = (uint64_t)ftl_wall_us() ^ ((uint64_t)getpid() << 32);
+  for (int i = 0; i < 8; i++) raw[i] ^= (unsigned char)(mix >> (8 * i));
+  return ftl_fmt(buf, size, "%02x%02x%02x%02x%02x%02x%02x%02x-a%d", raw[0], raw[1], raw[2], raw[3], raw[4], raw[5],
+                 raw[6], raw[7], attempt_no);
+}
+
+static int free_port(void) {
+  int fd = -1, port = 0;
+  ftl_diag d;
+  if (ftl_tcp_listen(NULL, &fd, &port, &d) != FTL_OK) return 29500;
+  close(fd);
+  return port;
+}
+
+/* Kills every process on this host whose environment carries this attempt's token: the program's
+ * grandchildren that left its process group, or a rank that mpirun failed to reap. */
+static int sweep_token(const char *token) {
+  char needle[200];
+  if (ftl_fmt(needle, sizeof needle, "FTL_RDZV_TOKEN=%s", token)) return 0;
+  size_t nlen = strlen(needle);
+  int killed = 0;
+  DIR *proc = opendir("/proc");
+  if (!proc) return 0;
+  struct dirent *e;
+  pid_t self = getpid();
+  while ((e = readdir(proc))) {
+    int64_t pid;
+    if (ftl_parse_i64(e->d_name, 1, INT_MAX, &pid) != FTL_OK || pid == self) continue;
+    char path[64];
+    if (ftl_fmt(path, sizeof path, "/proc/%s/environ", e->d_name)) continue;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[65536];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    for (ssize_t i = 0; i + (ssize_t)nlen <= n; i++) {
+      if ((i == 0 || buf[i - 1] == '\0') && memcmp(buf + i, needle, nlen) == 0 &&
+          (i + (ssize_t)nlen == n || buf[i + nlen] == '\0')) {
+        if (kill((pid_t)pid, SIGKILL) == 0) killed++;
+        break;
+      }
+    }
+  }
+  closedir(proc);
+  return killed;
+}
+
+static ftl_err set_env_int(const char *name, long long v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", v);
+  return setenv(name, buf, 1) == 0 ? FTL_OK : FTL_ERR_NOMEM;
+}
+
+ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  attempt a = {.o = o, .res = res, .world = o->job->ranks, .mpirun = -1, .lost_rank = -1};
+  char **launch_argv = NULL;
+  char **exports = NULL;
+  int exec_pipe[2] = {-1, -1};
+  struct pollfd *fds = NULL;
+  char token[96];
+  memset(res, 0, sizeof *res);
+  res->root_rank = -1;
+
+  if (ftl_fmt(a.attempt_dir, sizeof a.attempt_dir, "%s/attempt-%04d", o->run_dir, o->attempt))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long");
+  if ((rc = ftl_mkdir_p(a.attempt_dir, d))) return rc;
+  a.ranks = ftl_calloc((size_t)a.world, sizeof *a.ranks);
+  fds = ftl_calloc((size_t)a.world * 2 + 16, sizeof *fds);
+  if (!a.ranks || !fds) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  if ((rc = make_token(o->attempt, token, sizeof token))) goto out;
+  if ((rc = ftl_rdzv_server_create(o->rdzv_bind, a.world, token, &a.server, d))) goto out;
+
+  /* What every rank gets. Set here and exported by name (mpirun -x), so it reaches remote hosts. */
+  char addr[320];
+  ftl_fmt(addr, sizeof addr, "%s:%d", o->rdzv_host, ftl_rdzv_server_port(a.server));
+  char master_addr[256] = "127.0.0.1";
+  if (o->job->hostfile && ftl_gang_first_host(o->job->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) {
+    rc = FTL_ERR_SPEC;
+    goto out;
+  }
+  int fail = 0;
+  fail |= setenv("FTL_RDZV_ADDR", addr, 1);
+  fail |= setenv("FTL_RDZV_TOKEN", token, 1);
+  fail |= (int)set_env_int("FTL_RDZV_TIMEOUT_MS", o->job->rendezvous_timeout_ms);
+  fail |= setenv("FTL_RUN_DIR", o->run_dir, 1);
+  fail |= setenv("FTL_ATTEMPT_DIR", a.attempt_dir, 1);
+  fail |= (int)set_env_int("FTL_ATTEMPT", o->attempt);
+  fail |= setenv("FTL_JOB_NAME", o->job->name, 1);
+  fail |= setenv("FTL_JOB_SPEC_HASH", o->job->spec_hash, 1);
+  fail |= (int)set_env_int("FTL_KILL_GRACE_MS", o->kill_grace_ms);
+  fail |= setenv("MASTER_ADDR", master_addr, 1);
+  fail |= (int)set_env_int("MASTER_PORT", free_port());
+  static const char *const fixed_exports[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
+                                              "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
+                                              "FTL_KILL_GRACE_MS", "MASTER_ADDR", "MASTER_PORT"};
+  size_t nfixed = sizeof fixed_exports / sizeof *fixed_exports;
+  exports = ftl_calloc(nfixed + o->job->env_count + 1, sizeof *exports);
+  if (!exports || fail) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cannot set the ranks' environment");
+    goto out;
+  }
+  for (size_t i = 0; i < nfixed; i++) exports[i] = (char *)(uintptr_t)fixed_exports[i];
+  for (size_t i = 0; i < o->job->env_count; i++) {
+    const char *kv = o->job->env[i];
+    const char *eq = strchr(kv, '=');
+    char name[256];
+    if (!eq || (size_t)(eq - kv) >= sizeof name) continue;
+    memcpy(name, kv, (size_t)(eq - kv));
+    name[eq - kv] = '\0';
+    setenv(name, eq + 1, 1);
+    exports[nfixed + i] = (char *)(uintptr_t)(kv); /* "-x NAME=VALUE" is also accepted by mpirun */
+  }
+
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  ftl_gang_opts g = {.kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID")),
+                     .ranks = a.world,
+                     .hostfile = o->job->hostfile,
+                     .ftl_exe = o->ftl_exe,
+                     .program = o->program,
+                     .args = o->job->args,
+                     .export_names = exports,
+                     .running_as_root = geteuid() == 0,
+                     .cpu_count = cpus > 0 ? (int)cpus : 1,
+                     .sigkill_grace_s = 0};
+  if ((rc = ftl_gang_build_argv(&g, &launch_argv, d))) goto out;
+  if (g.kind == FTL_LAUNCH_MPIRUN && geteuid() == 0) {
+    /* Open MPI refuses root without both of these, even with --allow-run-as-root on some builds. */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+
+  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(exec_pipe, O_CLOEXEC)) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "pipe: %s", strerror(errno));
+    goto out;
+  }
+  struct sigaction sa = {.sa_handler = on_signal}, old[6];
+  sigemptyset(&sa.sa_mask);
+  const int handled[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+  for (size_t i = 0; i < 6; i++) sigaction(handled[i], &sa, &old[i]);
+
+  json_t *argv_json = json_array();
+  for (char **p = launch_argv; *p; p++) json_array_append_new(argv_json, json_string(*p));
+  ftl_events_write(o->events, "attempt_start", o->attempt,
+                   json_pack("{s:s, s:i, s:s, s:s, s:o}", "job", o->job->name, "world_size", a.world, "launcher",
+                             g.kind == FTL_LAUNCH_SRUN ? "srun" : "mpirun", "attempt_dir", a.attempt_dir, "argv", argv_json));
+  FTL_LOG(FTL_LOG_INFO, "launcher", "job '%s': starting %d rank%s with %s (attempt %d, run directory %s)", o->job->name,
+          a.world, a.world == 1 ? "" : "s", g.kind == FTL_LAUNCH_SRUN ? "srun" : "mpirun", o->attempt, o->run_dir);
+
+  a.start_ms = ftl_clock_ms();
+  a.rdzv_deadline_ms = a.start_ms + o->job->rendezvous_timeout_ms;
+  a.kill_deadline_ms = FTL_NO_DEADLINE;
+  a.mpirun = fork();
+  if (a.mpirun < 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_LAUNCH, "fork: %s", strerror(errno));
+    goto restore;
+  }
+  if (a.mpirun == 0) {
+    setpgid(0, 0); /* its own group: a Ctrl-C at the terminal reaches ftl, which decides */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    for (size_t i = 0; i < 6; i++) sigaction(handled[i], &dfl, NULL);
+    if (o->job->working_dir && chdir(o->job->working_dir) != 0) {
+      int e = errno;
+      ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
+      (void)ignored;
+      _exit(127);
+    }
+    execvp(launch_argv[0], launch_argv);
+    int e = errno;
+    ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
+    (void)ignored;
+    _exit(127);
+  }
+  setpgid(a.mpirun, a.mpirun);
+  close(exec_pipe[1]);
+  exec_pipe[1] = -1;
+  int exec_errno = 0;
+  if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno) {
+    waitpid(a.mpirun, NULL, 0);
+    a.mpirun_reaped = 1;
+    res->outcome = FTL_ATTEMPT_LAUNCH_FAILED;
+    snprintf(res->summary, sizeof res->summary, "cannot start %s%s%s: %s", launch_argv[0],
+             o->job->working_dir ? " in " : "", o->job->working_dir ? o->job->working_dir : "", strerror(exec_errno));
+    goto restore;
+  }
+
+  int64_t drain_until = FTL_NO_DEADLINE;
+  for (;;) {
+    size_t n = ftl_rdzv_server_pollfds(a.server, fds, (size_t)a.world * 2 + 14);
+    fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
+    int timeout = 100;
+    if (drain_until != FTL_NO_DEADLINE) timeout = ftl_deadline_left_ms(drain_until);
+    if (timeout > 100) timeout = 100;
+    int pr = poll(fds, (nfds_t)n, timeout);
+    if (pr < 0 && errno != EINTR) {
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "poll: %s", strerror(errno));
+      break;
+    }
+    if (pr > 0) ftl_rdzv_server_handle(a.server, fds, n - 1, on_event, &a);
+    if (pr > 0 && (fds[n - 1].revents & POLLIN)) {
+      unsigned char sig;
+      while (read(signal_pipe[0], &sig, 1) == 1) {
+        if (sig == SIGCHLD) {
+          if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
+          continue;
+        }
+        FTL_LOG(FTL_LOG_WARN, "launcher", "received %s: passing it to the ranks", signal_name(sig));
+        ftl_events_write(o->events, "signal", o->attempt, json_pack("{s:i, s:s}", "signal", sig, "name", signal_name(sig)));
+        if (sig == SIGUSR1 || sig == SIGUSR2) {
+          if (!a.mpirun_reaped) kill(a.mpirun, sig); /* mpirun forwards these to every rank */
+          continue;
+        }
+        if (!res->interrupt_signal) res->interrupt_signal = sig;
+        terminate_gang(&a, sig == SIGHUP ? SIGTERM : sig);
+      }
+    }
+    if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
+
+    /* Rendezvous deadline: only for programs that use the library (some rank joined). */
+    if (!ftl_rdzv_server_went(a.server) && !a.terminating && ftl_rdzv_server_joined(a.server) > 0 &&
+        ftl_clock_ms() >= a.rdzv_deadline_ms) {
+      char missing[700], reason[1024];
+      ftl_rdzv_server_describe_missing(a.server, missing, sizeof missing);
+      snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
+               (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - ftl_rdzv_server_joined(a.server), a.world,
+               missing);
+      ftl_rdzv_server_fail(a.server, reason);
+      /* The missing ranks are the root cause; the joined ranks failing ftl_init follow from it. */
+      a.have_root = 1;
+      res->outcome = FTL_ATTEMPT_RDZV_FAILED;
+      snprintf(res->summary, sizeof res->summary, "%s", reason);
+      ftl_events_write(o->events, "rendezvous_failed", o->attempt, json_pack("{s:s}", "reason", reason));
+      FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
+      terminate_gang(&a, SIGTERM);
+    }
+    if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
+    if (a.terminating && !a.mpirun_reaped && ftl_deadline_left_ms(a.kill_deadline_ms) == 0) {
+      kill(-a.mpirun, SIGKILL);
+      a.kill_deadline_ms = FTL_NO_DEADLINE;
+    }
+    if (a.mpirun_reaped) {
+      /* Let the agents' last reports arrive (they are sent before the agents exit, so they are
+       * normally already here), then stop. */
+      if (drain_until == FTL_NO_DEADLINE) drain_until = ftl_deadline_after_ms(300);
+      if (ftl_deadline_left_ms(drain_until) == 0 || ftl_rdzv_server_connections(a.server) == 0) break;
+    }
+  }
+
+restore:
+  for (size_t i = 0; i < 6; i++) sigaction(handled[i], &old[i], NULL);
+  blame_lost_agent(&a);
+  if (a.mpirun > 0 && !a.mpirun_reaped) {
+    kill(-a.mpirun, SIGKILL);
+    waitpid(a.mpirun, &a.mpirun_status, 0);
+    a.mpirun_reaped = 1;
+  }
+  int swept = sweep_token(token);
+  if (swept) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "killed %d leftover process%s of this attempt", swept, swept == 1 ? "" : "es");
+    ftl_events_write(o->events, "leftovers_killed", o->attempt, json_pack("{s:i}", "count", swept));
+  }
+  if (rc == FTL_OK && res->outcome == FTL_ATTEMPT_SUCCEEDED && a.mpirun > 0) {
+    int code = WIFEXITED(a.mpirun_status) ? WEXITSTATUS(a.mpirun_status) : 128 + WTERMSIG(a.mpirun_status);
+    int all_zero = 1;
+    for (int i = 0; i < a.world; i++)
+      if (!a.ranks[i].exited || a.ranks[i].exit_code != 0 || a.ranks[i].signal != 0) all_zero = 0;
+    if (res->interrupt_signal) {
+      res->outcome = FTL_ATTEMPT_INTERRUPTED;
+      snprintf(res->summary, sizeof res->summary, "stopped by %s; the ranks were stopped", signal_name(res->interrupt_signal));
+    } else if (code != 0 || !all_zero) {
+      int first_missing = -1;
+      for (int i = 0; i < a.world && first_missing < 0; i++)
+        if (!a.ranks[i].exited) first_missing = i;
+      char what[200];
+      if (first_missing >= 0)
+        snprintf(what, sizeof what, "mpirun exited with code %d and rank %d never reported an exit (host %s)", code,
+                 first_missing, ftl_rdzv_server_host(a.server, first_missing) ? ftl_rdzv_server_host(a.server, first_missing) : "unknown");
+      else
+        snprintf(what, sizeof what, "mpirun exited with code %d", code);
+      set_root(&a, -1, code, 0, what);
+    }
+  }
+  if (a.have_root && res->interrupt_signal) res->outcome = FTL_ATTEMPT_INTERRUPTED;
+  if (rc == FTL_OK && res->outcome == FTL_ATTEMPT_SUCCEEDED)
+    snprintf(res->summary, sizeof res->summary, "all %d rank%s exited 0", a.world, a.world == 1 ? "" : "s");
+  ftl_events_write(o->events, "attempt_end", o->attempt,
+                   json_pack("{s:s, s:i, s:i, s:i, s:s, s:I}", "outcome",
+                             res->outcome == FTL_ATTEMPT_SUCCEEDED       ? "succeeded"
+                             : res->outcome == FTL_ATTEMPT_RANK_FAILED   ? "rank_failed"
+                             : res->outcome == FTL_ATTEMPT_RDZV_FAILED   ? "rendezvous_failed"
+                             : res->outcome == FTL_ATTEMPT_LAUNCH_FAILED ? "launch_failed"
+                                                                         : "interrupted",
+                             "root_rank", res->root_rank, "exit_code", res->exit_code, "signal", res->signal, "summary",
+                             res->summary, "duration_ms", (json_int_t)(ftl_clock_ms() - a.start_ms)));
+out:
+  for (int i = 0; i < 2; i++) {
+    if (signal_pipe[i] >= 0) close(signal_pipe[i]);
+    if (exec_pipe[i] >= 0) close(exec_pipe[i]);
+    signal_pipe[i] = -1;
+  }
+  ftl_argv_free(launch_argv);
+  ftl_free(exports);
+  ftl_free(fds);
+  ftl_free(a.ranks);
+  ftl_rdzv_server_destroy(a.server);
+  return rc;
+}

@@ -1,0 +1,133 @@
+/* rendezvous/client.c: connecting to the launcher, joining the rendezvous, and sending reports. */
+#include "rendezvous/client.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+#include "rendezvous/wire.h"
+
+static ftl_err env_int(const char *name, int64_t min, int64_t max, int64_t fallback, int64_t *out, ftl_diag *d) {
+  const char *v = getenv(name);
+  if (!v || !*v) {
+    *out = fallback;
+    return FTL_OK;
+  }
+  if (ftl_parse_i64(v, min, max, out) != FTL_OK)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "environment variable %s='%s' is not an integer in [%lld, %lld]", name,
+                         v, (long long)min, (long long)max);
+  return FTL_OK;
+}
+
+ftl_err ftl_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
+  memset(env, 0, sizeof *env);
+  ftl_err rc;
+  int64_t v;
+  const char *addr = getenv("FTL_RDZV_ADDR");
+  env->present = addr && *addr;
+  if (env->present && ftl_fmt(env->addr, sizeof env->addr, "%s", addr))
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RDZV_ADDR is too long");
+  const char *token = getenv("FTL_RDZV_TOKEN");
+  if (token && ftl_fmt(env->token, sizeof env->token, "%s", token))
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RDZV_TOKEN is too long");
+  const char *run_dir = getenv("FTL_RUN_DIR");
+  if (run_dir && ftl_fmt(env->run_dir, sizeof env->run_dir, "%s", run_dir))
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RUN_DIR is too long");
+  if ((rc = env_int("FTL_RDZV_TIMEOUT_MS", 0, INT64_MAX / 2, 300000, &env->timeout_ms, d))) return rc;
+  if ((rc = env_int("RANK", 0, 1 << 24, -1, &v, d))) return rc;
+  env->rank = (int)v;
+  if ((rc = env_int("WORLD_SIZE", 1, 1 << 24, -1, &v, d))) return rc;
+  env->world_size = (int)v;
+  if ((rc = env_int("LOCAL_RANK", 0, 1 << 24, -1, &v, d))) return rc;
+  env->local_rank = (int)v;
+  if ((rc = env_int("LOCAL_WORLD_SIZE", 1, 1 << 24, -1, &v, d))) return rc;
+  env->local_world_size = (int)v;
+  if ((rc = env_int("FTL_ATTEMPT", 0, 1 << 24, 0, &v, d))) return rc;
+  env->attempt = (int)v;
+  return FTL_OK;
+}
+
+ftl_err ftl_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+                             int64_t deadline_ms, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  json_t *msg = NULL;
+  ftl_linebuf lb = {0};
+  c->fd = -1;
+  pthread_mutex_init(&c->send_lock, NULL);
+  rc = ftl_tcp_connect(env->addr, deadline_ms, &c->fd, d);
+  if (rc) goto out;
+  msg = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:I}", "type", role, "version", FTL_WIRE_VERSION, "token",
+                  env->token, "rank", rank, "world_size", env->world_size, "host", ftl_hostname(), "pid",
+                  (json_int_t)getpid(), "wall_us", (json_int_t)ftl_wall_us());
+  if (!msg) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  rc = ftl_wire_send(c->fd, msg, deadline_ms, d);
+  json_decref(msg);
+  msg = NULL;
+  if (rc) goto out;
+  if (strcmp(role, "rank") != 0) goto out;
+
+  /* Wait for the verdict: "go" once every rank joined, "fail" when the deadline passed first. */
+  for (;;) {
+    ftl_err nrc = ftl_linebuf_next(&lb, &msg, d);
+    if (nrc == FTL_OK) break;
+    if (nrc != FTL_ERR_NOTFOUND) {
+      rc = nrc;
+      goto out;
+    }
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    int left = ftl_deadline_left_ms(deadline_ms);
+    if (left == 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT, "no answer from the launcher at %s before the rendezvous deadline",
+                         env->addr);
+      goto out;
+    }
+    if (poll(&pfd, 1, left) < 0) continue;
+    bool eof = false;
+    rc = ftl_linebuf_fill(&lb, c->fd, &eof);
+    if (rc) goto out;
+    if (eof && !memchr(lb.data ? lb.data : "", '\n', lb.len)) {
+      rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher at %s closed the connection during the rendezvous",
+                         env->addr);
+      goto out;
+    }
+  }
+  const char *type = ftl_wire_str(msg, "type", "");
+  if (strcmp(type, "go") == 0) goto out;
+  if (strcmp(type, "fail") == 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_RDZV, "%s", ftl_wire_str(msg, "reason", "the launcher failed the rendezvous"));
+    goto out;
+  }
+  rc = ftl_diag_fail(d, FTL_ERR_PROTO, "unexpected '%s' from the launcher during the rendezvous", type);
+out:
+  json_decref(msg);
+  ftl_linebuf_free(&lb);
+  if (rc && c->fd >= 0) {
+    close(c->fd);
+    c->fd = -1;
+  }
+  return rc;
+}
+
+ftl_err ftl_rdzv_client_send(ftl_rdzv_client *c, json_t *msg, int nowait, ftl_diag *d) {
+  if (!msg) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  ftl_err rc = FTL_OK;
+  if (c->fd < 0) goto out;
+  pthread_mutex_lock(&c->send_lock);
+  rc = nowait ? ftl_wire_send_nowait(c->fd, msg, d) : ftl_wire_send(c->fd, msg, ftl_deadline_after_ms(10000), d);
+  pthread_mutex_unlock(&c->send_lock);
+out:
+  json_decref(msg);
+  return rc;
+}
+
+void ftl_rdzv_client_close(ftl_rdzv_client *c) {
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
+  pthread_mutex_destroy(&c->send_lock);
+}

@@ -1,0 +1,63 @@
+/* rendezvous/mpi_seam.c: the real MPI behind ftl_mpi_ops, and MPI error translation. */
+#include "rendezvous/mpi_seam.h"
+
+#include <stdio.h>
+
+/* MPI's prototypes differ in constness between versions; thin wrappers keep the table typed. */
+static int real_initialized(int *flag) { return MPI_Initialized(flag); }
+static int real_finalized(int *flag) { return MPI_Finalized(flag); }
+static int real_init_thread(int *argc, char ***argv, int required, int *provided) {
+  return MPI_Init_thread(argc, argv, required, provided);
+}
+static int real_finalize(void) { return MPI_Finalize(); }
+static int real_comm_dup(MPI_Comm comm, MPI_Comm *out) { return MPI_Comm_dup(comm, out); }
+static int real_comm_free(MPI_Comm *comm) { return MPI_Comm_free(comm); }
+static int real_comm_rank(MPI_Comm comm, int *rank) { return MPI_Comm_rank(comm, rank); }
+static int real_comm_size(MPI_Comm comm, int *size) { return MPI_Comm_size(comm, size); }
+static int real_comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *out) {
+  return MPI_Comm_split_type(comm, type, key, info, out);
+}
+static int real_comm_set_errhandler(MPI_Comm comm, MPI_Errhandler handler) {
+  return MPI_Comm_set_errhandler(comm, handler);
+}
+static int real_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return MPI_Allreduce(send, recv, count, type, op, comm);
+}
+static int real_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  return MPI_Bcast(buf, count, type, root, comm);
+}
+static int real_ibarrier(MPI_Comm comm, MPI_Request *req) { return MPI_Ibarrier(comm, req); }
+static int real_test(MPI_Request *req, int *flag, MPI_Status *status) { return MPI_Test(req, flag, status); }
+static int real_error_string(int code, char *text, int *len) { return MPI_Error_string(code, text, len); }
+
+static const ftl_mpi_ops real_ops = {
+    .initialized = real_initialized,
+    .finalized = real_finalized,
+    .init_thread = real_init_thread,
+    .finalize = real_finalize,
+    .comm_dup = real_comm_dup,
+    .comm_free = real_comm_free,
+    .comm_rank = real_comm_rank,
+    .comm_size = real_comm_size,
+    .comm_split_type = real_comm_split_type,
+    .comm_set_errhandler = real_comm_set_errhandler,
+    .allreduce = real_allreduce,
+    .bcast = real_bcast,
+    .ibarrier = real_ibarrier,
+    .test = real_test,
+    .error_string = real_error_string,
+};
+
+static const ftl_mpi_ops *current_ops = &real_ops;
+
+const ftl_mpi_ops *ftl_mpi(void) { return current_ops; }
+
+void ftl_mpi_set_ops(const ftl_mpi_ops *ops) { current_ops = ops ? ops : &real_ops; }
+
+ftl_err ftl_mpi_check(int mpi_rc, const char *what, ftl_diag *d) {
+  if (mpi_rc == MPI_SUCCESS) return FTL_OK;
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (current_ops->error_string(mpi_rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "code %d", mpi_rc);
+  return ftl_diag_fail(d, FTL_ERR_MPI, "%s failed: %s", what, text);
+}

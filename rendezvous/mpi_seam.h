@@ -1,0 +1,39 @@
+/* rendezvous/mpi_seam.h: every MPI call of the in-rank library goes through this table, so a test
+ * can put a fake in its place (a barrier that never completes, an init that fails) the way
+ * SQLite's aSyscall[] lets its tests replace the OS. Only rendezvous/ and checkpoint/ include it. */
+#ifndef FTL_RDZV_MPI_SEAM_H
+#define FTL_RDZV_MPI_SEAM_H
+
+#include <mpi.h>
+
+#include "ftl/error.h"
+
+typedef struct ftl_mpi_ops {
+  int (*initialized)(int *flag);
+  int (*finalized)(int *flag);
+  int (*init_thread)(int *argc, char ***argv, int required, int *provided);
+  int (*finalize)(void);
+  int (*comm_dup)(MPI_Comm comm, MPI_Comm *out);
+  int (*comm_free)(MPI_Comm *comm);
+  int (*comm_rank)(MPI_Comm comm, int *rank);
+  int (*comm_size)(MPI_Comm comm, int *size);
+  int (*comm_split_type)(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *out);
+  int (*comm_set_errhandler)(MPI_Comm comm, MPI_Errhandler handler);
+  int (*allreduce)(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+  int (*bcast)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
+  int (*ibarrier)(MPI_Comm comm, MPI_Request *req);
+  int (*test)(MPI_Request *req, int *flag, MPI_Status *status);
+  int (*error_string)(int code, char *text, int *len);
+} ftl_mpi_ops;
+
+/* The ops in use (the real MPI unless a test replaced them). */
+const ftl_mpi_ops *ftl_mpi(void);
+
+/* Test hook: replaces the table (NULL restores the real MPI). Not thread-safe; call before
+ * ftl_init. */
+void ftl_mpi_set_ops(const ftl_mpi_ops *ops);
+
+/* Turns an MPI return code into FTL_ERR_MPI with MPI_Error_string's text in d. */
+ftl_err ftl_mpi_check(int mpi_rc, const char *what, ftl_diag *d);
+
+#endif

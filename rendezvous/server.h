@@ -1,0 +1,70 @@
+/* rendezvous/server.h: the launcher's side of the rendezvous. It listens, admits the rank agents
+ * and the ranks of one attempt (checking the attempt's token so a process of an earlier attempt
+ * cannot join), says "go" when every rank has joined, "fail" when the launcher gives up, and turns
+ * everything ranks report afterwards into events for the launcher. Single-threaded: it plugs into
+ * the launcher's poll loop. */
+#ifndef FTL_RDZV_SERVER_H
+#define FTL_RDZV_SERVER_H
+
+#include <jansson.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+
+typedef struct ftl_rdzv_server ftl_rdzv_server;
+
+typedef enum ftl_rdzv_event_kind {
+  FTL_RDZV_AGENT_HELLO, /* a rank's agent started (msg: host, pid) */
+  FTL_RDZV_RANK_JOINED, /* a rank entered ftl_init */
+  FTL_RDZV_GANG_GO,     /* every rank joined; "go" was sent (rank = -1) */
+  FTL_RDZV_RANK_READY,  /* start-up finished (msg: rendezvous_ms, mpi_init_ms, comm_init_ms, ...) */
+  FTL_RDZV_FIRST_STEP,  /* first ftl_step_done (msg: first_step_ms) */
+  FTL_RDZV_STEP,        /* progress heartbeat (msg: step) */
+  FTL_RDZV_EVENT,       /* a library event for the event log (msg: event, fields) */
+  FTL_RDZV_AGENT_EXIT,  /* the program of a rank ended (msg: code or signal) */
+  FTL_RDZV_RANK_BYE,    /* ftl_finalize */
+  FTL_RDZV_CONN_LOST,   /* a connection closed without a goodbye (role says whose) */
+  FTL_RDZV_REJECTED,    /* a connection was refused (detail says why: stale token, bad rank) */
+} ftl_rdzv_event_kind;
+
+typedef struct ftl_rdzv_event {
+  ftl_rdzv_event_kind kind;
+  int rank;             /* -1 when not known */
+  const char *role;     /* "agent" or "rank" */
+  const json_t *msg;    /* borrowed; NULL for CONN_LOST and GANG_GO */
+  const char *detail;   /* for REJECTED */
+} ftl_rdzv_event;
+
+typedef void (*ftl_rdzv_event_fn)(void *user, const ftl_rdzv_event *ev);
+
+ftl_err ftl_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
+                               ftl_diag *d);
+void ftl_rdzv_server_destroy(ftl_rdzv_server *s);
+int ftl_rdzv_server_port(const ftl_rdzv_server *s);
+
+/* Fills fds (capacity cap) with what to poll; returns how many. */
+size_t ftl_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap);
+/* Handles what poll reported on those fds, calling fn for each event. */
+void ftl_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user);
+
+int ftl_rdzv_server_joined(const ftl_rdzv_server *s);
+/* Open connections from agents and ranks. */
+size_t ftl_rdzv_server_connections(const ftl_rdzv_server *s);
+bool ftl_rdzv_server_went(const ftl_rdzv_server *s);
+/* The host a rank reported (agent or rank), or NULL when nothing was heard from it. */
+const char *ftl_rdzv_server_host(const ftl_rdzv_server *s, int rank);
+
+/* Describes the ranks that have not joined: "rank 3 (host n1), rank 5 (never started)". */
+void ftl_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size);
+
+/* Tells every rank agent to pass `signal` to its program's process group (and to SIGKILL the group
+ * after its grace period). Faster than going through mpirun, and it reaches every host. */
+void ftl_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal);
+
+/* Tells every joined rank that the rendezvous failed, with the reason; no rank gets "go" after. */
+void ftl_rdzv_server_fail(ftl_rdzv_server *s, const char *reason);
+
+#endif

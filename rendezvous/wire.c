@@ -1,0 +1,219 @@
+/* rendezvous/wire.c: line framing and TCP plumbing for the launcher <-> rank protocol. */
+#include "rendezvous/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+
+void ftl_linebuf_free(ftl_linebuf *lb) {
+  ftl_free(lb->data);
+  lb->data = NULL;
+  lb->len = lb->cap = 0;
+}
+
+ftl_err ftl_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof) {
+  *eof = false;
+  for (;;) {
+    if (lb->cap - lb->len < 4096) {
+      if (lb->cap >= FTL_WIRE_MAX_LINE * 2) return FTL_ERR_PROTO;
+      size_t ncap = lb->cap ? lb->cap * 2 : 8192;
+      char *nd = ftl_realloc(lb->data, ncap);
+      if (!nd) return FTL_ERR_NOMEM;
+      lb->data = nd;
+      lb->cap = ncap;
+    }
+    ssize_t n = recv(fd, lb->data + lb->len, lb->cap - lb->len, MSG_DONTWAIT);
+    if (n > 0) {
+      lb->len += (size_t)n;
+      continue;
+    }
+    if (n == 0) {
+      *eof = true;
+      return FTL_OK;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return FTL_OK;
+    *eof = true; /* a reset connection is a closed one for our purposes */
+    return FTL_OK;
+  }
+}
+
+ftl_err ftl_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag *d) {
+  json_error_t jerr;
+  json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!msg) return ftl_diag_fail(d, FTL_ERR_PROTO, "malformed message: %s", jerr.text);
+  if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "type"))) {
+    json_decref(msg);
+    return ftl_diag_fail(d, FTL_ERR_PROTO, "message is not an object with a string 'type'");
+  }
+  *msg_out = msg;
+  return FTL_OK;
+}
+
+ftl_err ftl_linebuf_next(ftl_linebuf *lb, json_t **msg_out, ftl_diag *d) {
+  char *nl = lb->len ? memchr(lb->data, '\n', lb->len) : NULL;
+  if (!nl) {
+    if (lb->len > FTL_WIRE_MAX_LINE) return ftl_diag_fail(d, FTL_ERR_PROTO, "message longer than %d bytes", FTL_WIRE_MAX_LINE);
+    return FTL_ERR_NOTFOUND;
+  }
+  size_t line_len = (size_t)(nl - lb->data);
+  ftl_err rc = ftl_wire_parse(lb->data, line_len, msg_out, d);
+  memmove(lb->data, nl + 1, lb->len - line_len - 1);
+  lb->len -= line_len + 1;
+  return rc;
+}
+
+static ftl_err send_all(int fd, const char *p, size_t left, int64_t deadline_ms, bool nowait, ftl_diag *d) {
+  while (left > 0) {
+    ssize_t n = send(fd, p, left, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      left -= (size_t)n;
+      nowait = false; /* once a message is started it must be finished, or framing breaks */
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (nowait) return FTL_ERR_TIMEOUT;
+      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+      int left_ms = ftl_deadline_left_ms(deadline_ms);
+      if (left_ms == 0) return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "send timed out");
+      int pr = poll(&pfd, 1, left_ms);
+      if (pr < 0 && errno != EINTR) return ftl_diag_fail(d, FTL_ERR_IO, "poll: %s", strerror(errno));
+      continue;
+    }
+    return ftl_diag_fail(d, FTL_ERR_IO, "send: %s", n < 0 ? strerror(errno) : "connection closed");
+  }
+  return FTL_OK;
+}
+
+static ftl_err wire_send(int fd, const json_t *msg, int64_t deadline_ms, bool nowait, ftl_diag *d) {
+  char *text = json_dumps(msg, JSON_COMPACT);
+  if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "cannot encode message");
+  size_t len = strlen(text);
+  ftl_err rc = FTL_OK;
+  char *line = ftl_malloc(len + 1);
+  if (!line) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  memcpy(line, text, len);
+  line[len] = '\n';
+  rc = send_all(fd, line, len + 1, deadline_ms, nowait, d);
+out:
+  ftl_free(line);
+  free(text); /* jansson allocated it with malloc */
+  return rc;
+}
+
+ftl_err ftl_wire_send(int fd, const json_t *msg, int64_t deadline_ms, ftl_diag *d) {
+  return wire_send(fd, msg, deadline_ms, false, d);
+}
+
+ftl_err ftl_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d) {
+  return wire_send(fd, msg, FTL_NO_DEADLINE, true, d);
+}
+
+ftl_err ftl_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
+  char host[256];
+  const char *colon = strrchr(host_port, ':');
+  if (!colon || colon == host_port || (size_t)(colon - host_port) >= sizeof host)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "address '%s' is not host:port", host_port);
+  memcpy(host, host_port, (size_t)(colon - host_port));
+  host[colon - host_port] = '\0';
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+  int gai = getaddrinfo(host, colon + 1, &hints, &res);
+  if (gai != 0) return ftl_diag_fail(d, FTL_ERR_INVAL, "cannot resolve %s: %s", host_port, gai_strerror(gai));
+  ftl_err rc = FTL_ERR_IO;
+  int fd = -1;
+  /* Retry until the deadline: the listener may be a moment behind (it never is for ftl's own
+   * launcher, which listens before it spawns, but a restarted one might be). */
+  for (;;) {
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+      fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+      if (fd < 0) continue;
+      int r = connect(fd, ai->ai_addr, ai->ai_addrlen);
+      if (r != 0 && errno == EINPROGRESS) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int pr = poll(&pfd, 1, ftl_deadline_left_ms(deadline_ms));
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (pr > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0) r = 0;
+        else errno = pr == 0 ? ETIMEDOUT : soerr;
+      }
+      if (r == 0) {
+        int flags = fcntl(fd, F_GETFL);
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        *fd_out = fd;
+        rc = FTL_OK;
+        goto out;
+      }
+      ftl_diag_fail(d, FTL_ERR_IO, "cannot connect to %s: %s", host_port, strerror(errno));
+      close(fd);
+      fd = -1;
+    }
+    if (ftl_deadline_left_ms(deadline_ms) == 0) {
+      rc = FTL_ERR_TIMEOUT;
+      goto out;
+    }
+    usleep(20000);
+  }
+out:
+  freeaddrinfo(res);
+  return rc;
+}
+
+ftl_err ftl_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d) {
+  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
+  int gai = getaddrinfo(addr && *addr ? addr : NULL, "0", &hints, &res);
+  if (gai != 0) return ftl_diag_fail(d, FTL_ERR_INVAL, "cannot resolve listen address %s: %s", addr, gai_strerror(gai));
+  ftl_err rc = FTL_OK;
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "socket: %s", strerror(errno));
+    goto out;
+  }
+  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot listen on %s: %s", addr && *addr ? addr : "*", strerror(errno));
+    goto out;
+  }
+  struct sockaddr_in sin;
+  socklen_t sl = sizeof sin;
+  if (getsockname(fd, (struct sockaddr *)&sin, &sl) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "getsockname: %s", strerror(errno));
+    goto out;
+  }
+  *port_out = ntohs(sin.sin_port);
+  *fd_out = fd;
+  fd = -1;
+out:
+  if (fd >= 0) close(fd);
+  freeaddrinfo(res);
+  return rc;
+}
+
+int64_t ftl_wire_int(const json_t *msg, const char *key, int64_t fallback) {
+  const json_t *v = json_object_get(msg, key);
+  return json_is_integer(v) ? (int64_t)json_integer_value(v) : fallback;
+}
+
+double ftl_wire_num(const json_t *msg, const char *key, double fallback) {
+  const json_t *v = json_object_get(msg, key);
+  return json_is_number(v) ? json_number_value(v) : fallback;
+}
+
+const char *ftl_wire_str(const json_t *msg, const char *key, const char *fallback) {
+  const json_t *v = json_object_get(msg, key);
+  return json_is_string(v) ? json_string_value(v) : fallback;
+}

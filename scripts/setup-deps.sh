@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ftl needs to build and test. Safe to run twice:
+# apt-get skips what is already installed, and the update runs only when a package is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config clang
+  openmpi-bin libopenmpi-dev
+  libhdf5-dev hdf5-tools
+  libarchive-dev
+  libyaml-dev libjansson-dev libxxhash-dev
+  python3-h5py
+  procps iproute2 util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+echo "ftl setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh Debian 12 machine and runs ftl's test suite with ctest:
+#   1. a normal build (warnings as errors), every test;
+#   2. an ASan+UBSan build, every test;
+#   3. a TSan build, the tests labelled "tsan" (threaded code: the checkpoint writer).
+# Long soaks are not here: see scripts/soak.sh. Exit code 0 only if every step passed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-deps.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p build
+start=$(date +%s)
+
+step() { echo; echo "=== $* ($(( $(date +%s) - start )) s)"; }
+
+step "normal build"
+bash scripts/build.sh build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >build/release.build.log 2>&1 ||
+  { cat build/release.build.log >&2; exit 1; }
+(cd build/release && ctest --output-on-failure --no-tests=error)
+
+step "ASan+UBSan build"
+bash scripts/build.sh build/asan -DCMAKE_BUILD_TYPE=Debug -DFTL_SANITIZE=address,undefined >build/asan.build.log 2>&1 ||
+  { cat build/asan.build.log >&2; exit 1; }
+(cd build/asan && ctest --output-on-failure --no-tests=error)
+
+step "TSan build (threaded code)"
+bash scripts/build.sh build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFTL_SANITIZE=thread >build/tsan.build.log 2>&1 ||
+  { cat build/tsan.build.log >&2; exit 1; }
+(cd build/tsan && ctest --output-on-failure --no-tests=error -L tsan)
+
+step "all test steps passed"

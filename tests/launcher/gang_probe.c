@@ -1,0 +1,85 @@
+/* tests/launcher/gang_probe.c: a rank program whose misbehaviour the launcher tests choose.
+ *   --no-init-rank R     rank R never calls ftl_init (it sleeps), as a hung or slow rank would
+ *   --exit-rank R        rank R exits with --code C after joining the gang (others wait)
+ *   --kill-rank R        rank R kills itself with SIGKILL after joining
+ *   --check-env          every rank checks RANK/WORLD_SIZE/LOCAL_RANK/... against ftl_init's view
+ *   --sleep-ms MS        every rank sleeps this long before finishing
+ * RANK comes from the environment ftl run sets, so a rank that skips ftl_init still knows it. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl/ftl.h"
+
+static int env_int(const char *name) {
+  int64_t v = -1;
+  const char *s = getenv(name);
+  if (!s || ftl_parse_i64(s, 0, 1 << 24, &v) != FTL_OK) return -1;
+  return (int)v;
+}
+
+int main(int argc, char **argv) {
+  int64_t no_init = -1, exit_rank = -1, code = 3, kill_rank = -1, sleep_ms = 0;
+  int check_env = 0;
+  static const struct option options[] = {{"no-init-rank", required_argument, NULL, 'n'},
+                                          {"exit-rank", required_argument, NULL, 'e'},
+                                          {"code", required_argument, NULL, 'c'},
+                                          {"kill-rank", required_argument, NULL, 'k'},
+                                          {"check-env", no_argument, NULL, 'v'},
+                                          {"sleep-ms", required_argument, NULL, 's'},
+                                          {"marker", required_argument, NULL, 'm'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    switch (c) {
+      case 'n': ftl_parse_i64(optarg, 0, 1 << 20, &no_init); break;
+      case 'e': ftl_parse_i64(optarg, 0, 1 << 20, &exit_rank); break;
+      case 'c': ftl_parse_i64(optarg, 0, 255, &code); break;
+      case 'k': ftl_parse_i64(optarg, 0, 1 << 20, &kill_rank); break;
+      case 'v': check_env = 1; break;
+      case 's': ftl_parse_i64(optarg, 0, 3600000, &sleep_ms); break;
+      case 'm': break; /* only there so tests can find leftover processes by their command line */
+      default: return 2;
+    }
+  }
+  int env_rank = env_int("RANK");
+  if (env_rank == no_init) {
+    sleep(600);
+    return 0;
+  }
+  ftl_ctx *ctx = NULL;
+  ftl_err rc = ftl_init(&argc, &argv, &ctx);
+  if (rc) {
+    fprintf(stderr, "gang_probe: ftl_init: %s: %s\n", ftl_strerror(rc), ftl_ctx_errmsg(ctx));
+    ftl_finalize(ctx);
+    return 10;
+  }
+  const ftl_info *info = ftl_ctx_info(ctx);
+  int bad = 0;
+  if (check_env) {
+    const char *master_addr = getenv("MASTER_ADDR");
+    bad |= env_rank != info->rank;
+    bad |= env_int("WORLD_SIZE") != info->world_size;
+    bad |= env_int("LOCAL_RANK") != info->local_rank;
+    bad |= env_int("LOCAL_WORLD_SIZE") != info->local_world_size;
+    bad |= !master_addr || !*master_addr || env_int("MASTER_PORT") <= 0;
+    bad |= !info->under_launcher || !info->run_dir;
+    printf("env rank=%d world=%d local=%d/%d master=%s:%d under_launcher=%d -> %s\n", env_rank, env_int("WORLD_SIZE"),
+           env_int("LOCAL_RANK"), env_int("LOCAL_WORLD_SIZE"), master_addr ? master_addr : "(none)",
+           env_int("MASTER_PORT"), info->under_launcher, bad ? "MISMATCH" : "ok");
+  }
+  ftl_step_done(ctx, 1);
+  if (info->rank == exit_rank) {
+    fflush(stdout);
+    _exit((int)code);
+  }
+  if (info->rank == kill_rank) raise(SIGKILL);
+  if (sleep_ms) usleep((useconds_t)sleep_ms * 1000);
+  /* Waits for everyone: with a rank gone, the launcher must end this wait, not the deadline. */
+  rc = ftl_barrier(ctx, 120000);
+  ftl_finalize(ctx);
+  return bad ? 20 : rc ? 11 : 0;
+}

@@ -1,0 +1,40 @@
+# tests/launcher/lib.sh: shared helpers for the launcher's script tests. Each test runs in a
+# fresh scratch folder, with build/bin first on PATH, and fails loudly with what it expected.
+set -u
+: "${FTL_BIN_DIR:?FTL_BIN_DIR must point at the bin folder of the build}"
+export PATH="$FTL_BIN_DIR:$PATH"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ftl-test.XXXXXX")
+cd "$SCRATCH" || exit 1
+MARKER="ftl-test-marker-$$-$RANDOM"
+trap 'pkill -KILL -f "$MARKER" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# run_ftl OUTFILE ARGS...: runs ftl, saving stdout+stderr to OUTFILE and the exit code to $RC.
+run_ftl() {
+  local out=$1
+  shift
+  ftl "$@" >"$out" 2>&1
+  RC=$?
+}
+
+expect_rc() {
+  [ "$RC" -eq "$1" ] || { cat "${2:-/dev/null}" >&2; fail "expected exit code $1, got $RC"; }
+}
+
+expect_contains() {
+  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
+}
+
+# No process whose command line carries this test's marker may be left running.
+expect_no_leftovers() {
+  sleep 0.2
+  if pgrep -f "$MARKER" >/dev/null; then
+    ps -ef | grep -F "$MARKER" | grep -v grep >&2
+    fail "processes of the job are still running"
+  fi
+}

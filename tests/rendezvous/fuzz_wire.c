@@ -1,0 +1,34 @@
+/* tests/rendezvous/fuzz_wire.c: libFuzzer harness for the launcher wire format: arbitrary bytes
+ * (what a confused or hostile peer could send) go through the line buffer and the message parser,
+ * and every parsed message through the typed getters the launcher and agent use. */
+#include <stdint.h>
+#include <string.h>
+
+#include "ftl/core.h"
+#include "rendezvous/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  ftl_linebuf lb = {0};
+  lb.data = ftl_malloc(size + 1);
+  if (!lb.data) return 0;
+  memcpy(lb.data, data, size);
+  lb.len = size;
+  lb.cap = size + 1;
+  for (;;) {
+    json_t *msg = NULL;
+    ftl_diag d;
+    ftl_err rc = ftl_linebuf_next(&lb, &msg, &d);
+    if (rc == FTL_ERR_NOTFOUND) break;
+    if (rc != FTL_OK) continue; /* a bad line is dropped; the next one is still read */
+    (void)ftl_wire_str(msg, "type", "");
+    (void)ftl_wire_str(msg, "token", "");
+    (void)ftl_wire_int(msg, "rank", -1);
+    (void)ftl_wire_int(msg, "signal", 0);
+    (void)ftl_wire_num(msg, "mpi_init_ms", 0);
+    json_decref(msg);
+  }
+  ftl_linebuf_free(&lb);
+  return 0;
+}

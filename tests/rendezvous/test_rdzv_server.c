@@ -1,0 +1,138 @@
+/* tests/rendezvous/test_rdzv_server.c: the launcher's rendezvous server against real TCP clients
+ * in child processes: every rank joins -> "go" for all; a client with another attempt's token is
+ * refused and told why; a rank that joins twice is refused; fail() tells a waiting rank the
+ * reason (naming the missing ranks), and describe_missing names ranks and hosts. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+#include "ftl_test.h"
+#include "rendezvous/client.h"
+#include "rendezvous/server.h"
+
+typedef struct counts {
+  int hello, joined, go, rejected, lost;
+  char last_reject[256];
+} counts;
+
+static void on_event(void *user, const ftl_rdzv_event *ev) {
+  counts *c = user;
+  switch (ev->kind) {
+    case FTL_RDZV_AGENT_HELLO: c->hello++; break;
+    case FTL_RDZV_RANK_JOINED: c->joined++; break;
+    case FTL_RDZV_GANG_GO: c->go++; break;
+    case FTL_RDZV_REJECTED:
+      c->rejected++;
+      snprintf(c->last_reject, sizeof c->last_reject, "%s", ev->detail ? ev->detail : "");
+      break;
+    case FTL_RDZV_CONN_LOST: c->lost++; break;
+    default: break;
+  }
+}
+
+/* A child process that joins as `role` and exits 0 on "go", 1 on fail (reason printed), 2 other. */
+static pid_t spawn_client(int port, const char *token, const char *role, int rank, int world) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  ftl_launch_env env = {.present = 1, .rank = rank, .world_size = world};
+  snprintf(env.addr, sizeof env.addr, "127.0.0.1:%d", port);
+  snprintf(env.token, sizeof env.token, "%s", token);
+  ftl_rdzv_client c;
+  ftl_diag d = {{0}};
+  ftl_err rc = ftl_rdzv_client_open(&c, &env, role, rank, ftl_deadline_after_ms(5000), &d);
+  if (rc == FTL_OK && !strcmp(role, "agent")) {
+    sleep(1); /* stay connected while the test runs */
+    _exit(0);
+  }
+  if (rc == FTL_ERR_RDZV) printf("client rank %d: %s\n", rank, d.msg);
+  fflush(stdout);
+  _exit(rc == FTL_OK ? 0 : rc == FTL_ERR_RDZV ? 1 : 2);
+}
+
+/* Runs the server loop until `done` says stop or the deadline passes. */
+static void pump(ftl_rdzv_server *s, counts *c, int64_t deadline, int (*done)(const counts *)) {
+  struct pollfd fds[64];
+  while (!done(c) && ftl_deadline_left_ms(deadline) > 0) {
+    size_t n = ftl_rdzv_server_pollfds(s, fds, 64);
+    if (poll(fds, (nfds_t)n, 50) > 0) ftl_rdzv_server_handle(s, fds, n, on_event, c);
+  }
+}
+
+static int exit_code(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int two_joined_one_go(const counts *c) { return c->go == 1; }
+static int one_rejected(const counts *c) { return c->rejected >= 1; }
+static int one_joined(const counts *c) { return c->joined >= 1; }
+static int never(const counts *c) { (void)c; return 0; }
+
+int main(void) {
+  ftl_diag d = {{0}};
+  ftl_rdzv_server *s = NULL;
+
+  /* 1. Both ranks join: "go" for both, and the agent hello is counted. */
+  counts c = {0};
+  CHECK_OK(ftl_rdzv_server_create("127.0.0.1", 2, "tok-a0", &s, &d), d.msg);
+  int port = ftl_rdzv_server_port(s);
+  pid_t agent = spawn_client(port, "tok-a0", "agent", 0, 2);
+  pid_t r0 = spawn_client(port, "tok-a0", "rank", 0, 2);
+  pid_t r1 = spawn_client(port, "tok-a0", "rank", 1, 2);
+  pump(s, &c, ftl_deadline_after_ms(10000), two_joined_one_go);
+  CHECK_INT_EQ(c.go, 1);
+  CHECK_INT_EQ(c.joined, 2);
+  CHECK(ftl_rdzv_server_went(s));
+  /* Let the children read "go" before the server goes away. */
+  int64_t settle = ftl_deadline_after_ms(1500);
+  pump(s, &c, settle, never);
+  CHECK_INT_EQ(exit_code(r0), 0);
+  CHECK_INT_EQ(exit_code(r1), 0);
+  CHECK_INT_EQ(exit_code(agent), 0);
+  CHECK_INT_EQ(c.hello, 1);
+  ftl_rdzv_server_destroy(s);
+
+  /* 2. Another attempt's token is refused, and the client is told why. */
+  memset(&c, 0, sizeof c);
+  CHECK_OK(ftl_rdzv_server_create("127.0.0.1", 2, "tok-a1", &s, &d), d.msg);
+  port = ftl_rdzv_server_port(s);
+  pid_t stale = spawn_client(port, "tok-a0", "rank", 0, 2);
+  pump(s, &c, ftl_deadline_after_ms(10000), one_rejected);
+  CHECK_INT_EQ(c.rejected, 1);
+  CHECK_STR_CONTAINS(c.last_reject, "not this attempt's");
+  CHECK_INT_EQ(exit_code(stale), 1);
+  CHECK_INT_EQ(c.joined, 0);
+  pump(s, &c, ftl_deadline_after_ms(200), never); /* let the refused connection close */
+
+  /* 3. A rank joins, the deadline passes: fail() reaches it with the missing rank named. */
+  pid_t lonely = spawn_client(port, "tok-a1", "rank", 1, 2);
+  pump(s, &c, ftl_deadline_after_ms(10000), one_joined);
+  CHECK_INT_EQ(c.joined, 1);
+  char missing[256];
+  ftl_rdzv_server_describe_missing(s, missing, sizeof missing);
+  CHECK_STR_EQ(missing, "rank 0 (never started)");
+  ftl_rdzv_server_fail(s, "deadline passed: rank 0 (never started)");
+  CHECK_INT_EQ(exit_code(lonely), 1);
+
+  /* 4. After fail(), a late rank is told the same, never "go"; a duplicate rank is refused. */
+  pid_t late = spawn_client(port, "tok-a1", "rank", 0, 2);
+  CHECK_INT_EQ(c.go, 0);
+  int64_t until = ftl_deadline_after_ms(3000);
+  while (ftl_deadline_left_ms(until) > 0 && c.joined < 2) pump(s, &c, ftl_deadline_after_ms(100), never);
+  CHECK_INT_EQ(exit_code(late), 1);
+  CHECK_INT_EQ(c.go, 0);
+  pid_t dup = spawn_client(port, "tok-a1", "rank", 1, 2);
+  int rejected_before = c.rejected;
+  until = ftl_deadline_after_ms(5000);
+  while (ftl_deadline_left_ms(until) > 0 && c.rejected == rejected_before) pump(s, &c, ftl_deadline_after_ms(100), never);
+  CHECK_STR_CONTAINS(c.last_reject, "joined twice");
+  CHECK_INT_EQ(exit_code(dup), 1);
+  ftl_rdzv_server_destroy(s);
+  printf("ok\n");
+  return 0;
+}

@@ -262,14 +262,16 @@ static int cmd_run(int argc, char **argv) {
     exit_code = FTL_EXIT_INTERNAL;
     goto out;
   }
-  if (!rdzv_host) rdzv_host = job->hostfile ? ftl_hostname() : "127.0.0.1";
+  /* Ranks on other hosts reach the launcher by this host's name; on one machine, by loopback. */
+  int multi_host = job->hostfile || ftl_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN;
+  if (!rdzv_host) rdzv_host = multi_host ? ftl_hostname() : "127.0.0.1";
 
   ftl_attempt_opts o = {.job = job,
                         .run_dir = run_dir,
                         .attempt = next_attempt(run_dir),
                         .ftl_exe = exe,
                         .program = program,
-                        .rdzv_bind = job->hostfile ? NULL : "127.0.0.1",
+                        .rdzv_bind = multi_host ? NULL : "127.0.0.1",
                         .rdzv_host = rdzv_host,
                         .kill_grace_ms = (int)grace_ms,
                         .events = events};

@@ -341,11 +341,15 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   /* What every rank gets. Set here and exported by name (mpirun -x), so it reaches remote hosts. */
   char addr[320];
   ftl_fmt(addr, sizeof addr, "%s:%d", o->rdzv_host, ftl_rdzv_server_port(a.server));
+  /* MASTER_ADDR is where rank 0 runs: the hostfile's first host; under Slurm the launcher's own
+   * node, where srun places task 0 (the batch host); this machine otherwise. */
+  ftl_launch_kind kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
   char master_addr[256] = "127.0.0.1";
   if (o->job->hostfile && ftl_gang_first_host(o->job->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) {
     rc = FTL_ERR_SPEC;
     goto out;
   }
+  if (!o->job->hostfile && kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
   int fail = 0;
   fail |= setenv("FTL_RDZV_ADDR", addr, 1);
   fail |= setenv("FTL_RDZV_TOKEN", token, 1);
@@ -380,7 +384,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   }
 
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  ftl_gang_opts g = {.kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID")),
+  ftl_gang_opts g = {.kind = kind,
                      .ranks = a.world,
                      .hostfile = o->job->hostfile,
                      .ftl_exe = o->ftl_exe,

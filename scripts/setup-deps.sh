@@ -11,6 +11,7 @@ packages=(
   libyaml-dev libjansson-dev libxxhash-dev
   python3-h5py
   procps iproute2 util-linux
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

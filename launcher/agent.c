@@ -174,6 +174,21 @@ static int open_log(const char *attempt_dir, int rank, const char *suffix) {
   return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 }
 
+/* The scheduler state of a process ('R' running, 'S' sleeping, 'D' disk wait, 'T' stopped,
+ * 'Z' zombie), from /proc/PID/stat; '?' when it cannot be read. */
+static char process_state(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return '?';
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return '?';
+  buf[n] = '\0';
+  const char *paren = strrchr(buf, ')'); /* the command name may itself hold ')' */
+  return paren && paren[1] == ' ' && paren[2] ? paren[2] : '?';
+}
+
 static void write_exit_record(const char *attempt_dir, int rank, int code, int sig, int64_t start_us) {
   char path[PATH_MAX];
   if (!attempt_dir || ftl_fmt(path, sizeof path, "%s/rank-%05d.exit.json", attempt_dir, rank)) return;
@@ -291,7 +306,16 @@ int ftl_rank_agent_main(int argc, char **argv) {
   int64_t parsed;
   if (ftl_parse_i64(getenv("FTL_KILL_GRACE_MS"), 0, 3600000, &parsed) == FTL_OK) grace_ms = parsed;
 
+  /* The agent says it is alive every second, with its program's state: the launcher notices a
+   * lost host by the silence, and a stopped (SIGSTOP) program by its state. */
+  const int64_t alive_interval_ms = 1000;
+  int64_t next_alive_ms = ftl_clock_ms();
   while (!reaped || out.pipe_fd >= 0 || err.pipe_fd >= 0) {
+    if (client.fd >= 0 && !reaped && ftl_clock_ms() >= next_alive_ms) {
+      char state[2] = {process_state(child), '\0'};
+      ftl_rdzv_client_send(&client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, &d);
+      next_alive_ms = ftl_clock_ms() + alive_interval_ms;
+    }
     struct pollfd fds[4];
     nfds_t n = 0;
     fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};

@@ -315,6 +315,34 @@ static const field rendezvous_fields[] = {
 };
 static const section rendezvous_section = {rendezvous_fields, ARRAY_LEN(rendezvous_fields)};
 
+static const field restart_fields[] = {
+    {.key = "max_restarts", .kind = FK_INT, .offset = offsetof(ftl_job, max_restarts), .min = 0, .max = 100000,
+     .def = 3},
+    {.key = "backoff_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, backoff_ms), .max = 3600, .def = 1000},
+    {.key = "max_backoff_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, max_backoff_ms), .max = 86400,
+     .def = 30 * 1000},
+    {.key = "crash_loop", .kind = FK_INT, .offset = offsetof(ftl_job, crash_loop), .min = 1, .max = 1000, .def = 3},
+};
+static const section restart_section = {restart_fields, ARRAY_LEN(restart_fields)};
+
+static const field timeout_fields[] = {
+    {.key = "startup_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, startup_timeout_ms), .max = 86400,
+     .def = 600 * 1000},
+    {.key = "step_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, step_timeout_ms), .max = 86400,
+     .def = 180 * 1000},
+    {.key = "checkpoint_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, checkpoint_timeout_ms), .max = 86400,
+     .def = 420 * 1000},
+    {.key = "node_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, node_timeout_ms), .max = 3600,
+     .def = 10 * 1000},
+};
+static const section timeout_section = {timeout_fields, ARRAY_LEN(timeout_fields)};
+
+static const field preemption_fields[] = {
+    {.key = "grace_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, preempt_grace_ms), .max = 86400,
+     .def = 30 * 1000},
+};
+static const section preemption_section = {preemption_fields, ARRAY_LEN(preemption_fields)};
+
 /* The top level, in the order the docs list it (the "known fields" list of a message follows). */
 static const field job_fields[] = {
     {.key = "name", .kind = FK_STRING, .flags = FF_JOB_NAME, .offset = offsetof(ftl_job, name)},
@@ -334,11 +362,18 @@ static const field job_fields[] = {
     {.key = "working_dir", .kind = FK_STRING, .flags = FF_NONEMPTY,
      .offset = offsetof(ftl_job, working_dir)},
     {.key = "rendezvous", .kind = FK_SECTION, .sub = &rendezvous_section},
+    {.key = "min_ranks", .kind = FK_INT, .offset = offsetof(ftl_job, min_ranks), .min = 1, .max = JOB_RANKS_MAX,
+     .def = 0},
+    {.key = "restart", .kind = FK_SECTION, .sub = &restart_section},
+    {.key = "timeouts", .kind = FK_SECTION, .sub = &timeout_section},
+    {.key = "preemption", .kind = FK_SECTION, .sub = &preemption_section},
 };
 static const section job_section = {job_fields, ARRAY_LEN(job_fields)};
 
 _Static_assert(ARRAY_LEN(job_fields) <= SECTION_MAX_FIELDS, "raise SECTION_MAX_FIELDS");
 _Static_assert(ARRAY_LEN(rendezvous_fields) <= SECTION_MAX_FIELDS, "raise SECTION_MAX_FIELDS");
+_Static_assert(ARRAY_LEN(restart_fields) <= SECTION_MAX_FIELDS, "raise SECTION_MAX_FIELDS");
+_Static_assert(ARRAY_LEN(timeout_fields) <= SECTION_MAX_FIELDS, "raise SECTION_MAX_FIELDS");
 
 #define FIELD_AT(job, f, type) ((type *)(void *)((char *)(job) + (f)->offset))
 #define COUNT_AT(job, f) ((size_t *)(void *)((char *)(job) + (f)->count_offset))
@@ -897,6 +932,19 @@ static ftl_err parse_common(const char *data, size_t size, const char *file, con
   }
   rc = walk_section(&c, &job_section, root, "");
   if (rc) goto out;
+  if (job->min_ranks > job->ranks) {
+    /* A rule across two fields: point at min_ranks, which the user set on purpose. */
+    yaml_mark_t mark = root->start_mark;
+    for (const yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+      const yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+      const yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+      if (k && v && k->type == YAML_SCALAR_NODE && k->data.scalar.length == 9 &&
+          memcmp(k->data.scalar.value, "min_ranks", 9) == 0)
+        mark = v->start_mark;
+    }
+    rc = fail_at(&c, mark, "min_ranks", "expected at most ranks (%d), got %d", job->ranks, job->min_ranks);
+    goto out;
+  }
   if (!job->name && !(job->name = name_from(name_source, true, "job"))) {
     rc = fail_nomem(&c);
     goto out;

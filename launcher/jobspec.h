@@ -32,6 +32,22 @@ typedef struct ftl_job {
   char *working_dir;        /* `working_dir`: may be NULL (the launcher's cwd) */
   int64_t rendezvous_timeout_ms; /* `rendezvous.timeout_s` (seconds, may be fractional); default 300 s */
   char spec_hash[33];       /* XXH3-128 of the spec's bytes as 32 hex digits; "" without a file */
+  int min_ranks;            /* `min_ranks`: fewest ranks to continue with after losing a host;
+                               0 (the default) means exactly `ranks` */
+  /* `restart:` what ftl does when an attempt fails */
+  int max_restarts;         /* `restart.max_restarts`: budget for the whole job; default 3 */
+  int64_t backoff_ms;       /* `restart.backoff_s`: first pause before a relaunch; doubles; default 1 s */
+  int64_t max_backoff_ms;   /* `restart.max_backoff_s`: cap of the pause; default 30 s */
+  int crash_loop;           /* `restart.crash_loop`: failures in a row without progress past the
+                               same step that stop the job; default 3 */
+  /* `timeouts:` how long a rank may be silent before it is called hung, by section */
+  int64_t startup_timeout_ms;    /* `timeouts.startup_s`: launch to first step; default 600 s */
+  int64_t step_timeout_ms;       /* `timeouts.step_s`: between progress reports; default 180 s */
+  int64_t checkpoint_timeout_ms; /* `timeouts.checkpoint_s`: inside a checkpoint; default 420 s */
+  int64_t node_timeout_ms;       /* `timeouts.node_s`: a host's agents silent; default 10 s */
+  /* `preemption:` */
+  int64_t preempt_grace_ms; /* `preemption.grace_s`: time ranks get to checkpoint and stop after
+                               SIGTERM/SIGUSR1 before they are killed; default 30 s */
 } ftl_job;
 
 /* Parses and validates the file at path into a new job (*job_out, freed by ftl_job_destroy).

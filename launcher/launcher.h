@@ -10,17 +10,21 @@
 /* ftl's own exit codes. Never renumbered. */
 enum {
   FTL_EXIT_OK = 0,          /* every rank exited 0 */
-  FTL_EXIT_JOB_FAILED = 1,  /* a rank failed (exit code or signal); ftl names the first */
+  FTL_EXIT_JOB_FAILED = 1,  /* the job failed (after any restarts); ftl names the first failure */
   FTL_EXIT_USAGE = 2,       /* bad command line or job spec: nothing was started */
   FTL_EXIT_LAUNCH = 3,      /* the gang could not be started (program not found, mpirun missing) */
-  FTL_EXIT_RDZV = 4,        /* the rendezvous deadline passed with ranks missing */
+  FTL_EXIT_RDZV = 4,        /* the rendezvous deadline passed with ranks missing, restarts spent */
   FTL_EXIT_INTERNAL = 5,    /* ftl itself failed (run directory not writable, out of memory) */
+  FTL_EXIT_PREEMPTED = 75,  /* stopped cleanly on SIGTERM/SIGUSR1: requeue me (EX_TEMPFAIL);
+                               `ftl run` on the same run directory resumes */
   FTL_EXIT_SIGINT = 130,    /* stopped by SIGINT (128 + 2); the ranks were stopped too */
-  FTL_EXIT_SIGTERM = 143,   /* stopped by SIGTERM (128 + 15) */
+  FTL_EXIT_SIGTERM = 143,   /* stopped by SIGTERM (128 + 15) without a clean stop of the ranks */
 };
 
 typedef struct ftl_attempt_opts {
   const ftl_job *job;
+  int world_size;           /* ranks of this attempt (job->ranks, fewer after losing hosts) */
+  const char *hostfile;     /* this attempt's hostfile (bad hosts left out), or NULL */
   const char *run_dir;      /* absolute */
   int attempt;
   const char *ftl_exe;      /* absolute path of this ftl binary */
@@ -33,25 +37,59 @@ typedef struct ftl_attempt_opts {
 
 typedef enum ftl_attempt_outcome {
   FTL_ATTEMPT_SUCCEEDED = 0,
-  FTL_ATTEMPT_RANK_FAILED = 1,
+  FTL_ATTEMPT_FAILED = 1,        /* a rank crashed, hung, or its host was lost */
   FTL_ATTEMPT_RDZV_FAILED = 2,
   FTL_ATTEMPT_LAUNCH_FAILED = 3,
-  FTL_ATTEMPT_INTERRUPTED = 4,
+  FTL_ATTEMPT_INTERRUPTED = 4,   /* SIGINT, or a stop the ranks did not finish cleanly */
+  FTL_ATTEMPT_PREEMPTED = 5,     /* a stop request the ranks honoured: all exited 0 */
 } ftl_attempt_outcome;
+
+/* What kind of failure ended an attempt (the failure ledger's `cause`). */
+typedef enum ftl_failure_kind {
+  FTL_FAIL_NONE = 0,
+  FTL_FAIL_EXIT,        /* a rank exited non-zero */
+  FTL_FAIL_SIGNAL,      /* a rank was killed by a signal */
+  FTL_FAIL_HANG,        /* a rank made no progress for its section's timeout */
+  FTL_FAIL_NODE,        /* every agent on a host went silent: the host or its link is gone */
+  FTL_FAIL_AGENT_LOST,  /* one rank agent vanished */
+  FTL_FAIL_RDZV,        /* ranks missing at the rendezvous deadline */
+  FTL_FAIL_EXEC,        /* the program could not be started (not retried) */
+  FTL_FAIL_LAUNCHER,    /* mpirun/srun failed without a rank to blame */
+} ftl_failure_kind;
+
+const char *ftl_failure_kind_name(ftl_failure_kind kind);
 
 typedef struct ftl_attempt_result {
   ftl_attempt_outcome outcome;
+  ftl_failure_kind kind;
   int root_rank;            /* the first failing rank, -1 if none is known */
   char root_host[64];
   int exit_code;            /* of the root rank's program */
   int signal;               /* that killed it, 0 if none */
-  int interrupt_signal;     /* for FTL_ATTEMPT_INTERRUPTED */
+  int interrupt_signal;     /* the signal ftl received, if any */
+  int retryable;            /* a relaunch could help (not: a program that cannot start) */
+  char bad_host[64];        /* a host to leave out of the next attempt, "" if none */
+  int64_t last_step;        /* highest step any rank reported, -1 if none */
+  int64_t restored_step;    /* the step the ranks restored, -1 if none reported */
+  int64_t committed_step;   /* highest committed checkpoint step reported, -1 if none */
+  /* for goodput (milliseconds since the attempt started; -1 when it did not happen) */
+  double first_step_ms;     /* all ranks past their first step */
+  double failure_ms;        /* the root failure was detected */
+  double end_ms;            /* mpirun reaped */
+  double detect_lag_ms;     /* root failure happened -> detected (from the agent's clock) */
+  double committed_at_ms;   /* when committed_step was committed */
+  double ckpt_stall_ms;     /* sum of checkpoint stalls (rank 0) */
   char summary[1024];       /* one sentence for the console */
 } ftl_attempt_result;
 
 /* Runs one attempt of the job to its end. An error return means ftl could not run the attempt at
  * all (detail in d); how the job itself ended is in *res. */
 ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d);
+
+/* Runs the job: attempts, restarts (budget, back-off, crash loops, bad hosts left out) and the
+ * goodput report. Returns ftl's exit code. */
+int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
+                const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ftl_events *events);
 
 int ftl_rank_agent_main(int argc, char **argv);
 

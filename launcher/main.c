@@ -41,6 +41,7 @@ static const char run_help[] =
     "      --rdzv-host ADDR        address ranks use to reach this launcher (default 127.0.0.1,\n"
     "                              or this host's name with a hostfile)\n"
     "      --kill-grace-ms MS      between SIGTERM and SIGKILL when the gang is ended (default 5000)\n"
+    "      --max-restarts N        restart budget for the whole job (overrides restart.max_restarts; default 3)\n"
     "\n"
     "The run directory holds job.yaml (a copy of the spec), events.jsonl (docs/formats/events.md)\n"
     "and one attempt-NNNN/ folder per attempt with rank-NNNNN.out/.err/.exit.json.\n"
@@ -50,12 +51,13 @@ static const char run_help[] =
 static const char exit_codes_help[] =
     "ftl exit codes:\n"
     "  0    every rank exited 0\n"
-    "  1    a rank failed: ftl names the first failing rank, its host and its exit code or signal\n"
+    "  1    the job failed (restarts spent, crash loop, or not restartable); the first failure is named\n"
     "  2    bad command line or job spec: nothing was started\n"
     "  3    the gang could not be started (program or mpirun/srun not found)\n"
     "  4    the rendezvous deadline passed with ranks missing (they are named)\n"
     "  5    ftl itself failed (run directory not writable, out of memory)\n"
-    "  130  stopped by SIGINT, 143 stopped by SIGTERM (the ranks were stopped first)\n";
+    "  75   preempted (SIGTERM/SIGUSR1): ranks stopped cleanly; requeue, `ftl run` resumes\n"
+    "  130  stopped by SIGINT, 143 stopped by SIGTERM/SIGHUP without a clean stop of the ranks\n";
 
 static const char env_help[] =
     "Variables every rank gets from `ftl run`:\n"
@@ -112,17 +114,8 @@ out:
   return rc;
 }
 
-static int next_attempt(const char *run_dir) {
-  char path[PATH_MAX];
-  for (int i = 0; i < 100000; i++) {
-    if (ftl_fmt(path, sizeof path, "%s/attempt-%04d", run_dir, i)) return i;
-    if (access(path, F_OK) != 0) return i;
-  }
-  return 100000;
-}
-
 static int cmd_run(int argc, char **argv) {
-  enum { OPT_HOSTFILE = 1000, OPT_RUN_DIR, OPT_NAME, OPT_RDZV_TIMEOUT, OPT_LAUNCHER, OPT_RDZV_HOST, OPT_GRACE };
+  enum { OPT_HOSTFILE = 1000, OPT_RUN_DIR, OPT_NAME, OPT_RDZV_TIMEOUT, OPT_LAUNCHER, OPT_RDZV_HOST, OPT_GRACE, OPT_RESTARTS };
   static const struct option options[] = {
       {"ranks", required_argument, NULL, 'n'},
       {"hostfile", required_argument, NULL, OPT_HOSTFILE},
@@ -132,10 +125,11 @@ static int cmd_run(int argc, char **argv) {
       {"launcher", required_argument, NULL, OPT_LAUNCHER},
       {"rdzv-host", required_argument, NULL, OPT_RDZV_HOST},
       {"kill-grace-ms", required_argument, NULL, OPT_GRACE},
+      {"max-restarts", required_argument, NULL, OPT_RESTARTS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  int64_t ranks = -1, grace_ms = 5000;
+  int64_t ranks = -1, grace_ms = 5000, max_restarts = -1;
   double rdzv_timeout_s = -1;
   const char *hostfile = NULL, *run_dir_opt = NULL, *name = NULL, *launcher = NULL, *rdzv_host = NULL;
   ftl_diag d = {{0}};
@@ -170,6 +164,12 @@ static int cmd_run(int argc, char **argv) {
       case OPT_GRACE:
         if (ftl_parse_i64(optarg, 0, 3600000, &grace_ms) != FTL_OK) {
           fprintf(stderr, "ftl run: --kill-grace-ms: expected milliseconds, got '%s'\n", optarg);
+          return FTL_EXIT_USAGE;
+        }
+        break;
+      case OPT_RESTARTS:
+        if (ftl_parse_i64(optarg, 0, 100000, &max_restarts) != FTL_OK) {
+          fprintf(stderr, "ftl run: --max-restarts: expected an integer >= 0, got '%s'\n", optarg);
           return FTL_EXIT_USAGE;
         }
         break;
@@ -212,6 +212,7 @@ static int cmd_run(int argc, char **argv) {
     ftl_free(job->hostfile);
     job->hostfile = copy;
   }
+  if (max_restarts >= 0) job->max_restarts = (int)max_restarts;
   if (rdzv_timeout_s > 0) job->rendezvous_timeout_ms = (int64_t)(rdzv_timeout_s * 1000.0);
   if (launcher) {
     if (!strcmp(launcher, "auto")) job->launcher = FTL_LAUNCH_AUTO;
@@ -266,47 +267,11 @@ static int cmd_run(int argc, char **argv) {
   int multi_host = job->hostfile || ftl_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN;
   if (!rdzv_host) rdzv_host = multi_host ? ftl_hostname() : "127.0.0.1";
 
-  ftl_attempt_opts o = {.job = job,
-                        .run_dir = run_dir,
-                        .attempt = next_attempt(run_dir),
-                        .ftl_exe = exe,
-                        .program = program,
-                        .rdzv_bind = multi_host ? NULL : "127.0.0.1",
-                        .rdzv_host = rdzv_host,
-                        .kill_grace_ms = (int)grace_ms,
-                        .events = events};
-  ftl_attempt_result res;
-  ftl_events_write(events, "run_start", o.attempt,
+  ftl_events_write(events, "run_start", 0,
                    json_pack("{s:s, s:s, s:i, s:s, s:s}", "job", job->name, "spec", job->spec_path ? job->spec_path : "",
                              "ranks", job->ranks, "program", program, "spec_hash", job->spec_hash));
-  if (ftl_attempt_run(&o, &res, &d)) {
-    fprintf(stderr, "ftl run: %s\n", d.msg);
-    exit_code = FTL_EXIT_INTERNAL;
-    goto out;
-  }
-  switch (res.outcome) {
-    case FTL_ATTEMPT_SUCCEEDED:
-      fprintf(stderr, "ftl: job '%s' finished: %s\n", job->name, res.summary);
-      exit_code = FTL_EXIT_OK;
-      break;
-    case FTL_ATTEMPT_RANK_FAILED:
-      fprintf(stderr, "ftl: job '%s' failed: %s\n", job->name, res.summary);
-      exit_code = FTL_EXIT_JOB_FAILED;
-      break;
-    case FTL_ATTEMPT_RDZV_FAILED:
-      fprintf(stderr, "ftl: job '%s' failed: %s\n", job->name, res.summary);
-      exit_code = FTL_EXIT_RDZV;
-      break;
-    case FTL_ATTEMPT_LAUNCH_FAILED:
-      fprintf(stderr, "ftl: job '%s' could not start: %s\n", job->name, res.summary);
-      exit_code = FTL_EXIT_LAUNCH;
-      break;
-    case FTL_ATTEMPT_INTERRUPTED:
-      fprintf(stderr, "ftl: job '%s' %s\n", job->name, res.summary);
-      exit_code = res.interrupt_signal == 2 ? FTL_EXIT_SIGINT : FTL_EXIT_SIGTERM;
-      break;
-  }
-  ftl_events_write(events, "run_end", o.attempt, json_pack("{s:i}", "exit_code", exit_code));
+  exit_code = ftl_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)grace_ms, events);
+  ftl_events_write(events, "run_end", 0, json_pack("{s:i}", "exit_code", exit_code));
   goto out;
 toolong:
   fprintf(stderr, "ftl run: a path is too long\n");

@@ -1,12 +1,19 @@
 /* launcher/supervise.c: one attempt of a job, from spawning the gang to knowing how every rank
- * ended.
+ * ended, with the failure detectors that end it early.
  *
  * The launcher is one thread around one poll() loop: the rendezvous server's sockets (ranks and
- * their agents report there), a self-pipe for signals (SIGCHLD, and the ones we forward), and
- * timers (rendezvous deadline, TERM -> KILL grace). The first rank that fails is the root cause;
- * the whole gang is then ended at once rather than waiting for mpirun to notice. After mpirun is
- * gone, any local process that still carries this attempt's token is killed, so nothing of the
- * job outlives it on this host. */
+ * their agents report there), a self-pipe for signals (SIGCHLD, and the ones we act on), and
+ * timers checked every 100 ms. Detectors, with their latency:
+ *   - a rank that exits or is killed: its agent reports at once (milliseconds);
+ *   - a hang: a rank silent for its section's timeout (start-up, step, checkpoint), + <= 100 ms;
+ *   - a lost host: every agent on it silent for timeouts.node_s (agents report every second);
+ *   - a lost agent: a connection dropped without an exit report, blamed after 250 ms unless a
+ *     rank failure arrives meanwhile (mpirun kills the other agents when a rank fails).
+ * The first failure is the root cause; the whole gang is then ended at once through the agents
+ * rather than by waiting for mpirun. After mpirun is gone, any local process that still carries
+ * this attempt's token is killed, so nothing of the job outlives the attempt on this host.
+ *
+ * Not here: deciding whether to restart (run.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +35,6 @@
 
 static int signal_pipe[2] = {-1, -1};
 
-static const char *ftl_wire_str_or(const json_t *msg, const char *key) { return ftl_wire_str(msg, key, ""); }
-
 static void on_signal(int sig) {
   int saved = errno;
   unsigned char b = (unsigned char)sig;
@@ -38,12 +43,37 @@ static void on_signal(int sig) {
   errno = saved;
 }
 
+static const char *msg_str(const json_t *msg, const char *key) { return ftl_wire_str(msg, key, ""); }
+
+const char *ftl_failure_kind_name(ftl_failure_kind kind) {
+  switch (kind) {
+    case FTL_FAIL_NONE: return "none";
+    case FTL_FAIL_EXIT: return "exit_code";
+    case FTL_FAIL_SIGNAL: return "signal";
+    case FTL_FAIL_HANG: return "hang";
+    case FTL_FAIL_NODE: return "node_lost";
+    case FTL_FAIL_AGENT_LOST: return "agent_lost";
+    case FTL_FAIL_RDZV: return "rendezvous";
+    case FTL_FAIL_EXEC: return "cannot_start";
+    case FTL_FAIL_LAUNCHER: return "launcher";
+  }
+  return "unknown";
+}
+
+enum section_kind { SECTION_STARTUP = 0, SECTION_STEP = 1, SECTION_CHECKPOINT = 2 };
+
 typedef struct rank_state {
-  int64_t hello_ms;   /* agent said hello (launcher clock) */
-  int64_t joined_ms;
-  double phases[3];   /* rendezvous, mpi_init, comm_init as the rank measured them */
+  int64_t hello_ms;     /* agent said hello (launcher clock) */
+  int64_t progress_ms;  /* last sign of progress: ready, a step, an event */
+  int64_t alive_ms;     /* last heartbeat of its agent */
+  int64_t last_step;
+  int section;
+  char state;           /* the program's scheduler state as the agent last saw it */
+  int has_agent;
+  double phases[3];     /* rendezvous, mpi_init, comm_init as the rank measured them */
   int ready;
   double first_step_ms;
+  int first_step_seen;
   int exited;
   int exit_code, signal;
 } rank_state;
@@ -57,7 +87,6 @@ typedef struct attempt {
   char attempt_dir[PATH_MAX];
   int64_t start_ms;
   int64_t rdzv_deadline_ms;
-  int64_t go_ms;
   pid_t mpirun;
   int mpirun_status;
   int mpirun_reaped;
@@ -66,8 +95,10 @@ typedef struct attempt {
   int have_root;
   int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
   int64_t lost_ms;
-  int ready_count, first_step_count;
+  int first_step_count;
   int startup_logged;
+  int stop_sent;           /* a stop (preemption) was asked of the ranks */
+  int64_t stop_deadline_ms;
 } attempt;
 
 static const char *signal_name(int sig) {
@@ -84,9 +115,12 @@ static const char *signal_name(int sig) {
     case SIGPIPE: return "SIGPIPE";
     case SIGUSR1: return "SIGUSR1";
     case SIGUSR2: return "SIGUSR2";
+    case SIGSTOP: return "SIGSTOP";
     default: return "signal";
   }
 }
+
+static double since_start(const attempt *a) { return (double)(ftl_clock_ms() - a->start_ms); }
 
 /* Ends the gang: the agents pass the signal to their programs at once and SIGKILL them after the
  * grace period. mpirun is not signalled here: it would take a second or more to pass the signal on
@@ -101,34 +135,44 @@ static void terminate_gang(attempt *a, int sig) {
   ftl_rdzv_server_signal_agents(a->server, sig);
 }
 
-static void set_root(attempt *a, int rank, int code, int sig, const char *what) {
+/* Records the root cause (the first failure only), logs it, and ends the gang. */
+static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int sig, const char *how_override,
+                     const char *bad_host) {
   if (a->have_root) return;
   a->have_root = 1;
   ftl_attempt_result *r = a->res;
-  r->outcome = FTL_ATTEMPT_RANK_FAILED;
+  r->outcome = FTL_ATTEMPT_FAILED;
+  r->kind = kind;
   r->root_rank = rank;
+  r->retryable = kind != FTL_FAIL_EXEC;
   const char *host = rank >= 0 ? ftl_rdzv_server_host(a->server, rank) : NULL;
-  snprintf(r->root_host, sizeof r->root_host, "%s", host ? host : "unknown");
+  snprintf(r->root_host, sizeof r->root_host, "%s", host ? host : (bad_host ? bad_host : "unknown"));
+  if (bad_host) snprintf(r->bad_host, sizeof r->bad_host, "%s", bad_host);
   r->exit_code = code;
   r->signal = sig;
-  char how[160];
-  if (what) snprintf(how, sizeof how, "%s", what);
+  r->failure_ms = since_start(a);
+  char how[400];
+  if (how_override) snprintf(how, sizeof how, "%s", how_override);
   else if (sig) snprintf(how, sizeof how, "was killed by signal %d (%s)", sig, signal_name(sig));
   else snprintf(how, sizeof how, "exited with code %d", code);
   if (rank >= 0)
     ftl_fmt(r->summary, sizeof r->summary, "rank %d on host %s %s (the first failure; its output: %s/rank-%05d.err)",
-             rank, r->root_host, how, a->attempt_dir, rank);
+            rank, r->root_host, how, a->attempt_dir, rank);
   else
-    snprintf(r->summary, sizeof r->summary, "%s", how);
+    ftl_fmt(r->summary, sizeof r->summary, "%s", how);
+  int64_t step = rank >= 0 ? a->ranks[rank].last_step : r->last_step;
   ftl_events_write(a->o->events, "failure", a->o->attempt,
-                   json_pack("{s:i, s:s, s:i, s:i, s:s, s:s}", "rank", rank, "host", r->root_host, "exit_code", code,
-                             "signal", sig, "cause", sig ? "signal" : (what ? "lost" : "exit_code"), "message", r->summary));
+                   json_pack("{s:i, s:s, s:i, s:i, s:s, s:I, s:f, s:s}", "rank", rank, "host", r->root_host,
+                             "exit_code", code, "signal", sig, "cause", ftl_failure_kind_name(kind), "step",
+                             (json_int_t)step, "detect_lag_ms", r->detect_lag_ms, "message", r->summary));
   FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", r->summary);
+  terminate_gang(a, SIGTERM);
 }
 
 static void log_startup_summary(attempt *a) {
   if (a->startup_logged || a->first_step_count < a->world) return;
   a->startup_logged = 1;
+  a->res->first_step_ms = since_start(a);
   double launch = 0, phases[3] = {0, 0, 0}, first = 0;
   for (int i = 0; i < a->world; i++) {
     rank_state *s = &a->ranks[i];
@@ -139,9 +183,9 @@ static void log_startup_summary(attempt *a) {
     if (s->first_step_ms > first) first = s->first_step_ms;
   }
   ftl_events_write(a->o->events, "startup", a->o->attempt,
-                   json_pack("{s:f, s:f, s:f, s:f, s:f, s:I}", "launch_ms", launch, "rendezvous_ms", phases[0],
+                   json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "launch_ms", launch, "rendezvous_ms", phases[0],
                              "mpi_init_ms", phases[1], "comm_init_ms", phases[2], "first_step_ms", first, "total_ms",
-                             (json_int_t)(ftl_clock_ms() - a->start_ms)));
+                             a->res->first_step_ms));
   FTL_LOG(FTL_LOG_INFO, "launcher",
           "start-up (slowest rank per phase): launch %.0f ms, rendezvous %.0f ms, MPI init %.0f ms, "
           "communicator %.0f ms, first step %.0f ms",
@@ -152,8 +196,29 @@ enum { LOST_AGENT_SETTLE_MS = 250 };
 
 static void blame_lost_agent(attempt *a) {
   if (a->lost_rank < 0 || a->have_root) return;
-  set_root(a, a->lost_rank, -1, 0, "lost its agent (the agent process died or its host went away)");
-  terminate_gang(a, SIGTERM);
+  set_root(a, FTL_FAIL_AGENT_LOST, a->lost_rank, -1, 0,
+           "lost its agent (the agent process died or its host went away)", NULL);
+}
+
+static void note_progress(attempt *a, rank_state *s) {
+  (void)a;
+  s->progress_ms = ftl_clock_ms();
+}
+
+/* Library events the launcher itself reads: checkpoint commits and restores (rank 0 speaks for
+ * the gang: they are collective), and checkpoint stalls for goodput. */
+static void note_library_event(attempt *a, int rank, const char *name, const json_t *fields) {
+  if (rank != 0) return;
+  ftl_attempt_result *r = a->res;
+  int64_t step = ftl_wire_int(fields, "step", -1);
+  if (!strcmp(name, "ckpt_committed") && step > r->committed_step) {
+    r->committed_step = step;
+    r->committed_at_ms = since_start(a);
+  } else if (!strcmp(name, "ckpt_saved")) {
+    r->ckpt_stall_ms += ftl_wire_num(fields, "stall_ms", 0) + ftl_wire_num(fields, "wait_prev_ms", 0);
+  } else if (!strcmp(name, "ckpt_restored")) {
+    r->restored_step = step;
+  }
 }
 
 static void on_event(void *user, const ftl_rdzv_event *ev) {
@@ -164,53 +229,80 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO:
       if (!s) return;
-      s->hello_ms = ftl_clock_ms();
+      s->hello_ms = s->alive_ms = ftl_clock_ms();
+      s->has_agent = 1;
       ftl_events_write(log, "rank_started", attempt_no,
-                       json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", ftl_wire_str_or(ev->msg, "host"),
-                                 "pid", (json_int_t)ftl_wire_int(ev->msg, "pid", -1), "launch_ms",
+                       json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", msg_str(ev->msg, "host"), "pid",
+                                 (json_int_t)ftl_wire_int(ev->msg, "pid", -1), "launch_ms",
                                  (json_int_t)(s->hello_ms - a->start_ms)));
+      break;
+    case FTL_RDZV_AGENT_ALIVE:
+      if (!s) return;
+      s->alive_ms = ftl_clock_ms();
+      s->state = msg_str(ev->msg, "state")[0];
       break;
     case FTL_RDZV_RANK_JOINED:
       if (!s) return;
-      s->joined_ms = ftl_clock_ms();
+      note_progress(a, s);
       ftl_events_write(log, "rank_joined", attempt_no, json_pack("{s:i}", "rank", ev->rank));
       break;
     case FTL_RDZV_GANG_GO:
-      a->go_ms = ftl_clock_ms();
       ftl_events_write(log, "rendezvous_complete", attempt_no,
-                       json_pack("{s:i, s:I}", "world_size", a->world, "ms_since_launch", (json_int_t)(a->go_ms - a->start_ms)));
-      FTL_LOG(FTL_LOG_DEBUG, "launcher", "all %d ranks joined the rendezvous", a->world);
+                       json_pack("{s:i, s:f}", "world_size", a->world, "ms_since_launch", since_start(a)));
       break;
     case FTL_RDZV_RANK_READY:
       if (!s) return;
+      note_progress(a, s);
       s->phases[0] = ftl_wire_num(ev->msg, "rendezvous_ms", 0);
       s->phases[1] = ftl_wire_num(ev->msg, "mpi_init_ms", 0);
       s->phases[2] = ftl_wire_num(ev->msg, "comm_init_ms", 0);
-      if (!s->ready++) a->ready_count++;
+      s->ready = 1;
       ftl_events_write(log, "rank_ready", attempt_no,
                        json_pack("{s:i, s:f, s:f, s:f, s:s, s:I}", "rank", ev->rank, "rendezvous_ms", s->phases[0],
                                  "mpi_init_ms", s->phases[1], "comm_init_ms", s->phases[2], "backend",
-                                 ftl_wire_str_or(ev->msg, "backend"), "device", (json_int_t)ftl_wire_int(ev->msg, "device", -1)));
+                                 msg_str(ev->msg, "backend"), "device", (json_int_t)ftl_wire_int(ev->msg, "device", -1)));
       break;
     case FTL_RDZV_FIRST_STEP:
       if (!s) return;
+      note_progress(a, s);
+      s->section = SECTION_STEP;
       s->first_step_ms = ftl_wire_num(ev->msg, "first_step_ms", 0);
-      a->first_step_count++;
+      s->last_step = ftl_wire_int(ev->msg, "step", s->last_step);
+      if (s->last_step > a->res->last_step) a->res->last_step = s->last_step;
+      if (!s->first_step_seen) {
+        s->first_step_seen = 1;
+        a->first_step_count++;
+      }
       ftl_events_write(log, "first_step", attempt_no,
                        json_pack("{s:i, s:f, s:I}", "rank", ev->rank, "first_step_ms", s->first_step_ms, "step",
-                                 (json_int_t)ftl_wire_int(ev->msg, "step", -1)));
+                                 (json_int_t)s->last_step));
       log_startup_summary(a);
       break;
     case FTL_RDZV_STEP:
-      break; /* progress heartbeats: the hang detector's input (fault-tolerance work) */
+      if (!s) return;
+      note_progress(a, s);
+      s->section = SECTION_STEP;
+      s->last_step = ftl_wire_int(ev->msg, "step", s->last_step);
+      if (s->last_step > a->res->last_step) a->res->last_step = s->last_step;
+      break;
+    case FTL_RDZV_SECTION:
+      if (!s) return;
+      note_progress(a, s);
+      s->section = !strcmp(msg_str(ev->msg, "name"), "checkpoint") ? SECTION_CHECKPOINT
+                   : s->first_step_seen                             ? SECTION_STEP
+                                                                    : SECTION_STARTUP;
+      break;
     case FTL_RDZV_EVENT: {
-      json_t *fields = json_deep_copy(json_object_get(ev->msg, "fields"));
+      if (s) note_progress(a, s);
+      const json_t *src = json_object_get(ev->msg, "fields");
+      note_library_event(a, ev->rank, msg_str(ev->msg, "event"), src);
+      json_t *fields = json_deep_copy(src);
       if (!json_is_object(fields)) {
         json_decref(fields);
         fields = json_object();
       }
       json_object_set_new(fields, "rank", json_integer(ev->rank));
-      ftl_events_write(log, ftl_wire_str_or(ev->msg, "event"), attempt_no, fields);
+      ftl_events_write(log, msg_str(ev->msg, "event"), attempt_no, fields);
       break;
     }
     case FTL_RDZV_AGENT_EXIT: {
@@ -218,19 +310,24 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       s->exited = 1;
       s->exit_code = (int)ftl_wire_int(ev->msg, "exit_code", -1);
       s->signal = (int)ftl_wire_int(ev->msg, "signal", 0);
-      const char *exec_error = ftl_wire_str_or(ev->msg, "exec_error");
+      const char *exec_error = msg_str(ev->msg, "exec_error");
       ftl_events_write(log, "rank_exit", attempt_no,
-                       json_pack("{s:i, s:s, s:i, s:i}", "rank", ev->rank, "host",
+                       json_pack("{s:i, s:s, s:i, s:i, s:I}", "rank", ev->rank, "host",
                                  ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
-                                 "exit_code", s->exit_code, "signal", s->signal));
+                                 "exit_code", s->exit_code, "signal", s->signal, "step", (json_int_t)s->last_step));
       int failed = s->exit_code != 0 || s->signal != 0;
       /* Once we end the gang, ranks dying of our TERM/KILL are consequences, not causes. */
       int consequence = a->terminating && (s->signal == SIGTERM || s->signal == SIGKILL || s->exit_code == 128 + SIGTERM);
       if (failed && !consequence) {
-        char what[160];
-        if (*exec_error) snprintf(what, sizeof what, "could not start its program: %s", exec_error);
-        set_root(a, ev->rank, s->exit_code, s->signal, *exec_error ? what : NULL);
-        terminate_gang(a, SIGTERM);
+        int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
+        if (wall_us > 0) a->res->detect_lag_ms = (double)(ftl_wall_us() - wall_us) / 1000.0;
+        char what[300];
+        if (*exec_error) {
+          snprintf(what, sizeof what, "could not start its program: %s", exec_error);
+          set_root(a, FTL_FAIL_EXEC, ev->rank, s->exit_code, s->signal, what, NULL);
+        } else {
+          set_root(a, s->signal ? FTL_FAIL_SIGNAL : FTL_FAIL_EXIT, ev->rank, s->exit_code, s->signal, NULL, NULL);
+        }
       }
       break;
     }
@@ -241,9 +338,12 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       /* Not the root cause yet: when a rank fails, mpirun kills the other agents, and their
        * connections can drop before the failed rank's own exit report is read. A lost agent is
        * the root cause only if no rank reports a failure within LOST_AGENT_SETTLE_MS. */
-      if (strcmp(ev->role, "agent") == 0 && !s->exited && !a->terminating && a->lost_rank < 0) {
-        a->lost_rank = ev->rank;
-        a->lost_ms = ftl_clock_ms();
+      if (strcmp(ev->role, "agent") == 0) {
+        s->has_agent = 0;
+        if (!s->exited && !a->terminating && a->lost_rank < 0) {
+          a->lost_rank = ev->rank;
+          a->lost_ms = ftl_clock_ms();
+        }
       }
       break;
     case FTL_RDZV_REJECTED:
@@ -251,6 +351,101 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       ftl_events_write(log, "rendezvous_rejected", attempt_no, json_pack("{s:s}", "reason", ev->detail ? ev->detail : ""));
       break;
   }
+}
+
+static int64_t section_timeout(const attempt *a, int section) {
+  switch (section) {
+    case SECTION_STEP: return a->o->job->step_timeout_ms;
+    case SECTION_CHECKPOINT: return a->o->job->checkpoint_timeout_ms;
+    default: return a->o->job->startup_timeout_ms;
+  }
+}
+
+static const char *section_name(int section) {
+  return section == SECTION_STEP ? "step" : section == SECTION_CHECKPOINT ? "checkpoint" : "start-up";
+}
+
+/* A host whose agents have all been silent for timeouts.node_s is lost: the host died or its link
+ * is down (a dead TCP peer can take minutes to be noticed by the socket itself). */
+static void check_hosts(attempt *a) {
+  int64_t now = ftl_clock_ms();
+  for (int i = 0; i < a->world; i++) {
+    rank_state *s = &a->ranks[i];
+    if (!s->has_agent || s->exited || now - s->alive_ms < a->o->job->node_timeout_ms) continue;
+    const char *host = ftl_rdzv_server_host(a->server, i);
+    int silent = 1, ranks_on_host = 0;
+    for (int j = 0; j < a->world; j++) {
+      const char *h = ftl_rdzv_server_host(a->server, j);
+      if (!host || !h || strcmp(h, host) != 0) continue;
+      ranks_on_host++;
+      if (a->ranks[j].has_agent && !a->ranks[j].exited && now - a->ranks[j].alive_ms < a->o->job->node_timeout_ms)
+        silent = 0;
+    }
+    char how[300];
+    if (silent) {
+      snprintf(how, sizeof how, "host %s is lost: none of its %d rank agent%s answered for %.1f s", host ? host : "?",
+               ranks_on_host, ranks_on_host == 1 ? "" : "s", (double)(now - s->alive_ms) / 1000.0);
+      set_root(a, FTL_FAIL_NODE, -1, -1, 0, how, host ? host : "");
+    } else {
+      snprintf(how, sizeof how, "has a silent agent for %.1f s (its process may be stopped or starved)",
+               (double)(now - s->alive_ms) / 1000.0);
+      set_root(a, FTL_FAIL_AGENT_LOST, i, -1, 0, how, NULL);
+    }
+    return;
+  }
+}
+
+/* A rank silent for its section's timeout is hung. In a hung collective every rank goes silent
+ * together, so the culprit is named by evidence: a program the agent sees stopped ('T') first,
+ * else the rank furthest behind. */
+static void check_hangs(attempt *a) {
+  int64_t now = ftl_clock_ms();
+  int hung = -1;
+  for (int i = 0; i < a->world; i++) {
+    rank_state *s = &a->ranks[i];
+    /* Only ranks that joined through the library report progress; a program that does not use
+     * it has nothing to watch (and one stuck before ftl_init is the rendezvous deadline's). */
+    if (s->exited || s->progress_ms == 0) continue;
+    if (now - s->progress_ms >= section_timeout(a, s->section)) {
+      hung = i;
+      break;
+    }
+  }
+  if (hung < 0) return;
+  int culprit = -1;
+  for (int i = 0; i < a->world && culprit < 0; i++)
+    if (!a->ranks[i].exited && a->ranks[i].state == 'T') culprit = i;
+  if (culprit < 0) {
+    culprit = hung;
+    for (int i = 0; i < a->world; i++)
+      if (!a->ranks[i].exited && a->ranks[i].last_step < a->ranks[culprit].last_step) culprit = i;
+  }
+  rank_state *c = &a->ranks[culprit];
+  int64_t since = c->progress_ms ? c->progress_ms : a->ranks[hung].progress_ms;
+  char how[300];
+  snprintf(how, sizeof how, "hung: no progress for %.1f s in its %s section (timeout %.1f s; last step %lld%s)",
+           (double)(now - since) / 1000.0, section_name(c->section), (double)section_timeout(a, c->section) / 1000.0,
+           (long long)c->last_step, c->state == 'T' ? "; its process is stopped" : "");
+  set_root(a, FTL_FAIL_HANG, culprit, -1, 0, how, NULL);
+}
+
+/* Asks the ranks to stop cleanly (preemption). Programs that use the library get a stop request
+ * and the preemption grace to checkpoint; programs that do not get the signal itself. */
+static void request_stop(attempt *a, int sig) {
+  int library_ranks = 0;
+  for (int i = 0; i < a->world; i++) library_ranks += a->ranks[i].ready;
+  if (!library_ranks) {
+    terminate_gang(a, SIGTERM);
+    return;
+  }
+  if (a->stop_sent) return;
+  a->stop_sent = 1;
+  a->stop_deadline_ms = ftl_deadline_after_ms(a->o->job->preempt_grace_ms);
+  char reason[96];
+  snprintf(reason, sizeof reason, "preempted by %s", signal_name(sig));
+  ftl_rdzv_server_request_stop(a->server, reason);
+  FTL_LOG(FTL_LOG_WARN, "launcher", "%s: asked the ranks to checkpoint and stop (grace %.0f s)", reason,
+          (double)a->o->job->preempt_grace_ms / 1000.0);
 }
 
 static ftl_err make_token(int attempt_no, char *buf, size_t size) {
@@ -315,9 +510,58 @@ static ftl_err set_env_int(const char *name, long long v) {
   return setenv(name, buf, 1) == 0 ? FTL_OK : FTL_ERR_NOMEM;
 }
 
+static const char *outcome_name(ftl_attempt_outcome o) {
+  switch (o) {
+    case FTL_ATTEMPT_SUCCEEDED: return "succeeded";
+    case FTL_ATTEMPT_FAILED: return "failed";
+    case FTL_ATTEMPT_RDZV_FAILED: return "rendezvous_failed";
+    case FTL_ATTEMPT_LAUNCH_FAILED: return "launch_failed";
+    case FTL_ATTEMPT_INTERRUPTED: return "interrupted";
+    case FTL_ATTEMPT_PREEMPTED: return "preempted";
+  }
+  return "unknown";
+}
+
+/* How the attempt ended, once mpirun is gone and the root cause (if any) is known. */
+static void conclude(attempt *a) {
+  ftl_attempt_result *res = a->res;
+  int code = WIFEXITED(a->mpirun_status) ? WEXITSTATUS(a->mpirun_status) : 128 + WTERMSIG(a->mpirun_status);
+  int all_zero = 1, first_missing = -1;
+  for (int i = 0; i < a->world; i++) {
+    if (!a->ranks[i].exited && first_missing < 0) first_missing = i;
+    if (!a->ranks[i].exited || a->ranks[i].exit_code != 0 || a->ranks[i].signal != 0) all_zero = 0;
+  }
+  if (res->outcome == FTL_ATTEMPT_RDZV_FAILED || res->outcome == FTL_ATTEMPT_LAUNCH_FAILED) return;
+  if (a->stop_sent && !a->have_root && all_zero) {
+    res->outcome = FTL_ATTEMPT_PREEMPTED;
+    snprintf(res->summary, sizeof res->summary, "stopped cleanly on %s after step %lld (checkpoint committed at step %lld)",
+             signal_name(res->interrupt_signal), (long long)res->last_step, (long long)res->committed_step);
+    return;
+  }
+  if (res->interrupt_signal && !(a->have_root && a->stop_sent)) {
+    res->outcome = FTL_ATTEMPT_INTERRUPTED;
+    snprintf(res->summary, sizeof res->summary, "stopped by %s; the ranks were stopped", signal_name(res->interrupt_signal));
+    return;
+  }
+  if (a->have_root) return;
+  if (code != 0 || !all_zero) {
+    char what[300];
+    if (first_missing >= 0)
+      snprintf(what, sizeof what, "mpirun exited with code %d and rank %d never reported an exit (host %s)", code,
+               first_missing,
+               ftl_rdzv_server_host(a->server, first_missing) ? ftl_rdzv_server_host(a->server, first_missing) : "unknown");
+    else
+      snprintf(what, sizeof what, "mpirun exited with code %d", code);
+    set_root(a, FTL_FAIL_LAUNCHER, -1, code, 0, what, NULL);
+    return;
+  }
+  res->outcome = FTL_ATTEMPT_SUCCEEDED;
+  snprintf(res->summary, sizeof res->summary, "all %d rank%s exited 0", a->world, a->world == 1 ? "" : "s");
+}
+
 ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  attempt a = {.o = o, .res = res, .world = o->job->ranks, .mpirun = -1, .lost_rank = -1};
+  attempt a = {.o = o, .res = res, .world = o->world_size, .mpirun = -1, .lost_rank = -1};
   char **launch_argv = NULL;
   char **exports = NULL;
   int exec_pipe[2] = {-1, -1};
@@ -325,6 +569,8 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   char token[96];
   memset(res, 0, sizeof *res);
   res->root_rank = -1;
+  res->last_step = res->restored_step = res->committed_step = -1;
+  res->first_step_ms = res->failure_ms = res->end_ms = res->committed_at_ms = -1;
 
   if (ftl_fmt(a.attempt_dir, sizeof a.attempt_dir, "%s/attempt-%04d", o->run_dir, o->attempt))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long");
@@ -335,6 +581,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
+  for (int i = 0; i < a.world; i++) a.ranks[i].last_step = -1;
   if ((rc = make_token(o->attempt, token, sizeof token))) goto out;
   if ((rc = ftl_rdzv_server_create(o->rdzv_bind, a.world, token, &a.server, d))) goto out;
 
@@ -345,11 +592,11 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
    * node, where srun places task 0 (the batch host); this machine otherwise. */
   ftl_launch_kind kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
   char master_addr[256] = "127.0.0.1";
-  if (o->job->hostfile && ftl_gang_first_host(o->job->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) {
+  if (o->hostfile && ftl_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) {
     rc = FTL_ERR_SPEC;
     goto out;
   }
-  if (!o->job->hostfile && kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
+  if (!o->hostfile && kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
   int fail = 0;
   fail |= setenv("FTL_RDZV_ADDR", addr, 1);
   fail |= setenv("FTL_RDZV_TOKEN", token, 1);
@@ -386,7 +633,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   ftl_gang_opts g = {.kind = kind,
                      .ranks = a.world,
-                     .hostfile = o->job->hostfile,
+                     .hostfile = o->hostfile,
                      .ftl_exe = o->ftl_exe,
                      .program = o->program,
                      .args = o->job->args,
@@ -451,6 +698,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
     waitpid(a.mpirun, NULL, 0);
     a.mpirun_reaped = 1;
     res->outcome = FTL_ATTEMPT_LAUNCH_FAILED;
+    res->kind = FTL_FAIL_EXEC;
     snprintf(res->summary, sizeof res->summary, "cannot start %s%s%s: %s", launch_argv[0],
              o->job->working_dir ? " in " : "", o->job->working_dir ? o->job->working_dir : "", strerror(exec_errno));
     goto restore;
@@ -476,36 +724,52 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
           if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
           continue;
         }
-        FTL_LOG(FTL_LOG_WARN, "launcher", "received %s: passing it to the ranks", signal_name(sig));
         ftl_events_write(o->events, "signal", o->attempt, json_pack("{s:i, s:s}", "signal", sig, "name", signal_name(sig)));
-        if (sig == SIGUSR1 || sig == SIGUSR2) {
-          if (!a.mpirun_reaped) kill(a.mpirun, sig); /* mpirun forwards these to every rank */
+        if (sig == SIGUSR2) {
+          FTL_LOG(FTL_LOG_INFO, "launcher", "received SIGUSR2: passing it to the ranks");
+          ftl_rdzv_server_signal_agents(a.server, sig);
           continue;
         }
         if (!res->interrupt_signal) res->interrupt_signal = sig;
+        if (sig == SIGTERM || sig == SIGUSR1) {
+          request_stop(&a, sig); /* preemption: Slurm's --signal, scancel, a cluster's drain */
+          continue;
+        }
+        FTL_LOG(FTL_LOG_WARN, "launcher", "received %s: stopping the ranks", signal_name(sig));
         terminate_gang(&a, sig == SIGHUP ? SIGTERM : sig);
       }
     }
     if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
 
-    /* Rendezvous deadline: only for programs that use the library (some rank joined). */
-    if (!ftl_rdzv_server_went(a.server) && !a.terminating && ftl_rdzv_server_joined(a.server) > 0 &&
-        ftl_clock_ms() >= a.rdzv_deadline_ms) {
-      char missing[700], reason[1024];
-      ftl_rdzv_server_describe_missing(a.server, missing, sizeof missing);
-      snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
-               (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - ftl_rdzv_server_joined(a.server), a.world,
-               missing);
-      ftl_rdzv_server_fail(a.server, reason);
-      /* The missing ranks are the root cause; the joined ranks failing ftl_init follow from it. */
-      a.have_root = 1;
-      res->outcome = FTL_ATTEMPT_RDZV_FAILED;
-      snprintf(res->summary, sizeof res->summary, "%s", reason);
-      ftl_events_write(o->events, "rendezvous_failed", o->attempt, json_pack("{s:s}", "reason", reason));
-      FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
-      terminate_gang(&a, SIGTERM);
+    if (!a.mpirun_reaped && !a.terminating) {
+      /* Rendezvous deadline: only for programs that use the library (some rank joined). */
+      if (!ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
+          ftl_clock_ms() >= a.rdzv_deadline_ms) {
+        char missing[700], reason[1024];
+        ftl_rdzv_server_describe_missing(a.server, missing, sizeof missing);
+        snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
+                 (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - ftl_rdzv_server_joined(a.server), a.world,
+                 missing);
+        ftl_rdzv_server_fail(a.server, reason);
+        /* The missing ranks are the root cause; the joined ranks failing ftl_init follow from it. */
+        a.have_root = 1;
+        res->outcome = FTL_ATTEMPT_RDZV_FAILED;
+        res->kind = FTL_FAIL_RDZV;
+        res->retryable = 1;
+        res->failure_ms = since_start(&a);
+        snprintf(res->summary, sizeof res->summary, "%s", reason);
+        ftl_events_write(o->events, "rendezvous_failed", o->attempt, json_pack("{s:s}", "reason", reason));
+        FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
+        terminate_gang(&a, SIGTERM);
+      }
+      if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
+      if (!a.have_root && !a.stop_sent) check_hosts(&a);
+      if (!a.have_root && !a.stop_sent) check_hangs(&a);
+      if (a.stop_sent && !a.terminating && ftl_deadline_left_ms(a.stop_deadline_ms) == 0) {
+        FTL_LOG(FTL_LOG_ERROR, "launcher", "the ranks did not stop within the preemption grace: ending them");
+        terminate_gang(&a, SIGTERM);
+      }
     }
-    if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
     if (a.terminating && !a.mpirun_reaped && ftl_deadline_left_ms(a.kill_deadline_ms) == 0) {
       kill(-a.mpirun, SIGKILL);
       a.kill_deadline_ms = FTL_NO_DEADLINE;
@@ -520,50 +784,25 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
 
 restore:
   for (size_t i = 0; i < 6; i++) sigaction(handled[i], &old[i], NULL);
-  blame_lost_agent(&a);
   if (a.mpirun > 0 && !a.mpirun_reaped) {
     kill(-a.mpirun, SIGKILL);
     waitpid(a.mpirun, &a.mpirun_status, 0);
     a.mpirun_reaped = 1;
   }
+  blame_lost_agent(&a);
+  res->end_ms = since_start(&a);
   int swept = sweep_token(token);
   if (swept) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "killed %d leftover process%s of this attempt", swept, swept == 1 ? "" : "es");
     ftl_events_write(o->events, "leftovers_killed", o->attempt, json_pack("{s:i}", "count", swept));
   }
-  if (rc == FTL_OK && res->outcome == FTL_ATTEMPT_SUCCEEDED && a.mpirun > 0) {
-    int code = WIFEXITED(a.mpirun_status) ? WEXITSTATUS(a.mpirun_status) : 128 + WTERMSIG(a.mpirun_status);
-    int all_zero = 1;
-    for (int i = 0; i < a.world; i++)
-      if (!a.ranks[i].exited || a.ranks[i].exit_code != 0 || a.ranks[i].signal != 0) all_zero = 0;
-    if (res->interrupt_signal) {
-      res->outcome = FTL_ATTEMPT_INTERRUPTED;
-      snprintf(res->summary, sizeof res->summary, "stopped by %s; the ranks were stopped", signal_name(res->interrupt_signal));
-    } else if (code != 0 || !all_zero) {
-      int first_missing = -1;
-      for (int i = 0; i < a.world && first_missing < 0; i++)
-        if (!a.ranks[i].exited) first_missing = i;
-      char what[200];
-      if (first_missing >= 0)
-        snprintf(what, sizeof what, "mpirun exited with code %d and rank %d never reported an exit (host %s)", code,
-                 first_missing, ftl_rdzv_server_host(a.server, first_missing) ? ftl_rdzv_server_host(a.server, first_missing) : "unknown");
-      else
-        snprintf(what, sizeof what, "mpirun exited with code %d", code);
-      set_root(&a, -1, code, 0, what);
-    }
-  }
-  if (a.have_root && res->interrupt_signal) res->outcome = FTL_ATTEMPT_INTERRUPTED;
-  if (rc == FTL_OK && res->outcome == FTL_ATTEMPT_SUCCEEDED)
-    snprintf(res->summary, sizeof res->summary, "all %d rank%s exited 0", a.world, a.world == 1 ? "" : "s");
+  if (rc == FTL_OK && a.mpirun > 0) conclude(&a);
   ftl_events_write(o->events, "attempt_end", o->attempt,
-                   json_pack("{s:s, s:i, s:i, s:i, s:s, s:I}", "outcome",
-                             res->outcome == FTL_ATTEMPT_SUCCEEDED       ? "succeeded"
-                             : res->outcome == FTL_ATTEMPT_RANK_FAILED   ? "rank_failed"
-                             : res->outcome == FTL_ATTEMPT_RDZV_FAILED   ? "rendezvous_failed"
-                             : res->outcome == FTL_ATTEMPT_LAUNCH_FAILED ? "launch_failed"
-                                                                         : "interrupted",
-                             "root_rank", res->root_rank, "exit_code", res->exit_code, "signal", res->signal, "summary",
-                             res->summary, "duration_ms", (json_int_t)(ftl_clock_ms() - a.start_ms)));
+                   json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", outcome_name(res->outcome),
+                             "cause", ftl_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
+                             res->exit_code, "signal", res->signal, "summary", res->summary, "last_step",
+                             (json_int_t)res->last_step, "committed_step", (json_int_t)res->committed_step,
+                             "duration_ms", res->end_ms));
 out:
   for (int i = 0; i < 2; i++) {
     if (signal_pipe[i] >= 0) close(signal_pipe[i]);

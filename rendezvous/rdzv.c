@@ -20,6 +20,7 @@
 #include "rendezvous/client.h"
 #include "rendezvous/gpu_seam.h"
 #include "rendezvous/mpi_seam.h"
+#include "rendezvous/wire.h"
 
 /* Heartbeats to the launcher are rate-limited to keep ftl_step_done off the step's critical path. */
 #define FTL_PROGRESS_INTERVAL_MS 100
@@ -42,6 +43,9 @@ struct ftl_ctx {
   int first_step_reported;
   pthread_mutex_t err_lock;
   ftl_diag diag;
+  ftl_linebuf from_launcher; /* messages the launcher sends after "go" (stop requests) */
+  int stop_requested;        /* this rank heard "stop" */
+  char stop_reason[256];
 };
 
 size_t ftl_dtype_size(ftl_dtype dtype) {
@@ -285,6 +289,7 @@ ftl_err ftl_finalize(ftl_ctx *ctx) {
     report(ctx, json_pack("{s:s}", "type", "bye"));
     ftl_rdzv_client_close(&ctx->client);
   }
+  ftl_linebuf_free(&ctx->from_launcher);
   pthread_mutex_destroy(&ctx->err_lock);
   ftl_free(ctx);
   return rc;
@@ -361,6 +366,44 @@ ftl_err ftl_bcast_host(ftl_ctx *ctx, void *buf, size_t size, int root) {
     done += n;
   }
   return FTL_OK;
+}
+
+/* Reads what the launcher sent since last time, without waiting. */
+static void poll_launcher(ftl_ctx *ctx) {
+  if (!ctx->have_client || ctx->client.fd < 0) return;
+  bool eof = false;
+  if (ftl_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK) return;
+  json_t *msg = NULL;
+  ftl_diag ignored;
+  while (ftl_linebuf_next(&ctx->from_launcher, &msg, &ignored) == FTL_OK) {
+    if (!strcmp(ftl_wire_str(msg, "type", ""), "stop")) {
+      ctx->stop_requested = 1;
+      snprintf(ctx->stop_reason, sizeof ctx->stop_reason, "%s", ftl_wire_str(msg, "reason", "stop requested"));
+    }
+    json_decref(msg);
+  }
+  /* A launcher that closed the connection is gone: the rank agent ends this program. */
+}
+
+ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out) {
+  ftl_diag d = {{0}};
+  *stop_out = 0;
+  if (reason_out) *reason_out = "";
+  if (!ctx->have_comm) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_stop_requested before ftl_init succeeded"), &d);
+  poll_launcher(ctx);
+  int local = ctx->stop_requested, any = 0;
+  ftl_err rc = ftl_mpi_check(ftl_mpi()->allreduce(&local, &any, 1, MPI_INT, MPI_MAX, ctx->comm), "MPI_Allreduce (stop)", &d);
+  if (rc) return ctx_fail(ctx, rc, &d);
+  if (any && !ctx->stop_reason[0]) snprintf(ctx->stop_reason, sizeof ctx->stop_reason, "another rank was asked to stop");
+  *stop_out = any;
+  if (reason_out) *reason_out = ctx->stop_reason;
+  return FTL_OK;
+}
+
+ftl_err ftl_progress_section(ftl_ctx *ctx, const char *section) {
+  if (!ctx->have_client) return FTL_OK;
+  ftl_diag ignored;
+  return ftl_rdzv_client_send(&ctx->client, json_pack("{s:s, s:s}", "type", "section", "name", section), 0, &ignored);
 }
 
 ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {

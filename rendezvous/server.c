@@ -176,6 +176,8 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
   else if (strcmp(type, "first_step") == 0) emit(fn, user, FTL_RDZV_FIRST_STEP, c, msg, NULL);
   else if (strcmp(type, "step") == 0) emit(fn, user, FTL_RDZV_STEP, c, msg, NULL);
   else if (strcmp(type, "event") == 0) emit(fn, user, FTL_RDZV_EVENT, c, msg, NULL);
+  else if (strcmp(type, "alive") == 0) emit(fn, user, FTL_RDZV_AGENT_ALIVE, c, msg, NULL);
+  else if (strcmp(type, "section") == 0) emit(fn, user, FTL_RDZV_SECTION, c, msg, NULL);
   else if (strcmp(type, "exit") == 0) {
     c->said_bye = true;
     emit(fn, user, FTL_RDZV_AGENT_EXIT, c, msg, NULL);
@@ -268,6 +270,11 @@ void ftl_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_
 void ftl_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal) {
   for (size_t i = 0; i < s->nconns; i++)
     if (s->conns[i].role == ROLE_AGENT) send_to(&s->conns[i], json_pack("{s:s, s:i}", "type", "signal", "signal", signal));
+}
+
+void ftl_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason) {
+  for (size_t i = 0; i < s->nconns; i++)
+    if (s->conns[i].role == ROLE_RANK) send_to(&s->conns[i], json_pack("{s:s, s:s}", "type", "stop", "reason", reason));
 }
 
 void ftl_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {

@@ -28,6 +28,8 @@ typedef enum ftl_rdzv_event_kind {
   FTL_RDZV_RANK_BYE,    /* ftl_finalize */
   FTL_RDZV_CONN_LOST,   /* a connection closed without a goodbye (role says whose) */
   FTL_RDZV_REJECTED,    /* a connection was refused (detail says why: stale token, bad rank) */
+  FTL_RDZV_AGENT_ALIVE, /* the agent's heartbeat (msg: state of its program, as /proc shows it) */
+  FTL_RDZV_SECTION,     /* a rank entered a section of work (msg: name: "step" or "checkpoint") */
 } ftl_rdzv_event_kind;
 
 typedef struct ftl_rdzv_event {
@@ -63,6 +65,9 @@ void ftl_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_
 /* Tells every rank agent to pass `signal` to its program's process group (and to SIGKILL the group
  * after its grace period). Faster than going through mpirun, and it reaches every host. */
 void ftl_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal);
+
+/* Asks every rank that uses the library to stop (ftl_stop_requested returns 1), with a reason. */
+void ftl_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason);
 
 /* Tells every joined rank that the rendezvous failed, with the reason; no rank gets "go" after. */
 void ftl_rdzv_server_fail(ftl_rdzv_server *s, const char *reason);

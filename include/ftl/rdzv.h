@@ -110,6 +110,20 @@ ftl_err ftl_bcast_host(ftl_ctx *ctx, void *buf, size_t size, int root);
  * FTL_PROGRESS_INTERVAL_MS. */
 ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step);
 
+/* Collective. Sets *stop_out to 1 on every rank when the launcher asked the job to stop (a
+ * preemption: SIGTERM or SIGUSR1 to `ftl run`, Slurm's --signal, scancel), else 0 on every rank.
+ * The ranks agree (an allreduce of one int on the CPU communicator), so all of them stop after the
+ * same step. The program should then save a checkpoint, wait until it is committed, call
+ * ftl_finalize and exit 0; `ftl run` then exits with "requeue me" (75). Cheap enough for every
+ * step (one small allreduce); calling it every few steps is fine too. *reason_out, when not NULL,
+ * gets a borrowed description ("preempted by SIGTERM") valid until ftl_finalize. */
+ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out);
+
+/* Not collective. Tells the launcher's hang detector which kind of work follows, so the right
+ * silence timeout applies: "step" (training steps, the default after the first step) or
+ * "checkpoint" (a blocking checkpoint or restore). */
+ftl_err ftl_progress_section(ftl_ctx *ctx, const char *section);
+
 /* Not collective; thread-safe. Sends one machine-readable event to the run's event log (the
  * launcher is its only writer and adds time, attempt, rank and host). `event` is a short name
  * ("ckpt_stall"), `fields_json` a JSON object text ("{\"step\":10,\"ms\":1.5}") or NULL.

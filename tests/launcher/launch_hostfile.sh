@@ -6,6 +6,8 @@ run_ftl out run -n 4 --hostfile hosts.txt --run-dir run -- gang_probe --check-en
 expect_rc 0 out
 [ "$(grep -c -- '-> ok' out)" -eq 4 ] || { cat out; fail "expected 4 ranks with matching variables"; }
 expect_contains out "master=localhost:"
-grep '"event":"attempt_start"' run/events.jsonl | grep -q '"--hostfile","hosts.txt"' || fail "mpirun was not given the hostfile"
+grep '"event":"attempt_start"' run/events.jsonl | grep -q '"--hostfile","[^"]*/attempt-0000/hostfile"' ||
+  fail "mpirun was not given the attempt's hostfile"
+expect_contains run/attempt-0000/hostfile "localhost slots=4"
 expect_no_leftovers
 echo "ok"

@@ -2,7 +2,7 @@
 # rank and its host, the joined ranks get the error from ftl_init, and nothing of the job is left.
 . "$(dirname "$0")/lib.sh" || exit 1
 start=$(date +%s%N)
-run_ftl out run -n 4 --rendezvous-timeout 2 --kill-grace-ms 1000 --run-dir run -- gang_probe --no-init-rank 2 --marker "$MARKER"
+run_ftl out run -n 4 --max-restarts 0 --rendezvous-timeout 2 --kill-grace-ms 1000 --run-dir run -- gang_probe --no-init-rank 2 --marker "$MARKER"
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 expect_rc 4 out
 expect_contains out "rendezvous deadline of 2.0 s passed with 1 of 4 ranks missing: rank 2 (host $(hostname -s))"

@@ -1,0 +1,119 @@
+/* tests/fault/fault_probe.c: a rank program for the launcher's fault tests. It runs --steps steps of
+ * --step-ms each, reporting progress, and misbehaves as told:
+ *   --fail-rank R --fail-step S --fail-code C   rank R exits C at step S ...
+ *   --fail-attempts A                            ... but only in attempts < A (default: every one)
+ *   --fail-step-per-attempt                      ... at step S + attempt (progress each attempt)
+ *   --stop-rank R --stop-step S                  rank R stops itself (SIGSTOP) at step S, once
+ * Its "checkpoint" is one line in RUNDIR/probe-step (rank 0 writes it on a stop request and every
+ * --save-every steps; every rank reads it at start), enough to see that a relaunch resumes; the real
+ * checkpoints are ftl_ckpt's and are tested with the example fine-tune. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl/ftl.h"
+
+static int64_t read_saved_step(const char *run_dir) {
+  char path[4096], *data = NULL;
+  size_t size = 0;
+  int64_t step = 0;
+  ftl_diag d;
+  if (!run_dir || ftl_fmt(path, sizeof path, "%s/probe-step", run_dir)) return 0;
+  if (ftl_read_file(path, 64, &data, &size, &d) == FTL_OK) {
+    data[strcspn(data, "\n")] = '\0';
+    if (ftl_parse_i64(data, 0, INT64_MAX, &step) != FTL_OK) step = 0;
+  }
+  ftl_free(data);
+  return step;
+}
+
+static void save_step(const char *run_dir, int64_t step) {
+  char path[4096], text[32];
+  ftl_diag d;
+  if (!run_dir || ftl_fmt(path, sizeof path, "%s/probe-step", run_dir)) return;
+  int n = snprintf(text, sizeof text, "%lld\n", (long long)step);
+  if (ftl_write_file_atomic(path, text, (size_t)n, &d) != FTL_OK) fprintf(stderr, "probe: %s\n", d.msg);
+}
+
+int main(int argc, char **argv) {
+  int64_t steps = 20, step_ms = 20, fail_rank = -1, fail_step = -1, fail_code = 3, fail_attempts = INT64_MAX;
+  int64_t stop_rank = -1, stop_step = -1, save_every = 5;
+  int per_attempt = 0;
+  static const struct option options[] = {{"steps", required_argument, NULL, 'n'},
+                                          {"step-ms", required_argument, NULL, 't'},
+                                          {"fail-rank", required_argument, NULL, 'r'},
+                                          {"fail-step", required_argument, NULL, 's'},
+                                          {"fail-code", required_argument, NULL, 'c'},
+                                          {"fail-attempts", required_argument, NULL, 'a'},
+                                          {"fail-step-per-attempt", no_argument, NULL, 'p'},
+                                          {"stop-rank", required_argument, NULL, 'R'},
+                                          {"stop-step", required_argument, NULL, 'S'},
+                                          {"save-every", required_argument, NULL, 'e'},
+                                          {"marker", required_argument, NULL, 'm'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    int64_t *target = NULL;
+    switch (c) {
+      case 'n': target = &steps; break;
+      case 't': target = &step_ms; break;
+      case 'r': target = &fail_rank; break;
+      case 's': target = &fail_step; break;
+      case 'c': target = &fail_code; break;
+      case 'a': target = &fail_attempts; break;
+      case 'R': target = &stop_rank; break;
+      case 'S': target = &stop_step; break;
+      case 'e': target = &save_every; break;
+      case 'p': per_attempt = 1; continue;
+      case 'm': continue;
+      default: return 2;
+    }
+    if (ftl_parse_i64(optarg, 0, INT64_MAX, target) != FTL_OK) return 2;
+  }
+  ftl_ctx *ctx = NULL;
+  if (ftl_init(&argc, &argv, &ctx) != FTL_OK) {
+    fprintf(stderr, "probe: ftl_init: %s\n", ftl_ctx_errmsg(ctx));
+    ftl_finalize(ctx);
+    return 10;
+  }
+  const ftl_info *me = ftl_ctx_info(ctx);
+  int64_t start = read_saved_step(me->run_dir);
+  if (me->rank == 0) printf("probe: attempt %d starts at step %lld of %lld\n", me->attempt, (long long)start, (long long)steps);
+  int64_t fail_at = fail_step + (per_attempt ? me->attempt : 0);
+  for (int64_t step = start + 1; step <= steps; step++) {
+    usleep((useconds_t)step_ms * 1000);
+    if (me->rank == fail_rank && step == fail_at && me->attempt < fail_attempts) {
+      fprintf(stderr, "probe: rank %d failing at step %lld as told\n", me->rank, (long long)step);
+      fflush(NULL);
+      _exit((int)fail_code);
+    }
+    if (me->rank == stop_rank && step == stop_step && me->attempt == 0) raise(SIGSTOP);
+    float one = 1.0f, sum = 0.0f;
+    if (ftl_allreduce(ctx, &one, &sum, 1, FTL_DTYPE_F32, FTL_OP_SUM) != FTL_OK || sum != (float)me->world_size) {
+      fprintf(stderr, "probe: allreduce failed: %s\n", ftl_ctx_errmsg(ctx));
+      ftl_finalize(ctx);
+      return 11;
+    }
+    ftl_step_done(ctx, step);
+    if (me->rank == 0 && save_every > 0 && step % save_every == 0) save_step(me->run_dir, step);
+    int stop = 0;
+    const char *why = "";
+    ftl_stop_requested(ctx, &stop, &why);
+    if (stop) {
+      if (me->rank == 0) {
+        save_step(me->run_dir, step);
+        printf("probe: %s: saved step %lld and stopping\n", why, (long long)step);
+      }
+      ftl_barrier(ctx, 30000);
+      ftl_finalize(ctx);
+      return 0;
+    }
+  }
+  if (me->rank == 0) printf("probe: finished %lld steps\n", (long long)steps);
+  ftl_barrier(ctx, 60000);
+  ftl_finalize(ctx);
+  return 0;
+}

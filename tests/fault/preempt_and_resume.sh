@@ -1,0 +1,32 @@
+# Preemption: SIGTERM to ftl asks the ranks to stop; they save and exit 0, and ftl exits 75
+# ("requeue me"). Running ftl again on the same run directory resumes where they stopped.
+. "$(dirname "$0")/lib.sh" || exit 1
+cat > job.yaml <<YAML
+name: preempt
+ranks: 2
+program: fault_probe
+args: ["--steps", "200", "--step-ms", "20", "--save-every", "0", "--marker", "$MARKER"]
+preemption: {grace_s: 10}
+YAML
+ftl run job.yaml >out 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do
+  grep -q '"event":"first_step"' runs/preempt/events.jsonl 2>/dev/null && break
+  sleep 0.1
+done
+sleep 0.5
+kill -TERM $pid
+wait $pid
+RC=$?
+expect_rc 75 out
+expect_contains out "preempted by SIGTERM: saved step"
+expect_contains out "stopped cleanly on SIGTERM"
+saved=$(cat runs/preempt/probe-step)
+[ "$saved" -gt 0 ] && [ "$saved" -lt 200 ] || fail "saved step $saved is not inside the run"
+run_ftl out2 run job.yaml
+expect_rc 0 out2
+expect_contains out2 "probe: attempt 1 starts at step $saved of 200"
+expect_contains out2 "probe: finished 200 steps"
+[ "$(ledger_count runs/preempt/failures.jsonl)" -eq 0 ] || fail "a preemption is not a failure"
+expect_no_leftovers
+echo "ok"

@@ -1,0 +1,17 @@
+# Failures that make progress each time are restarted until the whole-job budget is spent; the
+# back-off doubles between attempts.
+. "$(dirname "$0")/lib.sh" || exit 1
+cat > job.yaml <<YAML
+name: budget
+ranks: 2
+program: fault_probe
+args: ["--steps", "50", "--step-ms", "150", "--fail-rank", "0", "--fail-step", "3", "--fail-step-per-attempt", "--save-every", "0", "--marker", "$MARKER"]
+restart: {max_restarts: 2, backoff_s: 0.2, max_backoff_s: 5}
+YAML
+run_ftl out run job.yaml
+expect_rc 1 out
+expect_contains out "the restart budget (2) is spent"
+[ "$(ledger_count runs/budget/failures.jsonl)" -eq 3 ] || fail "expected three ledger records"
+grep '"event":"restart"' runs/budget/events.jsonl | grep -q '"backoff_ms":400' || fail "the back-off did not double"
+expect_no_leftovers
+echo "ok"

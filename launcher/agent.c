@@ -7,7 +7,10 @@
  * how ftl names the first failing rank exactly, for programs that never link ftl too.
  *
  * It deliberately does not restart anything: the launcher decides, for the whole gang. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -56,6 +59,24 @@ static int slurm_local_size(const char *tasks_per_node, int node_id) {
     if (*p == ',') p++;
   }
   return -1;
+}
+
+/* This host's IPv4 addresses, space-separated: a hostfile may name hosts by address, and the
+ * launcher must match a host it blames to its hostfile line. */
+static void host_addresses(char *out, size_t size) {
+  struct ifaddrs *all = NULL;
+  size_t used = 0;
+  out[0] = '\0';
+  if (getifaddrs(&all) != 0) return;
+  for (struct ifaddrs *i = all; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN];
+    if (!inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, text, sizeof text)) continue;
+    int n = snprintf(out + used, size - used, "%s%s", used ? " " : "", text);
+    if (n < 0 || (size_t)n >= size - used) break;
+    used += (size_t)n;
+  }
+  freeifaddrs(all);
 }
 
 typedef struct rank_place {
@@ -239,10 +260,16 @@ int ftl_rank_agent_main(int argc, char **argv) {
    * finds them. */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  if (env.present &&
-      ftl_rdzv_client_open(&client, &env, "agent", pl.rank, ftl_deadline_after_ms(15000), &d) != FTL_OK) {
-    FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d.msg);
-    goto out;
+  if (env.present) {
+    char addrs[512];
+    host_addresses(addrs, sizeof addrs);
+    json_t *extra = json_pack("{s:s}", "addrs", addrs);
+    ftl_err crc = ftl_rdzv_client_open_with(&client, &env, "agent", pl.rank, extra, ftl_deadline_after_ms(15000), &d);
+    json_decref(extra);
+    if (crc != FTL_OK) {
+      FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d.msg);
+      goto out;
+    }
   }
 
   const char *attempt_dir = getenv("FTL_ATTEMPT_DIR");
@@ -310,7 +337,18 @@ int ftl_rank_agent_main(int argc, char **argv) {
    * lost host by the silence, and a stopped (SIGSTOP) program by its state. */
   const int64_t alive_interval_ms = 1000;
   int64_t next_alive_ms = ftl_clock_ms();
+  /* The launcher pings every second. An agent that hears nothing for FTL_NODE_TIMEOUT_MS is cut
+   * off (its link is down): the launcher has already given up on this host, so the rank ends
+   * here rather than linger beside the next attempt. */
+  int64_t fence_ms = 0, heard_ms = ftl_clock_ms();
+  if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &parsed) == FTL_OK) fence_ms = parsed;
   while (!reaped || out.pipe_fd >= 0 || err.pipe_fd >= 0) {
+    if (client.fd >= 0 && !reaped && fence_ms > 0 && ftl_clock_ms() - heard_ms > fence_ms) {
+      FTL_LOG(FTL_LOG_ERROR, "agent", "no word from the launcher for %.1f s: ending the program",
+              (double)(ftl_clock_ms() - heard_ms) / 1000.0);
+      ftl_rdzv_client_close(&client);
+      kill(-child, SIGKILL);
+    }
     if (client.fd >= 0 && !reaped && ftl_clock_ms() >= next_alive_ms) {
       char state[2] = {process_state(child), '\0'};
       ftl_rdzv_client_send(&client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, &d);
@@ -351,6 +389,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
       json_t *msg = NULL;
       ftl_diag ignored;
       ftl_linebuf_fill(&from_launcher, client.fd, &eof);
+      heard_ms = ftl_clock_ms();
       while (ftl_linebuf_next(&from_launcher, &msg, &ignored) == FTL_OK) {
         int sig = (int)ftl_wire_int(msg, "signal", 0);
         if (!strcmp(ftl_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65) {

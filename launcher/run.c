@@ -97,6 +97,19 @@ static ftl_err write_attempt_hostfile(const host_plan *plan, const char *path, i
   return rc;
 }
 
+/* A hostfile may name a host by its name or by an address: either matches. */
+static int host_matches(const char *entry, const char *name, const char *addrs) {
+  if (!strcmp(entry, name)) return 1;
+  size_t len = strlen(entry);
+  for (const char *p = addrs; p && *p;) {
+    size_t n = strcspn(p, " ");
+    if (n == len && !strncmp(p, entry, n)) return 1;
+    p += n;
+    while (*p == ' ') p++;
+  }
+  return 0;
+}
+
 static int next_attempt(const char *run_dir) {
   char path[PATH_MAX];
   for (int i = 0; i < 100000; i++) {
@@ -323,7 +336,8 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     if (blame[0]) {
       int excluded = 0;
       for (size_t i = 0; i < plan.count; i++)
-        if (!strcmp(plan.hosts[i].name, blame) && !plan.hosts[i].bad) plan.hosts[i].bad = excluded = 1;
+        if (!plan.hosts[i].bad && host_matches(plan.hosts[i].name, blame, res.bad_host_addrs))
+          plan.hosts[i].bad = excluded = 1;
       if (excluded) {
         FTL_LOG(FTL_LOG_WARN, "launcher", "leaving host %s out of the next attempts", blame);
         ftl_events_write(events, "host_excluded", attempt, json_pack("{s:s}", "host", blame));

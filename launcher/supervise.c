@@ -70,6 +70,7 @@ typedef struct rank_state {
   int section;
   char state;           /* the program's scheduler state as the agent last saw it */
   int has_agent;
+  char addrs[512];      /* the agent's host addresses */
   double phases[3];     /* rendezvous, mpi_init, comm_init as the rank measured them */
   int ready;
   double first_step_ms;
@@ -147,7 +148,16 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
   r->retryable = kind != FTL_FAIL_EXEC;
   const char *host = rank >= 0 ? ftl_rdzv_server_host(a->server, rank) : NULL;
   snprintf(r->root_host, sizeof r->root_host, "%s", host ? host : (bad_host ? bad_host : "unknown"));
-  if (bad_host) snprintf(r->bad_host, sizeof r->bad_host, "%s", bad_host);
+  if (bad_host) {
+    snprintf(r->bad_host, sizeof r->bad_host, "%s", bad_host);
+    for (int i = 0; i < a->world; i++) {
+      const char *h = ftl_rdzv_server_host(a->server, i);
+      if (h && !strcmp(h, bad_host) && a->ranks[i].addrs[0]) {
+        snprintf(r->bad_host_addrs, sizeof r->bad_host_addrs, "%s", a->ranks[i].addrs);
+        break;
+      }
+    }
+  }
   r->exit_code = code;
   r->signal = sig;
   r->failure_ms = since_start(a);
@@ -194,8 +204,24 @@ static void log_startup_summary(attempt *a) {
 
 enum { LOST_AGENT_SETTLE_MS = 250 };
 
+/* A lost agent whose host lost all its agents means the host is gone (killed, or cut off). */
 static void blame_lost_agent(attempt *a) {
   if (a->lost_rank < 0 || a->have_root) return;
+  const char *host = ftl_rdzv_server_host(a->server, a->lost_rank);
+  int on_host = 0, gone = 0;
+  for (int i = 0; host && i < a->world; i++) {
+    const char *h = ftl_rdzv_server_host(a->server, i);
+    if (!h || strcmp(h, host) != 0) continue;
+    on_host++;
+    gone += !a->ranks[i].has_agent && !a->ranks[i].exited;
+  }
+  if (host && on_host > 0 && gone == on_host) {
+    char how[300];
+    snprintf(how, sizeof how, "host %s is lost: all %d of its rank agents vanished without reporting an exit", host,
+             on_host);
+    set_root(a, FTL_FAIL_NODE, -1, -1, 0, how, host);
+    return;
+  }
   set_root(a, FTL_FAIL_AGENT_LOST, a->lost_rank, -1, 0,
            "lost its agent (the agent process died or its host went away)", NULL);
 }
@@ -231,6 +257,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       if (!s) return;
       s->hello_ms = s->alive_ms = ftl_clock_ms();
       s->has_agent = 1;
+      snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
       ftl_events_write(log, "rank_started", attempt_no,
                        json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", msg_str(ev->msg, "host"), "pid",
                                  (json_int_t)ftl_wire_int(ev->msg, "pid", -1), "launch_ms",
@@ -607,11 +634,13 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   fail |= setenv("FTL_JOB_NAME", o->job->name, 1);
   fail |= setenv("FTL_JOB_SPEC_HASH", o->job->spec_hash, 1);
   fail |= (int)set_env_int("FTL_KILL_GRACE_MS", o->kill_grace_ms);
+  fail |= (int)set_env_int("FTL_NODE_TIMEOUT_MS", o->job->node_timeout_ms);
   fail |= setenv("MASTER_ADDR", master_addr, 1);
   fail |= (int)set_env_int("MASTER_PORT", free_port());
   static const char *const fixed_exports[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
                                               "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
-                                              "FTL_KILL_GRACE_MS", "MASTER_ADDR", "MASTER_PORT"};
+                                              "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "MASTER_ADDR",
+                                              "MASTER_PORT"};
   size_t nfixed = sizeof fixed_exports / sizeof *fixed_exports;
   exports = ftl_calloc(nfixed + o->job->env_count + 1, sizeof *exports);
   if (!exports || fail) {
@@ -705,7 +734,12 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   }
 
   int64_t drain_until = FTL_NO_DEADLINE;
+  int64_t next_ping_ms = ftl_clock_ms();
   for (;;) {
+    if (ftl_clock_ms() >= next_ping_ms) {
+      ftl_rdzv_server_ping_agents(a.server);
+      next_ping_ms = ftl_clock_ms() + 1000;
+    }
     size_t n = ftl_rdzv_server_pollfds(a.server, fds, (size_t)a.world * 2 + 14);
     fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
     int timeout = 100;

@@ -52,6 +52,11 @@ ftl_err ftl_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
 
 ftl_err ftl_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
                              int64_t deadline_ms, ftl_diag *d) {
+  return ftl_rdzv_client_open_with(c, env, role, rank, NULL, deadline_ms, d);
+}
+
+ftl_err ftl_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+                                  const json_t *extra, int64_t deadline_ms, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_t *msg = NULL;
   ftl_linebuf lb = {0};
@@ -66,6 +71,7 @@ ftl_err ftl_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, cons
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
+  if (extra) json_object_update_missing(msg, (json_t *)(uintptr_t)extra); /* only read */
   rc = ftl_wire_send(c->fd, msg, deadline_ms, d);
   json_decref(msg);
   msg = NULL;

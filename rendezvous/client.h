@@ -34,6 +34,10 @@ ftl_err ftl_launch_env_read(ftl_launch_env *env, ftl_diag *d);
 ftl_err ftl_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
                              int64_t deadline_ms, ftl_diag *d);
 
+/* The same, with extra fields for the hello (borrowed; may be NULL). */
+ftl_err ftl_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+                                  const json_t *extra, int64_t deadline_ms, ftl_diag *d);
+
 /* Sends one message (thread-safe). nowait: drop it rather than wait when the socket is full. */
 ftl_err ftl_rdzv_client_send(ftl_rdzv_client *c, json_t *msg_stolen, int nowait, ftl_diag *d);
 

@@ -272,6 +272,17 @@ void ftl_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal) {
     if (s->conns[i].role == ROLE_AGENT) send_to(&s->conns[i], json_pack("{s:s, s:i}", "type", "signal", "signal", signal));
 }
 
+void ftl_rdzv_server_ping_agents(ftl_rdzv_server *s) {
+  for (size_t i = 0; i < s->nconns; i++)
+    if (s->conns[i].role == ROLE_AGENT) {
+      /* A ping that does not fit in the socket buffer is dropped: the next one says the same. */
+      json_t *msg = json_pack("{s:s}", "type", "ping");
+      ftl_diag ignored;
+      if (msg) ftl_wire_send_nowait(s->conns[i].fd, msg, &ignored);
+      json_decref(msg);
+    }
+}
+
 void ftl_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason) {
   for (size_t i = 0; i < s->nconns; i++)
     if (s->conns[i].role == ROLE_RANK) send_to(&s->conns[i], json_pack("{s:s, s:s}", "type", "stop", "reason", reason));

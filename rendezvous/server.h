@@ -66,6 +66,9 @@ void ftl_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_
  * after its grace period). Faster than going through mpirun, and it reaches every host. */
 void ftl_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal);
 
+/* Sends every agent a heartbeat, so an agent cut off from the launcher notices and ends its rank. */
+void ftl_rdzv_server_ping_agents(ftl_rdzv_server *s);
+
 /* Asks every rank that uses the library to stop (ftl_stop_requested returns 1), with a reason. */
 void ftl_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason);
 

@@ -17,6 +17,8 @@ step "normal build"
 bash scripts/build.sh build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >build/release.build.log 2>&1 ||
   { cat build/release.build.log >&2; exit 1; }
 (cd build/release && ctest --output-on-failure --no-tests=error)
+echo "Failure detection latencies measured by the fault tests (goals: crash <= 1 s, hang <= timeout + 1 s, node loss <= 10 s):"
+grep -h "detection latency" build/release/Testing/Temporary/LastTest.log | sed 's/^[0-9]*: /  /' || true
 
 step "ASan+UBSan build"
 bash scripts/build.sh build/asan -DCMAKE_BUILD_TYPE=Debug -DFTL_SANITIZE=address,undefined >build/asan.build.log 2>&1 ||

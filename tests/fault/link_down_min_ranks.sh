@@ -1,0 +1,37 @@
+# A host's link goes down mid-run (3 hosts x 2 ranks, no spare, min_ranks 4): its agents fall
+# silent, ftl declares the host lost after timeouts.node_s, the cut-off agents end their own ranks,
+# and the job continues with 4 ranks on the 2 hosts left, from its last save.
+. "$(dirname "$0")/netns_lib.sh" || exit 1
+netns_up 3
+printf '%s slots=2\n' $NET.1 $NET.2 $NET.3 > hosts
+cat > job.yaml <<YAML
+name: linkdown
+ranks: 6
+min_ranks: 4
+program: fault_probe
+args: ["--steps", "60", "--step-ms", "50", "--save-every", "5", "--marker", "$MARKER"]
+hostfile: hosts
+timeouts: {node_s: 3}
+restart: {backoff_s: 0.2}
+YAML
+on_host 1 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
+pid=$!
+wait_for_event runs/linkdown first_step
+sleep 1
+t0=$(date +%s%N)
+link_down 2
+wait $pid
+RC=$?
+expect_rc 0 out
+expect_contains out "host $NS_PREFIX-h2 is lost"
+expect_contains out "continuing with 4 ranks instead of 6"
+expect_contains out "probe: finished 60 steps"
+failure_us=$(grep '"event":"failure"' runs/linkdown/events.jsonl | head -1 | sed 's/.*"t_us":\([0-9]*\).*/\1/')
+lag_ms=$(( (failure_us - t0 / 1000) / 1000 ))
+print_latency "node loss (link down, node_s 3 s)" "$lag_ms"
+[ "$lag_ms" -le 10000 ] || fail "link loss noticed after $lag_ms ms (goal: 10 s)"
+# The cut-off host's ranks ended themselves.
+sleep 4
+[ -z "$(ip netns pids "$NS_PREFIX-h2" | xargs -r ps -o comm= -p 2>/dev/null | grep fault_probe)" ] ||
+  fail "ranks on the cut-off host are still running"
+echo "ok"

@@ -1,0 +1,72 @@
+# tests/fault/netns_lib.sh: several "hosts" on this machine, each a network namespace with its own
+# address and host name, joined by a bridge in a namespace of its own (machine-notes.md). The
+# addresses exist only inside these namespaces; nothing leaves them. mpirun reaches the hosts
+# through rsh_agent.sh. netns_up N creates hosts 1..N; teardown kills what runs in them and
+# deletes them. Needs root and iproute2 (skipped, 77, otherwise).
+. "$(dirname "$0")/lib.sh" || exit 1
+command -v ip >/dev/null && ip netns list >/dev/null 2>&1 || { echo "skipped: no network namespaces here"; exit 77; }
+NS_PREFIX="ftl$$"
+NET=10.213.77
+NS_COUNT=0
+
+netns_down() {
+  for i in $(seq 1 "$NS_COUNT"); do
+    ip netns pids "$NS_PREFIX-h$i" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$NS_PREFIX-h$i" 2>/dev/null
+  done
+  ip netns del "$NS_PREFIX-sw" 2>/dev/null
+}
+
+netns_up() {
+  NS_COUNT=$1
+  trap 'netns_down; pkill -KILL -f "$MARKER" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+  ip netns add "$NS_PREFIX-sw" || fail "cannot create network namespaces"
+  ip -n "$NS_PREFIX-sw" link add br0 type bridge
+  ip -n "$NS_PREFIX-sw" link set br0 up
+  for i in $(seq 1 "$NS_COUNT"); do
+    local ns="$NS_PREFIX-h$i"
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip link add eth0 netns "$ns" type veth peer name "p$i" netns "$NS_PREFIX-sw"
+    ip -n "$NS_PREFIX-sw" link set "p$i" master br0
+    ip -n "$NS_PREFIX-sw" link set "p$i" up
+    ip -n "$ns" addr add "$NET.$i/24" dev eth0
+    ip -n "$ns" link set eth0 up
+  done
+  cat >"$SCRATCH/rsh_agent.sh" <<AGENT
+#!/bin/sh
+# mpirun's plm_rsh_agent: "log in" to a namespace host by its address.
+host=\$1
+shift
+case "\$host" in
+  $NET.*) ns=$NS_PREFIX-h\${host##*.} ;;
+  *) echo "rsh_agent: unknown host \$host" >&2; exit 255 ;;
+esac
+exec ip netns exec "\$ns" unshare --uts sh -c "hostname \$ns; exec sh -c \\"\\\$0\\"" "\$*"
+AGENT
+  chmod +x "$SCRATCH/rsh_agent.sh"
+  export OMPI_MCA_plm_rsh_agent="$SCRATCH/rsh_agent.sh" OMPI_MCA_plm_rsh_no_tree_spawn=1
+  export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=$NET.0/24 OMPI_MCA_oob_tcp_if_include=$NET.0/24
+}
+
+# on_host I CMD...: runs CMD on host I, with that host's name.
+on_host() {
+  local i=$1
+  shift
+  ip netns exec "$NS_PREFIX-h$i" unshare --uts sh -c "hostname $NS_PREFIX-h$i; exec \"\$0\" \"\$@\"" "$@"
+}
+
+# kill_host I: every process of host I dies at once (a node crash).
+kill_host() { ip netns pids "$NS_PREFIX-h$1" | xargs -r kill -9; }
+
+# link_down I: host I's network link goes down (its processes live on, cut off).
+link_down() { ip -n "$NS_PREFIX-h$1" link set eth0 down; }
+
+# wait_for_event DIR EVENT: until the run's event log has EVENT (30 s at most).
+wait_for_event() {
+  for _ in $(seq 1 300); do
+    grep -q "\"event\":\"$2\"" "$1/events.jsonl" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "no $2 event in $1/events.jsonl after 30 s"
+}

@@ -30,6 +30,7 @@ typedef struct host_entry {
   int slots;
   char line[1024]; /* the hostfile line as written, so other options (max_slots) pass through */
   int bad;
+  int suspect; /* a straggler ran there */
 } host_entry;
 
 typedef struct host_plan {
@@ -223,6 +224,7 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
   int restarts = 0, same_step_failures = 0, n_attempts = 0;
   int64_t prev_fail_step = INT64_MIN, backoff_ms = job->backoff_ms;
   double pending_backoff_ms = 0;
+  char suspect[64] = "";
 
   if (job->hostfile && read_hostfile(job->hostfile, &plan, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
@@ -332,7 +334,17 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
       ftl_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "restart budget spent", "restarts", restarts));
       break;
     }
-    const char *blame = res.bad_host[0] ? res.bad_host : (res.kind == FTL_FAIL_HANG ? res.root_host : "");
+    if (res.suspect_host[0]) {
+      for (size_t i = 0; i < plan.count; i++)
+        if (host_matches(plan.hosts[i].name, res.suspect_host, "")) plan.hosts[i].suspect = 1;
+      snprintf(suspect, sizeof suspect, "%s", res.suspect_host);
+    }
+    /* Blamed: a lost host, a hung rank's host, or a host already suspect (a straggler) whose
+     * rank failed. */
+    const char *blame = res.bad_host[0]                                  ? res.bad_host
+                        : res.kind == FTL_FAIL_HANG                      ? res.root_host
+                        : suspect[0] && !strcmp(suspect, res.root_host) ? res.root_host
+                                                                         : "";
     if (blame[0]) {
       int excluded = 0;
       for (size_t i = 0; i < plan.count; i++)

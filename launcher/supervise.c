@@ -62,6 +62,14 @@ const char *ftl_failure_kind_name(ftl_failure_kind kind) {
 
 enum section_kind { SECTION_STARTUP = 0, SECTION_STEP = 1, SECTION_CHECKPOINT = 2 };
 
+/* Straggler: over its last STRAGGLER_WINDOW heartbeats, a rank's median compute time per step is
+ * more than STRAGGLER_RATIO times the median of the other ranks' (and at least STRAGGLER_MIN_MS
+ * more). Compute time excludes waiting in collectives, which in synchronous training is where
+ * every other rank pays for the straggler. */
+#define STRAGGLER_WINDOW 10
+#define STRAGGLER_RATIO 1.5
+#define STRAGGLER_MIN_MS 2.0
+
 typedef struct rank_state {
   int64_t hello_ms;     /* agent said hello (launcher clock) */
   int64_t progress_ms;  /* last sign of progress: ready, a step, an event */
@@ -77,6 +85,9 @@ typedef struct rank_state {
   int first_step_seen;
   int exited;
   int exit_code, signal;
+  double compute_ms[STRAGGLER_WINDOW]; /* the rank's own compute per step, recent heartbeats */
+  int compute_count;
+  int straggler_reported;
 } rank_state;
 
 typedef struct attempt {
@@ -311,6 +322,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       s->section = SECTION_STEP;
       s->last_step = ftl_wire_int(ev->msg, "step", s->last_step);
       if (s->last_step > a->res->last_step) a->res->last_step = s->last_step;
+      double compute = ftl_wire_num(ev->msg, "compute_ms", -1);
+      if (compute >= 0) s->compute_ms[s->compute_count++ % STRAGGLER_WINDOW] = compute;
       break;
     case FTL_RDZV_SECTION:
       if (!s) return;
@@ -454,6 +467,54 @@ static void check_hangs(attempt *a) {
            (double)(now - since) / 1000.0, section_name(c->section), (double)section_timeout(a, c->section) / 1000.0,
            (long long)c->last_step, c->state == 'T' ? "; its process is stopped" : "");
   set_root(a, FTL_FAIL_HANG, culprit, -1, 0, how, NULL);
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Reports stragglers (once per rank and attempt) and marks their host suspect: a suspect host
+ * that later fails is left out, not just restarted on. */
+static void check_stragglers(attempt *a) {
+  if (a->world < 2) return;
+  double *per_rank = ftl_calloc((size_t)a->world, sizeof *per_rank);
+  double *others = ftl_calloc((size_t)a->world, sizeof *others);
+  if (!per_rank || !others) goto out;
+  for (int i = 0; i < a->world; i++) {
+    rank_state *s = &a->ranks[i];
+    if (s->compute_count < STRAGGLER_WINDOW || s->exited) goto out; /* every rank needs a full window */
+    double w[STRAGGLER_WINDOW];
+    memcpy(w, s->compute_ms, sizeof w);
+    per_rank[i] = median(w, STRAGGLER_WINDOW);
+  }
+  for (int i = 0; i < a->world; i++) {
+    rank_state *s = &a->ranks[i];
+    if (s->straggler_reported) continue;
+    int n = 0;
+    for (int j = 0; j < a->world; j++)
+      if (j != i) others[n++] = per_rank[j];
+    double typical = median(others, n);
+    if (per_rank[i] < STRAGGLER_RATIO * typical || per_rank[i] - typical < STRAGGLER_MIN_MS) continue;
+    s->straggler_reported = 1;
+    const char *host = ftl_rdzv_server_host(a->server, i);
+    if (host && !a->res->suspect_host[0]) snprintf(a->res->suspect_host, sizeof a->res->suspect_host, "%s", host);
+    FTL_LOG(FTL_LOG_WARN, "launcher",
+            "straggler: rank %d on host %s computes %.1f ms per step, the others %.1f ms (median of the last %d "
+            "reports); host %s is suspect",
+            i, host ? host : "?", per_rank[i], typical, STRAGGLER_WINDOW, host ? host : "?");
+    ftl_events_write(a->o->events, "straggler", a->o->attempt,
+                     json_pack("{s:i, s:s, s:f, s:f}", "rank", i, "host", host ? host : "?", "compute_ms", per_rank[i],
+                               "others_median_ms", typical));
+  }
+out:
+  ftl_free(per_rank);
+  ftl_free(others);
 }
 
 /* Asks the ranks to stop cleanly (preemption). Programs that use the library get a stop request
@@ -738,6 +799,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   for (;;) {
     if (ftl_clock_ms() >= next_ping_ms) {
       ftl_rdzv_server_ping_agents(a.server);
+      check_stragglers(&a);
       next_ping_ms = ftl_clock_ms() + 1000;
     }
     size_t n = ftl_rdzv_server_pollfds(a.server, fds, (size_t)a.world * 2 + 14);

@@ -41,6 +41,11 @@ struct ftl_ctx {
   int64_t ready_ns;   /* end of start-up: the first step's clock starts here */
   int64_t last_progress_ms;
   int first_step_reported;
+  /* For the launcher's straggler detector: time spent waiting in collectives since the last
+   * heartbeat, so the rank's own compute time per step can be told apart from waiting for others. */
+  int64_t collective_ns;
+  int64_t heartbeat_t0_ns;
+  int64_t heartbeat_step0;
   pthread_mutex_t err_lock;
   ftl_diag diag;
   ftl_linebuf from_launcher; /* messages the launcher sends after "go" (stop requests) */
@@ -300,7 +305,16 @@ const ftl_startup_ms *ftl_ctx_startup(const ftl_ctx *ctx) { return &ctx->startup
 const char *ftl_ctx_errmsg(const ftl_ctx *ctx) { return ctx ? ctx->diag.msg : ""; }
 void *ftl_ctx_mpi_comm(ftl_ctx *ctx) { return ctx->have_comm ? &ctx->comm : NULL; }
 
+static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op);
+
 ftl_err ftl_allreduce(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op) {
+  int64_t t0 = ftl_clock_ns();
+  ftl_err rc = allreduce_impl(ctx, send, recv, count, dtype, op);
+  ctx->collective_ns += ftl_clock_ns() - t0;
+  return rc;
+}
+
+static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op) {
   ftl_diag d = {{0}};
   if (!ctx->have_comm) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_allreduce before ftl_init succeeded"), &d);
   if (ctx->info.backend == FTL_BACKEND_NCCL) {
@@ -412,6 +426,9 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
   if (!ctx->first_step_reported) {
     ctx->first_step_reported = 1;
     ctx->last_progress_ms = ftl_clock_ms();
+    ctx->heartbeat_t0_ns = ftl_clock_ns();
+    ctx->heartbeat_step0 = step;
+    ctx->collective_ns = 0;
     return ftl_rdzv_client_send(&ctx->client,
                                 json_pack("{s:s, s:I, s:f}", "type", "first_step", "step", (json_int_t)step,
                                           "first_step_ms", ms_since(ctx->ready_ns)),
@@ -420,9 +437,18 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
   int64_t now = ftl_clock_ms();
   if (now - ctx->last_progress_ms < FTL_PROGRESS_INTERVAL_MS) return FTL_OK;
   ctx->last_progress_ms = now;
+  /* Compute per step: the time since the last heartbeat less the time spent in collectives. */
+  int64_t now_ns = ftl_clock_ns();
+  double compute_ms = -1;
+  if (step > ctx->heartbeat_step0)
+    compute_ms = (double)(now_ns - ctx->heartbeat_t0_ns - ctx->collective_ns) / 1e6 / (double)(step - ctx->heartbeat_step0);
+  ctx->heartbeat_t0_ns = now_ns;
+  ctx->heartbeat_step0 = step;
+  ctx->collective_ns = 0;
   /* A heartbeat that does not fit in the socket is dropped: the next one says the same, later. */
-  ftl_err rc = ftl_rdzv_client_send(&ctx->client, json_pack("{s:s, s:I}", "type", "step", "step", (json_int_t)step), 1,
-                                    &ignored);
+  ftl_err rc = ftl_rdzv_client_send(
+      &ctx->client, json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)step, "compute_ms", compute_ms), 1,
+      &ignored);
   return rc == FTL_ERR_TIMEOUT ? FTL_OK : rc;
 }
 

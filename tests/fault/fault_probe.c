@@ -4,6 +4,7 @@
  *   --fail-attempts A                            ... but only in attempts < A (default: every one)
  *   --fail-step-per-attempt                      ... at step S + attempt (progress each attempt)
  *   --stop-rank R --stop-step S                  rank R stops itself (SIGSTOP) at step S, once
+ *   --slow-rank R --slow-ms X                    rank R computes X ms longer every step (a straggler)
  * Its "checkpoint" is one line in RUNDIR/probe-step (rank 0 writes it on a stop request and every
  * --save-every steps; every rank reads it at start), enough to see that a relaunch resumes; the real
  * checkpoints are ftl_ckpt's and are tested with the example fine-tune. */
@@ -40,7 +41,7 @@ static void save_step(const char *run_dir, int64_t step) {
 
 int main(int argc, char **argv) {
   int64_t steps = 20, step_ms = 20, fail_rank = -1, fail_step = -1, fail_code = 3, fail_attempts = INT64_MAX;
-  int64_t stop_rank = -1, stop_step = -1, save_every = 5;
+  int64_t stop_rank = -1, stop_step = -1, save_every = 5, slow_rank = -1, slow_ms = 0;
   int per_attempt = 0;
   static const struct option options[] = {{"steps", required_argument, NULL, 'n'},
                                           {"step-ms", required_argument, NULL, 't'},
@@ -52,6 +53,8 @@ int main(int argc, char **argv) {
                                           {"stop-rank", required_argument, NULL, 'R'},
                                           {"stop-step", required_argument, NULL, 'S'},
                                           {"save-every", required_argument, NULL, 'e'},
+                                          {"slow-rank", required_argument, NULL, 'w'},
+                                          {"slow-ms", required_argument, NULL, 'W'},
                                           {"marker", required_argument, NULL, 'm'},
                                           {NULL, 0, NULL, 0}};
   int c;
@@ -67,6 +70,8 @@ int main(int argc, char **argv) {
       case 'R': target = &stop_rank; break;
       case 'S': target = &stop_step; break;
       case 'e': target = &save_every; break;
+      case 'w': target = &slow_rank; break;
+      case 'W': target = &slow_ms; break;
       case 'p': per_attempt = 1; continue;
       case 'm': continue;
       default: return 2;
@@ -84,7 +89,7 @@ int main(int argc, char **argv) {
   if (me->rank == 0) printf("probe: attempt %d starts at step %lld of %lld\n", me->attempt, (long long)start, (long long)steps);
   int64_t fail_at = fail_step + (per_attempt ? me->attempt : 0);
   for (int64_t step = start + 1; step <= steps; step++) {
-    usleep((useconds_t)step_ms * 1000);
+    usleep((useconds_t)(step_ms + (me->rank == slow_rank ? slow_ms : 0)) * 1000);
     if (me->rank == fail_rank && step == fail_at && me->attempt < fail_attempts) {
       fprintf(stderr, "probe: rank %d failing at step %lld as told\n", me->rank, (long long)step);
       fflush(NULL);

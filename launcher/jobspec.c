@@ -318,7 +318,7 @@ static const section rendezvous_section = {rendezvous_fields, ARRAY_LEN(rendezvo
 static const field restart_fields[] = {
     {.key = "max_restarts", .kind = FK_INT, .offset = offsetof(ftl_job, max_restarts), .min = 0, .max = 100000,
      .def = 3},
-    {.key = "backoff_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, backoff_ms), .max = 3600, .def = 1000},
+    {.key = "backoff_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, backoff_ms), .max = 3600, .def = 100},
     {.key = "max_backoff_s", .kind = FK_SECONDS, .offset = offsetof(ftl_job, max_backoff_ms), .max = 86400,
      .def = 30 * 1000},
     {.key = "crash_loop", .kind = FK_INT, .offset = offsetof(ftl_job, crash_loop), .min = 1, .max = 1000, .def = 3},

@@ -307,6 +307,14 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     ledger_append(run_dir, job->name, attempt, world, &res);
     int rdzv = res.outcome == FTL_ATTEMPT_RDZV_FAILED;
     exit_code = rdzv ? FTL_EXIT_RDZV : FTL_EXIT_JOB_FAILED;
+    if (res.interrupt_signal) {
+      /* Asked to stop (a preemption) and a rank failed on the way out: never relaunch a job the
+       * scheduler is taking away. The last committed checkpoint is what a rerun resumes from. */
+      fprintf(stderr, "ftl: job '%s' failed while stopping on signal %d: %s\n", job->name, res.interrupt_signal,
+              res.summary);
+      exit_code = FTL_EXIT_SIGTERM;
+      break;
+    }
     if (!res.retryable) {
       fprintf(stderr, "ftl: job '%s' failed: %s; not restarted (a restart cannot fix this)\n", job->name, res.summary);
       if (res.kind == FTL_FAIL_EXEC) exit_code = FTL_EXIT_LAUNCH;

@@ -2,6 +2,7 @@
 #ifndef FTL_FTL_H
 #define FTL_FTL_H
 
+#include "ftl/ckpt.h"
 #include "ftl/core.h"
 #include "ftl/error.h"
 #include "ftl/rdzv.h"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# bench/ckpt/run.sh [BUILD_DIR] [WORK_DIR]: the checkpoint bench with 2 ranks, 64 MiB and 512 MiB
+# of state per rank. WORK_DIR must be on the disk being measured (default /var/tmp, not tmpfs).
+set -euo pipefail
+build=${1:-/tmp/build-ckpt}
+work=${2:-/var/tmp/ftl-ckpt-bench}
+rm -rf "$work"
+mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
+export FTL_LOG_LEVEL=${FTL_LOG_LEVEL:-warn}
+mpirun --oversubscribe -n 2 "$build/bin/ckpt_bench" "$work"

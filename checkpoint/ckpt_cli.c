@@ -1,0 +1,244 @@
+/* checkpoint/ckpt_cli.c: `ftl ckpt ls RUNDIR`, `ftl ckpt verify RUNDIR [STEP]`,
+ * `ftl ckpt show RUNDIR STEP` (see ckpt_cli.h and docs/checkpoint.md).
+ *
+ * RUNDIR is a run directory (its checkpoints are in RUNDIR/checkpoints) or the checkpoints folder
+ * itself. verify reads every byte of every shard of the step (size, per-tensor and whole-file
+ * XXH3) and checks that HDF5's own structure puts each dataset where the manifest says.
+ *
+ * Not here: anything that needs MPI or a running gang. */
+#include "ckpt_cli.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "ftl/core.h"
+#include "h5.h"
+#include "shard.h"
+
+#define CLI_CHUNK (8u << 20)
+
+static int usage(void) {
+  fprintf(stderr, "usage: ftl ckpt ls RUNDIR\n"
+                  "       ftl ckpt verify RUNDIR [STEP]\n"
+                  "       ftl ckpt show RUNDIR STEP\n"
+                  "RUNDIR is a run directory (checkpoints in RUNDIR/checkpoints) or a checkpoints folder.\n");
+  return 2;
+}
+
+static int is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* RUNDIR/checkpoints when it exists, else RUNDIR itself when it is a folder. */
+static int resolve_base(const char *rundir, char *base, size_t size) {
+  if (ftl_fmt(base, size, "%s/checkpoints", rundir) == FTL_OK && is_dir(base)) return 0;
+  if (is_dir(rundir) && ftl_fmt(base, size, "%s", rundir) == FTL_OK) return 0;
+  fprintf(stderr, "ftl ckpt: %s is not a folder\n", rundir);
+  return -1;
+}
+
+static const char *state_name(ck_step_state s) {
+  return s == CK_STEP_COMMITTED ? "committed" : s == CK_STEP_BAD ? "bad" : "incomplete";
+}
+
+static uint64_t total_bytes(const ck_manifest *m) {
+  uint64_t t = 0;
+  for (int r = 0; r < m->world_size; r++)
+    t += m->shards[r].size_bytes;
+  return t;
+}
+
+static void fmt_time(int64_t us, char *buf, size_t size) {
+  time_t t = (time_t)(us / 1000000);
+  struct tm tm;
+  if (us <= 0 || !gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) snprintf(buf, size, "-");
+}
+
+static int cmd_ls(const char *base) {
+  ck_step_entry *steps = NULL;
+  int n = 0;
+  ftl_diag d = {{0}};
+  if (ck_list_steps(base, &steps, &n, &d)) {
+    fprintf(stderr, "ftl ckpt ls: %s\n", d.msg);
+    return 2;
+  }
+  printf("%-12s %-11s %6s %14s  %-20s %s\n", "STEP", "STATE", "WORLD", "BYTES", "CREATED", "NOTE");
+  for (int i = 0; i < n; i++) {
+    char when[32] = "-", note[1100] = "";
+    int world = 0;
+    unsigned long long bytes = 0;
+    if (steps[i].state == CK_STEP_COMMITTED) {
+      ck_manifest *m = NULL;
+      ftl_diag md = {{0}};
+      if (ck_read_manifest(base, steps[i].step, &m, NULL, NULL, &md) == FTL_OK) {
+        world = m->world_size;
+        bytes = (unsigned long long)total_bytes(m);
+        fmt_time(m->created_unix_us, when, sizeof when);
+        ck_manifest_free(m);
+      } else {
+        snprintf(note, sizeof note, "unreadable manifest: %s", md.msg);
+      }
+    } else if (steps[i].state == CK_STEP_BAD) {
+      char sd[PATH_MAX], p[PATH_MAX];
+      char *why = NULL;
+      size_t len = 0;
+      if (ck_step_dir(base, steps[i].step, sd, sizeof sd) == FTL_OK &&
+          ftl_fmt(p, sizeof p, "%s/bad-reason.txt", sd) == FTL_OK &&
+          ftl_read_file(p, 4096, &why, &len, NULL) == FTL_OK) {
+        if (len && why[len - 1] == '\n') why[len - 1] = '\0';
+        snprintf(note, sizeof note, "%s", why);
+      }
+      ftl_free(why);
+    }
+    char w[16] = "-";
+    if (world) snprintf(w, sizeof w, "%d", world);
+    printf("%-12lld %-11s %6s %14llu  %-20s %s\n", (long long)steps[i].step, state_name(steps[i].state), w, bytes, when,
+           note);
+  }
+  if (n == 0) printf("(no checkpoints in %s)\n", base);
+  ftl_free(steps);
+  return 0;
+}
+
+/* Verifies one committed step; prints one line per shard. Returns 0 ok, 1 failed. */
+static int verify_step(const char *base, int64_t step, void *bounce) {
+  ck_manifest *m = NULL;
+  ftl_diag d = {{0}};
+  char sd[PATH_MAX];
+  int failed = 0;
+  if (ck_read_manifest(base, step, &m, NULL, NULL, &d)) {
+    printf("step %lld: FAILED: %s\n", (long long)step, d.msg);
+    return 1;
+  }
+  if (ck_step_dir(base, step, sd, sizeof sd)) {
+    ck_manifest_free(m);
+    return 1;
+  }
+  for (int r = 0; r < m->world_size; r++) {
+    const ck_shard *sh = &m->shards[r];
+    ftl_diag sdg = {{0}};
+    ftl_err rc = ck_shard_verify_read(sd, m, sh, NULL, 0, CLI_CHUNK, bounce, CLI_CHUNK, &sdg);
+    char path[PATH_MAX];
+    for (int p = 0; rc == FTL_OK && p < sh->npieces; p++) {
+      const ck_item *it = &m->items[sh->pieces[p].item];
+      char ds[CK_NAME_MAX + 16];
+      int blob = it->kind == CK_KIND_BLOB_GLOBAL || it->kind == CK_KIND_BLOB_PER_RANK;
+      snprintf(ds, sizeof ds, "/%s/%s", blob ? "blobs" : "tensors", it->name);
+      if (ftl_fmt(path, sizeof path, "%s/%s", sd, sh->file) == FTL_OK)
+        rc = ck_h5_check_dataset(path, ds, sh->pieces[p].file_offset, sh->pieces[p].size_bytes, &sdg);
+    }
+    if (rc) {
+      printf("step %lld: %s: FAILED: %s\n", (long long)step, sh->file, sdg.msg);
+      failed = 1;
+    } else {
+      printf("step %lld: %s: ok (%llu bytes, %d datasets, xxh3 %016llx)\n", (long long)step, sh->file,
+             (unsigned long long)sh->size_bytes, sh->npieces, (unsigned long long)sh->checksum);
+    }
+  }
+  printf("step %lld: %s\n", (long long)step, failed ? "FAILED" : "verified");
+  ck_manifest_free(m);
+  return failed;
+}
+
+static int cmd_verify(const char *base, const char *step_text) {
+  int failed = 0, checked = 0;
+  void *bounce = ftl_malloc(CLI_CHUNK);
+  ck_step_entry *steps = NULL;
+  int n = 0;
+  ftl_diag d = {{0}};
+  if (!bounce) {
+    fprintf(stderr, "ftl ckpt verify: out of memory\n");
+    return 2;
+  }
+  if (step_text) {
+    int64_t step;
+    if (ftl_parse_i64(step_text, 0, INT64_MAX, &step)) {
+      ftl_free(bounce);
+      return usage();
+    }
+    failed = verify_step(base, step, bounce);
+    checked = 1;
+  } else {
+    if (ck_list_steps(base, &steps, &n, &d)) {
+      fprintf(stderr, "ftl ckpt verify: %s\n", d.msg);
+      ftl_free(bounce);
+      return 2;
+    }
+    for (int i = 0; i < n; i++) {
+      if (steps[i].state != CK_STEP_COMMITTED) continue;
+      failed |= verify_step(base, steps[i].step, bounce);
+      checked++;
+    }
+    if (!checked) printf("no committed checkpoint in %s\n", base);
+  }
+  ftl_free(steps);
+  ftl_free(bounce);
+  return (failed || !checked) ? 1 : 0;
+}
+
+static void print_shape(const ck_item *it) {
+  printf("[");
+  for (int k = 0; k < it->ndim; k++)
+    printf("%s%lld", k ? ", " : "", (long long)it->shape[k]);
+  printf("]");
+}
+
+static int cmd_show(const char *base, const char *step_text) {
+  int64_t step;
+  if (ftl_parse_i64(step_text, 0, INT64_MAX, &step)) return usage();
+  ck_manifest *m = NULL;
+  ftl_diag d = {{0}};
+  if (ck_read_manifest(base, step, &m, NULL, NULL, &d)) {
+    fprintf(stderr, "ftl ckpt show: step %lld: %s\n", (long long)step, d.msg);
+    return 1;
+  }
+  char when[32];
+  fmt_time(m->created_unix_us, when, sizeof when);
+  printf("step %lld  world_size %d  created %s  bytes %llu  job_spec_hash %s\n", (long long)m->step, m->world_size,
+         when, (unsigned long long)total_bytes(m), m->job_spec_hash[0] ? m->job_spec_hash : "-");
+  printf("items:\n");
+  for (int i = 0; i < m->nitems; i++) {
+    const ck_item *it = &m->items[i];
+    printf("  %-24s %-13s %-5s ", it->name, ck_kind_name(it->kind), ck_dtype_name(it->dtype));
+    print_shape(it);
+    printf("\n");
+  }
+  printf("shards:\n");
+  for (int r = 0; r < m->world_size; r++) {
+    const ck_shard *sh = &m->shards[r];
+    printf("  %s  %llu bytes  xxh3 %016llx\n", sh->file, (unsigned long long)sh->size_bytes,
+           (unsigned long long)sh->checksum);
+    for (int p = 0; p < sh->npieces; p++) {
+      const ck_piece *pc = &sh->pieces[p];
+      printf("    %-24s rows %lld..%lld  at byte %llu, %llu bytes, xxh3 %016llx\n", m->items[pc->item].name,
+             (long long)pc->row_start, (long long)(pc->row_start + pc->row_count - 1),
+             (unsigned long long)pc->file_offset, (unsigned long long)pc->size_bytes, (unsigned long long)pc->checksum);
+    }
+  }
+  ck_manifest_free(m);
+  return 0;
+}
+
+int ftl_ckpt_cli_main(int argc, char **argv) {
+  if (argc < 3) return usage();
+  char base[PATH_MAX];
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "ls") == 0 && argc == 3) {
+    if (resolve_base(argv[2], base, sizeof base)) return 2;
+    return cmd_ls(base);
+  }
+  if (strcmp(cmd, "verify") == 0 && (argc == 3 || argc == 4)) {
+    if (resolve_base(argv[2], base, sizeof base)) return 2;
+    return cmd_verify(base, argc == 4 ? argv[3] : NULL);
+  }
+  if (strcmp(cmd, "show") == 0 && argc == 4) {
+    if (resolve_base(argv[2], base, sizeof base)) return 2;
+    return cmd_show(base, argv[3]);
+  }
+  return usage();
+}

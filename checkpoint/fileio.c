@@ -1,0 +1,238 @@
+/* checkpoint/fileio.c: the file seam (a table of syscalls), its fault injection and the crash
+ * points used by the crash tests. See fileio.h for the contract.
+ *
+ * Map: fault counters; the default table (real syscalls behind the fault checks); environment
+ * parsing; crash points; loop-until-done helpers; durable atomic replace. */
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+
+/* ---- fault counters ---------------------------------------------------------------------- */
+
+static _Atomic long fault_left[CK_FAULT_OPS_];
+static _Atomic int fault_errno[CK_FAULT_OPS_];
+
+void ck_fault_set(ck_fault_op op, long nth, int err) {
+  if ((int)op < 0 || op >= CK_FAULT_OPS_) return;
+  atomic_store(&fault_errno[op], err ? err : EIO);
+  atomic_store(&fault_left[op], nth > 0 ? nth : 0);
+}
+
+void ck_fault_clear(void) {
+  for (int i = 0; i < CK_FAULT_OPS_; i++)
+    atomic_store(&fault_left[i], 0);
+}
+
+/* True exactly once: on the nth call after ck_fault_set. */
+static int fault_fires(ck_fault_op op) {
+  long left = atomic_load(&fault_left[op]);
+  while (left > 0) {
+    if (atomic_compare_exchange_weak(&fault_left[op], &left, left - 1)) return left == 1;
+  }
+  return 0;
+}
+
+/* ---- the default table ------------------------------------------------------------------- */
+
+static int fs_open(const char *path, int flags, mode_t mode) { return open(path, flags | O_CLOEXEC, mode); }
+static int fs_close(int fd) { return close(fd); }
+
+static ssize_t fs_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  if (fault_fires(CK_FAULT_WRITE)) {
+    errno = atomic_load(&fault_errno[CK_FAULT_WRITE]);
+    return -1;
+  }
+  if (fault_fires(CK_FAULT_TEAR)) {
+    ssize_t w = pwrite(fd, buf, n / 2, off);
+    return w < 0 ? w : (ssize_t)n;
+  }
+  return pwrite(fd, buf, n, off);
+}
+
+static ssize_t fs_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+
+static int fs_fsync(int fd) {
+  if (fault_fires(CK_FAULT_FSYNC)) {
+    errno = atomic_load(&fault_errno[CK_FAULT_FSYNC]);
+    return -1;
+  }
+  return fsync(fd);
+}
+
+static int fs_rename(const char *from, const char *to) {
+  if (fault_fires(CK_FAULT_RENAME)) {
+    errno = atomic_load(&fault_errno[CK_FAULT_RENAME]);
+    return -1;
+  }
+  return rename(from, to);
+}
+
+static int fs_unlink(const char *path) { return unlink(path); }
+static int fs_ftruncate(int fd, off_t size) { return ftruncate(fd, size); }
+
+ck_fs ck_fs_table = {fs_open, fs_close, fs_pwrite, fs_pread, fs_fsync, fs_rename, fs_unlink, fs_ftruncate};
+
+void ck_fs_reset(void) {
+  ck_fs real = {fs_open, fs_close, fs_pwrite, fs_pread, fs_fsync, fs_rename, fs_unlink, fs_ftruncate};
+  ck_fs_table = real;
+}
+
+/* ---- environment ------------------------------------------------------------------------- */
+
+static int errno_by_name(const char *s) {
+  if (!s || !*s || strcmp(s, "EIO") == 0) return EIO;
+  if (strcmp(s, "ENOSPC") == 0) return ENOSPC;
+  if (strcmp(s, "EDQUOT") == 0) return EDQUOT;
+  if (strcmp(s, "EROFS") == 0) return EROFS;
+  return EIO;
+}
+
+void ck_fault_from_env(void) {
+  const char *env = getenv("FTL_CKPT_FAULT");
+  if (!env || !*env) return;
+  char buf[256];
+  if (ftl_fmt(buf, sizeof buf, "%s", env)) return;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(tok, ':');
+    if (!colon) continue;
+    *colon = '\0';
+    char *num = colon + 1;
+    char *err = strchr(num, ':');
+    if (err) *err++ = '\0';
+    int64_t nth = 0;
+    if (ftl_parse_i64(num, 1, LONG_MAX, &nth)) {
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "FTL_CKPT_FAULT: bad count '%s' ignored", num);
+      continue;
+    }
+    ck_fault_op op;
+    if (strcmp(tok, "write") == 0)
+      op = CK_FAULT_WRITE;
+    else if (strcmp(tok, "fsync") == 0)
+      op = CK_FAULT_FSYNC;
+    else if (strcmp(tok, "rename") == 0)
+      op = CK_FAULT_RENAME;
+    else if (strcmp(tok, "tear") == 0)
+      op = CK_FAULT_TEAR;
+    else {
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "FTL_CKPT_FAULT: unknown call '%s' ignored", tok);
+      continue;
+    }
+    ck_fault_set(op, (long)nth, errno_by_name(err));
+  }
+}
+
+/* ---- crash points ------------------------------------------------------------------------ */
+
+void ck_crash_point(const char *name, int rank, int64_t step) {
+  const char *at = getenv("FTL_CKPT_CRASH_AT");
+  if (!at || strcmp(at, name) != 0) return;
+  int64_t v = 0;
+  const char *r = getenv("FTL_CKPT_CRASH_RANK");
+  if (r && *r && (ftl_parse_i64(r, 0, INT32_MAX, &v) || v != rank)) return;
+  const char *s = getenv("FTL_CKPT_CRASH_STEP");
+  if (s && *s && (ftl_parse_i64(s, 0, INT64_MAX, &v) || v != step)) return;
+  FTL_LOG(FTL_LOG_WARN, "ckpt", "crash point %s reached (rank %d, step %lld): SIGKILL", name, rank, (long long)step);
+  /* A test hook, not error handling: the process must die here as if the node had failed. */
+  kill(getpid(), SIGKILL);
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+ftl_err ck_errno_to_err(int e) { return (e == ENOSPC || e == EDQUOT) ? FTL_ERR_NOSPC : FTL_ERR_IO; }
+
+ftl_err ck_pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = ck_fs_table.pwrite(fd, p, n, (off_t)off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return ck_errno_to_err(errno);
+    if (w == 0) {
+      errno = EIO;
+      return FTL_ERR_IO;
+    }
+    p += w;
+    n -= (size_t)w;
+    off += (uint64_t)w;
+  }
+  return FTL_OK;
+}
+
+ftl_err ck_pread_all(int fd, void *buf, size_t n, uint64_t off) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t r = ck_fs_table.pread(fd, p, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return FTL_ERR_IO;
+    if (r == 0) {
+      errno = 0;
+      return FTL_ERR_CORRUPT;
+    }
+    p += r;
+    n -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return FTL_OK;
+}
+
+ftl_err ck_fsync_dir(const char *dir, ftl_diag *d) {
+  int fd = ck_fs_table.open(dir, O_RDONLY | O_DIRECTORY, 0);
+  if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open folder %s: %s", dir, strerror(errno));
+  ftl_err rc = FTL_OK;
+  if (ck_fs_table.fsync(fd) != 0)
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "fsync of folder %s failed: %s", dir, strerror(errno));
+  ck_fs_table.close(fd);
+  return rc;
+}
+
+ftl_err ck_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank, int64_t step,
+                        ftl_diag *d) {
+  char tmp[PATH_MAX], dir[PATH_MAX];
+  int fd = -1;
+  ftl_err rc = FTL_OK;
+  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp", path) || ftl_fmt(dir, sizeof dir, "%s", path))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else if (ftl_fmt(dir, sizeof dir, "."))
+    return FTL_ERR_RANGE;
+  fd = ck_fs_table.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    rc = ftl_diag_fail(d, ck_errno_to_err(errno), "cannot create %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  size_t half = size / 2;
+  rc = ck_pwrite_all(fd, data, half, 0);
+  if (rc == FTL_OK && crash_name) ck_crash_point(crash_name, rank, step);
+  if (rc == FTL_OK) rc = ck_pwrite_all(fd, (const char *)data + half, size - half, half);
+  if (rc) {
+    rc = ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
+    goto out;
+  }
+  if (ck_fs_table.fsync(fd) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "fsync of %s failed: %s", tmp, strerror(errno));
+    goto out;
+  }
+  ck_fs_table.close(fd);
+  fd = -1;
+  if (ck_fs_table.rename(tmp, path) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "rename of %s to %s failed: %s", tmp, path, strerror(errno));
+    goto out;
+  }
+  rc = ck_fsync_dir(dir, d);
+out:
+  if (fd >= 0) ck_fs_table.close(fd);
+  if (rc) ck_fs_table.unlink(tmp);
+  return rc;
+}

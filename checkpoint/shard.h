@@ -1,0 +1,49 @@
+/* checkpoint/shard.h: one rank's shard file of one step: write it (HDF5 structure via h5.c, then
+ * the bytes streamed through the file seam with XXH3 computed on the way, fsync, rename, fsync of
+ * the folder), and read it back (whole-file verification fused with the reads a rank needs, or
+ * plain ranged reads). The checksum rules are in docs/formats/shard.md.
+ *
+ * Not here: MPI, staging, the manifest's JSON (manifest.c). */
+#ifndef FTL_CKPT_SHARD_H
+#define FTL_CKPT_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "manifest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes dir/<sh->file> from pieces (sh->pieces[i].item/row_start/row_count set by the caller,
+ * data[i] the bytes of piece i). Sets each piece's file_offset, size_bytes and checksum and the
+ * shard's size_bytes and checksum. The file is durable under its final name on return.
+ * bounce is scratch of bounce_bytes (>= 4096). Crash point "mid_shard" fires halfway through
+ * the bytes. On failure the temporary file is removed and d names the file and the call. */
+ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, const void *const *data, size_t chunk_bytes,
+                       void *bounce, size_t bounce_bytes, int64_t step, int world_size, ftl_diag *d);
+
+/* A byte range of a shard file a rank wants, and where it goes. */
+typedef struct ck_need {
+  uint64_t file_offset, size_bytes;
+  void *dest;
+} ck_need;
+
+/* Streams the whole shard: checks its size, every piece's checksum and the file checksum, and
+ * reads the needs (sorted by file_offset, not overlapping, each inside one piece) straight into
+ * their destinations on the way. FTL_ERR_CORRUPT when the file is short or a checksum differs
+ * (d names the shard and the tensor), FTL_ERR_NOTFOUND when it is missing, FTL_ERR_IO otherwise. */
+ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_shard *sh, const ck_need *needs,
+                             int nneeds, size_t chunk_bytes, void *bounce, size_t bounce_bytes, ftl_diag *d);
+
+/* Reads the needs without verifying (another rank verifies this shard). */
+ftl_err ck_shard_read(const char *dir, const ck_shard *sh, const ck_need *needs, int nneeds, ftl_diag *d);
+
+/* XXH3-64 of a buffer (runtime-dispatched SIMD where the library has it). */
+uint64_t ck_hash(const void *p, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# tests/ckpt/run_mpi.sh BIN_DIR MPIEXEC SCENARIO: one checkpoint scenario with real ranks under a
+# real mpirun (crash scenarios SIGKILL a rank at an exact point). Exit 0 pass, 1 fail, 77 skip.
+set -uo pipefail
+bin=$1
+mpiexec=$2
+scenario=$3
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ftl-ckpt-$scenario-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export FTL_LOG_LEVEL=${FTL_LOG_LEVEL:-warn}
+# One host: shared memory only. (Open MPI's TCP BTL also trips a lock-order report of TSan inside
+# mca_btl_tcp during MPI_Init, which is not ours; without it the TSan build runs clean.)
+export OMPI_MCA_btl=self,vader
+
+# Sanitizer builds: LeakSanitizer unwinds slowly but fully, so Open MPI's init-time allocations
+# are attributed to its libraries and matched by tests/lsan.supp (ignored by other builds).
+export LSAN_OPTIONS="${LSAN_OPTIONS:-}:fast_unwind_on_malloc=0"
+
+fail() { echo "FAIL ($scenario): $*" >&2; exit 1; }
+run() { # run N args...: mpirun that must succeed
+  local n=$1; shift
+  "$mpiexec" --oversubscribe -n "$n" "$bin/ckpt_mpi" "$@" || fail "mpirun -n $n ckpt_mpi $* exited $?"
+}
+cli() { "$bin/ckpt_cli_tool" ckpt "$@"; }
+
+case "$scenario" in
+dtypes)
+  run 3 dtypes "$work/r"
+  ;;
+reshard)
+  run 4 write "$work/by4" 10
+  run 2 write "$work/by2" 10 20
+  for n in 1 2 3 4; do
+    run "$n" restore "$work/by4" 10 0 "$work/by2" 20 0
+  done
+  ;;
+crash-mid_shard | crash-after_shard_rename | crash-mid_manifest)
+  point=${scenario#crash-}
+  crank=1
+  [ "$point" = mid_manifest ] && crank=0
+  run 2 write "$work/r" 10 20
+  FTL_CKPT_CRASH_AT=$point FTL_CKPT_CRASH_RANK=$crank FTL_CKPT_CRASH_STEP=30 \
+    "$mpiexec" --oversubscribe -n 2 -x FTL_CKPT_CRASH_AT -x FTL_CKPT_CRASH_RANK -x FTL_CKPT_CRASH_STEP \
+    "$bin/ckpt_mpi" write "$work/r" 30 >"$work/crash.log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] || fail "the crashing run exited 0"
+  grep -q "crash point $point reached" "$work/crash.log" || { cat "$work/crash.log"; fail "crash point not reached"; }
+  [ ! -e "$work/r/checkpoints/step-00000030/manifest.json" ] || fail "step 30 has a manifest after the crash"
+  case "$point" in
+  mid_shard) [ ! -e "$work/r/checkpoints/step-00000030/shard-00001.h5" ] || fail "a half-written shard is under its final name" ;;
+  after_shard_rename) [ -e "$work/r/checkpoints/step-00000030/shard-00001.h5" ] || fail "shard 1 was not renamed before the crash" ;;
+  mid_manifest) [ -e "$work/r/checkpoints/step-00000030/manifest.json.tmp" ] || fail "no partial manifest left by the crash" ;;
+  esac
+  cli ls "$work/r"
+  run 2 restore "$work/r" 20 0
+  # The step number that crashed is used again: the stale folder must not confuse anything.
+  run 2 write "$work/r" 30
+  run 2 restore "$work/r" 30 0
+  ;;
+corrupt)
+  run 2 write "$work/r" 10 20
+  "$bin/ckpt_mpi" flip "$work/r" 20 1 w || fail "flip"
+  out=$(cli verify "$work/r" 20); rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] || fail "verify exited $rc, expected 1"
+  echo "$out" | grep -q "shard-00001.h5: FAILED: shard-00001.h5: checksum mismatch in tensor 'w'" || fail "verify does not name the shard and tensor"
+  cli verify "$work/r" 10 || fail "verify of the good step failed"
+  run 2 restore "$work/r" 10 1
+  out=$(cli ls "$work/r")
+  echo "$out"
+  echo "$out" | grep -E "^20 +bad .*checksum mismatch in tensor 'w'" >/dev/null || fail "ls does not show step 20 as bad with its reason"
+  run 3 restore "$work/r" 10 0
+  ;;
+manifest)
+  run 2 write "$work/r" 10 20 30
+  c=$work/r/checkpoints
+  head -c 100 "$c/step-00000030/manifest.json" >"$c/step-00000030/m" && mv "$c/step-00000030/m" "$c/step-00000030/manifest.json"
+  sed -i 's/"version": 1,/"version": 9,/' "$c/step-00000020/manifest.json"
+  grep -q '"version": 9' "$c/step-00000020/manifest.json" || fail "could not edit the manifest"
+  out=$(cli verify "$work/r" 30); rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] && echo "$out" | grep -q "not valid JSON" || fail "verify of broken JSON: rc $rc"
+  run 2 restore "$work/r" 10 2
+  out=$(cli ls "$work/r"); echo "$out"
+  echo "$out" | grep -E "^30 +bad .*not valid JSON" >/dev/null || fail "step 30 not marked bad"
+  echo "$out" | grep -E "^20 +bad .*version 9 is not supported" >/dev/null || fail "step 20 not marked bad"
+  # The last committed step goes bad too: restore must say so, never start silently from scratch.
+  "$bin/ckpt_mpi" flip "$work/r" 10 0 bias || fail "flip"
+  run 2 restore "$work/r" corrupt 1
+  ;;
+faults)
+  run 2 faults "$work/r"
+  ;;
+fresh)
+  run 2 restore "$work/r" none 0
+  ;;
+cli)
+  run 2 write "$work/r" 5 6
+  cli ls "$work/r" | tee "$work/ls.txt" || fail "ls"
+  grep -E "^6 +committed +2 " "$work/ls.txt" >/dev/null || fail "ls output"
+  cli show "$work/r" 6 | tee "$work/show.txt" || fail "show"
+  grep -q "bias .*replicated .*f64 .*\[7\]" "$work/show.txt" || fail "show lists the items"
+  grep -q "shard-00001.h5" "$work/show.txt" || fail "show lists the shards"
+  cli verify "$work/r" || fail "verify of all committed steps"
+  cli verify "$work/r/checkpoints" 6 || fail "verify given the checkpoints folder"
+  cli show "$work/r" 7; [ $? -eq 1 ] || fail "show of a missing step"
+  cli ls; [ $? -eq 2 ] || fail "usage exit code"
+  cli frob "$work/r"; [ $? -eq 2 ] || fail "usage exit code"
+  cli ls "$work/nope"; [ $? -eq 2 ] || fail "missing folder exit code"
+  ;;
+h5py)
+  py=/usr/bin/python3
+  [ -x $py ] && $py -c "import h5py, numpy" 2>/dev/null || { echo "skipped: h5py for /usr/bin/python3 is not installed"; exit 77; }
+  run 2 write "$work/r" 10
+  command -v h5dump >/dev/null && { h5dump -H "$work/r/checkpoints/step-00000010/shard-00000.h5" >/dev/null || fail "h5dump"; }
+  $py "$here/check_h5py.py" "$work/r/checkpoints/step-00000010" || fail "h5py check"
+  ;;
+device)
+  "$mpiexec" --oversubscribe -n 1 "$bin/ckpt_mpi" device "$work/r"
+  exit $?
+  ;;
+*)
+  fail "unknown scenario"
+  ;;
+esac
+echo "ok ($scenario)"

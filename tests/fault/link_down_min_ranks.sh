@@ -11,7 +11,8 @@ min_ranks: 4
 program: fault_probe
 args: ["--steps", "60", "--step-ms", "50", "--save-every", "5", "--marker", "$MARKER"]
 hostfile: hosts
-timeouts: {node_s: 3}
+timeouts: {node_s: 3, startup_s: 60}
+rendezvous: {timeout_s: 30}
 restart: {backoff_s: 0.2}
 YAML
 on_host 1 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &

@@ -25,18 +25,9 @@
 
 #include "ftl/core.h"
 #include "launcher/launcher.h"
+#include "launcher/sigpipe.h"
 #include "rendezvous/client.h"
 #include "rendezvous/wire.h"
-
-static int signal_pipe[2] = {-1, -1};
-
-static void on_signal(int sig) {
-  int saved = errno;
-  unsigned char b = (unsigned char)sig;
-  ssize_t ignored = write(signal_pipe[1], &b, 1);
-  (void)ignored;
-  errno = saved;
-}
 
 /* Slurm writes tasks per node as "2(x3),1": node i's count is found by expanding the list. */
 static int slurm_local_size(const char *tasks_per_node, int node_id) {
@@ -280,15 +271,15 @@ int ftl_rank_agent_main(int argc, char **argv) {
   out.log_fd = open_log(attempt_dir, pl.rank, "out");
   err.log_fd = open_log(attempt_dir, pl.rank, "err");
 
-  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(exec_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) ||
-      pipe2(err_pipe, O_CLOEXEC)) {
+  if (pipe2(exec_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC)) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "pipe: %s", strerror(errno));
     goto out;
   }
-  struct sigaction sa = {.sa_handler = on_signal};
-  sigemptyset(&sa.sa_mask);
   const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
-  for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++) sigaction(forwarded[i], &sa, NULL);
+  if (ftl_sigpipe_open(forwarded, sizeof forwarded / sizeof *forwarded, NULL, &d)) {
+    FTL_LOG(FTL_LOG_ERROR, "agent", "%s", d.msg);
+    goto out;
+  }
 
   child = fork();
   if (child < 0) {
@@ -356,7 +347,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
     }
     struct pollfd fds[4];
     nfds_t n = 0;
-    fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = ftl_sigpipe_fd(), .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = client.fd, .events = POLLIN}; /* launcher gone: EOF */
     fds[n++] = (struct pollfd){.fd = out.pipe_fd, .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = err.pipe_fd, .events = POLLIN};
@@ -373,8 +364,8 @@ int ftl_rank_agent_main(int argc, char **argv) {
       continue;
     }
     if (fds[0].revents & POLLIN) {
-      unsigned char sig;
-      while (read(signal_pipe[0], &sig, 1) == 1) {
+      int sig;
+      while ((sig = ftl_sigpipe_next()) != 0) {
         if (sig == SIGCHLD) {
           if (!reaped && waitpid(child, &status, WNOHANG) == child) reaped = 1;
           continue;

@@ -30,18 +30,9 @@
 #include "ftl/core.h"
 #include "launcher/gang.h"
 #include "launcher/launcher.h"
+#include "launcher/sigpipe.h"
 #include "rendezvous/server.h"
 #include "rendezvous/wire.h"
-
-static int signal_pipe[2] = {-1, -1};
-
-static void on_signal(int sig) {
-  int saved = errno;
-  unsigned char b = (unsigned char)sig;
-  ssize_t ignored = write(signal_pipe[1], &b, 1);
-  (void)ignored;
-  errno = saved;
-}
 
 static const char *msg_str(const json_t *msg, const char *key) { return ftl_wire_str(msg, key, ""); }
 
@@ -738,14 +729,13 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
 
-  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(exec_pipe, O_CLOEXEC)) {
+  if (pipe2(exec_pipe, O_CLOEXEC)) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "pipe: %s", strerror(errno));
     goto out;
   }
-  struct sigaction sa = {.sa_handler = on_signal}, old[6];
-  sigemptyset(&sa.sa_mask);
+  struct sigaction old[6];
   const int handled[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
-  for (size_t i = 0; i < 6; i++) sigaction(handled[i], &sa, &old[i]);
+  if ((rc = ftl_sigpipe_open(handled, 6, old, d))) goto out;
 
   json_t *argv_json = json_array();
   for (char **p = launch_argv; *p; p++) json_array_append_new(argv_json, json_string(*p));
@@ -803,7 +793,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
       next_ping_ms = ftl_clock_ms() + 1000;
     }
     size_t n = ftl_rdzv_server_pollfds(a.server, fds, (size_t)a.world * 2 + 14);
-    fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = ftl_sigpipe_fd(), .events = POLLIN};
     int timeout = 100;
     if (drain_until != FTL_NO_DEADLINE) timeout = ftl_deadline_left_ms(drain_until);
     if (timeout > 100) timeout = 100;
@@ -814,8 +804,8 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
     }
     if (pr > 0) ftl_rdzv_server_handle(a.server, fds, n - 1, on_event, &a);
     if (pr > 0 && (fds[n - 1].revents & POLLIN)) {
-      unsigned char sig;
-      while (read(signal_pipe[0], &sig, 1) == 1) {
+      int sig;
+      while ((sig = ftl_sigpipe_next()) != 0) {
         if (sig == SIGCHLD) {
           if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
           continue;
@@ -879,7 +869,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   }
 
 restore:
-  for (size_t i = 0; i < 6; i++) sigaction(handled[i], &old[i], NULL);
+  ftl_sigpipe_close(handled, 6, old);
   if (a.mpirun > 0 && !a.mpirun_reaped) {
     kill(-a.mpirun, SIGKILL);
     waitpid(a.mpirun, &a.mpirun_status, 0);
@@ -900,11 +890,8 @@ restore:
                              (json_int_t)res->last_step, "committed_step", (json_int_t)res->committed_step,
                              "duration_ms", res->end_ms));
 out:
-  for (int i = 0; i < 2; i++) {
-    if (signal_pipe[i] >= 0) close(signal_pipe[i]);
+  for (int i = 0; i < 2; i++)
     if (exec_pipe[i] >= 0) close(exec_pipe[i]);
-    signal_pipe[i] = -1;
-  }
   ftl_argv_free(launch_argv);
   ftl_free(exports);
   ftl_free(fds);

@@ -1,0 +1,213 @@
+/* bench/cadence/bench_cadence.c: the adaptive cadence controller against fixed intervals, under
+ * simulated Poisson failures (cadence/sim.h drives the real controller).
+ *
+ * For each true gang MTBF, every policy runs the same seeds (the same failure sequences as far as
+ * the policies let them be the same). The waste is measured after the 5th failure, once the
+ * controller has something to learn from (issue 6's goal: at most 1.05× the best fixed interval),
+ * and over the whole run (learning included). The best fixed interval is found by a search over a
+ * grid around Daly's optimum for the true MTBF, with the same seeds: it knows the truth, which no
+ * real run does, so it is a bound rather than a competitor.
+ *
+ * Usage: bench-cadence [seeds]   (default 24). Prints tables; exit 0. Not run by ctest. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cadence/sim.h"
+#include "ftl/cadence.h"
+#include "ftl/core.h"
+
+#define STALL_S 10.0
+#define DURABLE_S 30.0
+#define RESTART_S 60.0
+#define STEP_S 1.5
+#define WORLD 64
+#define WINDOW_AFTER 5
+#define WORK_MTBFS 60.0 /* each run does this many true MTBFs of useful work */
+#define GRID 41
+
+typedef struct agg {
+  double wall, work;   /* whole run */
+  double wwall, wwork; /* after the 5th failure */
+  double interval_s;   /* sum of the final interval */
+  int runs, windows, incomplete;
+} agg;
+
+static double waste_of(double wall, double work) { return wall > 0 ? 1.0 - work / wall : 0; }
+
+static void add(agg *a, const ftl_cadence_sim_result *r, double step_s) {
+  a->runs++;
+  if (!r->completed) a->incomplete++;
+  a->wall += r->wall_s;
+  a->work += r->work_s;
+  a->interval_s += (double)r->last_interval_steps * step_s;
+  if (r->window_reached && r->completed) {
+    a->windows++;
+    a->wwall += r->window_wall_s;
+    a->wwork += r->window_work_s;
+  }
+}
+
+static ftl_cadence_sim_params params_for(double mtbf_s, uint64_t seed) {
+  ftl_cadence_sim_params p = {.mtbf_s = mtbf_s,
+                              .stall_s = STALL_S,
+                              .durable_s = DURABLE_S,
+                              .restart_s = RESTART_S,
+                              .step_s = STEP_S,
+                              .work_s = WORK_MTBFS * mtbf_s,
+                              .world_size = WORLD,
+                              .seed = seed,
+                              .window_after = WINDOW_AFTER,
+                              .max_wall_factor = 200};
+  return p;
+}
+
+static int run_fixed(double mtbf_s, int seeds, int64_t steps, agg *a) {
+  memset(a, 0, sizeof *a);
+  for (int i = 0; i < seeds; i++) {
+    ftl_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
+    ftl_cadence_sim_result r;
+    if (ftl_cadence_sim_run(&p, NULL, steps, &r)) return 1;
+    add(a, &r, STEP_S);
+  }
+  return 0;
+}
+
+static int run_adaptive(double mtbf_s, int seeds, double prior_factor, double prior_events, agg *a) {
+  memset(a, 0, sizeof *a);
+  for (int i = 0; i < seeds; i++) {
+    ftl_cadence_config cfg;
+    ftl_cadence_config_init(&cfg);
+    cfg.world_size = WORLD;
+    /* The true per-rank rate is 1/(M·G) per hour; the prior is off by prior_factor. */
+    cfg.fleet_rate = prior_factor * 3600.0 / (mtbf_s * WORLD);
+    cfg.prior_events = prior_events;
+    cfg.restart_s = RESTART_S;
+    ftl_cadence *c = NULL;
+    ftl_diag d;
+    if (ftl_cadence_create(&cfg, &c, &d)) {
+      fprintf(stderr, "bench-cadence: %s\n", d.msg);
+      return 1;
+    }
+    /* As a training program would: one measured step before the first decision. */
+    ftl_cadence_observe_steps(c, 1, STEP_S);
+    ftl_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
+    ftl_cadence_sim_result r;
+    ftl_err rc = ftl_cadence_sim_run(&p, c, 0, &r);
+    ftl_cadence_destroy(c);
+    if (rc) return 1;
+    add(a, &r, STEP_S);
+  }
+  return 0;
+}
+
+static void fmt_time(char *buf, size_t size, double s) {
+  if (s < 5400)
+    ftl_fmt(buf, size, "%.1f min", s / 60);
+  else
+    ftl_fmt(buf, size, "%.1f h", s / 3600);
+}
+
+int main(int argc, char **argv) {
+  int seeds = 24;
+  if (argc > 1) {
+    int64_t v;
+    if (ftl_parse_i64(argv[1], 1, 10000, &v)) {
+      fprintf(stderr, "usage: bench-cadence [seeds]\n");
+      return 2;
+    }
+    seeds = (int)v;
+  }
+  ftl_log_set_level(FTL_LOG_ERROR);
+  const double mtbfs_h[] = {10.0 / 60, 1, 6, 24, 100, 1000};
+  const char *mtbf_names[] = {"10 min", "1 h", "6 h", "24 h", "100 h", "1000 h"};
+  const double priors[] = {0.1, 1, 10}; /* prior rate ÷ true rate */
+  const double weights[] = {1, 3, 10};  /* prior weight in events, for the sensitivity table */
+  enum { N_M = sizeof mtbfs_h / sizeof mtbfs_h[0], N_P = 3, N_W = 3 };
+  int64_t ckpt_30min = (int64_t)(1800.0 / STEP_S + 0.5), ckpt_1000 = 1000;
+
+  printf("bench-cadence: δ = %.0f s, W = %.0f s, R = %.0f s, step = %.1f s, G = %d ranks, %d seeds,\n"
+         "each run = %.0f true MTBFs of work; waste = 1 − useful / wall (lost work + stalls + restarts)\n"
+         "\"after 5\": waste from the 5th failure to the end. ratio = waste / best fixed waste.\n"
+         "prior M×10: the prior's rate is 10× too low (M looks 10× longer); M÷10: 10× too high.\n\n",
+         STALL_S, DURABLE_S, RESTART_S, STEP_S, WORLD, seeds, WORK_MTBFS);
+
+  agg best[N_M], ad[N_M][N_P], aw[N_M][N_W], f30[N_M], f1000[N_M];
+  double best_tau[N_M], best_tau_whole[N_M], daly[N_M];
+  agg best_whole[N_M];
+  for (int m = 0; m < N_M; m++) {
+    double mtbf_s = mtbfs_h[m] * 3600;
+    daly[m] = ftl_cadence_daly_s(STALL_S, mtbf_s);
+    double best_w = 2, best_wh = 2;
+    for (int g = 0; g < GRID; g++) {
+      double tau = daly[m] * pow(4.0, (double)(2 * g - (GRID - 1)) / (GRID - 1)); /* Daly/4 .. Daly×4 */
+      int64_t steps = (int64_t)(tau / STEP_S + 0.5);
+      if (steps < 1) steps = 1;
+      agg a;
+      if (run_fixed(mtbf_s, seeds, steps, &a)) return 1;
+      double w = waste_of(a.wwall, a.wwork), wh = waste_of(a.wall, a.work);
+      if (w < best_w) {
+        best_w = w;
+        best[m] = a;
+        best_tau[m] = (double)steps * STEP_S;
+      }
+      if (wh < best_wh) {
+        best_wh = wh;
+        best_whole[m] = a;
+        best_tau_whole[m] = (double)steps * STEP_S;
+      }
+    }
+    for (int k = 0; k < N_P; k++)
+      if (run_adaptive(mtbf_s, seeds, priors[k], 1, &ad[m][k])) return 1;
+    for (int k = 0; k < N_W; k++)
+      if (run_adaptive(mtbf_s, seeds, 0.1, weights[k], &aw[m][k])) return 1;
+    if (run_fixed(mtbf_s, seeds, ckpt_30min, &f30[m]) || run_fixed(mtbf_s, seeds, ckpt_1000, &f1000[m])) return 1;
+  }
+
+  for (int table = 0; table < 2; table++) {
+    bool after = table == 0;
+    printf("%s\n", after ? "Waste after the 5th failure (the goal: adaptive ≤ 1.05× best fixed)"
+                         : "Waste over the whole run (learning from the prior included)");
+    printf("| true M | Daly τ | best fixed τ | best fixed | adaptive, prior M×10 | adaptive, exact prior | "
+           "adaptive, prior M÷10 | every 30 min | every 1000 steps |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int m = 0; m < N_M; m++) {
+      const agg *b = after ? &best[m] : &best_whole[m];
+      double bw = after ? waste_of(b->wwall, b->wwork) : waste_of(b->wall, b->work);
+      char t_d[32], t_b[32];
+      fmt_time(t_d, sizeof t_d, daly[m]);
+      fmt_time(t_b, sizeof t_b, after ? best_tau[m] : best_tau_whole[m]);
+      printf("| %s | %s | %s | %.2f%% |", mtbf_names[m], t_d, t_b, 100 * bw);
+      const agg *cols[5] = {&ad[m][0], &ad[m][1], &ad[m][2], &f30[m], &f1000[m]};
+      for (int k = 0; k < 5; k++) {
+        double w = after ? waste_of(cols[k]->wwall, cols[k]->wwork) : waste_of(cols[k]->wall, cols[k]->work);
+        printf(" %.2f%% (%.3f×)%s |", 100 * w, bw > 0 ? w / bw : 0, cols[k]->incomplete ? " [gave up]" : "");
+      }
+      printf("\n");
+    }
+    printf("\n");
+  }
+  printf("The prior's weight (default 1 event), with the prior M×10 (the hard case): waste after the 5th failure\n");
+  printf("| true M | best fixed | weight 1 | weight 3 | weight 10 |\n|---|---|---|---|---|\n");
+  for (int m = 0; m < N_M; m++) {
+    double bw = waste_of(best[m].wwall, best[m].wwork);
+    printf("| %s | %.2f%% |", mtbf_names[m], 100 * bw);
+    for (int k = 0; k < N_W; k++) {
+      double w = waste_of(aw[m][k].wwall, aw[m][k].wwork);
+      printf(" %.2f%% (%.3f×) |", 100 * w, bw > 0 ? w / bw : 0);
+    }
+    printf("\n");
+  }
+  printf("\n");
+  printf("Final adaptive interval (mean over seeds) against the best fixed τ (after 5):\n");
+  printf("| true M | best fixed τ | prior M×10 | exact prior | prior M÷10 |\n|---|---|---|---|---|\n");
+  for (int m = 0; m < N_M; m++) {
+    char t[4][32];
+    fmt_time(t[0], sizeof t[0], best_tau[m]);
+    for (int k = 0; k < N_P; k++)
+      fmt_time(t[k + 1], sizeof t[k + 1], ad[m][k].interval_s / ad[m][k].runs);
+    printf("| %s | %s | %s | %s | %s |\n", mtbf_names[m], t[0], t[1], t[2], t[3]);
+  }
+  return 0;
+}

@@ -1,0 +1,574 @@
+/* cadence/cadence.c: the checkpoint-interval formulas and the cadence controller.
+ *
+ * Map: formulas (Young, Daly, waste) · cause classes · the controller's state and estimators
+ * (Gamma-Poisson failure rate, moving medians of δ and W, EWMA of the step time) · derivation of
+ * a decision and its sentence · ledger loading (parsing and appending live in ledger.c).
+ *
+ * Deliberately not here: any I/O other than reading a ledger, any agreement across ranks, any
+ * clock. The controller only knows what it is told, which is what lets the simulator (sim.c)
+ * drive the very same code through simulated time. */
+#include "ftl/cadence.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cadence/internal.h"
+#include "ftl/core.h"
+
+#define DEFAULT_FLEET_RATE 2e-5 /* failures per rank-hour (Llama 3: 419 in 16,384 GPUs × 54 days) */
+#define DEFAULT_PRIOR_EVENTS 1.0
+#define DEFAULT_STALL_S 1.0
+#define DEFAULT_RESTART_S 60.0
+#define DEFAULT_WINDOW 8
+#define MAX_WINDOW 64
+#define STEP_EWMA 0.1
+#define MAX_LEDGER_BYTES ((size_t)256 << 20)
+#define LEDGER_LOCK_TIMEOUT_MS 10000
+/* An interval longer than this many seconds is as good as never (and keeps steps in range). */
+#define MAX_INTERVAL_S 1e12
+
+/* ---- formulas ------------------------------------------------------------------------------- */
+
+static bool valid_dm(double stall_s, double mtbf_s) {
+  return isfinite(stall_s) && isfinite(mtbf_s) && stall_s >= 0 && mtbf_s > 0;
+}
+
+double ftl_cadence_young_s(double stall_s, double mtbf_s) {
+  if (!valid_dm(stall_s, mtbf_s)) return 0;
+  return sqrt(2.0 * stall_s * mtbf_s);
+}
+
+double ftl_cadence_daly_s(double stall_s, double mtbf_s) {
+  if (!valid_dm(stall_s, mtbf_s)) return 0;
+  if (stall_s >= 2.0 * mtbf_s) return mtbf_s;
+  double x = stall_s / (2.0 * mtbf_s);
+  return sqrt(2.0 * stall_s * mtbf_s) * (1.0 + sqrt(x) / 3.0 + x / 9.0) - stall_s;
+}
+
+double ftl_cadence_waste_first_order(double interval_s, double stall_s, double durable_s, double restart_s,
+                                     double mtbf_s) {
+  if (!valid_dm(stall_s, mtbf_s) || !(interval_s > 0)) return 1.0;
+  if (!(durable_s > 0)) durable_s = 0;
+  if (!(restart_s > 0)) restart_s = 0;
+  return stall_s / interval_s + (interval_s / 2.0 + durable_s + restart_s) / mtbf_s;
+}
+
+double ftl_cadence_waste(double interval_s, double stall_s, double durable_s, double restart_s, double mtbf_s) {
+  if (!valid_dm(stall_s, mtbf_s) || !(interval_s > 0)) return 1.0;
+  if (!(durable_s > 0)) durable_s = 0;
+  if (!(restart_s > 0)) restart_s = 0;
+  /* log(wall/work) = log M + (R+W)/M + log(e^{(τ+δ)/M} − 1) − log τ, computed in logs so an
+   * interval many times M gives a waste near 1 rather than an overflow. */
+  double a = (interval_s + stall_s) / mtbf_s;
+  double log_expm1 = a > 30 ? a : log(expm1(a));
+  double log_ratio = log(mtbf_s) + (restart_s + durable_s) / mtbf_s + log_expm1 - log(interval_s);
+  if (!(log_ratio > 0)) return 0;
+  return -expm1(-log_ratio);
+}
+
+/* ---- cause classes -------------------------------------------------------------------------- */
+
+ftl_cadence_cause_class ftl_cadence_classify(const char *cause, int64_t step) {
+  /* The launcher's causes (docs/formats/failures.md) and the fleet ledger's extra "preempted".
+   * Software bugs count with hardware, as in the published interruption statistics: what matters
+   * to the cadence is how often work is lost, not whose fault it was. */
+  static const struct {
+    const char *name;
+    ftl_cadence_cause_class cls;
+  } table[] = {
+      {"hang", FTL_CADENCE_CAUSE_FAILURE},           {"node_lost", FTL_CADENCE_CAUSE_FAILURE},
+      {"agent_lost", FTL_CADENCE_CAUSE_FAILURE},     {"launcher", FTL_CADENCE_CAUSE_FAILURE},
+      {"exit_code", FTL_CADENCE_CAUSE_FAILURE},      {"signal", FTL_CADENCE_CAUSE_FAILURE},
+      {"rendezvous", FTL_CADENCE_CAUSE_NOT_FAILURE}, {"cannot_start", FTL_CADENCE_CAUSE_NOT_FAILURE},
+      {"preempted", FTL_CADENCE_CAUSE_NOT_FAILURE},  {"none", FTL_CADENCE_CAUSE_NOT_FAILURE},
+  };
+  if (!cause) return FTL_CADENCE_CAUSE_UNKNOWN;
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+    if (strcmp(cause, table[i].name) != 0) continue;
+    /* A program that dies before its first step failed to start: a bug or a bad argument, which a
+     * shorter interval would not have saved any work from. */
+    if ((strcmp(cause, "exit_code") == 0 || strcmp(cause, "signal") == 0) && step < 0)
+      return FTL_CADENCE_CAUSE_NOT_FAILURE;
+    return table[i].cls;
+  }
+  return FTL_CADENCE_CAUSE_UNKNOWN;
+}
+
+/* ---- the controller ------------------------------------------------------------------------- */
+
+typedef struct ring {
+  double v[MAX_WINDOW];
+  int n, next;
+} ring;
+
+struct ftl_cadence {
+  ftl_cadence_config cfg;
+  double alpha0, beta0; /* Gamma prior: α₀ events over β₀ rank-hours */
+  double k, exposure_h; /* observed failures and rank-hours */
+  ring stalls, durables, restarts;
+  double step_s;          /* EWMA; 0 until known */
+  int64_t last_ckpt_step; /* the next interval counts from here */
+  uint64_t *keys;         /* set of records already loaded (kind, job, attempt, wall_us), for dedup */
+  size_t n_keys, cap_keys;
+  bool dirty, have;
+  ftl_cadence_decision dec;
+  char text[768];
+};
+
+void ftl_cadence_config_init(ftl_cadence_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->world_size = 1;
+  cfg->fleet_rate = DEFAULT_FLEET_RATE;
+  cfg->prior_events = DEFAULT_PRIOR_EVENTS;
+  cfg->stall_s = DEFAULT_STALL_S;
+  cfg->restart_s = DEFAULT_RESTART_S;
+  cfg->window = DEFAULT_WINDOW;
+}
+
+static bool nonneg(double x) { return isfinite(x) && x >= 0; }
+
+ftl_err ftl_cadence_create(const ftl_cadence_config *cfg, ftl_cadence **out, ftl_diag *d) {
+  if (!out) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no output handle");
+  *out = NULL;
+  if (!cfg) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no config");
+  if (cfg->world_size < 1)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: world_size %lld must be at least 1", (long long)cfg->world_size);
+  const struct {
+    const char *name;
+    double v;
+  } nums[] = {{"fleet_rate", cfg->fleet_rate},
+              {"prior_events", cfg->prior_events},
+              {"stall_s", cfg->stall_s},
+              {"durable_s", cfg->durable_s},
+              {"restart_s", cfg->restart_s},
+              {"step_s", cfg->step_s},
+              {"preempt_notice_s", cfg->preempt_notice_s},
+              {"preempt_max_loss_s", cfg->preempt_max_loss_s},
+              {"pin_s", cfg->pin_s}};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+    if (!nonneg(nums[i].v))
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: %s = %g must be a finite number ≥ 0", nums[i].name, nums[i].v);
+  if (cfg->pin_steps < 0)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: pin_steps %lld must be ≥ 0", (long long)cfg->pin_steps);
+  if (cfg->window < 0 || cfg->window > MAX_WINDOW)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: window %d must be in [0, %d]", cfg->window, MAX_WINDOW);
+
+  ftl_cadence *c = ftl_calloc(1, sizeof *c);
+  if (!c) return ftl_diag_fail(d, FTL_ERR_NOMEM, "cadence: out of memory");
+  c->cfg = *cfg;
+  if (c->cfg.fleet_rate == 0) c->cfg.fleet_rate = DEFAULT_FLEET_RATE;
+  if (c->cfg.prior_events == 0) c->cfg.prior_events = DEFAULT_PRIOR_EVENTS;
+  if (c->cfg.stall_s == 0) c->cfg.stall_s = DEFAULT_STALL_S;
+  if (c->cfg.restart_s == 0) c->cfg.restart_s = DEFAULT_RESTART_S;
+  if (c->cfg.window == 0) c->cfg.window = DEFAULT_WINDOW;
+  c->alpha0 = c->cfg.prior_events;
+  c->beta0 = c->cfg.prior_events / c->cfg.fleet_rate;
+  c->step_s = c->cfg.step_s;
+  c->dirty = true;
+  *out = c;
+  return FTL_OK;
+}
+
+void ftl_cadence_destroy(ftl_cadence *c) {
+  if (!c) return;
+  ftl_free(c->keys);
+  ftl_free(c);
+}
+
+static void ring_push(ring *r, int window, double v) {
+  r->v[r->next] = v;
+  r->next = (r->next + 1) % window;
+  if (r->n < window) r->n++;
+}
+
+/* The median of the window: robust to the one slow checkpoint (cold cache, a busy disk) that
+ * would drag a mean for many checkpoints. */
+static double ring_median(const ring *r) {
+  double s[MAX_WINDOW];
+  int n = r->n;
+  memcpy(s, r->v, (size_t)n * sizeof s[0]);
+  for (int i = 1; i < n; i++) { /* insertion sort: n ≤ 64 */
+    double x = s[i];
+    int j = i - 1;
+    while (j >= 0 && s[j] > x) {
+      s[j + 1] = s[j];
+      j--;
+    }
+    s[j + 1] = x;
+  }
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+ftl_err ftl_cadence_observe_checkpoint(ftl_cadence *c, int64_t step, double stall_s, double durable_s) {
+  if (!c || !nonneg(stall_s) || !isfinite(durable_s) || step < 0) return FTL_ERR_INVAL;
+  ring_push(&c->stalls, c->cfg.window, stall_s);
+  if (durable_s >= 0) ring_push(&c->durables, c->cfg.window, durable_s);
+  c->last_ckpt_step = step;
+  c->dirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_observe_durable(ftl_cadence *c, double durable_s) {
+  if (!c || !nonneg(durable_s)) return FTL_ERR_INVAL;
+  ring_push(&c->durables, c->cfg.window, durable_s);
+  c->dirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_observe_steps(ftl_cadence *c, int64_t n_steps, double total_s) {
+  if (!c || n_steps < 1 || !nonneg(total_s)) return FTL_ERR_INVAL;
+  double mean = total_s / (double)n_steps;
+  if (c->step_s <= 0) {
+    c->step_s = mean;
+    c->dirty = true; /* the first step time makes a decision possible */
+  } else {
+    /* n steps of the same mean weigh like n single updates of the EWMA. */
+    double w = n_steps >= 200 ? 1.0 : 1.0 - pow(1.0 - STEP_EWMA, (double)n_steps);
+    c->step_s += w * (mean - c->step_s);
+  }
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_observe_exposure(ftl_cadence *c, double rank_hours) {
+  if (!c || !nonneg(rank_hours)) return FTL_ERR_INVAL;
+  c->exposure_h += rank_hours;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_observe_failure(ftl_cadence *c) {
+  if (!c) return FTL_ERR_INVAL;
+  c->k += 1;
+  c->dirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, double restart_s) {
+  if (!c || restored_step < 0 || !isfinite(restart_s)) return FTL_ERR_INVAL;
+  if (restart_s >= 0) ring_push(&c->restarts, c->cfg.window, restart_s);
+  c->last_ckpt_step = restored_step;
+  c->dirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size) {
+  if (!c || world_size < 1) return FTL_ERR_INVAL;
+  c->cfg.world_size = world_size;
+  c->dirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_pin(ftl_cadence *c, int64_t steps, double seconds) {
+  if (!c || steps < 0 || !nonneg(seconds)) return FTL_ERR_INVAL;
+  c->cfg.pin_steps = steps;
+  c->cfg.pin_s = steps > 0 ? 0 : seconds;
+  c->dirty = true;
+  return FTL_OK;
+}
+
+/* Seconds to whole steps, rounded to nearest, at least 1, without overflowing int64. */
+static int64_t to_steps(double seconds, double step_s) {
+  double n = floor(seconds / step_s + 0.5);
+  if (!(n >= 1)) return 1;
+  if (n > 1e15) return (int64_t)1e15;
+  return (int64_t)n;
+}
+
+/* "9.8 min", "34 h", "0.31 s": the unit a person would say. */
+static void human_time(char *buf, size_t size, double s) {
+  ftl_err rc;
+  if (s < 90)
+    rc = ftl_fmt(buf, size, "%.2g s", s);
+  else if (s < 5400)
+    rc = ftl_fmt(buf, size, "%.3g min", s / 60);
+  else if (s < 86400 * 10)
+    rc = ftl_fmt(buf, size, "%.3g h", s / 3600);
+  else
+    rc = ftl_fmt(buf, size, "%.3g days", s / 86400);
+  if (rc) buf[0] = '\0';
+}
+
+/* Appends to the explanation; a sentence cut at the buffer's end still reads, so truncation is
+ * accepted here rather than reported. */
+static void text_add(ftl_cadence *c, size_t *used, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void text_add(ftl_cadence *c, size_t *used, const char *fmt, ...) {
+  if (*used >= sizeof c->text - 1) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(c->text + *used, sizeof c->text - *used, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  *used += (size_t)n < sizeof c->text - *used ? (size_t)n : sizeof c->text - 1 - *used;
+}
+
+static void derive(ftl_cadence *c) {
+  ftl_cadence_decision *dec = &c->dec;
+  memset(dec, 0, sizeof *dec);
+  dec->stall_measured = c->stalls.n > 0;
+  dec->durable_measured = c->durables.n > 0;
+  dec->restart_measured = c->restarts.n > 0;
+  dec->stall_s = dec->stall_measured ? ring_median(&c->stalls) : c->cfg.stall_s;
+  dec->durable_s = dec->durable_measured ? ring_median(&c->durables) : c->cfg.durable_s;
+  dec->restart_s = dec->restart_measured ? ring_median(&c->restarts) : c->cfg.restart_s;
+  dec->step_s = c->step_s;
+  dec->failures = c->k;
+  dec->rank_hours = c->exposure_h;
+  dec->rate = (c->alpha0 + c->k) / (c->beta0 + c->exposure_h);
+  dec->mtbf_h = 1.0 / (dec->rate * (double)c->cfg.world_size);
+  double m_s = dec->mtbf_h * 3600.0;
+  double step = dec->step_s;
+
+  /* The optimum, then the clamps in order of precedence: the preemption bound lowers it, W raises
+   * it (two saves in flight would stall the loop anyway, so W wins), and a step is the least. */
+  dec->daly_s = ftl_cadence_daly_s(dec->stall_s, m_s);
+  double tau = fmin(dec->daly_s, MAX_INTERVAL_S);
+  double save_s = dec->stall_s + dec->durable_s;
+  bool save_fits = c->cfg.preempt_notice_s > 0 && save_s <= c->cfg.preempt_notice_s;
+  int64_t steps = to_steps(tau, step);
+  if (tau / step < 0.5) dec->clamps |= FTL_CADENCE_CLAMP_ONE_STEP;
+  if (c->cfg.preempt_max_loss_s > 0 && !save_fits && (double)steps * step > c->cfg.preempt_max_loss_s) {
+    steps = (int64_t)floor(c->cfg.preempt_max_loss_s / step);
+    dec->clamps |= FTL_CADENCE_CLAMP_PREEMPT;
+  }
+  if (dec->durable_s > 0 && (double)steps * step < dec->durable_s) {
+    steps = (int64_t)ceil(dec->durable_s / step);
+    dec->clamps |= FTL_CADENCE_CLAMP_DURABLE;
+    dec->clamps &= ~(unsigned)FTL_CADENCE_CLAMP_PREEMPT;
+  }
+  if (steps < 1) { /* a preemption bound shorter than a step */
+    steps = 1;
+    dec->clamps |= FTL_CADENCE_CLAMP_ONE_STEP;
+  }
+  if (dec->clamps & FTL_CADENCE_CLAMP_DURABLE) dec->clamps &= ~(unsigned)FTL_CADENCE_CLAMP_ONE_STEP;
+  dec->optimum_steps = steps;
+  dec->waste_optimum = ftl_cadence_waste((double)steps * step, dec->stall_s, dec->durable_s, dec->restart_s, m_s);
+
+  dec->pinned = c->cfg.pin_steps > 0 || c->cfg.pin_s > 0;
+  if (c->cfg.pin_steps > 0)
+    dec->interval_steps = c->cfg.pin_steps;
+  else if (c->cfg.pin_s > 0)
+    dec->interval_steps = to_steps(c->cfg.pin_s, step);
+  else
+    dec->interval_steps = steps;
+  dec->interval_s = (double)dec->interval_steps * step;
+  dec->waste = ftl_cadence_waste(dec->interval_s, dec->stall_s, dec->durable_s, dec->restart_s, m_s);
+
+  /* The sentence. */
+  char t_int[32], t_opt[32], t_d[32], t_w[32], t_r[32], t_m[32], t_step[32];
+  human_time(t_int, sizeof t_int, dec->interval_s);
+  human_time(t_opt, sizeof t_opt, (double)dec->optimum_steps * step);
+  human_time(t_d, sizeof t_d, dec->stall_s);
+  human_time(t_w, sizeof t_w, dec->durable_s);
+  human_time(t_r, sizeof t_r, dec->restart_s);
+  human_time(t_m, sizeof t_m, m_s);
+  human_time(t_step, sizeof t_step, step);
+  size_t used = 0;
+  c->text[0] = '\0';
+  text_add(c, &used, "checkpoint every %lld step%s (about %s%s): ", (long long)dec->interval_steps,
+           dec->interval_steps == 1 ? "" : "s", t_int, dec->pinned ? ", pinned" : "");
+  text_add(c, &used,
+           "δ = %s%s, W = %s%s, R = %s%s, step = %s, M = %s from %.0f failure%s in %.*f rank-hours "
+           "and the prior (%.2g per rank-hour, weight %.3g) for %lld ranks",
+           t_d, dec->stall_measured ? "" : " (assumed)", t_w, dec->durable_measured ? "" : " (assumed)", t_r,
+           dec->restart_measured ? "" : " (assumed)", t_step, t_m, dec->failures, dec->failures == 1 ? "" : "s",
+           dec->rank_hours >= 10 || dec->rank_hours == 0 ? 0
+           : dec->rank_hours >= 1                        ? 1
+                                                         : 3,
+           dec->rank_hours, c->cfg.fleet_rate, c->alpha0, (long long)c->cfg.world_size);
+  if (dec->pinned) {
+    text_add(c, &used, "; expected waste %.3g%% against %.3g%% at the derived every %lld steps (about %s)",
+             100 * dec->waste, 100 * dec->waste_optimum, (long long)dec->optimum_steps, t_opt);
+    if (dec->durable_s > 0 && dec->interval_s < dec->durable_s)
+      text_add(c, &used, "; the pin is shorter than W, so each save waits for the previous one");
+  } else {
+    char t_daly[32];
+    human_time(t_daly, sizeof t_daly, dec->daly_s);
+    text_add(c, &used, "; expected waste %.3g%%", 100 * dec->waste);
+    if (dec->clamps & FTL_CADENCE_CLAMP_PREEMPT) {
+      char t_n[32], t_s[32];
+      human_time(t_n, sizeof t_n, c->cfg.preempt_max_loss_s);
+      human_time(t_s, sizeof t_s, save_s);
+      if (c->cfg.preempt_notice_s > 0) {
+        char t_p[32];
+        human_time(t_p, sizeof t_p, c->cfg.preempt_notice_s);
+        text_add(c, &used, "; Daly's %s capped at %s: a save (δ + W = %s) does not fit in the %s preemption notice",
+                 t_daly, t_n, t_s, t_p);
+      } else {
+        text_add(c, &used, "; Daly's %s capped at %s: no preemption notice to save in", t_daly, t_n);
+      }
+    }
+    if (dec->clamps & FTL_CADENCE_CLAMP_DURABLE)
+      text_add(c, &used, "; Daly's %s raised to W = %s so that one checkpoint at most is in flight", t_daly, t_w);
+    if (dec->clamps & FTL_CADENCE_CLAMP_ONE_STEP) text_add(c, &used, "; Daly's %s is shorter than a step", t_daly);
+  }
+  c->dirty = false;
+  c->have = true;
+}
+
+ftl_err ftl_cadence_decide(ftl_cadence *c, ftl_cadence_decision *out) {
+  if (!c) return FTL_ERR_INVAL;
+  if (!(c->step_s > 0)) return FTL_ERR_STATE;
+  if (c->dirty || !c->have) derive(c);
+  if (out) *out = c->dec;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_interval_steps(ftl_cadence *c, int64_t *steps_out) {
+  if (!steps_out) return FTL_ERR_INVAL;
+  ftl_err rc = ftl_cadence_decide(c, NULL);
+  if (rc) return rc;
+  *steps_out = c->dec.interval_steps;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_due(ftl_cadence *c, int64_t step, bool *due_out) {
+  if (!due_out) return FTL_ERR_INVAL;
+  ftl_err rc = ftl_cadence_decide(c, NULL);
+  if (rc) return rc;
+  *due_out = step - c->last_ckpt_step >= c->dec.interval_steps;
+  return FTL_OK;
+}
+
+const char *ftl_cadence_explain(ftl_cadence *c) {
+  if (!c) return "no cadence controller";
+  if (ftl_cadence_decide(c, NULL) != FTL_OK) return "no checkpoint interval yet: no step time measured";
+  return c->text;
+}
+
+/* ---- ledgers -------------------------------------------------------------------------------- */
+
+/* FNV-1a over the fields that name one record, so the same failure (or exposure) read from the
+ * run ledger and from the fleet ledger, or from the same ledger loaded twice, counts once. */
+static uint64_t record_key(const ftl_cadence_record *r) {
+  uint64_t h = 1469598103934665603ull;
+  h = (h ^ (uint64_t)r->kind) * 1099511628211ull;
+  const unsigned char *p = (const unsigned char *)r->job;
+  for (; *p; p++)
+    h = (h ^ *p) * 1099511628211ull;
+  int64_t nums[2] = {r->attempt, r->wall_us};
+  const unsigned char *b = (const unsigned char *)nums;
+  for (size_t i = 0; i < sizeof nums; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* An open-addressing set of keys (0 marks an empty slot, so key 0 is stored as 1), kept at most half
+ * full: a fleet ledger of a million records is loaded in linear time. Returns 1 if the key was new
+ * (and is now remembered), 0 if seen, -1 when out of memory. */
+static int remember_key(ftl_cadence *c, uint64_t key) {
+  if (key == 0) key = 1;
+  if (2 * (c->n_keys + 1) > c->cap_keys) {
+    size_t cap = c->cap_keys ? c->cap_keys * 2 : 256;
+    uint64_t *k = ftl_calloc(cap, sizeof *k);
+    if (!k) return -1;
+    for (size_t i = 0; i < c->cap_keys; i++) {
+      if (!c->keys[i]) continue;
+      size_t j = (size_t)c->keys[i] & (cap - 1);
+      while (k[j])
+        j = (j + 1) & (cap - 1);
+      k[j] = c->keys[i];
+    }
+    ftl_free(c->keys);
+    c->keys = k;
+    c->cap_keys = cap;
+  }
+  size_t j = (size_t)key & (c->cap_keys - 1);
+  while (c->keys[j]) {
+    if (c->keys[j] == key) return 0;
+    j = (j + 1) & (c->cap_keys - 1);
+  }
+  c->keys[j] = key;
+  c->n_keys++;
+  return 1;
+}
+
+ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_load_stats *stats, ftl_diag *d) {
+  ftl_cadence_load_stats local;
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof *stats);
+  if (!c || !path) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller or ledger path");
+  char *data = NULL;
+  size_t size = 0;
+  ftl_err rc = ftl_cadence_read_ledger_(path, MAX_LEDGER_BYTES, LEDGER_LOCK_TIMEOUT_MS, &data, &size, d);
+  if (rc) return rc;
+  int64_t lineno = 0;
+  size_t pos = 0;
+  while (pos < size) {
+    const char *line = data + pos;
+    const char *nl = memchr(line, '\n', size - pos);
+    size_t len = nl ? (size_t)(nl - line) : size - pos;
+    pos += len + (nl ? 1 : 0);
+    lineno++;
+    size_t start = 0;
+    while (start < len && (line[start] == ' ' || line[start] == '\t' || line[start] == '\r'))
+      start++;
+    if (start == len) continue;
+    stats->lines++;
+    ftl_cadence_record rec;
+    ftl_diag pd = {{0}};
+    ftl_err prc = nl ? ftl_cadence_parse_record(line, len, &rec, &pd) : FTL_ERR_CORRUPT;
+    if (!nl && prc) ftl_fmt(pd.msg, sizeof pd.msg, "last line has no newline (a write in progress or torn)");
+    if (prc) {
+      stats->skipped++;
+      FTL_LOG(FTL_LOG_WARN, "cadence", "%s:%lld: skipped ledger line: %s", path, (long long)lineno, pd.msg);
+      if (!stats->first_problem[0] &&
+          ftl_fmt(stats->first_problem, sizeof stats->first_problem, "%s:%lld: %s", path, (long long)lineno, pd.msg))
+        stats->first_problem[sizeof stats->first_problem - 1] = '\0';
+      continue;
+    }
+    if (rec.kind == FTL_CADENCE_REC_FAILURE && rec.cls != FTL_CADENCE_CAUSE_FAILURE) {
+      if (rec.cls == FTL_CADENCE_CAUSE_UNKNOWN)
+        FTL_LOG(FTL_LOG_WARN, "cadence", "%s:%lld: cause \"%s\" unknown to this version: not counted", path,
+                (long long)lineno, rec.cause);
+      stats->not_failures++;
+      continue;
+    }
+    /* Only a record that names its moment can be recognised again; one without wall_us counts. */
+    int fresh = rec.wall_us != 0 ? remember_key(c, record_key(&rec)) : 1;
+    if (fresh < 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cadence: out of memory reading %s", path);
+      break;
+    }
+    if (!fresh) {
+      stats->duplicates++;
+      continue;
+    }
+    if (rec.kind == FTL_CADENCE_REC_EXPOSURE) {
+      stats->rank_hours += rec.rank_hours;
+      c->exposure_h += rec.rank_hours;
+      continue;
+    }
+    stats->failures++;
+    c->k += 1;
+  }
+  ftl_free(data);
+  c->dirty = true;
+  return rc;
+}
+
+ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_stats,
+                                  ftl_cadence_load_stats *fleet_stats, ftl_diag *d) {
+  ftl_cadence_load_stats local_run, local_fleet;
+  if (!run_stats) run_stats = &local_run;
+  if (!fleet_stats) fleet_stats = &local_fleet;
+  memset(run_stats, 0, sizeof *run_stats);
+  memset(fleet_stats, 0, sizeof *fleet_stats);
+  if (!c) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller");
+  const char *run_dir = getenv("FTL_RUN_DIR");
+  if (run_dir && *run_dir) {
+    char path[PATH_MAX];
+    if (ftl_fmt(path, sizeof path, "%s/failures.jsonl", run_dir))
+      return ftl_diag_fail(d, FTL_ERR_RANGE, "cadence: FTL_RUN_DIR is too long");
+    ftl_err rc = ftl_cadence_load_ledger(c, path, run_stats, d);
+    if (rc && rc != FTL_ERR_NOTFOUND) return rc;
+  }
+  const char *fleet = getenv("FTL_FLEET_LEDGER");
+  if (fleet && *fleet) {
+    ftl_err rc = ftl_cadence_load_ledger(c, fleet, fleet_stats, d);
+    if (rc && rc != FTL_ERR_NOTFOUND) return rc;
+  }
+  return FTL_OK;
+}

@@ -1,0 +1,174 @@
+/* cadence/sim.c: the failure simulator of cadence/sim.h.
+ *
+ * Time advances event to event (a segment of compute, a stall, a restart), not step by step, so
+ * a run of thousands of hours costs one loop iteration per checkpoint or failure. The controller
+ * is told what a training program would tell it: step times after each segment, exposure and the
+ * stall and W of each checkpoint, each failure and restart.
+ *
+ * Not modelled: step-time noise, stragglers, failures that only slow the gang, a W that varies. */
+#include "cadence/sim.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void ftl_sim_rng_seed(ftl_sim_rng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++)
+    r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t ftl_sim_rng_next(ftl_sim_rng *r) {
+  uint64_t *s = r->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+double ftl_sim_rng_uniform(ftl_sim_rng *r) { return (double)(ftl_sim_rng_next(r) >> 11) * 0x1.0p-53; }
+
+double ftl_sim_rng_exp(ftl_sim_rng *r, double mean) { return -mean * log1p(-ftl_sim_rng_uniform(r)); }
+
+typedef struct sim {
+  const ftl_cadence_sim_params *p;
+  ftl_cadence *c;
+  ftl_cadence_sim_result *r;
+  ftl_sim_rng rng;
+  double t;           /* wall clock */
+  double next_fail;   /* wall time of the next failure */
+  double exposure_t;  /* wall time up to which exposure was reported */
+  int64_t w;          /* steps in the current state */
+  int64_t w_durable;  /* steps in the last durable checkpoint */
+  int64_t w_pending;  /* steps in the checkpoint being written, -1 if none */
+  double pending_at;  /* when it becomes durable */
+  int64_t since_ckpt; /* steps since the last checkpoint or restore */
+  double window_t0;
+  int64_t window_w0;
+  ftl_err rc; /* first error from the controller */
+} sim;
+
+static void check(sim *s, ftl_err rc) {
+  if (rc && !s->rc) s->rc = rc;
+}
+
+static void report_exposure(sim *s) {
+  if (!s->c) return;
+  check(s, ftl_cadence_observe_exposure(s->c, (s->t - s->exposure_t) * (double)s->p->world_size / 3600.0));
+  s->exposure_t = s->t;
+}
+
+/* The clock has reached a failure at s->next_fail: roll back, then restart (failures may strike
+ * during the restart too). */
+static void fail(sim *s, double partial_compute_s) {
+  ftl_cadence_sim_result *r = s->r;
+  s->t = s->next_fail;
+  if (s->w_pending >= 0 && s->pending_at <= s->t) s->w_durable = s->w_pending;
+  s->w_pending = -1;
+  r->lost_s += (double)(s->w - s->w_durable) * s->p->step_s + partial_compute_s;
+  s->w = s->w_durable;
+  s->since_ckpt = 0;
+  for (;;) {
+    r->failures++;
+    if (s->c) check(s, ftl_cadence_observe_failure(s->c));
+    if (s->p->window_after > 0 && r->failures == s->p->window_after) {
+      r->window_reached = true;
+      s->window_t0 = s->t;
+      s->window_w0 = s->w;
+    }
+    s->next_fail = s->t + ftl_sim_rng_exp(&s->rng, s->p->mtbf_s);
+    if (s->next_fail < s->t + s->p->restart_s) {
+      r->restart_s += s->next_fail - s->t;
+      s->t = s->next_fail;
+      continue;
+    }
+    r->restart_s += s->p->restart_s;
+    s->t += s->p->restart_s;
+    break;
+  }
+  report_exposure(s);
+  if (s->c) check(s, ftl_cadence_observe_restart(s->c, s->w, s->p->restart_s));
+}
+
+ftl_err ftl_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
+                            ftl_cadence_sim_result *out) {
+  if (!p || !out || !(p->mtbf_s > 0) || !(p->step_s > 0) || !(p->work_s > 0) || !(p->stall_s >= 0) ||
+      !(p->durable_s >= 0) || !(p->restart_s >= 0) || p->world_size < 1 || (!c && fixed_steps < 1))
+    return FTL_ERR_INVAL;
+  memset(out, 0, sizeof *out);
+  sim s = {.p = p, .c = c, .r = out, .w_pending = -1};
+  ftl_sim_rng_seed(&s.rng, p->seed);
+  s.next_fail = ftl_sim_rng_exp(&s.rng, p->mtbf_s);
+  double give_up_s = (p->max_wall_factor > 0 ? p->max_wall_factor : 1000.0) * p->work_s;
+  int64_t total = (int64_t)ceil(p->work_s / p->step_s);
+
+  while (s.w < total && !s.rc) {
+    if (s.t > give_up_s) break;
+    int64_t n = fixed_steps;
+    if (c) check(&s, ftl_cadence_interval_steps(c, &n));
+    if (s.rc) break;
+    out->last_interval_steps = n;
+    int64_t todo = n - s.since_ckpt;
+    if (todo < 0) todo = 0; /* the interval shrank below what has run: checkpoint now */
+    if (todo > total - s.w) todo = total - s.w;
+    double compute_s = (double)todo * p->step_s;
+    if (s.next_fail < s.t + compute_s) {
+      double ran = s.next_fail - s.t;
+      int64_t done = (int64_t)floor(ran / p->step_s);
+      if (done > todo) done = todo;
+      out->compute_s += ran;
+      s.w += done;
+      if (c && done > 0) check(&s, ftl_cadence_observe_steps(c, done, (double)done * p->step_s));
+      fail(&s, ran - (double)done * p->step_s);
+      continue;
+    }
+    s.t += compute_s;
+    out->compute_s += compute_s;
+    s.w += todo;
+    s.since_ckpt += todo;
+    if (c && todo > 0) check(&s, ftl_cadence_observe_steps(c, todo, compute_s));
+    if (s.w >= total) break;
+
+    /* A checkpoint: wait for the previous one, if still being written, then stall. */
+    double wait = s.w_pending >= 0 && s.pending_at > s.t ? s.pending_at - s.t : 0;
+    double stall = wait + p->stall_s;
+    if (s.next_fail < s.t + stall) {
+      out->stall_s += s.next_fail - s.t;
+      fail(&s, 0);
+      continue;
+    }
+    double begin = s.t + wait;
+    s.t += stall;
+    out->stall_s += stall;
+    if (s.w_pending >= 0) s.w_durable = s.w_pending; /* durable by `begin` at the latest */
+    s.w_pending = s.w;
+    s.pending_at = fmax(s.t, begin + p->durable_s);
+    s.since_ckpt = 0;
+    out->checkpoints++;
+    report_exposure(&s);
+    if (c) check(&s, ftl_cadence_observe_checkpoint(c, s.w, stall, p->durable_s));
+  }
+  report_exposure(&s);
+  out->completed = s.w >= total;
+  out->wall_s = s.t;
+  out->work_s = (double)s.w * p->step_s;
+  out->waste = out->wall_s > 0 ? 1.0 - out->work_s / out->wall_s : 0;
+  if (out->window_reached && out->completed) {
+    out->window_wall_s = s.t - s.window_t0;
+    out->window_work_s = (double)(s.w - s.window_w0) * p->step_s;
+    out->window_waste = out->window_wall_s > 0 ? 1.0 - out->window_work_s / out->window_wall_s : 0;
+  }
+  return s.rc;
+}

@@ -1,0 +1,63 @@
+/* cadence/sim.h: a discrete-event simulator of a training run under Poisson failures, driving the
+ * real cadence controller (the same ftl_cadence code a training program uses) or a fixed interval.
+ * Used by tests/cadence and bench/cadence; not part of the public API a training program includes.
+ *
+ * The model (docs/cadence.md, "The simulator"): compute in steps of step_s; a checkpoint blocks
+ * stall_s (plus any wait for the previous one still being written) and becomes durable durable_s
+ * after it started; failures arrive as a Poisson process over wall time (during compute, stalls and
+ * restarts alike) with mean mtbf_s; a failure rolls back to the last durable checkpoint and costs
+ * restart_s, during which another failure may come. Deterministic given the seed. */
+#ifndef FTL_CADENCE_SIM_H
+#define FTL_CADENCE_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ftl/cadence.h"
+
+/* xoshiro256** seeded with splitmix64: small, fast, and the same sequence on every machine. */
+typedef struct ftl_sim_rng {
+  uint64_t s[4];
+} ftl_sim_rng;
+void ftl_sim_rng_seed(ftl_sim_rng *r, uint64_t seed);
+uint64_t ftl_sim_rng_next(ftl_sim_rng *r);
+/* Uniform in [0, 1) with 53 random bits. */
+double ftl_sim_rng_uniform(ftl_sim_rng *r);
+/* Exponential with the given mean. */
+double ftl_sim_rng_exp(ftl_sim_rng *r, double mean);
+
+typedef struct ftl_cadence_sim_params {
+  double mtbf_s;      /* true MTBF of the gang */
+  double stall_s;     /* δ per checkpoint */
+  double durable_s;   /* W, from the start of a save */
+  double restart_s;   /* R */
+  double step_s;      /* time of one step */
+  double work_s;      /* useful compute the run must finish */
+  int64_t world_size; /* G, for the exposure reported to the controller */
+  uint64_t seed;
+  int window_after;       /* also measure the waste after this many failures (0: no window) */
+  double max_wall_factor; /* give up once wall time exceeds this × work_s (0 → 1000) */
+} ftl_cadence_sim_params;
+
+typedef struct ftl_cadence_sim_result {
+  double wall_s;    /* = compute_s + stall_s + restart_s */
+  double compute_s; /* all compute, kept or lost */
+  double lost_s;    /* compute rolled back by failures */
+  double stall_s;   /* checkpoint stalls (including waits and stalls cut by a failure) */
+  double restart_s; /* restarts (including restarts cut by a failure) */
+  double work_s;    /* useful compute: whole steps reaching the end */
+  double waste;     /* 1 − work_s / wall_s */
+  int64_t failures, checkpoints;
+  int64_t last_interval_steps;
+  bool completed;      /* false: gave up at max_wall_factor */
+  bool window_reached; /* the window_after-th failure happened */
+  double window_wall_s, window_work_s, window_waste;
+} ftl_cadence_sim_result;
+
+/* Runs one simulated run. With c (borrowed; the caller created and configured it) the interval is
+ * the controller's, asked again after every checkpoint and restart and fed every observation;
+ * with c NULL it is fixed_steps. FTL_ERR_INVAL for bad parameters. Thread-safe for distinct c. */
+ftl_err ftl_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
+                            ftl_cadence_sim_result *out);
+
+#endif

@@ -1,0 +1,225 @@
+/* ftl/cadence.h: how often to checkpoint, derived from the measured checkpoint cost and the
+ * measured failure rate (docs/cadence.md).
+ *
+ * Three parts:
+ *   1. the formulas: Young's and Daly's optimum interval and the expected waste of an interval;
+ *   2. the controller (ftl_cadence): fed what a run observes (checkpoint stall δ, time to durable
+ *      W, restart time R, step time, failures, exposure), it answers with an interval in whole
+ *      steps and a sentence that explains it;
+ *   3. failure ledgers: the run's RUNDIR/failures.jsonl (docs/formats/failures.md) and a fleet
+ *      ledger shared by jobs (docs/formats/fleet-ledger.md), read into the controller's estimate
+ *      and appended to safely by concurrent writers.
+ *
+ * Units: times in seconds (double), exposure in rank-hours (one rank for one hour of wall time;
+ * with one GPU per rank this is a GPU-hour), failure rates per rank-hour, the gang's MTBF in hours.
+ *
+ * Not here: agreement across ranks. The controller is local to one process. The intended use is
+ * that rank 0 runs it and the decision is made the same on every rank by the caller (for example
+ * broadcast, or agreed as part of a checkpoint commit), so every rank checkpoints at the same step.
+ * Not here either: writing the ledgers' run-side records (the launcher does that). */
+#ifndef FTL_CADENCE_H
+#define FTL_CADENCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- formulas (pure; thread-safe) ------------------------------------------------------------- */
+
+/* Young (1974): √(2δM). stall_s ≥ 0, mtbf_s > 0; returns 0 for invalid input. */
+double ftl_cadence_young_s(double stall_s, double mtbf_s);
+
+/* Daly (2006), higher order: √(2δM)·[1 + ⅓√(δ/2M) + ⅑(δ/2M)] − δ for δ < 2M, and M for δ ≥ 2M.
+ * Returns 0 for invalid input (negative δ, M ≤ 0, not finite). */
+double ftl_cadence_daly_s(double stall_s, double mtbf_s);
+
+/* Expected waste fraction of compute interval τ, first order: δ/τ + (τ/2 + W + R)/M.
+ * Can exceed 1 where the first-order model does not hold (τ comparable to M). */
+double ftl_cadence_waste_first_order(double interval_s, double stall_s, double durable_s, double restart_s,
+                                     double mtbf_s);
+
+/* Expected waste fraction from Daly's exponential model, with W charged like restart time
+ * (a failure inside the W window also loses the checkpoint being written):
+ *   wall / work = M·e^{(R+W)/M}·(e^{(τ+δ)/M} − 1) / τ,  waste = 1 − work / wall.
+ * Always in [0, 1]; this is the figure the controller reports. */
+double ftl_cadence_waste(double interval_s, double stall_s, double durable_s, double restart_s, double mtbf_s);
+
+/* ---- failure causes --------------------------------------------------------------------------- */
+
+typedef enum ftl_cadence_cause_class {
+  FTL_CADENCE_CAUSE_FAILURE = 0,     /* counts toward the failure rate: moves M */
+  FTL_CADENCE_CAUSE_NOT_FAILURE = 1, /* a user error, a misconfiguration, a planned preemption */
+  FTL_CADENCE_CAUSE_UNKNOWN = 2,     /* a cause this version does not know: not counted, warned */
+} ftl_cadence_cause_class;
+
+/* Classifies a ledger `cause` (docs/cadence.md has the table). `step` is the record's highest
+ * step (-1 when no step ran): a crash (exit_code, signal) before the first step is a start-up
+ * error of the program, not a hardware failure. Thread-safe. */
+ftl_cadence_cause_class ftl_cadence_classify(const char *cause, int64_t step);
+
+/* ---- ledger records --------------------------------------------------------------------------- */
+
+typedef enum ftl_cadence_record_kind {
+  FTL_CADENCE_REC_FAILURE = 1,  /* a failure record (run ledger line, or fleet "failure") */
+  FTL_CADENCE_REC_EXPOSURE = 2, /* a fleet "exposure" record */
+} ftl_cadence_record_kind;
+
+/* One parsed ledger line. Strings are copied (truncated to fit, NUL-terminated). */
+typedef struct ftl_cadence_record {
+  ftl_cadence_record_kind kind;
+  ftl_cadence_cause_class cls; /* failures only */
+  char cause[32];              /* failures only */
+  char job[128];               /* "" when absent */
+  char host[64];               /* "" when absent */
+  int64_t wall_us;             /* 0 when absent */
+  int64_t attempt;             /* -1 when absent */
+  int64_t step;                /* -1 when absent */
+  int64_t world_size;          /* 0 when absent */
+  double rank_hours;           /* exposure only */
+} ftl_cadence_record;
+
+/* Parses one line (without its newline; need not be NUL-terminated). Unknown fields are ignored.
+ * FTL_ERR_CORRUPT for a line that is not a JSON object or lacks a required field (detail in d,
+ * naming the field); FTL_ERR_UNSUPPORTED for a version this code does not read. Thread-safe. */
+ftl_err ftl_cadence_parse_record(const char *line, size_t len, ftl_cadence_record *out, ftl_diag *d);
+
+/* What one ledger contributed. */
+typedef struct ftl_cadence_load_stats {
+  int64_t lines;           /* non-empty lines read */
+  int64_t failures;        /* counted failures */
+  int64_t not_failures;    /* records of causes that do not move M (and unknown causes) */
+  int64_t duplicates;      /* records already loaded (same kind, job, attempt, wall_us) */
+  int64_t skipped;         /* malformed lines (each one logged as a warning) */
+  double rank_hours;       /* exposure added */
+  char first_problem[512]; /* "PATH:LINE: reason" of the first skipped line, "" if none */
+} ftl_cadence_load_stats;
+
+/* Appends one record to a fleet ledger (docs/formats/fleet-ledger.md): opens with O_APPEND,
+ * takes an exclusive flock (waiting at most timeout_ms), repairs a torn last line left by a
+ * crashed writer, writes the line with one write(), fsyncs, unlocks. Safe for any number of
+ * writers in any number of processes on a file system with flock. The record is borrowed.
+ * kind, and for failures cause, must be set; wall_us 0 means now. Thread-safe. Detail in d. */
+ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec, int64_t timeout_ms, ftl_diag *d);
+
+/* ---- the controller --------------------------------------------------------------------------- */
+
+typedef struct ftl_cadence ftl_cadence;
+
+typedef struct ftl_cadence_config {
+  int64_t world_size;        /* G: ranks in the gang (required, ≥ 1) */
+  double fleet_rate;         /* prior failure rate per rank-hour; 0 → 2e-5 */
+  double prior_events;       /* weight of the prior in failures (α₀); 0 → 1 */
+  double stall_s;            /* δ until a checkpoint has been measured; 0 → 1 s */
+  double durable_s;          /* W until measured (from the start of the save, as ftl_ckpt_stats) */
+  double restart_s;          /* R until measured; 0 → 60 s */
+  double step_s;             /* step time until measured; 0 → unknown (interval needs one step) */
+  double preempt_notice_s;   /* notice before a preemption ends the gang; 0 → none */
+  double preempt_max_loss_s; /* when a save does not fit in that notice: τ ≤ this; 0 → no bound */
+  int64_t pin_steps;         /* > 0: checkpoint every pin_steps steps, whatever the optimum */
+  double pin_s;              /* > 0 (and no pin_steps): every pin_s seconds of steps */
+  int window;                /* checkpoints in the moving median of δ and W; 0 → 8 (max 64) */
+} ftl_cadence_config;
+
+/* Fills the defaults above (world_size 1). Thread-safe. */
+void ftl_cadence_config_init(ftl_cadence_config *cfg);
+
+/* Why the interval is not the optimum (bits of ftl_cadence_decision.clamps). */
+enum {
+  FTL_CADENCE_CLAMP_DURABLE = 1,  /* raised to W: at most one checkpoint in flight */
+  FTL_CADENCE_CLAMP_PREEMPT = 2,  /* lowered to the preemption bound */
+  FTL_CADENCE_CLAMP_ONE_STEP = 4, /* raised to one step */
+};
+
+typedef struct ftl_cadence_decision {
+  int64_t interval_steps;                       /* checkpoint every this many steps (≥ 1) */
+  double interval_s;                            /* interval_steps × step_s */
+  int64_t optimum_steps;                        /* the derived interval (clamped), whether pinned or not */
+  double daly_s;                                /* Daly's τ before clamps and rounding */
+  double stall_s, durable_s, restart_s, step_s; /* the estimates used */
+  double mtbf_h;                                /* the gang's M */
+  double rate;                                  /* λ̂ per rank-hour */
+  double failures;                              /* k: counted failures (ledgers and this run) */
+  double rank_hours;                            /* E: exposure (ledgers and this run) */
+  double waste;                                 /* expected waste fraction of interval_steps */
+  double waste_optimum;                         /* expected waste fraction of optimum_steps */
+  unsigned clamps;                              /* FTL_CADENCE_CLAMP_* of the derived interval */
+  bool pinned;                                  /* interval_steps is the user's pin */
+  bool stall_measured, durable_measured, restart_measured;
+} ftl_cadence_decision;
+
+/* Creates a controller; cfg is borrowed (copied). *out is destroyed by ftl_cadence_destroy.
+ * FTL_ERR_INVAL for a bad config (detail in d). Not collective. Thread-safe. */
+ftl_err ftl_cadence_create(const ftl_cadence_config *cfg, ftl_cadence **out, ftl_diag *d);
+/* Accepts NULL. */
+void ftl_cadence_destroy(ftl_cadence *c);
+
+/* Everything below takes a controller that only one thread uses at a time (the handle has no
+ * lock; callers serialize). Pointers are borrowed unless said otherwise. */
+
+/* Reads a ledger (the run's failures.jsonl or a fleet ledger, one format per line, both kinds
+ * may be mixed) into the estimate. Malformed lines are skipped and each is logged as a warning
+ * naming PATH:LINE; a record already loaded (same kind, job, attempt and wall_us, from this or
+ * another ledger) is not counted twice, so loading a ledger again is harmless.
+ * FTL_ERR_NOTFOUND when the file does not exist, FTL_ERR_IO when it cannot be read. stats may
+ * be NULL. Marks the decision for re-derivation. */
+ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_load_stats *stats, ftl_diag *d);
+
+/* The history a training program starts from: $FTL_RUN_DIR/failures.jsonl (the launcher's run
+ * ledger) and the fleet ledger named by $FTL_FLEET_LEDGER, each loaded if its variable is set and
+ * the file exists (a missing file is no history, not an error). Other errors (unreadable file, out
+ * of memory) are returned with detail in d. Either stats pointer may be NULL. Reads the
+ * environment: not safe against a concurrent setenv. */
+ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_stats,
+                                  ftl_cadence_load_stats *fleet_stats, ftl_diag *d);
+
+/* A checkpoint at `step` blocked the loop stall_s (δ, including any wait for the previous one)
+ * and became durable durable_s after its start (W; < 0 when not known yet: report it later with
+ * ftl_cadence_observe_durable). Re-derives the interval (the next one counts from `step`). */
+ftl_err ftl_cadence_observe_checkpoint(ftl_cadence *c, int64_t step, double stall_s, double durable_s);
+ftl_err ftl_cadence_observe_durable(ftl_cadence *c, double durable_s);
+
+/* n_steps steps took total_s seconds of wall time (one step: n_steps = 1). Updates the step-time
+ * estimate (EWMA, weight 0.1 per step); does not re-derive an existing decision by itself. */
+ftl_err ftl_cadence_observe_steps(ftl_cadence *c, int64_t n_steps, double total_s);
+
+/* rank_hours of exposure (wall time × ranks, stalls and restarts included) passed. */
+ftl_err ftl_cadence_observe_exposure(ftl_cadence *c, double rank_hours);
+
+/* A failure that counts (a hardware-like failure of this run seen in-process, as the simulator
+ * does); use ftl_cadence_load_ledger for failures recorded by the launcher. Re-derives. */
+ftl_err ftl_cadence_observe_failure(ftl_cadence *c);
+
+/* The gang restarted from restored_step (the next interval counts from it); restart_s is the
+ * measured restart time R (< 0: not measured). Re-derives. */
+ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, double restart_s);
+
+/* The gang changed size (elastic shrink or grow). Re-derives. */
+ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size);
+
+/* Pins a fixed cadence (steps > 0, or seconds > 0), or unpins (both 0). Re-derives. */
+ftl_err ftl_cadence_pin(ftl_cadence *c, int64_t steps, double seconds);
+
+/* The current decision (derived again only if something that re-derives was observed).
+ * FTL_ERR_STATE when no step time is known yet. out may be NULL. */
+ftl_err ftl_cadence_decide(ftl_cadence *c, ftl_cadence_decision *out);
+ftl_err ftl_cadence_interval_steps(ftl_cadence *c, int64_t *steps_out);
+
+/* Whether a checkpoint is due after `step` completed: step − last checkpoint (or restored) step
+ * ≥ the interval. FTL_ERR_STATE when no step time is known yet. */
+ftl_err ftl_cadence_due(ftl_cadence *c, int64_t step, bool *due_out);
+
+/* The sentence explaining the current decision, e.g. "checkpoint every 412 steps (about 9.8 min):
+ * δ = 0.31 s, W = 2.1 s, R = 60 s, M = 34 h from 3 failures in 96 rank-hours and the prior; ...".
+ * Borrowed: valid until the next call on c. Never NULL. */
+const char *ftl_cadence_explain(ftl_cadence *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -362,6 +362,8 @@ static const field job_fields[] = {
     {.key = "working_dir", .kind = FK_STRING, .flags = FF_NONEMPTY,
      .offset = offsetof(ftl_job, working_dir)},
     {.key = "rendezvous", .kind = FK_SECTION, .sub = &rendezvous_section},
+    {.key = "fleet_ledger", .kind = FK_STRING, .flags = FF_NONEMPTY | FF_PATH,
+     .offset = offsetof(ftl_job, fleet_ledger)},
     {.key = "min_ranks", .kind = FK_INT, .offset = offsetof(ftl_job, min_ranks), .min = 1, .max = JOB_RANKS_MAX,
      .def = 0},
     {.key = "restart", .kind = FK_SECTION, .sub = &restart_section},
@@ -857,6 +859,7 @@ void ftl_job_destroy(ftl_job *job) {
   ftl_free(job->hostfile);
   ftl_free(job->run_dir);
   ftl_free(job->working_dir);
+  ftl_free(job->fleet_ledger);
   ftl_free(job);
 }
 

@@ -45,6 +45,8 @@ typedef struct ftl_job {
   int64_t step_timeout_ms;       /* `timeouts.step_s`: between progress reports; default 180 s */
   int64_t checkpoint_timeout_ms; /* `timeouts.checkpoint_s`: inside a checkpoint; default 420 s */
   int64_t node_timeout_ms;       /* `timeouts.node_s`: a host's agents silent; default 10 s */
+  char *fleet_ledger;       /* `fleet_ledger`: a failure/exposure ledger shared by the fleet's jobs
+                               (docs/formats/fleet-ledger.md); may be NULL */
   /* `preemption:` */
   int64_t preempt_grace_ms; /* `preemption.grace_s`: time ranks get to checkpoint and stop after
                                SIGTERM/SIGUSR1 before they are killed; default 30 s */

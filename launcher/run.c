@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ftl/core.h"
+#include "ftl/cadence.h"
 #include "launcher/launcher.h"
 
 typedef struct host_entry {
@@ -120,27 +121,65 @@ static int next_attempt(const char *run_dir) {
   return 100000;
 }
 
-/* One line per failure in RUNDIR/failures.jsonl, fsynced: the ledger must survive what comes next. */
-static void ledger_append(const char *run_dir, const char *job_name, int attempt, int world, const ftl_attempt_result *r) {
+/* Appends one line to the run's ledger (RUNDIR/failures.jsonl), fsynced: the ledger must survive
+ * what comes next. One writer (this launcher), so O_APPEND alone keeps lines whole. */
+static void run_ledger_append(const char *run_dir, json_t *rec) {
   char path[PATH_MAX];
-  if (ftl_fmt(path, sizeof path, "%s/failures.jsonl", run_dir)) return;
-  json_t *rec = json_pack("{s:i, s:I, s:s, s:i, s:i, s:s, s:i, s:s, s:I, s:i, s:i, s:f, s:s, s:s}", "version", 1,
-                          "wall_us", (json_int_t)ftl_wall_us(), "job", job_name, "attempt", attempt, "world_size", world,
-                          "cause", ftl_failure_kind_name(r->kind), "rank", r->root_rank, "host", r->root_host, "step",
-                          (json_int_t)r->last_step, "exit_code", r->exit_code, "signal", r->signal, "detect_lag_ms",
-                          r->detect_lag_ms, "bad_host", r->bad_host, "message", r->summary);
   char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
   json_decref(rec);
-  if (!text) return;
+  if (!text || ftl_fmt(path, sizeof path, "%s/failures.jsonl", run_dir)) {
+    free(text);
+    return;
+  }
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd >= 0) {
     size_t n = strlen(text);
-    text[n] = '\n';
+    text[n] = '\n'; /* json_dumps leaves room for the NUL this replaces */
     if (write(fd, text, n + 1) != (ssize_t)(n + 1)) FTL_LOG(FTL_LOG_WARN, "launcher", "cannot append to %s", path);
     fsync(fd);
     close(fd);
   }
   free(text);
+}
+
+static void fleet_append(const ftl_job *job, const ftl_cadence_record *rec) {
+  if (!job->fleet_ledger) return;
+  ftl_diag d = {{0}};
+  if (ftl_cadence_fleet_append(job->fleet_ledger, rec, 10000, &d) != FTL_OK)
+    FTL_LOG(FTL_LOG_WARN, "launcher", "fleet ledger: %s", d.msg);
+}
+
+/* The failure (if the attempt failed) and the attempt's exposure (wall time x ranks), in the run's
+ * ledger and the fleet's: the cadence controller estimates the failure rate from both. The same
+ * wall_us in both lets a reader of the two count a failure once. */
+static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, int world, const ftl_attempt_result *r,
+                          int failed) {
+  int64_t now_us = ftl_wall_us();
+  if (failed) {
+    run_ledger_append(run_dir, json_pack("{s:i, s:s, s:I, s:s, s:i, s:i, s:s, s:i, s:s, s:I, s:i, s:i, s:f, s:s, s:s}",
+                                         "version", 1, "record", "failure", "wall_us", (json_int_t)now_us, "job",
+                                         job->name, "attempt", attempt, "world_size", world, "cause",
+                                         ftl_failure_kind_name(r->kind), "rank", r->root_rank, "host", r->root_host,
+                                         "step", (json_int_t)r->last_step, "exit_code", r->exit_code, "signal",
+                                         r->signal, "detect_lag_ms", r->detect_lag_ms, "bad_host", r->bad_host,
+                                         "message", r->summary));
+    ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_FAILURE, .wall_us = now_us, .attempt = attempt,
+                              .step = r->last_step, .world_size = world};
+    snprintf(rec.cause, sizeof rec.cause, "%s", ftl_failure_kind_name(r->kind));
+    snprintf(rec.job, sizeof rec.job, "%s", job->name);
+    snprintf(rec.host, sizeof rec.host, "%s", r->root_host);
+    fleet_append(job, &rec);
+  }
+  double rank_hours = r->end_ms / 3.6e6 * world;
+  if (rank_hours <= 0) return;
+  run_ledger_append(run_dir, json_pack("{s:i, s:s, s:I, s:s, s:i, s:i, s:s, s:f}", "version", 1, "record", "exposure",
+                                       "wall_us", (json_int_t)now_us + 1, "job", job->name, "attempt", attempt,
+                                       "world_size", world, "host", ftl_hostname(), "rank_hours", rank_hours));
+  ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_EXPOSURE, .wall_us = now_us + 1, .attempt = attempt, .step = -1,
+                            .world_size = world, .rank_hours = rank_hours};
+  snprintf(rec.job, sizeof rec.job, "%s", job->name);
+  snprintf(rec.host, sizeof rec.host, "%s", ftl_hostname());
+  fleet_append(job, &rec);
 }
 
 static volatile sig_atomic_t backoff_signal;
@@ -280,6 +319,8 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
       break;
     }
     per[n_attempts++] = attempt_goodput(&res, pending_backoff_ms);
+    int failed = res.outcome == FTL_ATTEMPT_FAILED || res.outcome == FTL_ATTEMPT_RDZV_FAILED;
+    ledger_record(job, run_dir, attempt, world, &res, failed);
 
     if (res.outcome == FTL_ATTEMPT_SUCCEEDED) {
       fprintf(stderr, "ftl: job '%s' finished: %s\n", job->name, res.summary);
@@ -304,7 +345,6 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     }
 
     /* A failed attempt: FTL_ATTEMPT_FAILED or FTL_ATTEMPT_RDZV_FAILED. */
-    ledger_append(run_dir, job->name, attempt, world, &res);
     int rdzv = res.outcome == FTL_ATTEMPT_RDZV_FAILED;
     exit_code = rdzv ? FTL_EXIT_RDZV : FTL_EXIT_JOB_FAILED;
     if (res.interrupt_signal) {

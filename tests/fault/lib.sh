@@ -2,7 +2,11 @@
 . "$(dirname "$0")/../launcher/lib.sh" || exit 1
 
 # ledger_count FILE: failure records in a run's ledger.
-ledger_count() { [ -f "$1" ] && grep -c . "$1" || echo 0; }
+ledger_count() {
+  local n=0
+  [ -f "$1" ] && n=$(grep -c '"record":"failure"' "$1")
+  echo "${n:-0}"
+}
 
 # latency_of EVENTS: the failure's detection latency as the launcher measured it.
 print_latency() { # label, ms

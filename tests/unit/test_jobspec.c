@@ -310,7 +310,7 @@ static void test_required(void) {
 static void test_unknown_fields(void) {
   CHECK_ERR("ranks: 1\nprogram: p\nfoo: 1\n",
             "job.yaml:3:1: field 'foo': unknown field (known fields: name, ranks, program, args, env, "
-            "hostfile, launcher, run_dir, working_dir, rendezvous, min_ranks, restart, timeouts, preemption)");
+            "hostfile, launcher, run_dir, working_dir, rendezvous, fleet_ledger, min_ranks, restart, timeouts, preemption)");
   CHECK_ERR("ranks: 1\nprogram: p\nrendezvous:\n  timeout: 5\n",
             "job.yaml:4:3: field 'rendezvous.timeout': unknown field (known fields: timeout_s)");
   /* Case matters; YAML merge keys are not supported and read as an unknown key. */

@@ -1,0 +1,215 @@
+/* examples/finetune/base_io.c: the base model in HDF5 (base_io.h, docs/formats/base-model.md).
+ *
+ * One file, at the root: one float32 little-endian dataset per tensor named as in model.h's table
+ * ("wte", "layers.0.q.weight", ...), and attributes format, version, vocab, block, layers, heads,
+ * embd, content_hash (16 hex digits) and provenance. HDF5's automatic error printing is turned
+ * off; failures are reported with the file and the tensor at fault. */
+#include "base_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ftl/core.h"
+
+#define FT_BASE_FORMAT "ftl-finetune-base"
+#define FT_BASE_VERSION 1
+
+uint64_t ft_params_hash(const ft_params *p) {
+  XXH3_state_t *st = XXH3_createState();
+  if (!st) return 0;
+  XXH3_64bits_reset(st);
+  int32_t cfg[5] = {FT_VOCAB, p->cfg.block, p->cfg.layers, p->cfg.heads, p->cfg.embd};
+  XXH3_64bits_update(st, cfg, sizeof cfg);
+  for (int i = 0; i < p->n_tensors; i++) {
+    const ft_tensor *t = &p->tensors[i];
+    XXH3_64bits_update(st, t->name, strlen(t->name) + 1);
+    XXH3_64bits_update(st, t->shape, sizeof t->shape);
+    XXH3_64bits_update(st, t->data, t->count * sizeof(float));
+  }
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+static int put_int(hid_t obj, const char *name, int value) {
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT, &value) < 0 ? -1 : 0;
+  if (a >= 0) H5Aclose(a);
+  if (sp >= 0) H5Sclose(sp);
+  return rc;
+}
+
+static int put_str(hid_t obj, const char *name, const char *value) {
+  hid_t ty = H5Tcopy(H5T_C_S1);
+  if (ty < 0) return -1;
+  H5Tset_size(ty, strlen(value) + 1);
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, ty, sp, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = a < 0 || H5Awrite(a, ty, value) < 0 ? -1 : 0;
+  if (a >= 0) H5Aclose(a);
+  if (sp >= 0) H5Sclose(sp);
+  H5Tclose(ty);
+  return rc;
+}
+
+static int get_int(hid_t obj, const char *name, int *value) {
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  int rc = a < 0 || H5Aread(a, H5T_NATIVE_INT, value) < 0 ? -1 : 0;
+  if (a >= 0) H5Aclose(a);
+  return rc;
+}
+
+static int get_str(hid_t obj, const char *name, char *buf, size_t size) {
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  if (a < 0) return -1;
+  hid_t ty = H5Aget_type(a);
+  int rc = -1;
+  if (ty >= 0 && H5Tget_class(ty) == H5T_STRING && !H5Tis_variable_str(ty) && H5Tget_size(ty) < size) {
+    hid_t mem = H5Tcopy(ty);
+    if (mem >= 0) {
+      memset(buf, 0, size);
+      rc = H5Aread(a, mem, buf) < 0 ? -1 : 0;
+      H5Tclose(mem);
+    }
+  }
+  if (ty >= 0) H5Tclose(ty);
+  H5Aclose(a);
+  return rc;
+}
+
+static int fsync_path(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+int ft_base_save(const char *path, const ft_params *p, const char *provenance, char *msg, size_t msg_size) {
+  char tmp[4096], dir[4096], hex[17];
+  hid_t f = -1, dcpl = -1;
+  int rc = -1;
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp", path)) {
+    snprintf(msg, msg_size, "%s: path too long", path);
+    return -1;
+  }
+  snprintf(hex, sizeof hex, "%016" PRIx64, ft_params_hash(p));
+  f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (f < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0) {
+    snprintf(msg, msg_size, "%s: cannot create the HDF5 file", tmp);
+    goto out;
+  }
+  if (put_str(f, "format", FT_BASE_FORMAT) || put_int(f, "version", FT_BASE_VERSION) || put_int(f, "vocab", FT_VOCAB) ||
+      put_int(f, "block", p->cfg.block) || put_int(f, "layers", p->cfg.layers) || put_int(f, "heads", p->cfg.heads) ||
+      put_int(f, "embd", p->cfg.embd) || put_str(f, "content_hash", hex) ||
+      put_str(f, "provenance", provenance ? provenance : "")) {
+    snprintf(msg, msg_size, "%s: cannot write the attributes", tmp);
+    goto out;
+  }
+  for (int i = 0; i < p->n_tensors; i++) {
+    const ft_tensor *t = &p->tensors[i];
+    hsize_t dims[2] = {(hsize_t)t->shape[0], (hsize_t)t->shape[1]};
+    hid_t sp = H5Screate_simple(t->ndim, dims, NULL);
+    hid_t ds = sp < 0 ? -1 : H5Dcreate2(f, t->name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    int bad = ds < 0 || H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->data) < 0;
+    if (ds >= 0) H5Dclose(ds);
+    if (sp >= 0) H5Sclose(sp);
+    if (bad) {
+      snprintf(msg, msg_size, "%s: cannot write tensor %s", tmp, t->name);
+      goto out;
+    }
+  }
+  if (H5Fclose(f) < 0) {
+    f = -1;
+    snprintf(msg, msg_size, "%s: closing the HDF5 file failed", tmp);
+    goto out;
+  }
+  f = -1;
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  if (fsync_path(tmp) || rename(tmp, path)) {
+    snprintf(msg, msg_size, "%s: fsync or rename into place failed: %s", tmp, strerror(errno));
+    goto out;
+  }
+  ftl_fsync_dir(dir, NULL);
+  rc = 0;
+out:
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (f >= 0) H5Fclose(f);
+  if (rc) unlink(tmp);
+  return rc;
+}
+
+int ft_base_load(const char *path, ft_params *p, uint64_t *hash_out, char *msg, size_t msg_size) {
+  hid_t f = -1;
+  int rc = -1, version = 0, vocab = 0;
+  char format[64], hex[32], want[17];
+  ft_config cfg;
+  memset(p, 0, sizeof *p);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  if (access(path, F_OK) != 0) {
+    snprintf(msg, msg_size, "%s: not found", path);
+    return -1;
+  }
+  f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) {
+    snprintf(msg, msg_size, "%s: not an HDF5 file", path);
+    goto out;
+  }
+  if (get_str(f, "format", format, sizeof format) || strcmp(format, FT_BASE_FORMAT) != 0 ||
+      get_int(f, "version", &version) || version != FT_BASE_VERSION) {
+    snprintf(msg, msg_size, "%s: not a base model of format %s version %d", path, FT_BASE_FORMAT, FT_BASE_VERSION);
+    goto out;
+  }
+  if (get_int(f, "vocab", &vocab) || vocab != FT_VOCAB || get_int(f, "block", &cfg.block) ||
+      get_int(f, "layers", &cfg.layers) || get_int(f, "heads", &cfg.heads) || get_int(f, "embd", &cfg.embd) ||
+      get_str(f, "content_hash", hex, sizeof hex)) {
+    snprintf(msg, msg_size, "%s: missing or bad configuration attributes", path);
+    goto out;
+  }
+  if (ft_config_check(&cfg, msg, msg_size)) goto out;
+  if (ft_params_create(p, &cfg)) {
+    snprintf(msg, msg_size, "%s: out of memory", path);
+    goto out;
+  }
+  for (int i = 0; i < p->n_tensors; i++) {
+    ft_tensor *t = &p->tensors[i];
+    hid_t ds = H5Dopen2(f, t->name, H5P_DEFAULT);
+    hid_t sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hsize_t dims[2] = {0, 0};
+    int nd = sp < 0 ? -1 : H5Sget_simple_extent_dims(sp, dims, NULL);
+    int bad = nd != t->ndim || dims[0] != (hsize_t)t->shape[0] || (nd == 2 && dims[1] != (hsize_t)t->shape[1]);
+    if (!bad) bad = H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->data) < 0;
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    if (bad) {
+      snprintf(msg, msg_size, "%s: tensor %s is missing, has the wrong shape or cannot be read", path, t->name);
+      goto out;
+    }
+  }
+  uint64_t h = ft_params_hash(p);
+  snprintf(want, sizeof want, "%016" PRIx64, h);
+  if (strcmp(want, hex) != 0) {
+    snprintf(msg, msg_size, "%s: content hash %s does not match the weights (%s)", path, hex, want);
+    goto out;
+  }
+  *hash_out = h;
+  rc = 0;
+out:
+  if (f >= 0) H5Fclose(f);
+  if (rc) ft_params_destroy(p);
+  return rc;
+}

@@ -1,0 +1,133 @@
+/* examples/finetune/eval_main.c: ftl-finetune-eval, the example's evaluation program.
+ *
+ *   ftl-finetune-eval --base base.h5 [--adapter RUNDIR/final] --data heldout.txt [--out metrics.json]
+ *
+ * Loads the base model (checking its content hash) and, when given, the adapter (checking that it
+ * was trained on this base), computes the held-out metrics of the base alone and with the adapter
+ * (evaluate.h) and writes them as one JSON object (docs/finetune.md) to --out (then prints a
+ * one-line summary) or to stdout.
+ * One process; no ftl gang. Exit 0 on success, 1 on any failure, 2 on a bad command line. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter_io.h"
+#include "base_io.h"
+#include "data.h"
+#include "evaluate.h"
+#include "ftl/core.h"
+
+static json_t *metrics_json(const ft_metrics *m) {
+  return json_pack("{s:f, s:f, s:i, s:i}", "loss", ft_metrics_loss(m), "exact_match", ft_metrics_accuracy(m), "exact",
+                   (json_int_t)m->exact, "examples", (json_int_t)m->examples);
+}
+
+int main(int argc, char **argv) {
+  const char *base_path = NULL, *adapter_dir = NULL, *data_path = NULL, *out = NULL;
+  static const struct option options[] = {{"base", required_argument, NULL, 'b'},
+                                          {"adapter", required_argument, NULL, 'a'},
+                                          {"data", required_argument, NULL, 'd'},
+                                          {"out", required_argument, NULL, 'o'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    if (c == 'b')
+      base_path = optarg;
+    else if (c == 'a')
+      adapter_dir = optarg;
+    else if (c == 'd')
+      data_path = optarg;
+    else if (c == 'o')
+      out = optarg;
+    else
+      base_path = NULL, optind = argc + 1;
+  }
+  if (!base_path || !data_path || optind != argc) {
+    fprintf(stderr, "usage: %s --base FILE.h5 [--adapter DIR] --data FILE [--out FILE.json]\n", argv[0]);
+    return 2;
+  }
+  char msg[2048];
+  int rc = 1;
+  ft_params base = {0};
+  ft_lora lora = {0};
+  ft_data d = {0};
+  ft_adapter_meta meta;
+  ft_acts *acts = NULL;
+  json_t *j = NULL;
+  char *text = NULL;
+  uint64_t hash = 0;
+  if (ft_base_load(base_path, &base, &hash, msg, sizeof msg) || ft_data_load(data_path, &d, msg, sizeof msg)) {
+    fprintf(stderr, "ftl-finetune-eval: %s\n", msg);
+    goto out;
+  }
+  if (adapter_dir) {
+    if (ft_adapter_load(adapter_dir, &base.cfg, &lora, &meta, msg, sizeof msg)) {
+      fprintf(stderr, "ftl-finetune-eval: %s\n", msg);
+      goto out;
+    }
+    if (meta.base_hash != hash) {
+      fprintf(stderr,
+              "ftl-finetune-eval: the adapter in %s was trained on base %016" PRIx64 ", not %s (%016" PRIx64 ")\n",
+              adapter_dir, meta.base_hash, base_path, hash);
+      goto out;
+    }
+  }
+  if (ft_data_seq_len(&d) > base.cfg.block) {
+    fprintf(stderr, "ftl-finetune-eval: %s: sequences longer than the base model's block\n", data_path);
+    goto out;
+  }
+  acts = ft_acts_create(&base.cfg, adapter_dir ? lora.rank : 0, 64);
+  ft_metrics mb = {0}, ma = {0};
+  if (!acts || ft_evaluate(&base, NULL, &d, 0, d.n, 64, acts, &mb) ||
+      (adapter_dir && ft_evaluate(&base, &lora, &d, 0, d.n, 64, acts, &ma))) {
+    fprintf(stderr, "ftl-finetune-eval: out of memory\n");
+    goto out;
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016" PRIx64, hash);
+  j = json_pack("{s:s, s:s, s:s, s:o}", "metric", "exact_match", "data", data_path, "base_model_hash", hex, "base",
+                metrics_json(&mb));
+  if (j && adapter_dir) {
+    json_object_set_new(j, "adapter", metrics_json(&ma));
+    json_object_set_new(j, "adapter_dir", json_string(adapter_dir));
+    json_object_set_new(j, "improvement", json_real(ft_metrics_accuracy(&ma) - ft_metrics_accuracy(&mb)));
+  }
+  text = j ? json_dumps(j, JSON_SORT_KEYS | JSON_INDENT(2)) : NULL;
+  if (!text) goto out;
+  if (!out)
+    printf("%s\n", text);
+  else if (adapter_dir)
+    printf("held-out exact match: base model %.1f%% -> with the adapter %.1f%% (%+.1f points); loss %.3f -> %.3f "
+           "nats/byte\n",
+           100 * ft_metrics_accuracy(&mb), 100 * ft_metrics_accuracy(&ma),
+           100 * (ft_metrics_accuracy(&ma) - ft_metrics_accuracy(&mb)), ft_metrics_loss(&mb), ft_metrics_loss(&ma));
+  else
+    printf("held-out exact match: base model %.1f%%, loss %.3f nats/byte\n", 100 * ft_metrics_accuracy(&mb),
+           ft_metrics_loss(&mb));
+  if (out) {
+    size_t len = strlen(text);
+    char *withnl = ftl_malloc(len + 2);
+    ftl_diag dg;
+    if (!withnl) goto out;
+    memcpy(withnl, text, len);
+    withnl[len] = '\n';
+    ftl_err wr = ftl_write_file_atomic(out, withnl, len + 1, &dg);
+    ftl_free(withnl);
+    if (wr) {
+      fprintf(stderr, "ftl-finetune-eval: %s\n", dg.msg);
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  free(text);
+  json_decref(j);
+  ft_acts_destroy(acts);
+  ft_lora_destroy(&lora);
+  ft_params_destroy(&base);
+  ft_data_free(&d);
+  return rc;
+}

@@ -1,0 +1,159 @@
+/* examples/finetune/model.h: a small decoder-only transformer (GPT-2 shaped, byte-level) with
+ * frozen base weights and LoRA adapters, in plain C, for the example fine-tune.
+ *
+ * What is here: the configuration, the base parameters and the adapter as flat float arrays with
+ * a table of named tensors (for files, checkpoints and hashing), the forward pass with a masked
+ * cross-entropy, the backward pass (gradients of the adapter, and of the base when pre-training),
+ * AdamW, and a small deterministic random number generator.
+ * What is not: files (base_io.h, adapter_io.h), data (data.h), ranks and checkpoints (state.h),
+ * the GPU (model_cuda.h).
+ *
+ * Conventions (PEFT's, docs/formats/adapter.md): a linear layer's weight is [out, in] and
+ * y = x W^T + b; a LoRA adapter on it adds scale * (x A^T) B^T with A [r, in], B [out, r],
+ * scale = alpha / r, and B starts at zero so a fresh adapter leaves the base model unchanged.
+ *
+ * Determinism: every loop has a fixed order and no threads, so the same binary on the same inputs
+ * gives the same bytes. Nothing here is thread-safe across one ft_model/ft_acts. */
+#ifndef FTL_EXAMPLES_FINETUNE_MODEL_H
+#define FTL_EXAMPLES_FINETUNE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FT_VOCAB 256 /* bytes */
+#define FT_MAX_LAYERS 16
+#define FT_NAME_MAX 64
+
+/* The linear layers of one transformer block, in the order of the adapter's tensors. */
+typedef enum ft_lin {
+  FT_LIN_Q = 0,
+  FT_LIN_K = 1,
+  FT_LIN_V = 2,
+  FT_LIN_O = 3,    /* attention output projection */
+  FT_LIN_FC = 4,   /* MLP up, C -> 4C */
+  FT_LIN_PROJ = 5, /* MLP down, 4C -> C */
+  FT_LIN_COUNT = 6,
+} ft_lin;
+
+/* Short names used in tensor names, file metadata and --targets: q k v o fc proj. */
+const char *ft_lin_name(ft_lin lin);
+
+typedef struct ft_config {
+  int block; /* positions (context length) */
+  int layers;
+  int heads;
+  int embd; /* channels C; a multiple of heads */
+} ft_config;
+
+/* 0 when cfg is usable; otherwise a non-zero value and one sentence in msg. */
+int ft_config_check(const ft_config *cfg, char *msg, size_t msg_size);
+
+/* A named tensor: a view into a flat array. */
+typedef struct ft_tensor {
+  char name[FT_NAME_MAX];
+  int ndim; /* 1 or 2 */
+  int64_t shape[2];
+  float *data; /* borrowed from the owning flat array */
+  size_t count;
+} ft_tensor;
+
+typedef struct ft_block {
+  float *ln1_w, *ln1_b;
+  float *w[FT_LIN_COUNT]; /* [out, in] */
+  float *b[FT_LIN_COUNT]; /* [out] */
+  float *ln2_w, *ln2_b;
+} ft_block;
+
+/* Base parameters (or their gradients: same layout). */
+typedef struct ft_params {
+  ft_config cfg;
+  float *wte; /* [VOCAB, C], also the output projection (tied) */
+  float *wpe; /* [block, C] */
+  ft_block layer[FT_MAX_LAYERS];
+  float *lnf_w, *lnf_b;
+  float *mem; /* the flat array; owns everything above. It has count + 1 floats: the spare one
+                lets a caller send a scalar (the loss) in the same allreduce as the gradients. */
+  size_t count;
+  ft_tensor *tensors; /* named views, in file order */
+  int n_tensors;
+} ft_params;
+
+/* 0 on success, -1 out of memory. Zero-filled. */
+int ft_params_create(ft_params *p, const ft_config *cfg);
+void ft_params_destroy(ft_params *p);
+/* GPT-2's initialisation from seed: N(0, 0.02), residual projections scaled by 1/sqrt(2 layers),
+ * layer norms 1 and 0, biases 0. */
+void ft_params_init(ft_params *p, uint64_t seed);
+
+/* The LoRA adapter (or its gradients, or an optimizer moment: same layout). */
+typedef struct ft_lora {
+  ft_config cfg;
+  int rank;
+  float alpha;
+  unsigned targets;                      /* bit (1 << ft_lin) for each adapted linear layer */
+  float *A[FT_MAX_LAYERS][FT_LIN_COUNT]; /* [rank, in]; NULL when not a target */
+  float *B[FT_MAX_LAYERS][FT_LIN_COUNT]; /* [out, rank] */
+  float *mem;                            /* count + 1 floats, as in ft_params */
+  size_t count;
+  ft_tensor *tensors; /* layers.<l>.<lin>.lora_A / lora_B, by layer, then target, A before B */
+  int n_tensors;
+} ft_lora;
+
+int ft_lora_create(ft_lora *a, const ft_config *cfg, int rank, float alpha, unsigned targets);
+void ft_lora_destroy(ft_lora *a);
+/* PEFT's default: A ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform with a = sqrt(5)), B = 0. */
+void ft_lora_init(ft_lora *a, uint64_t seed);
+float ft_lora_scale(const ft_lora *a);
+/* Parses "q,v,o" into target bits; 0 on a bad name. */
+unsigned ft_lora_parse_targets(const char *list);
+/* Writes "q,v,o" for target bits. */
+void ft_lora_format_targets(unsigned targets, char *buf, size_t size);
+
+/* Activations of one forward pass, kept for the backward pass, sized for up to max_b sequences. */
+typedef struct ft_acts ft_acts;
+ft_acts *ft_acts_create(const ft_config *cfg, int lora_rank, int max_b);
+void ft_acts_destroy(ft_acts *acts);
+
+/* Forward pass over b sequences of t tokens (t <= block). targets (may be NULL) holds the next
+ * byte for each position or -1 where the position is not scored. Logits are computed where a
+ * target is given (all positions when targets is NULL). lora may be NULL. Returns the sum of the
+ * cross-entropy over scored positions (0 when targets is NULL) and, when n_scored is not NULL,
+ * their count. */
+double ft_forward(const ft_params *p, const ft_lora *lora, const int *tokens, const int *targets, int b, int t,
+                  ft_acts *acts, int64_t *n_scored);
+
+/* The logits of the last forward pass: [b, t, VOCAB]; rows of unscored positions are undefined
+ * unless targets was NULL. Borrowed from acts. */
+const float *ft_acts_logits(const ft_acts *acts);
+
+/* Backward pass of the last ft_forward on acts, for the loss (sum over scored positions of
+ * cross-entropy) * loss_scale. Gradients are added to dparams (NULL: the base is frozen, its
+ * weight gradients are not computed) and dlora (NULL: no adapter gradients). */
+void ft_backward(const ft_params *p, const ft_lora *lora, ft_params *dparams, ft_lora *dlora, ft_acts *acts,
+                 float loss_scale);
+
+/* Per-sequence results of the last forward pass with targets: summed loss and scored count of
+ * sequence i, and whether every scored position's argmax equals its target (exact match). */
+void ft_sequence_metrics(const ft_acts *acts, int i, double *loss_sum, int *scored, int *exact);
+
+typedef struct ft_adamw {
+  float lr, beta1, beta2, eps, weight_decay;
+} ft_adamw;
+
+/* One AdamW step (decoupled weight decay) on n parameters; step counts from 1. */
+void ft_adamw_update(const ft_adamw *o, float *param, const float *grad, float *m, float *v, size_t n, int64_t step);
+
+/* xoshiro256** seeded through splitmix64: small, fast, and its whole state is 32 bytes that a
+ * checkpoint can carry. */
+typedef struct ft_rng {
+  uint64_t s[4];
+} ft_rng;
+void ft_rng_seed(ft_rng *r, uint64_t seed);
+uint64_t ft_rng_next(ft_rng *r);
+/* Uniform in [0, 1) with 24 bits. */
+float ft_rng_uniform(ft_rng *r);
+/* Uniform integer in [0, n), n > 0, without modulo bias. */
+uint64_t ft_rng_below(ft_rng *r, uint64_t n);
+float ft_rng_normal(ft_rng *r);
+
+#endif

@@ -20,9 +20,6 @@ static int real_comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
 static int real_comm_set_errhandler(MPI_Comm comm, MPI_Errhandler handler) {
   return MPI_Comm_set_errhandler(comm, handler);
 }
-static int real_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return MPI_Allreduce(send, recv, count, type, op, comm);
-}
 static int real_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   return MPI_Bcast(buf, count, type, root, comm);
 }
@@ -41,23 +38,20 @@ static const ftl_mpi_ops real_ops = {
     .comm_size = real_comm_size,
     .comm_split_type = real_comm_split_type,
     .comm_set_errhandler = real_comm_set_errhandler,
-    .allreduce = real_allreduce,
+    .allreduce = MPI_Allreduce, /* directly: the hot path, and its prototype matches */
     .bcast = real_bcast,
     .ibarrier = real_ibarrier,
     .test = real_test,
     .error_string = real_error_string,
 };
 
-static const ftl_mpi_ops *current_ops = &real_ops;
+const ftl_mpi_ops *ftl_mpi_current = &real_ops;
 
-const ftl_mpi_ops *ftl_mpi(void) { return current_ops; }
+void ftl_mpi_set_ops(const ftl_mpi_ops *ops) { ftl_mpi_current = ops ? ops : &real_ops; }
 
-void ftl_mpi_set_ops(const ftl_mpi_ops *ops) { current_ops = ops ? ops : &real_ops; }
-
-ftl_err ftl_mpi_check(int mpi_rc, const char *what, ftl_diag *d) {
-  if (mpi_rc == MPI_SUCCESS) return FTL_OK;
+ftl_err ftl_mpi_fail(int mpi_rc, const char *what, ftl_diag *d) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  if (current_ops->error_string(mpi_rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "code %d", mpi_rc);
+  if (ftl_mpi_current->error_string(mpi_rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "code %d", mpi_rc);
   return ftl_diag_fail(d, FTL_ERR_MPI, "%s failed: %s", what, text);
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# bench/ckpt/run.sh [BUILD_DIR] [WORK_DIR]: the checkpoint bench with 2 ranks, 64 MiB and 512 MiB
+# bench/ckpt/run.sh [BUILD_DIR (build/release)] [WORK_DIR]: the checkpoint bench with 2 ranks, 64 MiB and 512 MiB
 # of state per rank. WORK_DIR must be on the disk being measured (default /var/tmp, not tmpfs).
 set -euo pipefail
-build=${1:-/tmp/build-ckpt}
+build=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build/release}
 work=${2:-/var/tmp/ftl-ckpt-bench}
 rm -rf "$work"
 mkdir -p "$work"

@@ -146,8 +146,9 @@ void ck_crash_point(const char *name, int rank, int64_t step) {
    * follows the crash passes the same point and carries on. */
   const char *a = getenv("FTL_CKPT_CRASH_ATTEMPT"), *cur = getenv("FTL_ATTEMPT");
   int64_t want = 0, now = 0;
-  if (a && *a && ftl_parse_i64(a, 0, INT64_MAX, &want)) return;
-  if (cur && *cur && (ftl_parse_i64(cur, 0, INT64_MAX, &now) || now != want)) return;
+  int any = a && !strcmp(a, "any"); /* every attempt: a crash loop */
+  if (!any && a && *a && ftl_parse_i64(a, 0, INT64_MAX, &want)) return;
+  if (!any && cur && *cur && (ftl_parse_i64(cur, 0, INT64_MAX, &now) || now != want)) return;
   FTL_LOG(FTL_LOG_WARN, "ckpt", "crash point %s reached (rank %d, step %lld): SIGKILL", name, rank, (long long)step);
   /* A test hook, not error handling: the process must die here as if the node had failed. */
   kill(getpid(), SIGKILL);

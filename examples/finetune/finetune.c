@@ -447,6 +447,9 @@ int main(int argc, char **argv) {
     }
     if (R == 0) printf("checkpoints: %s\n", msg);
   }
+  /* A checkpoint step must come after the last one saved or restored. */
+  int64_t last_ckpt_step = st.step;
+  int saved_any = 0;
 
   if (R == 0) {
     char tl[64];
@@ -504,6 +507,8 @@ int main(int argc, char **argv) {
     loss_n++;
     if (ck && o.ckpt_every > 0 && st.step % o.ckpt_every == 0 && st.step < o.steps) {
       rc = ft_state_ckpt_save(ck, msg, sizeof msg);
+      last_ckpt_step = st.step;
+      saved_any = 1;
       if (rc) {
         fprintf(stderr, "rank %d: %s\n", R, msg);
         goto alone;
@@ -522,6 +527,32 @@ int main(int argc, char **argv) {
       fflush(stdout);
       loss_acc = 0.0;
       loss_n = 0;
+    }
+    /* Preemption (SIGTERM or SIGUSR1 to `ftl run`): every rank sees the request after the same
+     * step; the state is saved now, the commit awaited, and the program ends cleanly, so that
+     * `ftl run` exits 75 and a rerun resumes from exactly here. */
+    int stop = 0;
+    const char *why = "";
+    rc = ftl_stop_requested(ctx, &stop, &why);
+    if (rc) {
+      fprintf(stderr, "rank %d: %s\n", R, ftl_ctx_errmsg(ctx));
+      goto alone;
+    }
+    if (stop) {
+      if (ck && last_ckpt_step != st.step) {
+        rc = ft_state_ckpt_save(ck, msg, sizeof msg);
+        saved_any = 1;
+      }
+      /* Nothing saved by this process: the state is the one just restored, committed already. */
+      if (!rc && ck && saved_any) rc = ft_state_ckpt_wait(ck, msg, sizeof msg);
+      if (R == 0) {
+        if (!ck) printf("%s: stopping at step %" PRId64 " without a checkpoint (none in this build)\n", why, st.step);
+        else if (rc) printf("%s: the checkpoint of step %" PRId64 " failed: %s\n", why, st.step, msg);
+        else printf("%s: checkpoint of step %" PRId64 " committed; stopping\n", why, st.step);
+        fflush(stdout);
+      }
+      failed = rc != FTL_OK;
+      goto done;
     }
     if (o.throttle_ms) sleep_ms(o.throttle_ms);
   }

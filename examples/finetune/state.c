@@ -169,6 +169,15 @@ ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size) {
   return rc;
 }
 
+ftl_err ft_state_ckpt_wait(ft_state_ckpt *c, char *msg, size_t msg_size) {
+  ftl_ckpt_stats stats;
+  ftl_err rc = ftl_ckpt_wait(c->ck, -1, &stats);
+  if (rc)
+    snprintf(msg, msg_size, "checkpoint of step %lld: %s: %s", (long long)c->s->step, ftl_strerror(rc),
+             ftl_ckpt_errmsg(c->ck));
+  return rc;
+}
+
 int64_t ft_state_ckpt_last(const ft_state_ckpt *c, int *ok) {
   ftl_ckpt_stats stats;
   *ok = 0;
@@ -212,6 +221,12 @@ ftl_err ft_state_ckpt_restore(ft_state_ckpt *c, char *msg, size_t msg_size) {
 }
 
 ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size) {
+  (void)c;
+  snprintf(msg, msg_size, "no checkpoint module");
+  return FTL_ERR_UNSUPPORTED;
+}
+
+ftl_err ft_state_ckpt_wait(ft_state_ckpt *c, char *msg, size_t msg_size) {
   (void)c;
   snprintf(msg, msg_size, "no checkpoint module");
   return FTL_ERR_UNSUPPORTED;

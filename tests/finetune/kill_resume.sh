@@ -20,6 +20,8 @@ grep -q "this build has no checkpoint module" ref.out && { echo "skipped: built 
 VICTIM_ARGS=("${FT_ARGS[@]}" --ckpt-every $EVERY --throttle-ms 40)
 NO_RESTART=()
 [ "$MODE" = hand ] && [ $HAVE_RESTART = 1 ] && NO_RESTART=(--max-restarts 0)
+# A seed makes the choice repeatable (scripts/soak.sh sets one per run).
+[ -n "${SOAK_SEED:-}" ] && RANDOM=$SOAK_SEED
 KILL_STEP=$((EVERY + 2 + RANDOM % (FT_STEPS - EVERY - 6)))
 KILL_RANK=$((RANDOM % 4))
 ftl run -n 4 "${NO_RESTART[@]}" --run-dir victim -- ftl-finetune "${VICTIM_ARGS[@]}" >victim.out 2>&1 &

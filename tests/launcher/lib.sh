@@ -1,5 +1,8 @@
 # tests/launcher/lib.sh: shared helpers for the launcher's script tests. Each test runs in a
 # fresh scratch folder, with build/bin first on PATH, and fails loudly with what it expected.
+# Sourced once: a second source (a test library built on this one) would start another scratch folder.
+[ -n "${FTL_TEST_LIB_LOADED:-}" ] && return 0
+FTL_TEST_LIB_LOADED=1
 set -u
 : "${FTL_BIN_DIR:?FTL_BIN_DIR must point at the bin folder of the build}"
 export PATH="$FTL_BIN_DIR:$PATH"

@@ -1,0 +1,27 @@
+# A fine-tune rank stopped with SIGSTOP: ftl sees no progress for timeouts.step_s, names it, ends
+# the gang and restarts it from the last commit; the adapter is byte-identical to a failure-free run.
+. "$(dirname "$0")/ft_lib.sh" || exit 1
+reference 4
+write_job job.yaml hang 4 "timeouts: {step_s: 2}"
+ftl run --kill-grace-ms 500 job.yaml >out 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -n "$(committed_steps runs/hang)" ] && break
+  sleep 0.1
+done
+victim=""
+for p in $(pgrep -f -- "$MARKER"); do
+  [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl-finetune ] || continue
+  tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=2" && victim=$p
+done
+[ -n "$victim" ] || fail "rank 2 not found"
+kill -STOP "$victim"
+wait $pid
+RC=$?
+expect_rc 0 out
+expect_contains out "rank 2 on host $(hostname -s) hung"
+expect_contains out "its process is stopped"
+same_adapter ref-4/final runs/hang/final
+verify_all runs/hang
+expect_no_leftovers
+echo "ok"

@@ -1,0 +1,42 @@
+# tests/fault/ft_lib.sh: fault tests on the example fine-tune. Sets up the fine-tune's small
+# configuration (tests/finetune/lib.sh), a failure-free reference run, and job specs.
+. "$FTL_SOURCE_DIR/tests/finetune/lib.sh" || exit 1
+. "$(dirname "$0")/lib.sh" || exit 1
+FT_EVERY=7
+
+# write_job FILE NAME RANKS [extra YAML lines...]: a job spec running the small fine-tune.
+write_job() {
+  local file=$1 name=$2 ranks=$3
+  shift 3
+  {
+    echo "name: $name"
+    echo "ranks: $ranks"
+    echo "program: ftl-finetune"
+    printf 'args: ['
+    local first=1
+    for a in "${FT_ARGS[@]}" --ckpt-every "$FT_EVERY" --throttle-ms 30; do
+      [ $first = 1 ] || printf ', '
+      printf '"%s"' "$a"
+      first=0
+    done
+    echo ']'
+    echo "env: {FTL_BACKEND: mpi}"
+    printf '%s\n' "$@"
+  } >"$file"
+}
+
+# reference RANKS: the failure-free run's adapter in ref-RANKS/final.
+reference() {
+  run_ftl "ref-$1.out" run -n "$1" --run-dir "ref-$1" -- ftl-finetune "${FT_ARGS[@]}" --ckpt-every "$FT_EVERY"
+  expect_rc 0 "ref-$1.out"
+}
+
+# committed_steps RUNDIR: the committed checkpoint steps, one per line.
+committed_steps() { ls "$1"/checkpoints/step-*/manifest.json 2>/dev/null | sed 's/.*step-0*\([0-9][0-9]*\)\/manifest.json/\1/'; }
+
+# verify_all RUNDIR: every committed checkpoint left verifies (none was damaged).
+verify_all() {
+  for s in $(committed_steps "$1"); do
+    ftl ckpt verify "$1" "$s" >/dev/null 2>&1 || fail "committed checkpoint $s of $1 no longer verifies"
+  done
+}

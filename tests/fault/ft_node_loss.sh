@@ -1,0 +1,25 @@
+# Node loss under the fine-tune, on 3 hosts x 2 ranks plus a spare (network namespaces): every
+# process of host 3 is killed mid-run; the spare takes its place, the gang resumes from the last
+# commit at the same world size, and the adapter is byte-identical to a failure-free 6-rank run.
+. "$(dirname "$0")/ft_lib.sh" || exit 1
+. "$(dirname "$0")/netns_lib.sh" || exit 1
+reference 6
+netns_up 4
+printf '%s slots=2\n' $NET.1 $NET.2 $NET.3 $NET.4 > hosts
+write_job job.yaml nodeloss 6 "hostfile: hosts" "timeouts: {node_s: 5, startup_s: 60}" "rendezvous: {timeout_s: 30}"
+on_host 1 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -n "$(committed_steps runs/nodeloss)" ] && break
+  sleep 0.1
+done
+[ -n "$(committed_steps runs/nodeloss)" ] || { cat out; fail "no committed checkpoint before the node loss"; }
+kill_host 3
+wait $pid
+RC=$?
+expect_rc 0 out
+expect_contains out "host $NS_PREFIX-h3 is lost"
+expect_contains runs/nodeloss/attempt-0001/hostfile "# left out: $NET.3 slots=2"
+same_adapter ref-6/final runs/nodeloss/final
+verify_all runs/nodeloss
+echo "ok"

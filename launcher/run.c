@@ -365,7 +365,12 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
      * (Steps are reported at most every 100 ms, so "the same" is within that resolution.) */
     int64_t reached = res.last_step > res.committed_step ? res.last_step : res.committed_step;
     same_step_failures = reached <= prev_fail_step ? same_step_failures + 1 : 1;
-    if (reached > prev_fail_step) prev_fail_step = reached;
+    if (reached > prev_fail_step) {
+      prev_fail_step = reached;
+      /* Progress since the last failure: these are independent failures, not one that keeps
+       * coming back, so the back-off starts over. */
+      backoff_ms = job->backoff_ms;
+    }
     if (same_step_failures >= job->crash_loop) {
       fprintf(stderr,
               "ftl: job '%s' failed: crash loop: %d attempts in a row failed at step %lld without getting further; "

@@ -688,12 +688,13 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   fail |= (int)set_env_int("FTL_KILL_GRACE_MS", o->kill_grace_ms);
   fail |= (int)set_env_int("FTL_NODE_TIMEOUT_MS", o->job->node_timeout_ms);
   fail |= setenv("FTL_FLEET_LEDGER", o->job->fleet_ledger ? o->job->fleet_ledger : "", 1);
+  fail |= (int)set_env_int("FTL_PREEMPT_GRACE_MS", o->job->preempt_grace_ms);
   fail |= setenv("MASTER_ADDR", master_addr, 1);
   fail |= (int)set_env_int("MASTER_PORT", free_port());
   static const char *const fixed_exports[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
                                               "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
                                               "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
-                                              "MASTER_ADDR", "MASTER_PORT"};
+                                              "FTL_PREEMPT_GRACE_MS", "MASTER_ADDR", "MASTER_PORT"};
   size_t nfixed = sizeof fixed_exports / sizeof *fixed_exports;
   exports = ftl_calloc(nfixed + o->job->env_count + 1, sizeof *exports);
   if (!exports || fail) {

@@ -29,6 +29,7 @@
 #include "evaluate.h"
 #include "ftl/ftl.h"
 #include "model.h"
+#include "cadence_plan.h"
 #include "state.h"
 #ifdef FT_WITH_CUDA
 #include "model_cuda.h"
@@ -37,6 +38,8 @@
 typedef struct opts {
   const char *data_dir, *base_path, *final_dir, *run_dir, *device;
   int64_t steps, batch, rank, ckpt_every, log_every, throttle_ms;
+  int ckpt_auto; /* --ckpt-every auto: the cadence controller decides */
+  double fleet_rate; /* --fleet-rate: the controller's prior failure rate per rank-hour */
   int64_t pretrain_steps, pretrain_batch, layers, embd, heads;
   double lr, alpha, pretrain_lr;
   int64_t seed;
@@ -47,7 +50,9 @@ static void usage(FILE *to, const char *argv0) {
   fprintf(to,
           "usage: %s --data DIR --base FILE.h5 [options]\n"
           "  fine-tune:  --steps N (300) --batch B (32, global) --lr X (3e-3) --rank R (8) --alpha A (16)\n"
-          "              --targets q,v[,k,o,fc,proj] (q,v,o,fc) --seed S (1) --ckpt-every N (50; 0: never)\n"
+          "              --targets q,v[,k,o,fc,proj] (q,v,o,fc) --seed S (1) --ckpt-every N|auto (50; 0: never;\n"
+          "              auto: derived from the measured stall and failure rate, docs/cadence.md)\n"
+          "              --fleet-rate X (the cadence's prior failure rate per rank-hour; 2e-5)\n"
           "              --final-dir DIR (RUNDIR/final) --run-dir DIR (the launcher's) --log-every N (25)\n"
           "              --device auto|cpu|cuda (auto: the CUDA path when built with it and a GPU is visible)\n"
           "  base model (built only when FILE.h5 is missing): --pretrain-steps N (400) --pretrain-batch B (32)\n"
@@ -82,6 +87,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     O_BATCH,
     O_RANK,
     O_CKPT,
+    O_FLEET_RATE,
     O_LOG,
     O_THROTTLE,
     O_PSTEPS,
@@ -107,6 +113,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
                                           {"ckpt-every", required_argument, NULL, O_CKPT},
                                           {"log-every", required_argument, NULL, O_LOG},
                                           {"throttle-ms", required_argument, NULL, O_THROTTLE},
+                                          {"fleet-rate", required_argument, NULL, O_FLEET_RATE},
                                           {"pretrain-steps", required_argument, NULL, O_PSTEPS},
                                           {"pretrain-batch", required_argument, NULL, O_PBATCH},
                                           {"layers", required_argument, NULL, O_LAYERS},
@@ -137,8 +144,15 @@ static int parse_opts(int argc, char **argv, opts *o) {
     case O_STEPS: bad = ftl_parse_i64(optarg, 0, 100000000, &o->steps) != FTL_OK; break;
     case O_BATCH: bad = ftl_parse_i64(optarg, 1, 1 << 20, &o->batch) != FTL_OK; break;
     case O_RANK: bad = ftl_parse_i64(optarg, 1, 1024, &o->rank) != FTL_OK; break;
-    case O_CKPT: bad = ftl_parse_i64(optarg, 0, 100000000, &o->ckpt_every) != FTL_OK; break;
+    case O_CKPT:
+      o->ckpt_auto = strcmp(optarg, "auto") == 0;
+      bad = !o->ckpt_auto && ftl_parse_i64(optarg, 0, 100000000, &o->ckpt_every) != FTL_OK;
+      break;
     case O_LOG: bad = ftl_parse_i64(optarg, 1, 100000000, &o->log_every) != FTL_OK; break;
+    case O_FLEET_RATE:
+      o->fleet_rate = strtod(optarg, &end);
+      bad = !end || *end || !(o->fleet_rate > 0);
+      break;
     case O_THROTTLE: bad = ftl_parse_i64(optarg, 0, 60000, &o->throttle_ms) != FTL_OK; break;
     case O_PSTEPS: bad = ftl_parse_i64(optarg, 0, 100000000, &o->pretrain_steps) != FTL_OK; break;
     case O_PBATCH: bad = ftl_parse_i64(optarg, 1, 1 << 20, &o->pretrain_batch) != FTL_OK; break;
@@ -352,6 +366,7 @@ int main(int argc, char **argv) {
   ft_lora grad = {0};
   ft_acts *acts = NULL;
   ft_state_ckpt *ck = NULL;
+  ft_cadence_plan *plan = NULL; /* before any goto done: done destroys it */
 #ifdef FT_WITH_CUDA
   ft_cuda *gpu = NULL;
 #endif
@@ -450,6 +465,14 @@ int main(int argc, char **argv) {
   /* A checkpoint step must come after the last one saved or restored. */
   int64_t last_ckpt_step = st.step;
   int saved_any = 0;
+  /* When to checkpoint: pinned every --ckpt-every steps, or derived (--ckpt-every auto). */
+  if (ck && (o.ckpt_auto || o.ckpt_every > 0)) {
+    rc = ft_plan_create(ctx, o.ckpt_auto ? 0 : o.ckpt_every, o.fleet_rate, st.step, &plan, msg, sizeof msg);
+    if (rc) {
+      fprintf(stderr, "rank %d: %s\n", R, msg);
+      goto done;
+    }
+  }
 
   if (R == 0) {
     char tl[64];
@@ -467,6 +490,7 @@ int main(int argc, char **argv) {
   double loss_acc = 0.0;
   int loss_n = 0;
   while (st.step < o.steps) {
+    int64_t step_t0 = ftl_clock_ns();
     ft_state_next_batch(&st, idx, B);
     int64_t b0, b1;
     slice(B, R, W, &b0, &b1);
@@ -505,10 +529,20 @@ int main(int argc, char **argv) {
     ftl_step_done(ctx, st.step);
     loss_acc += flat[grad.count] / (double)scored;
     loss_n++;
-    if (ck && o.ckpt_every > 0 && st.step % o.ckpt_every == 0 && st.step < o.steps) {
+    if (plan && ft_plan_due(plan, st.step) && st.step < o.steps) {
       rc = ft_state_ckpt_save(ck, msg, sizeof msg);
       last_ckpt_step = st.step;
       saved_any = 1;
+      /* The first checkpoint of a run is awaited, so the cadence has a measured stall at once. */
+      if (!rc && ft_plan_calibrating(plan)) rc = ft_state_ckpt_wait(ck, msg, sizeof msg);
+      int64_t timed_step = -1;
+      double stall_s = 0, durable_s = 0;
+      int timed = ft_state_ckpt_timing(ck, &timed_step, &stall_s, &durable_s);
+      ftl_err prc = rc ? rc : ft_plan_after_checkpoint(plan, st.step, timed, timed_step, stall_s, durable_s);
+      if (prc && !rc) {
+        rc = prc;
+        snprintf(msg, sizeof msg, "cadence: %s", ftl_ctx_errmsg(ctx));
+      }
       if (rc) {
         fprintf(stderr, "rank %d: %s\n", R, msg);
         goto alone;
@@ -555,6 +589,9 @@ int main(int argc, char **argv) {
       goto done;
     }
     if (o.throttle_ms) sleep_ms(o.throttle_ms);
+    /* The whole iteration is the step time the cadence converts seconds with (the throttle of
+     * the tests stands for compute). */
+    if (plan) ft_plan_step(plan, (double)(ftl_clock_ns() - step_t0) / 1e9);
   }
 
   ok = 1;
@@ -592,6 +629,7 @@ alone:
    * it exit, ends the gang. */
   if (failed) ck = NULL;
 done:
+  ft_plan_destroy(plan);
   if (ft_state_ckpt_close(ck) && !failed) {
     fprintf(stderr, "rank %d: the last checkpoint failed\n", R);
     failed = 1;

@@ -169,6 +169,15 @@ ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size) {
   return rc;
 }
 
+int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, double *stall_s, double *durable_s) {
+  ftl_ckpt_stats stats;
+  if (!c || ftl_ckpt_last(c->ck, &stats) != FTL_OK || stats.err != FTL_OK) return 0;
+  *step = stats.step;
+  *stall_s = stats.stall_ms / 1e3;
+  *durable_s = stats.durable_ms / 1e3;
+  return 1;
+}
+
 ftl_err ft_state_ckpt_wait(ft_state_ckpt *c, char *msg, size_t msg_size) {
   ftl_ckpt_stats stats;
   ftl_err rc = ftl_ckpt_wait(c->ck, -1, &stats);
@@ -224,6 +233,11 @@ ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size) {
   (void)c;
   snprintf(msg, msg_size, "no checkpoint module");
   return FTL_ERR_UNSUPPORTED;
+}
+
+int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, double *stall_s, double *durable_s) {
+  (void)c, (void)step, (void)stall_s, (void)durable_s;
+  return 0;
 }
 
 ftl_err ft_state_ckpt_wait(ft_state_ckpt *c, char *msg, size_t msg_size) {

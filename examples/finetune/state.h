@@ -76,6 +76,10 @@ ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size);
  * it was committed; -1 when none has finished yet (or without checkpoints; c may be NULL). */
 int64_t ft_state_ckpt_last(const ft_state_ckpt *c, int *ok);
 
+/* Not collective, never blocks: the last finished checkpoint's step, stall (δ) and time to
+ * durable (W) in seconds; 0 when none has finished or it was abandoned. */
+int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, double *stall_s, double *durable_s);
+
 /* Not collective. Waits until the last checkpoint started is durable and committed (or abandoned);
  * FTL_OK only when it was committed. msg says why not. */
 ftl_err ft_state_ckpt_wait(ft_state_ckpt *c, char *msg, size_t msg_size);

@@ -360,10 +360,13 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
       if (res.kind == FTL_FAIL_EXEC) exit_code = FTL_EXIT_LAUNCH;
       break;
     }
-    /* "The same step" is judged by progress: an attempt that fails without getting past the
-     * previous failure's last reported step adds to the loop; one that got further starts over.
-     * (Steps are reported at most every 100 ms, so "the same" is within that resolution.) */
-    int64_t reached = res.last_step > res.committed_step ? res.last_step : res.committed_step;
+    /* "The same step" is judged by progress. For a program that checkpoints through ftl, progress
+     * is a newer committed checkpoint (what a restart keeps); otherwise the highest step reported
+     * (at most every 100 ms, so "the same" is within that resolution). An attempt that fails
+     * without getting past the previous failure adds to the loop; one that got further starts it
+     * over. */
+    int64_t kept = res.committed_step > res.restored_step ? res.committed_step : res.restored_step;
+    int64_t reached = kept >= 0 ? kept : res.last_step;
     same_step_failures = reached <= prev_fail_step ? same_step_failures + 1 : 1;
     if (reached > prev_fail_step) {
       prev_fail_step = reached;

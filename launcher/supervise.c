@@ -69,6 +69,7 @@ typedef struct rank_state {
   int section;
   char state;           /* the program's scheduler state as the agent last saw it */
   int has_agent;
+  int64_t lost_ns;      /* when its agent's connection dropped without an exit report, 0 if not */
   char addrs[512];      /* the agent's host addresses */
   double phases[3];     /* rendezvous, mpi_init, comm_init as the rank measured them */
   int ready;
@@ -206,22 +207,45 @@ static void log_startup_summary(attempt *a) {
 
 enum { LOST_AGENT_SETTLE_MS = 250 };
 
-/* A lost agent whose host lost all its agents means the host is gone (killed, or cut off). */
-static void blame_lost_agent(attempt *a) {
-  if (a->lost_rank < 0 || a->have_root) return;
-  const char *host = ftl_rdzv_server_host(a->server, a->lost_rank);
+/* 1 when every agent on host has vanished without an exit report; *first_ns gets the earliest. */
+static int host_vanished(const attempt *a, const char *host, int64_t *first_ns) {
   int on_host = 0, gone = 0;
-  for (int i = 0; host && i < a->world; i++) {
+  *first_ns = INT64_MAX;
+  for (int i = 0; i < a->world; i++) {
     const char *h = ftl_rdzv_server_host(a->server, i);
     if (!h || strcmp(h, host) != 0) continue;
     on_host++;
-    gone += !a->ranks[i].has_agent && !a->ranks[i].exited;
+    if (!a->ranks[i].has_agent && !a->ranks[i].exited && a->ranks[i].lost_ns) {
+      gone++;
+      if (a->ranks[i].lost_ns < *first_ns) *first_ns = a->ranks[i].lost_ns;
+    }
   }
-  if (host && on_host > 0 && gone == on_host) {
+  return on_host > 0 && gone == on_host;
+}
+
+/* Agents vanished without an exit report. A host all of whose agents vanished is lost, but when
+ * one host dies mpirun kills the ranks on the others too, so several hosts can look lost within a
+ * few milliseconds. The lost one is the first to go, and never the launcher's own host (were it
+ * gone, so would be this launcher). */
+static void blame_lost_agent(attempt *a) {
+  if (a->lost_rank < 0 || a->have_root) return;
+  const char *lost_host = NULL;
+  int64_t lost_at = INT64_MAX;
+  for (int i = 0; i < a->world; i++) {
+    const char *h = ftl_rdzv_server_host(a->server, i);
+    int64_t first_ns;
+    if (!h || !strcmp(h, ftl_hostname()) || !host_vanished(a, h, &first_ns) || first_ns >= lost_at) continue;
+    lost_host = h;
+    lost_at = first_ns;
+  }
+  if (lost_host) {
+    int on_host = 0;
+    for (int i = 0; i < a->world; i++)
+      on_host += ftl_rdzv_server_host(a->server, i) && !strcmp(ftl_rdzv_server_host(a->server, i), lost_host);
     char how[300];
-    snprintf(how, sizeof how, "host %s is lost: all %d of its rank agents vanished without reporting an exit", host,
-             on_host);
-    set_root(a, FTL_FAIL_NODE, -1, -1, 0, how, host);
+    snprintf(how, sizeof how, "host %s is lost: all %d of its rank agents vanished without reporting an exit",
+             lost_host, on_host);
+    set_root(a, FTL_FAIL_NODE, -1, -1, 0, how, lost_host);
     return;
   }
   set_root(a, FTL_FAIL_AGENT_LOST, a->lost_rank, -1, 0,
@@ -371,6 +395,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
        * the root cause only if no rank reports a failure within LOST_AGENT_SETTLE_MS. */
       if (strcmp(ev->role, "agent") == 0) {
         s->has_agent = 0;
+        if (!s->exited) s->lost_ns = ftl_clock_ns();
         if (!s->exited && !a->terminating && a->lost_rank < 0) {
           a->lost_rank = ev->rank;
           a->lost_ms = ftl_clock_ms();

@@ -10,7 +10,7 @@ netns_up 3
 printf '%s slots=2\n' $NET.1 $NET.2 $NET.3 > hosts
 write_job job.yaml linkdown 6 "hostfile: hosts" "min_ranks: 4" "timeouts: {node_s: 3, startup_s: 60}" \
   "rendezvous: {timeout_s: 30}"
-on_host 1 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
+on_host 1 timeout -k 5 150 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
   [ -n "$(committed_steps runs/linkdown)" ] && break

@@ -14,7 +14,7 @@ timeouts: {node_s: 5, startup_s: 60}
 rendezvous: {timeout_s: 30}
 restart: {backoff_s: 0.2}
 YAML
-on_host 1 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
+on_host 1 timeout -k 5 150 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
 pid=$!
 wait_for_event runs/nodeloss first_step
 sleep 1

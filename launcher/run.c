@@ -362,7 +362,7 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     }
     /* "The same step" is judged by progress. For a program that checkpoints through ftl, progress
      * is a newer committed checkpoint (what a restart keeps); otherwise the highest step reported
-     * (at most every 100 ms, so "the same" is within that resolution). An attempt that fails
+     * (at most every 250 ms, so "the same" is within that resolution). An attempt that fails
      * without getting past the previous failure adds to the loop; one that got further starts it
      * over. */
     int64_t kept = res.committed_step > res.restored_step ? res.committed_step : res.restored_step;

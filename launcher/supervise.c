@@ -429,13 +429,15 @@ static void check_hosts(attempt *a) {
     rank_state *s = &a->ranks[i];
     if (!s->has_agent || s->exited || now - s->alive_ms < a->o->job->node_timeout_ms) continue;
     const char *host = ftl_rdzv_server_host(a->server, i);
+    /* The host is lost if its other agents have missed heartbeats too (agents report every
+     * second; theirs may have come a moment later than this one's, so the bar for them is lower). */
     int silent = 1, ranks_on_host = 0;
+    const int64_t missed_ms = 1500;
     for (int j = 0; j < a->world; j++) {
       const char *h = ftl_rdzv_server_host(a->server, j);
       if (!host || !h || strcmp(h, host) != 0) continue;
       ranks_on_host++;
-      if (a->ranks[j].has_agent && !a->ranks[j].exited && now - a->ranks[j].alive_ms < a->o->job->node_timeout_ms)
-        silent = 0;
+      if (a->ranks[j].has_agent && !a->ranks[j].exited && now - a->ranks[j].alive_ms < missed_ms) silent = 0;
     }
     char how[300];
     if (silent) {
@@ -855,8 +857,34 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
     if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
 
     if (!a.mpirun_reaped && !a.terminating) {
-      /* Rendezvous deadline: only for programs that use the library (some rank joined). */
-      if (!ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
+      /* The gang must be complete by the rendezvous deadline: every rank's agent started (for
+       * any program: mpirun may hang on a host it cannot reach), and, for programs that use the
+       * library (some rank joined), every rank joined. */
+      int agents = 0;
+      for (int i = 0; i < a.world; i++) agents += a.ranks[i].hello_ms > 0;
+      if (agents < a.world && ftl_clock_ms() >= a.rdzv_deadline_ms) {
+        char missing[700], reason[1024];
+        size_t used = 0;
+        missing[0] = '\0';
+        for (int i = 0; i < a.world && used + 32 < sizeof missing; i++)
+          if (!a.ranks[i].hello_ms)
+            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", i);
+        snprintf(reason, sizeof reason,
+                 "launch deadline of %.1f s passed with %d of %d ranks never started (ranks %s): mpirun or srun "
+                 "could not place the whole gang",
+                 (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - agents, a.world, missing);
+        ftl_rdzv_server_fail(a.server, reason);
+        a.have_root = 1;
+        res->outcome = FTL_ATTEMPT_RDZV_FAILED;
+        res->kind = FTL_FAIL_RDZV;
+        res->retryable = 1;
+        res->failure_ms = since_start(&a);
+        snprintf(res->summary, sizeof res->summary, "%s", reason);
+        ftl_events_write(o->events, "rendezvous_failed", o->attempt, json_pack("{s:s}", "reason", reason));
+        FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
+        terminate_gang(&a, SIGTERM);
+        kill(a.mpirun, SIGTERM); /* the agents that did start are told above; mpirun may be stuck */
+      } else if (!ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
           ftl_clock_ms() >= a.rdzv_deadline_ms) {
         char missing[700], reason[1024];
         ftl_rdzv_server_describe_missing(a.server, missing, sizeof missing);

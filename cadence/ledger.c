@@ -225,45 +225,15 @@ out:
 ftl_err ftl_cadence_read_ledger_(const char *path, size_t max_bytes, int64_t timeout_ms, char **data_out,
                                  size_t *size_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
   *data_out = NULL;
   *size_out = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open ledger %s: %s", path,
                          strerror(errno));
-  if ((rc = lock_fd(fd, LOCK_SH, timeout_ms, path, d))) goto out;
-  for (;;) {
-    if (len + 1 >= cap) {
-      size_t ncap = cap ? cap * 2 : 4096;
-      char *nbuf = ftl_realloc(buf, ncap);
-      if (!nbuf) {
-        rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", path);
-        goto out;
-      }
-      buf = nbuf;
-      cap = ncap;
-    }
-    ssize_t n = read(fd, buf + len, cap - len - 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-      goto out;
-    }
-    if (n == 0) break;
-    len += (size_t)n;
-    if (len > max_bytes) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "ledger %s is larger than %zu bytes", path, max_bytes);
-      goto out;
-    }
-  }
-  buf[len] = '\0';
-  *data_out = buf;
-  *size_out = len;
-  buf = NULL;
-out:
+  /* Read under the shared lock, so no line being appended is seen half-written. */
+  if ((rc = lock_fd(fd, LOCK_SH, timeout_ms, path, d)) == FTL_OK)
+    rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
   close(fd);
-  ftl_free(buf);
   return rc;
 }

@@ -11,33 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-void ftl_sim_rng_seed(ftl_sim_rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++)
-    r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t ftl_sim_rng_next(ftl_sim_rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
 double ftl_sim_rng_uniform(ftl_sim_rng *r) { return (double)(ftl_sim_rng_next(r) >> 11) * 0x1.0p-53; }
 
 double ftl_sim_rng_exp(ftl_sim_rng *r, double mean) { return -mean * log1p(-ftl_sim_rng_uniform(r)); }

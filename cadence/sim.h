@@ -14,13 +14,12 @@
 #include <stdint.h>
 
 #include "ftl/cadence.h"
+#include "ftl/core.h"
 
-/* xoshiro256** seeded with splitmix64: small, fast, and the same sequence on every machine. */
-typedef struct ftl_sim_rng {
-  uint64_t s[4];
-} ftl_sim_rng;
-void ftl_sim_rng_seed(ftl_sim_rng *r, uint64_t seed);
-uint64_t ftl_sim_rng_next(ftl_sim_rng *r);
+/* ftl's generator (xoshiro256**, ftl/core.h): the same sequence on every machine. */
+typedef ftl_rng ftl_sim_rng;
+static inline void ftl_sim_rng_seed(ftl_sim_rng *r, uint64_t seed) { ftl_rng_seed(r, seed); }
+static inline uint64_t ftl_sim_rng_next(ftl_sim_rng *r) { return ftl_rng_next(r); }
 /* Uniform in [0, 1) with 53 random bits. */
 double ftl_sim_rng_uniform(ftl_sim_rng *r);
 /* Exponential with the given mean. */

@@ -122,20 +122,16 @@ out:
   return rc;
 }
 
-ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {
+ftl_err ftl_read_fd(int fd, const char *what, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char *buf = NULL;
   size_t len = 0, cap = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
-                         strerror(errno));
   for (;;) {
     if (len + 1 >= cap) {
       size_t ncap = cap ? cap * 2 : 4096;
       char *nbuf = ftl_realloc(buf, ncap);
       if (!nbuf) {
-        rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", path);
+        rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", what);
         goto out;
       }
       buf = nbuf;
@@ -144,13 +140,13 @@ ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_
     ssize_t n = read(fd, buf + len, cap - len - 1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", what, strerror(errno));
       goto out;
     }
     if (n == 0) break;
     len += (size_t)n;
     if (len > max_bytes) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s is larger than %zu bytes", path, max_bytes);
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s is larger than %zu bytes", what, max_bytes);
       goto out;
     }
   }
@@ -159,7 +155,16 @@ ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_
   *size_out = len;
   buf = NULL;
 out:
-  close(fd);
   ftl_free(buf);
+  return rc;
+}
+
+ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
+                         strerror(errno));
+  ftl_err rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
+  close(fd);
   return rc;
 }

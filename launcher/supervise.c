@@ -535,6 +535,22 @@ out:
   ftl_free(others);
 }
 
+/* The gang did not form in time. The missing ranks are the root cause; joined ranks failing in
+ * ftl_init follow from it. Every joined rank is told why, and the gang is ended. */
+static void fail_rendezvous(attempt *a, const char *reason) {
+  ftl_attempt_result *res = a->res;
+  ftl_rdzv_server_fail(a->server, reason);
+  a->have_root = 1;
+  res->outcome = FTL_ATTEMPT_RDZV_FAILED;
+  res->kind = FTL_FAIL_RDZV;
+  res->retryable = 1;
+  res->failure_ms = since_start(a);
+  snprintf(res->summary, sizeof res->summary, "%s", reason);
+  ftl_events_write(a->o->events, "rendezvous_failed", a->o->attempt, json_pack("{s:s}", "reason", reason));
+  FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
+  terminate_gang(a, SIGTERM);
+}
+
 /* Asks the ranks to stop cleanly (preemption). Programs that use the library get a stop request
  * and the preemption grace to checkpoint; programs that do not get the signal itself. */
 static void request_stop(attempt *a, int sig) {
@@ -873,17 +889,8 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
                  "launch deadline of %.1f s passed with %d of %d ranks never started (ranks %s): mpirun or srun "
                  "could not place the whole gang",
                  (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - agents, a.world, missing);
-        ftl_rdzv_server_fail(a.server, reason);
-        a.have_root = 1;
-        res->outcome = FTL_ATTEMPT_RDZV_FAILED;
-        res->kind = FTL_FAIL_RDZV;
-        res->retryable = 1;
-        res->failure_ms = since_start(&a);
-        snprintf(res->summary, sizeof res->summary, "%s", reason);
-        ftl_events_write(o->events, "rendezvous_failed", o->attempt, json_pack("{s:s}", "reason", reason));
-        FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
-        terminate_gang(&a, SIGTERM);
-        kill(a.mpirun, SIGTERM); /* the agents that did start are told above; mpirun may be stuck */
+        fail_rendezvous(&a, reason);
+        kill(a.mpirun, SIGTERM); /* the agents that did start are told; mpirun itself may be stuck */
       } else if (!ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
           ftl_clock_ms() >= a.rdzv_deadline_ms) {
         char missing[700], reason[1024];
@@ -891,17 +898,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
         snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
                  (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - ftl_rdzv_server_joined(a.server), a.world,
                  missing);
-        ftl_rdzv_server_fail(a.server, reason);
-        /* The missing ranks are the root cause; the joined ranks failing ftl_init follow from it. */
-        a.have_root = 1;
-        res->outcome = FTL_ATTEMPT_RDZV_FAILED;
-        res->kind = FTL_FAIL_RDZV;
-        res->retryable = 1;
-        res->failure_ms = since_start(&a);
-        snprintf(res->summary, sizeof res->summary, "%s", reason);
-        ftl_events_write(o->events, "rendezvous_failed", o->attempt, json_pack("{s:s}", "reason", reason));
-        FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
-        terminate_gang(&a, SIGTERM);
+        fail_rendezvous(&a, reason);
       }
       if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
       if (!a.have_root && !a.stop_sent) check_hosts(&a);

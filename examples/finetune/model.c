@@ -19,33 +19,6 @@
 
 /* ---- random numbers ------------------------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-void ft_rng_seed(ft_rng *r, uint64_t seed) {
-  for (int i = 0; i < 4; i++)
-    r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t ft_rng_next(ft_rng *r) {
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9;
-  uint64_t t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
 float ft_rng_uniform(ft_rng *r) { return (float)(ft_rng_next(r) >> 40) / 16777216.0f; }
 
 uint64_t ft_rng_below(ft_rng *r, uint64_t n) {

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/core.h"
+
 #define FT_VOCAB 256 /* bytes */
 #define FT_MAX_LAYERS 16
 #define FT_NAME_MAX 64
@@ -143,13 +145,11 @@ typedef struct ft_adamw {
 /* One AdamW step (decoupled weight decay) on n parameters; step counts from 1. */
 void ft_adamw_update(const ft_adamw *o, float *param, const float *grad, float *m, float *v, size_t n, int64_t step);
 
-/* xoshiro256** seeded through splitmix64: small, fast, and its whole state is 32 bytes that a
+/* ftl's generator (xoshiro256**, ftl/core.h): small, fast, and its whole state is 32 bytes that a
  * checkpoint can carry. */
-typedef struct ft_rng {
-  uint64_t s[4];
-} ft_rng;
-void ft_rng_seed(ft_rng *r, uint64_t seed);
-uint64_t ft_rng_next(ft_rng *r);
+typedef ftl_rng ft_rng;
+static inline void ft_rng_seed(ft_rng *r, uint64_t seed) { ftl_rng_seed(r, seed); }
+static inline uint64_t ft_rng_next(ft_rng *r) { return ftl_rng_next(r); }
 /* Uniform in [0, 1) with 24 bits. */
 float ft_rng_uniform(ft_rng *r);
 /* Uniform integer in [0, n), n > 0, without modulo bias. */

@@ -99,6 +99,21 @@ ftl_err ftl_write_file_atomic(const char *path, const void *data, size_t size, f
 ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_t *size_out,
                       ftl_diag *d);
 
+/* The same from an open descriptor (read to its end; not closed), for callers that must hold a
+ * lock on the file while they read it. `what` names the file in messages. */
+ftl_err ftl_read_fd(int fd, const char *what, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
+
+/* ---- random numbers ------------------------------------------------------------------------ */
+
+/* xoshiro256** seeded through splitmix64: fast, reproducible from a seed on every platform, and
+ * small enough to checkpoint (its state is the four words). Not for cryptography. */
+typedef struct ftl_rng {
+  uint64_t s[4];
+} ftl_rng;
+
+void ftl_rng_seed(ftl_rng *r, uint64_t seed);
+uint64_t ftl_rng_next(ftl_rng *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -422,6 +422,12 @@ ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out)
   return FTL_OK;
 }
 
+int ftl_stop_pending(ftl_ctx *ctx, const char **reason_out) {
+  poll_launcher(ctx);
+  if (reason_out) *reason_out = ctx->stop_reason;
+  return ctx->stop_requested;
+}
+
 ftl_err ftl_progress_section(ftl_ctx *ctx, const char *section) {
   if (!ctx->have_client) return FTL_OK;
   ftl_diag ignored;

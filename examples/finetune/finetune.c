@@ -484,7 +484,8 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
 
-  float *flat = grad.mem; /* the gradients and, in the spare float, the loss: one allreduce */
+  /* The gradients, then in the spare floats the loss and the stop vote (preemption): one allreduce. */
+  float *flat = grad.mem;
   ft_adamw opt = {.lr = (float)o.lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
   int64_t t0 = ftl_clock_ns(), first = st.step;
   double loss_acc = 0.0;
@@ -498,7 +499,7 @@ int main(int argc, char **argv) {
     int64_t scored = 0;
     for (int i = 0; i < B; i++)
       scored += train.len - train.op_at[idx[i]];
-    memset(flat, 0, (grad.count + 1) * sizeof(float));
+    memset(flat, 0, (grad.count + 2) * sizeof(float));
     float local_loss = 0.0f;
     if (b1 > b0) ft_data_fill(&train, idx + b0, (int)(b1 - b0), 1, tok, tgt);
     if (b1 > b0 && !use_gpu) {
@@ -519,7 +520,9 @@ int main(int argc, char **argv) {
     }
 #endif
     flat[grad.count] = local_loss;
-    rc = ftl_allreduce(ctx, flat, flat, grad.count + 1, FTL_DTYPE_F32, FTL_OP_SUM);
+    const char *why = "";
+    flat[grad.count + 1] = ftl_stop_pending(ctx, &why) ? 1.0f : 0.0f;
+    rc = ftl_allreduce(ctx, flat, flat, grad.count + 2, FTL_DTYPE_F32, FTL_OP_SUM);
     if (rc) {
       fprintf(stderr, "rank %d: allreduce: %s: %s\n", R, ftl_strerror(rc), ftl_ctx_errmsg(ctx));
       goto alone;
@@ -565,14 +568,9 @@ int main(int argc, char **argv) {
     /* Preemption (SIGTERM or SIGUSR1 to `ftl run`): every rank sees the request after the same
      * step; the state is saved now, the commit awaited, and the program ends cleanly, so that
      * `ftl run` exits 75 and a rerun resumes from exactly here. */
-    int stop = 0;
-    const char *why = "";
-    rc = ftl_stop_requested(ctx, &stop, &why);
-    if (rc) {
-      fprintf(stderr, "rank %d: %s\n", R, ftl_ctx_errmsg(ctx));
-      goto alone;
-    }
-    if (stop) {
+    /* Every rank saw the same sum, so every rank stops after the same step. */
+    if (flat[grad.count + 1] > 0.0f) {
+      if (!*why) why = "preempted (another rank heard the request)";
       if (ck && last_ckpt_step != st.step) {
         rc = ft_state_ckpt_save(ck, msg, sizeof msg);
         saved_any = 1;

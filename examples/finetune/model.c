@@ -186,7 +186,9 @@ int ft_lora_create(ft_lora *a, const ft_config *cfg, int rank, float alpha, unsi
   lora_layout(a, &l);
   a->count = l.used;
   a->n_tensors = l.n;
-  a->mem = ftl_calloc(a->count + 1, sizeof(float));
+  /* Two spare floats after the parameters: the training step sums its loss and its stop vote
+   * there, in the same allreduce as the gradients. */
+  a->mem = ftl_calloc(a->count + 2, sizeof(float));
   a->tensors = ftl_calloc((size_t)a->n_tensors, sizeof(ft_tensor));
   if (!a->mem || !a->tensors) {
     ft_lora_destroy(a);

@@ -119,6 +119,12 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step);
  * gets a borrowed description ("preempted by SIGTERM") valid until ftl_finalize. */
 ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out);
 
+/* Not collective: 1 when this rank has heard a stop request (reason as above), else 0. A program
+ * that already makes a collective every step can fold this flag into it (sum or max it with its
+ * gradients, as examples/finetune does) and so agree on stopping without ftl_stop_requested's
+ * own allreduce. */
+int ftl_stop_pending(ftl_ctx *ctx, const char **reason_out);
+
 /* Not collective. Tells the launcher's hang detector which kind of work follows, so the right
  * silence timeout applies: "step" (training steps, the default after the first step) or
  * "checkpoint" (a blocking checkpoint or restore). */

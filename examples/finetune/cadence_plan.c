@@ -66,8 +66,8 @@ static ftl_err share_next(ft_cadence_plan *p, int64_t step) {
   return rc;
 }
 
-ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double fleet_rate, int64_t start_step, ft_cadence_plan **out,
-                       char *msg, size_t msg_size) {
+ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double pin_s, double fleet_rate, int64_t start_step,
+                       ft_cadence_plan **out, char *msg, size_t msg_size) {
   ftl_err rc = FTL_OK;
   ftl_diag d = {{0}};
   ft_cadence_plan *p = ftl_calloc(1, sizeof *p);
@@ -82,6 +82,7 @@ ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double fleet_rate, int64
     ftl_cadence_config_init(&cfg);
     cfg.world_size = me->world_size;
     cfg.pin_steps = pin_steps;
+    cfg.pin_s = pin_s; /* every pin_s seconds of steps: the controller turns it into steps */
     cfg.fleet_rate = fleet_rate; /* 0: the controller's default */
     /* The preemption notice bounds the interval: a save must fit in it (ftl exports the grace). */
     int64_t grace_ms = 0;

@@ -12,11 +12,12 @@
 
 typedef struct ft_cadence_plan ft_cadence_plan;
 
-/* Collective. pin_steps > 0: every pin_steps steps; 0: derived, with the prior failure rate
- * fleet_rate per rank-hour (0: the controller's default). The first checkpoint step follows
- * start_step (derived: 10 steps later, which also measures the stall). On error msg says why. */
-ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double fleet_rate, int64_t start_step, ft_cadence_plan **out,
-                       char *msg, size_t msg_size);
+/* Collective. pin_steps > 0: every pin_steps steps; else pin_s > 0: every pin_s seconds (turned
+ * into steps from the measured step time); else derived, with the prior failure rate fleet_rate
+ * per rank-hour (0: the controller's default). The first checkpoint step follows start_step
+ * (unless pinned in steps: 10 steps later, which also measures the stall). On error msg says why. */
+ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double pin_s, double fleet_rate, int64_t start_step,
+                       ft_cadence_plan **out, char *msg, size_t msg_size);
 
 /* Not collective: one training step took `seconds` (rank 0 keeps the measurement). */
 void ft_plan_step(ft_cadence_plan *p, double seconds);

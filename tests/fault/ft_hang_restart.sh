@@ -5,10 +5,7 @@ reference 4
 write_job job.yaml hang 4 "timeouts: {step_s: 2}"
 ftl run --kill-grace-ms 500 job.yaml >out 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do
-  [ -n "$(committed_steps runs/hang)" ] && break
-  sleep 0.1
-done
+wait_first_commit runs/hang
 victim=""
 for p in $(pgrep -f -- "$MARKER"); do
   [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl-finetune ] || continue

@@ -34,6 +34,17 @@ reference() {
 # committed_steps RUNDIR: the committed checkpoint steps, one per line.
 committed_steps() { ls "$1"/checkpoints/step-*/manifest.json 2>/dev/null | sed 's/.*step-0*\([0-9][0-9]*\)\/manifest.json/\1/'; }
 
+# wait_first_commit RUNDIR: until the run has a committed checkpoint (30 s at most; then the job's
+# output is shown and the test fails).
+wait_first_commit() {
+  for _ in $(seq 1 300); do
+    [ -n "$(committed_steps "$1")" ] && return 0
+    sleep 0.1
+  done
+  cat out >&2
+  fail "no committed checkpoint in $1 after 30 s"
+}
+
 # verify_all RUNDIR: every committed checkpoint left verifies (none was damaged).
 verify_all() {
   for s in $(committed_steps "$1"); do

@@ -12,11 +12,7 @@ write_job job.yaml linkdown 6 "hostfile: hosts" "min_ranks: 4" "timeouts: {node_
   "rendezvous: {timeout_s: 30}"
 on_host 1 timeout -k 5 150 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do
-  [ -n "$(committed_steps runs/linkdown)" ] && break
-  sleep 0.1
-done
-[ -n "$(committed_steps runs/linkdown)" ] || { cat out; fail "no committed checkpoint before the link went down"; }
+wait_first_commit runs/linkdown
 link_down 2
 wait $pid
 RC=$?

@@ -5,14 +5,7 @@ reference 4
 write_job job.yaml preempt 4
 ftl run job.yaml >out 2>&1 &
 pid=$!
-wait_first_commit() {
-  for _ in $(seq 1 300); do
-    [ -n "$(committed_steps runs/preempt)" ] && return 0
-    sleep 0.1
-  done
-  fail "no committed checkpoint"
-}
-wait_first_commit
+wait_first_commit runs/preempt
 sleep 0.3
 kill -TERM $pid
 wait $pid

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cadence/internal.h"
+#include "core/failure_cause.h"
+#include "core/jsonl.h"
+#include "core/rundir.h"
 #include "ftl/core.h"
 
 #define DEFAULT_FLEET_RATE 2e-5 /* failures per rank-hour (Llama 3: 419 in 16,384 GPUs × 54 days) */
@@ -73,18 +75,15 @@ double ftl_cadence_waste(double interval_s, double stall_s, double durable_s, do
 /* ---- cause classes -------------------------------------------------------------------------- */
 
 ftl_cadence_cause_class ftl_cadence_classify(const char *cause, int64_t step) {
-  /* The launcher's causes (docs/formats/failures.md) and the fleet ledger's extra "preempted".
-   * Software bugs count with hardware, as in the published interruption statistics: what matters
-   * to the cadence is how often work is lost, not whose fault it was. */
+  /* The causes and their classes are core/failure_cause.h's, the table the launcher names its
+   * failures from. */
   static const struct {
     const char *name;
     ftl_cadence_cause_class cls;
   } table[] = {
-      {"hang", FTL_CADENCE_CAUSE_FAILURE},           {"node_lost", FTL_CADENCE_CAUSE_FAILURE},
-      {"agent_lost", FTL_CADENCE_CAUSE_FAILURE},     {"launcher", FTL_CADENCE_CAUSE_FAILURE},
-      {"exit_code", FTL_CADENCE_CAUSE_FAILURE},      {"signal", FTL_CADENCE_CAUSE_FAILURE},
-      {"rendezvous", FTL_CADENCE_CAUSE_NOT_FAILURE}, {"cannot_start", FTL_CADENCE_CAUSE_NOT_FAILURE},
-      {"preempted", FTL_CADENCE_CAUSE_NOT_FAILURE},  {"none", FTL_CADENCE_CAUSE_NOT_FAILURE},
+#define FTL_CAUSE_ROW_(kind, name, cls) {name, FTL_CADENCE_CAUSE_##cls},
+      FTL_FAILURE_CAUSE_MAP(FTL_CAUSE_ROW_)
+#undef FTL_CAUSE_ROW_
   };
   if (!cause) return FTL_CADENCE_CAUSE_UNKNOWN;
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -492,7 +491,7 @@ ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_lo
   if (!c || !path) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller or ledger path");
   char *data = NULL;
   size_t size = 0;
-  ftl_err rc = ftl_cadence_read_ledger_(path, MAX_LEDGER_BYTES, LEDGER_LOCK_TIMEOUT_MS, &data, &size, d);
+  ftl_err rc = ftl_jsonl_read(path, MAX_LEDGER_BYTES, LEDGER_LOCK_TIMEOUT_MS, &data, &size, d);
   if (rc) return rc;
   int64_t lineno = 0;
   size_t pos = 0;
@@ -560,7 +559,7 @@ ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_st
   const char *run_dir = getenv("FTL_RUN_DIR");
   if (run_dir && *run_dir) {
     char path[PATH_MAX];
-    if (ftl_fmt(path, sizeof path, "%s/failures.jsonl", run_dir))
+    if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES))
       return ftl_diag_fail(d, FTL_ERR_RANGE, "cadence: FTL_RUN_DIR is too long");
     ftl_err rc = ftl_cadence_load_ledger(c, path, run_stats, d);
     if (rc && rc != FTL_ERR_NOTFOUND) return rc;

@@ -1,27 +1,19 @@
 /* cadence/ledger.c: one ledger line in and out (docs/formats/fleet-ledger.md,
- * docs/formats/failures.md), and the locked append and read of a fleet ledger shared by jobs.
+ * docs/formats/failures.md), and the append of a record to a fleet ledger shared by jobs.
  *
- * Concurrency: a writer holds an exclusive flock on the ledger while it appends one line with a
- * single write() to an O_APPEND descriptor and fsyncs it; a reader holds a shared flock while it
- * reads. O_APPEND alone keeps lines whole on a local file system; the lock also covers file
- * systems where it does not, and lets a writer repair a line torn by a writer that crashed.
+ * Concurrency is core/jsonl.c's: a writer holds an exclusive flock while it appends one line with
+ * a single write() to an O_APPEND descriptor and fsyncs it (and repairs a line torn by a writer
+ * that crashed); a reader (cadence.c, through ftl_jsonl_read) holds a shared flock while it reads.
  *
  * Not here: what the records mean for the estimate (cadence.c). */
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "cadence/internal.h"
+#include "core/jsonl.h"
 #include "ftl/cadence.h"
 #include "ftl/core.h"
 
-#define LEDGER_VERSION 1
 /* A line is a few hundred bytes; a longer one is not ours. */
 #define MAX_LINE_BYTES 65536
 /* Exposure of one record: a million rank-hours is already 100k ranks for ten hours. */
@@ -79,8 +71,8 @@ ftl_err ftl_cadence_parse_record(const char *line, size_t len, ftl_cadence_recor
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"version\" is missing");
     goto out;
   }
-  if (version != LEDGER_VERSION) {
-    rc = ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "version %lld is not %d", (long long)version, LEDGER_VERSION);
+  if (version != FTL_RECORD_VERSION) {
+    rc = ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "version %lld is not %d", (long long)version, FTL_RECORD_VERSION);
     goto out;
   }
   /* The run ledger (failures.jsonl) has no "record" field: every line is a failure. */
@@ -125,115 +117,35 @@ out:
   return rc;
 }
 
-/* flock with a deadline: LOCK_NB in a loop with short sleeps (flock itself cannot time out). */
-static ftl_err lock_fd(int fd, int op, int64_t timeout_ms, const char *path, ftl_diag *d) {
-  int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? 0 : timeout_ms);
-  for (;;) {
-    if (flock(fd, op | LOCK_NB) == 0) return FTL_OK;
-    if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) return ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
-    if (ftl_deadline_left_ms(deadline) == 0)
-      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s stayed locked by another writer for %lld ms", path,
-                           (long long)timeout_ms);
-    struct timespec ts = {0, 2 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-}
-
-static ftl_err write_all(int fd, const char *buf, size_t len, const char *path, ftl_diag *d) {
-  while (len > 0) {
-    ssize_t n = write(fd, buf, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      return ftl_diag_fail(d, errno == ENOSPC ? FTL_ERR_NOSPC : FTL_ERR_IO, "cannot append to %s: %s", path,
-                           strerror(errno));
-    buf += n;
-    len -= (size_t)n;
-  }
-  return FTL_OK;
-}
-
 ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec, int64_t timeout_ms, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_t *o = NULL;
-  char *text = NULL, *line = NULL;
-  int fd = -1;
   if (!path || !rec) return ftl_diag_fail(d, FTL_ERR_INVAL, "no fleet ledger path or record");
   int64_t wall_us = rec->wall_us ? rec->wall_us : ftl_wall_us();
   if (rec->kind == FTL_CADENCE_REC_FAILURE) {
     if (!rec->cause[0]) return ftl_diag_fail(d, FTL_ERR_INVAL, "a failure record needs a cause");
-    o = json_pack("{s:i, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:s}", "version", LEDGER_VERSION, "record", "failure",
+    o = json_pack("{s:i, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:s}", "version", FTL_RECORD_VERSION, "record", "failure",
                   "wall_us", (json_int_t)wall_us, "job", rec->job, "host", rec->host, "attempt",
                   (json_int_t)rec->attempt, "world_size", (json_int_t)rec->world_size, "step", (json_int_t)rec->step,
                   "cause", rec->cause);
   } else if (rec->kind == FTL_CADENCE_REC_EXPOSURE) {
     if (!isfinite(rec->rank_hours) || rec->rank_hours < 0 || rec->rank_hours > MAX_RANK_HOURS)
       return ftl_diag_fail(d, FTL_ERR_INVAL, "rank_hours %g is not in [0, %g]", rec->rank_hours, MAX_RANK_HOURS);
-    o = json_pack("{s:i, s:s, s:I, s:s, s:s, s:I, s:I, s:f}", "version", LEDGER_VERSION, "record", "exposure",
+    o = json_pack("{s:i, s:s, s:I, s:s, s:s, s:I, s:I, s:f}", "version", FTL_RECORD_VERSION, "record", "exposure",
                   "wall_us", (json_int_t)wall_us, "job", rec->job, "host", rec->host, "attempt",
                   (json_int_t)rec->attempt, "world_size", (json_int_t)rec->world_size, "rank_hours", rec->rank_hours);
   } else {
     return ftl_diag_fail(d, FTL_ERR_INVAL, "record kind %d is neither failure nor exposure", (int)rec->kind);
   }
-  if (!o || !(text = json_dumps(o, JSON_COMPACT))) {
+  if (!o) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cannot encode a fleet ledger record");
     goto out;
   }
-  /* "\n" in front in case the last line is torn, the record, "\n": built once so it goes out in
-   * one write(). */
-  size_t n = strlen(text);
-  line = ftl_malloc(n + 2);
-  if (!line) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory appending to %s", path);
-    goto out;
-  }
-  line[0] = '\n';
-  memcpy(line + 1, text, n);
-  line[n + 1] = '\n';
-
-  fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open fleet ledger %s: %s", path, strerror(errno));
-    goto out;
-  }
-  if ((rc = lock_fd(fd, LOCK_EX, timeout_ms, path, d))) goto out;
-  /* Under the lock no other writer is mid-line, so a last byte other than '\n' is a torn line from
-   * a writer that died: end it, so that it is one bad line rather than two. */
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-    goto out;
-  }
-  bool torn = false;
-  if (st.st_size > 0) {
-    char last = '\n';
-    if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') torn = true;
-  }
-  if ((rc = write_all(fd, torn ? line : line + 1, torn ? n + 2 : n + 1, path, d))) goto out;
-  if (fsync(fd) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", path, strerror(errno));
-    goto out;
-  }
+  /* Locked (other jobs append to the same ledger, and the lock lets a writer repair a line torn by
+   * one that died) and fsynced: the record must survive what comes next. */
+  const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = timeout_ms, .fsync = true};
+  rc = ftl_jsonl_append(path, o, &opts, d);
 out:
-  if (fd >= 0) close(fd); /* closing releases the lock */
-  ftl_free(line);
-  free(text); /* jansson's allocator is libc's */
   json_decref(o);
-  return rc;
-}
-
-ftl_err ftl_cadence_read_ledger_(const char *path, size_t max_bytes, int64_t timeout_ms, char **data_out,
-                                 size_t *size_out, ftl_diag *d) {
-  ftl_err rc = FTL_OK;
-  *data_out = NULL;
-  *size_out = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open ledger %s: %s", path,
-                         strerror(errno));
-  /* Read under the shared lock, so no line being appended is seen half-written. */
-  if ((rc = lock_fd(fd, LOCK_SH, timeout_ms, path, d)) == FTL_OK)
-    rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
-  close(fd);
   return rc;
 }

@@ -1,8 +1,9 @@
 /* checkpoint/catalog.c: step folders of the checkpoints folder (see catalog.h). */
-#include "catalog.h"
+#include "checkpoint/catalog.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "core/fs.h"
 #include "ftl/core.h"
 
 ftl_err ck_step_dir(const char *base, int64_t step, char *out, size_t size) {
@@ -25,7 +26,77 @@ static int cmp_desc(const void *a, const void *b) {
 static int exists(const char *dir, const char *name) {
   char p[PATH_MAX];
   struct stat st;
-  return ftl_fmt(p, sizeof p, "%s/%s", dir, name) == FTL_OK && stat(p, &st) == 0;
+  return ftl_fmt(p, sizeof p, "%s/%s", dir, name) == FTL_OK && lstat(p, &st) == 0;
+}
+
+ftl_err ck_step_dir_check(const char *base, int64_t step, ftl_diag *d) {
+  char sd[PATH_MAX], real_base[PATH_MAX], real_sd[PATH_MAX];
+  if (ck_step_dir(base, step, sd, sizeof sd)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", base);
+  struct stat st;
+  if (lstat(sd, &st) != 0)
+    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "%s: %s", sd, strerror(errno));
+  if (S_ISLNK(st.st_mode))
+    return ftl_diag_fail(d, FTL_ERR_STATE, "%s is a symbolic link: refused (a step folder is never followed out of %s)",
+                         sd, base);
+  if (!S_ISDIR(st.st_mode)) return ftl_diag_fail(d, FTL_ERR_STATE, "%s is not a folder: refused", sd);
+  /* Any other way out (a bind mount, a folder renamed under us) shows in the resolved paths. */
+  size_t n = 0;
+  if (!realpath(base, real_base) || !realpath(sd, real_sd) || (n = strlen(real_base), strncmp(real_sd, real_base, n)) ||
+      real_sd[n] != '/' || strchr(real_sd + n + 1, '/'))
+    return ftl_diag_fail(d, FTL_ERR_STATE, "%s does not resolve to a folder directly inside %s: refused", sd, base);
+  return FTL_OK;
+}
+
+ftl_err ck_open_regular(const char *path, int flags, int *fd_out, ftl_diag *d) {
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  *fd_out = -1;
+  /* O_NONBLOCK: an open of a FIFO returns at once instead of waiting for a writer; O_NOFOLLOW: a
+   * symbolic link is refused (ELOOP). The fstat below refuses anything but a regular file. */
+  int fd = ftl_fs_table.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ENOENT) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s: missing", name);
+    if (e == ELOOP) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (a symbolic link)", name);
+    if (e == ENXIO) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (a FIFO or socket)", name);
+    return ftl_diag_fail(d, ftl_errno_to_err(e), "%s: cannot open: %s", name, strerror(e));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    ftl_fs_table.close(fd);
+    return ftl_diag_fail(d, FTL_ERR_IO, "%s: cannot stat: %s", name, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ftl_fs_table.close(fd);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (%s)", name,
+                         S_ISFIFO(st.st_mode)   ? "a FIFO"
+                         : S_ISDIR(st.st_mode)  ? "a folder"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "a device");
+  }
+  /* Reads of a regular file never block; the flag is dropped so nothing else sees it. */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  *fd_out = fd;
+  return FTL_OK;
+}
+
+ftl_err ck_read_manifest_text(const char *base, int64_t step, char **text_out, size_t *len_out, ftl_diag *d) {
+  char sd[PATH_MAX], path[PATH_MAX];
+  *text_out = NULL;
+  *len_out = 0;
+  if (ck_step_dir(base, step, sd, sizeof sd) || ftl_fmt(path, sizeof path, "%s/manifest.json", sd))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", base);
+  ftl_err rc = ck_step_dir_check(base, step, d);
+  if (rc) return rc;
+  int fd = -1;
+  rc = ck_open_regular(path, O_RDONLY, &fd, d);
+  if (rc) return rc;
+  rc = ftl_read_fd(fd, path, CK_MANIFEST_MAX_BYTES, text_out, len_out, d);
+  ftl_fs_table.close(fd);
+  /* Too big to be a manifest is a malformed one; a failed read is the storage's. */
+  if (rc == FTL_ERR_RANGE || rc == FTL_ERR_INVAL) rc = FTL_ERR_CORRUPT;
+  return rc;
 }
 
 ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_diag *d) {
@@ -56,9 +127,13 @@ ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_dia
     char sd[PATH_MAX];
     if (ftl_fmt(sd, sizeof sd, "%s/%s", base, e->d_name)) continue;
     v[n].step = step;
-    v[n].state = exists(sd, "manifest.json")       ? CK_STEP_COMMITTED
-                 : exists(sd, "manifest.json.bad") ? CK_STEP_BAD
-                                                   : CK_STEP_INCOMPLETE;
+    struct stat st;
+    if (lstat(sd, &st) != 0 || !S_ISDIR(st.st_mode))
+      v[n].state = CK_STEP_REFUSED;
+    else
+      v[n].state = exists(sd, "manifest.json")       ? CK_STEP_COMMITTED
+                   : exists(sd, "manifest.json.bad") ? CK_STEP_BAD
+                                                     : CK_STEP_INCOMPLETE;
     n++;
   }
   if (n > 1) qsort(v, (size_t)n, sizeof *v, cmp_desc);
@@ -73,18 +148,15 @@ out:
 
 ftl_err ck_read_manifest(const char *base, int64_t step, ck_manifest **m_out, char **text_out, size_t *len_out,
                          ftl_diag *d) {
-  char sd[PATH_MAX], path[PATH_MAX];
   char *text = NULL;
   size_t len = 0;
   *m_out = NULL;
-  if (ck_step_dir(base, step, sd, sizeof sd) || ftl_fmt(path, sizeof path, "%s/manifest.json", sd))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", base);
-  ftl_err rc = ftl_read_file(path, CK_MANIFEST_MAX_BYTES, &text, &len, d);
+  ftl_err rc = ck_read_manifest_text(base, step, &text, &len, d);
   if (rc) return rc;
   rc = ck_manifest_parse(text, len, m_out, d);
   if (rc == FTL_OK && (*m_out)->step != step) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "manifest: step %lld in the folder of step %lld", (long long)(*m_out)->step,
-                       (long long)step);
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "manifest: step mismatch: step %lld in the folder of step %lld",
+                       (long long)(*m_out)->step, (long long)step);
     ck_manifest_free(*m_out);
     *m_out = NULL;
   }
@@ -102,21 +174,26 @@ ftl_err ck_mark_bad(const char *base, int64_t step, const char *reason, ftl_diag
   if (ck_step_dir(base, step, sd, sizeof sd) || ftl_fmt(from, sizeof from, "%s/manifest.json", sd) ||
       ftl_fmt(to, sizeof to, "%s/manifest.json.bad", sd) || ftl_fmt(why, sizeof why, "%s/bad-reason.txt", sd))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", base);
+  ftl_err rc = ck_step_dir_check(base, step, d);
+  if (rc) return rc;
   char text[1200];
   snprintf(text, sizeof text, "%s\n", reason);
-  ftl_err rc = ck_write_atomic(why, text, strlen(text), NULL, 0, step, d);
+  rc = ftl_fs_write_atomic(why, text, strlen(text), NULL, 0, step, d);
   if (rc) return rc;
-  if (ck_fs_table.rename(from, to) != 0)
+  if (ftl_fs_table.rename(from, to) != 0)
     return ftl_diag_fail(d, FTL_ERR_IO, "rename of %s failed: %s", from, strerror(errno));
-  return ck_fsync_dir(sd, d);
+  return ftl_fs_fsync_dir(sd, d);
 }
 
 ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d) {
   char sd[PATH_MAX], p[PATH_MAX];
   if (ck_step_dir(base, step, sd, sizeof sd) || ftl_fmt(p, sizeof p, "%s/manifest.json", sd))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", base);
-  if (ck_fs_table.unlink(p) == 0) {
-    ftl_err rc = ck_fsync_dir(sd, d);
+  ftl_err crc = ck_step_dir_check(base, step, d);
+  if (crc == FTL_ERR_NOTFOUND) return FTL_OK;
+  if (crc) return crc;
+  if (ftl_fs_table.unlink(p) == 0) {
+    ftl_err rc = ftl_fs_fsync_dir(sd, d);
     if (rc) return rc;
   } else if (errno != ENOENT) {
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot delete %s: %s", p, strerror(errno));
@@ -127,12 +204,51 @@ ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   while ((e = readdir(dir))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    if (ftl_fmt(p, sizeof p, "%s/%s", sd, e->d_name) == FTL_OK && ck_fs_table.unlink(p) != 0 && errno != ENOENT)
+    if (ftl_fmt(p, sizeof p, "%s/%s", sd, e->d_name) == FTL_OK && ftl_fs_table.unlink(p) != 0 && errno != ENOENT)
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot delete %s: %s", p, strerror(errno));
   }
   closedir(dir);
   if (rc) return rc;
   if (rmdir(sd) != 0 && errno != ENOENT)
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot remove folder %s: %s", sd, strerror(errno));
-  return ck_fsync_dir(base, d);
+  return ftl_fs_fsync_dir(base, d);
+}
+
+void ck_read_bad_reason(const char *base, int64_t step, char *out, size_t size) {
+  char sd[PATH_MAX], p[PATH_MAX], *text = NULL;
+  size_t len = 0;
+  int fd = -1;
+  out[0] = '\0';
+  if (ck_step_dir(base, step, sd, sizeof sd) || ftl_fmt(p, sizeof p, "%s/bad-reason.txt", sd) ||
+      ck_step_dir_check(base, step, NULL) || ck_open_regular(p, O_RDONLY, &fd, NULL))
+    return;
+  if (ftl_read_fd(fd, p, 4096, &text, &len, NULL) == FTL_OK) {
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+      text[--len] = '\0';
+    snprintf(out, size, "%s", text);
+  }
+  ftl_fs_table.close(fd);
+  ftl_free(text);
+}
+
+/* ---- the commit marker ------------------------------------------------------------------ */
+
+static ftl_err marker_path(const char *base, char *out, size_t size) {
+  return ftl_fmt(out, size, "%s/%s", base, CK_MARKER_NAME);
+}
+
+int ck_marker_exists(const char *base) {
+  char p[PATH_MAX];
+  struct stat st;
+  return marker_path(base, p, sizeof p) == FTL_OK && lstat(p, &st) == 0;
+}
+
+ftl_err ck_marker_note_commit(const char *base, int64_t step, ftl_diag *d) {
+  char p[PATH_MAX];
+  if (marker_path(base, p, sizeof p)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", base);
+  if (ck_marker_exists(base)) return FTL_OK;
+  char text[128];
+  snprintf(text, sizeof text, "ftl-ckpt-committed 1\nfirst_step %lld\ncreated_unix_us %lld\n", (long long)step,
+           (long long)ftl_wall_us());
+  return ftl_fs_write_atomic(p, text, strlen(text), NULL, 0, step, d);
 }

@@ -4,6 +4,10 @@
  * Layout: <run_dir>/checkpoints/step-<8+ digits>/{shard-<5 digits>.h5, manifest.json}.
  * A step is committed iff manifest.json exists in its folder; a step found corrupt at restore has
  * its manifest renamed to manifest.json.bad and a bad-reason.txt written next to it.
+ * <run_dir>/checkpoints/COMMITTED marks a run directory that once committed (never deleted).
+ * Safety: a step folder that is a symbolic link (or resolves outside the checkpoints folder) is
+ * refused, never read, written, renamed in or deleted; manifests and shards are opened with
+ * O_NOFOLLOW | O_NONBLOCK and must be regular files (ck_open_regular).
  *
  * Not here: MPI (callers decide which rank acts), verification of shard bytes (shard.c). */
 #ifndef FTL_CKPT_CATALOG_H
@@ -12,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "manifest.h"
+#include "checkpoint/manifest.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,7 +25,8 @@ extern "C" {
 typedef enum ck_step_state {
   CK_STEP_INCOMPLETE = 0, /* no manifest: never committed (a crash, or an abandoned checkpoint) */
   CK_STEP_COMMITTED = 1,
-  CK_STEP_BAD = 2, /* was committed, then failed verification at a restore */
+  CK_STEP_BAD = 2,     /* was committed, then failed verification at a restore */
+  CK_STEP_REFUSED = 3, /* step-N is a symbolic link or not a folder: never read, written or deleted */
 } ck_step_state;
 
 typedef struct ck_step_entry {
@@ -36,6 +41,23 @@ ftl_err ck_step_dir(const char *base, int64_t step, char *out, size_t size);
  * empty list. */
 ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_diag *d);
 
+/* FTL_OK when <base>/step-N is a real folder directly inside base (lstat: not a symbolic link;
+ * realpath: it resolves inside base). FTL_ERR_STATE naming the folder when it is refused,
+ * FTL_ERR_NOTFOUND when it does not exist. Everything that writes, renames or deletes in a step
+ * folder checks this first. */
+ftl_err ck_step_dir_check(const char *base, int64_t step, ftl_diag *d);
+
+/* Opens path (flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, through the file seam) and refuses
+ * anything but a regular file: a FIFO, socket, device, folder or symbolic link is FTL_ERR_CORRUPT
+ * "not a regular file", named; a missing file FTL_ERR_NOTFOUND; other errors FTL_ERR_IO. The
+ * returned descriptor is blocking again. */
+ftl_err ck_open_regular(const char *path, int flags, int *fd_out, ftl_diag *d);
+
+/* The raw bytes of <step dir>/manifest.json (step folder checked, ck_open_regular), freed with
+ * ftl_free. FTL_ERR_CORRUPT when it is not a regular file or too big to be a manifest,
+ * FTL_ERR_NOTFOUND when missing, FTL_ERR_IO when the read fails. */
+ftl_err ck_read_manifest_text(const char *base, int64_t step, char **text_out, size_t *len_out, ftl_diag *d);
+
 /* Reads and parses <step dir>/manifest.json; *text_out (optional) receives the raw bytes. */
 ftl_err ck_read_manifest(const char *base, int64_t step, ck_manifest **m_out, char **text_out, size_t *len_out,
                          ftl_diag *d);
@@ -43,9 +65,23 @@ ftl_err ck_read_manifest(const char *base, int64_t step, ck_manifest **m_out, ch
 /* Marks a committed step bad (rename of the manifest + reason file, durable). */
 ftl_err ck_mark_bad(const char *base, int64_t step, const char *reason, ftl_diag *d);
 
+/* The first 4 KiB of a bad step's bad-reason.txt (opened like a manifest: never a FIFO or link),
+ * without its trailing newline; "" when there is none. */
+void ck_read_bad_reason(const char *base, int64_t step, char *out, size_t size);
+
 /* Deletes a step folder: the manifest first (durably: the step stops being committed before any
  * shard goes), then everything else, then the folder. */
 ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d);
+
+/* The commit marker, <base>/COMMITTED: written (durably) by rank 0 after the first commit of a
+ * run directory, never deleted by ftl (not by the keep rule, not by marking steps bad). While it
+ * exists the run directory "once committed": a restore that finds nothing usable fails instead of
+ * starting from scratch (docs/checkpoint.md). Text: "ftl-ckpt-committed 1", "first_step N",
+ * "created_unix_us T", one per line. */
+#define CK_MARKER_NAME "COMMITTED"
+int ck_marker_exists(const char *base);
+/* Writes the marker unless it exists. */
+ftl_err ck_marker_note_commit(const char *base, int64_t step, ftl_diag *d);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
  * XXH3) and checks that HDF5's own structure puts each dataset where the manifest says.
  *
  * Not here: anything that needs MPI or a running gang. */
-#include "ckpt_cli.h"
+#include "checkpoint/ckpt_cli.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -14,10 +14,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "catalog.h"
+#include "checkpoint/catalog.h"
+#include "checkpoint/h5.h"
+#include "checkpoint/shard.h"
+#include "core/rundir.h"
 #include "ftl/core.h"
-#include "h5.h"
-#include "shard.h"
 
 #define CLI_CHUNK (8u << 20)
 
@@ -36,14 +37,17 @@ static int is_dir(const char *p) {
 
 /* RUNDIR/checkpoints when it exists, else RUNDIR itself when it is a folder. */
 static int resolve_base(const char *rundir, char *base, size_t size) {
-  if (ftl_fmt(base, size, "%s/checkpoints", rundir) == FTL_OK && is_dir(base)) return 0;
+  if (ftl_rundir_path(base, size, rundir, FTL_RUNDIR_CHECKPOINTS) == FTL_OK && is_dir(base)) return 0;
   if (is_dir(rundir) && ftl_fmt(base, size, "%s", rundir) == FTL_OK) return 0;
   fprintf(stderr, "ftl ckpt: %s is not a folder\n", rundir);
   return -1;
 }
 
 static const char *state_name(ck_step_state s) {
-  return s == CK_STEP_COMMITTED ? "committed" : s == CK_STEP_BAD ? "bad" : "incomplete";
+  return s == CK_STEP_COMMITTED ? "committed"
+         : s == CK_STEP_BAD     ? "bad"
+         : s == CK_STEP_REFUSED ? "refused"
+                                : "incomplete";
 }
 
 static uint64_t total_bytes(const ck_manifest *m) {
@@ -83,17 +87,12 @@ static int cmd_ls(const char *base) {
       } else {
         snprintf(note, sizeof note, "unreadable manifest: %s", md.msg);
       }
+    } else if (steps[i].state == CK_STEP_REFUSED) {
+      ftl_diag rd = {{0}};
+      ck_step_dir_check(base, steps[i].step, &rd);
+      snprintf(note, sizeof note, "%s", rd.msg);
     } else if (steps[i].state == CK_STEP_BAD) {
-      char sd[PATH_MAX], p[PATH_MAX];
-      char *why = NULL;
-      size_t len = 0;
-      if (ck_step_dir(base, steps[i].step, sd, sizeof sd) == FTL_OK &&
-          ftl_fmt(p, sizeof p, "%s/bad-reason.txt", sd) == FTL_OK &&
-          ftl_read_file(p, 4096, &why, &len, NULL) == FTL_OK) {
-        if (len && why[len - 1] == '\n') why[len - 1] = '\0';
-        snprintf(note, sizeof note, "%s", why);
-      }
-      ftl_free(why);
+      ck_read_bad_reason(base, steps[i].step, note, sizeof note);
     }
     char w[16] = "-";
     if (world) snprintf(w, sizeof w, "%d", world);
@@ -124,13 +123,13 @@ static int verify_step(const char *base, int64_t step, void *bounce) {
     ftl_diag sdg = {{0}};
     ftl_err rc = ck_shard_verify_read(sd, m, sh, NULL, 0, CLI_CHUNK, bounce, CLI_CHUNK, &sdg);
     char path[PATH_MAX];
-    for (int p = 0; rc == FTL_OK && p < sh->npieces; p++) {
-      const ck_item *it = &m->items[sh->pieces[p].item];
-      char ds[CK_NAME_MAX + 16];
-      int blob = it->kind == CK_KIND_BLOB_GLOBAL || it->kind == CK_KIND_BLOB_PER_RANK;
-      snprintf(ds, sizeof ds, "/%s/%s", blob ? "blobs" : "tensors", it->name);
-      if (ftl_fmt(path, sizeof path, "%s/%s", sd, sh->file) == FTL_OK)
-        rc = ck_h5_check_dataset(path, ds, sh->pieces[p].file_offset, sh->pieces[p].size_bytes, &sdg);
+    /* The manifest's own checksums cannot catch an edit of the manifest: its dtypes, shapes,
+     * layouts and step are checked against each shard's own HDF5 description. */
+    if (rc == FTL_OK) {
+      if (ftl_fmt(path, sizeof path, "%s/%s", sd, sh->file))
+        rc = ftl_diag_fail(&sdg, FTL_ERR_RANGE, "path too long");
+      else
+        rc = ck_h5_check_shard(path, m, sh, &sdg);
     }
     if (rc) {
       printf("step %lld: %s: FAILED: %s\n", (long long)step, sh->file, sdg.msg);
@@ -170,6 +169,13 @@ static int cmd_verify(const char *base, const char *step_text) {
       return 2;
     }
     for (int i = 0; i < n; i++) {
+      if (steps[i].state == CK_STEP_REFUSED) {
+        ftl_diag rd = {{0}};
+        ck_step_dir_check(base, steps[i].step, &rd);
+        printf("step %lld: REFUSED: %s\n", (long long)steps[i].step, rd.msg);
+        failed = 1;
+        continue;
+      }
       if (steps[i].state != CK_STEP_COMMITTED) continue;
       failed |= verify_step(base, steps[i].step, bounce);
       checked++;

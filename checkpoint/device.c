@@ -1,110 +1,77 @@
-/* checkpoint/device.c: CUDA calls of the checkpoint module (see device.h). Compiled with the
- * CUDA runtime when FTL_HAVE_CUDA is defined, as stubs otherwise. */
-#include "device.h"
+/* checkpoint/device.c: the checkpoint module's GPU calls (see device.h), over the GPU seam of
+ * rendezvous/gpu_seam.h: the real CUDA runtime in a build with CUDA and NCCL, "no GPU" without,
+ * a fake in tests/rendezvous/test_gpu_fake.c. */
+#include "checkpoint/device.h"
 
 #include "ftl/core.h"
-
-#ifdef FTL_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "rendezvous/gpu_seam.h"
 
 struct ck_dev {
-  cudaStream_t stream;
-  cudaEvent_t event;
+  void *stream; /* non-blocking: the copies overlap the caller's compute */
+  void *caller; /* recorded on the caller's stream, waited on by ours */
+  void *done;   /* recorded after the copies, polled by ck_dev_sync */
 };
 
-int ck_dev_compiled(void) { return 1; }
-
-static ftl_err cuda_fail(ftl_diag *d, const char *what, cudaError_t e) {
-  return ftl_diag_fail(d, FTL_ERR_CUDA, "CUDA: %s failed: %s", what, cudaGetErrorString(e));
-}
+int ck_dev_compiled(void) { return ftl_gpu()->compiled; }
 
 ftl_err ck_dev_open(ck_dev **out, ftl_diag *d) {
+  const ftl_gpu_ops *g = ftl_gpu();
+  ftl_err rc = FTL_OK;
+  int st;
+  *out = NULL;
   ck_dev *dev = ftl_calloc(1, sizeof *dev);
   if (!dev) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  cudaError_t e = cudaStreamCreateWithFlags(&dev->stream, cudaStreamNonBlocking);
-  if (e != cudaSuccess) {
-    ftl_free(dev);
-    return cuda_fail(d, "cudaStreamCreate", e);
+  if ((st = g->stream_create(&dev->stream)) != FTL_GPU_OK) {
+    rc = ftl_gpu_fail(st, "CUDA: cudaStreamCreateWithFlags", d);
+    goto out;
   }
-  e = cudaEventCreateWithFlags(&dev->event, cudaEventDisableTiming);
-  if (e != cudaSuccess) {
-    cudaStreamDestroy(dev->stream);
-    ftl_free(dev);
-    return cuda_fail(d, "cudaEventCreate", e);
+  if ((st = g->event_create(&dev->caller)) != FTL_GPU_OK || (st = g->event_create(&dev->done)) != FTL_GPU_OK) {
+    rc = ftl_gpu_fail(st, "CUDA: cudaEventCreateWithFlags", d);
+    goto out;
   }
   *out = dev;
-  return FTL_OK;
+  dev = NULL;
+out:
+  ck_dev_close(dev);
+  return rc;
 }
 
 void ck_dev_close(ck_dev *dev) {
   if (!dev) return;
-  cudaEventDestroy(dev->event);
-  cudaStreamDestroy(dev->stream);
+  const ftl_gpu_ops *g = ftl_gpu();
+  if (dev->done) g->event_destroy(dev->done);
+  if (dev->caller) g->event_destroy(dev->caller);
+  if (dev->stream) g->stream_destroy(dev->stream);
   ftl_free(dev);
 }
 
 ftl_err ck_dev_pin(void *p, size_t n, ftl_diag *d) {
-  cudaError_t e = cudaHostRegister(p, n, cudaHostRegisterDefault);
-  return e == cudaSuccess ? FTL_OK : cuda_fail(d, "cudaHostRegister", e);
+  int st = ftl_gpu()->host_register(p, n);
+  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaHostRegister", d);
 }
 
-void ck_dev_unpin(void *p) { cudaHostUnregister(p); }
+void ck_dev_unpin(void *p) { ftl_gpu()->host_unregister(p); }
+
+ftl_err ck_dev_after(ck_dev *dev, void *caller_stream, ftl_diag *d) {
+  const ftl_gpu_ops *g = ftl_gpu();
+  int st = g->event_record(dev->caller, caller_stream);
+  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "CUDA: cudaEventRecord (caller's stream)", d);
+  st = g->stream_wait_event(dev->stream, dev->caller);
+  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaStreamWaitEvent", d);
+}
 
 ftl_err ck_dev_copy_to_host_async(ck_dev *dev, void *dst, const void *src, size_t n, ftl_diag *d) {
-  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, dev->stream);
-  return e == cudaSuccess ? FTL_OK : cuda_fail(d, "cudaMemcpyAsync", e);
+  int st = ftl_gpu()->memcpy_async(dst, src, n, 0, dev->stream);
+  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaMemcpyAsync (device to host)", d);
 }
 
-ftl_err ck_dev_sync(ck_dev *dev, ftl_diag *d) {
-  cudaError_t e = cudaEventRecord(dev->event, dev->stream);
-  if (e == cudaSuccess) e = cudaEventSynchronize(dev->event);
-  return e == cudaSuccess ? FTL_OK : cuda_fail(d, "cudaEventSynchronize", e);
+ftl_err ck_dev_copy_to_device_async(ck_dev *dev, void *dst, const void *src, size_t n, ftl_diag *d) {
+  int st = ftl_gpu()->memcpy_async(dst, src, n, 1, dev->stream);
+  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaMemcpyAsync (host to device)", d);
 }
 
-ftl_err ck_dev_copy_to_device(void *dst, const void *src, size_t n, ftl_diag *d) {
-  cudaError_t e = cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice);
-  return e == cudaSuccess ? FTL_OK : cuda_fail(d, "cudaMemcpy", e);
+ftl_err ck_dev_sync(ck_dev *dev, int64_t deadline_ms, ftl_diag *d) {
+  int st = ftl_gpu()->event_record(dev->done, dev->stream);
+  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "CUDA: cudaEventRecord", d);
+  return ftl_gpu_event_wait(dev->done, deadline_ms, "CUDA: device copies", d);
 }
-
-#else
-
-struct ck_dev {
-  int unused;
-};
-
-int ck_dev_compiled(void) { return 0; }
-
-static ftl_err no_cuda(ftl_diag *d) {
-  return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "device tensors need a build with CUDA (FTL_WITH_CUDA)");
-}
-
-ftl_err ck_dev_open(ck_dev **out, ftl_diag *d) {
-  *out = NULL;
-  return no_cuda(d);
-}
-void ck_dev_close(ck_dev *dev) { (void)dev; }
-ftl_err ck_dev_pin(void *p, size_t n, ftl_diag *d) {
-  (void)p;
-  (void)n;
-  return no_cuda(d);
-}
-void ck_dev_unpin(void *p) { (void)p; }
-ftl_err ck_dev_copy_to_host_async(ck_dev *dev, void *dst, const void *src, size_t n, ftl_diag *d) {
-  (void)dev;
-  (void)dst;
-  (void)src;
-  (void)n;
-  return no_cuda(d);
-}
-ftl_err ck_dev_sync(ck_dev *dev, ftl_diag *d) {
-  (void)dev;
-  return no_cuda(d);
-}
-ftl_err ck_dev_copy_to_device(void *dst, const void *src, size_t n, ftl_diag *d) {
-  (void)dst;
-  (void)src;
-  (void)n;
-  return no_cuda(d);
-}
-
-#endif

@@ -1,7 +1,7 @@
 /* checkpoint/h5.h: the only door to HDF5. It creates a shard file's structure (groups, contiguous
  * datasets with their attributes, space allocated early and never filled) and reports where each
  * dataset's bytes live in the file, so the writer can stream the bytes itself through the file
- * seam (fileio.h), checksumming them on the way. The result is an ordinary HDF5 file that h5dump
+ * seam (core/fs.h), checksumming them on the way. The result is an ordinary HDF5 file that h5dump
  * and h5py open.
  *
  * Not here: writing or reading tensor bytes (shard.c does that with pwrite/pread), parallel HDF5.
@@ -12,8 +12,9 @@
 
 #include <stdint.h>
 
+#include "checkpoint/manifest.h"
+#include "ftl/dtype.h"
 #include "ftl/error.h"
-#include "ftl/rdzv.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,11 +40,18 @@ typedef struct ck_h5_dset {
 ftl_err ck_h5_create_shard(const char *path, int64_t step, int rank, int world_size, ck_h5_dset *dsets, int n,
                            ftl_diag *d);
 
-/* Opens an existing shard and checks the dataset at dset_path: its byte offset and size must be
- * file_offset/size_bytes (used by `ftl ckpt verify` to prove that the manifest and the HDF5
- * structure agree). Detail in d. */
-ftl_err ck_h5_check_dataset(const char *path, const char *dset_path, uint64_t file_offset, uint64_t size_bytes,
-                            ftl_diag *d);
+/* Opens the shard at path (refused unless a regular file: HDF5 would block on a FIFO) and checks
+ * that its own description agrees with the manifest: the root attributes (format, version, step,
+ * rank, world size) and, for every piece, the dataset's place and size, its HDF5 type, its dtype
+ * and layout attributes, its extent, global_shape and offset, and no dataset the manifest does
+ * not name. FTL_ERR_CORRUPT naming the file and the field on a disagreement; FTL_ERR_NOTFOUND
+ * when the file is missing; FTL_ERR_IO (or NOSPC) when HDF5 reports an errno. */
+ftl_err ck_h5_check_shard(const char *path, const ck_manifest *m, const ck_shard *sh, ftl_diag *d);
+
+/* HDF5 objects (files, datasets, groups, attributes) open in this process. Every function here
+ * closes all it opens on every path, so outside a call this is 0; ftl_ckpt_destroy checks it in
+ * debug builds (an object left open is closed at HDF5's atexit, after the disk may be full). */
+long ck_h5_open_objects(void);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
  * manifest safe to act on (see manifest.h and docs/formats/manifest.md).
  *
  * Map: dtype/kind tables; row arithmetic; alloc/free; serialise; parse helpers; parse; validate. */
-#include "manifest.h"
+#include "checkpoint/manifest.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -14,21 +14,17 @@
 
 /* ---- tables ------------------------------------------------------------------------------ */
 
-static const struct {
-  const char *name;
-  size_t size;
-} dtypes[] = {{"f32", 4}, {"f64", 8},  {"i32", 4}, {"i64", 8}, {"u8", 1},
-              {"f16", 2}, {"bf16", 2}, {"i8", 1},  {"u32", 4}, {"u64", 8}};
-#define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
+/* The on-disk dtype names, indexed by ftl_dtype (sizes come from ftl_dtype_size). */
+static const char *const dtype_names[] = {"f32", "f64", "i32", "i64", "u8", "f16", "bf16", "i8", "u32", "u64"};
+#define N_DTYPES ((int)(sizeof dtype_names / sizeof dtype_names[0]))
 
 static const char *kind_names[] = {"split", "replicated", "blob", "blob_per_rank"};
 
-size_t ck_dtype_size(ftl_dtype dt) { return ((unsigned)dt < (unsigned)N_DTYPES) ? dtypes[dt].size : 0; }
-const char *ck_dtype_name(ftl_dtype dt) { return ((unsigned)dt < (unsigned)N_DTYPES) ? dtypes[dt].name : "?"; }
+const char *ck_dtype_name(ftl_dtype dt) { return ((unsigned)dt < (unsigned)N_DTYPES) ? dtype_names[dt] : "?"; }
 
 int ck_dtype_parse(const char *s, ftl_dtype *out) {
   for (int i = 0; i < N_DTYPES; i++)
-    if (strcmp(s, dtypes[i].name) == 0) {
+    if (strcmp(s, dtype_names[i]) == 0) {
       *out = (ftl_dtype)i;
       return 0;
     }
@@ -63,7 +59,7 @@ int ck_name_ok(const char *name) {
 int64_t ck_item_rows(const ck_item *it) { return it->ndim == 0 ? 1 : it->shape[0]; }
 
 uint64_t ck_item_row_bytes(const ck_item *it, int *overflow) {
-  uint64_t b = ck_dtype_size(it->dtype);
+  uint64_t b = ftl_dtype_size(it->dtype);
   *overflow = 0;
   for (int k = 1; k < it->ndim; k++) {
     if (it->shape[k] < 0 || __builtin_mul_overflow(b, (uint64_t)it->shape[k], &b)) {

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/dtype.h"
 #include "ftl/error.h"
-#include "ftl/rdzv.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,8 +66,8 @@ typedef struct ck_manifest {
   ck_shard *shards; /* owned, world_size entries, shards[r].rank == r */
 } ck_manifest;
 
-/* dtype helpers that do not need the rendezvous library. */
-size_t ck_dtype_size(ftl_dtype dt);
+/* The manifest's dtype names ("f32", "bf16"; "?" for a value not in the enum) and their parser.
+ * Element sizes: ftl_dtype_size (ftl/dtype.h). */
 const char *ck_dtype_name(ftl_dtype dt);
 int ck_dtype_parse(const char *s, ftl_dtype *out); /* 0 ok, -1 unknown */
 const char *ck_kind_name(ck_kind k);

@@ -9,7 +9,7 @@
  * file checksum (which covers HDF5's own bytes too), and readers verify in one pass as well.
  *
  * Not here: deciding which pieces a rank writes or needs (ckpt.c). */
-#include "shard.h"
+#include "checkpoint/shard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,9 +35,10 @@
 #define CK_HASH_ONESHOT XXH3_64bits
 #endif
 
-#include "fileio.h"
+#include "core/fs.h"
 #include "ftl/core.h"
-#include "h5.h"
+#include "checkpoint/catalog.h"
+#include "checkpoint/h5.h"
 
 uint64_t ck_hash(const void *p, size_t n) { return (uint64_t)CK_HASH_ONESHOT(p, n); }
 
@@ -140,6 +141,12 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
     total += pc->size_bytes;
   }
   int64_t t0 = ftl_clock_ns();
+  /* Whatever is in the way (a leftover, or a FIFO or link someone put there) goes first: HDF5
+   * opens with O_CREAT|O_TRUNC and would write through a link or wait on a FIFO. */
+  if (ftl_fs_table.unlink(tmp) != 0 && errno != ENOENT) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot remove the leftover %s: %s", tmp, strerror(errno));
+    goto out;
+  }
   rc = ck_h5_create_shard(tmp, step, sh->rank, world_size, ds, np, d);
   if (rc) goto out;
   int64_t t1 = ftl_clock_ns();
@@ -151,7 +158,7 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
     }
     sh->pieces[p].file_offset = ds[p].file_offset;
   }
-  fd = ck_fs_table.open(tmp, O_RDWR, 0);
+  fd = ftl_fs_table.open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot reopen %s: %s", tmp, strerror(errno));
@@ -162,8 +169,9 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
     uint64_t end = sh->pieces[p].file_offset + sh->pieces[p].size_bytes;
     if (end > fsize) fsize = end;
   }
-  if (fsize > (uint64_t)st.st_size && ck_fs_table.ftruncate(fd, (off_t)fsize) != 0) {
-    rc = ftl_diag_fail(d, ck_errno_to_err(errno), "cannot extend %s: %s", tmp, strerror(errno));
+  /* Also when the size is right: the truncate gives back what h5.c reserved beyond the end. */
+  if (ftl_fs_table.ftruncate(fd, (off_t)fsize) != 0) {
+    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot extend %s: %s", tmp, strerror(errno));
     goto out;
   }
   int nseg = build_segments(sh, fsize, segs);
@@ -182,7 +190,7 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
       if (src) {
         if (n > chunk_bytes) n = chunk_bytes;
         CK_HASH_UPDATE(&st3, src + done, n);
-        rc = ck_pwrite_all(fd, src + done, n, segs[s].off + done);
+        rc = ftl_fs_pwrite_all(fd, src + done, n, segs[s].off + done);
         if (rc) {
           rc = ftl_diag_fail(d, rc, "write of %zu bytes at %llu to %s failed: %s", n,
                              (unsigned long long)(segs[s].off + done), tmp, strerror(errno));
@@ -194,11 +202,11 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
         written += n;
         if (!crashed && total > 0 && written * 2 >= total) {
           crashed = 1;
-          ck_crash_point("mid_shard", sh->rank, step);
+          ftl_crash_point("mid_shard", sh->rank, step);
         }
       } else {
         if (n > bounce_bytes) n = bounce_bytes;
-        rc = ck_pread_all(fd, bounce, n, segs[s].off + done);
+        rc = ftl_fs_pread_all(fd, bounce, n, segs[s].off + done);
         if (rc) {
           rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read back HDF5 metadata of %s: %s", tmp,
                              errno ? strerror(errno) : "short file");
@@ -214,27 +222,18 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
   sh->size_bytes = fsize;
   sh->checksum = file_checksum(segs, hashes, nseg, triples);
   int64_t t2 = ftl_clock_ns();
-  if (ck_fs_table.fsync(fd) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "fsync of %s failed: %s", tmp, strerror(errno));
-    goto out;
-  }
-  /* The bytes are durable and the training job will not read them again before a restart: give
-   * their page-cache pages back rather than growing the cache by a shard per checkpoint. */
-  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ck_fs_table.close(fd);
-  fd = -1;
-  if (ck_fs_table.rename(tmp, path) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "rename of %s to %s failed: %s", tmp, path, strerror(errno));
-    goto out;
-  }
-  rc = ck_fsync_dir(dir, d);
-  if (rc) ck_fs_table.unlink(path);
+  /* The training job will not read these bytes again before a restart: drop them from the cache. */
+  bool renamed = false;
+  rc = ftl_fs_commit_tmp(&fd, tmp, path, true, &renamed, d);
+  /* A failed fsync of the folder comes after the rename: the shard is not durable, so it goes. */
+  if (rc && renamed) ftl_fs_table.unlink(path);
+  if (rc) goto out;
   FTL_LOG(FTL_LOG_DEBUG, "ckpt", "%s: %llu bytes: HDF5 structure %.1f ms, write+hash %.1f ms, fsync+rename %.1f ms",
           path, (unsigned long long)fsize, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
           (double)(ftl_clock_ns() - t2) / 1e6);
 out:
-  if (fd >= 0) ck_fs_table.close(fd);
-  if (rc) ck_fs_table.unlink(tmp);
+  if (fd >= 0) ftl_fs_table.close(fd);
+  if (rc) ftl_fs_table.unlink(tmp);
   ftl_free(triples);
   ftl_free(hashes);
   ftl_free(segs);
@@ -250,17 +249,16 @@ static ftl_err open_shard(const char *dir, const ck_shard *sh, int *fd_out, uint
   char path[PATH_MAX];
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s/%s", dir, sh->file);
-  int fd = ck_fs_table.open(path, O_RDONLY, 0);
-  if (fd < 0)
-    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "%s: cannot open: %s", sh->file,
-                         strerror(errno));
+  int fd = -1;
+  ftl_err orc = ck_open_regular(path, O_RDONLY, &fd, d);
+  if (orc) return orc;
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    ck_fs_table.close(fd);
+    ftl_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "%s: cannot stat: %s", sh->file, strerror(errno));
   }
   if ((uint64_t)st.st_size != sh->size_bytes) {
-    ck_fs_table.close(fd);
+    ftl_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: size is %lld bytes, the manifest says %llu", sh->file,
                          (long long)st.st_size, (unsigned long long)sh->size_bytes);
   }
@@ -311,7 +309,7 @@ ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_sha
         if (ni < nneeds && needs[ni].file_offset < q) q = needs[ni].file_offset;
         dst = bounce;
       }
-      rc = ck_pread_all(fd, dst, (size_t)(q - p), p);
+      rc = ftl_fs_pread_all(fd, dst, (size_t)(q - p), p);
       if (rc) {
         rc = ftl_diag_fail(d, rc, "%s: read at byte %llu failed: %s", sh->file, (unsigned long long)p,
                            errno ? strerror(errno) : "file ends early");
@@ -335,7 +333,7 @@ ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_sha
     goto out;
   }
 out:
-  if (fd >= 0) ck_fs_table.close(fd);
+  if (fd >= 0) ftl_fs_table.close(fd);
   ftl_free(triples);
   ftl_free(hashes);
   ftl_free(segs);
@@ -348,11 +346,11 @@ ftl_err ck_shard_read(const char *dir, const ck_shard *sh, const ck_need *needs,
   ftl_err rc = open_shard(dir, sh, &fd, &fsize, d);
   if (rc) return rc;
   for (int i = 0; i < nneeds && !rc; i++) {
-    rc = ck_pread_all(fd, needs[i].dest, (size_t)needs[i].size_bytes, needs[i].file_offset);
+    rc = ftl_fs_pread_all(fd, needs[i].dest, (size_t)needs[i].size_bytes, needs[i].file_offset);
     if (rc)
       rc = ftl_diag_fail(d, rc, "%s: read at byte %llu failed: %s", sh->file, (unsigned long long)needs[i].file_offset,
                          errno ? strerror(errno) : "file ends early");
   }
-  ck_fs_table.close(fd);
+  ftl_fs_table.close(fd);
   return rc;
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "manifest.h"
+#include "checkpoint/manifest.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -30,6 +30,17 @@ ftl_err ftl_diag_vfail(ftl_diag *d, ftl_err err, const char *fmt, va_list ap) {
   return err;
 }
 
+ftl_err ftl_diag_prefix(ftl_diag *d, ftl_err err, const char *fmt, ...) {
+  if (!d) return err;
+  char context[sizeof d->msg], inner[sizeof d->msg];
+  snprintf(inner, sizeof inner, "%s", d->msg);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(context, sizeof context, fmt, ap);
+  va_end(ap);
+  return ftl_diag_fail(d, err, "%s: %s", context, inner);
+}
+
 ftl_err ftl_diag_fail(ftl_diag *d, ftl_err err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

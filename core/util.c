@@ -1,5 +1,5 @@
-/* core/util.c: bounded formatting, integer parsing, the host name, and the durable-file
- * helpers (atomic replace by tmp + fsync + rename + fsync of the folder). */
+/* core/util.c: bounded formatting, integer parsing, the host name, mkdir -p, whole-file reads, and
+ * the public durable-file helpers (which are the file seam's, core/fs.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 
 ftl_err ftl_fmt(char *buf, size_t size, const char *fmt, ...) {
@@ -64,62 +65,12 @@ ftl_err ftl_mkdir_p(const char *path, ftl_diag *d) {
   return FTL_OK;
 }
 
-ftl_err ftl_fsync_dir(const char *dir_path, ftl_diag *d) {
-  int fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open folder %s: %s", dir_path, strerror(errno));
-  ftl_err rc = FTL_OK;
-  if (fsync(fd) != 0) rc = ftl_diag_fail(d, FTL_ERR_IO, "fsync of folder %s failed: %s", dir_path, strerror(errno));
-  close(fd);
-  return rc;
-}
-
-static void dir_of(const char *path, char *out, size_t size) {
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(out, size, ".");
-  else if (slash == path) snprintf(out, size, "/");
-  else snprintf(out, size, "%.*s", (int)(slash - path), path);
-}
+/* Both durable-file helpers of ftl/core.h are the file seam's (core/fs.c), so fault injection and
+ * crash tests reach every durable file, and there is one atomic replace in the tree. */
+ftl_err ftl_fsync_dir(const char *dir_path, ftl_diag *d) { return ftl_fs_fsync_dir(dir_path, d); }
 
 ftl_err ftl_write_file_atomic(const char *path, const void *data, size_t size, ftl_diag *d) {
-  char tmp[PATH_MAX], dir[PATH_MAX];
-  int fd = -1;
-  ftl_err rc = FTL_OK;
-  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
-  dir_of(path, dir, sizeof dir);
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  const char *p = data;
-  size_t left = size;
-  while (left > 0) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      rc = ftl_diag_fail(d, errno == ENOSPC ? FTL_ERR_NOSPC : FTL_ERR_IO, "write to %s failed: %s", tmp,
-                         strerror(errno));
-      goto out;
-    }
-    p += n;
-    left -= (size_t)n;
-  }
-  if (fsync(fd) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "fsync of %s failed: %s", tmp, strerror(errno));
-    goto out;
-  }
-  close(fd);
-  fd = -1;
-  if (rename(tmp, path) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "rename %s to %s failed: %s", tmp, path, strerror(errno));
-    goto out;
-  }
-  rc = ftl_fsync_dir(dir, d);
-out:
-  if (fd >= 0) close(fd);
-  if (rc != FTL_OK) unlink(tmp);
-  return rc;
+  return ftl_fs_write_atomic_shared(path, data, size, d);
 }
 
 ftl_err ftl_read_fd(int fd, const char *what, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {

@@ -23,7 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/gang.h"
 #include "launcher/launcher.h"
 #include "launcher/sigpipe.h"
 #include "rendezvous/client.h"
@@ -110,12 +112,6 @@ static ftl_err read_place(rank_place *pl, ftl_diag *d) {
   return FTL_OK;
 }
 
-static void set_int_env(const char *name, int value) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%d", value);
-  setenv(name, buf, 1);
-}
-
 /* Passes program output through, line by line with a "[rank N] " prefix, and keeps it unprefixed
  * in the rank's log file. */
 typedef struct out_stream {
@@ -182,7 +178,7 @@ static int pump(out_stream *s, const char *prefix) {
 
 static int open_log(const char *attempt_dir, int rank, const char *suffix) {
   char path[PATH_MAX];
-  if (!attempt_dir || ftl_fmt(path, sizeof path, "%s/rank-%05d.%s", attempt_dir, rank, suffix)) return -1;
+  if (!attempt_dir || ftl_rundir_rank_file(path, sizeof path, attempt_dir, rank, suffix)) return -1;
   return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 }
 
@@ -203,7 +199,7 @@ static char process_state(pid_t pid) {
 
 static void write_exit_record(const char *attempt_dir, int rank, int code, int sig, int64_t start_us) {
   char path[PATH_MAX];
-  if (!attempt_dir || ftl_fmt(path, sizeof path, "%s/rank-%05d.exit.json", attempt_dir, rank)) return;
+  if (!attempt_dir || ftl_rundir_rank_file(path, sizeof path, attempt_dir, rank, "exit.json")) return;
   json_t *rec = json_pack("{s:i, s:s, s:I, s:i, s:i, s:I, s:I}", "rank", rank, "host", ftl_hostname(), "pid",
                           (json_int_t)getpid(), "exit_code", code, "signal", sig, "start_us", (json_int_t)start_us,
                           "end_us", (json_int_t)ftl_wall_us());
@@ -227,6 +223,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
   out_stream out = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDOUT_FILENO};
   out_stream err = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDERR_FILENO};
   ftl_linebuf from_launcher = {0};
+  char **prog_env = NULL;
 
   if (argc < 3 || strcmp(argv[1], "--") != 0) {
     fprintf(stderr, "ftl rank-agent: usage: ftl rank-agent -- PROGRAM [ARGS...] (started by `ftl run`)\n");
@@ -238,10 +235,19 @@ int ftl_rank_agent_main(int argc, char **argv) {
   }
   ftl_log_init_from_env();
   ftl_log_set_identity(pl.rank, pl.world_size);
-  set_int_env("RANK", pl.rank);
-  set_int_env("WORLD_SIZE", pl.world_size);
-  set_int_env("LOCAL_RANK", pl.local_rank);
-  set_int_env("LOCAL_WORLD_SIZE", pl.local_world_size);
+  /* The program's environment: this agent's (the attempt's, as ftl run built it), the job's `env`
+   * it carried (FTL_JOB_ENV_*, for the program alone) and where the rank sits, built here and given
+   * to execve rather than set in the agent's own. */
+  char place[4][48];
+  snprintf(place[0], sizeof place[0], "RANK=%d", pl.rank);
+  snprintf(place[1], sizeof place[1], "WORLD_SIZE=%d", pl.world_size);
+  snprintf(place[2], sizeof place[2], "LOCAL_RANK=%d", pl.local_rank);
+  snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", pl.local_world_size);
+  char *overrides[] = {place[0], place[1], place[2], place[3], NULL};
+  if (ftl_gang_program_env(environ, overrides, &prog_env, &d)) {
+    fprintf(stderr, "ftl rank-agent: %s\n", d.msg);
+    return FTL_EXIT_LAUNCH;
+  }
   env.rank = pl.rank;
   env.world_size = pl.world_size;
 
@@ -294,7 +300,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++) sigaction(forwarded[i], &dfl, NULL);
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
-    execv(argv[2], argv + 2);
+    execve(argv[2], argv + 2, prog_env);
     int e = errno;
     ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
     (void)ignored;
@@ -324,8 +330,9 @@ int ftl_rank_agent_main(int argc, char **argv) {
   int64_t parsed;
   if (ftl_parse_i64(getenv("FTL_KILL_GRACE_MS"), 0, 3600000, &parsed) == FTL_OK) grace_ms = parsed;
 
-  /* The agent says it is alive every second, with its program's state: the launcher notices a
-   * lost host by the silence, and a stopped (SIGSTOP) program by its state. */
+  /* The agent says it is alive every second, with its program's state ('X': exited, output still
+   * draining): the launcher notices a lost host by the silence, and a stopped (SIGSTOP) program by
+   * its state. */
   const int64_t alive_interval_ms = 1000;
   int64_t next_alive_ms = ftl_clock_ms();
   /* The launcher pings every second. An agent that hears nothing for FTL_NODE_TIMEOUT_MS is cut
@@ -340,8 +347,10 @@ int ftl_rank_agent_main(int argc, char **argv) {
       ftl_rdzv_client_close(&client);
       kill(-child, SIGKILL);
     }
-    if (client.fd >= 0 && !reaped && ftl_clock_ms() >= next_alive_ms) {
-      char state[2] = {process_state(child), '\0'};
+    /* Also after the program is reaped, while its last output drains (a stray grandchild may hold
+     * the pipes): until the exit report goes out, silence would read as a lost host. */
+    if (client.fd >= 0 && ftl_clock_ms() >= next_alive_ms) {
+      char state[2] = {reaped ? 'X' : process_state(child), '\0'};
       ftl_rdzv_client_send(&client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, &d);
       next_alive_ms = ftl_clock_ms() + alive_interval_ms;
     }
@@ -417,6 +426,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
   }
 out:
   ftl_linebuf_free(&from_launcher);
+  ftl_argv_free(prog_env);
   if (client.fd >= 0) ftl_rdzv_client_close(&client);
   if (out.log_fd >= 0) close(out.log_fd);
   if (err.log_fd >= 0) close(err.log_fd);

@@ -1,28 +1,41 @@
-/* launcher/events.c: the append-only JSON-lines event log (docs/formats/events.md). */
+/* launcher/events.c: the append-only JSON-lines event log (docs/formats/events.md): the event's
+ * fields here, the append itself in core/jsonl.c. Lines carry no "version" field (the format page
+ * versions the whole log). */
 #include "launcher/events.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "core/jsonl.h"
 #include "ftl/core.h"
 
 struct ftl_events {
-  int fd;
+  ftl_jsonl *log;
   int warned;
+  int n_observers;
+  struct {
+    ftl_events_observer fn;
+    void *user;
+  } observers[FTL_EVENTS_MAX_OBSERVERS];
 };
 
+ftl_err ftl_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, ftl_diag *d) {
+  if (ev->n_observers >= FTL_EVENTS_MAX_OBSERVERS) return ftl_diag_fail(d, FTL_ERR_RANGE, "too many event observers");
+  ev->observers[ev->n_observers].fn = fn;
+  ev->observers[ev->n_observers].user = user;
+  ev->n_observers++;
+  return FTL_OK;
+}
+
 ftl_err ftl_events_open(const char *path, ftl_events **out, ftl_diag *d) {
+  /* One writer (this launcher), so O_APPEND alone keeps lines whole: no lock, no fsync per event. */
+  const ftl_jsonl_opts opts = {.lock = false, .lock_timeout_ms = 0, .fsync = false};
   ftl_events *ev = ftl_calloc(1, sizeof *ev);
   if (!ev) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  ev->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (ev->fd < 0) {
+  ftl_err rc = ftl_jsonl_open(path, &opts, &ev->log, d);
+  if (rc) {
     ftl_free(ev);
-    return ftl_diag_fail(d, FTL_ERR_IO, "cannot open event log %s: %s", path, strerror(errno));
+    return rc;
   }
   *out = ev;
   return FTL_OK;
@@ -43,22 +56,18 @@ void ftl_events_write(ftl_events *ev, const char *event, int attempt, json_t *fi
   json_t *line = json_pack("{s:s, s:I, s:s, s:i}", "ts", ts, "t_us", (json_int_t)us, "event", event, "attempt", attempt);
   if (line && fields) json_object_update_missing(line, fields);
   json_decref(fields);
-  char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
-  json_decref(line);
-  if (!text) return;
-  size_t len = strlen(text);
-  text[len] = '\n'; /* json_dumps left room for the NUL we overwrite; the write below is bounded */
-  ssize_t n = write(ev->fd, text, len + 1);
-  if (n != (ssize_t)(len + 1) && !ev->warned) {
+  ftl_diag d = {{0}};
+  if (!line) ftl_fmt(d.msg, sizeof d.msg, "out of memory building event %s", event);
+  if ((!line || ftl_jsonl_write(ev->log, line, &d) != FTL_OK) && !ev->warned) {
     ev->warned = 1;
-    FTL_LOG(FTL_LOG_WARN, "events", "cannot append to the event log: %s", n < 0 ? strerror(errno) : "short write");
+    FTL_LOG(FTL_LOG_WARN, "events", "cannot append to the event log: %s", d.msg);
   }
-  free(text);
+  for (int i = 0; line && i < ev->n_observers; i++) ev->observers[i].fn(ev->observers[i].user, line);
+  json_decref(line);
 }
 
 void ftl_events_close(ftl_events *ev) {
   if (!ev) return;
-  fsync(ev->fd);
-  close(ev->fd);
+  ftl_jsonl_close(ev->log); /* fsyncs */
   ftl_free(ev);
 }

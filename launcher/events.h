@@ -16,6 +16,14 @@ ftl_err ftl_events_open(const char *path, ftl_events **out, ftl_diag *d);
  * write is logged once and not retried: the event log must never stop a run. */
 void ftl_events_write(ftl_events *ev, const char *event, int attempt, json_t *fields);
 
+/* Observers see every event as it is written (the whole line: ts, t_us, event, attempt, fields),
+ * borrowed for the call: `ftl run`'s progress line and metrics textfile are drawn from the log's
+ * own stream, so they say what the log says. At most FTL_EVENTS_MAX_OBSERVERS; called on the
+ * launcher's one thread, in the order added. */
+#define FTL_EVENTS_MAX_OBSERVERS 4
+typedef void (*ftl_events_observer)(void *user, const json_t *line);
+ftl_err ftl_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, ftl_diag *d);
+
 /* fsyncs and closes; accepts NULL. */
 void ftl_events_close(ftl_events *ev);
 

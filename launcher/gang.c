@@ -1,7 +1,7 @@
-/* launcher/gang.c: the mpirun / srun command line of an attempt, and program lookup. */
+/* launcher/gang.c: the mpirun / srun command line of an attempt, its environment, the rank
+ * program's environment, program lookup and the hostfile. */
 #include "launcher/gang.h"
 
-#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ftl/core.h"
+#include "launcher/hostfile.h"
 
 ftl_launch_kind ftl_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id) {
   if (requested != FTL_LAUNCH_AUTO) return requested;
@@ -47,6 +48,21 @@ static void push(argv_builder *b, const char *s) {
   }
   b->v[b->n++] = copy;
   b->v[b->n] = NULL;
+}
+
+/* Hands the built list to *out: an empty list is {NULL}, never NULL; after a failed allocation
+ * the list is freed and the error names what was being built. */
+static ftl_err finish(argv_builder *b, char ***out, const char *what, ftl_diag *d) {
+  if (!b->oom && !b->v) {
+    b->v = ftl_calloc(1, sizeof *b->v);
+    if (!b->v) b->oom = 1;
+  }
+  if (b->oom) {
+    ftl_argv_free(b->v);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory building %s", what);
+  }
+  *out = b->v;
+  return FTL_OK;
 }
 
 static void push_int(argv_builder *b, long v) {
@@ -98,12 +114,7 @@ ftl_err ftl_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *
   push(&b, "--");
   push(&b, o->program);
   for (char *const *a = o->args; a && *a; a++) push(&b, *a);
-  if (b.oom) {
-    ftl_argv_free(b.v);
-    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory building the launch command");
-  }
-  *argv_out = b.v;
-  return FTL_OK;
+  return finish(&b, argv_out, "the launch command", d);
 }
 
 static int is_executable_file(const char *path) {
@@ -138,25 +149,150 @@ ftl_err ftl_gang_find_program(const char *program, const char *path_env, char **
 }
 
 ftl_err ftl_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d) {
-  FILE *f = fopen(hostfile, "r");
-  if (!f) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "cannot read hostfile %s", hostfile);
-  char line[1024];
-  ftl_err rc = ftl_diag_fail(d, FTL_ERR_SPEC, "hostfile %s names no host", hostfile);
-  while (fgets(line, sizeof line, f)) {
-    char *s = line;
-    while (isspace((unsigned char)*s)) s++;
-    if (!*s || *s == '#') continue;
-    size_t len = 0;
-    while (s[len] && !isspace((unsigned char)s[len]) && s[len] != '#') len++;
-    if (len >= size) {
-      rc = ftl_diag_fail(d, FTL_ERR_SPEC, "host name too long in %s", hostfile);
+  ftl_hostfile_host *hosts = NULL;
+  size_t count = 0;
+  ftl_err rc = ftl_hostfile_read(hostfile, &hosts, &count, d);
+  if (rc == FTL_OK) {
+    if (strlen(hosts[0].name) >= size) rc = ftl_diag_fail(d, FTL_ERR_SPEC, "host name too long in %s", hostfile);
+    else memcpy(host, hosts[0].name, strlen(hosts[0].name) + 1);
+  }
+  ftl_free(hosts);
+  return rc;
+}
+
+const char *const ftl_gang_env_names[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
+                                          "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
+                                          "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
+                                          "FTL_PREEMPT_GRACE_MS", "MASTER_ADDR", "MASTER_PORT", NULL};
+
+static size_t name_len(const char *kv) {
+  const char *eq = strchr(kv, '=');
+  return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+/* Sets "name=value" (value NULL: kv is already "NAME=VALUE"), replacing an entry of that name. */
+static void env_set(argv_builder *b, const char *name, const char *value) {
+  if (b->oom) return;
+  char *kv = NULL;
+  if (value) {
+    size_t n = strlen(name), m = strlen(value);
+    kv = ftl_malloc(n + m + 2);
+    if (!kv) {
+      b->oom = 1;
+      return;
+    }
+    memcpy(kv, name, n);
+    kv[n] = '=';
+    memcpy(kv + n + 1, value, m + 1);
+  } else {
+    kv = ftl_strdup(name);
+    if (!kv) {
+      b->oom = 1;
+      return;
+    }
+  }
+  size_t len = name_len(kv);
+  for (size_t i = 0; i < b->n; i++) {
+    if (name_len(b->v[i]) == len && !strncmp(b->v[i], kv, len)) {
+      ftl_free(b->v[i]);
+      b->v[i] = kv;
+      return;
+    }
+  }
+  push(b, kv);
+  ftl_free(kv);
+}
+
+static void env_set_int(argv_builder *b, const char *name, long long v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", v);
+  env_set(b, name, buf);
+}
+
+static int has_job_env_prefix(const char *kv) {
+  return strncmp(kv, FTL_GANG_JOB_ENV_PREFIX, sizeof FTL_GANG_JOB_ENV_PREFIX - 1) == 0;
+}
+
+/* Sets the job's "NAME=VALUE" as FTL_JOB_ENV_NAME=VALUE: carried to the rank agent, not applied. */
+static void env_set_job(argv_builder *b, const char *kv) {
+  if (b->oom) return;
+  size_t n = strlen(kv);
+  char *prefixed = ftl_malloc(sizeof FTL_GANG_JOB_ENV_PREFIX + n);
+  if (!prefixed) {
+    b->oom = 1;
+    return;
+  }
+  memcpy(prefixed, FTL_GANG_JOB_ENV_PREFIX, sizeof FTL_GANG_JOB_ENV_PREFIX - 1);
+  memcpy(prefixed + sizeof FTL_GANG_JOB_ENV_PREFIX - 1, kv, n + 1);
+  env_set(b, prefixed, NULL);
+  ftl_free(prefixed);
+}
+
+ftl_err ftl_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp_out, ftl_diag *d) {
+  argv_builder b = {0};
+  *envp_out = NULL;
+  /* A job variable carried for someone else's job (an ftl run started by a rank) is not ours. */
+  for (char *const *p = base; p && *p; p++)
+    if (strchr(*p, '=') && !has_job_env_prefix(*p)) env_set(&b, *p, NULL);
+  env_set(&b, "FTL_RDZV_ADDR", e->rdzv_addr ? e->rdzv_addr : "");
+  env_set(&b, "FTL_RDZV_TOKEN", e->rdzv_token ? e->rdzv_token : "");
+  env_set_int(&b, "FTL_RDZV_TIMEOUT_MS", e->rdzv_timeout_ms);
+  env_set(&b, "FTL_RUN_DIR", e->run_dir ? e->run_dir : "");
+  env_set(&b, "FTL_ATTEMPT_DIR", e->attempt_dir ? e->attempt_dir : "");
+  env_set_int(&b, "FTL_ATTEMPT", e->attempt);
+  env_set(&b, "FTL_JOB_NAME", e->job_name ? e->job_name : "");
+  env_set(&b, "FTL_JOB_SPEC_HASH", e->spec_hash ? e->spec_hash : "");
+  env_set_int(&b, "FTL_KILL_GRACE_MS", e->kill_grace_ms);
+  env_set_int(&b, "FTL_NODE_TIMEOUT_MS", e->node_timeout_ms);
+  env_set(&b, "FTL_FLEET_LEDGER", e->fleet_ledger ? e->fleet_ledger : "");
+  env_set_int(&b, "FTL_PREEMPT_GRACE_MS", e->preempt_grace_ms);
+  env_set(&b, "MASTER_ADDR", e->master_addr ? e->master_addr : "127.0.0.1");
+  env_set_int(&b, "MASTER_PORT", e->master_port);
+  for (char *const *p = e->job_env; p && *p; p++)
+    if (strchr(*p, '=')) env_set_job(&b, *p);
+  if (e->allow_root) {
+    env_set(&b, "OMPI_ALLOW_RUN_AS_ROOT", "1");
+    env_set(&b, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  }
+  return finish(&b, envp_out, "the ranks' environment", d);
+}
+
+ftl_err ftl_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *d) {
+  argv_builder b = {0};
+  *names_out = NULL;
+  for (size_t i = 0; ftl_gang_env_names[i]; i++) push(&b, ftl_gang_env_names[i]);
+  for (char *const *p = job_env; p && *p; p++) {
+    if (b.oom) break;
+    size_t n = name_len(*p);
+    char *name = ftl_malloc(sizeof FTL_GANG_JOB_ENV_PREFIX + n);
+    if (!name) {
+      b.oom = 1;
       break;
     }
-    memcpy(host, s, len);
-    host[len] = '\0';
-    rc = FTL_OK;
-    break;
+    memcpy(name, FTL_GANG_JOB_ENV_PREFIX, sizeof FTL_GANG_JOB_ENV_PREFIX - 1);
+    memcpy(name + sizeof FTL_GANG_JOB_ENV_PREFIX - 1, *p, n);
+    name[sizeof FTL_GANG_JOB_ENV_PREFIX - 1 + n] = '\0';
+    push(&b, name);
+    ftl_free(name);
   }
-  fclose(f);
-  return rc;
+  return finish(&b, names_out, "the launch command", d);
+}
+
+ftl_err ftl_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d) {
+  argv_builder b = {0};
+  *envp_out = NULL;
+  for (char *const *p = agent_env; p && *p; p++)
+    if (strchr(*p, '=') && !has_job_env_prefix(*p)) env_set(&b, *p, NULL);
+  for (char *const *p = agent_env; p && *p; p++)
+    if (has_job_env_prefix(*p) && strchr(*p, '=')) env_set(&b, *p + sizeof FTL_GANG_JOB_ENV_PREFIX - 1, NULL);
+  for (char *const *p = place; p && *p; p++)
+    if (strchr(*p, '=')) env_set(&b, *p, NULL);
+  return finish(&b, envp_out, "the program's environment", d);
+}
+
+const char *ftl_gang_env_get(char *const *envp, const char *name) {
+  size_t len = strlen(name);
+  for (char *const *p = envp; p && *p; p++)
+    if (!strncmp(*p, name, len) && (*p)[len] == '=') return *p + len + 1;
+  return NULL;
 }

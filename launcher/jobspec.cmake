@@ -1,15 +1,18 @@
-# launcher/jobspec.cmake: the job spec parser (jobspec.c) as the static library ftl_jobspec.
+# launcher/jobspec.cmake: the job spec parser (jobspec.c), the YAML binder it is built on
+# (yaml_bind.c) and the hostfile reader (hostfile.c): the launcher's readers of outside bytes, as the
+# static library ftl_jobspec.
 # Included from launcher/CMakeLists.txt; kept in its own fragment so the parser, its unit tests
 # and its fuzz target can be built without the rest of the launcher.
-add_library(ftl_jobspec STATIC ${CMAKE_CURRENT_LIST_DIR}/jobspec.c)
-target_include_directories(ftl_jobspec PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+add_library(ftl_jobspec STATIC ${CMAKE_CURRENT_LIST_DIR}/jobspec.c ${CMAKE_CURRENT_LIST_DIR}/yaml_bind.c
+                        ${CMAKE_CURRENT_LIST_DIR}/hostfile.c)
+target_include_directories(ftl_jobspec PUBLIC ${PROJECT_SOURCE_DIR}/include)
 if(XXHASH_INCLUDE_DIR)
   target_include_directories(ftl_jobspec PRIVATE ${XXHASH_INCLUDE_DIR})
 endif()
 if(NOT XXHASH_LIBRARY)
   message(FATAL_ERROR "ftl_jobspec needs libxxhash (Debian: libxxhash-dev)")
 endif()
-target_link_libraries(ftl_jobspec PUBLIC ftl_core PRIVATE PkgConfig::YAML ${XXHASH_LIBRARY})
+target_link_libraries(ftl_jobspec PUBLIC ftl_core PRIVATE ftl_internal PkgConfig::YAML ${XXHASH_LIBRARY})
 target_compile_options(ftl_jobspec PRIVATE ${FTL_WARNINGS})
 set_target_properties(ftl_jobspec PROPERTIES POSITION_INDEPENDENT_CODE ON)
 

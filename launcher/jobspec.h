@@ -17,6 +17,12 @@ typedef enum ftl_launch_kind {
   FTL_LAUNCH_SRUN = 2,
 } ftl_launch_kind;
 
+/* `eval.direction`: which way the gate's metric is better. */
+typedef enum ftl_eval_direction {
+  FTL_EVAL_HIGHER = 0, /* passes when value >= threshold */
+  FTL_EVAL_LOWER = 1,  /* passes when value <= threshold */
+} ftl_eval_direction;
+
 typedef struct ftl_job {
   char *spec_path;          /* the file it came from, NULL when built from the command line */
   char *name;               /* `name`; defaults to the file's base name without extension */
@@ -50,6 +56,35 @@ typedef struct ftl_job {
   /* `preemption:` */
   int64_t preempt_grace_ms; /* `preemption.grace_s`: time ranks get to checkpoint and stop after
                                SIGTERM/SIGUSR1 before they are killed; default 30 s */
+  char *metrics_textfile;   /* `metrics.textfile`: Prometheus textfile, as written; may be NULL */
+  /* `inputs:` the files and folders the job reads (docs/pipeline.md), hashed into
+     RUNDIR/snapshot.json at submission: "NAME=PATH" strings, NULL-terminated; never NULL */
+  char **inputs;
+  size_t inputs_count;
+  /* `eval:` the gate, locked at submission (docs/pipeline.md); program is NULL without the section */
+  struct {
+    char *program;          /* `eval.program`: as written, or resolved against the spec's folder when it has a '/' */
+    char **args;            /* `eval.args`: NULL-terminated, with {adapter} {data} {metrics} {base} {run_dir} */
+    size_t args_count;
+    char **env;             /* `eval.env`: "KEY=VALUE", NULL-terminated */
+    size_t env_count;
+    int64_t timeout_ms;     /* `eval.timeout_s`: the evaluator's deadline; default 600 s */
+    char *metric;           /* `eval.metric`: the metric's name in the metrics file */
+    int direction;          /* `eval.direction`: ftl_eval_direction */
+    double threshold;       /* `eval.threshold` */
+    double min_gain;        /* `eval.min_gain`, when has_min_gain */
+    int has_min_gain;
+    char *baseline_channel; /* `eval.baseline_channel`: may be NULL (then registry.channel) */
+    char *data;             /* `eval.data`: the name of the input that is the eval data */
+    char *base;             /* `eval.base`: the name of the input that is the base model; may be NULL */
+  } eval;
+  /* `registry:` where a passing adapter is published */
+  struct {
+    int present;            /* the section was given */
+    char *path;             /* `registry.path`: may be NULL (then $FTL_REGISTRY) */
+    char *name;             /* `registry.name`: may be NULL (then the job's name) */
+    char *channel;          /* `registry.channel`: may be NULL (then "candidate") */
+  } registry;
 } ftl_job;
 
 /* Parses and validates the file at path into a new job (*job_out, freed by ftl_job_destroy).

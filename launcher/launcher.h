@@ -3,6 +3,7 @@
 #ifndef FTL_LAUNCHER_H
 #define FTL_LAUNCHER_H
 
+#include "core/failure_cause.h"
 #include "ftl/error.h"
 #include "launcher/events.h"
 #include "launcher/jobspec.h"
@@ -44,19 +45,15 @@ typedef enum ftl_attempt_outcome {
   FTL_ATTEMPT_PREEMPTED = 5,     /* a stop request the ranks honoured: all exited 0 */
 } ftl_attempt_outcome;
 
-/* What kind of failure ended an attempt (the failure ledger's `cause`). */
+/* What kind of failure ended an attempt (the failure ledger's `cause`): FTL_FAIL_NONE = 0,
+ * FTL_FAIL_EXIT, ... in the order of core/failure_cause.h, which also names them. */
 typedef enum ftl_failure_kind {
-  FTL_FAIL_NONE = 0,
-  FTL_FAIL_EXIT,        /* a rank exited non-zero */
-  FTL_FAIL_SIGNAL,      /* a rank was killed by a signal */
-  FTL_FAIL_HANG,        /* a rank made no progress for its section's timeout */
-  FTL_FAIL_NODE,        /* every agent on a host went silent: the host or its link is gone */
-  FTL_FAIL_AGENT_LOST,  /* one rank agent vanished */
-  FTL_FAIL_RDZV,        /* ranks missing at the rendezvous deadline */
-  FTL_FAIL_EXEC,        /* the program could not be started (not retried) */
-  FTL_FAIL_LAUNCHER,    /* mpirun/srun failed without a rank to blame */
+#define FTL_FAIL_ENUM_(kind, name, cls) FTL_FAIL_##kind,
+  FTL_FAILURE_CAUSE_MAP(FTL_FAIL_ENUM_)
+#undef FTL_FAIL_ENUM_
 } ftl_failure_kind;
 
+/* The ledger's `cause` for kind ("exit_code"); "unknown" for a value outside the table. */
 const char *ftl_failure_kind_name(ftl_failure_kind kind);
 
 typedef struct ftl_attempt_result {

@@ -1,29 +1,40 @@
-/* launcher/main.c: the `ftl` command: argument parsing, the run directory, and exit codes.
- * Subcommands: run, ckpt, help, version, and the internal rank-agent. Only this file chooses
- * exit codes; everything below it returns ftl_err. */
+/* launcher/main.c: the `ftl` command: the subcommand table, `ftl run`'s argument parsing, the run
+ * directory, and exit codes. Only this file chooses exit codes; everything below it returns ftl_err.
+ *
+ * A subcommand is one row of `subcommands` below: its name, its handler (argv[0] is the
+ * subcommand's name), a one-line summary for `ftl help`, and its help text for `ftl help NAME`.
+ * Help topics that are not commands (exit-codes, env) are rows of `topics`. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/rundir.h"
 #include "ftl/core.h"
 #include "ftl/ftl.h"
 #include "launcher/gang.h"
+#include "launcher/hostfile.h"
 #include "launcher/launcher.h"
+#include "launcher/prom.h"
+#include "launcher/progress.h"
+#include "launcher/runlock.h"
+#include "launcher/status.h"
+#include "launcher/version.h"
 
 #ifdef FTL_HAVE_CKPT_CLI
 #include "checkpoint/ckpt_cli.h"
 #endif
-
-static const char usage_text[] =
-    "usage: ftl run [OPTIONS] JOB.yaml\n"
-    "       ftl run -n N [OPTIONS] -- PROGRAM [ARGS...]\n"
-    "       ftl ckpt ls|verify|show RUNDIR [STEP]\n"
-    "       ftl help [run|exit-codes|env]\n"
-    "       ftl version\n";
+#ifdef FTL_HAVE_EVAL
+#include "eval/eval_cli.h"
+#endif
+#ifdef FTL_HAVE_PIPELINE_CLI
+#include "pipeline/pipeline_cli.h"
+#endif
 
 static const char run_help[] =
     "ftl run: start every rank of a job through MPI (mpirun, or srun inside a Slurm allocation), or none.\n"
@@ -42,6 +53,15 @@ static const char run_help[] =
     "                              or this host's name with a hostfile)\n"
     "      --kill-grace-ms MS      between SIGTERM and SIGKILL when the gang is ended (default 5000)\n"
     "      --max-restarts N        restart budget for the whole job (overrides restart.max_restarts; default 3)\n"
+    "      --wait-lock S           wait up to S seconds for the run directory's lock (RUNDIR/ftl.lock) held by\n"
+    "                              another launcher (default 0: refuse at once, exit 2, naming its pid and host)\n"
+    "      --progress MODE         auto | tty | lines | off: rank 0's progress (step, loss, tokens/s, ETA,\n"
+    "                              checkpoint, restarts, goodput) on stderr, redrawn in place on a terminal\n"
+    "                              (tty), or a plain line every --progress-interval (lines; batch logs);\n"
+    "                              default auto: tty when stderr is a terminal and TERM is not dumb\n"
+    "      --progress-interval S   seconds between the lines of --progress lines (default 30)\n"
+    "      --metrics-textfile FILE Prometheus metrics, rewritten atomically every few seconds (overrides\n"
+    "                              `metrics.textfile` and FTL_METRICS_TEXTFILE; docs/formats/metrics-textfile.md)\n"
     "\n"
     "The run directory holds job.yaml (a copy of the spec), events.jsonl (docs/formats/events.md)\n"
     "and one attempt-NNNN/ folder per attempt with rank-NNNNN.out/.err/.exit.json.\n"
@@ -50,39 +70,206 @@ static const char run_help[] =
 
 static const char exit_codes_help[] =
     "ftl exit codes:\n"
-    "  0    every rank exited 0\n"
-    "  1    the job failed (restarts spent, crash loop, or not restartable); the first failure is named\n"
-    "  2    bad command line or job spec: nothing was started\n"
+    "  0    every rank exited 0 (with eval: and registry: in the spec: the gate passed and the adapter\n"
+    "       was published and promoted)\n"
+    "  1    the job failed (restarts spent, crash loop, or not restartable); the first failure is named;\n"
+    "       or the evaluation gate failed or could not run: nothing was published\n"
+    "  2    bad command line or job spec, or the run directory is in use by another launcher or\n"
+    "       belongs to another job (docs/formats/ftl-lock.md): nothing was started\n"
     "  3    the gang could not be started (program or mpirun/srun not found)\n"
     "  4    the rendezvous deadline passed with ranks missing (they are named)\n"
-    "  5    ftl itself failed (run directory not writable, out of memory)\n"
-    "  75   preempted (SIGTERM/SIGUSR1): ranks stopped cleanly; requeue, `ftl run` resumes\n"
-    "  130  stopped by SIGINT, 143 stopped by SIGTERM/SIGHUP without a clean stop of the ranks\n";
+    "  5    ftl itself failed (run directory not writable, out of memory, publishing failed)\n"
+    "  75   preempted (SIGTERM/SIGUSR1): ranks stopped cleanly, or before the gang formed (nothing\n"
+    "       lost); requeue, `ftl run` resumes\n"
+    "  130  stopped by SIGINT, 143 stopped by SIGTERM/SIGHUP without a clean stop of the ranks\n"
+    "`ftl gate`: 0 passed, 1 failed (threshold not met, metric missing or not finite), 2 error (an input\n"
+    "changed after submission, a gate spec that differs from the locked one, the evaluator's deadline).\n"
+    "`ftl publish`: 0 published, 1 the verdict did not pass (nothing published), 2 error.\n";
 
 static const char env_help[] =
-    "Variables every rank gets from `ftl run`:\n"
-    "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE   as torchrun sets them\n"
+    "Variables every rank gets from `ftl run` (set in the environment built for each attempt):\n"
+    "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE   as torchrun sets them (the rank agent)\n"
     "  MASTER_ADDR, MASTER_PORT                         rank 0's host and a free port for the program's own use\n"
-    "  FTL_RDZV_ADDR, FTL_RDZV_TOKEN                    the launcher's rendezvous and this attempt's token\n"
+    "  FTL_RDZV_ADDR, FTL_RDZV_TOKEN                    this attempt's rendezvous address and token\n"
     "  FTL_RDZV_TIMEOUT_MS                              the rendezvous deadline\n"
     "  FTL_RUN_DIR, FTL_ATTEMPT, FTL_ATTEMPT_DIR        where this run and attempt keep their files\n"
     "  FTL_JOB_NAME, FTL_JOB_SPEC_HASH                  the job's name and the XXH3-128 of its spec\n"
     "  FTL_KILL_GRACE_MS                                SIGTERM -> SIGKILL grace when the gang is ended\n"
+    "  FTL_NODE_TIMEOUT_MS                              timeouts.node_s: an agent that hears nothing from\n"
+    "                                                   ftl this long ends its rank\n"
+    "  FTL_PREEMPT_GRACE_MS                             preemption.grace_s (bounds the checkpoint interval)\n"
+    "  FTL_FLEET_LEDGER                                 the spec's fleet_ledger, or empty\n"
+    "  and the spec's `env` (for the program only: mpirun, srun and the rank agent run without it;\n"
+    "  it reaches the agents as FTL_JOB_ENV_<NAME>, which the program does not see; names ftl or\n"
+    "  Open MPI set are refused in it, docs/job-spec.md); as root with mpirun,\n"
+    "  OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1.\n"
+    "A job with `inputs:` also gives its ranks FTL_SNAPSHOT (the digests of its inputs) and\n"
+    "FTL_INPUT_<NAME> (each input's path). The evaluation gate's evaluator gets FTL_RUN_DIR,\n"
+    "FTL_SNAPSHOT, FTL_INPUT_<NAME>, FTL_GATE_ADAPTER, FTL_GATE_BASE, FTL_GATE_DATA and FTL_GATE_METRICS.\n"
+    "\n"
     "Variables ftl reads:\n"
-    "  FTL_LOG_LEVEL=error|warn|info|debug             log verbosity (default info)\n"
-    "  FTL_BACKEND=auto|mpi|nccl                       force the collective backend in ftl_init\n"
-    "  FTL_COLLECTIVE_TIMEOUT_MS                        deadline of one collective on the GPU path\n";
+    "  FTL_LOG_LEVEL=error|warn|info|debug              log verbosity (default info)\n"
+    "  FTL_BACKEND=auto|mpi|nccl                        force the collective backend in ftl_init (auto: NCCL when\n"
+    "                                                   every rank has a GPU of its own; docs/gpu.md)\n"
+    "  FTL_COLLECTIVE_TIMEOUT_MS                        deadline of one collective on the GPU path (default 10 min;\n"
+    "                                                   also bounds NCCL's set-up, at most 2 min without a launcher)\n"
+    "  FTL_CKPT_ALLOW_FRESH=1                           the ranks' checkpoint library may start fresh in a run\n"
+    "                                                   directory whose checkpoints are all unusable\n"
+    "  FTL_LIBRARY                                      the libftl.so the Python binding loads (docs/python.md)\n"
+    "  PATH                                             where `ftl run` looks up a program named without '/'\n"
+    "  SLURM_JOB_ID                                     `--launcher auto` uses srun inside a Slurm allocation\n"    "  FTL_METRICS_TEXTFILE                              `ftl run`'s Prometheus textfile when the spec names none\n"
+    "  FTL_REGISTRY                                     the adapter registry's folder, when a command is given none\n"
+    "  FTL_METRICS_TEXTFILE                             `ftl run`'s Prometheus textfile when the spec names none\n"
+    "  TERM                                             `ftl run --progress auto` draws in place unless it is dumb\n"
+    "  OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE   the rank agent's place under mpirun\n"
+    "  SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID,\n"
+    "  SLURM_STEP_TASKS_PER_NODE, SLURM_TASKS_PER_NODE        the rank agent's place under srun\n"
+    "  every variable above that ftl sets for the ranks   read back by the rank agent and ftl_init\n"
+    "Test-only fault injection (docs/checkpoint.md):\n"
+    "  FTL_FAULT (old name FTL_CKPT_FAULT)              fail the Nth write/fsync/rename of the file seam\n"
+    "  FTL_CRASH_AT, FTL_CRASH_RANK, FTL_CRASH_STEP, FTL_CRASH_ATTEMPT (old names FTL_CKPT_CRASH_*)\n"
+    "                                                   SIGKILL the process at a named point\n";
+
+static const char ckpt_help[] =
+    "ftl ckpt: look at a run's checkpoints (docs/checkpoint.md).\n"
+    "\n"
+    "  ftl ckpt ls RUNDIR              the committed steps\n"
+    "  ftl ckpt verify RUNDIR [STEP]   check every shard's checksum (default: the latest step)\n"
+    "  ftl ckpt show RUNDIR STEP       the manifest of one step\n"
+    "\n"
+    "RUNDIR is a run directory (checkpoints in RUNDIR/checkpoints) or a checkpoints folder.\n"
+    "Exit codes: 0 success, 1 a checkpoint failed verification (or none was found), 2 usage or I/O error.\n";
+
+static const char agent_help[] =
+    "ftl rank-agent -- PROGRAM [ARGS...]: internal. `ftl run` starts it on every rank (through mpirun or\n"
+    "srun) to start the program, log its output, forward signals and report how it ended.\n";
+
+static const char help_help[] =
+    "ftl help: the commands, one command's help, or a topic.\n"
+    "\n"
+    "  ftl help             every command's usage and a one-line summary of each\n"
+    "  ftl help COMMAND     that command's options and exit codes (also `ftl COMMAND --help`)\n"
+    "  ftl help exit-codes  what ftl's exit codes mean\n"
+    "  ftl help env         every environment variable ftl sets or reads\n"
+    "\n"
+    "The same, with the job spec's fields, is in the man pages (docs/man/: ftl(1), ftl-COMMAND(1),\n"
+    "ftl-job(5), ftl-env(7)) and in docs/cli.md.\n"
+    "Exit codes: 0, or 2 for an unknown command or topic (the list is printed on stderr).\n";
+
+static int cmd_help(int argc, char **argv);
+static int cmd_run(int argc, char **argv);
+
+#ifdef FTL_HAVE_CKPT_CLI
+static int cmd_ckpt(int argc, char **argv) {
+  if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    fputs(ckpt_help, stdout);
+    return FTL_EXIT_OK;
+  }
+  return ftl_ckpt_cli_main(argc, argv);
+}
+#endif
+
+/* The subcommands. A new one is a row: name, handler, summary, help text, usage line(s). */
+typedef struct subcommand {
+  const char *name;
+  int (*handler)(int argc, char **argv); /* argv[0] is name; returns ftl's exit code */
+  const char *summary;                   /* one line for `ftl help` */
+  const char *help;                      /* `ftl help NAME` */
+  const char *usage;                     /* its usage line(s), each ending in '\n' */
+  int internal;                          /* started by ftl itself; listed apart */
+} subcommand;
+
+static const subcommand subcommands[] = {
+    {"run", cmd_run, "start every rank of a job, watch it, restart it after failures", run_help,
+     "ftl run [OPTIONS] JOB.yaml\nftl run -n N [OPTIONS] -- PROGRAM [ARGS...]\n", 0},
+#ifdef FTL_HAVE_CKPT_CLI
+    {"ckpt", cmd_ckpt, "list, verify and show a run's checkpoints", ckpt_help,
+     "ftl ckpt ls|verify|show RUNDIR [STEP]\n", 0},
+#endif
+#ifdef FTL_HAVE_EVAL
+    {"gate", ftl_cmd_gate, "evaluate a run's adapter against the gate locked at submission", ftl_gate_help,
+     "ftl gate RUNDIR [--spec JOB.yaml] [--json] [--quiet]\n", 0},
+    {"publish", ftl_cmd_publish, "publish a run whose gate passed and promote it to its channel", ftl_publish_help,
+     "ftl publish RUNDIR [--spec JOB.yaml] [--json]\n", 0},
+#endif
+#ifdef FTL_HAVE_PIPELINE_CLI
+    {"export", ftl_cmd_export, "write a run's final adapter in PEFT's layout", ftl_export_help,
+     "ftl export RUNDIR [-o DIR] [--base-name NAME]\n", 0},
+    {"registry", ftl_cmd_registry, "list, route, fetch and check the adapter registry", ftl_registry_help,
+     "ftl registry ls [NAME] | routes [--channel C] | fetch NAME@VERSION|NAME@CHANNEL DIR | check NAME\n", 0},
+    {"promote", ftl_cmd_promote, "point a registry channel at a published version", ftl_promote_help,
+     "ftl promote NAME VERSION --to CHANNEL [--why TEXT]\n", 0},
+    {"rollback", ftl_cmd_rollback, "move a registry channel back to its previous version", ftl_rollback_help,
+     "ftl rollback NAME --channel CHANNEL [--why TEXT]\n", 0},
+#endif
+    {"status", ftl_cmd_status, "what a run is doing, or how it ended", ftl_status_help,
+     "ftl status RUNDIR [--json]\n", 0},
+    {"report", ftl_cmd_report, "one self-contained HTML page about a run, with plots", ftl_report_help,
+     "ftl report RUNDIR [-o FILE]\n", 0},
+    {"help", cmd_help, "this list, a command's help, or a topic", help_help,
+     "ftl help [COMMAND|exit-codes|env]\n", 0},
+    {"version", ftl_cmd_version, "print ftl's version and what the build compiled in (CUDA, NCCL, HDF5, MPI)",
+     ftl_version_help, "ftl version\n", 0},
+    {"rank-agent", ftl_rank_agent_main, "internal: the process `ftl run` starts on every rank", agent_help,
+     "ftl rank-agent -- PROGRAM [ARGS...]\n", 1},
+};
+enum { N_SUBCOMMANDS = sizeof subcommands / sizeof subcommands[0] };
+
+/* Help topics that are not commands. */
+static const struct {
+  const char *name, *summary, *text;
+} topics[] = {
+    {"exit-codes", "what ftl's exit codes mean", exit_codes_help},
+    {"env", "every environment variable ftl sets or reads", env_help},
+};
+
+static const subcommand *find_subcommand(const char *name) {
+  for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+    if (!strcmp(subcommands[i].name, name)) return &subcommands[i];
+  return NULL;
+}
+
+/* The usage lines of every public command, as `ftl` with no arguments prints them. */
+static void print_usage(FILE *out) {
+  const char *lead = "usage: ";
+  for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+    if (subcommands[i].internal) continue;
+    for (const char *p = subcommands[i].usage; *p;) {
+      size_t n = strcspn(p, "\n");
+      fprintf(out, "%s%.*s\n", lead, (int)n, p);
+      lead = "       ";
+      p += n + (p[n] == '\n');
+    }
+  }
+}
 
 static int cmd_help(int argc, char **argv) {
   const char *topic = argc > 1 ? argv[1] : "";
-  if (!strcmp(topic, "run")) fputs(run_help, stdout);
-  else if (!strcmp(topic, "exit-codes")) fputs(exit_codes_help, stdout);
-  else if (!strcmp(topic, "env")) fputs(env_help, stdout);
-  else {
-    fputs(usage_text, stdout);
-    fputs("\nSee `ftl help run`, `ftl help exit-codes`, `ftl help env` and docs/cli.md.\n", stdout);
+  const subcommand *c = *topic ? find_subcommand(topic) : NULL;
+  if (c) {
+    fputs(c->help, stdout);
+    return FTL_EXIT_OK;
   }
-  return FTL_EXIT_OK;
+  for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++) {
+    if (!strcmp(topics[i].name, topic)) {
+      fputs(topics[i].text, stdout);
+      return FTL_EXIT_OK;
+    }
+  }
+  FILE *out = *topic ? stderr : stdout;
+  if (*topic) fprintf(stderr, "ftl help: no command or topic '%s'\n", topic);
+  print_usage(out);
+  fputs("\nCommands:\n", out);
+  for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+    if (!subcommands[i].internal) fprintf(out, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
+  fputs("Topics:\n", out);
+  for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++)
+    fprintf(out, "  %-12s %s\n", topics[i].name, topics[i].summary);
+  fputs("Internal:\n", out);
+  for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+    if (subcommands[i].internal) fprintf(out, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
+  fputs("\n`ftl help COMMAND` or `ftl help TOPIC` for more; docs/cli.md has it all.\n", out);
+  return *topic ? FTL_EXIT_USAGE : FTL_EXIT_OK;
 }
 
 /* Keeps a copy of the spec in the run directory. A run directory already used by a different
@@ -91,7 +278,8 @@ static ftl_err adopt_run_dir(const char *run_dir, const ftl_job *job, ftl_diag *
   ftl_err rc = ftl_mkdir_p(run_dir, d);
   if (rc) return rc;
   char path[PATH_MAX];
-  if (ftl_fmt(path, sizeof path, "%s/job.yaml", run_dir)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long");
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_SPEC))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
   if (!job->spec_path) return FTL_OK;
   char *spec = NULL, *existing = NULL;
   size_t spec_len = 0, existing_len = 0;
@@ -114,8 +302,67 @@ out:
   return rc;
 }
 
+/* A name that says "job spec": ends in .yaml or .yml. */
+static int has_yaml_extension(const char *path) {
+  size_t n = strlen(path);
+  return (n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml"));
+}
+
+static int is_executable_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* `ftl run -n 4 /bin/true` (the `--` forgotten): what was meant, and how to say it. ranks < 0: no -n. */
+static void say_not_a_spec(const char *what, const char *why, int64_t ranks, int argc, char **argv) {
+  char n[32] = "N";
+  if (ranks > 0) snprintf(n, sizeof n, "%lld", (long long)ranks);
+  fprintf(stderr, "ftl run: %s is not a job spec (%s); to run a program use: ftl run -n %s --", what, why, n);
+  for (int i = 0; i < argc; i++) fprintf(stderr, " %s", argv[i]);
+  fputc('\n', stderr);
+}
+
+/* The job's hostfile, read strictly before anything starts: a bad line, an empty file, or fewer
+ * slots in all than the ranks need is a usage error (exit 2) naming the file. */
+static int check_hostfile(const ftl_job *job) {
+  ftl_diag d = {{0}};
+  ftl_hostfile_host *hosts = NULL;
+  size_t count = 0;
+  int exit_code = FTL_EXIT_OK;
+  ftl_err rc = ftl_hostfile_read(job->hostfile, &hosts, &count, &d);
+  if (rc) {
+    fprintf(stderr, "ftl run: %s\n", d.msg);
+    exit_code = rc == FTL_ERR_NOMEM ? FTL_EXIT_INTERNAL : FTL_EXIT_USAGE;
+    goto out;
+  }
+  int slots = ftl_hostfile_total_slots(hosts, count);
+  int need = job->min_ranks > 0 ? job->min_ranks : job->ranks;
+  if (slots < need) {
+    fprintf(stderr, "ftl run: hostfile %s holds %d slot%s in all (%zu host%s), fewer than the %d ranks %s\n",
+            job->hostfile, slots, slots == 1 ? "" : "s", count, count == 1 ? "" : "s", need,
+            job->min_ranks > 0 ? "of min_ranks" : "of the job");
+    exit_code = FTL_EXIT_USAGE;
+  }
+out:
+  ftl_free(hosts);
+  return exit_code;
+}
+
+/* A seconds option of `ftl run`: > 0 (or >= 0 where zero is allowed) and at most max, else it says
+ * why on stderr and returns nonzero. The one reading of "seconds" for every such flag. */
+static int parse_seconds_opt(const char *flag, const char *arg, int allow_zero, double max, double *out) {
+  char *end = NULL;
+  double v = strtod(arg, &end);
+  if (!end || *end || !(allow_zero ? v >= 0 : v > 0) || v > max) {
+    fprintf(stderr, "ftl run: %s: expected seconds %s 0, got '%s'\n", flag, allow_zero ? ">=" : ">", arg);
+    return 1;
+  }
+  *out = v;
+  return 0;
+}
+
 static int cmd_run(int argc, char **argv) {
-  enum { OPT_HOSTFILE = 1000, OPT_RUN_DIR, OPT_NAME, OPT_RDZV_TIMEOUT, OPT_LAUNCHER, OPT_RDZV_HOST, OPT_GRACE, OPT_RESTARTS };
+  enum { OPT_HOSTFILE = 1000, OPT_RUN_DIR, OPT_NAME, OPT_RDZV_TIMEOUT, OPT_LAUNCHER, OPT_RDZV_HOST, OPT_GRACE, OPT_RESTARTS, OPT_WAIT_LOCK, OPT_PROGRESS, OPT_PROGRESS_INTERVAL, OPT_METRICS };
   static const struct option options[] = {
       {"ranks", required_argument, NULL, 'n'},
       {"hostfile", required_argument, NULL, OPT_HOSTFILE},
@@ -126,11 +373,21 @@ static int cmd_run(int argc, char **argv) {
       {"rdzv-host", required_argument, NULL, OPT_RDZV_HOST},
       {"kill-grace-ms", required_argument, NULL, OPT_GRACE},
       {"max-restarts", required_argument, NULL, OPT_RESTARTS},
+      {"wait-lock", required_argument, NULL, OPT_WAIT_LOCK},
+      {"progress", required_argument, NULL, OPT_PROGRESS},
+      {"progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL},
+      {"metrics-textfile", required_argument, NULL, OPT_METRICS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   int64_t ranks = -1, grace_ms = 5000, max_restarts = -1;
-  double rdzv_timeout_s = -1;
+  double rdzv_timeout_s = -1, wait_lock_s = 0;
+  ftl_run_lock run_lock = FTL_RUN_LOCK_INIT;
+  ftl_progress_mode progress_mode = FTL_PROGRESS_AUTO;
+  double progress_interval_s = 30;
+  const char *metrics_opt = NULL;
+  ftl_progress *progress = NULL;
+  ftl_prom *metrics = NULL;
   const char *hostfile = NULL, *run_dir_opt = NULL, *name = NULL, *launcher = NULL, *rdzv_host = NULL;
   ftl_diag d = {{0}};
   ftl_job *job = NULL;
@@ -152,20 +409,17 @@ static int cmd_run(int argc, char **argv) {
       case OPT_NAME: name = optarg; break;
       case OPT_LAUNCHER: launcher = optarg; break;
       case OPT_RDZV_HOST: rdzv_host = optarg; break;
-      case OPT_RDZV_TIMEOUT: {
-        char *end = NULL;
-        rdzv_timeout_s = strtod(optarg, &end);
-        if (!end || *end || !(rdzv_timeout_s > 0)) {
-          fprintf(stderr, "ftl run: --rendezvous-timeout: expected seconds > 0, got '%s'\n", optarg);
-          return FTL_EXIT_USAGE;
-        }
+      case OPT_RDZV_TIMEOUT:
+        if (parse_seconds_opt("--rendezvous-timeout", optarg, 0, HUGE_VAL, &rdzv_timeout_s)) return FTL_EXIT_USAGE;
         break;
-      }
       case OPT_GRACE:
         if (ftl_parse_i64(optarg, 0, 3600000, &grace_ms) != FTL_OK) {
           fprintf(stderr, "ftl run: --kill-grace-ms: expected milliseconds, got '%s'\n", optarg);
           return FTL_EXIT_USAGE;
         }
+        break;
+      case OPT_WAIT_LOCK:
+        if (parse_seconds_opt("--wait-lock", optarg, 1, 1e6, &wait_lock_s)) return FTL_EXIT_USAGE;
         break;
       case OPT_RESTARTS:
         if (ftl_parse_i64(optarg, 0, 100000, &max_restarts) != FTL_OK) {
@@ -173,8 +427,18 @@ static int cmd_run(int argc, char **argv) {
           return FTL_EXIT_USAGE;
         }
         break;
+      case OPT_PROGRESS:
+        if (ftl_progress_parse_mode(optarg, &progress_mode) != FTL_OK) {
+          fprintf(stderr, "ftl run: --progress: expected auto, tty, lines or off, got '%s'\n", optarg);
+          return FTL_EXIT_USAGE;
+        }
+        break;
+      case OPT_PROGRESS_INTERVAL:
+        if (parse_seconds_opt("--progress-interval", optarg, 0, 86400, &progress_interval_s)) return FTL_EXIT_USAGE;
+        break;
+      case OPT_METRICS: metrics_opt = optarg; break;
       case 'h': fputs(run_help, stdout); return FTL_EXIT_OK;
-      default: fputs(usage_text, stderr); return FTL_EXIT_USAGE;
+      default: print_usage(stderr); return FTL_EXIT_USAGE;
     }
   }
   int rest = argc - optind;
@@ -189,15 +453,24 @@ static int cmd_run(int argc, char **argv) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       return FTL_EXIT_USAGE;
     }
-  } else if (rest == 1) {
+  } else if (rest == 1 || (rest > 1 && ranks > 0 && !has_yaml_extension(rest_argv[0]))) {
+    /* A program where a spec belongs (the `--` forgotten) is said so, not read as YAML. */
+    if (!has_yaml_extension(rest_argv[0]) && (rest > 1 || is_executable_file(rest_argv[0]))) {
+      say_not_a_spec(rest_argv[0], is_executable_file(rest_argv[0]) ? "it is an executable" : "a spec comes alone",
+                     ranks, rest, rest_argv);
+      return FTL_EXIT_USAGE;
+    }
     ftl_err rc = ftl_job_parse_file(rest_argv[0], &job, &d);
     if (rc) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
-      return FTL_EXIT_USAGE;
+      if (!has_yaml_extension(rest_argv[0]))
+        say_not_a_spec(rest_argv[0], "it does not read as one", ranks, rest, rest_argv);
+      return rc == FTL_ERR_NOMEM ? FTL_EXIT_INTERNAL : FTL_EXIT_USAGE;
     }
     if (ranks > 0) job->ranks = (int)ranks;
   } else {
-    fprintf(stderr, "ftl run: expected one JOB.yaml, or -n N -- PROGRAM [ARGS...]\n%s", usage_text);
+    fprintf(stderr, "ftl run: expected one JOB.yaml, or -n N -- PROGRAM [ARGS...]\n");
+    print_usage(stderr);
     return FTL_EXIT_USAGE;
   }
   if (name) {
@@ -224,8 +497,15 @@ static int cmd_run(int argc, char **argv) {
     }
   }
 
-  /* A program that cannot start is found here, before anything is launched or retried. */
-  if (ftl_gang_find_program(job->program, getenv("PATH"), &program, &d)) {
+  if (job->hostfile && (exit_code = check_hostfile(job)) != FTL_EXIT_OK) goto out;
+  exit_code = FTL_EXIT_USAGE;
+
+  /* A program that cannot start is found here, before anything is launched or retried. A name
+   * without '/' is looked up on the job's PATH when its env sets one (the PATH the program will
+   * have), else on ftl's own. */
+  const char *lookup_path = ftl_gang_env_get(job->env, "PATH");
+  if (!lookup_path) lookup_path = getenv("PATH");
+  if (ftl_gang_find_program(job->program, lookup_path, &program, &d)) {
     fprintf(stderr, "ftl run: %s%s%s\n", job->spec_path ? job->spec_path : "", job->spec_path ? ": field 'program': " : "",
             d.msg);
     exit_code = FTL_EXIT_LAUNCH;
@@ -246,9 +526,28 @@ static int cmd_run(int argc, char **argv) {
     if (ftl_fmt(run_dir_buf, sizeof run_dir_buf, "runs/%s", job->name)) goto toolong;
     rd = run_dir_buf;
   }
-  if (adopt_run_dir(rd, job, &d)) {
+  /* A run directory that cannot be made is ftl's failure (exit 5), like any file it cannot write. */
+  if (ftl_mkdir_p(rd, &d)) {
+    fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", rd, d.msg);
+    exit_code = FTL_EXIT_INTERNAL;
+    goto out;
+  }
+  /* One launcher per run directory, for its whole life (docs/formats/ftl-lock.md). */
+  ftl_err lock_rc = ftl_run_lock_take(rd, job, (int64_t)(wait_lock_s * 1000.0), &run_lock, &d);
+  if (lock_rc) {
+    /* In use by another launcher, or another job's: refused (2); a lock that cannot be written: 5. */
     fprintf(stderr, "ftl run: %s\n", d.msg);
-    exit_code = FTL_EXIT_USAGE;
+    exit_code = lock_rc == FTL_ERR_STATE || lock_rc == FTL_ERR_TIMEOUT || lock_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE
+                                                                                                  : FTL_EXIT_INTERNAL;
+    goto out;
+  }
+  ftl_err adopt_rc = adopt_run_dir(rd, job, &d);
+  if (adopt_rc) {
+    /* Another job's run directory is a usage error; one that cannot be written is ftl's failure
+     * (exit 5), like any other file ftl cannot write. */
+    if (adopt_rc == FTL_ERR_SPEC) fprintf(stderr, "ftl run: %s\n", d.msg);
+    else fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", rd, d.msg);
+    exit_code = adopt_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE : FTL_EXIT_INTERNAL;
     goto out;
   }
   if (!realpath(rd, run_dir)) {
@@ -257,20 +556,55 @@ static int cmd_run(int argc, char **argv) {
     goto out;
   }
   char events_path[PATH_MAX];
-  if (ftl_fmt(events_path, sizeof events_path, "%s/events.jsonl", run_dir)) goto toolong;
+  if (ftl_rundir_path(events_path, sizeof events_path, run_dir, FTL_RUNDIR_EVENTS)) goto toolong;
   if (ftl_events_open(events_path, &events, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
     exit_code = FTL_EXIT_INTERNAL;
     goto out;
   }
+  /* The operator's view: drawn from the event stream itself (launcher/progress.h, metrics.h). */
+  const char *metrics_path = metrics_opt ? metrics_opt : job->metrics_textfile;
+  if (!metrics_path && getenv("FTL_METRICS_TEXTFILE") && *getenv("FTL_METRICS_TEXTFILE"))
+    metrics_path = getenv("FTL_METRICS_TEXTFILE");
+  if (ftl_progress_create(progress_mode, stderr, isatty(STDERR_FILENO), getenv("TERM"),
+                          (int64_t)(progress_interval_s * 1000.0), &progress, &d) ||
+      ftl_events_observe(events, ftl_progress_observe, progress, &d) ||
+      (metrics_path && (ftl_prom_create(metrics_path, job->name, &metrics, &d) ||
+                        ftl_events_observe(events, ftl_prom_observe, metrics, &d)))) {
+    fprintf(stderr, "ftl run: %s\n", d.msg);
+    exit_code = FTL_EXIT_INTERNAL;
+    goto out;
+  }
+#ifdef FTL_HAVE_EVAL
+  /* The inputs are hashed (and the gate locked) before any rank starts; a resumed run is checked
+   * against that record instead (docs/pipeline.md). */
+  if (ftl_submit_prepare(job, run_dir, &d)) {
+    fprintf(stderr, "ftl run: %s\n", d.msg);
+    exit_code = FTL_EXIT_USAGE;
+    goto out;
+  }
+#else
+  if (job->inputs_count || job->eval.program) {
+    fprintf(stderr, "ftl run: this ftl was built without the pipeline (libarchive, libcrypto): it cannot run a job "
+                    "with inputs: or eval:\n");
+    exit_code = FTL_EXIT_USAGE;
+    goto out;
+  }
+#endif
   /* Ranks on other hosts reach the launcher by this host's name; on one machine, by loopback. */
   int multi_host = job->hostfile || ftl_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN;
   if (!rdzv_host) rdzv_host = multi_host ? ftl_hostname() : "127.0.0.1";
 
   ftl_events_write(events, "run_start", 0,
-                   json_pack("{s:s, s:s, s:i, s:s, s:s}", "job", job->name, "spec", job->spec_path ? job->spec_path : "",
-                             "ranks", job->ranks, "program", program, "spec_hash", job->spec_hash));
+                   json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:s}", "job", job->name, "spec",
+                             job->spec_path ? job->spec_path : "", "ranks", job->ranks, "program", program, "spec_hash",
+                             job->spec_hash, "pid", (json_int_t)getpid(), "host", ftl_hostname(), "slurm_job_id",
+                             getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : ""));
   exit_code = ftl_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)grace_ms, events);
+#ifdef FTL_HAVE_EVAL
+  /* Trained: the gate, then publish and promote (0 published, 1 gate failed, 5 publishing failed). */
+  if (exit_code == FTL_EXIT_OK) exit_code = ftl_submit_finish(job, run_dir, events);
+#endif
   ftl_events_write(events, "run_end", 0, json_pack("{s:i}", "exit_code", exit_code));
   goto out;
 toolong:
@@ -281,7 +615,11 @@ oom:
   fprintf(stderr, "ftl run: out of memory\n");
   exit_code = FTL_EXIT_INTERNAL;
 out:
+  ftl_progress_destroy(progress); /* clears a status line left on the terminal */
+  ftl_prom_finish(metrics);     /* the last state, ftl_up 0 */
+  ftl_prom_destroy(metrics);
   ftl_events_close(events);
+  ftl_run_lock_release(&run_lock);
   ftl_free(program);
   ftl_job_destroy(job);
   return exit_code;
@@ -290,20 +628,15 @@ out:
 int main(int argc, char **argv) {
   ftl_log_init_from_env();
   if (argc < 2) {
-    fputs(usage_text, stderr);
+    print_usage(stderr);
     return FTL_EXIT_USAGE;
   }
   const char *cmd = argv[1];
-  if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
-  if (!strcmp(cmd, "rank-agent")) return ftl_rank_agent_main(argc - 1, argv + 1);
-  if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return cmd_help(argc - 1, argv + 1);
-  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-    printf("ftl %s\n", FTL_VERSION_STRING);
-    return FTL_EXIT_OK;
-  }
-#ifdef FTL_HAVE_CKPT_CLI
-  if (!strcmp(cmd, "ckpt")) return ftl_ckpt_cli_main(argc - 1, argv + 1);
-#endif
-  fprintf(stderr, "ftl: unknown command '%s'\n%s", cmd, usage_text);
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) cmd = "help";
+  if (!strcmp(cmd, "--version")) cmd = "version";
+  const subcommand *c = find_subcommand(cmd);
+  if (c) return c->handler(argc - 1, argv + 1);
+  fprintf(stderr, "ftl: unknown command '%s'\n", cmd);
+  print_usage(stderr);
   return FTL_EXIT_USAGE;
 }

@@ -9,11 +9,22 @@
  *   - a lost host: every agent on it silent for timeouts.node_s (agents report every second);
  *   - a lost agent: a connection dropped without an exit report, blamed after 250 ms unless a
  *     rank failure arrives meanwhile (mpirun kills the other agents when a rank fails).
- * The first failure is the root cause; the whole gang is then ended at once through the agents
- * rather than by waiting for mpirun. After mpirun is gone, any local process that still carries
- * this attempt's token is killed, so nothing of the job outlives the attempt on this host.
+ * The detectors themselves are pure functions of the ranks' state and the clock (detect.c); this
+ * file feeds them and acts on what they find. The first failure is the root cause; the whole gang
+ * is then ended at once through the agents rather than by waiting for mpirun. After mpirun is
+ * gone, any local process that still carries this attempt's token is killed, so nothing of the job
+ * outlives the attempt on this host.
  *
- * Not here: deciding whether to restart (run.c). */
+ * An attempt goes through explicit phases (attempt_phase below, logged on change): launching,
+ * rendezvous, running, stopping (a preemption), ending (ftl ends the gang), draining (mpirun is
+ * gone, the last reports are read), ended. The gang's launcher process gets its environment as an
+ * envp built for this attempt (ftl_gang_build_env): the launcher's own environment never holds an
+ * attempt's token or rendezvous address, so nothing it starts later inherits a dead attempt's.
+ *
+ * Map: rank state and phases; ending the gang and the root cause; the rendezvous server's events;
+ * the detectors' glue; preemption; the attempt's environment and the token sweep; the poll loop.
+ *
+ * Not here: deciding whether to restart (policy.c, run.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -27,9 +38,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/detect.h"
 #include "launcher/gang.h"
+#include "launcher/goodput.h"
 #include "launcher/launcher.h"
+#include "launcher/progress.h"
 #include "launcher/sigpipe.h"
 #include "rendezvous/server.h"
 #include "rendezvous/wire.h"
@@ -37,73 +52,95 @@
 static const char *msg_str(const json_t *msg, const char *key) { return ftl_wire_str(msg, key, ""); }
 
 const char *ftl_failure_kind_name(ftl_failure_kind kind) {
-  switch (kind) {
-    case FTL_FAIL_NONE: return "none";
-    case FTL_FAIL_EXIT: return "exit_code";
-    case FTL_FAIL_SIGNAL: return "signal";
-    case FTL_FAIL_HANG: return "hang";
-    case FTL_FAIL_NODE: return "node_lost";
-    case FTL_FAIL_AGENT_LOST: return "agent_lost";
-    case FTL_FAIL_RDZV: return "rendezvous";
-    case FTL_FAIL_EXEC: return "cannot_start";
-    case FTL_FAIL_LAUNCHER: return "launcher";
-  }
-  return "unknown";
+  static const char *const names[] = {
+#define FTL_FAIL_NAME_(k, name, cls) [FTL_FAIL_##k] = name,
+      FTL_FAILURE_CAUSE_MAP(FTL_FAIL_NAME_)
+#undef FTL_FAIL_NAME_
+  };
+  if ((int)kind < 0 || (size_t)kind >= sizeof names / sizeof names[0]) return "unknown";
+  return names[kind];
 }
 
-enum section_kind { SECTION_STARTUP = 0, SECTION_STEP = 1, SECTION_CHECKPOINT = 2 };
-
-/* Straggler: over its last STRAGGLER_WINDOW heartbeats, a rank's median compute time per step is
- * more than STRAGGLER_RATIO times the median of the other ranks' (and at least STRAGGLER_MIN_MS
- * more). Compute time excludes waiting in collectives, which in synchronous training is where
- * every other rank pays for the straggler. */
-#define STRAGGLER_WINDOW 10
-#define STRAGGLER_RATIO 1.5
-#define STRAGGLER_MIN_MS 2.0
-
+/* What the launcher keeps about one rank besides what the detectors read (ftl_rank_watch). */
 typedef struct rank_state {
   int64_t hello_ms;     /* agent said hello (launcher clock) */
-  int64_t progress_ms;  /* last sign of progress: ready, a step, an event */
-  int64_t alive_ms;     /* last heartbeat of its agent */
-  int64_t last_step;
-  int section;
-  char state;           /* the program's scheduler state as the agent last saw it */
-  int has_agent;
-  int64_t lost_ns;      /* when its agent's connection dropped without an exit report, 0 if not */
   char addrs[512];      /* the agent's host addresses */
   double phases[3];     /* rendezvous, mpi_init, comm_init as the rank measured them */
   int ready;
   double first_step_ms;
   int first_step_seen;
-  int exited;
   int exit_code, signal;
-  double compute_ms[STRAGGLER_WINDOW]; /* the rank's own compute per step, recent heartbeats */
-  int compute_count;
-  int straggler_reported;
 } rank_state;
+
+/* The phases of an attempt. Launching, rendezvous and running follow what the ranks report and may
+ * alternate (a program's ranks can reach the rendezvous after every agent is up); from stopping on
+ * the attempt only moves forward. */
+typedef enum attempt_phase {
+  PHASE_LAUNCHING = 0, /* mpirun/srun is placing the gang: not every agent has said hello */
+  PHASE_RENDEZVOUS,    /* a rank joined the rendezvous and the gang has not gone yet */
+  PHASE_RUNNING,       /* every agent is up and no rendezvous is pending */
+  PHASE_STOPPING,      /* a preemption: the ranks were asked to checkpoint and stop */
+  PHASE_ENDING,        /* ftl is ending the gang: SIGTERM sent, SIGKILL after the grace */
+  PHASE_DRAINING,      /* mpirun is gone; the agents' last reports are read */
+  PHASE_ENDED,
+} attempt_phase;
+
+static const char *phase_name(attempt_phase p) {
+  static const char *const names[] = {"launching", "rendezvous", "running", "stopping", "ending", "draining", "ended"};
+  return (size_t)p < sizeof names / sizeof *names ? names[p] : "unknown";
+}
 
 typedef struct attempt {
   const ftl_attempt_opts *o;
   ftl_attempt_result *res;
   ftl_rdzv_server *server;
   rank_state *ranks;
+  ftl_rank_watch *watch;   /* what the detectors read, one per rank */
+  ftl_detect_limits limits;
   int world;
   char attempt_dir[PATH_MAX];
   int64_t start_ms;
   int64_t rdzv_deadline_ms;
   pid_t mpirun;
   int mpirun_status;
-  int mpirun_reaped;
-  int terminating;         /* we are ending the gang; later exits by TERM/KILL are consequences */
+  attempt_phase phase;
+  unsigned seen;           /* every phase entered (1u << phase), or asked for while ending: a stop */
   int64_t kill_deadline_ms;
-  int have_root;
+  int64_t stop_deadline_ms;
+  int have_root;           /* the root cause is recorded */
   int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
   int64_t lost_ms;
+  int agents_up;           /* agents that said hello */
   int first_step_count;
-  int startup_logged;
-  int stop_sent;           /* a stop (preemption) was asked of the ranks */
-  int64_t stop_deadline_ms;
+  int early_stop;          /* a stop request came before the gang formed: the ranks were ended at
+                              once and the stop is clean (nothing of this attempt was trained) */
 } attempt;
+
+static int was(const attempt *a, attempt_phase p) { return (a->seen >> p) & 1u; }
+static int reaped(const attempt *a) { return a->phase >= PHASE_DRAINING; }
+
+/* Moves the attempt to phase p and logs the change. Once stopping or ending, the attempt never goes
+ * back to launching, rendezvous or running, nor from ending to stopping: such a request is only
+ * remembered (in seen). */
+static void set_phase(attempt *a, attempt_phase p) {
+  a->seen |= 1u << p;
+  if (p == a->phase || (p < a->phase && a->phase >= PHASE_STOPPING)) return;
+  FTL_LOG(FTL_LOG_DEBUG, "launcher", "attempt %d: %s -> %s (%.0f ms)", a->o->attempt, phase_name(a->phase),
+          phase_name(p), a->start_ms ? (double)(ftl_clock_ms() - a->start_ms) : 0.0);
+  a->phase = p;
+}
+
+/* The life phases follow from the agents and the rendezvous. */
+static void update_life_phase(attempt *a) {
+  if (a->phase >= PHASE_STOPPING) return;
+  if (ftl_rdzv_server_joined(a->server) > 0 && !ftl_rdzv_server_went(a->server)) set_phase(a, PHASE_RENDEZVOUS);
+  else if (a->agents_up >= a->world) set_phase(a, PHASE_RUNNING);
+}
+
+/* The detectors read each rank's host as the rendezvous server last heard it. */
+static void refresh_hosts(attempt *a) {
+  for (int i = 0; i < a->world; i++) a->watch[i].host = ftl_rdzv_server_host(a->server, i);
+}
 
 static const char *signal_name(int sig) {
   switch (sig) {
@@ -131,9 +168,9 @@ static double since_start(const attempt *a) { return (double)(ftl_clock_ms() - a
  * and then SIGKILL the agents early, cutting the grace short. It exits when its ranks have; if it
  * has not by the deadline, its whole process group is killed. */
 static void terminate_gang(attempt *a, int sig) {
-  if (a->mpirun_reaped) return;
-  if (!a->terminating) {
-    a->terminating = 1;
+  if (reaped(a)) return;
+  if (a->phase != PHASE_ENDING) {
+    set_phase(a, PHASE_ENDING);
     a->kill_deadline_ms = ftl_deadline_after_ms(a->o->kill_grace_ms + 2000);
   }
   ftl_rdzv_server_signal_agents(a->server, sig);
@@ -168,12 +205,15 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
   if (how_override) snprintf(how, sizeof how, "%s", how_override);
   else if (sig) snprintf(how, sizeof how, "was killed by signal %d (%s)", sig, signal_name(sig));
   else snprintf(how, sizeof how, "exited with code %d", code);
+  char err_path[PATH_MAX];
+  if (rank >= 0 && ftl_rundir_rank_file(err_path, sizeof err_path, a->attempt_dir, rank, "err"))
+    snprintf(err_path, sizeof err_path, "the attempt folder");
   if (rank >= 0)
-    ftl_fmt(r->summary, sizeof r->summary, "rank %d on host %s %s (the first failure; its output: %s/rank-%05d.err)",
-            rank, r->root_host, how, a->attempt_dir, rank);
+    ftl_fmt(r->summary, sizeof r->summary, "rank %d on host %s %s (the first failure; its output: %s)", rank,
+            r->root_host, how, err_path);
   else
     ftl_fmt(r->summary, sizeof r->summary, "%s", how);
-  int64_t step = rank >= 0 ? a->ranks[rank].last_step : r->last_step;
+  int64_t step = rank >= 0 ? a->watch[rank].last_step : r->last_step;
   ftl_events_write(a->o->events, "failure", a->o->attempt,
                    json_pack("{s:i, s:s, s:i, s:i, s:s, s:I, s:f, s:s}", "rank", rank, "host", r->root_host,
                              "exit_code", code, "signal", sig, "cause", ftl_failure_kind_name(kind), "step",
@@ -183,8 +223,7 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
 }
 
 static void log_startup_summary(attempt *a) {
-  if (a->startup_logged || a->first_step_count < a->world) return;
-  a->startup_logged = 1;
+  if (a->res->first_step_ms >= 0 || a->first_step_count < a->world) return;
   a->res->first_step_ms = since_start(a);
   double launch = 0, phases[3] = {0, 0, 0}, first = 0;
   for (int i = 0; i < a->world; i++) {
@@ -207,55 +246,16 @@ static void log_startup_summary(attempt *a) {
 
 enum { LOST_AGENT_SETTLE_MS = 250 };
 
-/* 1 when every agent on host has vanished without an exit report; *first_ns gets the earliest. */
-static int host_vanished(const attempt *a, const char *host, int64_t *first_ns) {
-  int on_host = 0, gone = 0;
-  *first_ns = INT64_MAX;
-  for (int i = 0; i < a->world; i++) {
-    const char *h = ftl_rdzv_server_host(a->server, i);
-    if (!h || strcmp(h, host) != 0) continue;
-    on_host++;
-    if (!a->ranks[i].has_agent && !a->ranks[i].exited && a->ranks[i].lost_ns) {
-      gone++;
-      if (a->ranks[i].lost_ns < *first_ns) *first_ns = a->ranks[i].lost_ns;
-    }
-  }
-  return on_host > 0 && gone == on_host;
-}
-
-/* Agents vanished without an exit report. A host all of whose agents vanished is lost, but when
- * one host dies mpirun kills the ranks on the others too, so several hosts can look lost within a
- * few milliseconds. The lost one is the first to go, and never the launcher's own host (were it
- * gone, so would be this launcher). */
+/* Agents vanished without an exit report: a lost host or a lost agent (detect.c). */
 static void blame_lost_agent(attempt *a) {
-  if (a->lost_rank < 0 || a->have_root) return;
-  const char *lost_host = NULL;
-  int64_t lost_at = INT64_MAX;
-  for (int i = 0; i < a->world; i++) {
-    const char *h = ftl_rdzv_server_host(a->server, i);
-    int64_t first_ns;
-    if (!h || !strcmp(h, ftl_hostname()) || !host_vanished(a, h, &first_ns) || first_ns >= lost_at) continue;
-    lost_host = h;
-    lost_at = first_ns;
-  }
-  if (lost_host) {
-    int on_host = 0;
-    for (int i = 0; i < a->world; i++)
-      on_host += ftl_rdzv_server_host(a->server, i) && !strcmp(ftl_rdzv_server_host(a->server, i), lost_host);
-    char how[300];
-    snprintf(how, sizeof how, "host %s is lost: all %d of its rank agents vanished without reporting an exit",
-             lost_host, on_host);
-    set_root(a, FTL_FAIL_NODE, -1, -1, 0, how, lost_host);
-    return;
-  }
-  set_root(a, FTL_FAIL_AGENT_LOST, a->lost_rank, -1, 0,
-           "lost its agent (the agent process died or its host went away)", NULL);
+  ftl_detection f;
+  if (a->have_root) return;
+  refresh_hosts(a);
+  if (!ftl_detect_vanished(a->watch, a->world, a->lost_rank, ftl_hostname(), &f)) return;
+  set_root(a, f.kind, f.rank, -1, 0, f.message, f.host);
 }
 
-static void note_progress(attempt *a, rank_state *s) {
-  (void)a;
-  s->progress_ms = ftl_clock_ms();
-}
+static void note_progress(ftl_rank_watch *w) { w->progress_ms = ftl_clock_ms(); }
 
 /* Library events the launcher itself reads: checkpoint commits and restores (rank 0 speaks for
  * the gang: they are collective), and checkpoint stalls for goodput. */
@@ -267,7 +267,7 @@ static void note_library_event(attempt *a, int rank, const char *name, const jso
     r->committed_step = step;
     r->committed_at_ms = since_start(a);
   } else if (!strcmp(name, "ckpt_saved")) {
-    r->ckpt_stall_ms += ftl_wire_num(fields, "stall_ms", 0) + ftl_wire_num(fields, "wait_prev_ms", 0);
+    r->ckpt_stall_ms += ftl_goodput_saved_stall_ms(ftl_wire_num(fields, "stall_ms", 0), ftl_wire_num(fields, "wait_prev_ms", 0));
   } else if (!strcmp(name, "ckpt_restored")) {
     r->restored_step = step;
   }
@@ -277,13 +277,19 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
   attempt *a = user;
   int attempt_no = a->o->attempt;
   ftl_events *log = a->o->events;
-  rank_state *s = ev->rank >= 0 && ev->rank < a->world ? &a->ranks[ev->rank] : NULL;
+  int known = ev->rank >= 0 && ev->rank < a->world;
+  rank_state *s = known ? &a->ranks[ev->rank] : NULL;
+  ftl_rank_watch *w = known ? &a->watch[ev->rank] : NULL;
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO:
       if (!s) return;
-      s->hello_ms = s->alive_ms = ftl_clock_ms();
-      s->has_agent = 1;
+      s->hello_ms = w->alive_ms = ftl_clock_ms();
+      if (!w->has_agent && !w->lost_ns) a->agents_up++;
+      w->has_agent = 1;
       snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
+      /* An agent that comes up after the gang is being ended (a stop before the rendezvous, or
+       * a root cause while mpirun still places the gang) is told at once, not left to run. */
+      if (a->phase == PHASE_ENDING) ftl_rdzv_server_signal_agents(a->server, SIGTERM);
       ftl_events_write(log, "rank_started", attempt_no,
                        json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", msg_str(ev->msg, "host"), "pid",
                                  (json_int_t)ftl_wire_int(ev->msg, "pid", -1), "launch_ms",
@@ -291,21 +297,25 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       break;
     case FTL_RDZV_AGENT_ALIVE:
       if (!s) return;
-      s->alive_ms = ftl_clock_ms();
-      s->state = msg_str(ev->msg, "state")[0];
+      w->alive_ms = ftl_clock_ms();
+      w->state = msg_str(ev->msg, "state")[0];
+      if (w->state != 'T') w->stopped_ms = 0;
+      else if (!w->stopped_ms) w->stopped_ms = w->alive_ms;
       break;
     case FTL_RDZV_RANK_JOINED:
       if (!s) return;
-      note_progress(a, s);
+      note_progress(w);
       ftl_events_write(log, "rank_joined", attempt_no, json_pack("{s:i}", "rank", ev->rank));
+      update_life_phase(a);
       break;
     case FTL_RDZV_GANG_GO:
+      update_life_phase(a);
       ftl_events_write(log, "rendezvous_complete", attempt_no,
                        json_pack("{s:i, s:f}", "world_size", a->world, "ms_since_launch", since_start(a)));
       break;
     case FTL_RDZV_RANK_READY:
       if (!s) return;
-      note_progress(a, s);
+      note_progress(w);
       s->phases[0] = ftl_wire_num(ev->msg, "rendezvous_ms", 0);
       s->phases[1] = ftl_wire_num(ev->msg, "mpi_init_ms", 0);
       s->phases[2] = ftl_wire_num(ev->msg, "comm_init_ms", 0);
@@ -317,38 +327,39 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       break;
     case FTL_RDZV_FIRST_STEP:
       if (!s) return;
-      note_progress(a, s);
-      s->section = SECTION_STEP;
+      note_progress(w);
+      w->section = FTL_SECTION_STEP;
       s->first_step_ms = ftl_wire_num(ev->msg, "first_step_ms", 0);
-      s->last_step = ftl_wire_int(ev->msg, "step", s->last_step);
-      if (s->last_step > a->res->last_step) a->res->last_step = s->last_step;
+      w->last_step = ftl_wire_int(ev->msg, "step", w->last_step);
+      if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
       if (!s->first_step_seen) {
         s->first_step_seen = 1;
         a->first_step_count++;
       }
       ftl_events_write(log, "first_step", attempt_no,
                        json_pack("{s:i, s:f, s:I}", "rank", ev->rank, "first_step_ms", s->first_step_ms, "step",
-                                 (json_int_t)s->last_step));
+                                 (json_int_t)w->last_step));
       log_startup_summary(a);
       break;
     case FTL_RDZV_STEP:
       if (!s) return;
-      note_progress(a, s);
-      s->section = SECTION_STEP;
-      s->last_step = ftl_wire_int(ev->msg, "step", s->last_step);
-      if (s->last_step > a->res->last_step) a->res->last_step = s->last_step;
+      note_progress(w);
+      w->section = FTL_SECTION_STEP;
+      w->last_step = ftl_wire_int(ev->msg, "step", w->last_step);
+      if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
       double compute = ftl_wire_num(ev->msg, "compute_ms", -1);
-      if (compute >= 0) s->compute_ms[s->compute_count++ % STRAGGLER_WINDOW] = compute;
+      if (compute >= 0) ftl_detect_note_compute(w, compute);
+      ftl_progress_record(log, attempt_no, ev->rank, ev->msg); /* rank 0's report: a `progress` event */
       break;
     case FTL_RDZV_SECTION:
       if (!s) return;
-      note_progress(a, s);
-      s->section = !strcmp(msg_str(ev->msg, "name"), "checkpoint") ? SECTION_CHECKPOINT
-                   : s->first_step_seen                             ? SECTION_STEP
-                                                                    : SECTION_STARTUP;
+      note_progress(w);
+      w->section = !strcmp(msg_str(ev->msg, "name"), "checkpoint") ? FTL_SECTION_CHECKPOINT
+                   : s->first_step_seen                             ? FTL_SECTION_STEP
+                                                                    : FTL_SECTION_STARTUP;
       break;
     case FTL_RDZV_EVENT: {
-      if (s) note_progress(a, s);
+      if (w) note_progress(w);
       const json_t *src = json_object_get(ev->msg, "fields");
       note_library_event(a, ev->rank, msg_str(ev->msg, "event"), src);
       json_t *fields = json_deep_copy(src);
@@ -362,17 +373,23 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
     }
     case FTL_RDZV_AGENT_EXIT: {
       if (!s) return;
-      s->exited = 1;
+      w->exited = 1;
+      w->alive_ms = ftl_clock_ms(); /* its last word: its host was there then (detect.c) */
       s->exit_code = (int)ftl_wire_int(ev->msg, "exit_code", -1);
       s->signal = (int)ftl_wire_int(ev->msg, "signal", 0);
       const char *exec_error = msg_str(ev->msg, "exec_error");
       ftl_events_write(log, "rank_exit", attempt_no,
                        json_pack("{s:i, s:s, s:i, s:i, s:I}", "rank", ev->rank, "host",
                                  ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
-                                 "exit_code", s->exit_code, "signal", s->signal, "step", (json_int_t)s->last_step));
+                                 "exit_code", s->exit_code, "signal", s->signal, "step", (json_int_t)w->last_step));
       int failed = s->exit_code != 0 || s->signal != 0;
       /* Once we end the gang, ranks dying of our TERM/KILL are consequences, not causes. */
-      int consequence = a->terminating && (s->signal == SIGTERM || s->signal == SIGKILL || s->exit_code == 128 + SIGTERM);
+      int consequence = was(a, PHASE_ENDING) && (s->signal == SIGTERM || s->signal == SIGKILL || s->exit_code == 128 + SIGTERM);
+      /* After a stop before the gang formed, every exit (a joined rank's failed ftl_init too) is ours. */
+      consequence |= a->early_stop;
+      /* During a preemption, a rank killed by the same outside SIGTERM (Slurm signals every
+       * process of the job, not only ftl) is part of the stop, not a failure of its own. */
+      consequence |= was(a, PHASE_STOPPING) && (s->signal == SIGTERM || s->exit_code == 128 + SIGTERM);
       if (failed && !consequence) {
         int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
         if (wall_us > 0) a->res->detect_lag_ms = (double)(ftl_wall_us() - wall_us) / 1000.0;
@@ -394,9 +411,9 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
        * connections can drop before the failed rank's own exit report is read. A lost agent is
        * the root cause only if no rank reports a failure within LOST_AGENT_SETTLE_MS. */
       if (strcmp(ev->role, "agent") == 0) {
-        s->has_agent = 0;
-        if (!s->exited) s->lost_ns = ftl_clock_ns();
-        if (!s->exited && !a->terminating && a->lost_rank < 0) {
+        w->has_agent = 0;
+        if (!w->exited) w->lost_ns = ftl_clock_ns();
+        if (!w->exited && !was(a, PHASE_ENDING) && a->lost_rank < 0) {
           a->lost_rank = ev->rank;
           a->lost_ms = ftl_clock_ms();
         }
@@ -409,130 +426,51 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
   }
 }
 
-static int64_t section_timeout(const attempt *a, int section) {
-  switch (section) {
-    case SECTION_STEP: return a->o->job->step_timeout_ms;
-    case SECTION_CHECKPOINT: return a->o->job->checkpoint_timeout_ms;
-    default: return a->o->job->startup_timeout_ms;
-  }
-}
-
-static const char *section_name(int section) {
-  return section == SECTION_STEP ? "step" : section == SECTION_CHECKPOINT ? "checkpoint" : "start-up";
-}
-
-/* A host whose agents have all been silent for timeouts.node_s is lost: the host died or its link
- * is down (a dead TCP peer can take minutes to be noticed by the socket itself). */
+/* The detectors (detect.c) on the ranks' state now; the first finding is the root cause. */
 static void check_hosts(attempt *a) {
-  int64_t now = ftl_clock_ms();
-  for (int i = 0; i < a->world; i++) {
-    rank_state *s = &a->ranks[i];
-    if (!s->has_agent || s->exited || now - s->alive_ms < a->o->job->node_timeout_ms) continue;
-    const char *host = ftl_rdzv_server_host(a->server, i);
-    /* The host is lost if its other agents have missed heartbeats too (agents report every
-     * second; theirs may have come a moment later than this one's, so the bar for them is lower). */
-    int silent = 1, ranks_on_host = 0;
-    const int64_t missed_ms = 1500;
-    for (int j = 0; j < a->world; j++) {
-      const char *h = ftl_rdzv_server_host(a->server, j);
-      if (!host || !h || strcmp(h, host) != 0) continue;
-      ranks_on_host++;
-      if (a->ranks[j].has_agent && !a->ranks[j].exited && now - a->ranks[j].alive_ms < missed_ms) silent = 0;
-    }
-    char how[300];
-    if (silent) {
-      snprintf(how, sizeof how, "host %s is lost: none of its %d rank agent%s answered for %.1f s", host ? host : "?",
-               ranks_on_host, ranks_on_host == 1 ? "" : "s", (double)(now - s->alive_ms) / 1000.0);
-      set_root(a, FTL_FAIL_NODE, -1, -1, 0, how, host ? host : "");
-    } else {
-      snprintf(how, sizeof how, "has a silent agent for %.1f s (its process may be stopped or starved)",
-               (double)(now - s->alive_ms) / 1000.0);
-      set_root(a, FTL_FAIL_AGENT_LOST, i, -1, 0, how, NULL);
-    }
-    return;
-  }
+  ftl_detection f;
+  refresh_hosts(a);
+  if (ftl_detect_lost_host(a->watch, a->world, &a->limits, ftl_clock_ms(), &f))
+    set_root(a, f.kind, f.rank, -1, 0, f.message, f.host);
 }
 
-/* A rank silent for its section's timeout is hung. In a hung collective every rank goes silent
- * together, so the culprit is named by evidence: a program the agent sees stopped ('T') first,
- * else the rank furthest behind. */
 static void check_hangs(attempt *a) {
-  int64_t now = ftl_clock_ms();
-  int hung = -1;
-  for (int i = 0; i < a->world; i++) {
-    rank_state *s = &a->ranks[i];
-    /* Only ranks that joined through the library report progress; a program that does not use
-     * it has nothing to watch (and one stuck before ftl_init is the rendezvous deadline's). */
-    if (s->exited || s->progress_ms == 0) continue;
-    if (now - s->progress_ms >= section_timeout(a, s->section)) {
-      hung = i;
-      break;
-    }
-  }
-  if (hung < 0) return;
-  int culprit = -1;
-  for (int i = 0; i < a->world && culprit < 0; i++)
-    if (!a->ranks[i].exited && a->ranks[i].state == 'T') culprit = i;
-  if (culprit < 0) {
-    culprit = hung;
-    for (int i = 0; i < a->world; i++)
-      if (!a->ranks[i].exited && a->ranks[i].last_step < a->ranks[culprit].last_step) culprit = i;
-  }
-  rank_state *c = &a->ranks[culprit];
-  int64_t since = c->progress_ms ? c->progress_ms : a->ranks[hung].progress_ms;
-  char how[300];
-  snprintf(how, sizeof how, "hung: no progress for %.1f s in its %s section (timeout %.1f s; last step %lld%s)",
-           (double)(now - since) / 1000.0, section_name(c->section), (double)section_timeout(a, c->section) / 1000.0,
-           (long long)c->last_step, c->state == 'T' ? "; its process is stopped" : "");
-  set_root(a, FTL_FAIL_HANG, culprit, -1, 0, how, NULL);
+  ftl_detection f;
+  refresh_hosts(a);
+  if (ftl_detect_hang(a->watch, a->world, &a->limits, ftl_clock_ms(), &f)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Reports stragglers (once per rank and attempt) and marks their host suspect: a suspect host
- * that later fails is left out, not just restarted on. */
+/* Reports stragglers (once per rank and attempt). In a gang over several hosts the straggler's host
+ * is marked suspect: a suspect host that later fails is left out, not just restarted on. On one
+ * host there is nothing to exclude, so the warning says what it means and marks nothing; ranks
+ * that oversubscribe this host's cores get the laxer ratio, as time slicing alone slows one. */
 static void check_stragglers(attempt *a) {
-  if (a->world < 2) return;
-  double *per_rank = ftl_calloc((size_t)a->world, sizeof *per_rank);
-  double *others = ftl_calloc((size_t)a->world, sizeof *others);
-  if (!per_rank || !others) goto out;
-  for (int i = 0; i < a->world; i++) {
-    rank_state *s = &a->ranks[i];
-    if (s->compute_count < STRAGGLER_WINDOW || s->exited) goto out; /* every rank needs a full window */
-    double w[STRAGGLER_WINDOW];
-    memcpy(w, s->compute_ms, sizeof w);
-    per_rank[i] = median(w, STRAGGLER_WINDOW);
-  }
-  for (int i = 0; i < a->world; i++) {
-    rank_state *s = &a->ranks[i];
-    if (s->straggler_reported) continue;
-    int n = 0;
-    for (int j = 0; j < a->world; j++)
-      if (j != i) others[n++] = per_rank[j];
-    double typical = median(others, n);
-    if (per_rank[i] < STRAGGLER_RATIO * typical || per_rank[i] - typical < STRAGGLER_MIN_MS) continue;
-    s->straggler_reported = 1;
-    const char *host = ftl_rdzv_server_host(a->server, i);
-    if (host && !a->res->suspect_host[0]) snprintf(a->res->suspect_host, sizeof a->res->suspect_host, "%s", host);
-    FTL_LOG(FTL_LOG_WARN, "launcher",
-            "straggler: rank %d on host %s computes %.1f ms per step, the others %.1f ms (median of the last %d "
-            "reports); host %s is suspect",
-            i, host ? host : "?", per_rank[i], typical, STRAGGLER_WINDOW, host ? host : "?");
+  ftl_straggler found[8];
+  refresh_hosts(a);
+  int one_host = ftl_detect_one_host(a->watch, a->world);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  double ratio = one_host && cpus > 0 && a->world > cpus ? FTL_STRAGGLER_RATIO_SHARED : FTL_STRAGGLER_RATIO;
+  int n = ftl_detect_stragglers(a->watch, a->world, ratio, found, (int)(sizeof found / sizeof *found));
+  for (int k = 0; k < n; k++) {
+    int i = found[k].rank;
+    a->watch[i].straggler_reported = 1;
+    const char *host = a->watch[i].host ? a->watch[i].host : "?";
+    if (one_host) {
+      FTL_LOG(FTL_LOG_WARN, "launcher",
+              "straggler: rank %d on host %s is slower than the others (%.1f ms vs %.1f ms median compute per step "
+              "over the last %d reports); with one host there is nothing to exclude",
+              i, host, found[k].compute_ms, found[k].others_median_ms, FTL_STRAGGLER_WINDOW);
+    } else {
+      if (a->watch[i].host && !a->res->suspect_host[0]) snprintf(a->res->suspect_host, sizeof a->res->suspect_host, "%s", host);
+      FTL_LOG(FTL_LOG_WARN, "launcher",
+              "straggler: rank %d on host %s computes %.1f ms per step, the others %.1f ms (median of the last %d "
+              "reports); host %s is suspect: if it fails, it is left out of the next attempts",
+              i, host, found[k].compute_ms, found[k].others_median_ms, FTL_STRAGGLER_WINDOW, host);
+    }
     ftl_events_write(a->o->events, "straggler", a->o->attempt,
-                     json_pack("{s:i, s:s, s:f, s:f}", "rank", i, "host", host ? host : "?", "compute_ms", per_rank[i],
-                               "others_median_ms", typical));
+                     json_pack("{s:i, s:s, s:f, s:f, s:b}", "rank", i, "host", host, "compute_ms", found[k].compute_ms,
+                               "others_median_ms", found[k].others_median_ms, "host_suspect", !one_host));
   }
-out:
-  ftl_free(per_rank);
-  ftl_free(others);
 }
 
 /* The gang did not form in time. The missing ranks are the root cause; joined ranks failing in
@@ -552,18 +490,34 @@ static void fail_rendezvous(attempt *a, const char *reason) {
 }
 
 /* Asks the ranks to stop cleanly (preemption). Programs that use the library get a stop request
- * and the preemption grace to checkpoint; programs that do not get the signal itself. */
+ * and the preemption grace to checkpoint; programs that do not get the signal itself. Before the
+ * gang has formed (launching, or a rendezvous still pending) nothing of this attempt has been
+ * trained and no rank can take a stop request (it is not in ftl_init yet, or waits there for the
+ * others): the ranks are ended at once, mpirun stops placing the rest, and the stop is clean (75:
+ * the requeued job resumes from the last commit). Waiting for the gang to form only to stop it
+ * would run training on until the kill grace. */
 static void request_stop(attempt *a, int sig) {
+  if (a->early_stop || was(a, PHASE_STOPPING)) return;
+  int went = ftl_rdzv_server_went(a->server);
+  char reason[128];
+  if (!went && !a->have_root && (a->phase == PHASE_LAUNCHING || a->phase == PHASE_RENDEZVOUS)) {
+    a->early_stop = 1;
+    snprintf(reason, sizeof reason, "preempted by %s before the gang formed", signal_name(sig));
+    FTL_LOG(FTL_LOG_WARN, "launcher", "%s (%d of %d agents up, %d ranks joined): ending the ranks at once", reason,
+            a->agents_up, a->world, ftl_rdzv_server_joined(a->server));
+    ftl_rdzv_server_fail(a->server, reason); /* ranks waiting in ftl_init return at once */
+    terminate_gang(a, SIGTERM);
+    if (!reaped(a)) kill(a->mpirun, SIGTERM); /* no more agents placed; mpirun ends the ones it has */
+    return;
+  }
   int library_ranks = 0;
   for (int i = 0; i < a->world; i++) library_ranks += a->ranks[i].ready;
-  if (!library_ranks) {
+  if (!library_ranks && !went) {
     terminate_gang(a, SIGTERM);
     return;
   }
-  if (a->stop_sent) return;
-  a->stop_sent = 1;
+  set_phase(a, PHASE_STOPPING);
   a->stop_deadline_ms = ftl_deadline_after_ms(a->o->job->preempt_grace_ms);
-  char reason[96];
   snprintf(reason, sizeof reason, "preempted by %s", signal_name(sig));
   ftl_rdzv_server_request_stop(a->server, reason);
   FTL_LOG(FTL_LOG_WARN, "launcher", "%s: asked the ranks to checkpoint and stop (grace %.0f s)", reason,
@@ -626,12 +580,6 @@ static int sweep_token(const char *token) {
   return killed;
 }
 
-static ftl_err set_env_int(const char *name, long long v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%lld", v);
-  return setenv(name, buf, 1) == 0 ? FTL_OK : FTL_ERR_NOMEM;
-}
-
 static const char *outcome_name(ftl_attempt_outcome o) {
   switch (o) {
     case FTL_ATTEMPT_SUCCEEDED: return "succeeded";
@@ -650,17 +598,24 @@ static void conclude(attempt *a) {
   int code = WIFEXITED(a->mpirun_status) ? WEXITSTATUS(a->mpirun_status) : 128 + WTERMSIG(a->mpirun_status);
   int all_zero = 1, first_missing = -1;
   for (int i = 0; i < a->world; i++) {
-    if (!a->ranks[i].exited && first_missing < 0) first_missing = i;
-    if (!a->ranks[i].exited || a->ranks[i].exit_code != 0 || a->ranks[i].signal != 0) all_zero = 0;
+    if (!a->watch[i].exited && first_missing < 0) first_missing = i;
+    if (!a->watch[i].exited || a->ranks[i].exit_code != 0 || a->ranks[i].signal != 0) all_zero = 0;
   }
   if (res->outcome == FTL_ATTEMPT_RDZV_FAILED || res->outcome == FTL_ATTEMPT_LAUNCH_FAILED) return;
-  if (a->stop_sent && !a->have_root && all_zero) {
+  if (a->early_stop) {
+    res->outcome = FTL_ATTEMPT_PREEMPTED;
+    snprintf(res->summary, sizeof res->summary,
+             "stopped cleanly on %s before the gang formed: no rank had started training, nothing was lost",
+             signal_name(res->interrupt_signal));
+    return;
+  }
+  if (was(a, PHASE_STOPPING) && !a->have_root && all_zero) {
     res->outcome = FTL_ATTEMPT_PREEMPTED;
     snprintf(res->summary, sizeof res->summary, "stopped cleanly on %s after step %lld (checkpoint committed at step %lld)",
              signal_name(res->interrupt_signal), (long long)res->last_step, (long long)res->committed_step);
     return;
   }
-  if (res->interrupt_signal && !(a->have_root && a->stop_sent)) {
+  if (res->interrupt_signal && !(a->have_root && was(a, PHASE_STOPPING))) {
     res->outcome = FTL_ATTEMPT_INTERRUPTED;
     snprintf(res->summary, sizeof res->summary, "stopped by %s; the ranks were stopped", signal_name(res->interrupt_signal));
     return;
@@ -683,9 +638,10 @@ static void conclude(attempt *a) {
 
 ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  attempt a = {.o = o, .res = res, .world = o->world_size, .mpirun = -1, .lost_rank = -1};
+  attempt a = {.o = o, .res = res, .world = o->world_size, .mpirun = -1, .lost_rank = -1, .seen = 1u << PHASE_LAUNCHING};
   char **launch_argv = NULL;
   char **exports = NULL;
+  char **envp = NULL;
   int exec_pipe[2] = {-1, -1};
   struct pollfd *fds = NULL;
   char token[96];
@@ -694,16 +650,21 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   res->last_step = res->restored_step = res->committed_step = -1;
   res->first_step_ms = res->failure_ms = res->end_ms = res->committed_at_ms = -1;
 
-  if (ftl_fmt(a.attempt_dir, sizeof a.attempt_dir, "%s/attempt-%04d", o->run_dir, o->attempt))
+  if (ftl_rundir_attempt_dir(a.attempt_dir, sizeof a.attempt_dir, o->run_dir, o->attempt))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long");
   if ((rc = ftl_mkdir_p(a.attempt_dir, d))) return rc;
   a.ranks = ftl_calloc((size_t)a.world, sizeof *a.ranks);
+  a.watch = ftl_calloc((size_t)a.world, sizeof *a.watch);
   fds = ftl_calloc((size_t)a.world * 2 + 16, sizeof *fds);
-  if (!a.ranks || !fds) {
+  if (!a.ranks || !a.watch || !fds) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  for (int i = 0; i < a.world; i++) a.ranks[i].last_step = -1;
+  for (int i = 0; i < a.world; i++) a.watch[i].last_step = -1;
+  a.limits = (ftl_detect_limits){.startup_ms = o->job->startup_timeout_ms,
+                                 .step_ms = o->job->step_timeout_ms,
+                                 .checkpoint_ms = o->job->checkpoint_timeout_ms,
+                                 .node_ms = o->job->node_timeout_ms};
   if ((rc = make_token(o->attempt, token, sizeof token))) goto out;
   if ((rc = ftl_rdzv_server_create(o->rdzv_bind, a.world, token, &a.server, d))) goto out;
 
@@ -719,42 +680,28 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
     goto out;
   }
   if (!o->hostfile && kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
-  int fail = 0;
-  fail |= setenv("FTL_RDZV_ADDR", addr, 1);
-  fail |= setenv("FTL_RDZV_TOKEN", token, 1);
-  fail |= (int)set_env_int("FTL_RDZV_TIMEOUT_MS", o->job->rendezvous_timeout_ms);
-  fail |= setenv("FTL_RUN_DIR", o->run_dir, 1);
-  fail |= setenv("FTL_ATTEMPT_DIR", a.attempt_dir, 1);
-  fail |= (int)set_env_int("FTL_ATTEMPT", o->attempt);
-  fail |= setenv("FTL_JOB_NAME", o->job->name, 1);
-  fail |= setenv("FTL_JOB_SPEC_HASH", o->job->spec_hash, 1);
-  fail |= (int)set_env_int("FTL_KILL_GRACE_MS", o->kill_grace_ms);
-  fail |= (int)set_env_int("FTL_NODE_TIMEOUT_MS", o->job->node_timeout_ms);
-  fail |= setenv("FTL_FLEET_LEDGER", o->job->fleet_ledger ? o->job->fleet_ledger : "", 1);
-  fail |= (int)set_env_int("FTL_PREEMPT_GRACE_MS", o->job->preempt_grace_ms);
-  fail |= setenv("MASTER_ADDR", master_addr, 1);
-  fail |= (int)set_env_int("MASTER_PORT", free_port());
-  static const char *const fixed_exports[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
-                                              "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
-                                              "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
-                                              "FTL_PREEMPT_GRACE_MS", "MASTER_ADDR", "MASTER_PORT"};
-  size_t nfixed = sizeof fixed_exports / sizeof *fixed_exports;
-  exports = ftl_calloc(nfixed + o->job->env_count + 1, sizeof *exports);
-  if (!exports || fail) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cannot set the ranks' environment");
-    goto out;
-  }
-  for (size_t i = 0; i < nfixed; i++) exports[i] = (char *)(uintptr_t)fixed_exports[i];
-  for (size_t i = 0; i < o->job->env_count; i++) {
-    const char *kv = o->job->env[i];
-    const char *eq = strchr(kv, '=');
-    char name[256];
-    if (!eq || (size_t)(eq - kv) >= sizeof name) continue;
-    memcpy(name, kv, (size_t)(eq - kv));
-    name[eq - kv] = '\0';
-    setenv(name, eq + 1, 1);
-    exports[nfixed + i] = (char *)(uintptr_t)(kv); /* "-x NAME=VALUE" is also accepted by mpirun */
-  }
+  /* The ranks' environment: built for this attempt and given to mpirun/srun alone (execvpe), never
+   * set in the launcher's own. The names are exported too (mpirun -x), so they reach remote hosts. */
+  ftl_gang_env genv = {.rdzv_addr = addr,
+                       .rdzv_token = token,
+                       .rdzv_timeout_ms = o->job->rendezvous_timeout_ms,
+                       .run_dir = o->run_dir,
+                       .attempt_dir = a.attempt_dir,
+                       .attempt = o->attempt,
+                       .job_name = o->job->name,
+                       .spec_hash = o->job->spec_hash,
+                       .kill_grace_ms = o->kill_grace_ms,
+                       .node_timeout_ms = o->job->node_timeout_ms,
+                       .fleet_ledger = o->job->fleet_ledger,
+                       .preempt_grace_ms = o->job->preempt_grace_ms,
+                       .master_addr = master_addr,
+                       .master_port = free_port(),
+                       .job_env = o->job->env,
+                       /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
+                       .allow_root = kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
+  if ((rc = ftl_gang_build_env(environ, &genv, &envp, d))) goto out;
+  /* The job's env rides along for the program only (ftl_gang_program_env in the agent). */
+  if ((rc = ftl_gang_export_names(o->job->env, &exports, d))) goto out;
 
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   ftl_gang_opts g = {.kind = kind,
@@ -768,11 +715,6 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
                      .cpu_count = cpus > 0 ? (int)cpus : 1,
                      .sigkill_grace_s = 0};
   if ((rc = ftl_gang_build_argv(&g, &launch_argv, d))) goto out;
-  if (g.kind == FTL_LAUNCH_MPIRUN && geteuid() == 0) {
-    /* Open MPI refuses root without both of these, even with --allow-run-as-root on some builds. */
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  }
 
   if (pipe2(exec_pipe, O_CLOEXEC)) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "pipe: %s", strerror(errno));
@@ -809,7 +751,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
       (void)ignored;
       _exit(127);
     }
-    execvp(launch_argv[0], launch_argv);
+    execvpe(launch_argv[0], launch_argv, envp);
     int e = errno;
     ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
     (void)ignored;
@@ -821,7 +763,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   int exec_errno = 0;
   if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno) {
     waitpid(a.mpirun, NULL, 0);
-    a.mpirun_reaped = 1;
+    set_phase(&a, PHASE_DRAINING);
     res->outcome = FTL_ATTEMPT_LAUNCH_FAILED;
     res->kind = FTL_FAIL_EXEC;
     snprintf(res->summary, sizeof res->summary, "cannot start %s%s%s: %s", launch_argv[0],
@@ -847,12 +789,13 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
       rc = ftl_diag_fail(d, FTL_ERR_IO, "poll: %s", strerror(errno));
       break;
     }
-    if (pr > 0) ftl_rdzv_server_handle(a.server, fds, n - 1, on_event, &a);
+    /* Signals first: when a scheduler signals ftl and the ranks at once (Slurm's requeue, a
+     * cluster's drain), the ranks' deaths it causes must be seen as the stop's consequences. */
     if (pr > 0 && (fds[n - 1].revents & POLLIN)) {
       int sig;
       while ((sig = ftl_sigpipe_next()) != 0) {
         if (sig == SIGCHLD) {
-          if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
+          if (!reaped(&a) && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) set_phase(&a, PHASE_DRAINING);
           continue;
         }
         ftl_events_write(o->events, "signal", o->attempt, json_pack("{s:i, s:s}", "signal", sig, "name", signal_name(sig)));
@@ -870,14 +813,16 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
         terminate_gang(&a, sig == SIGHUP ? SIGTERM : sig);
       }
     }
-    if (!a.mpirun_reaped && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) a.mpirun_reaped = 1;
+    if (pr > 0) ftl_rdzv_server_handle(a.server, fds, n - 1, on_event, &a);
+    if (!reaped(&a) && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) set_phase(&a, PHASE_DRAINING);
 
-    if (!a.mpirun_reaped && !a.terminating) {
+    if (a.phase < PHASE_ENDING) {
       /* The gang must be complete by the rendezvous deadline: every rank's agent started (for
        * any program: mpirun may hang on a host it cannot reach), and, for programs that use the
        * library (some rank joined), every rank joined. */
       int agents = 0;
       for (int i = 0; i < a.world; i++) agents += a.ranks[i].hello_ms > 0;
+      update_life_phase(&a);
       if (agents < a.world && ftl_clock_ms() >= a.rdzv_deadline_ms) {
         char missing[700], reason[1024];
         size_t used = 0;
@@ -901,18 +846,18 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
         fail_rendezvous(&a, reason);
       }
       if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
-      if (!a.have_root && !a.stop_sent) check_hosts(&a);
-      if (!a.have_root && !a.stop_sent) check_hangs(&a);
-      if (a.stop_sent && !a.terminating && ftl_deadline_left_ms(a.stop_deadline_ms) == 0) {
+      if (!a.have_root && !was(&a, PHASE_STOPPING)) check_hosts(&a);
+      if (!a.have_root && !was(&a, PHASE_STOPPING)) check_hangs(&a);
+      if (a.phase == PHASE_STOPPING && ftl_deadline_left_ms(a.stop_deadline_ms) == 0) {
         FTL_LOG(FTL_LOG_ERROR, "launcher", "the ranks did not stop within the preemption grace: ending them");
         terminate_gang(&a, SIGTERM);
       }
     }
-    if (a.terminating && !a.mpirun_reaped && ftl_deadline_left_ms(a.kill_deadline_ms) == 0) {
+    if (a.phase == PHASE_ENDING && ftl_deadline_left_ms(a.kill_deadline_ms) == 0) {
       kill(-a.mpirun, SIGKILL);
       a.kill_deadline_ms = FTL_NO_DEADLINE;
     }
-    if (a.mpirun_reaped) {
+    if (reaped(&a)) {
       /* Let the agents' last reports arrive (they are sent before the agents exit, so they are
        * normally already here), then stop. */
       if (drain_until == FTL_NO_DEADLINE) drain_until = ftl_deadline_after_ms(300);
@@ -922,12 +867,12 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
 
 restore:
   ftl_sigpipe_close(handled, 6, old);
-  if (a.mpirun > 0 && !a.mpirun_reaped) {
+  if (a.mpirun > 0 && !reaped(&a)) {
     kill(-a.mpirun, SIGKILL);
     waitpid(a.mpirun, &a.mpirun_status, 0);
-    a.mpirun_reaped = 1;
+    set_phase(&a, PHASE_DRAINING);
   }
-  blame_lost_agent(&a);
+  if (a.lost_rank >= 0) blame_lost_agent(&a);
   res->end_ms = since_start(&a);
   int swept = sweep_token(token);
   if (swept) {
@@ -935,6 +880,7 @@ restore:
     ftl_events_write(o->events, "leftovers_killed", o->attempt, json_pack("{s:i}", "count", swept));
   }
   if (rc == FTL_OK && a.mpirun > 0) conclude(&a);
+  if (a.mpirun > 0) set_phase(&a, PHASE_ENDED);
   ftl_events_write(o->events, "attempt_end", o->attempt,
                    json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", outcome_name(res->outcome),
                              "cause", ftl_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
@@ -945,9 +891,11 @@ out:
   for (int i = 0; i < 2; i++)
     if (exec_pipe[i] >= 0) close(exec_pipe[i]);
   ftl_argv_free(launch_argv);
-  ftl_free(exports);
+  ftl_argv_free(exports);
+  ftl_argv_free(envp);
   ftl_free(fds);
   ftl_free(a.ranks);
+  ftl_free(a.watch);
   ftl_rdzv_server_destroy(a.server);
   return rc;
 }

@@ -26,6 +26,22 @@ static int real_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Com
 static int real_ibarrier(MPI_Comm comm, MPI_Request *req) { return MPI_Ibarrier(comm, req); }
 static int real_test(MPI_Request *req, int *flag, MPI_Status *status) { return MPI_Test(req, flag, status); }
 static int real_error_string(int code, char *text, int *len) { return MPI_Error_string(code, text, len); }
+static int real_comm_idup(MPI_Comm comm, MPI_Comm *out, MPI_Request *req) { return MPI_Comm_idup(comm, out, req); }
+static int real_iallreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                           MPI_Request *req) {
+  return MPI_Iallreduce(send, recv, count, type, op, comm, req);
+}
+static int real_iallgather(const void *send, int send_count, MPI_Datatype send_type, void *recv, int recv_count,
+                           MPI_Datatype recv_type, MPI_Comm comm, MPI_Request *req) {
+  return MPI_Iallgather(send, send_count, send_type, recv, recv_count, recv_type, comm, req);
+}
+static int real_igather(const void *send, int send_count, MPI_Datatype send_type, void *recv, int recv_count,
+                        MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request *req) {
+  return MPI_Igather(send, send_count, send_type, recv, recv_count, recv_type, root, comm, req);
+}
+static int real_ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req) {
+  return MPI_Ibcast(buf, count, type, root, comm, req);
+}
 
 static const ftl_mpi_ops real_ops = {
     .initialized = real_initialized,
@@ -43,6 +59,11 @@ static const ftl_mpi_ops real_ops = {
     .ibarrier = real_ibarrier,
     .test = real_test,
     .error_string = real_error_string,
+    .comm_idup = real_comm_idup,
+    .iallreduce = real_iallreduce,
+    .iallgather = real_iallgather,
+    .igather = real_igather,
+    .ibcast = real_ibcast,
 };
 
 const ftl_mpi_ops *ftl_mpi_current = &real_ops;

@@ -24,6 +24,16 @@ typedef struct ftl_mpi_ops {
   int (*ibarrier)(MPI_Comm comm, MPI_Request *req);
   int (*test)(MPI_Request *req, int *flag, MPI_Status *status);
   int (*error_string)(int code, char *text, int *len);
+  /* The non-blocking collectives the checkpoint writer and restore poll against their deadlines
+   * (checkpoint/ckpt_coll.c); every buffer is bytes (MPI_BYTE) except iallreduce's. */
+  int (*comm_idup)(MPI_Comm comm, MPI_Comm *out, MPI_Request *req);
+  int (*iallreduce)(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                    MPI_Request *req);
+  int (*iallgather)(const void *send, int send_count, MPI_Datatype send_type, void *recv, int recv_count,
+                    MPI_Datatype recv_type, MPI_Comm comm, MPI_Request *req);
+  int (*igather)(const void *send, int send_count, MPI_Datatype send_type, void *recv, int recv_count,
+                 MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request *req);
+  int (*ibcast)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req);
 } ftl_mpi_ops;
 
 /* The ops in use (the real MPI unless a test replaced them). Inline: it sits on the path of every

@@ -6,9 +6,11 @@
  *      the launcher first turns that into an error naming the missing ranks.
  *   2. MPI_Init_thread(MPI_THREAD_MULTIPLE), errors returned rather than aborting.
  *   3. local rank from MPI_Comm_split_type(SHARED), checked against the launcher's numbering.
- *   4. communicator: NCCL when every rank has a GPU, MPI otherwise (one notice on rank 0).
+ *   4. communicator: NCCL when every rank has a GPU of its own, MPI otherwise (one notice on
+ *      rank 0); agreed by all ranks, with a deadline on NCCL's set-up (docs/gpu.md).
  * Each phase is timed and reported to the launcher, which writes the event log. */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,9 @@
  * takes the rank's core for a moment. 250 ms keeps that well under 1% of step time and is fine
  * against hang timeouts of seconds (the hang detector's latency is the timeout + this). */
 #define FTL_PROGRESS_INTERVAL_MS 250
+/* Progress reports (loss, tokens) are written to the run's event log by the launcher: at most one
+ * a second keeps that log small on long runs whatever the program's logging interval. */
+#define FTL_PROGRESS_REPORT_INTERVAL_MS 1000
 /* Default deadline of one collective (FTL_COLLECTIVE_TIMEOUT_MS overrides). */
 #define FTL_DEFAULT_COLLECTIVE_TIMEOUT_MS (10 * 60 * 1000)
 
@@ -39,9 +44,20 @@ struct ftl_ctx {
   int have_comm;
   int mpi_owned;      /* ftl_init initialised MPI, so ftl_finalize finalises it */
   ftl_gpu_comm *gpu;
+  int local_gpus;     /* GPUs this rank saw: device buffers are possible, so their kind is checked */
+  void *stage_event;  /* MPI path with device buffers: orders the staging copies (created lazily) */
+  char *stage;        /* ... and the host bytes they go through */
+  size_t stage_bytes;
+  /* After a CUDA or NCCL error in a collective the communicator is aborted and the context is
+   * broken: every later collective returns FTL_ERR_STATE naming this first error. */
+  int broken;
+  char broken_msg[1100]; /* the error name and the diag text */
   int64_t collective_timeout_ms;
   int64_t ready_ns;   /* end of start-up: the first step's clock starts here */
   int64_t last_progress_ms;
+  int64_t last_report_ms;    /* ftl_progress_report: the last report sent (-1: none yet) */
+  int64_t last_report_tokens;
+  int have_report;
   int first_step_reported;
   /* For the launcher's straggler detector: the rank's own compute time in one sampled step, told
    * apart from waiting for others by timing the collectives of that step only. One step per
@@ -57,32 +73,6 @@ struct ftl_ctx {
   int stop_requested;        /* this rank heard "stop" */
   char stop_reason[256];
 };
-
-size_t ftl_dtype_size(ftl_dtype dtype) {
-  switch (dtype) {
-    case FTL_DTYPE_F32: case FTL_DTYPE_I32: case FTL_DTYPE_U32: return 4;
-    case FTL_DTYPE_F64: case FTL_DTYPE_I64: case FTL_DTYPE_U64: return 8;
-    case FTL_DTYPE_U8: case FTL_DTYPE_I8: return 1;
-    case FTL_DTYPE_F16: case FTL_DTYPE_BF16: return 2;
-  }
-  return 0;
-}
-
-const char *ftl_dtype_name(ftl_dtype dtype) {
-  switch (dtype) {
-    case FTL_DTYPE_F32: return "float32";
-    case FTL_DTYPE_F64: return "float64";
-    case FTL_DTYPE_I32: return "int32";
-    case FTL_DTYPE_I64: return "int64";
-    case FTL_DTYPE_U8: return "uint8";
-    case FTL_DTYPE_F16: return "float16";
-    case FTL_DTYPE_BF16: return "bfloat16";
-    case FTL_DTYPE_I8: return "int8";
-    case FTL_DTYPE_U32: return "uint32";
-    case FTL_DTYPE_U64: return "uint64";
-  }
-  return "unknown";
-}
 
 static ftl_err ctx_fail(ftl_ctx *ctx, ftl_err err, const ftl_diag *detail) {
   pthread_mutex_lock(&ctx->err_lock);
@@ -131,31 +121,65 @@ static MPI_Op mpi_op(ftl_op op) {
   return MPI_SUM;
 }
 
-/* Picks NCCL only when every rank has a GPU: a mixed gang cannot share one NCCL communicator. */
+/* NCCL's set-up waits for every rank: bounded by the launcher's rendezvous deadline when there is
+ * one, else 2 minutes, and never longer than a collective may take. */
+static int64_t nccl_init_timeout_ms(const ftl_ctx *ctx) {
+  int64_t ms = ctx->env.present && ctx->env.timeout_ms > 0 ? ctx->env.timeout_ms : 120000;
+  return ms < ctx->collective_timeout_ms ? ms : ctx->collective_timeout_ms;
+}
+
+/* Picks NCCL only when every rank has a GPU of its own: a mixed gang cannot share one NCCL
+ * communicator, and NCCL refuses two ranks of one communicator on one device. The choice is one
+ * allreduce, so every rank takes the same path. */
 static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   const ftl_mpi_ops *mpi = ftl_mpi();
   ftl_err rc = FTL_OK;
   char why[256] = "";
   const char *forced = getenv("FTL_BACKEND");
-  int local_gpus = 0;
-  if (!forced || strcmp(forced, "mpi") != 0) local_gpus = ftl_gpu_device_count(why, sizeof why);
-  else snprintf(why, sizeof why, "FTL_BACKEND=mpi");
-  int min_gpus = local_gpus;
-  rc = ftl_mpi_check(mpi->allreduce(&local_gpus, &min_gpus, 1, MPI_INT, MPI_MIN, ctx->comm),
-                     "MPI_Allreduce (GPU count)", d);
+  int want_nccl = forced && strcmp(forced, "nccl") == 0;
+  /* Probed even under FTL_BACKEND=mpi: where there are GPUs, device buffers must be recognised
+   * (and staged) on the MPI path too. */
+  int local_gpus = ftl_gpu_device_count(why, sizeof why);
+  ctx->local_gpus = local_gpus;
+  if (forced && strcmp(forced, "mpi") == 0) {
+    local_gpus = 0;
+    snprintf(why, sizeof why, "FTL_BACKEND=mpi");
+  }
+  /* MIN over ranks of {GPUs, one GPU per local rank}: 0 in either means the MPI path. */
+  int own_device = local_gpus > 0 && ctx->info.local_world_size <= local_gpus && ftl_gpu_nccl_compiled();
+  int mine[2] = {local_gpus, own_device}, all[2] = {0, 0};
+  rc = ftl_mpi_check(mpi->allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm), "MPI_Allreduce (GPU count)", d);
   if (rc) return rc;
   ctx->info.device = -1;
   ctx->info.backend = FTL_BACKEND_MPI;
-  if (min_gpus == 0) {
-    if (forced && strcmp(forced, "nccl") == 0)
-      return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "FTL_BACKEND=nccl but a rank has no GPU (%s)", why);
+  if (all[0] == 0) {
+    if (want_nccl)
+      return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "FTL_BACKEND=nccl but a rank has no GPU (%s)",
+                           local_gpus ? "another rank's" : why);
     if (ctx->info.rank == 0) {
       if (local_gpus == 0) FTL_LOG(FTL_LOG_INFO, "rdzv", "no GPU (%s): using the MPI CPU path", why);
       else FTL_LOG(FTL_LOG_INFO, "rdzv", "some ranks have no GPU: using the MPI CPU path");
     }
     return FTL_OK;
   }
-  ctx->info.device = ctx->info.local_rank % local_gpus;
+  if (!all[1]) {
+    if (want_nccl && !ftl_gpu_nccl_compiled())
+      return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "FTL_BACKEND=nccl but ftl was built without NCCL");
+    if (want_nccl)
+      return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED,
+                           "FTL_BACKEND=nccl but a host has more ranks than GPUs (here %d ranks, %d GPUs): NCCL "
+                           "cannot put two ranks on one device",
+                           ctx->info.local_world_size, local_gpus);
+    if (ctx->info.rank == 0 && !ftl_gpu_nccl_compiled())
+      FTL_LOG(FTL_LOG_WARN, "rdzv", "GPUs but no NCCL in this build: using the MPI path (device buffers are staged)");
+    else if (ctx->info.rank == 0)
+      FTL_LOG(FTL_LOG_WARN, "rdzv",
+              "more ranks than GPUs on a host (rank 0's: %d ranks, %d GPUs): NCCL cannot share a device, using "
+              "the MPI path (device buffers are staged through host memory)",
+              ctx->info.local_world_size, local_gpus);
+    return FTL_OK;
+  }
+  ctx->info.device = ctx->info.local_rank; /* < local_gpus: every local rank has its own */
   unsigned char id[FTL_NCCL_ID_BYTES] = {0};
   int id_rc = FTL_OK;
   if (ctx->info.rank == 0) id_rc = (int)ftl_gpu_unique_id(id, d);
@@ -166,8 +190,31 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   if (any_fail) return ctx->info.rank == 0 ? (ftl_err)id_rc : ftl_diag_fail(d, FTL_ERR_NCCL, "rank 0 could not create the NCCL id");
   rc = ftl_mpi_check(mpi->bcast(id, FTL_NCCL_ID_BYTES, MPI_BYTE, 0, ctx->comm), "MPI_Bcast (NCCL id)", d);
   if (rc) return rc;
-  rc = ftl_gpu_comm_create(ctx->info.device, ctx->info.world_size, ctx->info.rank, id, &ctx->gpu, d);
-  if (rc) return rc;
+  ftl_diag cd = {{0}};
+  ftl_err crc = ftl_gpu_comm_create(ctx->info.device, ctx->info.world_size, ctx->info.rank, id,
+                                    ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)), &ctx->gpu, &cd);
+  /* Agree before anyone uses the communicator: a rank whose set-up failed or timed out must not
+   * leave the others inside their first collective. Each rank's wait above had a deadline, so every
+   * rank reaches this allreduce. */
+  int failed = crc != FTL_OK, any_failed = 1;
+  rc = ftl_mpi_check(mpi->allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, ctx->comm),
+                     "MPI_Allreduce (NCCL set-up)", d);
+  if (!rc && any_failed) {
+    if (failed) {
+      memcpy(d, &cd, sizeof cd);
+      rc = crc;
+    } else {
+      rc = ftl_diag_fail(d, FTL_ERR_NCCL, "another rank could not set up its NCCL communicator (rank %d's was ready)",
+                         ctx->info.rank);
+    }
+  }
+  if (rc) {
+    if (ctx->gpu) ftl_gpu_comm_abort(ctx->gpu);
+    ftl_gpu_comm_destroy(ctx->gpu, 0);
+    ctx->gpu = NULL;
+    ctx->info.device = -1;
+    return rc;
+  }
   ctx->info.backend = FTL_BACKEND_NCCL;
   return FTL_OK;
 }
@@ -287,7 +334,11 @@ ftl_err ftl_finalize(ftl_ctx *ctx) {
   if (!ctx) return FTL_OK;
   ftl_err rc = FTL_OK;
   ftl_diag d = {{0}};
-  if (ctx->gpu) ftl_gpu_comm_destroy(ctx->gpu);
+  /* A communicator broken by an error was aborted then; a healthy one is finalized, with a
+   * deadline (a peer that died makes the finalize wait: then it is aborted). */
+  if (ctx->gpu) ftl_gpu_comm_destroy(ctx->gpu, ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)));
+  if (ctx->stage_event) ftl_gpu()->event_destroy(ctx->stage_event);
+  ftl_free(ctx->stage);
   const ftl_mpi_ops *mpi = ftl_mpi();
   if (ctx->have_comm) mpi->comm_free(&ctx->comm);
   if (ctx->mpi_owned) {
@@ -310,30 +361,40 @@ const ftl_startup_ms *ftl_ctx_startup(const ftl_ctx *ctx) { return &ctx->startup
 const char *ftl_ctx_errmsg(const ftl_ctx *ctx) { return ctx ? ctx->diag.msg : ""; }
 void *ftl_ctx_mpi_comm(ftl_ctx *ctx) { return ctx->have_comm ? &ctx->comm : NULL; }
 
-static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op);
+static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op,
+                              void *stream);
 
-ftl_err ftl_allreduce(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op) {
-  if (!ctx->sampling) return allreduce_impl(ctx, send, recv, count, dtype, op);
+ftl_err ftl_allreduce_on_stream(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op,
+                                void *cuda_stream) {
+  if (!ctx->sampling) return allreduce_impl(ctx, send, recv, count, dtype, op, cuda_stream);
   int64_t t0 = ftl_clock_ns();
-  ftl_err rc = allreduce_impl(ctx, send, recv, count, dtype, op);
+  ftl_err rc = allreduce_impl(ctx, send, recv, count, dtype, op, cuda_stream);
   ctx->collective_ns += ftl_clock_ns() - t0;
   return rc;
 }
 
-static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op) {
-  /* Not zeroed: it is 1 KiB, written only on an error, and clearing it on every call costs a
-   * measurable share of a small allreduce. */
-  ftl_diag d;
-  if (!ctx->have_comm) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_allreduce before ftl_init succeeded"), &d);
-  if (ctx->info.backend == FTL_BACKEND_NCCL) {
-    ftl_err rc = ftl_gpu_allreduce(ctx->gpu, send, recv, count, dtype, op,
-                                   ftl_deadline_after_ms(ctx->collective_timeout_ms), &d);
-    return rc ? ctx_fail(ctx, rc, &d) : FTL_OK;
+ftl_err ftl_allreduce(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op) {
+  return ftl_allreduce_on_stream(ctx, send, recv, count, dtype, op, NULL);
+}
+
+/* The first CUDA/NCCL error of a collective breaks the context: the communicator is aborted (the
+ * GPU layer did that) and the error kept, so later calls name the cause, not a symptom. */
+static ftl_err ctx_break(ftl_ctx *ctx, ftl_err err, const ftl_diag *detail) {
+  if (!ctx->broken) {
+    ctx->broken = 1;
+    snprintf(ctx->broken_msg, sizeof ctx->broken_msg, "%.40s: %.1000s", ftl_err_name(err), detail->msg);
   }
-  int ok;
-  MPI_Datatype t = mpi_type(dtype, &ok);
-  if (!ok) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_UNSUPPORTED, "allreduce of %s on the MPI path", ftl_dtype_name(dtype)), &d);
-  size_t elem = ftl_dtype_size(dtype);
+  return ctx_fail(ctx, err, detail);
+}
+
+static ftl_err broken_fail(ftl_ctx *ctx, const char *what) {
+  ftl_diag d;
+  ftl_diag_fail(&d, FTL_ERR_STATE, "%s: the context is broken since an earlier GPU error (%.900s)", what, ctx->broken_msg);
+  return ctx_fail(ctx, FTL_ERR_STATE, &d);
+}
+
+static ftl_err mpi_allreduce_host(ftl_ctx *ctx, const void *send, void *recv, size_t count, MPI_Datatype t,
+                                  size_t elem, ftl_op op, ftl_diag *d) {
   const ftl_mpi_ops *mpi = ftl_mpi();
   /* MPI counts are int: large buffers go in chunks. The blocking MPI_Allreduce is used for its
    * bandwidth; a hung peer is caught by the launcher's progress watchdog, which ends the gang. */
@@ -342,16 +403,104 @@ static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t
     if (n > (size_t)INT_MAX / 2) n = (size_t)INT_MAX / 2;
     const void *s = send == recv ? MPI_IN_PLACE : (const char *)send + done * elem;
     ftl_err rc = ftl_mpi_check(mpi->allreduce(s, (char *)recv + done * elem, (int)n, t, mpi_op(op), ctx->comm),
-                               "MPI_Allreduce", &d);
-    if (rc) return ctx_fail(ctx, rc, &d);
+                               "MPI_Allreduce", d);
+    if (rc) return rc;
     done += n;
   }
   return FTL_OK;
 }
 
+/* Waits for everything enqueued so far on `stream` (NULL: the legacy default stream). */
+static ftl_err stage_sync(ftl_ctx *ctx, void *stream, int64_t deadline, const char *what, ftl_diag *d) {
+  const ftl_gpu_ops *g = ftl_gpu();
+  int st = FTL_GPU_OK;
+  if (!ctx->stage_event && (st = g->event_create(&ctx->stage_event)) != FTL_GPU_OK)
+    return ftl_gpu_fail(st, "cudaEventCreateWithFlags", d);
+  if ((st = g->event_record(ctx->stage_event, stream)) != FTL_GPU_OK) return ftl_gpu_fail(st, "cudaEventRecord", d);
+  return ftl_gpu_event_wait(ctx->stage_event, deadline, what, d);
+}
+
+/* Device buffers on the MPI path (Open MPI here is not CUDA-aware): copied to host after the
+ * caller's work on `stream`, reduced there, copied back, and waited for before returning. */
+static ftl_err mpi_allreduce_staged(ftl_ctx *ctx, const void *send, void *recv, size_t count, MPI_Datatype t,
+                                    size_t elem, ftl_op op, void *stream, ftl_diag *d) {
+  const ftl_gpu_ops *g = ftl_gpu();
+  int64_t deadline = ftl_deadline_after_ms(ctx->collective_timeout_ms);
+  size_t bytes = count * elem;
+  if (bytes > ctx->stage_bytes) {
+    char *p = ftl_realloc(ctx->stage, bytes);
+    if (!p) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory staging %zu bytes of device memory", bytes);
+    ctx->stage = p;
+    ctx->stage_bytes = bytes;
+  }
+  int st = g->memcpy_async(ctx->stage, send, bytes, 0, stream);
+  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "cudaMemcpyAsync (device to host, staging)", d);
+  ftl_err rc = stage_sync(ctx, stream, deadline, "staging copy to host", d);
+  if (rc) return rc;
+  rc = mpi_allreduce_host(ctx, ctx->stage, ctx->stage, count, t, elem, op, d);
+  if (rc) return rc;
+  st = g->memcpy_async(recv, ctx->stage, bytes, 1, stream);
+  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "cudaMemcpyAsync (host to device, staging)", d);
+  return stage_sync(ctx, stream, deadline, "staging copy to the device", d);
+}
+
+static int on_device(ftl_gpu_mem kind) { return kind == FTL_GPU_MEM_DEVICE || kind == FTL_GPU_MEM_MANAGED; }
+
+static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op,
+                              void *stream) {
+  /* Not zeroed: it is 1 KiB, written only on an error, and clearing it on every call costs a
+   * measurable share of a small allreduce. */
+  ftl_diag d;
+  if (!ctx->have_comm) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_allreduce before ftl_init succeeded"), &d);
+  if (ctx->broken) return broken_fail(ctx, "ftl_allreduce");
+  /* Memory kinds: only where a GPU was seen (a CPU-only rank pays nothing). Both buffers must be
+   * of one kind; host memory always goes through MPI, device memory through NCCL when it is the
+   * backend, else staged through host memory. */
+  int device = 0;
+  if (ctx->local_gpus > 0) {
+    int sdev = -1, rdev = -1;
+    ftl_gpu_mem sk = ftl_gpu_mem_kind(send, &sdev), rk = ftl_gpu_mem_kind(recv, &rdev);
+    if (on_device(sk) != on_device(rk))
+      return ctx_fail(ctx,
+                      ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_allreduce: send is %s memory and recv is %s memory: both must be "
+                                    "host or both device", on_device(sk) ? "device" : "host", on_device(rk) ? "device" : "host"),
+                      &d);
+    device = on_device(sk);
+    if (device && ctx->info.device >= 0 && ((sk == FTL_GPU_MEM_DEVICE && sdev != ctx->info.device) ||
+                                            (rk == FTL_GPU_MEM_DEVICE && rdev != ctx->info.device)))
+      return ctx_fail(ctx,
+                      ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_allreduce: buffer on device %d, but this rank's device is %d",
+                                    sk == FTL_GPU_MEM_DEVICE && sdev != ctx->info.device ? sdev : rdev, ctx->info.device),
+                      &d);
+  }
+  if (device && ctx->info.backend == FTL_BACKEND_NCCL) {
+    ftl_err rc = ftl_gpu_allreduce(ctx->gpu, send, recv, count, dtype, op, stream,
+                                   ftl_deadline_after_ms(ctx->collective_timeout_ms), &d);
+    return rc ? ctx_break(ctx, rc, &d) : FTL_OK;
+  }
+  int ok;
+  MPI_Datatype t = mpi_type(dtype, &ok);
+  if (!ok) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_UNSUPPORTED, "allreduce of %s on the MPI path", ftl_dtype_name(dtype)), &d);
+  size_t elem = ftl_dtype_size(dtype);
+  if (device) {
+    ftl_err rc = mpi_allreduce_staged(ctx, send, recv, count, t, elem, op, stream, &d);
+    if (rc == FTL_ERR_CUDA || rc == FTL_ERR_TIMEOUT) return ctx_break(ctx, rc, &d);
+    return rc ? ctx_fail(ctx, rc, &d) : FTL_OK;
+  }
+  /* Host memory the caller filled from its stream (an async copy into pinned memory): wait for
+   * that stream first when one was named. */
+  if (stream) {
+    ftl_err rc = stage_sync(ctx, stream, ftl_deadline_after_ms(ctx->collective_timeout_ms), "the caller's stream", &d);
+    if (rc) return ctx_break(ctx, rc, &d);
+  }
+  ftl_err rc = mpi_allreduce_host(ctx, send, recv, count, t, elem, op, &d);
+  return rc ? ctx_fail(ctx, rc, &d) : FTL_OK;
+}
+
 ftl_err ftl_barrier(ftl_ctx *ctx, int timeout_ms) {
   ftl_diag d = {{0}};
   if (!ctx->have_comm) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_barrier before ftl_init succeeded"), &d);
+  if (ctx->broken) return broken_fail(ctx, "ftl_barrier");
   const ftl_mpi_ops *mpi = ftl_mpi();
   MPI_Request req;
   ftl_err rc = ftl_mpi_check(mpi->ibarrier(ctx->comm, &req), "MPI_Ibarrier", &d);
@@ -379,6 +528,7 @@ ftl_err ftl_barrier(ftl_ctx *ctx, int timeout_ms) {
 ftl_err ftl_bcast_host(ftl_ctx *ctx, void *buf, size_t size, int root) {
   ftl_diag d; /* written only on an error (see allreduce_impl) */
   if (!ctx->have_comm) return ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_bcast_host before ftl_init succeeded"), &d);
+  if (ctx->broken) return broken_fail(ctx, "ftl_bcast_host");
   const ftl_mpi_ops *mpi = ftl_mpi();
   for (size_t done = 0; done < size;) {
     size_t n = size - done;
@@ -466,6 +616,31 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
   ftl_err rc = ftl_rdzv_client_send(
       &ctx->client, json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)step, "compute_ms", compute_ms), 1,
       &ignored);
+  return rc == FTL_ERR_TIMEOUT ? FTL_OK : rc;
+}
+
+ftl_err ftl_progress_report(ftl_ctx *ctx, int64_t step, int64_t total_steps, double loss, int64_t tokens) {
+  if (!ctx || !ctx->have_client || ctx->info.rank != 0) return FTL_OK;
+  int64_t now = ftl_clock_ms();
+  int last = total_steps > 0 && step >= total_steps;
+  if (ctx->have_report && !last && now - ctx->last_report_ms < FTL_PROGRESS_REPORT_INTERVAL_MS) return FTL_OK;
+  /* Tokens per second between two reports of this process; the first report has no rate yet. */
+  double tps = -1;
+  if (ctx->have_report && now > ctx->last_report_ms && tokens >= ctx->last_report_tokens)
+    tps = (double)(tokens - ctx->last_report_tokens) * 1000.0 / (double)(now - ctx->last_report_ms);
+  ctx->have_report = 1;
+  ctx->last_report_ms = now;
+  ctx->last_report_tokens = tokens;
+  /* NaN and infinities are not JSON: a diverged loss is sent as null. */
+  json_t *jl = isfinite(loss) ? json_real(loss) : json_null();
+  ftl_diag ignored;
+  /* The heartbeat message (wire version 2 adds these fields): it also counts as progress for the
+   * hang detector. Dropped when the socket is full, like any heartbeat. */
+  ftl_err rc = ftl_rdzv_client_send(&ctx->client,
+                                    json_pack("{s:s, s:I, s:I, s:o, s:I, s:f}", "type", "step", "step", (json_int_t)step,
+                                              "total_steps", (json_int_t)total_steps, "loss", jl, "tokens",
+                                              (json_int_t)tokens, "tokens_per_s", tps),
+                                    1, &ignored);
   return rc == FTL_ERR_TIMEOUT ? FTL_OK : rc;
 }
 

@@ -15,7 +15,7 @@
 #include "ftl/error.h"
 
 #define FTL_WIRE_MAX_LINE 65536
-#define FTL_WIRE_VERSION 1
+#define FTL_WIRE_VERSION 2 /* 2: `step` may carry a progress report (docs/formats/rendezvous-wire.md) */
 
 typedef struct ftl_linebuf {
   char *data;

@@ -7,11 +7,13 @@ packages=(
   build-essential cmake pkg-config clang
   openmpi-bin libopenmpi-dev
   libhdf5-dev hdf5-tools
-  libarchive-dev
+  libarchive-dev libssl-dev libzstd-dev zstd
   libyaml-dev libjansson-dev libxxhash-dev
-  python3-h5py
+  python3-h5py python3-numpy python3-torch
   procps iproute2 util-linux
   slurmctld slurmd slurm-client munge
+  chromium          # tests/launcher/ops_report.sh: opens `ftl report`'s page headless, screenshots it
+  groff-base man-db # tests/launcher/man_pages.sh: renders docs/man/ with warnings on
 )
 
 missing=()

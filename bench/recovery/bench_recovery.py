@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # bench/recovery/bench_recovery.py: time from a rank's death to the first resumed step, split into
 # phases, for ftl and for torchrun (Debian's python3-torch, --monitor_interval=0.1) restarting the
-# same 4-rank CPU job, side by side in one run, alternating, median of N kills each.
+# same 4-rank CPU job, side by side in one run, alternating, median of N kills each; and the same
+# for the PyTorch example (examples/torch-lora) under ftl and under torchrun.
 #
 #   build/release/bin on PATH; python3-torch installed (bench/recovery/run.sh does both)
 #   /usr/bin/python3 bench/recovery/bench_recovery.py [RUNS]
@@ -18,6 +19,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LORA = os.path.join(HERE, "..", "..", "examples", "torch-lora", "train.py")
 RANKS, STEPS, STEP_MS, KILL_AT = 4, 400, 50, 15
 
 
@@ -45,10 +47,17 @@ def finetune_args(data, steps):
             "--ckpt-every", "5", "--log-every", "1000", "--throttle-ms", str(STEP_MS)]
 
 
-def ftl_once(work, finetune_data=None):
+def lora_args():
+    """examples/torch-lora at the same cadence: 50 ms steps, a checkpoint every 5 steps."""
+    return ["--steps", str(STEPS), "--ckpt-every", "5", "--step-ms", str(STEP_MS)]
+
+
+def ftl_once(work, finetune_data=None, lora=False):
     run = os.path.join(work, "ftl")
     spec = os.path.join(work, "job.yaml")
-    if finetune_data:
+    if lora:
+        program, args = os.path.abspath(LORA), lora_args()
+    elif finetune_data:
         program, args = "ftl-finetune", finetune_args(finetune_data, STEPS)
     else:
         program, args = "fault_probe", ["--steps", str(STEPS), "--step-ms", str(STEP_MS), "--save-every", "5"]
@@ -57,7 +66,7 @@ def ftl_once(work, finetune_data=None):
 ranks: {RANKS}
 program: {program}
 args: {json.dumps(args)}
-env: {{FTL_BACKEND: mpi}}
+env: {{FTL_BACKEND: mpi, OMP_NUM_THREADS: "1"}}
 run_dir: {run}
 restart: {{max_restarts: 1}}
 """)
@@ -73,7 +82,7 @@ restart: {{max_restarts: 1}}
             return []
 
     def step_reached():
-        if finetune_data:
+        if finetune_data or lora:
             return any(e["event"] == "ckpt_committed" and e.get("step", 0) >= KILL_AT for e in read())
         try:
             return int(open(os.path.join(run, "probe-step")).read() or 0) >= KILL_AT
@@ -103,13 +112,17 @@ restart: {{max_restarts: 1}}
     }
 
 
-def torch_once(work):
+def torch_once(work, lora=False):
     out = os.path.join(work, "torch")
     os.makedirs(out)
     stamps = []
+    if lora:  # the same program, its checkpoints with torch.save (train.py --torch-save)
+        prefix, program = "lora", [os.path.abspath(LORA), "--torch-save", os.path.join(work, "ckpt"),
+                                   "--stamp-dir", out, "--out", os.path.join(work, "export")] + lora_args()
+    else:
+        prefix, program = "torch", [os.path.join(HERE, "torch_worker.py"), str(STEPS), str(STEP_MS), out]
     proc = subprocess.Popen(["torchrun", "--standalone", f"--nproc_per_node={RANKS}", "--max_restarts=1",
-                             "--monitor_interval=0.1", "--redirects=9:0", "--tee=9:0",
-                             os.path.join(HERE, "torch_worker.py"), str(STEPS), str(STEP_MS), out],
+                             "--monitor_interval=0.1", "--redirects=9:0", "--tee=9:0"] + program,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, OMP_NUM_THREADS="1"))
 
@@ -120,7 +133,7 @@ def torch_once(work):
 
     def log(attempt, rank):
         try:
-            return open(os.path.join(out, f"torch-a{attempt}-r{rank}.log")).read().split("\n")
+            return open(os.path.join(out, f"{prefix}-a{attempt}-r{rank}.log")).read().split("\n")
         except OSError:
             return []
 
@@ -154,7 +167,8 @@ def main():
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     data = tempfile.mkdtemp(prefix="ftl-bench-recovery-data-")
     prepare_finetune(data)
-    sides = [("torchrun", torch_once), ("ftl", ftl_once), ("ftl fine-tune", lambda w: ftl_once(w, data))]
+    sides = [("torchrun", torch_once), ("ftl", ftl_once), ("ftl fine-tune", lambda w: ftl_once(w, data)),
+             ("lora torchrun", lambda w: torch_once(w, lora=True)), ("lora ftl", lambda w: ftl_once(w, lora=True))]
     results = {name: [] for name, _ in sides}
     try:
         for i in range(runs):
@@ -183,6 +197,15 @@ def main():
         t, f, g = med("torchrun", p), med("ftl", p), med("ftl fine-tune", p)
         ratio = f"{f / t:.3f}" if t == t and f == f and t > 0 else "-"
         print(f"{p:<20} {fmt(t):>9} {fmt(f):>9} {ratio:>13} {fmt(g):>14}")
+    print()
+    print("examples/torch-lora (PyTorch, gloo, the same 50 ms steps and a checkpoint every 5 steps): under ftl")
+    print("(checkpoints through the Python binding) and under torchrun (the same program, --torch-save)")
+    print(f"{'phase':<20} {'torchrun':>9} {'ftl':>9} {'ftl/torchrun':>13}")
+    for p in phases:
+        t, f = med("lora torchrun", p), med("lora ftl", p)
+        ratio = f"{f / t:.3f}" if t == t and f == f and t > 0 else "-"
+        print(f"{p:<20} {fmt(t):>9} {fmt(f):>9} {ratio:>13}")
+    print()
     t_first = med("torchrun", "first resumed step")
     for name in ("ftl", "ftl fine-tune"):
         f_new, f_first = med(name, "new gang started"), med(name, "first resumed step")

@@ -1,4 +1,6 @@
-/* examples/finetune/adapter_io.c: writing and reading the final adapter (adapter_io.h). */
+/* examples/finetune/adapter_io.c: writing and reading the final adapter (adapter_io.h). The
+ * safetensors layout is the pipeline's (pipeline/safetensors.h); the folder is a committed unit
+ * (pipeline/adapter_commit.h): both files, then final/COMMIT with their SHA-256, written last. */
 #include "adapter_io.h"
 
 #include <inttypes.h>
@@ -9,105 +11,47 @@
 #include <string.h>
 
 #include "ftl/core.h"
+#include "pipeline/adapter_commit.h"
+#include "pipeline/safetensors.h"
 
 #define FT_ADAPTER_FORMAT "ftl-finetune-adapter"
 #define FT_ADAPTER_VERSION 1
 #define FT_ST_MAX_HEADER (1u << 20)
 
-static int by_name(const void *x, const void *y) {
-  const ft_tensor *a = *(const ft_tensor *const *)x, *b = *(const ft_tensor *const *)y;
-  return strcmp(a->name, b->name);
-}
-
-/* A growing text buffer with printf. */
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  int bad;
-} sbuf;
-
-static void sb_printf(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *s, const char *fmt, ...) {
-  if (s->bad) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(s->p ? s->p + s->len : NULL, s->p ? s->cap - s->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      s->bad = 1;
-      return;
-    }
-    if (s->p && s->len + (size_t)n < s->cap) {
-      s->len += (size_t)n;
-      return;
-    }
-    size_t cap = (s->cap + (size_t)n + 1) * 2;
-    char *q = ftl_realloc(s->p, cap);
-    if (!q) {
-      s->bad = 1;
-      return;
-    }
-    s->p = q;
-    s->cap = cap;
-  }
-}
-
+/* The tensors as the pipeline's safetensors writer takes them (names and data borrowed from a). */
 static int write_safetensors(const char *path, const ft_lora *a, char *msg, size_t msg_size) {
-  int rc = -1, n = a->n_tensors;
-  const ft_tensor **order = ftl_calloc((size_t)n, sizeof *order);
-  sbuf h = {0};
-  uint8_t *img = NULL;
-  if (!order) goto out;
-  for (int i = 0; i < n; i++)
-    order[i] = &a->tensors[i];
-  qsort(order, (size_t)n, sizeof *order, by_name);
-  /* The reference writer's canonical form: compact JSON, __metadata__ first, tensors in layout
-   * order, the header padded with spaces so the data starts 8-byte aligned. */
-  sb_printf(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
-  size_t off = 0;
-  for (int i = 0; i < n; i++) {
-    size_t bytes = order[i]->count * sizeof(float);
-    sb_printf(&h, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%" PRId64 ",%" PRId64 "],\"data_offsets\":[%zu,%zu]}",
-              order[i]->name, order[i]->shape[0], order[i]->shape[1], off, off + bytes);
-    off += bytes;
-  }
-  sb_printf(&h, "}");
-  while (!h.bad && (8 + h.len) % 8)
-    sb_printf(&h, " ");
-  if (h.bad) goto out;
-  size_t total = 8 + h.len + off;
-  img = ftl_malloc(total);
-  if (!img) goto out;
-  uint64_t hl = h.len;
-  for (int i = 0; i < 8; i++)
-    img[i] = (uint8_t)(hl >> (8 * i));
-  memcpy(img + 8, h.p, h.len);
-  size_t at = 8 + h.len;
-  for (int i = 0; i < n; i++) {
-    /* float32 little-endian: the host order on every machine this example targets. */
-    memcpy(img + at, order[i]->data, order[i]->count * sizeof(float));
-    at += order[i]->count * sizeof(float);
-  }
+  ftl_st_tensor *t = ftl_calloc((size_t)a->n_tensors + 1, sizeof *t);
   ftl_diag d;
-  if (ftl_write_file_atomic(path, img, total, &d)) {
-    snprintf(msg, msg_size, "%s", d.msg);
-    goto out;
+  if (!t) {
+    snprintf(msg, msg_size, "%s: out of memory", path);
+    return -1;
   }
-  rc = 0;
-out:
-  if (rc && !msg[0]) snprintf(msg, msg_size, "%s: out of memory", path);
-  ftl_free(order);
-  ftl_free(h.p);
-  ftl_free(img);
+  for (int i = 0; i < a->n_tensors; i++) {
+    const ft_tensor *x = &a->tensors[i];
+    t[i] = (ftl_st_tensor){.name = x->name,
+                           .dtype = FTL_ST_F32,
+                           .ndim = 2,
+                           .shape = {x->shape[0], x->shape[1]},
+                           .data = x->data,
+                           .size_bytes = x->count * sizeof(float)};
+  }
+  /* float32 little-endian: the host order on every machine this example targets. */
+  static const ftl_st_kv meta[] = {{"format", "pt"}};
+  int rc = ftl_st_write(path, t, (size_t)a->n_tensors, meta, 1, &d) == FTL_OK ? 0 : -1;
+  if (rc) snprintf(msg, msg_size, "%s", d.msg);
+  ftl_free(t);
   return rc;
 }
+
+static const char *const commit_files[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
 
 int ft_adapter_save(const char *dir, const ft_lora *a, const ft_adapter_meta *m, char *msg, size_t msg_size) {
   char path[4096], hex[17], targets[64];
   ftl_diag d;
   msg[0] = '\0';
-  if (ftl_mkdir_p(dir, &d)) {
+  /* The marker goes first and comes back last: a crash or a full disk in between leaves a final/
+   * that readers refuse, never a half adapter that looks whole. */
+  if (ftl_mkdir_p(dir, &d) || ftl_adapter_commit_clear(dir, &d)) {
     snprintf(msg, msg_size, "%s", d.msg);
     return -1;
   }
@@ -151,10 +95,11 @@ int ft_adapter_save(const char *dir, const ft_lora *a, const ft_adapter_meta *m,
     memcpy(withnl, text, len);
     withnl[len] = '\n';
     if (ftl_fmt(path, sizeof path, "%s/adapter.json", dir) == FTL_OK &&
-        ftl_write_file_atomic(path, withnl, len + 1, &d) == FTL_OK)
+        ftl_write_file_atomic(path, withnl, len + 1, &d) == FTL_OK &&
+        ftl_adapter_commit_write(dir, commit_files, 2, &d) == FTL_OK)
       rc = 0;
     else
-      snprintf(msg, msg_size, "%s: %s", path, d.msg);
+      snprintf(msg, msg_size, "%s: %s", dir, d.msg);
   }
   ftl_free(withnl);
   free(text);
@@ -167,96 +112,38 @@ out:
   return rc;
 }
 
-typedef struct st_entry {
-  const ft_tensor *t;
-  uint64_t begin, end;
-} st_entry;
-
-static int by_begin(const void *x, const void *y) {
-  const st_entry *a = x, *b = y;
-  return a->begin < b->begin ? -1 : a->begin > b->begin;
-}
-
 int ft_adapter_parse_safetensors(const uint8_t *bytes, size_t size, ft_lora *a, char *msg, size_t msg_size) {
+  /* The pipeline's strict reader checks the layout (header bounds, JSON, dtypes, offsets
+   * contiguous and covering the file); here: exactly the tensors this adapter has, F32, its shapes. */
+  ftl_st_limits lim = {.max_header_bytes = FT_ST_MAX_HEADER};
+  ftl_st_file *f = NULL;
+  ftl_diag d;
   int rc = -1;
-  json_t *h = NULL;
-  st_entry *e = NULL;
-  if (size < 8) {
-    snprintf(msg, msg_size, "shorter than the 8-byte header length");
+  msg[0] = '\0';
+  if (ftl_st_parse(bytes, size, &lim, &f, &d)) {
+    snprintf(msg, msg_size, "%s", d.msg);
     return -1;
   }
-  uint64_t hl = 0;
-  for (int i = 0; i < 8; i++)
-    hl |= (uint64_t)bytes[i] << (8 * i);
-  if (hl > FT_ST_MAX_HEADER || hl > size - 8 || hl < 2 || bytes[8] != '{') {
-    snprintf(msg, msg_size, "header length %" PRIu64 " is out of range or the header is not a JSON object", hl);
-    return -1;
-  }
-  json_error_t jerr;
-  h = json_loadb((const char *)bytes + 8, (size_t)hl, JSON_REJECT_DUPLICATES, &jerr);
-  if (!json_is_object(h)) {
-    snprintf(msg, msg_size, "header is not valid JSON: %s", jerr.text);
+  if (ftl_st_count(f) != (size_t)a->n_tensors) {
+    snprintf(msg, msg_size, "the file has %zu tensors, expected %d", ftl_st_count(f), a->n_tensors);
     goto out;
   }
-  size_t want = (size_t)a->n_tensors + (json_object_get(h, "__metadata__") ? 1 : 0);
-  if (json_object_size(h) != want) {
-    snprintf(msg, msg_size, "header has %zu entries, expected %d tensors", json_object_size(h), a->n_tensors);
-    goto out;
-  }
-  e = ftl_calloc((size_t)a->n_tensors + 1, sizeof *e);
-  if (!e) {
-    snprintf(msg, msg_size, "out of memory");
-    goto out;
-  }
-  uint64_t buf = size - 8 - hl;
   for (int i = 0; i < a->n_tensors; i++) {
     const ft_tensor *t = &a->tensors[i];
-    json_t *o = json_object_get(h, t->name);
-    json_t *dt = json_object_get(o, "dtype"), *sh = json_object_get(o, "shape"),
-           *of = json_object_get(o, "data_offsets");
-    if (!json_is_object(o) || !json_is_string(dt) || strcmp(json_string_value(dt), "F32") != 0 || !json_is_array(sh) ||
-        json_array_size(sh) != 2 || !json_is_array(of) || json_array_size(of) != 2) {
-      snprintf(msg, msg_size, "tensor %s is missing, not F32, or malformed", t->name);
+    const ftl_st_tensor *x = ftl_st_find(f, t->name);
+    if (!x || x->dtype != FTL_ST_F32 || x->ndim != 2 || x->shape[0] != t->shape[0] || x->shape[1] != t->shape[1]) {
+      snprintf(msg, msg_size, "tensor %s is missing, not F32, or not of shape [%" PRId64 ", %" PRId64 "]", t->name,
+               t->shape[0], t->shape[1]);
       goto out;
     }
-    for (int k = 0; k < 2; k++) {
-      json_t *d = json_array_get(sh, (size_t)k);
-      if (!json_is_integer(d) || json_integer_value(d) != t->shape[k]) {
-        snprintf(msg, msg_size, "tensor %s has the wrong shape (expected [%" PRId64 ", %" PRId64 "])", t->name,
-                 t->shape[0], t->shape[1]);
-        goto out;
-      }
-    }
-    json_t *b0 = json_array_get(of, 0), *b1 = json_array_get(of, 1);
-    if (!json_is_integer(b0) || !json_is_integer(b1) || json_integer_value(b0) < 0 ||
-        json_integer_value(b1) < json_integer_value(b0) || (uint64_t)json_integer_value(b1) > buf ||
-        (uint64_t)(json_integer_value(b1) - json_integer_value(b0)) != t->count * sizeof(float)) {
-      snprintf(msg, msg_size, "tensor %s has bad data_offsets", t->name);
-      goto out;
-    }
-    e[i].t = t;
-    e[i].begin = (uint64_t)json_integer_value(b0);
-    e[i].end = (uint64_t)json_integer_value(b1);
   }
-  qsort(e, (size_t)a->n_tensors, sizeof *e, by_begin);
-  uint64_t at = 0;
   for (int i = 0; i < a->n_tensors; i++) {
-    if (e[i].begin != at) {
-      snprintf(msg, msg_size, "tensor %s does not start where the previous one ends", e[i].t->name);
-      goto out;
-    }
-    at = e[i].end;
+    const ftl_st_tensor *x = ftl_st_find(f, a->tensors[i].name);
+    memcpy(a->tensors[i].data, x->data, (size_t)x->size_bytes);
   }
-  if (at != buf) {
-    snprintf(msg, msg_size, "the tensors cover %" PRIu64 " of %" PRIu64 " data bytes", at, buf);
-    goto out;
-  }
-  for (int i = 0; i < a->n_tensors; i++)
-    memcpy(e[i].t->data, bytes + 8 + hl + e[i].begin, e[i].end - e[i].begin);
   rc = 0;
 out:
-  ftl_free(e);
-  json_decref(h);
+  ftl_st_free(f);
   return rc;
 }
 
@@ -269,6 +156,10 @@ int ft_adapter_load(const char *dir, const ft_config *cfg, ft_lora *a, ft_adapte
   ftl_diag d;
   memset(a, 0, sizeof *a);
   memset(m, 0, sizeof *m);
+  if (ftl_adapter_commit_verify(dir, commit_files, 2, &d)) {
+    snprintf(msg, msg_size, "%s", d.msg);
+    goto out;
+  }
   if (ftl_fmt(path, sizeof path, "%s/adapter.json", dir) || ftl_read_file(path, 1 << 20, &text, &size, &d)) {
     snprintf(msg, msg_size, "%s", d.msg);
     goto out;

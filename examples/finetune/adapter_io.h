@@ -3,7 +3,8 @@
  * alpha, targets, the base model's configuration and content hash, how it was trained).
  *
  * Both files are written deterministically (sorted names and keys, no times), so the same
- * training gives byte-identical files; each by tmp + fsync + rename. */
+ * training gives byte-identical files; each by tmp + fsync + rename; then DIR/COMMIT (their
+ * SHA-256, pipeline/adapter_commit.h), last. A DIR without a valid COMMIT is refused on load. */
 #ifndef FTL_EXAMPLES_FINETUNE_ADAPTER_IO_H
 #define FTL_EXAMPLES_FINETUNE_ADAPTER_IO_H
 
@@ -27,7 +28,7 @@ typedef struct ft_adapter_meta {
 int ft_adapter_save(const char *dir, const ft_lora *a, const ft_adapter_meta *meta, char *msg, size_t msg_size);
 
 /* Reads dir's adapter for a base of configuration cfg into *a (created here; destroyed by the
- * caller). The safetensors header is parsed strictly: exactly the tensors adapter.json implies,
+ * caller). The commit marker is checked first; the safetensors header is parsed strictly: exactly the tensors adapter.json implies,
  * F32, the right shapes, contiguous and covering the buffer. 0 or -1 with msg. */
 int ft_adapter_load(const char *dir, const ft_config *cfg, ft_lora *a, ft_adapter_meta *meta, char *msg,
                     size_t msg_size);

@@ -1,11 +1,15 @@
 /* examples/finetune/eval_main.c: ftl-finetune-eval, the example's evaluation program.
  *
- *   ftl-finetune-eval --base base.h5 [--adapter RUNDIR/final] --data heldout.txt [--out metrics.json]
+ *   ftl-finetune-eval --base base.h5 [--adapter RUNDIR/final] --data heldout.txt [--out eval.json]
+ *                     [--metrics metrics.json]
  *
  * Loads the base model (checking its content hash) and, when given, the adapter (checking that it
  * was trained on this base), computes the held-out metrics of the base alone and with the adapter
  * (evaluate.h) and writes them as one JSON object (docs/finetune.md) to --out (then prints a
- * one-line summary) or to stdout.
+ * one-line summary) or to stdout. --metrics also writes the gate's metrics file
+ * (docs/formats/metrics.md): {"version": 1, "metrics": {...}}, the adapter's numbers when an
+ * adapter is given (the base model's otherwise), the base model's as base_*, and the gains over
+ * the base: improvement (exact match) and loss_gain (nats per answer byte).
  * One process; no ftl gang. Exit 0 on success, 1 on any failure, 2 on a bad command line. */
 #include <getopt.h>
 #include <inttypes.h>
@@ -25,12 +29,40 @@ static json_t *metrics_json(const ft_metrics *m) {
                    (json_int_t)m->exact, "examples", (json_int_t)m->examples);
 }
 
+/* The gate's metrics file (docs/formats/metrics.md), written atomically. */
+static int write_metrics(const char *path, const ft_metrics *base, const ft_metrics *adapter) {
+  const ft_metrics *m = adapter ? adapter : base;
+  json_t *root = json_pack("{s:i, s:{s:f, s:f, s:I, s:I, s:f, s:f, s:f, s:f}}", "version", 1, "metrics", "exact_match",
+                           ft_metrics_accuracy(m), "loss", ft_metrics_loss(m), "exact", (json_int_t)m->exact,
+                           "examples", (json_int_t)m->examples, "base_exact_match", ft_metrics_accuracy(base),
+                           "base_loss", ft_metrics_loss(base), "improvement",
+                           ft_metrics_accuracy(m) - ft_metrics_accuracy(base), "loss_gain",
+                           ft_metrics_loss(base) - ft_metrics_loss(m));
+  char *text = root ? json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+  json_decref(root);
+  if (!text) {
+    fprintf(stderr, "ftl-finetune-eval: out of memory\n");
+    return -1;
+  }
+  size_t len = strlen(text);
+  text[len] = '\n'; /* json_dumps leaves room for the NUL this replaces */
+  ftl_diag dg;
+  ftl_err wr = ftl_write_file_atomic(path, text, len + 1, &dg);
+  free(text);
+  if (wr) {
+    fprintf(stderr, "ftl-finetune-eval: %s\n", dg.msg);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  const char *base_path = NULL, *adapter_dir = NULL, *data_path = NULL, *out = NULL;
+  const char *base_path = NULL, *adapter_dir = NULL, *data_path = NULL, *out = NULL, *metrics_out = NULL;
   static const struct option options[] = {{"base", required_argument, NULL, 'b'},
                                           {"adapter", required_argument, NULL, 'a'},
                                           {"data", required_argument, NULL, 'd'},
                                           {"out", required_argument, NULL, 'o'},
+                                          {"metrics", required_argument, NULL, 'm'},
                                           {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -42,11 +74,13 @@ int main(int argc, char **argv) {
       data_path = optarg;
     else if (c == 'o')
       out = optarg;
+    else if (c == 'm')
+      metrics_out = optarg;
     else
       base_path = NULL, optind = argc + 1;
   }
   if (!base_path || !data_path || optind != argc) {
-    fprintf(stderr, "usage: %s --base FILE.h5 [--adapter DIR] --data FILE [--out FILE.json]\n", argv[0]);
+    fprintf(stderr, "usage: %s --base FILE.h5 [--adapter DIR] --data FILE [--out FILE.json] [--metrics FILE.json]\n", argv[0]);
     return 2;
   }
   char msg[2048];
@@ -121,6 +155,7 @@ int main(int argc, char **argv) {
       goto out;
     }
   }
+  if (metrics_out && write_metrics(metrics_out, &mb, adapter_dir ? &ma : NULL)) goto out;
   rc = 0;
 out:
   free(text);

@@ -383,14 +383,8 @@ int main(int argc, char **argv) {
   uint64_t base_hash = 0;
   const char *run_dir = o.run_dir ? o.run_dir : me->run_dir;
 
-  /* The example's collectives are on host memory, which ftl_allreduce takes on the MPI backend
-   * only. Every rank has the same backend, so every rank stops here alike. */
-  if (me->backend == FTL_BACKEND_NCCL) {
-    if (R == 0)
-      fprintf(stderr, "ftl-finetune: ftl chose NCCL, but the example exchanges host memory over MPI: set "
-                      "FTL_BACKEND=mpi (examples/finetune/job.yaml does)\n");
-    goto done;
-  }
+  /* The example's collectives are on host memory: ftl_allreduce reduces host buffers over MPI on
+   * either backend (docs/gpu.md), so a gang that chose NCCL runs this program unchanged. */
   if (o.final_dir)
     snprintf(final_dir, sizeof final_dir, "%s", o.final_dir);
   else if (!run_dir || ftl_fmt(final_dir, sizeof final_dir, "%s/final", run_dir)) {
@@ -571,6 +565,8 @@ int main(int argc, char **argv) {
       printf("step %" PRId64 "/%" PRId64 " train loss %.4f (%.1f ms/step, %.0f tokens/s%s)\n", st.step, o.steps,
              loss_acc / loss_n, 1e3 * s / (double)(st.step - first), (double)(st.step - first) * B * T / s, ckline);
       fflush(stdout);
+      /* The launcher draws it (ftl run's progress line) and keeps it (loss against step). */
+      ftl_progress_report(ctx, st.step, o.steps, loss_acc / loss_n, (st.step - first) * B * T);
       loss_acc = 0.0;
       loss_n = 0;
     }

@@ -180,10 +180,12 @@ int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, double *stall_s,
 
 ftl_err ft_state_ckpt_wait(ft_state_ckpt *c, char *msg, size_t msg_size) {
   ftl_ckpt_stats stats;
+  memset(&stats, 0, sizeof stats);
   ftl_err rc = ftl_ckpt_wait(c->ck, -1, &stats);
+  /* An abandoned checkpoint's detail (rank, file, errno) is in its statistics, not on the handle. */
   if (rc)
     snprintf(msg, msg_size, "checkpoint of step %lld: %s: %s", (long long)c->s->step, ftl_strerror(rc),
-             ftl_ckpt_errmsg(c->ck));
+             stats.errmsg[0] ? stats.errmsg : ftl_ckpt_errmsg(c->ck));
   return rc;
 }
 

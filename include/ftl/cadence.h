@@ -20,6 +20,8 @@
 #ifndef FTL_CADENCE_H
 #define FTL_CADENCE_H
 
+#include "ftl/export.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,22 +35,22 @@ extern "C" {
 /* ---- formulas (pure; thread-safe) ------------------------------------------------------------- */
 
 /* Young (1974): √(2δM). stall_s ≥ 0, mtbf_s > 0; returns 0 for invalid input. */
-double ftl_cadence_young_s(double stall_s, double mtbf_s);
+FTL_API double ftl_cadence_young_s(double stall_s, double mtbf_s);
 
 /* Daly (2006), higher order: √(2δM)·[1 + ⅓√(δ/2M) + ⅑(δ/2M)] − δ for δ < 2M, and M for δ ≥ 2M.
  * Returns 0 for invalid input (negative δ, M ≤ 0, not finite). */
-double ftl_cadence_daly_s(double stall_s, double mtbf_s);
+FTL_API double ftl_cadence_daly_s(double stall_s, double mtbf_s);
 
 /* Expected waste fraction of compute interval τ, first order: δ/τ + (τ/2 + W + R)/M.
  * Can exceed 1 where the first-order model does not hold (τ comparable to M). */
-double ftl_cadence_waste_first_order(double interval_s, double stall_s, double durable_s, double restart_s,
+FTL_API double ftl_cadence_waste_first_order(double interval_s, double stall_s, double durable_s, double restart_s,
                                      double mtbf_s);
 
 /* Expected waste fraction from Daly's exponential model, with W charged like restart time
  * (a failure inside the W window also loses the checkpoint being written):
  *   wall / work = M·e^{(R+W)/M}·(e^{(τ+δ)/M} − 1) / τ,  waste = 1 − work / wall.
  * Always in [0, 1]; this is the figure the controller reports. */
-double ftl_cadence_waste(double interval_s, double stall_s, double durable_s, double restart_s, double mtbf_s);
+FTL_API double ftl_cadence_waste(double interval_s, double stall_s, double durable_s, double restart_s, double mtbf_s);
 
 /* ---- failure causes --------------------------------------------------------------------------- */
 
@@ -61,7 +63,7 @@ typedef enum ftl_cadence_cause_class {
 /* Classifies a ledger `cause` (docs/cadence.md has the table). `step` is the record's highest
  * step (-1 when no step ran): a crash (exit_code, signal) before the first step is a start-up
  * error of the program, not a hardware failure. Thread-safe. */
-ftl_cadence_cause_class ftl_cadence_classify(const char *cause, int64_t step);
+FTL_API ftl_cadence_cause_class ftl_cadence_classify(const char *cause, int64_t step);
 
 /* ---- ledger records --------------------------------------------------------------------------- */
 
@@ -87,7 +89,7 @@ typedef struct ftl_cadence_record {
 /* Parses one line (without its newline; need not be NUL-terminated). Unknown fields are ignored.
  * FTL_ERR_CORRUPT for a line that is not a JSON object or lacks a required field (detail in d,
  * naming the field); FTL_ERR_UNSUPPORTED for a version this code does not read. Thread-safe. */
-ftl_err ftl_cadence_parse_record(const char *line, size_t len, ftl_cadence_record *out, ftl_diag *d);
+FTL_API ftl_err ftl_cadence_parse_record(const char *line, size_t len, ftl_cadence_record *out, ftl_diag *d);
 
 /* What one ledger contributed. */
 typedef struct ftl_cadence_load_stats {
@@ -105,7 +107,7 @@ typedef struct ftl_cadence_load_stats {
  * crashed writer, writes the line with one write(), fsyncs, unlocks. Safe for any number of
  * writers in any number of processes on a file system with flock. The record is borrowed.
  * kind, and for failures cause, must be set; wall_us 0 means now. Thread-safe. Detail in d. */
-ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec, int64_t timeout_ms, ftl_diag *d);
+FTL_API ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec, int64_t timeout_ms, ftl_diag *d);
 
 /* ---- the controller --------------------------------------------------------------------------- */
 
@@ -127,7 +129,7 @@ typedef struct ftl_cadence_config {
 } ftl_cadence_config;
 
 /* Fills the defaults above (world_size 1). Thread-safe. */
-void ftl_cadence_config_init(ftl_cadence_config *cfg);
+FTL_API void ftl_cadence_config_init(ftl_cadence_config *cfg);
 
 /* Why the interval is not the optimum (bits of ftl_cadence_decision.clamps). */
 enum {
@@ -155,9 +157,9 @@ typedef struct ftl_cadence_decision {
 
 /* Creates a controller; cfg is borrowed (copied). *out is destroyed by ftl_cadence_destroy.
  * FTL_ERR_INVAL for a bad config (detail in d). Not collective. Thread-safe. */
-ftl_err ftl_cadence_create(const ftl_cadence_config *cfg, ftl_cadence **out, ftl_diag *d);
+FTL_API ftl_err ftl_cadence_create(const ftl_cadence_config *cfg, ftl_cadence **out, ftl_diag *d);
 /* Accepts NULL. */
-void ftl_cadence_destroy(ftl_cadence *c);
+FTL_API void ftl_cadence_destroy(ftl_cadence *c);
 
 /* Everything below takes a controller that only one thread uses at a time (the handle has no
  * lock; callers serialize). Pointers are borrowed unless said otherwise. */
@@ -168,56 +170,56 @@ void ftl_cadence_destroy(ftl_cadence *c);
  * another ledger) is not counted twice, so loading a ledger again is harmless.
  * FTL_ERR_NOTFOUND when the file does not exist, FTL_ERR_IO when it cannot be read. stats may
  * be NULL. Marks the decision for re-derivation. */
-ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_load_stats *stats, ftl_diag *d);
+FTL_API ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_load_stats *stats, ftl_diag *d);
 
 /* The history a training program starts from: $FTL_RUN_DIR/failures.jsonl (the launcher's run
  * ledger) and the fleet ledger named by $FTL_FLEET_LEDGER, each loaded if its variable is set and
  * the file exists (a missing file is no history, not an error). Other errors (unreadable file, out
  * of memory) are returned with detail in d. Either stats pointer may be NULL. Reads the
  * environment: not safe against a concurrent setenv. */
-ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_stats,
+FTL_API ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_stats,
                                   ftl_cadence_load_stats *fleet_stats, ftl_diag *d);
 
 /* A checkpoint at `step` blocked the loop stall_s (δ, including any wait for the previous one)
  * and became durable durable_s after its start (W; < 0 when not known yet: report it later with
  * ftl_cadence_observe_durable). Re-derives the interval (the next one counts from `step`). */
-ftl_err ftl_cadence_observe_checkpoint(ftl_cadence *c, int64_t step, double stall_s, double durable_s);
-ftl_err ftl_cadence_observe_durable(ftl_cadence *c, double durable_s);
+FTL_API ftl_err ftl_cadence_observe_checkpoint(ftl_cadence *c, int64_t step, double stall_s, double durable_s);
+FTL_API ftl_err ftl_cadence_observe_durable(ftl_cadence *c, double durable_s);
 
 /* n_steps steps took total_s seconds of wall time (one step: n_steps = 1). Updates the step-time
  * estimate (EWMA, weight 0.1 per step); does not re-derive an existing decision by itself. */
-ftl_err ftl_cadence_observe_steps(ftl_cadence *c, int64_t n_steps, double total_s);
+FTL_API ftl_err ftl_cadence_observe_steps(ftl_cadence *c, int64_t n_steps, double total_s);
 
 /* rank_hours of exposure (wall time × ranks, stalls and restarts included) passed. */
-ftl_err ftl_cadence_observe_exposure(ftl_cadence *c, double rank_hours);
+FTL_API ftl_err ftl_cadence_observe_exposure(ftl_cadence *c, double rank_hours);
 
 /* A failure that counts (a hardware-like failure of this run seen in-process, as the simulator
  * does); use ftl_cadence_load_ledger for failures recorded by the launcher. Re-derives. */
-ftl_err ftl_cadence_observe_failure(ftl_cadence *c);
+FTL_API ftl_err ftl_cadence_observe_failure(ftl_cadence *c);
 
 /* The gang restarted from restored_step (the next interval counts from it); restart_s is the
  * measured restart time R (< 0: not measured). Re-derives. */
-ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, double restart_s);
+FTL_API ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, double restart_s);
 
 /* The gang changed size (elastic shrink or grow). Re-derives. */
-ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size);
+FTL_API ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size);
 
 /* Pins a fixed cadence (steps > 0, or seconds > 0), or unpins (both 0). Re-derives. */
-ftl_err ftl_cadence_pin(ftl_cadence *c, int64_t steps, double seconds);
+FTL_API ftl_err ftl_cadence_pin(ftl_cadence *c, int64_t steps, double seconds);
 
 /* The current decision (derived again only if something that re-derives was observed).
  * FTL_ERR_STATE when no step time is known yet. out may be NULL. */
-ftl_err ftl_cadence_decide(ftl_cadence *c, ftl_cadence_decision *out);
-ftl_err ftl_cadence_interval_steps(ftl_cadence *c, int64_t *steps_out);
+FTL_API ftl_err ftl_cadence_decide(ftl_cadence *c, ftl_cadence_decision *out);
+FTL_API ftl_err ftl_cadence_interval_steps(ftl_cadence *c, int64_t *steps_out);
 
 /* Whether a checkpoint is due after `step` completed: step − last checkpoint (or restored) step
  * ≥ the interval. FTL_ERR_STATE when no step time is known yet. */
-ftl_err ftl_cadence_due(ftl_cadence *c, int64_t step, bool *due_out);
+FTL_API ftl_err ftl_cadence_due(ftl_cadence *c, int64_t step, bool *due_out);
 
 /* The sentence explaining the current decision, e.g. "checkpoint every 412 steps (about 9.8 min):
  * δ = 0.31 s, W = 2.1 s, R = 60 s, M = 34 h from 3 failures in 96 rank-hours and the prior; ...".
  * Borrowed: valid until the next call on c. Never NULL. */
-const char *ftl_cadence_explain(ftl_cadence *c);
+FTL_API const char *ftl_cadence_explain(ftl_cadence *c);
 
 #ifdef __cplusplus
 }

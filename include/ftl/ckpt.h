@@ -18,9 +18,12 @@
 #ifndef FTL_CKPT_H
 #define FTL_CKPT_H
 
+#include "ftl/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/dtype.h"
 #include "ftl/error.h"
 #include "ftl/rdzv.h"
 
@@ -67,6 +70,12 @@ typedef struct ftl_ckpt_options {
   int64_t timeout_ms;
   /* I/O and checksum granularity in bytes. Default 8 MiB. */
   size_t chunk_bytes;
+  /* A run directory that ever committed a step (checkpoints/COMMITTED exists, or a step is marked
+   * bad) never starts from scratch unless this is set: ftl_ckpt_restore then returns
+   * FTL_ERR_NOTFOUND instead of FTL_ERR_CORRUPT/FTL_ERR_IO when no step is usable, marking the
+   * unusable committed steps bad ("discarded by a fresh start"), so the data stays. Also set by
+   * the environment variable FTL_CKPT_ALLOW_FRESH=1. Default 0. */
+  int allow_fresh;
 } ftl_ckpt_options;
 
 /* Statistics of one checkpoint, as seen by this rank. */
@@ -93,36 +102,43 @@ typedef struct ftl_ckpt_restore_info {
 } ftl_ckpt_restore_info;
 
 /* Fills o with the defaults above. */
-void ftl_ckpt_options_init(ftl_ckpt_options *o);
+FTL_API void ftl_ckpt_options_init(ftl_ckpt_options *o);
 
 /* Collective. Creates a checkpoint handle on the gang of ctx (ctx is borrowed and must outlive
  * the handle): duplicates the gang's communicator for the writer threads and starts this rank's
  * writer thread. opts may be NULL (defaults). */
-ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **out);
+FTL_API ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **out);
 
 /* Collective. Waits for a checkpoint in flight (up to the deadline), stops the writer thread,
  * frees the staging buffers and the communicator, and destroys the handle. Accepts NULL. */
-ftl_err ftl_ckpt_destroy(ftl_ckpt *ck);
+FTL_API ftl_err ftl_ckpt_destroy(ftl_ckpt *ck);
 
 /* Not collective, but every rank must register the same names, dtypes, shapes and layouts in the
  * same order before the first save or restore (a mismatch makes the next save fail on every rank).
  * data: this rank's rows (FTL_CKPT_SPLIT: ftl_ckpt_split_rows rows of the global shape, C order)
  * or the whole tensor (FTL_CKPT_REPLICATED). ndim 0..8; global_shape is copied. */
-ftl_err ftl_ckpt_add_tensor(ftl_ckpt *ck, const char *name, void *data, ftl_dtype dtype, int ndim,
+FTL_API ftl_err ftl_ckpt_add_tensor(ftl_ckpt *ck, const char *name, void *data, ftl_dtype dtype, int ndim,
                             const int64_t *global_shape, ftl_ckpt_layout layout, ftl_ckpt_mem mem);
 
 /* Not collective (same ordering rule as ftl_ckpt_add_tensor). A small host byte string of fixed
  * size (data-loader cursor, RNG state, user metadata). */
-ftl_err ftl_ckpt_add_blob(ftl_ckpt *ck, const char *name, void *data, size_t size_bytes, ftl_ckpt_blob_scope scope);
+FTL_API ftl_err ftl_ckpt_add_blob(ftl_ckpt *ck, const char *name, void *data, size_t size_bytes, ftl_ckpt_blob_scope scope);
 
 /* The rows [*start, *start + *count) of a dimension of `rows` that rank `rank` of `world_size`
  * owns under FTL_CKPT_SPLIT. Thread-safe. */
-void ftl_ckpt_split_rows(int64_t rows, int rank, int world_size, int64_t *start, int64_t *count);
+FTL_API void ftl_ckpt_split_rows(int64_t rows, int rank, int world_size, int64_t *start, int64_t *count);
 
 /* Not collective. Allocates and pre-faults (and, with device tensors, pins) the staging buffers
  * for the registered state, so the first save does not pay for first-touch. Called by the first
  * save when not called before (then counted in that save's stall). */
-ftl_err ftl_ckpt_prepare(ftl_ckpt *ck);
+FTL_API ftl_err ftl_ckpt_prepare(ftl_ckpt *ck);
+
+/* Not collective. The CUDA stream (a cudaStream_t) whose work device tensors depend on: a save
+ * copies them only after the work enqueued on it before the save, and a restore writes them only
+ * after that work, then waits until the bytes have landed before it returns. NULL (the default):
+ * the legacy default stream, which covers the default stream and every blocking stream but not
+ * streams made with cudaStreamNonBlocking (docs/gpu.md). Host tensors are unaffected. */
+FTL_API void ftl_ckpt_set_stream(ftl_ckpt *ck, void *cuda_stream);
 
 /* Collective (same step on every rank). Starts checkpoint `step` (>= 0, greater than any step
  * saved by this handle): if the previous checkpoint is still in flight, waits for it first (at
@@ -133,40 +149,48 @@ ftl_err ftl_ckpt_prepare(ftl_ckpt *ck);
  * including a failure to stage on this rank (out of memory, a CUDA copy), abandons the step on
  * every rank and is reported by ftl_ckpt_wait/ftl_ckpt_last, so all ranks see the same outcome.
  * The registered memory may be modified as soon as this returns. */
-ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step);
+FTL_API ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step);
 
 /* Not collective. Waits (up to timeout_ms; <0 means the handle's deadline) until no checkpoint
  * is in flight, then returns the result of the last one (its err; stats copied to *out if not
  * NULL). FTL_ERR_TIMEOUT when it is still in flight, FTL_ERR_NOTFOUND when none was ever saved. */
-ftl_err ftl_ckpt_wait(ftl_ckpt *ck, int64_t timeout_ms, ftl_ckpt_stats *out);
+FTL_API ftl_err ftl_ckpt_wait(ftl_ckpt *ck, int64_t timeout_ms, ftl_ckpt_stats *out);
 
 /* Thread-safe, never blocks. 1 while a checkpoint is in flight on this rank, else 0. */
-int ftl_ckpt_in_flight(const ftl_ckpt *ck);
+FTL_API int ftl_ckpt_in_flight(const ftl_ckpt *ck);
 
 /* Thread-safe, never blocks. Copies the statistics of the last finished checkpoint (committed or
  * abandoned). FTL_ERR_NOTFOUND when none has finished yet. */
-ftl_err ftl_ckpt_last(const ftl_ckpt *ck, ftl_ckpt_stats *out);
+FTL_API ftl_err ftl_ckpt_last(const ftl_ckpt *ck, ftl_ckpt_stats *out);
 
 /* Collective. Waits for a checkpoint in flight, then loads the newest committed step whose shards
- * all exist and verify (size and XXH3, checked by the ranks and agreed by all) into the
- * registered memory, at any world size. A committed step that fails is marked bad on disk
- * (manifest.json -> manifest.json.bad, with bad-reason.txt), logged and reported as an event, and
- * the next older one is tried. Returns:
+ * all exist and verify (size and XXH3, checked by the ranks and agreed by all; the manifest's
+ * step, dtypes, shapes and layouts agree with each shard's own HDF5 attributes) into the
+ * registered memory, at any world size. A committed step proven corrupt (checksum mismatch, short
+ * shard, malformed manifest, a manifest that disagrees with its shards, a shard that is not a
+ * regular file) is marked bad on disk (manifest.json -> manifest.json.bad, with bad-reason.txt;
+ * renaming it back undoes it), logged and reported as an event, and the next older one is tried.
+ * A step that fails for a cause that may pass (a missing shard, a failed read) is left as it is.
+ * Returns:
  *   FTL_OK             a step was loaded (info->step);
- *   FTL_ERR_NOTFOUND   no committed step exists: a fresh start (info->step == -1);
- *   FTL_ERR_CORRUPT    committed steps exist but none could be loaded: never a silent fresh
- *                      start; info->errmsg lists every step tried and why;
- *   other codes        I/O, MPI or deadline failures.
+ *   FTL_ERR_NOTFOUND   nothing was ever committed in this run directory: a fresh start
+ *                      (info->step == -1); or none is usable and allow_fresh was given;
+ *   FTL_ERR_CORRUPT    steps were committed here (now or before: checkpoints/COMMITTED) but none
+ *                      can be loaded: never a silent fresh start; info->errmsg names every step
+ *                      and file and why;
+ *   FTL_ERR_IO         the same, but at least one step failed for a cause that may pass: try
+ *                      again later;
+ *   other codes        MPI or deadline failures.
  * A registered tensor missing from the manifest, or with another dtype or global shape, makes
  * that step unusable (not marked bad: the files are fine). On failure the registered memory
  * holds undefined bytes. info may be NULL. */
-ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info);
+FTL_API ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info);
 
 /* The detail of the last failed call on this handle, "" when none. Thread-safe to read. */
-const char *ftl_ckpt_errmsg(const ftl_ckpt *ck);
+FTL_API const char *ftl_ckpt_errmsg(const ftl_ckpt *ck);
 
 /* The checkpoints folder of the handle (<run_dir>/checkpoints). Borrowed. Thread-safe. */
-const char *ftl_ckpt_dir(const ftl_ckpt *ck);
+FTL_API const char *ftl_ckpt_dir(const ftl_ckpt *ck);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef FTL_CORE_H
 #define FTL_CORE_H
 
+#include "ftl/export.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,30 +21,30 @@ extern "C" {
 /* ---- clocks ------------------------------------------------------------------------------ */
 
 /* Monotonic time in nanoseconds / milliseconds: for durations and deadlines. Thread-safe. */
-int64_t ftl_clock_ns(void);
-int64_t ftl_clock_ms(void);
+FTL_API int64_t ftl_clock_ns(void);
+FTL_API int64_t ftl_clock_ms(void);
 /* Wall-clock time in microseconds since the Unix epoch: for records read by people and by
  * other hosts. Thread-safe. */
-int64_t ftl_wall_us(void);
+FTL_API int64_t ftl_wall_us(void);
 
 /* A deadline is an absolute monotonic time in ms; FTL_NO_DEADLINE never passes. */
 #define FTL_NO_DEADLINE INT64_MAX
-int64_t ftl_deadline_after_ms(int64_t timeout_ms);
+FTL_API int64_t ftl_deadline_after_ms(int64_t timeout_ms);
 /* Milliseconds left (0 when passed; INT32_MAX-capped so it fits poll()). */
-int ftl_deadline_left_ms(int64_t deadline_ms);
+FTL_API int ftl_deadline_left_ms(int64_t deadline_ms);
 
 /* ---- allocation hook --------------------------------------------------------------------- */
 
 /* All heap memory of ftl goes through these, so a test can fail the Nth allocation.
  * ftl_free accepts NULL. Thread-safe. */
-void *ftl_malloc(size_t size);
-void *ftl_calloc(size_t count, size_t size);
-void *ftl_realloc(void *ptr, size_t size);
-void ftl_free(void *ptr);
-char *ftl_strdup(const char *s);
+FTL_API void *ftl_malloc(size_t size);
+FTL_API void *ftl_calloc(size_t count, size_t size);
+FTL_API void *ftl_realloc(void *ptr, size_t size);
+FTL_API void ftl_free(void *ptr);
+FTL_API char *ftl_strdup(const char *s);
 
 /* Test hook: the nth allocation from now (1 = the next one) returns NULL; 0 turns it off. */
-void ftl_alloc_fail_nth(long nth);
+FTL_API void ftl_alloc_fail_nth(long nth);
 
 /* ---- logging ----------------------------------------------------------------------------- */
 
@@ -54,15 +56,15 @@ typedef enum ftl_log_level {
 } ftl_log_level;
 
 /* The current level; read without a lock by FTL_LOG (a stale read only changes one line). */
-extern int ftl_log_threshold;
+FTL_API extern int ftl_log_threshold;
 
 /* Set once at start-up from FTL_LOG_LEVEL (error|warn|info|debug) if present. */
-void ftl_log_init_from_env(void);
-void ftl_log_set_level(ftl_log_level level);
+FTL_API void ftl_log_init_from_env(void);
+FTL_API void ftl_log_set_level(ftl_log_level level);
 /* Who this process is, printed on every line: rank/world (-1 when not a rank) and host. */
-void ftl_log_set_identity(int rank, int world_size);
+FTL_API void ftl_log_set_identity(int rank, int world_size);
 
-void ftl_log_write(ftl_log_level level, const char *module, const char *fmt, ...)
+FTL_API void ftl_log_write(ftl_log_level level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Checks the level before evaluating the arguments. */
@@ -74,34 +76,35 @@ void ftl_log_write(ftl_log_level level, const char *module, const char *fmt, ...
 /* ---- strings ----------------------------------------------------------------------------- */
 
 /* snprintf that reports truncation as FTL_ERR_RANGE instead of silently cutting. */
-ftl_err ftl_fmt(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+FTL_API ftl_err ftl_fmt(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Parses a whole decimal integer in [min, max]; FTL_ERR_INVAL or FTL_ERR_RANGE otherwise. */
-ftl_err ftl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+FTL_API ftl_err ftl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 
 /* The short host name (up to the first dot); never fails, "unknown-host" at worst. */
-const char *ftl_hostname(void);
+FTL_API const char *ftl_hostname(void);
 
 /* ---- files ------------------------------------------------------------------------------- */
 
 /* mkdir -p with mode 0755; existing folders are fine. Detail in d. */
-ftl_err ftl_mkdir_p(const char *path, ftl_diag *d);
+FTL_API ftl_err ftl_mkdir_p(const char *path, ftl_diag *d);
 
 /* fsync of a folder, so a rename or create inside it is durable. */
-ftl_err ftl_fsync_dir(const char *dir_path, ftl_diag *d);
+FTL_API ftl_err ftl_fsync_dir(const char *dir_path, ftl_diag *d);
 
-/* Writes bytes to path durably and atomically: path.tmp, write, fsync, rename, fsync(folder).
- * A reader sees the old file or the new one, never a part. */
-ftl_err ftl_write_file_atomic(const char *path, const void *data, size_t size, ftl_diag *d);
+/* Writes bytes to path durably and atomically: path.tmp.<pid>, write, fsync, rename,
+ * fsync(folder). A reader sees the old file or the new one, never a part. Goes through ftl's file
+ * seam (core/fs.c), so the tests' fault injection reaches it. */
+FTL_API ftl_err ftl_write_file_atomic(const char *path, const void *data, size_t size, ftl_diag *d);
 
 /* Reads a whole file (NUL-terminated for convenience; *size_out excludes the NUL).
  * The caller frees *data_out with ftl_free. max_bytes guards against reading a huge file. */
-ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_t *size_out,
+FTL_API ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_t *size_out,
                       ftl_diag *d);
 
 /* The same from an open descriptor (read to its end; not closed), for callers that must hold a
  * lock on the file while they read it. `what` names the file in messages. */
-ftl_err ftl_read_fd(int fd, const char *what, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
+FTL_API ftl_err ftl_read_fd(int fd, const char *what, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
 
 /* ---- random numbers ------------------------------------------------------------------------ */
 
@@ -111,8 +114,8 @@ typedef struct ftl_rng {
   uint64_t s[4];
 } ftl_rng;
 
-void ftl_rng_seed(ftl_rng *r, uint64_t seed);
-uint64_t ftl_rng_next(ftl_rng *r);
+FTL_API void ftl_rng_seed(ftl_rng *r, uint64_t seed);
+FTL_API uint64_t ftl_rng_next(ftl_rng *r);
 
 #ifdef __cplusplus
 }

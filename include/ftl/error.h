@@ -7,6 +7,8 @@
 #ifndef FTL_ERROR_H
 #define FTL_ERROR_H
 
+#include "ftl/export.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -47,10 +49,10 @@ typedef enum ftl_err {
 #define FTL_OK FTL_ERR_OK
 
 /* Static text for a code; never NULL, "unknown error" for a number not in the table. */
-const char *ftl_strerror(ftl_err err);
+FTL_API const char *ftl_strerror(ftl_err err);
 
 /* The symbolic name of a code ("FTL_ERR_TIMEOUT"), for logs and JSON records. */
-const char *ftl_err_name(ftl_err err);
+FTL_API const char *ftl_err_name(ftl_err err);
 
 /* Detail for a failed call that has no handle of its own (the job-spec parser, the CLI).
  * The caller owns it; the callee writes one sentence that names the file, field or rank. */
@@ -60,10 +62,13 @@ typedef struct ftl_diag {
 
 /* Writes the detail (printf-style) and returns err, so a callee can `return ftl_diag_fail(...)`.
  * d may be NULL, in which case only err is returned. */
-ftl_err ftl_diag_fail(ftl_diag *d, ftl_err err, const char *fmt, ...)
+FTL_API ftl_err ftl_diag_fail(ftl_diag *d, ftl_err err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-ftl_err ftl_diag_vfail(ftl_diag *d, ftl_err err, const char *fmt, va_list ap)
+FTL_API ftl_err ftl_diag_vfail(ftl_diag *d, ftl_err err, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
+/* Puts the context (printf-style) and ": " before the detail a callee wrote, e.g. the file a
+ * parser was reading, and returns err. d may be NULL. */
+FTL_API ftl_err ftl_diag_prefix(ftl_diag *d, ftl_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #ifdef __cplusplus
 }

@@ -4,8 +4,9 @@
  * A program started by `ftl run` calls ftl_init() first. ftl_init() joins the launcher's
  * rendezvous (every rank of this attempt, or an error naming the ones that never came, before a
  * deadline), then initialises MPI (MPI_THREAD_MULTIPLE), finds its local rank with
- * MPI_Comm_split_type, picks a GPU by local rank, and creates the NCCL communicator when there
- * are GPUs, an MPI communicator otherwise. The same binary also runs under a bare `mpirun`
+ * MPI_Comm_split_type, picks a GPU by local rank, and creates the NCCL communicator when every
+ * rank has a GPU of its own (no more ranks on a host than GPUs), an MPI communicator otherwise;
+ * the choice is agreed by all ranks (docs/gpu.md). The same binary also runs under a bare `mpirun`
  * (no FTL_RDZV_ADDR in the environment): then the launcher rendezvous is skipped and only MPI's
  * own start-up applies.
  *
@@ -15,9 +16,12 @@
 #ifndef FTL_RDZV_H
 #define FTL_RDZV_H
 
+#include "ftl/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/dtype.h"
 #include "ftl/error.h"
 
 #ifdef __cplusplus
@@ -28,21 +32,8 @@ typedef struct ftl_ctx ftl_ctx;
 
 typedef enum ftl_backend {
   FTL_BACKEND_MPI = 0,  /* host buffers, MPI collectives (CPU path) */
-  FTL_BACKEND_NCCL = 1, /* device buffers, NCCL collectives on ftl's stream (GPU path) */
+  FTL_BACKEND_NCCL = 1, /* device buffers over NCCL on ftl's stream, host buffers over MPI */
 } ftl_backend;
-
-typedef enum ftl_dtype {
-  FTL_DTYPE_F32 = 0,
-  FTL_DTYPE_F64 = 1,
-  FTL_DTYPE_I32 = 2,
-  FTL_DTYPE_I64 = 3,
-  FTL_DTYPE_U8 = 4,
-  FTL_DTYPE_F16 = 5,
-  FTL_DTYPE_BF16 = 6,
-  FTL_DTYPE_I8 = 7,
-  FTL_DTYPE_U32 = 8,
-  FTL_DTYPE_U64 = 9,
-} ftl_dtype;
 
 typedef enum ftl_op {
   FTL_OP_SUM = 0,
@@ -50,10 +41,6 @@ typedef enum ftl_op {
   FTL_OP_MIN = 2,
   FTL_OP_PROD = 3,
 } ftl_op;
-
-/* Bytes of one element; 0 for a value not in the enum. */
-size_t ftl_dtype_size(ftl_dtype dtype);
-const char *ftl_dtype_name(ftl_dtype dtype);
 
 typedef struct ftl_info {
   int rank;             /* in the gang, 0..world_size-1 */
@@ -79,36 +66,65 @@ typedef struct ftl_startup_ms {
  * argc/argv are passed to MPI_Init_thread and may be NULL. On failure *ctx_out may still be set
  * so that ftl_ctx_errmsg() can say what happened (for example, which ranks never arrived); it must
  * then be passed to ftl_finalize(), which releases it without any collective call. */
-ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out);
+FTL_API ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out);
 
 /* Not collective. Releases the context: destroys the communicator, tells the launcher this rank
  * is done and finalises MPI when ftl_init initialised it. Accepts NULL. */
-ftl_err ftl_finalize(ftl_ctx *ctx);
+FTL_API ftl_err ftl_finalize(ftl_ctx *ctx);
 
 /* Borrowed; valid until ftl_finalize. Thread-safe. */
-const ftl_info *ftl_ctx_info(const ftl_ctx *ctx);
-const ftl_startup_ms *ftl_ctx_startup(const ftl_ctx *ctx);
+FTL_API const ftl_info *ftl_ctx_info(const ftl_ctx *ctx);
+FTL_API const ftl_startup_ms *ftl_ctx_startup(const ftl_ctx *ctx);
 
 /* The last error's detail on this context, "" when none. Thread-safe to read. */
-const char *ftl_ctx_errmsg(const ftl_ctx *ctx);
+FTL_API const char *ftl_ctx_errmsg(const ftl_ctx *ctx);
 
-/* Collective. recv[i] = op over ranks of send[i]; send may equal recv (in place). On the NCCL
- * backend both are device pointers and the call returns once the result is in recv. */
-ftl_err ftl_allreduce(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype,
-                      ftl_op op);
+/* Collective. recv[i] = op over ranks of send[i]; send may equal recv (in place). The same call
+ * serves host and device memory (docs/gpu.md): both buffers must be of one kind, and every rank
+ * must pass the same kind.
+ *   host memory (malloc, pinned)  reduced over MPI, on either backend;
+ *   device memory (cudaMalloc, managed) of this rank's device (ftl_info.device)
+ *                                 reduced by NCCL on ftl's own stream when the backend is NCCL,
+ *                                 else copied through host memory and reduced over MPI.
+ * Ordering: the reduction starts after all work enqueued before the call on the legacy default
+ * stream, which by CUDA's rules includes every earlier kernel and copy on blocking streams (the
+ * default stream and streams made without cudaStreamNonBlocking). Work on a non-blocking stream
+ * or a per-thread default stream is not covered: use ftl_allreduce_on_stream. Either call returns
+ * once the result is in recv, so any later work on any stream sees it. After a CUDA or NCCL error
+ * the communicator is aborted and every later collective on ctx returns FTL_ERR_STATE naming
+ * that first error. */
+FTL_API ftl_err ftl_allreduce(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype,
+                              ftl_op op);
+
+/* Collective. ftl_allreduce ordered after the work enqueued so far on cuda_stream (a cudaStream_t;
+ * NULL: the legacy default stream, as ftl_allreduce): ftl records an event on it and its own
+ * stream waits for that event before NCCL reads send. With host buffers the stream is waited for
+ * before MPI reads them. */
+FTL_API ftl_err ftl_allreduce_on_stream(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype,
+                                        ftl_op op, void *cuda_stream);
 
 /* Collective. Returns FTL_OK once every rank has arrived, FTL_ERR_TIMEOUT if that did not happen
  * within timeout_ms (then the gang is broken and should end: a late rank would wait forever). */
-ftl_err ftl_barrier(ftl_ctx *ctx, int timeout_ms);
+FTL_API ftl_err ftl_barrier(ftl_ctx *ctx, int timeout_ms);
 
 /* Collective on the CPU communicator (MPI, even on the GPU path): broadcast of host bytes. */
-ftl_err ftl_bcast_host(ftl_ctx *ctx, void *buf, size_t size, int root);
+FTL_API ftl_err ftl_bcast_host(ftl_ctx *ctx, void *buf, size_t size, int root);
 
 /* Not collective. Reports that this rank finished training step `step`: the launcher's progress
  * heartbeat (hang detection) and, on the first call, the end of the "first step" start-up phase.
  * Cheap enough for every step: one small non-blocking send to the launcher at most every
  * FTL_PROGRESS_INTERVAL_MS. */
-ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step);
+FTL_API ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step);
+
+/* Not collective; only rank 0's reports are used (other ranks' calls return FTL_OK and send
+ * nothing). Reports where training stands, for the operator: `ftl run`'s progress line, the
+ * `progress` events of the run's event log (loss against step for `ftl report`) and the metrics
+ * textfile. step: steps done; total_steps: the run's last step (0 if unknown); loss: the training
+ * loss of the latest steps (NaN if none); tokens: tokens processed so far by this process's
+ * gang in this attempt (for tokens per second). Call it at the program's own logging interval
+ * (or every step: sends are limited to one a second, and the final step's report is always sent).
+ * Without a launcher it does nothing and returns FTL_OK. */
+FTL_API ftl_err ftl_progress_report(ftl_ctx *ctx, int64_t step, int64_t total_steps, double loss, int64_t tokens);
 
 /* Collective. Sets *stop_out to 1 on every rank when the launcher asked the job to stop (a
  * preemption: SIGTERM or SIGUSR1 to `ftl run`, Slurm's --signal, scancel), else 0 on every rank.
@@ -117,28 +133,28 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step);
  * ftl_finalize and exit 0; `ftl run` then exits with "requeue me" (75). Cheap enough for every
  * step (one small allreduce); calling it every few steps is fine too. *reason_out, when not NULL,
  * gets a borrowed description ("preempted by SIGTERM") valid until ftl_finalize. */
-ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out);
+FTL_API ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out);
 
 /* Not collective: 1 when this rank has heard a stop request (reason as above), else 0. A program
  * that already makes a collective every step can fold this flag into it (sum or max it with its
  * gradients, as examples/finetune does) and so agree on stopping without ftl_stop_requested's
  * own allreduce. */
-int ftl_stop_pending(ftl_ctx *ctx, const char **reason_out);
+FTL_API int ftl_stop_pending(ftl_ctx *ctx, const char **reason_out);
 
 /* Not collective. Tells the launcher's hang detector which kind of work follows, so the right
  * silence timeout applies: "step" (training steps, the default after the first step) or
  * "checkpoint" (a blocking checkpoint or restore). */
-ftl_err ftl_progress_section(ftl_ctx *ctx, const char *section);
+FTL_API ftl_err ftl_progress_section(ftl_ctx *ctx, const char *section);
 
 /* Not collective; thread-safe. Sends one machine-readable event to the run's event log (the
  * launcher is its only writer and adds time, attempt, rank and host). `event` is a short name
  * ("ckpt_stall"), `fields_json` a JSON object text ("{\"step\":10,\"ms\":1.5}") or NULL.
  * Without a launcher the event is logged at debug level and FTL_OK is returned. */
-ftl_err ftl_ctx_emit_event(ftl_ctx *ctx, const char *event, const char *fields_json);
+FTL_API ftl_err ftl_ctx_emit_event(ftl_ctx *ctx, const char *event, const char *fields_json);
 
 /* Opaque access for ftl's own modules (checkpoint): the MPI communicator of the gang, as a
  * pointer to an MPI_Comm. Borrowed. */
-void *ftl_ctx_mpi_comm(ftl_ctx *ctx);
+FTL_API void *ftl_ctx_mpi_comm(ftl_ctx *ctx);
 
 #ifdef __cplusplus
 }

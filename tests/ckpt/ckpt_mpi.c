@@ -18,13 +18,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "fileio.h"
+#include "checkpoint/catalog.h"
+#include "core/fs.h"
+#include "core/rundir.h"
 #include "ftl/ckpt.h"
 #include "ftl/core.h"
 #include "ftl/rdzv.h"
 #include "ftl_test.h"
-#include "manifest.h"
+#include "gpu/gpu_test.h"
+#include "checkpoint/manifest.h"
 #include <mpi.h>
 
 #ifdef FTL_HAVE_CUDA
@@ -330,24 +332,24 @@ static int mode_faults(ftl_ctx *ctx, const char *rundir) {
   fill_state(&st, 10);
   save_ok(ck, 10);
   struct {
-    ck_fault_op op;
+    ftl_fault_op op;
     int err;
     ftl_err want;
     const char *text;
   } cases[] = {
-      {CK_FAULT_WRITE, ENOSPC, FTL_ERR_NOSPC, "No space left on device"},
-      {CK_FAULT_FSYNC, EIO, FTL_ERR_IO, "fsync of"},
-      {CK_FAULT_RENAME, EIO, FTL_ERR_IO, "rename of"},
+      {FTL_FAULT_WRITE, ENOSPC, FTL_ERR_NOSPC, "No space left on device"},
+      {FTL_FAULT_FSYNC, EIO, FTL_ERR_IO, "fsync of"},
+      {FTL_FAULT_RENAME, EIO, FTL_ERR_IO, "rename of"},
   };
   int64_t step = 10;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     step += 10;
     fill_state(&st, step);
-    if (rank == world - 1) ck_fault_set(cases[c].op, 1, cases[c].err);
+    if (rank == world - 1) ftl_fault_set(cases[c].op, 1, cases[c].err);
     CHECK_OK(ftl_ckpt_save(ck, step), ftl_ckpt_errmsg(ck)); /* starting is fine: the failure is async */
     ftl_ckpt_stats s;
     ftl_err rc = ftl_ckpt_wait(ck, -1, &s);
-    ck_fault_clear();
+    ftl_fault_clear();
     if (rank == 0) printf("step %lld: %s: %s\n", (long long)step, ftl_err_name(rc), s.errmsg);
     RCHECK(rc == cases[c].want && s.err == cases[c].want && s.step == step);
     CHECK_STR_CONTAINS(s.errmsg, cases[c].text);
@@ -402,8 +404,7 @@ static int mode_faults(ftl_ctx *ctx, const char *rundir) {
 
 static int mode_device(ftl_ctx *ctx, const char *rundir) {
 #ifdef FTL_HAVE_CUDA
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) FTL_SKIP("no CUDA device");
+  ftl_test_require_gpu(); /* skip without a GPU, fail with a broken one */
   ftl_ckpt *ck = open_ckpt(ctx, rundir);
   int64_t shape[1] = {1 << 20};
   int64_t start, count;
@@ -440,7 +441,7 @@ static int mode_flip(const char *rundir, const char *step_text, const char *rank
   int64_t step, r;
   CHECK_OK(ftl_parse_i64(step_text, 0, INT64_MAX, &step), step_text);
   CHECK_OK(ftl_parse_i64(rank_text, 0, 1 << 20, &r), rank_text);
-  CHECK_OK(ftl_fmt(base, sizeof base, "%s/checkpoints", rundir), "path");
+  CHECK_OK(ftl_rundir_path(base, sizeof base, rundir, FTL_RUNDIR_CHECKPOINTS), "path");
   ck_manifest *m = NULL;
   ftl_diag d = {{0}};
   CHECK_OK(ck_read_manifest(base, step, &m, NULL, NULL, &d), d.msg);

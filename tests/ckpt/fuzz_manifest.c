@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ftl/core.h"
-#include "manifest.h"
+#include "checkpoint/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

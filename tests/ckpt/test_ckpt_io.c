@@ -12,13 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "fileio.h"
+#include "checkpoint/catalog.h"
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "ftl_test.h"
-#include "h5.h"
-#include "manifest.h"
-#include "shard.h"
+#include "checkpoint/h5.h"
+#include "checkpoint/manifest.h"
+#include "checkpoint/shard.h"
 
 #define NT 11 /* every dtype, one 0-d tensor... see make_manifest */
 
@@ -93,7 +93,7 @@ static void write_step(const char *base, ck_manifest *m, void **data) {
   CHECK_OK(ck_manifest_to_json(m, &text, &len, &d), d.msg);
   char mp[PATH_MAX];
   CHECK_OK(ftl_fmt(mp, sizeof mp, "%s/manifest.json", sd), "path");
-  CHECK_OK(ck_write_atomic(mp, text, len, "mid_manifest", 0, m->step, &d), d.msg);
+  CHECK_OK(ftl_fs_write_atomic(mp, text, len, "mid_manifest", 0, m->step, &d), d.msg);
   ftl_free(text);
 }
 
@@ -145,11 +145,31 @@ static void test_roundtrip(void) {
   /* HDF5's structure agrees with the manifest. */
   char path[PATH_MAX];
   CHECK_OK(ftl_fmt(path, sizeof path, "%s/shard-00000.h5", sd), "path");
-  CHECK_OK(ck_h5_check_dataset(path, "/tensors/t0_f32", r->shards[0].pieces[0].file_offset,
-                               r->shards[0].pieces[0].size_bytes, &d),
-           d.msg);
-  CHECK(ck_h5_check_dataset(path, "/tensors/t0_f32", 1, 1, &d) == FTL_ERR_CORRUPT);
-  CHECK(ck_h5_check_dataset(path, "/tensors/nope", 1, 1, &d) == FTL_ERR_HDF5);
+  CHECK_OK(ck_h5_check_shard(path, r, &r->shards[0], &d), d.msg);
+  /* A manifest edited after the commit (its own checksums still hold) disagrees with the shard's
+   * own HDF5 description: dtype, layout, shape, step, place; each is named. */
+  ck_item saved = r->items[0];
+  r->items[0].dtype = FTL_DTYPE_I32; /* t0 is f32: the same size, so only the shard can tell */
+  CHECK(ck_h5_check_shard(path, r, &r->shards[0], &d) == FTL_ERR_CORRUPT);
+  CHECK(strstr(d.msg, "dtype mismatch") != NULL);
+  r->items[0] = saved;
+  r->items[0].kind = CK_KIND_REPLICATED;
+  CHECK(ck_h5_check_shard(path, r, &r->shards[0], &d) == FTL_ERR_CORRUPT);
+  CHECK(strstr(d.msg, "layout mismatch") != NULL);
+  r->items[0] = saved;
+  r->items[0].shape[r->items[0].ndim - 1] += 1;
+  CHECK(ck_h5_check_shard(path, r, &r->shards[0], &d) == FTL_ERR_CORRUPT);
+  CHECK(strstr(d.msg, "shape mismatch") != NULL);
+  r->items[0] = saved;
+  r->step = 99;
+  CHECK(ck_h5_check_shard(path, r, &r->shards[0], &d) == FTL_ERR_CORRUPT);
+  CHECK(strstr(d.msg, "step mismatch") != NULL);
+  r->step = 100;
+  r->shards[0].pieces[0].file_offset += 1;
+  CHECK(ck_h5_check_shard(path, r, &r->shards[0], &d) == FTL_ERR_CORRUPT);
+  r->shards[0].pieces[0].file_offset -= 1;
+  CHECK_OK(ck_h5_check_shard(path, r, &r->shards[0], &d), d.msg);
+  CHECK_INT_EQ(ck_h5_open_objects(), 0);
 
   /* One flipped byte inside tensor t3_i64 is named by verification. */
   const ck_piece *p3 = &r->shards[0].pieces[3];
@@ -210,41 +230,41 @@ static void test_faults(void) {
   CHECK_OK(ftl_fmt(path, sizeof path, "%s/shard-00000.h5", sd), "p");
   CHECK_OK(ftl_fmt(tmp, sizeof tmp, "%s/shard-00000.h5.tmp", sd), "p");
   struct {
-    ck_fault_op op;
+    ftl_fault_op op;
     long nth;
     int err;
     ftl_err want;
     const char *text;
   } cases[] = {
-      {CK_FAULT_WRITE, 3, ENOSPC, FTL_ERR_NOSPC, "No space left on device"},
-      {CK_FAULT_FSYNC, 1, EIO, FTL_ERR_IO, "fsync of"},
-      {CK_FAULT_RENAME, 1, EIO, FTL_ERR_IO, "rename of"},
+      {FTL_FAULT_WRITE, 3, ENOSPC, FTL_ERR_NOSPC, "No space left on device"},
+      {FTL_FAULT_FSYNC, 1, EIO, FTL_ERR_IO, "fsync of"},
+      {FTL_FAULT_RENAME, 1, EIO, FTL_ERR_IO, "rename of"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    ck_fault_set(cases[c].op, cases[c].nth, cases[c].err);
+    ftl_fault_set(cases[c].op, cases[c].nth, cases[c].err);
     ftl_err rc = ck_shard_write(sd, m, &m->shards[0], (const void *const *)data, 64, bounce, BOUNCE, 7, 1, &d);
-    ck_fault_clear();
+    ftl_fault_clear();
     CHECK_INT_EQ(rc, cases[c].want);
     CHECK_STR_CONTAINS(d.msg, cases[c].text);
     CHECK(access(path, F_OK) != 0);
     CHECK(access(tmp, F_OK) != 0);
   }
   /* A torn write: the writer cannot tell, the reader's checksum can. */
-  ck_fault_set(CK_FAULT_TEAR, 2, 0);
+  ftl_fault_set(FTL_FAULT_TEAR, 2, 0);
   CHECK_OK(ck_shard_write(sd, m, &m->shards[0], (const void *const *)data, 64, bounce, BOUNCE, 7, 1, &d), d.msg);
-  ck_fault_clear();
+  ftl_fault_clear();
   ftl_err rc = ck_shard_verify_read(sd, m, &m->shards[0], NULL, 0, 4096, bounce, BOUNCE, &d);
   CHECK_INT_EQ(rc, FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "checksum mismatch in tensor");
   /* The atomic write: failures leave the old file in place. */
   char mp[PATH_MAX];
   CHECK_OK(ftl_fmt(mp, sizeof mp, "%s/manifest.json", sd), "p");
-  CHECK_OK(ck_write_atomic(mp, "old\n", 4, NULL, 0, 7, &d), d.msg);
-  ck_fault_set(CK_FAULT_FSYNC, 1, EIO);
-  CHECK_INT_EQ(ck_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
-  ck_fault_set(CK_FAULT_WRITE, 1, ENOSPC);
-  CHECK_INT_EQ(ck_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_NOSPC);
-  ck_fault_clear();
+  CHECK_OK(ftl_fs_write_atomic(mp, "old\n", 4, NULL, 0, 7, &d), d.msg);
+  ftl_fault_set(FTL_FAULT_FSYNC, 1, EIO);
+  CHECK_INT_EQ(ftl_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
+  ftl_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
+  CHECK_INT_EQ(ftl_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_NOSPC);
+  ftl_fault_clear();
   char *text = NULL;
   size_t len = 0;
   CHECK_OK(ftl_read_file(mp, 100, &text, &len, &d), d.msg);
@@ -252,11 +272,11 @@ static void test_faults(void) {
   ftl_free(text);
   /* Environment parsing of faults. */
   setenv("FTL_CKPT_FAULT", "rename:1:EIO,bogus:2,write:x", 1);
-  ck_fault_from_env();
+  ftl_fault_from_env();
   unsetenv("FTL_CKPT_FAULT");
-  CHECK_INT_EQ(ck_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
+  CHECK_INT_EQ(ftl_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
   CHECK_STR_CONTAINS(d.msg, "rename");
-  ck_fault_clear();
+  ftl_fault_clear();
   ck_manifest_free(m);
   for (int i = 0; i < 12; i++)
     free(data[i]);
@@ -392,12 +412,33 @@ static void test_catalog(void) {
   CHECK_INT_EQ(n, 0);
 }
 
+/* An HDF5 failure reads as a sentence with the errno's text, taken from HDF5's error stack
+ * (H5Ewalk2), never "HDF5 error: " with nothing after it; and leaves no HDF5 object open. */
+static void test_h5_error_text(void) {
+  char path[PATH_MAX];
+  ftl_diag d = {{0}};
+  CHECK_OK(ftl_fmt(path, sizeof path, "%s/a-folder.h5", root), "path");
+  CHECK(mkdir(path, 0755) == 0);
+  int64_t dims[1] = {4}, shape[1] = {4};
+  ck_h5_dset ds = {.path = "/tensors/x", .dtype = FTL_DTYPE_F32, .ndim = 1, .dims = dims, .global_shape = shape,
+                   .row_start = 0, .layout = "split"};
+  ftl_err rc = ck_h5_create_shard(path, 1, 0, 1, &ds, 1, &d);
+  printf("h5 error text: %s\n", d.msg);
+  CHECK(rc != FTL_OK);
+  CHECK(strstr(d.msg, "cannot create shard") != NULL);
+  CHECK(strstr(d.msg, strerror(EISDIR)) != NULL);
+  CHECK(strstr(d.msg, "H5Fcreate") != NULL);
+  CHECK_INT_EQ(ck_h5_open_objects(), 0);
+  rmdir(path);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   CHECK_OK(ftl_fmt(root, sizeof root, "%s/ftl-ckpt-io-XXXXXX", t && *t ? t : "/tmp"), "tmp");
   CHECK(mkdtemp(root));
   bounce = malloc(BOUNCE);
   test_roundtrip();
+  test_h5_error_text();
   test_faults();
   test_manifest();
   test_catalog();

@@ -7,11 +7,10 @@
 . "$(dirname "$0")/netns_lib.sh" || exit 1
 reference 6
 netns_up 3
-printf '%s slots=2\n' $NET.1 $NET.2 $NET.3 > hosts
+netns_hostfile 3 > hosts
 write_job job.yaml linkdown 6 "hostfile: hosts" "min_ranks: 4" "timeouts: {node_s: 3, startup_s: 60}" \
   "rendezvous: {timeout_s: 30}"
-on_host 1 timeout -k 5 150 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
-pid=$!
+start_job job.yaml
 wait_first_commit runs/linkdown
 link_down 2
 wait $pid

@@ -5,10 +5,9 @@
 . "$(dirname "$0")/netns_lib.sh" || exit 1
 reference 6
 netns_up 4
-printf '%s slots=2\n' $NET.1 $NET.2 $NET.3 $NET.4 > hosts
+netns_hostfile 4 > hosts
 write_job job.yaml nodeloss 6 "hostfile: hosts" "timeouts: {node_s: 5, startup_s: 60}" "rendezvous: {timeout_s: 30}"
-on_host 1 timeout -k 5 150 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
-pid=$!
+start_job job.yaml
 wait_first_commit runs/nodeloss
 kill_host 3
 wait $pid

@@ -49,6 +49,16 @@ AGENT
   export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=$NET.0/24 OMPI_MCA_oob_tcp_if_include=$NET.0/24
 }
 
+# netns_hostfile N: a hostfile line with 2 slots for each of hosts 1..N.
+netns_hostfile() { for i in $(seq 1 "$1"); do printf '%s slots=2\n' "$NET.$i"; done; }
+
+# start_job SPEC: `ftl run SPEC` in the background on host 1, the rendezvous on its address, its
+# output in `out` and its pid in $pid (150 s at most). The one way these tests start a job.
+start_job() {
+  on_host 1 timeout -k 5 150 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 "$1" >out 2>&1 &
+  pid=$!
+}
+
 # on_host I CMD...: runs CMD on host I, with that host's name.
 on_host() {
   local i=$1
@@ -61,12 +71,3 @@ kill_host() { ip netns pids "$NS_PREFIX-h$1" | xargs -r kill -9; }
 
 # link_down I: host I's network link goes down (its processes live on, cut off).
 link_down() { ip -n "$NS_PREFIX-h$1" link set eth0 down; }
-
-# wait_for_event DIR EVENT: until the run's event log has EVENT (30 s at most).
-wait_for_event() {
-  for _ in $(seq 1 300); do
-    grep -q "\"event\":\"$2\"" "$1/events.jsonl" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  fail "no $2 event in $1/events.jsonl after 30 s"
-}

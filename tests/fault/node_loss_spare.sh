@@ -3,7 +3,7 @@
 # place, and the job finishes from its last save.
 . "$(dirname "$0")/netns_lib.sh" || exit 1
 netns_up 4
-printf '%s slots=2\n' $NET.1 $NET.2 $NET.3 $NET.4 > hosts
+netns_hostfile 4 > hosts
 cat > job.yaml <<YAML
 name: nodeloss
 ranks: 6
@@ -14,8 +14,7 @@ timeouts: {node_s: 5, startup_s: 60}
 rendezvous: {timeout_s: 30}
 restart: {backoff_s: 0.2}
 YAML
-on_host 1 timeout -k 5 150 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1 &
-pid=$!
+start_job job.yaml
 wait_for_event runs/nodeloss first_step
 sleep 1
 t0=$(date +%s%N)

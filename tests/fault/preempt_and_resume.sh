@@ -10,10 +10,7 @@ preemption: {grace_s: 10}
 YAML
 ftl run job.yaml >out 2>&1 &
 pid=$!
-for _ in $(seq 1 100); do
-  grep -q '"event":"first_step"' runs/preempt/events.jsonl 2>/dev/null && break
-  sleep 0.1
-done
+wait_for_event runs/preempt first_step
 sleep 0.5
 kill -TERM $pid
 wait $pid

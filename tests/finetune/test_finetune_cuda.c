@@ -1,6 +1,6 @@
 /* tests/finetune/test_finetune_cuda.c: the CUDA forward and backward passes against the CPU path
  * (model.c, the reference), on the example's model shape with an adapter on every linear layer
- * and a non-zero B. Skipped (77) without a GPU.
+ * and a non-zero B. Skipped (77) without a GPU; failed when one is there and does not work.
  *
  * Tolerances (float32, different summation order, the GPU's expf/tanhf and fused multiply-adds):
  *   summed loss:           |gpu - cpu| <= 1e-4 * |cpu|
@@ -12,11 +12,12 @@
 #include <string.h>
 
 #include "ftl_test.h"
+#include "gpu/gpu_test.h"
 #include "model.h"
 #include "model_cuda.h"
 
 int main(void) {
-  if (ft_cuda_device_count() < 1) FTL_SKIP("no CUDA device");
+  ftl_test_require_gpu(); /* skip without a GPU, fail with a broken one (tests/gpu/gpu_test.h) */
   ft_config cfg = {.block = 18, .layers = 2, .heads = 4, .embd = 64};
   enum { B = 8, T = 18 };
   ft_params p;

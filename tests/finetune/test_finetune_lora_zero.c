@@ -68,6 +68,8 @@ int main(void) {
   unlink(path);
   snprintf(path, sizeof path, "%s/adapter.json", dir);
   unlink(path);
+  snprintf(path, sizeof path, "%s/COMMIT", dir);
+  unlink(path);
   rmdir(dir);
   ft_lora_destroy(&b);
   ft_acts_destroy(x);

@@ -22,6 +22,24 @@ mkdir adir.yaml
 run_ftl dir.out run adir.yaml
 expect_rc 2 dir.out
 expect_contains dir.out "adir.yaml"
+# Reserved names in env: ftl's own variables and Open MPI's (issue 11, item 8).
+check reserved "reserved.yaml:3:23: field 'env.FTL_RDZV_TOKEN': reserved" "ranks: 1" "program: /bin/true" "env: {FTL_RDZV_TOKEN: x}"
+check reserved2 "field 'env.MASTER_PORT': reserved: ftl sets MASTER_PORT" "ranks: 1" "program: /bin/true" "env: {MASTER_PORT: 1}"
+check reserved3 "field 'env.OMPI_MCA_btl': reserved" "ranks: 1" "program: /bin/true" "env: {OMPI_MCA_btl: tcp}"
+# The alias bomb of issue 11 (item 7): one anchored 100 KB string aliased 9000 times in args, a
+# 127 KB file, is refused at once naming the limit and the field, not expanded to 900 MB.
+python3 -c "
+import sys
+sys.stdout.write('ranks: 1\nprogram: /bin/true\nargs: [&big \"' + 'a' * 102400 + '\"' + ',*big' * 9000 + ']\n')
+" > bomb.yaml
+start=$(date +%s%N)
+run_ftl bomb.out run bomb.yaml
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+expect_rc 2 bomb.out
+expect_contains bomb.out "bomb.yaml:3:"
+expect_contains bomb.out "field 'args[40]': with its aliases expanded the document holds more than 4194304 bytes of text (the limit)"
+[ "$elapsed_ms" -lt 1000 ] || fail "the alias bomb took ${elapsed_ms} ms to refuse"
+[ ! -d runs/bomb ] || fail "a run directory was created for the alias bomb"
 run_ftl n0.out run -n 0 -- true
 expect_rc 2 n0.out
 expect_contains n0.out "-n"

@@ -33,6 +33,17 @@ expect_contains() {
   grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
 }
 
+# wait_for_event DIR EVENT [OUTFILE]: until the event log of the run in DIR has EVENT (30 s at
+# most); else the test fails, showing OUTFILE (ftl's output) where one is named.
+wait_for_event() {
+  for _ in $(seq 1 300); do
+    grep -q "\"event\":\"$2\"" "$1/events.jsonl" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  [ -n "${3:-}" ] && cat "$3" >&2
+  fail "no $2 event in $1/events.jsonl after 30 s"
+}
+
 # No process whose command line carries this test's marker may be left running.
 expect_no_leftovers() {
   sleep 0.2

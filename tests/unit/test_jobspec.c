@@ -310,7 +310,8 @@ static void test_required(void) {
 static void test_unknown_fields(void) {
   CHECK_ERR("ranks: 1\nprogram: p\nfoo: 1\n",
             "job.yaml:3:1: field 'foo': unknown field (known fields: name, ranks, program, args, env, "
-            "hostfile, launcher, run_dir, working_dir, rendezvous, fleet_ledger, min_ranks, restart, timeouts, preemption)");
+            "hostfile, launcher, run_dir, working_dir, rendezvous, fleet_ledger, min_ranks, restart, timeouts, preemption, "
+            "metrics, inputs, eval, registry)");
   CHECK_ERR("ranks: 1\nprogram: p\nrendezvous:\n  timeout: 5\n",
             "job.yaml:4:3: field 'rendezvous.timeout': unknown field (known fields: timeout_s)");
   /* Case matters; YAML merge keys are not supported and read as an unknown key. */
@@ -322,6 +323,53 @@ static void test_unknown_fields(void) {
   CHECK_ERR_HAS("? [a]\n: 1\n", "job.yaml:1:3: expected field names as keys, got a sequence");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\nrendezvous: {? {a: 1} : 1}\n",
                 "field 'rendezvous': expected field names as keys, got a mapping");
+}
+
+/* inputs:, eval: and registry: (docs/pipeline.md): values, defaults, and the same strictness. */
+static void test_pipeline_sections(void) {
+  ftl_job *job = parse_ok("ranks: 1\nprogram: p\n");
+  CHECK(job->eval.program == NULL);
+  CHECK_INT_EQ(job->registry.present, 0);
+  CHECK_INT_EQ(job->inputs_count, 0);
+  CHECK(job->inputs && !job->inputs[0]);
+  ftl_job_destroy(job);
+  job = parse_ok("ranks: 1\nprogram: p\ninputs: {train: data/t.txt, heldout: /d/h.txt}\n"
+                 "eval:\n  program: bin/eval\n  args: [--a, \"{adapter}\"]\n  env: {X: 1}\n  data: heldout\n"
+                 "  metric: exact_match\n  threshold: 0.9\n  direction: lower\n  min_gain: -1e-3\n  timeout_s: 2.5\n"
+                 "registry: {}\n");
+  CHECK_INT_EQ(job->inputs_count, 2);
+  CHECK_STR_EQ(job->inputs[0], "train=data/t.txt"); /* kept as written, like run_dir */
+  CHECK_STR_EQ(job->eval.program, "/base/bin/eval");
+  CHECK_INT_EQ(job->eval.args_count, 2);
+  CHECK_STR_EQ(job->eval.args[1], "{adapter}");
+  CHECK_STR_EQ(job->eval.env[0], "X=1");
+  CHECK(job->eval.threshold == 0.9);
+  CHECK_INT_EQ(job->eval.direction, FTL_EVAL_LOWER);
+  CHECK_INT_EQ(job->eval.has_min_gain, 1);
+  CHECK(job->eval.min_gain == -1e-3);
+  CHECK_INT_EQ(job->eval.timeout_ms, 2500);
+  CHECK(job->eval.base == NULL);
+  CHECK_INT_EQ(job->registry.present, 1);
+  CHECK(job->registry.path == NULL && job->registry.channel == NULL);
+  ftl_job_destroy(job);
+  job = parse_ok("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: 1}\n");
+  CHECK_INT_EQ(job->eval.direction, FTL_EVAL_HIGHER);
+  CHECK_INT_EQ(job->eval.timeout_ms, 600000);
+  CHECK_INT_EQ(job->eval.has_min_gain, 0);
+  CHECK(job->eval.threshold == 1.0);
+  ftl_job_destroy(job);
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m}\n",
+                "field 'eval.threshold': required field is missing");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: 1, treshold: 2}\n",
+                "field 'eval.treshold': unknown field");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: .inf}\n",
+                "field 'eval.threshold': expected a finite number, got '.inf'");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: \"0.9\"}\n",
+                "field 'eval.threshold': expected a number, got a string");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: 1, direction: up}\n",
+                "field 'eval.direction': expected one of higher, lower");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\nregistry: {path: r, chanel: c}\n", "field 'registry.chanel': unknown field");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\ninputs: {1x: a}\n", "field 'inputs.1x'");
 }
 
 static void test_duplicates(void) {
@@ -430,12 +478,16 @@ static void test_syntax_errors(void) {
 /* ---- hostile inputs ---------------------------------------------------------------------- */
 
 static void test_alias_cycles_and_bombs(void) {
-  /* An anchor holding its own alias makes a cycle in libyaml's graph; the walker never follows it. */
-  CHECK_ERR("ranks: 1\nprogram: p\nargs: &a [*a]\n", "job.yaml:3:7: field 'args[0]': expected a string, got a sequence");
-  CHECK_ERR_HAS("ranks: 1\nprogram: p\nenv: &e {A: *e}\n", "field 'env.A': expected a string or a number, got a mapping");
-  CHECK_ERR_HAS("ranks: 1\nprogram: p\nrendezvous: &r {timeout_s: *r}\n", "got a mapping");
-  CHECK_ERR_HAS("&top {ranks: 1, program: p, rendezvous: *top}\n", "field 'rendezvous.ranks': unknown field");
-  /* A billion laughs: nine levels of ten aliases, a few hundred nodes in the graph. */
+  /* An anchor holding its own alias is a cycle: it never ends when expanded, and is refused where
+   * the alias stands, naming the field. */
+  CHECK_ERR("ranks: 1\nprogram: p\nargs: &a [*a]\n",
+            "job.yaml:3:11: field 'args[0]': the alias '*a' is inside the node it names (a cycle, which never ends "
+            "when expanded)");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\nenv: &e {A: *e}\n", "job.yaml:3:13: field 'env.A': the alias '*e' is inside");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\nrendezvous: &r {timeout_s: *r}\n", "field 'rendezvous.timeout_s': the alias '*r'");
+  CHECK_ERR_HAS("&top {ranks: 1, program: p, rendezvous: *top}\n", "field 'rendezvous': the alias '*top' is inside");
+  /* A billion laughs: nine levels of ten aliases, a few hundred nodes in the graph, refused by its
+   * expanded size where it passes the limit (level 5 holds 10^5 nodes). */
   text t = {0};
   text_add(&t, "ranks: 1\nprogram: p\nl0: &l0 [lol]\n");
   for (int level = 1; level <= 9; level++) {
@@ -445,9 +497,10 @@ static void test_alias_cycles_and_bombs(void) {
              level - 1);
     text_add(&t, line);
   }
-  CHECK_ERR_HAS(t.p, "job.yaml:3:1: field 'l0': unknown field");
+  CHECK_ERR_HAS(t.p, "field 'l5[");
+  CHECK_ERR_HAS(t.p, "with its aliases expanded the document has more than 100000 YAML nodes (the limit)");
   free(t.p);
-  /* The same bomb inside args stops at the first nested item. */
+  /* The same bomb inside args. */
   t = (text){0};
   text_add(&t, "ranks: 1\nprogram: p\nargs:\n  - &l0 [lol]\n");
   for (int level = 1; level <= 9; level++) {
@@ -456,8 +509,124 @@ static void test_alias_cycles_and_bombs(void) {
              level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1);
     text_add(&t, line);
   }
-  CHECK_ERR(t.p, "job.yaml:4:5: field 'args[0]': expected a string, got a sequence");
+  CHECK_ERR_HAS(t.p, "field 'args[5][");
+  CHECK_ERR_HAS(t.p, "more than 100000 YAML nodes (the limit)");
   free(t.p);
+  /* Issue 11 item 7: one anchored 100 KB string aliased 9000 times in args (a 127 KB file that
+   * stood for 900 MB) is refused by the expanded size, at once, naming the item. */
+  t = (text){0};
+  text_add(&t, "ranks: 1\nprogram: p\nargs: [&big \"");
+  char *chunk = malloc(100 * 1024 + 1);
+  CHECK(chunk != NULL);
+  memset(chunk, 'a', 100 * 1024);
+  chunk[100 * 1024] = '\0';
+  text_add(&t, chunk);
+  free(chunk);
+  text_add(&t, "\"");
+  for (int i = 0; i < 9000; i++) text_add(&t, ",*big");
+  text_add(&t, "]\n");
+  int64_t t0 = ftl_clock_ms();
+  CHECK_ERR_HAS(t.p, "field 'args[40]': with its aliases expanded the document holds more than 4194304 bytes of "
+                     "text (the limit); a job spec is far smaller");
+  CHECK(ftl_clock_ms() - t0 < 1000);
+  free(t.p);
+}
+
+/* The limits on args and env (docs/job-spec.md, Limits): items, bytes of one, bytes of all. */
+static void test_list_limits(void) {
+  /* 4096 arguments are fine, 4097 are not. */
+  text t = {0};
+  text_add(&t, "ranks: 1\nprogram: p\nargs: [");
+  for (int i = 0; i < 4095; i++) text_add(&t, "x,");
+  text_add(&t, "y]\n");
+  ftl_job *job = parse_ok(t.p);
+  CHECK_INT_EQ(job->args_count, 4096);
+  CHECK_STR_EQ(job->args[4095], "y");
+  ftl_job_destroy(job);
+  free(t.p);
+  t = (text){0};
+  text_add(&t, "ranks: 1\nprogram: p\nargs: [");
+  for (int i = 0; i < 4096; i++) text_add(&t, "x,");
+  text_add(&t, "y]\n");
+  CHECK_ERR(t.p, "job.yaml:3:8200: field 'args[4096]': too many items: the limit is 4096 in one list");
+  free(t.p);
+  /* One argument of 131071 bytes is fine; 131072 is not (execve refuses it). */
+  size_t n = 131072;
+  char *arg = malloc(n + 1);
+  CHECK(arg != NULL);
+  memset(arg, 'a', n);
+  arg[n] = '\0';
+  t = (text){0};
+  text_add(&t, "ranks: 1\nprogram: p\nargs: [a, ");
+  text_add(&t, arg + 1);
+  text_add(&t, "]\n");
+  job = parse_ok(t.p);
+  CHECK_INT_EQ(strlen(job->args[1]), 131071);
+  ftl_job_destroy(job);
+  free(t.p);
+  t = (text){0};
+  text_add(&t, "ranks: 1\nprogram: p\nargs: [a, ");
+  text_add(&t, arg);
+  text_add(&t, "]\n");
+  CHECK_ERR(t.p, "job.yaml:3:11: field 'args[1]': 131072 bytes long: the limit is 131071 bytes for one item");
+  free(t.p);
+  /* env: NAME=VALUE counts. */
+  t = (text){0};
+  text_add(&t, "ranks: 1\nprogram: p\nenv: {AB: ");
+  text_add(&t, arg + 3);
+  text_add(&t, "}\n");
+  CHECK_ERR(t.p, "job.yaml:3:11: field 'env.AB': 131072 bytes long: the limit is 131071 bytes for one item");
+  free(t.p);
+  /* All arguments together: nine of 120000 bytes (one anchored, eight aliases: the file itself
+   * stays small) pass 1 MiB at the ninth. */
+  arg[120000] = '\0';
+  t = (text){0};
+  text_add(&t, "ranks: 1\nprogram: p\nargs:\n  - &a ");
+  text_add(&t, arg);
+  text_add(&t, "\n");
+  for (int i = 1; i < 9; i++) text_add(&t, "  - *a\n");
+  /* An alias's value is its anchor's node: the line and column are the anchor's, the field the alias's. */
+  CHECK_ERR(t.p, "job.yaml:4:5: field 'args[8]': the list reaches 1080009 bytes here: the limit is 1048576 bytes "
+                 "for one list");
+  free(t.p);
+  free(arg);
+  /* 4097 variables. */
+  t = (text){0};
+  text_add(&t, "ranks: 1\nprogram: p\nenv:\n");
+  for (int i = 0; i < 4097; i++) {
+    char line[64];
+    snprintf(line, sizeof line, "  V%d: x\n", i);
+    text_add(&t, line);
+  }
+  CHECK_ERR(t.p, "job.yaml:4100:10: field 'env.V4096': too many items: the limit is 4096 in one list");
+  free(t.p);
+}
+
+/* Names ftl or Open MPI set for the ranks are refused in `env`, naming the field. */
+static void test_reserved_env(void) {
+  CHECK_ERR("ranks: 1\nprogram: p\nenv: {FTL_RDZV_TOKEN: x}\n",
+            "job.yaml:3:23: field 'env.FTL_RDZV_TOKEN': reserved: FTL_* variables are ftl's own, except FTL_LOG_LEVEL, "
+            "FTL_BACKEND, FTL_COLLECTIVE_TIMEOUT_MS, FTL_CKPT_ALLOW_FRESH and the test-only fault injection "
+            "(docs/job-spec.md)");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\nenv:\n  A: 1\n  FTL_X: 2\n", "job.yaml:5:10: field 'env.FTL_X': reserved");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\nenv: {RANK: 3}\n", "field 'env.RANK': reserved: ftl sets RANK for every rank");
+  const char *names[] = {"WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                         "OMPI_COMM_WORLD_RANK", "OMPI_MCA_btl", "PMIX_RANK", "PRTE_MCA_x", "FTL_JOB_ENV_PATH"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char spec[160], want[80];
+    snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\nenv: {%s: v}\n", names[i]);
+    snprintf(want, sizeof want, "field 'env.%s': reserved", names[i]);
+    CHECK_ERR_HAS(spec, want);
+  }
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\nenv: {OMPI_MCA_btl: tcp}\n",
+                "OMPI_* variables belong to Open MPI's launch of the ranks; set MCA parameters in the environment of "
+                "`ftl run` instead");
+  /* The allowed ones, and names that only look alike. */
+  ftl_job *job = parse_ok("ranks: 1\nprogram: p\nenv: {FTL_LOG_LEVEL: debug, FTL_BACKEND: mpi, FTL_CRASH_AT: x, "
+                          "FTL_CKPT_CRASH_STEP: 3, FTL_COLLECTIVE_TIMEOUT_MS: 5, RANKS: 2, ftl_x: 1, FTL: 1, "
+                          "MY_RANK: 1, PATH: /nonexistent}\n");
+  CHECK_INT_EQ(job->env_count, 10);
+  ftl_job_destroy(job);
 }
 
 static void test_size_limits(void) {
@@ -468,16 +637,7 @@ static void test_size_limits(void) {
   text_add(&t, "x]\n");
   CHECK_ERR_HAS(t.p, "more than 10000 YAML nodes");
   free(t.p);
-  /* 9000 arguments are fine. */
-  t = (text){0};
-  text_add(&t, "ranks: 1\nprogram: p\nargs: [");
-  for (int i = 0; i < 9000; i++) text_add(&t, "x,");
-  text_add(&t, "y]\n");
-  ftl_job *job = parse_ok(t.p);
-  CHECK_INT_EQ(job->args_count, 9001);
-  CHECK_STR_EQ(job->args[9000], "y");
-  ftl_job_destroy(job);
-  free(t.p);
+  ftl_job *job = NULL;
   /* Deeper than 64 levels: flow and block. */
   t = (text){0};
   text_add(&t, "ranks: 1\nprogram: p\nargs: ");
@@ -838,6 +998,7 @@ int main(void) {
       {"ranks_errors", test_ranks_errors},
       {"required", test_required},
       {"unknown_fields", test_unknown_fields},
+      {"pipeline_sections", test_pipeline_sections},
       {"duplicates", test_duplicates},
       {"type_errors", test_type_errors},
       {"name_errors", test_name_errors},
@@ -845,6 +1006,8 @@ int main(void) {
       {"document_errors", test_document_errors},
       {"syntax_errors", test_syntax_errors},
       {"alias_cycles_and_bombs", test_alias_cycles_and_bombs},
+      {"list_limits", test_list_limits},
+      {"reserved_env", test_reserved_env},
       {"size_limits", test_size_limits},
       {"spec_hash", test_spec_hash},
       {"parse_file", test_parse_file},

@@ -1,0 +1,165 @@
+/* checkpoint/ckpt_internal.h: what the files of the in-rank checkpoint API (include/ftl/ckpt.h)
+ * share: the handle, the registry entry, the records the ranks exchange, and each file's entry
+ * points. Private to checkpoint/ckpt*.c; nothing else includes it.
+ *
+ * The files and their one job each:
+ *   ckpt.c          the handle: create/destroy, options, errors, events, accessors
+ *   ckpt_state.c    the registry of tensors and blobs, the staging buffers, the snapshot into them
+ *   ckpt_coll.c     the collectives with deadlines, every MPI call of the module, over the MPI seam
+ *   ckpt_writer.c   the writer thread, the commit protocol, garbage collection, save/wait
+ *   ckpt_restore.c  restore at any world size and its agreement
+ *
+ * Threads: the training thread owns the registry and the staging buffers between checkpoints;
+ * ftl_ckpt_save hands them to the writer under sync->mu (in_flight = 1) and gets them back when
+ * the writer clears in_flight under the same mutex. The writer never touches registered memory. */
+#ifndef FTL_CKPT_INTERNAL_H
+#define FTL_CKPT_INTERNAL_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checkpoint/device.h"
+#include "checkpoint/manifest.h"
+#include "ftl/ckpt.h"
+#include "ftl/core.h"
+
+#define CK_DEFAULT_KEEP 3
+#define CK_DEFAULT_TIMEOUT_MS 600000
+#define CK_DEFAULT_CHUNK (8u << 20)
+#define CK_BOUNCE_BYTES (1u << 20)
+#define CK_MSG 400
+
+/* What each rank tells the others after writing its shard. */
+typedef struct hdr {
+  int32_t ok, err;
+  int32_t nregs, pad;
+  uint64_t regsig, size, checksum;
+  char msg[CK_MSG];
+} hdr;
+
+/* One piece record per registered item (item -1: this rank wrote none of it). */
+typedef struct rec {
+  int64_t item, row_start, row_count;
+  uint64_t file_offset, size_bytes, checksum;
+} rec;
+
+/* What each rank tells the others after trying to load a step. */
+typedef struct verdict_rec {
+  int32_t why, err;
+  char msg[CK_MSG];
+} verdict_rec;
+
+typedef struct reg {
+  ck_item item;
+  void *data;
+  ftl_ckpt_mem mem;
+  uint64_t row_bytes;
+  int64_t held_start, held_count;   /* rows this rank holds in data */
+  int64_t write_start, write_count; /* rows this rank writes */
+  size_t stage_off;                 /* of the written rows in the staging buffer */
+} reg;
+
+/* What the training thread and the writer share, behind one mutex. Kept apart from the handle so
+ * the thread-safe readers can lock it through a const handle. */
+typedef struct ck_sync {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* CLOCK_MONOTONIC */
+  int have_job, stop, have_last;
+  atomic_int in_flight;
+  atomic_int broken; /* the communicator is unusable (a collective passed its deadline) */
+  /* the job */
+  int64_t job_step, job_t0_ns;
+  double job_stall_ms, job_wait_ms;
+  ftl_err job_local_err; /* staging failed on this rank: the writer only votes "no" */
+  char job_local_msg[CK_MSG];
+  ftl_ckpt_stats last;
+} ck_sync;
+
+struct ftl_ckpt {
+  ftl_ctx *ctx;
+  MPI_Comm comm;
+  int have_comm;
+  int rank, world;
+  char base[PATH_MAX]; /* <run_dir>/checkpoints */
+  int keep;
+  int allow_fresh; /* options.allow_fresh or FTL_CKPT_ALLOW_FRESH=1 */
+  int64_t timeout_ms;
+  size_t chunk;
+  reg *regs;
+  int nregs, cap;
+  int registry_frozen; /* staging sized for the registry: a new registration re-prepares */
+  unsigned char *stage;
+  size_t stage_bytes;
+  int stage_pinned;
+  ck_dev *dev;
+  void *user_stream; /* ftl_ckpt_set_stream: device copies wait for it (NULL: legacy default) */
+  void *bounce; /* writer's scratch for HDF5 metadata segments */
+  /* The writer's exchange buffers, allocated ahead (hdrs at create, piece records by prepare) so
+   * the writer never fails to allocate what it needs to take part in the collectives. */
+  struct hdr *hdrs;
+  struct verdict_rec *verdicts; /* restore's agreement, world size entries */
+  struct rec *mine_recs, *recs;
+  int64_t last_step;
+  int setup_ok[2]; /* create's agreement, kept in the handle for the non-blocking allreduce */
+  pthread_t thread;
+  int thread_started;
+  ck_sync *sync;
+  char errmsg[1024];
+};
+
+/* ---- ckpt.c ------------------------------------------------------------------------------ */
+
+/* Keeps msg as the handle's last error and logs it when rc is not FTL_OK; returns rc. */
+ftl_err ckpt_fail(ftl_ckpt *ck, ftl_err rc, const char *msg);
+/* Bounded copy that cuts long detail instead of failing (messages are for people). */
+void ckpt_copy_text(char *dst, size_t size, const char *src);
+double ckpt_ms_since(int64_t t0_ns);
+/* Sends one event (fields from json_pack, consumed; NULL is ignored). Failures to report are
+ * logged, never fatal. */
+void ckpt_emit(ftl_ckpt *ck, const char *event, json_t *fields);
+
+/* ---- ckpt_state.c ------------------------------------------------------------------------ */
+
+/* A hash of what every rank must register identically (not the pointers). */
+uint64_t ckpt_registry_signature(const ftl_ckpt *ck);
+/* Copies this rank's written rows into staging: the only part of a checkpoint the loop waits for. */
+ftl_err ckpt_snapshot(ftl_ckpt *ck, ftl_diag *d);
+void ckpt_free_stage(ftl_ckpt *ck);
+
+/* ---- ckpt_coll.c ------------------------------------------------------------------------- */
+
+/* Every collective below is non-blocking underneath and polled until `deadline_ms` (absolute,
+ * ftl_deadline_after_ms). `what` names the collective for people ("the commit agreement"); a
+ * timeout says "<what> (<MPI call>) did not complete within <timeout_ms> ms". After a timeout or
+ * an MPI error the handle is marked broken: the request may still be pending, and another
+ * collective on the communicator could match the wrong peers. */
+ftl_err ckpt_coll_barrier(ftl_ckpt *ck, const char *what, int64_t deadline_ms, ftl_diag *d);
+ftl_err ckpt_coll_allgather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what,
+                            int64_t deadline_ms, ftl_diag *d);
+ftl_err ckpt_coll_gather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what, int64_t deadline_ms,
+                         ftl_diag *d);
+ftl_err ckpt_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d);
+/* On the gang's communicator (the handle's own does not exist yet): every rank learns whether
+ * every rank's *ok is true, in *all_ok; ok and all_ok must live in the handle (a timed-out request
+ * may still write them). */
+ftl_err ckpt_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all_ok, int64_t deadline_ms,
+                              ftl_diag *d);
+/* Duplicates the gang's communicator into ck->comm (errors returned, not fatal) and fills
+ * ck->rank and ck->world. */
+ftl_err ckpt_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag *d);
+/* Frees ck->comm unless the handle is broken (a pending request may still use it). */
+void ckpt_coll_close(ftl_ckpt *ck);
+
+/* ---- ckpt_writer.c ----------------------------------------------------------------------- */
+
+/* The writer thread's body; arg is the handle. */
+void *ckpt_writer_main(void *arg);
+/* Waits, s->mu held, until nothing is in flight or the deadline passes (FTL_ERR_TIMEOUT). */
+ftl_err ckpt_wait_idle_locked(ck_sync *s, int64_t deadline_ms);
+
+#endif

@@ -1,0 +1,461 @@
+/* checkpoint/ckpt_restore.c: ftl_ckpt_restore, at any world size. Rank 0 lists the committed steps
+ * and reads each manifest; every rank parses the same bytes, plans the byte ranges it needs from
+ * each shard, verifies the shards assigned to it (shard s by rank s % world, fused with its own
+ * reads) and reads the rest; then the ranks agree (the restore agreement) on the step, or on why
+ * it cannot be used. A bad step is marked bad on disk by rank 0 and the next older one is tried.
+ *
+ * Not here: file formats and checksums (shard.c, manifest.c), step folders (catalog.c), MPI
+ * (ckpt_coll.c), CUDA calls (device.c).
+ *
+ * Map: plan; load on this rank; try one step (agreement); restore. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint/catalog.h"
+#include "checkpoint/ckpt_internal.h"
+#include "checkpoint/h5.h"
+#include "checkpoint/shard.h"
+
+/* ---- plan and load on this rank ---------------------------------------------------------- */
+
+enum { WHY_OK = 0, WHY_CORRUPT = 1, WHY_MISMATCH = 2, WHY_IO = 3 };
+
+typedef struct plan_need {
+  int shard;
+  ck_need need;
+} plan_need;
+
+static int cmp_plan(const void *a, const void *b) {
+  const plan_need *x = a, *y = b;
+  if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+  return x->need.file_offset < y->need.file_offset ? -1 : x->need.file_offset > y->need.file_offset ? 1 : 0;
+}
+
+/* Host memory the restored rows of register i land in: the registered memory, or a temporary
+ * host buffer for a device tensor (copied to the device after the agreement). */
+typedef struct landing {
+  void *host;
+  size_t bytes;
+  int temp;
+} landing;
+
+/* Copies the landed bytes of device tensors to the device: after the caller's work on its stream
+ * (a kernel may still read the old values), and waited for before restore returns, so the data
+ * is in place for whatever the caller enqueues next on any stream (docs/gpu.md). */
+static ftl_err restore_to_device(ftl_ckpt *ck, const landing *land, ftl_diag *d) {
+  int any = 0;
+  for (int k = 0; k < ck->nregs; k++) any |= land[k].temp;
+  if (!any) return FTL_OK;
+  ftl_err rc = ck->dev ? FTL_OK : ck_dev_open(&ck->dev, d);
+  if (!rc) rc = ck_dev_after(ck->dev, ck->user_stream, d);
+  for (int k = 0; k < ck->nregs && !rc; k++)
+    if (land[k].temp) rc = ck_dev_copy_to_device_async(ck->dev, ck->regs[k].data, land[k].host, land[k].bytes, d);
+  /* Even after a failed enqueue, wait for what was enqueued: the landing buffers are freed next. */
+  if (!ck->dev) return rc;
+  ftl_diag sd = {{0}};
+  ftl_err sync_rc = ck_dev_sync(ck->dev, ftl_deadline_after_ms(ck->timeout_ms), rc ? &sd : d);
+  return rc ? rc : sync_rc;
+}
+
+/* Loads manifest m into the registered memory on this rank. Returns WHY_*; msg says why. */
+static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, landing *land, int *missing_blobs, char *msg,
+                      size_t msg_size) {
+  ftl_diag d = {{0}};
+  plan_need *plan = NULL;
+  size_t np = 0, cap = 0;
+  int why = WHY_OK;
+  void *bounce = NULL;
+  *missing_blobs = 0;
+  for (int i = 0; i < ck->nregs; i++) {
+    reg *r = &ck->regs[i];
+    int mi = ck_manifest_find_item(m, r->item.name);
+    if (mi < 0) {
+      snprintf(msg, msg_size, "'%s' is registered but not in the checkpoint", r->item.name);
+      why = WHY_MISMATCH;
+      goto out;
+    }
+    const ck_item *it = &m->items[mi];
+    if (it->dtype != r->item.dtype || it->ndim != r->item.ndim || it->kind != r->item.kind ||
+        memcmp(it->shape, r->item.shape, sizeof it->shape) != 0) {
+      snprintf(msg, msg_size, "'%s' is registered as %s %s with another shape than the checkpoint's %s %s",
+               r->item.name, ck_kind_name(r->item.kind), ck_dtype_name(r->item.dtype), ck_kind_name(it->kind),
+               ck_dtype_name(it->dtype));
+      why = WHY_MISMATCH;
+      goto out;
+    }
+    /* The rows this rank needs: what it holds. */
+    int64_t a = r->held_start, b = r->held_start + r->held_count;
+    for (int s = 0; s < m->world_size && a < b; s++) {
+      const ck_shard *sh = &m->shards[s];
+      if (it->kind == CK_KIND_BLOB_PER_RANK && s != ck->rank) continue;
+      for (int p = 0; p < sh->npieces; p++) {
+        const ck_piece *pc = &sh->pieces[p];
+        if (pc->item != mi) continue;
+        int64_t lo = pc->row_start > a ? pc->row_start : a;
+        int64_t hi = pc->row_start + pc->row_count < b ? pc->row_start + pc->row_count : b;
+        if (lo >= hi) continue;
+        if (np == cap) {
+          cap = cap ? cap * 2 : 64;
+          plan_need *n = ftl_realloc(plan, cap * sizeof *n);
+          if (!n) {
+            snprintf(msg, msg_size, "out of memory planning the restore");
+            why = WHY_IO;
+            goto out;
+          }
+          plan = n;
+        }
+        plan[np].shard = s;
+        plan[np].need.file_offset = pc->file_offset + (uint64_t)(lo - pc->row_start) * r->row_bytes;
+        plan[np].need.size_bytes = (uint64_t)(hi - lo) * r->row_bytes;
+        plan[np].need.dest = (char *)land[i].host + (size_t)(lo - a) * r->row_bytes;
+        np++;
+      }
+    }
+    if (it->kind == CK_KIND_BLOB_PER_RANK && r->held_count > 0 && ck->rank >= m->world_size) (*missing_blobs)++;
+  }
+  if (np > 1) qsort(plan, np, sizeof *plan, cmp_plan);
+  bounce = ftl_malloc(ck->chunk);
+  if (!bounce) {
+    snprintf(msg, msg_size, "out of memory for the restore buffer");
+    why = WHY_IO;
+    goto out;
+  }
+  /* Shard s is verified (every byte hashed) by rank s % world, fused with that rank's reads of it;
+   * the other ranks read only the ranges they need. The agreement that follows covers both. */
+  size_t k = 0;
+  for (int s = 0; s < m->world_size; s++) {
+    size_t k0 = k;
+    ck_need *needs = NULL;
+    while (k < np && plan[k].shard == s)
+      k++;
+    int n = (int)(k - k0);
+    if (n > 0) {
+      needs = ftl_calloc((size_t)n, sizeof *needs);
+      if (!needs) {
+        snprintf(msg, msg_size, "out of memory planning the restore");
+        why = WHY_IO;
+        goto out;
+      }
+      for (int j = 0; j < n; j++)
+        needs[j] = plan[k0 + (size_t)j].need;
+    }
+    ftl_err rc = FTL_OK;
+    if (s % ck->world == ck->rank)
+      rc = ck_shard_verify_read(sd, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &d);
+    else if (n > 0)
+      rc = ck_shard_read(sd, &m->shards[s], needs, n, &d);
+    ftl_free(needs);
+    if (rc) {
+      ckpt_copy_text(msg, msg_size, d.msg);
+      /* Only proof condemns a step: a checksum or size that disagrees, a shard that is not a
+       * regular file. A missing shard or a failed read may be a storage blip: the step stays. */
+      why = rc == FTL_ERR_CORRUPT ? WHY_CORRUPT : WHY_IO;
+      goto out;
+    }
+  }
+out:
+  ftl_free(bounce);
+  ftl_free(plan);
+  return why;
+}
+
+/* ---- one step, agreed -------------------------------------------------------------------- */
+
+/* Tries one committed step; returns WHY_* agreed by all ranks, with the first failing rank's
+ * message in msg. */
+static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_world, int *missing_blobs, char *msg,
+                    size_t msg_size, ftl_err *coll_rc, ftl_diag *d) {
+  int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
+  char sd[PATH_MAX];
+  char *text = NULL;
+  ck_manifest *m = NULL;
+  verdict_rec mine, *all = ck->verdicts;
+  int why = WHY_OK;
+  memset(&mine, 0, sizeof mine);
+  *coll_rc = FTL_OK;
+  if (ck_step_dir(ck->base, step, sd, sizeof sd)) {
+    snprintf(msg, msg_size, "path too long");
+    return WHY_IO;
+  }
+  /* Rank 0 reads the manifest, everyone parses the same bytes. */
+  struct {
+    int64_t len;
+    int32_t why, pad;
+    char err[CK_MSG];
+  } head;
+  memset(&head, 0, sizeof head);
+  if (ck->rank == 0) {
+    size_t len = 0;
+    ftl_diag rd = {{0}};
+    ftl_err mrc = ck_read_manifest_text(ck->base, step, &text, &len, &rd);
+    if (mrc) {
+      head.len = -1;
+      /* A manifest that is malformed or not a regular file condemns the step; one that cannot be
+       * read now (gone, EIO, a refused folder) does not. */
+      head.why = mrc == FTL_ERR_CORRUPT ? WHY_CORRUPT : WHY_IO;
+      snprintf(head.err, sizeof head.err, "manifest.json: %.380s", rd.msg);
+    } else {
+      head.len = (int64_t)len;
+    }
+  }
+  *coll_rc = ckpt_coll_bcast(ck, &head, (int)sizeof head, "the broadcast of the manifest's length", deadline, d);
+  if (*coll_rc) goto out;
+  if (head.len < 0) {
+    snprintf(msg, msg_size, "%s", head.err);
+    why = head.why;
+    goto out;
+  }
+  if (ck->rank != 0) {
+    text = ftl_malloc((size_t)head.len + 1);
+    if (!text) {
+      *coll_rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the manifest");
+      atomic_store(&ck->sync->broken, 1);
+      goto out;
+    }
+  }
+  *coll_rc = ckpt_coll_bcast(ck, text, (int)head.len, "the manifest's broadcast", deadline, d);
+  if (*coll_rc) goto out;
+  ftl_diag pd = {{0}};
+  if (ck_manifest_parse(text, (size_t)head.len, &m, &pd)) {
+    mine.why = WHY_CORRUPT;
+    ckpt_copy_text(mine.msg, sizeof mine.msg, pd.msg);
+  } else if (m->step != step) {
+    mine.why = WHY_CORRUPT;
+    snprintf(mine.msg, sizeof mine.msg, "manifest: step mismatch: step %lld in the folder of step %lld",
+             (long long)m->step, (long long)step);
+  } else {
+    *written_world = m->world_size;
+    /* The manifest's own description against each shard's (step, rank, dtypes, shapes, layouts;
+     * shard s by rank s % world, like its checksums): an edited manifest is proof of corruption
+     * even when the edit made it match what this program registered. */
+    for (int sh = ck->rank; sh < m->world_size && mine.why == WHY_OK; sh += ck->world) {
+      char path[PATH_MAX];
+      ftl_diag hd = {{0}};
+      ftl_err hrc = ftl_fmt(path, sizeof path, "%s/%s", sd, m->shards[sh].file)
+                        ? ftl_diag_fail(&hd, FTL_ERR_RANGE, "path too long")
+                        : ck_h5_check_shard(path, m, &m->shards[sh], &hd);
+      if (hrc) {
+        mine.why = hrc == FTL_ERR_CORRUPT ? WHY_CORRUPT : WHY_IO;
+        ckpt_copy_text(mine.msg, sizeof mine.msg, hd.msg);
+      }
+    }
+    if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, land, missing_blobs, mine.msg, sizeof mine.msg);
+  }
+  *coll_rc = ckpt_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
+  if (*coll_rc) goto out;
+  /* Corruption outranks a mismatch (it is what marks a step bad), which outranks I/O. */
+  int first = -1;
+  for (int r = 0; r < ck->world; r++)
+    if (all[r].why != WHY_OK && (first < 0 || (all[r].why == WHY_CORRUPT && all[first].why != WHY_CORRUPT))) first = r;
+  if (first >= 0) {
+    why = all[first].why;
+    snprintf(msg, msg_size, "rank %d: %s", first, all[first].msg);
+  }
+out:
+  ck_manifest_free(m);
+  ftl_free(text);
+  return why;
+}
+
+/* ---- restore ----------------------------------------------------------------------------- */
+
+ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
+  ftl_ckpt_restore_info local_info;
+  ftl_diag d = {{0}};
+  ftl_err rc = FTL_OK;
+  landing *land = NULL;
+  int64_t *steps = NULL;
+  int *whys = NULL;
+  if (!ck) return FTL_ERR_INVAL;
+  if (!info) info = &local_info;
+  memset(info, 0, sizeof *info);
+  info->step = -1;
+  int64_t t0 = ftl_clock_ns();
+  ck_sync *s = ck->sync;
+  pthread_mutex_lock(&s->mu);
+  rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
+  pthread_mutex_unlock(&s->mu);
+  if (rc) return ckpt_fail(ck, rc, "ftl_ckpt_restore: a checkpoint is still in flight");
+  if (atomic_load(&s->broken)) return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_restore: the handle is broken");
+
+  land = ftl_calloc((size_t)ck->nregs + 1, sizeof *land);
+  if (!land) {
+    rc = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory in restore");
+    goto out;
+  }
+  for (int i = 0; i < ck->nregs; i++) {
+    reg *r = &ck->regs[i];
+    land[i].bytes = (size_t)(r->row_bytes * (uint64_t)r->held_count);
+    if (r->mem == FTL_CKPT_DEVICE && land[i].bytes > 0) {
+      land[i].host = ftl_malloc(land[i].bytes);
+      land[i].temp = 1;
+      if (!land[i].host) {
+        rc = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory staging '%s' for the device", r->item.name);
+        goto out;
+      }
+    } else {
+      land[i].host = r->data;
+    }
+  }
+
+  /* Rank 0 lists the committed steps and what the folder remembers (the commit marker, steps
+   * marked bad earlier); everyone gets the same. */
+  struct {
+    int64_t n, ever;
+    char hist[CK_MSG];
+  } head;
+  memset(&head, 0, sizeof head);
+  ck_step_entry *v = NULL;
+  int nv = 0;
+  ftl_diag ld = {{0}};
+  if (ck->rank == 0) {
+    if (ck_list_steps(ck->base, &v, &nv, &ld)) {
+      head.n = -1;
+    } else {
+      size_t hu = 0;
+      head.ever = ck_marker_exists(ck->base);
+      for (int i = 0; i < nv; i++) {
+        head.n += v[i].state == CK_STEP_COMMITTED;
+        if (v[i].state != CK_STEP_BAD) continue;
+        head.ever = 1;
+        char why[160];
+        ck_read_bad_reason(ck->base, v[i].step, why, sizeof why);
+        int w = snprintf(head.hist + hu, sizeof head.hist - hu, "%sstep %lld marked bad (%s)", hu ? "; " : "",
+                         (long long)v[i].step, why[0] ? why : "no reason recorded");
+        if (w > 0) hu += (size_t)w < sizeof head.hist - hu ? (size_t)w : sizeof head.hist - hu - 1;
+      }
+    }
+  }
+  int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
+  rc = ckpt_coll_bcast(ck, &head, (int)sizeof head, "the broadcast of the committed steps' count", deadline, &d);
+  int64_t n = head.n;
+  if (rc) {
+    ftl_free(v);
+    goto out;
+  }
+  if (n < 0) {
+    ftl_free(v);
+    rc = ftl_diag_fail(&d, FTL_ERR_IO, "cannot list checkpoints%s%s", ck->rank == 0 ? ": " : " (see rank 0)",
+                       ck->rank == 0 ? ld.msg : "");
+    goto out;
+  }
+  steps = ftl_calloc((size_t)n + 1, sizeof *steps);
+  whys = ftl_calloc((size_t)n + 1, sizeof *whys);
+  if (!steps || !whys) {
+    ftl_free(v);
+    atomic_store(&s->broken, 1);
+    rc = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory in restore");
+    goto out;
+  }
+  if (ck->rank == 0)
+    for (int i = 0, j = 0; i < nv; i++)
+      if (v[i].state == CK_STEP_COMMITTED) steps[j++] = v[i].step;
+  ftl_free(v);
+  rc = ckpt_coll_bcast(ck, steps, (int)(sizeof *steps * (size_t)n), "the broadcast of the committed steps", deadline,
+                       &d);
+  if (rc) goto out;
+  info->committed_found = (int)n;
+
+  size_t used = 0;
+  int transient = 0;
+  for (int64_t i = 0; i < n; i++) {
+    char why_msg[CK_MSG + 32] = "";
+    int written = 0, missing = 0;
+    ftl_err crc = FTL_OK;
+    int why = try_step(ck, steps[i], land, &written, &missing, why_msg, sizeof why_msg, &crc, &d);
+    if (crc) {
+      rc = crc;
+      goto out;
+    }
+    whys[i] = why;
+    if (why == WHY_OK) {
+      rc = restore_to_device(ck, land, &d);
+      if (rc) goto out;
+      info->step = steps[i];
+      info->written_world_size = written;
+      info->per_rank_blobs_missing = missing;
+      ck->last_step = steps[i];
+      break;
+    }
+    transient += why == WHY_IO;
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld cannot be restored: %s%s", (long long)steps[i], why_msg,
+            why == WHY_IO ? " (left as it is: the cause may pass)" : "");
+    int n_written = snprintf(info->errmsg + used, sizeof info->errmsg - used, "%sstep %lld: %s%s", used ? "; " : "",
+                             (long long)steps[i], why_msg, why == WHY_IO ? " (not marked bad: may pass)" : "");
+    if (n_written > 0) used += (size_t)n_written < sizeof info->errmsg - used ? (size_t)n_written : 0;
+    if (why == WHY_CORRUPT) {
+      info->bad_steps++;
+      if (ck->rank == 0) {
+        ftl_diag bd = {{0}};
+        if (ck_mark_bad(ck->base, steps[i], why_msg, &bd))
+          FTL_LOG(FTL_LOG_WARN, "ckpt", "could not mark step %lld bad: %s", (long long)steps[i], bd.msg);
+        ckpt_emit(ck, "ckpt_bad", json_pack("{sI ss}", "step", (json_int_t)steps[i], "reason", why_msg));
+      }
+    }
+  }
+  if (info->step < 0) {
+    char tried[sizeof info->errmsg];
+    snprintf(tried, sizeof tried, "%s", info->errmsg);
+    if (n == 0 && !head.ever) {
+      rc = FTL_ERR_NOTFOUND;
+      snprintf(info->errmsg, sizeof info->errmsg, "no committed checkpoint in %.900s: a fresh start", ck->base);
+    } else if (ck->allow_fresh) {
+      /* The caller chose to start over. What could not be used is kept, marked bad, so the new
+       * run's steps and its keep rule never mix with the old ones. */
+      rc = FTL_ERR_NOTFOUND;
+      for (int64_t i = 0; i < n && ck->rank == 0; i++) {
+        if (whys[i] == WHY_CORRUPT) continue;
+        ftl_diag bd = {{0}};
+        if (ck_mark_bad(ck->base, steps[i], "discarded by a fresh start (FTL_CKPT_ALLOW_FRESH=1)", &bd))
+          FTL_LOG(FTL_LOG_WARN, "ckpt", "could not set step %lld aside: %s", (long long)steps[i], bd.msg);
+      }
+      snprintf(info->errmsg, sizeof info->errmsg,
+               "no usable checkpoint in %.200s, a fresh start allowed by FTL_CKPT_ALLOW_FRESH (%.300s%s%.300s)",
+               ck->base, tried[0] ? tried : "", tried[0] && head.hist[0] ? "; " : "", head.hist);
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "%s", info->errmsg);
+    } else {
+      rc = transient ? FTL_ERR_IO : FTL_ERR_CORRUPT;
+      if (n > 0)
+        snprintf(info->errmsg, sizeof info->errmsg,
+                 "%lld committed checkpoint(s) in %.200s, none usable: %.500s%s%.150s", (long long)n, ck->base, tried,
+                 head.hist[0] ? "; earlier: " : "", head.hist);
+      else
+        snprintf(info->errmsg, sizeof info->errmsg,
+                 "no usable checkpoint in %.200s, none usable of the steps this run directory committed before "
+                 "(%.500s)",
+                 ck->base, head.hist[0] ? head.hist : "checkpoints/" CK_MARKER_NAME " exists");
+      size_t u = strlen(info->errmsg);
+      snprintf(info->errmsg + u, sizeof info->errmsg - u, "; %s",
+               transient ? "not starting from scratch: a step may become readable again, run again later"
+                         : "not starting from scratch: restore a step (rename its manifest.json.bad back) or "
+                           "set FTL_CKPT_ALLOW_FRESH=1 to start at step 0");
+      FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", info->errmsg);
+    }
+    ftl_diag_fail(&d, rc, "%s", info->errmsg);
+  }
+out:
+  info->restore_ms = ckpt_ms_since(t0);
+  if (rc == FTL_OK) {
+    FTL_LOG(FTL_LOG_INFO, "ckpt", "restored step %lld (written by %d ranks) in %.1f ms", (long long)info->step,
+            info->written_world_size, info->restore_ms);
+    ckpt_emit(ck, "ckpt_restored",
+              json_pack("{sI si si sf}", "step", (json_int_t)info->step, "written_world_size", info->written_world_size,
+                        "bad_steps", info->bad_steps, "restore_ms", info->restore_ms));
+  } else if (rc == FTL_ERR_NOTFOUND) {
+    ckpt_emit(ck, "ckpt_fresh_start",
+              json_pack("{si sb}", "committed_found", info->committed_found, "allowed", ck->allow_fresh != 0));
+  } else {
+    if (!info->errmsg[0]) snprintf(info->errmsg, sizeof info->errmsg, "%s", d.msg);
+    ckpt_fail(ck, rc, d.msg);
+    ckpt_emit(ck, "ckpt_restore_failed",
+              json_pack("{si ss ss}", "err", (int)rc, "code", ftl_err_name(rc), "msg", d.msg));
+  }
+  if (land)
+    for (int i = 0; i < ck->nregs; i++)
+      if (land[i].temp) ftl_free(land[i].host);
+  ftl_free(land);
+  ftl_free(steps);
+  ftl_free(whys);
+  return rc;
+}

@@ -1,0 +1,291 @@
+/* core/fs.c: ftl's file seam (a table of syscalls), its fault injection and the crash points used
+ * by the crash tests. See core/fs.h for the contract. Moved here from checkpoint/fileio.c so that
+ * every durable file of ftl (checkpoints, the final adapter, run-directory records) goes through
+ * one seam; the old FTL_CKPT_* variable names keep working for existing scripts.
+ *
+ * Not here: paths (core/rundir.c), appends of JSON lines (core/jsonl.c, which needs O_APPEND and a
+ * lock rather than a positioned write).
+ *
+ * Map: fault counters; the default table (real syscalls behind the fault checks); environment
+ * parsing; crash points; loop-until-done helpers; durable atomic replace. */
+#include "core/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+
+/* ---- fault counters ---------------------------------------------------------------------- */
+
+static _Atomic long fault_left[FTL_FAULT_OPS_];
+static _Atomic int fault_errno[FTL_FAULT_OPS_];
+
+void ftl_fault_set(ftl_fault_op op, long nth, int err) {
+  if ((int)op < 0 || op >= FTL_FAULT_OPS_) return;
+  atomic_store(&fault_errno[op], err ? err : EIO);
+  atomic_store(&fault_left[op], nth > 0 ? nth : 0);
+}
+
+void ftl_fault_clear(void) {
+  for (int i = 0; i < FTL_FAULT_OPS_; i++)
+    atomic_store(&fault_left[i], 0);
+}
+
+/* True exactly once: on the nth call after ftl_fault_set. */
+static int fault_fires(ftl_fault_op op) {
+  long left = atomic_load(&fault_left[op]);
+  while (left > 0) {
+    if (atomic_compare_exchange_weak(&fault_left[op], &left, left - 1)) return left == 1;
+  }
+  return 0;
+}
+
+/* ---- the default table ------------------------------------------------------------------- */
+
+static int fs_open(const char *path, int flags, mode_t mode) { return open(path, flags | O_CLOEXEC, mode); }
+static int fs_close(int fd) { return close(fd); }
+
+static ssize_t fs_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  if (fault_fires(FTL_FAULT_WRITE)) {
+    errno = atomic_load(&fault_errno[FTL_FAULT_WRITE]);
+    return -1;
+  }
+  if (fault_fires(FTL_FAULT_TEAR)) {
+    ssize_t w = pwrite(fd, buf, n / 2, off);
+    return w < 0 ? w : (ssize_t)n;
+  }
+  return pwrite(fd, buf, n, off);
+}
+
+static ssize_t fs_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+
+static int fs_fsync(int fd) {
+  if (fault_fires(FTL_FAULT_FSYNC)) {
+    errno = atomic_load(&fault_errno[FTL_FAULT_FSYNC]);
+    return -1;
+  }
+  return fsync(fd);
+}
+
+static int fs_rename(const char *from, const char *to) {
+  if (fault_fires(FTL_FAULT_RENAME)) {
+    errno = atomic_load(&fault_errno[FTL_FAULT_RENAME]);
+    return -1;
+  }
+  return rename(from, to);
+}
+
+static int fs_unlink(const char *path) { return unlink(path); }
+static int fs_ftruncate(int fd, off_t size) { return ftruncate(fd, size); }
+
+ftl_fs ftl_fs_table = {fs_open, fs_close, fs_pwrite, fs_pread, fs_fsync, fs_rename, fs_unlink, fs_ftruncate};
+
+void ftl_fs_reset(void) {
+  ftl_fs real = {fs_open, fs_close, fs_pwrite, fs_pread, fs_fsync, fs_rename, fs_unlink, fs_ftruncate};
+  ftl_fs_table = real;
+}
+
+/* ---- environment ------------------------------------------------------------------------- */
+
+static int errno_by_name(const char *s) {
+  if (!s || !*s || strcmp(s, "EIO") == 0) return EIO;
+  if (strcmp(s, "ENOSPC") == 0) return ENOSPC;
+  if (strcmp(s, "EDQUOT") == 0) return EDQUOT;
+  if (strcmp(s, "EROFS") == 0) return EROFS;
+  return EIO;
+}
+
+/* The value of a variable under its current name, or else under its old name (FTL_CKPT_*), so
+ * scripts written before the seam moved to core keep working. NULL when neither is set. */
+static const char *env_either(const char *name, const char *old_name) {
+  const char *v = getenv(name);
+  if (v && *v) return v;
+  v = getenv(old_name);
+  return v && *v ? v : NULL;
+}
+
+/* Applies one FTL_FAULT-style list ("write:N:ENOSPC,tear:N"); var names it in warnings. */
+static void fault_apply(const char *var, const char *env) {
+  char buf[256];
+  if (ftl_fmt(buf, sizeof buf, "%s", env)) {
+    FTL_LOG(FTL_LOG_WARN, "fs", "%s: longer than %zu bytes, ignored", var, sizeof buf - 1);
+    return;
+  }
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(tok, ':');
+    if (!colon) continue;
+    *colon = '\0';
+    char *num = colon + 1;
+    char *err = strchr(num, ':');
+    if (err) *err++ = '\0';
+    int64_t nth = 0;
+    if (ftl_parse_i64(num, 1, LONG_MAX, &nth)) {
+      FTL_LOG(FTL_LOG_WARN, "fs", "%s: bad count '%s' ignored", var, num);
+      continue;
+    }
+    ftl_fault_op op;
+    if (strcmp(tok, "write") == 0)
+      op = FTL_FAULT_WRITE;
+    else if (strcmp(tok, "fsync") == 0)
+      op = FTL_FAULT_FSYNC;
+    else if (strcmp(tok, "rename") == 0)
+      op = FTL_FAULT_RENAME;
+    else if (strcmp(tok, "tear") == 0)
+      op = FTL_FAULT_TEAR;
+    else {
+      FTL_LOG(FTL_LOG_WARN, "fs", "%s: unknown call '%s' ignored", var, tok);
+      continue;
+    }
+    ftl_fault_set(op, (long)nth, errno_by_name(err));
+  }
+}
+
+void ftl_fault_from_env(void) {
+  /* Both are applied, the old name first, so a script that sets both gets the new one's counts. */
+  const char *old = getenv("FTL_CKPT_FAULT"), *cur = getenv("FTL_FAULT");
+  if (old && *old) fault_apply("FTL_CKPT_FAULT", old);
+  if (cur && *cur) fault_apply("FTL_FAULT", cur);
+}
+
+/* ---- crash points ------------------------------------------------------------------------ */
+
+void ftl_crash_point(const char *name, int rank, int64_t step) {
+  const char *at = env_either("FTL_CRASH_AT", "FTL_CKPT_CRASH_AT");
+  if (!at || strcmp(at, name) != 0) return;
+  int64_t v = 0;
+  const char *r = env_either("FTL_CRASH_RANK", "FTL_CKPT_CRASH_RANK");
+  if (r && (ftl_parse_i64(r, 0, INT32_MAX, &v) || v != rank)) return;
+  const char *s = env_either("FTL_CRASH_STEP", "FTL_CKPT_CRASH_STEP");
+  if (s && (ftl_parse_i64(s, 0, INT64_MAX, &v) || v != step)) return;
+  /* Under `ftl run`, only in the attempt named (default: the first), so the relaunch that
+   * follows the crash passes the same point and carries on. */
+  const char *a = env_either("FTL_CRASH_ATTEMPT", "FTL_CKPT_CRASH_ATTEMPT"), *cur = getenv("FTL_ATTEMPT");
+  int64_t want = 0, now = 0;
+  int any = a && !strcmp(a, "any"); /* every attempt: a crash loop */
+  if (!any && a && *a && ftl_parse_i64(a, 0, INT64_MAX, &want)) return;
+  if (!any && cur && *cur && (ftl_parse_i64(cur, 0, INT64_MAX, &now) || now != want)) return;
+  FTL_LOG(FTL_LOG_WARN, "fs", "crash point %s reached (rank %d, step %lld): SIGKILL", name, rank, (long long)step);
+  /* A test hook, not error handling: the process must die here as if the node had failed. */
+  kill(getpid(), SIGKILL);
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+ftl_err ftl_errno_to_err(int e) { return (e == ENOSPC || e == EDQUOT) ? FTL_ERR_NOSPC : FTL_ERR_IO; }
+
+ftl_err ftl_fs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = ftl_fs_table.pwrite(fd, p, n, (off_t)off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return ftl_errno_to_err(errno);
+    if (w == 0) {
+      errno = EIO;
+      return FTL_ERR_IO;
+    }
+    p += w;
+    n -= (size_t)w;
+    off += (uint64_t)w;
+  }
+  return FTL_OK;
+}
+
+ftl_err ftl_fs_pread_all(int fd, void *buf, size_t n, uint64_t off) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t r = ftl_fs_table.pread(fd, p, n, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return FTL_ERR_IO;
+    if (r == 0) {
+      errno = 0;
+      return FTL_ERR_CORRUPT;
+    }
+    p += r;
+    n -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return FTL_OK;
+}
+
+ftl_err ftl_fs_fsync_dir(const char *dir, ftl_diag *d) {
+  int fd = ftl_fs_table.open(dir, O_RDONLY | O_DIRECTORY, 0);
+  if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open folder %s: %s", dir, strerror(errno));
+  ftl_err rc = FTL_OK;
+  if (ftl_fs_table.fsync(fd) != 0)
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "fsync of folder %s failed: %s", dir, strerror(errno));
+  ftl_fs_table.close(fd);
+  return rc;
+}
+
+/* The folder of path into out: "." for a bare name, "/" for a file directly under /. */
+static ftl_err dir_of(const char *path, char *out, size_t size) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return ftl_fmt(out, size, ".");
+  if (slash == path) return ftl_fmt(out, size, "/");
+  return ftl_fmt(out, size, "%.*s", (int)(slash - path), path);
+}
+
+ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed, ftl_diag *d) {
+  char dir[PATH_MAX];
+  if (renamed) *renamed = false;
+  if (dir_of(path, dir, sizeof dir)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
+  if (ftl_fs_table.fsync(*fd) != 0) return ftl_diag_fail(d, FTL_ERR_IO, "fsync of %s failed: %s", tmp, strerror(errno));
+  /* The bytes are durable; a writer that will not read them again gives their page-cache pages
+   * back rather than growing the cache by a file per checkpoint. */
+  if (drop_cache) (void)posix_fadvise(*fd, 0, 0, POSIX_FADV_DONTNEED);
+  ftl_fs_table.close(*fd);
+  *fd = -1;
+  if (ftl_fs_table.rename(tmp, path) != 0)
+    return ftl_diag_fail(d, FTL_ERR_IO, "rename of %s to %s failed: %s", tmp, path, strerror(errno));
+  if (renamed) *renamed = true;
+  return ftl_fs_fsync_dir(dir, d);
+}
+
+/* The replace itself, with the temporary name chosen by the caller. */
+static ftl_err write_atomic_via(const char *path, const char *tmp, const void *data, size_t size,
+                                const char *crash_name, int rank, int64_t step, ftl_diag *d) {
+  int fd = -1;
+  ftl_err rc = FTL_OK;
+  fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  size_t half = size / 2;
+  rc = ftl_fs_pwrite_all(fd, data, half, 0);
+  if (rc == FTL_OK && crash_name) ftl_crash_point(crash_name, rank, step);
+  if (rc == FTL_OK) rc = ftl_fs_pwrite_all(fd, (const char *)data + half, size - half, half);
+  if (rc) {
+    rc = ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
+    goto out;
+  }
+  rc = ftl_fs_commit_tmp(&fd, tmp, path, false, NULL, d);
+out:
+  if (fd >= 0) ftl_fs_table.close(fd);
+  if (rc) ftl_fs_table.unlink(tmp);
+  return rc;
+}
+
+ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
+                            int64_t step, ftl_diag *d) {
+  char tmp[PATH_MAX];
+  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp", path)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
+  return write_atomic_via(path, tmp, data, size, crash_name, rank, step, d);
+}
+
+ftl_err ftl_fs_write_atomic_shared(const char *path, const void *data, size_t size, ftl_diag *d) {
+  char tmp[PATH_MAX];
+  /* The process id in the temporary name keeps two processes replacing the same file from
+   * writing into one temporary file; the last rename wins whole. */
+  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
+  return write_atomic_via(path, tmp, data, size, NULL, -1, -1, d);
+}

@@ -1,0 +1,203 @@
+/* core/jsonl.c: the JSON-lines appender and the locked reader (see core/jsonl.h).
+ *
+ * A record goes out as one write() to an O_APPEND descriptor: on a local file system that keeps
+ * concurrent appenders from interleaving inside a line. Under the optional exclusive flock the
+ * writer also repairs a last line torn by a writer that died (it ends it with '\n' first, in the
+ * same write), which a writer without the lock cannot do safely.
+ *
+ * Not here: what the records mean (each owner's format page), durable replacement of whole files
+ * (core/fs.c).
+ *
+ * Map: flock with a deadline; the open log; one-shot append; the locked reader; line iteration. */
+#include "core/jsonl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fs.h"
+#include "ftl/core.h"
+
+struct ftl_jsonl {
+  int fd;
+  ftl_jsonl_opts opts;
+  char path[PATH_MAX];
+};
+
+/* ---- flock with a deadline ------------------------------------------------------------------- */
+
+ftl_err ftl_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d) {
+  /* flock itself cannot time out: LOCK_NB in a loop with short sleeps. */
+  int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? 0 : timeout_ms);
+  for (;;) {
+    if (flock(fd, op | LOCK_NB) == 0) return FTL_OK;
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) return ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", what, strerror(errno));
+    if (ftl_deadline_left_ms(deadline) == 0)
+      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s stayed locked by another process for %lld ms", what,
+                           (long long)timeout_ms);
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* ---- the open log ---------------------------------------------------------------------------- */
+
+ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl **out, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  ftl_jsonl *log = NULL;
+  if (!path || !out) return ftl_diag_fail(d, FTL_ERR_INVAL, "no JSON-lines path");
+  *out = NULL;
+  log = ftl_calloc(1, sizeof *log);
+  if (!log) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory opening %s", path);
+  log->fd = -1;
+  if (opts) log->opts = *opts;
+  if (ftl_fmt(log->path, sizeof log->path, "%s", path)) {
+    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
+    goto out;
+  }
+  /* Read access too: the torn-line check reads the last byte. */
+  log->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log->fd < 0) {
+    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot open %s: %s", path, strerror(errno));
+    goto out;
+  }
+  *out = log;
+  log = NULL;
+out:
+  ftl_jsonl_close(log);
+  return rc;
+}
+
+/* True when the file's last byte is not '\n': a line torn by a writer that died mid-write. Only
+ * meaningful under the exclusive lock, when no other writer can be mid-line. */
+static bool last_line_torn(int fd) {
+  struct stat st;
+  char last = '\n';
+  if (fstat(fd, &st) != 0 || st.st_size == 0) return false;
+  return pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+}
+
+ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  char *text = NULL, *line = NULL;
+  bool locked = false;
+  if (!log || !rec) return ftl_diag_fail(d, FTL_ERR_INVAL, "no JSON-lines log or record");
+  text = json_dumps(rec, JSON_COMPACT);
+  if (!text) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cannot encode a record for %s", log->path);
+    goto out;
+  }
+  /* "\n" in front in case the last line is torn, the record, "\n": built once so that the whole
+   * record goes out in one write(). */
+  size_t n = strlen(text);
+  line = ftl_malloc(n + 2);
+  if (!line) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory appending to %s", log->path);
+    goto out;
+  }
+  line[0] = '\n';
+  memcpy(line + 1, text, n);
+  line[n + 1] = '\n';
+  bool torn = false;
+  if (log->opts.lock) {
+    if ((rc = ftl_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) goto out;
+    locked = true;
+    torn = last_line_torn(log->fd);
+  }
+  const char *p = torn ? line : line + 1;
+  size_t left = torn ? n + 2 : n + 1;
+  while (left > 0) {
+    ssize_t w = write(log->fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot append to %s: %s", log->path, strerror(errno));
+      goto out;
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (log->opts.fsync && fsync(log->fd) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", log->path, strerror(errno));
+    goto out;
+  }
+out:
+  if (locked) flock(log->fd, LOCK_UN);
+  ftl_free(line);
+  free(text); /* jansson's allocator is libc's */
+  return rc;
+}
+
+void ftl_jsonl_close(ftl_jsonl *log) {
+  if (!log) return;
+  if (log->fd >= 0) {
+    fsync(log->fd);
+    close(log->fd);
+  }
+  ftl_free(log);
+}
+
+/* ---- one-shot append ------------------------------------------------------------------------- */
+
+ftl_err ftl_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_opts *opts, ftl_diag *d) {
+  ftl_jsonl *log = NULL;
+  ftl_err rc = ftl_jsonl_open(path, opts, &log, d);
+  if (rc == FTL_OK) rc = ftl_jsonl_write(log, rec, d);
+  if (log) {
+    /* The record was fsynced by the write when opts asked for it; closing needs no second one. */
+    close(log->fd);
+    ftl_free(log);
+  }
+  return rc;
+}
+
+/* ---- the locked reader ----------------------------------------------------------------------- */
+
+ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_ms, char **data_out, size_t *size_out,
+                       ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  if (!path || !data_out || !size_out) return ftl_diag_fail(d, FTL_ERR_INVAL, "no JSON-lines path");
+  *data_out = NULL;
+  *size_out = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
+                         strerror(errno));
+  /* Under the shared lock no locked appender is mid-line, so no line is seen half-written. */
+  if ((rc = ftl_flock_deadline(fd, LOCK_SH, lock_timeout_ms, path, d)) == FTL_OK)
+    rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
+  close(fd); /* closing releases the lock */
+  return rc;
+}
+
+/* ---- lines ----------------------------------------------------------------------------------- */
+
+ftl_err ftl_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d) {
+  const json_t *ver = json_object_get(rec, "version");
+  if (!json_is_integer(ver)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s'version' is missing or not an integer", what);
+  if (json_integer_value(ver) != want)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%sversion %" JSON_INTEGER_FORMAT " is not supported (this ftl reads %d)",
+                         what, json_integer_value(ver), want);
+  return FTL_OK;
+}
+
+ftl_err ftl_jsonl_each_line(const char *data, size_t size, ftl_jsonl_line_fn fn, void *ctx) {
+  ftl_err rc = FTL_OK;
+  size_t pos = 0, line_no = 0;
+  if (!fn) return FTL_ERR_INVAL;
+  while (rc == FTL_OK && data && pos < size) {
+    const char *line = data + pos;
+    const char *nl = memchr(line, '\n', size - pos);
+    size_t len = nl ? (size_t)(nl - line) : size - pos;
+    pos += len + (nl ? 1 : 0);
+    line_no++;
+    if (len > 0) rc = fn(line, len, line_no, ctx);
+  }
+  return rc;
+}

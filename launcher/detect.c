@@ -1,0 +1,202 @@
+/* launcher/detect.c: the failure detectors (see detect.h). Pure: rank state and a clock in, a
+ * finding out. */
+#include "launcher/detect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl/core.h"
+
+void ftl_detect_note_compute(ftl_rank_watch *w, double compute_ms) {
+  w->compute_ms[w->compute_count++ % FTL_STRAGGLER_WINDOW] = compute_ms;
+}
+
+int64_t ftl_detect_section_timeout(const ftl_detect_limits *lim, int section) {
+  switch (section) {
+    case FTL_SECTION_STEP: return lim->step_ms;
+    case FTL_SECTION_CHECKPOINT: return lim->checkpoint_ms;
+    default: return lim->startup_ms;
+  }
+}
+
+const char *ftl_detect_section_name(int section) {
+  return section == FTL_SECTION_STEP ? "step" : section == FTL_SECTION_CHECKPOINT ? "checkpoint" : "start-up";
+}
+
+static int same_host(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* A host whose agents have all been silent for timeouts.node_s is lost: the host died or its link
+ * is down (a dead TCP peer can take minutes to be noticed by the socket itself). */
+int ftl_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
+                         ftl_detection *out) {
+  for (int i = 0; i < n; i++) {
+    const ftl_rank_watch *s = &r[i];
+    if (!s->has_agent || s->exited || now_ms - s->alive_ms < lim->node_ms) continue;
+    int silent = 1, ranks_on_host = 0;
+    for (int j = 0; j < n; j++) {
+      if (!same_host(r[j].host, s->host)) continue;
+      ranks_on_host++;
+      if (r[j].has_agent && !r[j].exited && now_ms - r[j].alive_ms < FTL_DETECT_MISSED_MS) silent = 0;
+      /* A finished agent's exit report is its host answering: a host heard from within node_s is
+       * not lost (the silent agent alone is). */
+      if (r[j].exited && r[j].alive_ms > 0 && now_ms - r[j].alive_ms < lim->node_ms) silent = 0;
+    }
+    double silent_s = (double)(now_ms - s->alive_ms) / 1000.0;
+    memset(out, 0, sizeof *out);
+    if (silent) {
+      out->kind = FTL_FAIL_NODE;
+      out->rank = -1;
+      out->host = s->host ? s->host : "";
+      snprintf(out->message, sizeof out->message, "host %s is lost: none of its %d rank agent%s answered for %.1f s",
+               s->host ? s->host : "?", ranks_on_host, ranks_on_host == 1 ? "" : "s", silent_s);
+    } else {
+      out->kind = FTL_FAIL_AGENT_LOST;
+      out->rank = i;
+      snprintf(out->message, sizeof out->message,
+               "has a silent agent for %.1f s (its process may be stopped or starved)", silent_s);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out) {
+  int hung = -1, stopped = -1;
+  for (int i = 0; i < n && hung < 0; i++) {
+    /* A process seen stopped for a few reports makes no progress until continued: waiting for
+     * its section's timeout (minutes for a step) would only add to the loss. */
+    if (!r[i].exited && r[i].state == 'T' && r[i].stopped_ms > 0 && now_ms - r[i].stopped_ms >= FTL_DETECT_STOPPED_MS) {
+      hung = stopped = i;
+      break;
+    }
+    /* Only ranks that joined through the library report progress; a program that does not use
+     * it has nothing to watch (and one stuck before ftl_init is the rendezvous deadline's). */
+    if (r[i].exited || r[i].progress_ms == 0) continue;
+    if (now_ms - r[i].progress_ms >= ftl_detect_section_timeout(lim, r[i].section)) hung = i;
+  }
+  if (hung < 0) return 0;
+  int culprit = stopped;
+  for (int i = 0; i < n && culprit < 0; i++)
+    if (!r[i].exited && r[i].state == 'T') culprit = i;
+  if (culprit < 0) {
+    culprit = hung;
+    for (int i = 0; i < n; i++)
+      if (!r[i].exited && r[i].last_step < r[culprit].last_step) culprit = i;
+  }
+  const ftl_rank_watch *c = &r[culprit];
+  int64_t since = c->progress_ms ? c->progress_ms : r[hung].progress_ms;
+  memset(out, 0, sizeof *out);
+  out->kind = FTL_FAIL_HANG;
+  out->rank = culprit;
+  if (stopped >= 0) {
+    char silence[64] = "no progress reported yet";
+    if (since) snprintf(silence, sizeof silence, "no progress for %.1f s", (double)(now_ms - since) / 1000.0);
+    snprintf(out->message, sizeof out->message,
+             "hung: its process is stopped (state T for %.1f s, SIGSTOP or alike); %s in its %s section "
+             "(last step %lld; not waiting for the %.1f s timeout)",
+             (double)(now_ms - c->stopped_ms) / 1000.0, silence, ftl_detect_section_name(c->section),
+             (long long)c->last_step, (double)ftl_detect_section_timeout(lim, c->section) / 1000.0);
+    return 1;
+  }
+  snprintf(out->message, sizeof out->message,
+           "hung: no progress for %.1f s in its %s section (timeout %.1f s; last step %lld%s)",
+           (double)(now_ms - since) / 1000.0, ftl_detect_section_name(c->section),
+           (double)ftl_detect_section_timeout(lim, c->section) / 1000.0, (long long)c->last_step,
+           c->state == 'T' ? "; its process is stopped" : "");
+  return 1;
+}
+
+/* 1 when every agent on host has vanished without an exit report; *first_ns gets the earliest. */
+static int host_vanished(const ftl_rank_watch *r, int n, const char *host, int64_t *first_ns) {
+  int on_host = 0, gone = 0;
+  *first_ns = INT64_MAX;
+  for (int i = 0; i < n; i++) {
+    if (!same_host(r[i].host, host)) continue;
+    on_host++;
+    if (!r[i].has_agent && !r[i].exited && r[i].lost_ns) {
+      gone++;
+      if (r[i].lost_ns < *first_ns) *first_ns = r[i].lost_ns;
+    }
+  }
+  return on_host > 0 && gone == on_host;
+}
+
+/* When one host dies mpirun kills the ranks on the others too, so several hosts can look lost
+ * within a few milliseconds: the lost one is the first to go, and never the launcher's own host
+ * (were it gone, so would be this launcher). */
+int ftl_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out) {
+  if (lost_rank < 0) return 0;
+  const char *lost_host = NULL;
+  int64_t lost_at = INT64_MAX;
+  for (int i = 0; i < n; i++) {
+    int64_t first_ns;
+    if (!r[i].host || same_host(r[i].host, self_host) || !host_vanished(r, n, r[i].host, &first_ns) ||
+        first_ns >= lost_at)
+      continue;
+    lost_host = r[i].host;
+    lost_at = first_ns;
+  }
+  memset(out, 0, sizeof *out);
+  if (lost_host) {
+    int on_host = 0;
+    for (int i = 0; i < n; i++) on_host += same_host(r[i].host, lost_host);
+    out->kind = FTL_FAIL_NODE;
+    out->rank = -1;
+    out->host = lost_host;
+    snprintf(out->message, sizeof out->message,
+             "host %s is lost: all %d of its rank agents vanished without reporting an exit", lost_host, on_host);
+    return 1;
+  }
+  out->kind = FTL_FAIL_AGENT_LOST;
+  out->rank = lost_rank;
+  snprintf(out->message, sizeof out->message, "lost its agent (the agent process died or its host went away)");
+  return 1;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int ftl_detect_one_host(const ftl_rank_watch *r, int n) {
+  const char *first = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!r[i].host) continue;
+    if (!first) first = r[i].host;
+    else if (strcmp(first, r[i].host) != 0) return 0;
+  }
+  return 1;
+}
+
+int ftl_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap) {
+  int found = 0;
+  if (n < 2) return 0;
+  double *per_rank = ftl_calloc((size_t)n, sizeof *per_rank);
+  double *others = ftl_calloc((size_t)n, sizeof *others);
+  if (!per_rank || !others) goto out;
+  for (int i = 0; i < n; i++) {
+    if (r[i].compute_count < FTL_STRAGGLER_WINDOW || r[i].exited) goto out; /* every rank needs a full window */
+    double w[FTL_STRAGGLER_WINDOW];
+    memcpy(w, r[i].compute_ms, sizeof w);
+    per_rank[i] = median(w, FTL_STRAGGLER_WINDOW);
+  }
+  for (int i = 0; i < n && found < cap; i++) {
+    if (r[i].straggler_reported) continue;
+    int k = 0;
+    for (int j = 0; j < n; j++)
+      if (j != i) others[k++] = per_rank[j];
+    double typical = median(others, k);
+    if (per_rank[i] < ratio * typical || per_rank[i] - typical < FTL_STRAGGLER_MIN_MS) continue;
+    out[found++] = (ftl_straggler){.rank = i, .compute_ms = per_rank[i], .others_median_ms = typical};
+  }
+out:
+  ftl_free(per_rank);
+  ftl_free(others);
+  return found;
+}

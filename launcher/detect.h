@@ -1,0 +1,105 @@
+/* launcher/detect.h: the failure detectors of one attempt, as pure functions of what the launcher
+ * knows about each rank and of a clock passed in (so tests drive a fake one: tests/launcher/
+ * test_detect.c). supervise.c feeds the rank state from the agents' and ranks' reports and acts on
+ * what a detector finds (the root cause, the straggler event); nothing here sends, logs or sleeps.
+ *
+ * The detectors and what they read (docs/fault-tolerance.md has the latencies):
+ *   - lost host:   every agent on a host silent for timeouts.node_s (agents report every second);
+ *                  one agent silent while the others on its host still report is a lost agent;
+ *   - hang:        a rank that reported progress once and then none for its section's timeout; in
+ *                  a hung collective every rank goes silent, so the culprit is a stopped process,
+ *                  else the rank furthest behind. A rank whose process its agent sees stopped
+ *                  (state T) for FTL_DETECT_STOPPED_MS is hung at once, whatever the timeout: a
+ *                  stopped process makes no progress until someone continues it;
+ *   - vanished:    agents whose connections dropped without an exit report: a host all of whose
+ *                  agents vanished is lost (the first such, never the launcher's own), else the
+ *                  first vanished agent is;
+ *   - straggler:   a rank whose median compute per step over its last FTL_STRAGGLER_WINDOW reports
+ *                  is over FTL_STRAGGLER_RATIO times the others' median and FTL_STRAGGLER_MIN_MS
+ *                  more (FTL_STRAGGLER_RATIO_SHARED when the ranks share too few cores: there the
+ *                  scheduler alone makes a rank 2x slower for a while).
+ * A finished agent (its exit reported) is never silent, and its last word (the exit report) counts
+ * as its host answering: a host is lost only if nothing of it was heard for timeouts.node_s. */
+#ifndef FTL_LAUNCHER_DETECT_H
+#define FTL_LAUNCHER_DETECT_H
+
+#include <stdint.h>
+
+#include "launcher/launcher.h"
+
+enum { FTL_SECTION_STARTUP = 0, FTL_SECTION_STEP = 1, FTL_SECTION_CHECKPOINT = 2 };
+
+#define FTL_STRAGGLER_WINDOW 10
+#define FTL_STRAGGLER_RATIO 1.5
+#define FTL_STRAGGLER_MIN_MS 2.0
+/* Ranks oversubscribing their cores (4 ranks on 2): time slicing alone makes one rank's compute
+ * per step up to twice the others' for a whole window in a normal run. */
+#define FTL_STRAGGLER_RATIO_SHARED 2.5
+
+/* A process seen stopped (state T) this long is hung: a few of its agent's reports (one a second),
+ * so a momentary stop (a profiler's sample, a job-control blip) is not one. */
+#define FTL_DETECT_STOPPED_MS 3000
+
+/* Another agent on a host whose agent is past timeouts.node_s counts as silent too once it has
+ * missed this long: agents report every second, and the others' last report may have come a
+ * moment after this one's, so the bar for them is lower. */
+#define FTL_DETECT_MISSED_MS 1500
+
+/* What the detectors know about one rank (times on the launcher's monotonic clock, in ms). */
+typedef struct ftl_rank_watch {
+  const char *host;     /* where its agent runs; NULL until known (borrowed) */
+  int has_agent;        /* its agent is connected */
+  int exited;           /* its agent reported how the program ended */
+  int64_t alive_ms;     /* its agent's last heartbeat, or its exit report */
+  int64_t lost_ns;      /* when its agent's connection dropped without an exit report; 0 if not */
+  int64_t progress_ms;  /* last sign of progress (joined, ready, a step, an event); 0: none yet */
+  int64_t last_step;    /* -1 before the first */
+  int section;          /* FTL_SECTION_* it last reported */
+  char state;           /* its program's scheduler state as the agent last saw it ('T': stopped) */
+  int64_t stopped_ms;   /* since when the agent has seen it stopped ('T' in every report); 0: not */
+  double compute_ms[FTL_STRAGGLER_WINDOW]; /* compute per step in its recent reports (a ring) */
+  int compute_count;    /* reports so far */
+  int straggler_reported;
+} ftl_rank_watch;
+
+typedef struct ftl_detect_limits {
+  int64_t startup_ms, step_ms, checkpoint_ms; /* silence allowed per section */
+  int64_t node_ms;                            /* a host's agents' silence */
+} ftl_detect_limits;
+
+typedef struct ftl_detection {
+  ftl_failure_kind kind;  /* FTL_FAIL_NODE, FTL_FAIL_AGENT_LOST or FTL_FAIL_HANG */
+  int rank;               /* the rank to name; -1 for a host */
+  const char *host;       /* the host to blame (FTL_FAIL_NODE), else NULL; borrowed from the watch */
+  char message[300];      /* what happened, for the failure's summary */
+} ftl_detection;
+
+/* Records one compute-per-step report in the rank's window. */
+void ftl_detect_note_compute(ftl_rank_watch *w, double compute_ms);
+
+/* The silence allowed in a section. */
+int64_t ftl_detect_section_timeout(const ftl_detect_limits *lim, int section);
+const char *ftl_detect_section_name(int section);
+
+/* Each returns 1 and fills *out when it finds a failure, else 0. r[0..n) are the ranks. */
+int ftl_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
+                         ftl_detection *out);
+int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out);
+/* lost_rank: the first agent that vanished (-1: none); self_host: the launcher's host, never lost. */
+int ftl_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out);
+
+typedef struct ftl_straggler {
+  int rank;
+  double compute_ms;        /* its median compute per step */
+  double others_median_ms;  /* the other ranks' */
+} ftl_straggler;
+
+/* Finds stragglers not reported yet (at most cap, into out); every rank needs a full window.
+ * Returns how many; the caller marks them reported. ratio: FTL_STRAGGLER_RATIO, or
+ * FTL_STRAGGLER_RATIO_SHARED for ranks that oversubscribe their cores. */
+int ftl_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap);
+
+/* 1 when every rank whose host is known runs on the same host (nothing to exclude there). */
+int ftl_detect_one_host(const ftl_rank_watch *r, int n);
+
+#endif

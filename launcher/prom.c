@@ -1,0 +1,168 @@
+/* launcher/prom.c: the Prometheus textfile (see metrics.h). */
+#include "launcher/prom.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ftl/core.h"
+#include "launcher/runview.h"
+
+struct ftl_prom {
+  char *path;
+  char *job;
+  int64_t last_write_ms;
+  int warned;
+  ftl_runview rv;
+};
+
+typedef struct buf {
+  char *data;
+  size_t len, cap;
+  int oom;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = 1;
+      return;
+    }
+    if (b->data && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t ncap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+    char *p = ftl_realloc(b->data, ncap);
+    if (!p) {
+      b->oom = 1;
+      return;
+    }
+    b->data = p;
+    b->cap = ncap;
+  }
+}
+
+/* A label value: backslash, double quote and newline escaped, as the format requires. */
+static void label_value(char *out, size_t size, const char *v) {
+  size_t u = 0;
+  for (; *v && u + 3 < size; v++) {
+    if (*v == '\\' || *v == '"') {
+      out[u++] = '\\';
+      out[u++] = *v;
+    } else if (*v == '\n') {
+      out[u++] = '\\';
+      out[u++] = 'n';
+    } else {
+      out[u++] = *v;
+    }
+  }
+  out[u] = '\0';
+}
+
+static void metric(buf *b, const char *name, const char *type, const char *help, const char *labels, double v) {
+  put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+  if (isnan(v))
+    put(b, "%s{%s} NaN\n", name, labels);
+  else if (isinf(v))
+    put(b, "%s{%s} %sInf\n", name, labels, v > 0 ? "+" : "-");
+  else
+    put(b, "%s{%s} %.17g\n", name, labels, v);
+}
+
+ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
+                        size_t *len_out, ftl_diag *d) {
+  char esc[512], labels[600];
+  label_value(esc, sizeof esc, job);
+  snprintf(labels, sizeof labels, "job=\"%s\"", esc);
+  buf b = {0};
+  const ftl_rv_sample *s = &rv->latest;
+  ftl_rv_goodput g = ftl_runview_goodput(rv, now_us);
+  const ftl_rv_cadence *c = &rv->latest_cadence;
+  metric(&b, "ftl_up", "gauge", "1 while ftl run is running the job, 0 once it ended", labels, up);
+  metric(&b, "ftl_step", "gauge", "the last training step rank 0 reported", labels, (double)s->step);
+  metric(&b, "ftl_total_steps", "gauge", "the run's last step as the program reported it (0 unknown)", labels,
+         (double)s->total_steps);
+  metric(&b, "ftl_loss", "gauge", "the training loss rank 0 last reported", labels, s->loss);
+  metric(&b, "ftl_tokens_per_second", "gauge", "tokens per second between rank 0's last two reports", labels,
+         s->tokens_per_s >= 0 ? s->tokens_per_s : NAN);
+  metric(&b, "ftl_restarts_total", "counter", "restarts of the job so far", labels, rv->restarts);
+  metric(&b, "ftl_attempt", "gauge", "the number of the current (or last) attempt", labels,
+         rv->n_attempts ? rv->attempts[rv->n_attempts - 1].attempt : -1);
+  metric(&b, "ftl_goodput_ratio", "gauge", "productive time over wall time so far (0..1)", labels, g.pct / 100.0);
+  metric(&b, "ftl_last_committed_step", "gauge", "the highest committed checkpoint step (-1 none)", labels,
+         (double)rv->committed_step);
+  metric(&b, "ftl_checkpoint_interval_steps", "gauge", "the cadence's checkpoint interval in steps (0 unknown)", labels,
+         (double)c->interval_steps);
+  metric(&b, "ftl_checkpoint_interval_seconds", "gauge", "the cadence's checkpoint interval in seconds (0 unknown)",
+         labels, (double)c->interval_steps * c->step_s);
+  metric(&b, "ftl_mtbf_hours", "gauge", "the cadence's estimate of the gang's mean time between failures", labels,
+         c->mtbf_h);
+  metric(&b, "ftl_exit_code", "gauge", "ftl run's exit code once it ended (-1 while running)", labels,
+         rv->ended ? rv->exit_code : -1);
+  metric(&b, "ftl_last_update_timestamp_seconds", "gauge", "when this file was written (Unix time)", labels,
+         (double)now_us / 1e6);
+  if (b.oom) {
+    ftl_free(b.data);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory formatting the metrics");
+  }
+  *text_out = b.data;
+  *len_out = b.len;
+  return FTL_OK;
+}
+
+ftl_err ftl_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d) {
+  ftl_prom *m = ftl_calloc(1, sizeof *m);
+  if (!m || !(m->path = ftl_strdup(path)) || !(m->job = ftl_strdup(job ? job : ""))) {
+    ftl_prom_destroy(m);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  }
+  m->last_write_ms = -1;
+  ftl_runview_init(&m->rv, 0);
+  *out = m;
+  return FTL_OK;
+}
+
+static void write_now(ftl_prom *m, int up) {
+  char *text = NULL;
+  size_t len = 0;
+  ftl_diag d = {{0}};
+  ftl_err rc = ftl_prom_format(&m->rv, m->job, up, ftl_wall_us(), &text, &len, &d);
+  if (!rc) rc = ftl_write_file_atomic(m->path, text, len, &d);
+  ftl_free(text);
+  m->last_write_ms = ftl_clock_ms();
+  /* Metrics are for watching; a full disk or a wrong path must never stop the run. */
+  if (rc && !m->warned) {
+    m->warned = 1;
+    FTL_LOG(FTL_LOG_WARN, "metrics", "cannot write the metrics textfile %s: %s", m->path, d.msg);
+  }
+}
+
+void ftl_prom_observe(void *user, const json_t *line) {
+  ftl_prom *m = user;
+  ftl_runview_add(&m->rv, line);
+  const char *ev = json_string_value(json_object_get(line, "event"));
+  if (!ev) return;
+  int news = !strcmp(ev, "attempt_start") || !strcmp(ev, "attempt_end") || !strcmp(ev, "restart") ||
+             !strcmp(ev, "ckpt_committed") || !strcmp(ev, "run_start") || !strcmp(ev, "cadence");
+  if (news || m->last_write_ms < 0 || ftl_clock_ms() - m->last_write_ms >= FTL_PROM_MIN_INTERVAL_MS) write_now(m, 1);
+}
+
+void ftl_prom_finish(ftl_prom *m) {
+  if (m) write_now(m, 0);
+}
+
+void ftl_prom_destroy(ftl_prom *m) {
+  if (!m) return;
+  ftl_runview_free(&m->rv);
+  ftl_free(m->path);
+  ftl_free(m->job);
+  ftl_free(m);
+}

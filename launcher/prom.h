@@ -1,0 +1,37 @@
+/* launcher/prom.h: the run's metrics in Prometheus' text exposition format, written atomically
+ * (path.tmp.<pid>, rename) to a file node_exporter's textfile collector reads: the spec's
+ * `metrics: {textfile: PATH}` or FTL_METRICS_TEXTFILE. Drawn, like the progress line, from the
+ * run's event stream (an observer of launcher/events.c); rewritten at most every
+ * FTL_PROM_MIN_INTERVAL_MS on progress, at once on attempts, restarts and commits, and at the
+ * end (ftl_up 0). The metrics are listed in docs/formats/metrics-textfile.md.
+ *
+ * Not here: a scrape endpoint (ftl serves nothing; node_exporter does). */
+#ifndef FTL_LAUNCHER_PROM_H
+#define FTL_LAUNCHER_PROM_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+
+#define FTL_PROM_MIN_INTERVAL_MS 2000
+
+struct ftl_runview;
+typedef struct ftl_prom ftl_prom;
+
+/* path: the textfile (borrowed for the call); job: the job label. */
+ftl_err ftl_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d);
+
+/* An ftl_events_observer. */
+void ftl_prom_observe(void *user, const json_t *line);
+
+/* Writes the last state with ftl_up 0 (the run is over). Accepts NULL. */
+void ftl_prom_finish(ftl_prom *m);
+void ftl_prom_destroy(ftl_prom *m);
+
+/* The exposition text for a view (the pure part, tested): *text_out freed with ftl_free. */
+ftl_err ftl_prom_format(const struct ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
+                        size_t *len_out, ftl_diag *d);
+
+#endif

@@ -1,0 +1,509 @@
+/* launcher/report.c: `ftl report RUNDIR -o report.html`: one self-contained page about a run
+ * (inline CSS and SVG drawn here; no script, font or image fetched from anywhere): loss against
+ * step with checkpoints and restarts marked, a timeline of the attempts (start-up, training, lost
+ * work, teardown, back-off), the goodput breakdown as a stacked bar, and the checkpoint cadence
+ * over time (the interval and M, the gang's mean time between failures). Drawn from the same
+ * event fold as `ftl status` (runview.c), so the two agree.
+ *
+ * Not here: anything interactive, anything that needs a network. */
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/rundir.h"
+#include "ftl/core.h"
+#include "launcher/launcher.h"
+#include "launcher/runview.h"
+#include "launcher/status.h"
+
+const char ftl_report_help[] =
+    "ftl report: one self-contained HTML page about a run, with plots.\n"
+    "\n"
+    "  ftl report RUNDIR [-o FILE]\n"
+    "\n"
+    "  -o, --output FILE   where to write it (default ./report.html)\n"
+    "\n"
+    "Loss against step (checkpoints and restarts marked), a timeline of the attempts (start-up, training,\n"
+    "lost work, teardown, back-off), the goodput breakdown and the checkpoint cadence over time (interval\n"
+    "and M). Inline CSS and SVG only: it opens offline. Works while the job runs and after.\n"
+    "Exit codes: 0 written, 2 usage error or RUNDIR is not a run directory, 5 the file cannot be written.\n";
+
+typedef struct out {
+  char *data;
+  size_t len, cap;
+  int oom;
+} out;
+
+static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out *o, const char *fmt, ...) {
+  if (o->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->data ? o->data + o->len : NULL, o->data ? o->cap - o->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      o->oom = 1;
+      return;
+    }
+    if (o->data && o->len + (size_t)n < o->cap) {
+      o->len += (size_t)n;
+      return;
+    }
+    size_t ncap = (o->cap ? o->cap * 2 : 65536) + (size_t)n;
+    char *p = ftl_realloc(o->data, ncap);
+    if (!p) {
+      o->oom = 1;
+      return;
+    }
+    o->data = p;
+    o->cap = ncap;
+  }
+}
+
+/* Text into HTML/SVG: the five characters that matter escaped. */
+static void put_text(out *o, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+    case '&': put(o, "&amp;"); break;
+    case '<': put(o, "&lt;"); break;
+    case '>': put(o, "&gt;"); break;
+    case '"': put(o, "&quot;"); break;
+    case '\'': put(o, "&#39;"); break;
+    default: put(o, "%c", *s);
+    }
+  }
+}
+
+/* A plot's frame: the drawing area inside the margins and the data ranges it maps. */
+typedef struct frame {
+  double x0, y0, w, h; /* drawing area in pixels */
+  double xmin, xmax, ymin, ymax;
+} frame;
+
+static double px(const frame *f, double x) { return f->x0 + (x - f->xmin) / (f->xmax - f->xmin) * f->w; }
+static double py(const frame *f, double y) { return f->y0 + f->h - (y - f->ymin) / (f->ymax - f->ymin) * f->h; }
+
+static void fix_range(double *lo, double *hi) {
+  if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
+  if (*hi - *lo < 1e-12) {
+    double pad = fabs(*hi) > 0 ? fabs(*hi) * 0.1 : 1;
+    *lo -= pad;
+    *hi += pad;
+  }
+}
+
+static void svg_open(out *o, int width, int height, const char *label) {
+  put(o,
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
+      "aria-label=\"",
+      width, height, width, height);
+  put_text(o, label);
+  put(o, "\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, height);
+}
+
+/* Axes with 5 ticks each and the labels. */
+static void axes(out *o, const frame *f, const char *xlabel, const char *ylabel) {
+  put(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#444\"/>\n", f->x0,
+      f->y0, f->w, f->h);
+  for (int i = 0; i <= 4; i++) {
+    double xv = f->xmin + (f->xmax - f->xmin) * i / 4, yv = f->ymin + (f->ymax - f->ymin) * i / 4;
+    double x = px(f, xv), y = py(f, yv);
+    put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, f->y0, x, f->y0 + f->h);
+    put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", f->x0, y, f->x0 + f->w, y);
+    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"middle\">%.4g</text>\n", x, f->y0 + f->h + 14, xv);
+    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%.4g</text>\n", f->x0 - 4, y + 4, yv);
+  }
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\">", f->x0 + f->w / 2, f->y0 + f->h + 30);
+  put_text(o, xlabel);
+  double lx = f->x0 - 66; /* left of the tick labels, whichever plot of a row this is */
+  put(o,
+      "</text>\n<text x=\"%.1f\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\">",
+      lx, f->y0 + f->h / 2, lx, f->y0 + f->h / 2);
+  put_text(o, ylabel);
+  put(o, "</text>\n");
+}
+
+static void polyline(out *o, const frame *f, const double *xs, const double *ys, int n, const char *color) {
+  put(o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+  for (int i = 0; i < n; i++)
+    if (isfinite(ys[i])) put(o, "%.1f,%.1f ", px(f, xs[i]), py(f, ys[i]));
+  put(o, "\"/>\n");
+  for (int i = 0; i < n; i++)
+    if (isfinite(ys[i]))
+      put(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", px(f, xs[i]), py(f, ys[i]), color);
+}
+
+static void vmark(out *o, const frame *f, double x, const char *color, const char *label) {
+  if (x < f->xmin || x > f->xmax) return;
+  put(o,
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"4 "
+      "3\">"
+      "<title>",
+      px(f, x), f->y0, px(f, x), f->y0 + f->h, color);
+  put_text(o, label);
+  put(o, "</title></line>\n");
+}
+
+static void empty_note(out *o, const frame *f, const char *why) {
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"note\" text-anchor=\"middle\">", f->x0 + f->w / 2, f->y0 + f->h / 2);
+  put_text(o, why);
+  put(o, "</text>\n");
+}
+
+static void plot_loss(out *o, const ftl_runview *rv) {
+  svg_open(o, 1000, 320, "training loss against step, checkpoints and restarts marked");
+  frame f = {
+      .x0 = 84, .y0 = 20, .w = 886, .h = 250, .xmin = INFINITY, .xmax = -INFINITY, .ymin = INFINITY, .ymax = -INFINITY};
+  int n = rv->n_samples, have = 0;
+  double *xs = ftl_calloc((size_t)(n ? n : 1), sizeof *xs), *ys = ftl_calloc((size_t)(n ? n : 1), sizeof *ys);
+  for (int i = 0; xs && ys && i < n; i++) {
+    xs[i] = (double)rv->samples[i].step;
+    ys[i] = rv->samples[i].loss;
+    if (xs[i] < f.xmin) f.xmin = xs[i];
+    if (xs[i] > f.xmax) f.xmax = xs[i];
+    if (isfinite(ys[i])) {
+      have++;
+      if (ys[i] < f.ymin) f.ymin = ys[i];
+      if (ys[i] > f.ymax) f.ymax = ys[i];
+    }
+  }
+  for (int i = 0; i < rv->n_commits; i++) {
+    double s = (double)rv->commits[i].step;
+    if (s > f.xmax) f.xmax = s;
+    if (s < f.xmin) f.xmin = s;
+  }
+  if (f.xmin > 0 && f.xmin < INFINITY) f.xmin = 0;
+  fix_range(&f.xmin, &f.xmax);
+  fix_range(&f.ymin, &f.ymax);
+  axes(o, &f, "step", "training loss");
+  char label[96];
+  for (int i = 0; i < rv->n_commits; i++) {
+    snprintf(label, sizeof label, "checkpoint committed at step %lld", (long long)rv->commits[i].step);
+    vmark(o, &f, (double)rv->commits[i].step, "#2a9d8f", label);
+  }
+  for (int i = 0; i < rv->n_attempts; i++) {
+    const ftl_rv_attempt *a = &rv->attempts[i];
+    if (i + 1 < rv->n_attempts && a->last_step >= 0) {
+      snprintf(label, sizeof label, "attempt %d ended (%s) at step %lld; resumed from %lld", a->attempt, a->outcome,
+               (long long)a->last_step, (long long)a->committed_step);
+      vmark(o, &f, (double)a->last_step, "#d62828", label);
+    }
+  }
+  if (have && xs && ys)
+    polyline(o, &f, xs, ys, n, "#1d3557");
+  else
+    empty_note(o, &f, "no progress reports (the program does not call ftl_progress_report)");
+  put(o, "<text x=\"80\" y=\"14\" class=\"legend\"><tspan fill=\"#1d3557\">&#9632; loss</tspan>  "
+         "<tspan fill=\"#2a9d8f\">&#9474; checkpoint committed</tspan>  <tspan fill=\"#d62828\">&#9474; attempt "
+         "ended, restart</tspan></text>\n</svg>\n");
+  ftl_free(xs);
+  ftl_free(ys);
+}
+
+static void bar(out *o, double x, double y, double w, double h, const char *color, const char *title) {
+  if (!(w > 0.05)) return;
+  put(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", x, y, w, h, color);
+  put_text(o, title);
+  put(o, "</title></rect>\n");
+}
+
+static const char *const C_STARTUP = "#8ecae6", *const C_TRAIN = "#2a9d8f", *const C_STALL = "#e9c46a",
+                         *const C_LOST = "#d62828", *const C_TEAR = "#f4a261", *const C_BACKOFF = "#adb5bd";
+
+static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
+  int rows = rv->n_attempts ? rv->n_attempts : 1;
+  int height = 70 + rows * 34;
+  svg_open(o, 1000, height, "timeline of the attempts");
+  int64_t t0 = rv->run_start_us ? rv->run_start_us : (rv->n_attempts ? rv->attempts[0].start_us : now_us);
+  int64_t t1 = rv->last_us > t0 ? rv->last_us : t0 + 1000000;
+  frame f = {.x0 = 110,
+             .y0 = 20,
+             .w = 860,
+             .h = rows * 34.0,
+             .xmin = 0,
+             .xmax = (double)(t1 - t0) / 1e6,
+             .ymin = 0,
+             .ymax = rows};
+  fix_range(&f.xmin, &f.xmax);
+  put(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#444\"/>\n", f.x0, f.y0,
+      f.w, f.h);
+  for (int i = 0; i <= 4; i++) {
+    double xv = f.xmax * i / 4;
+    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"middle\">%.4g</text>\n", px(&f, xv),
+        f.y0 + f.h + 14, xv);
+  }
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\">seconds since the run started</text>\n",
+      f.x0 + f.w / 2, f.y0 + f.h + 30);
+  char title[160];
+  for (int i = 0; i < rv->n_attempts; i++) {
+    const ftl_rv_attempt *a = &rv->attempts[i];
+    double y = f.y0 + i * 34.0 + 6, h = 22;
+    double s = (double)(a->start_us - t0) / 1e6;
+    double end = (double)((a->end_us ? a->end_us : now_us) - t0) / 1e6;
+    double first = a->first_step_us ? (double)(a->first_step_us - t0) / 1e6 : end;
+    double fail = a->failure_us ? (double)(a->failure_us - t0) / 1e6 : end;
+    if (fail > end) fail = end;
+    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">attempt %d</text>\n", f.x0 - 6, y + 15,
+        a->attempt);
+    snprintf(title, sizeof title, "attempt %d start-up: %.1f s (launch to first step)", a->attempt, first - s);
+    bar(o, px(&f, s), y, px(&f, first) - px(&f, s), h, C_STARTUP, title);
+    /* Its phases (the slowest rank's each, so they need not add up to the whole), in shades along
+     * the start-up bar's lower half, scaled into it. */
+    double phase_sum = 0;
+    for (int k = 0; k < 5; k++)
+      phase_sum += a->phase_ms[k] > 0 ? a->phase_ms[k] : 0;
+    if (phase_sum > 0 && first > s) {
+      static const char *const names[5] = {"launch", "rendezvous", "MPI init", "communicator", "first step"};
+      static const char *const shades[5] = {"#219ebc", "#48cae4", "#0077b6", "#90e0ef", "#023e8a"};
+      double x = px(&f, s), span = px(&f, first) - px(&f, s);
+      for (int k = 0; k < 5; k++) {
+        if (!(a->phase_ms[k] > 0)) continue;
+        double w = span * a->phase_ms[k] / phase_sum;
+        snprintf(title, sizeof title, "attempt %d start-up, %s: %.0f ms (slowest rank)", a->attempt, names[k],
+                 a->phase_ms[k]);
+        bar(o, x, y + h / 2, w, h / 2, shades[k], title);
+        x += w;
+      }
+    }
+    snprintf(title, sizeof title, "attempt %d training: %.1f s", a->attempt, fail - first);
+    if (fail > first) bar(o, px(&f, first), y, px(&f, fail) - px(&f, first), h, C_TRAIN, title);
+    /* Stalls are not placed in time in the log; their total is drawn at the end of training. */
+    double stall = a->stall_ms / 1e3;
+    if (stall > 0 && fail > first) {
+      snprintf(title, sizeof title, "attempt %d checkpoint stalls: %.2f s in total", a->attempt, stall);
+      bar(o, px(&f, fail - stall), y + h - 6, px(&f, fail) - px(&f, fail - stall), 6, C_STALL, title);
+    }
+    int failed = !strcmp(a->outcome, "failed") || !strcmp(a->outcome, "interrupted");
+    if (failed && fail > first) {
+      double since = a->committed_us ? (double)(a->committed_us - t0) / 1e6 : first;
+      if (since < first) since = first;
+      snprintf(title, sizeof title, "attempt %d lost work: %.1f s since the last commit", a->attempt, fail - since);
+      bar(o, px(&f, since), y, px(&f, fail) - px(&f, since), h, C_LOST, title);
+    }
+    snprintf(title, sizeof title, "attempt %d teardown: %.1f s", a->attempt, end - fail);
+    bar(o, px(&f, fail), y, px(&f, end) - px(&f, fail), h, C_TEAR, title);
+    if (a->backoff_ms > 0) {
+      snprintf(title, sizeof title, "back-off before the next attempt: %.1f s", a->backoff_ms / 1e3);
+      bar(o, px(&f, end), y + 8, px(&f, end + a->backoff_ms / 1e3) - px(&f, end), 6, C_BACKOFF, title);
+    }
+    for (int k = 0; k < rv->n_commits; k++) {
+      if (rv->commits[k].attempt != a->attempt) continue;
+      double x = px(&f, (double)(rv->commits[k].t_us - t0) / 1e6);
+      put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#264653\" stroke-width=\"2\"/>\n", x,
+          y - 3, x, y + 3);
+    }
+    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">",
+        px(&f, end) + 4 > f.x0 + f.w - 90 ? f.x0 + f.w - 90 : px(&f, end) + 4, y + 15);
+    put_text(o, a->outcome[0] ? a->outcome : "running");
+    put(o, "</text>\n");
+  }
+  if (!rv->n_attempts) empty_note(o, &f, "no attempts yet");
+  put(o,
+      "<text x=\"110\" y=\"14\" class=\"legend\"><tspan fill=\"%s\">&#9632; start-up</tspan>  <tspan fill=\"%s\">"
+      "&#9632; training</tspan>  <tspan fill=\"%s\">&#9632; checkpoint stalls</tspan>  <tspan fill=\"%s\">&#9632; "
+      "lost work</tspan>  <tspan fill=\"%s\">&#9632; teardown</tspan>  <tspan fill=\"%s\">&#9632; back-off</tspan>  "
+      "<tspan fill=\"#264653\">| commit</tspan></text>\n</svg>\n",
+      C_STARTUP, C_TRAIN, C_STALL, C_LOST, C_TEAR, C_BACKOFF);
+}
+
+static void plot_goodput(out *o, const ftl_rv_goodput *g) {
+  svg_open(o, 1000, 110, "goodput breakdown");
+  struct {
+    const char *name, *color;
+    double ms;
+  } parts[] = {{"productive", C_TRAIN, g->productive_ms},   {"start-up", C_STARTUP, g->startup_ms},
+               {"checkpoint stalls", C_STALL, g->stall_ms}, {"lost work", C_LOST, g->lost_ms},
+               {"teardown", C_TEAR, g->teardown_ms},        {"back-off", C_BACKOFF, g->backoff_ms}};
+  double total = 0;
+  for (size_t i = 0; i < 6; i++)
+    total += parts[i].ms > 0 ? parts[i].ms : 0;
+  double x = 20, w = 960;
+  char title[128];
+  put(o, "<rect x=\"20\" y=\"20\" width=\"960\" height=\"36\" fill=\"#f1f1f1\" stroke=\"#444\"/>\n");
+  for (size_t i = 0; i < 6 && total > 0; i++) {
+    if (!(parts[i].ms > 0)) continue;
+    double pw = parts[i].ms / total * w;
+    snprintf(title, sizeof title, "%s: %.1f s (%.1f%%)", parts[i].name, parts[i].ms / 1e3, 100 * parts[i].ms / total);
+    bar(o, x, 20, pw, 36, parts[i].color, title);
+    if (pw > 70) {
+      put(o, "<text x=\"%.1f\" y=\"43\" class=\"barlabel\" text-anchor=\"middle\">%.0f%%</text>\n", x + pw / 2,
+          100 * parts[i].ms / total);
+    }
+    x += pw;
+  }
+  double lx = 20;
+  for (size_t i = 0; i < 6; i++) {
+    put(o,
+        "<rect x=\"%.1f\" y=\"72\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"82\" class=\"tick\">",
+        lx, parts[i].color, lx + 16);
+    put_text(o, parts[i].name);
+    put(o, " %.1f s</text>\n", parts[i].ms / 1e3);
+    lx += 160;
+  }
+  put(o, "</svg>\n");
+}
+
+static void plot_cadence(out *o, const ftl_runview *rv) {
+  int n = rv->n_cadences;
+  svg_open(o, 1000, 300, "checkpoint cadence over time: interval and M");
+  frame a = {.x0 = 84, .y0 = 20, .w = 386, .h = 220}, b = {.x0 = 620, .y0 = 20, .w = 350, .h = 220};
+  double *xs = ftl_calloc((size_t)(n ? n : 1), sizeof *xs), *iv = ftl_calloc((size_t)(n ? n : 1), sizeof *iv),
+         *mh = ftl_calloc((size_t)(n ? n : 1), sizeof *mh);
+  a.xmin = b.xmin = a.ymin = b.ymin = 0;
+  a.xmax = b.xmax = a.ymax = b.ymax = -INFINITY;
+  int64_t t0 = rv->run_start_us;
+  for (int i = 0; xs && iv && mh && i < n; i++) {
+    xs[i] = (double)(rv->cadences[i].t_us - t0) / 1e6;
+    iv[i] = (double)rv->cadences[i].interval_steps;
+    mh[i] = rv->cadences[i].mtbf_h;
+    if (xs[i] > a.xmax) a.xmax = b.xmax = xs[i];
+    if (iv[i] > a.ymax) a.ymax = iv[i];
+    if (mh[i] > b.ymax) b.ymax = mh[i];
+  }
+  fix_range(&a.xmin, &a.xmax);
+  fix_range(&b.xmin, &b.xmax);
+  fix_range(&a.ymin, &a.ymax);
+  fix_range(&b.ymin, &b.ymax);
+  axes(o, &a, "seconds since the run started", "checkpoint interval (steps)");
+  axes(o, &b, "seconds since the run started", "M: mean time between failures (h)");
+  if (n && xs && iv && mh) {
+    polyline(o, &a, xs, iv, n, "#6a4c93");
+    polyline(o, &b, xs, mh, n, "#e76f51");
+  } else {
+    empty_note(o, &a, "no cadence events");
+    empty_note(o, &b, "no cadence events");
+  }
+  put(o, "</svg>\n");
+  ftl_free(xs);
+  ftl_free(iv);
+  ftl_free(mh);
+}
+
+static void stamp(char *buf, size_t size, int64_t us) {
+  time_t s = (time_t)(us / 1000000);
+  struct tm tm;
+  gmtime_r(&s, &tm);
+  strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
+  ftl_runview rv;
+  ftl_runview_init(&rv, 1);
+  json_t *st = NULL;
+  ftl_err rc = ftl_runview_load(&rv, run_dir, d);
+  if (rc == FTL_ERR_NOTFOUND) rc = ftl_diag_fail(d, rc, "%s is not a run directory: it has no events.jsonl", run_dir);
+  if (rc) goto out;
+  if ((rc = ftl_status_build(run_dir, &st, d))) goto out;
+  int64_t now = ftl_wall_us();
+  ftl_rv_goodput g = ftl_runview_goodput(&rv, now);
+  char t[64];
+  put(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ftl report: ");
+  put_text(o, rv.job);
+  put(o, "</title>\n<style>\nbody{font-family:sans-serif;margin:24px;color:#222;background:#fff;max-width:1040px}\n"
+         "h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}\n"
+         "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#eee}\n"
+         "svg{display:block;margin:8px 0}.tick{font-size:11px;fill:#333}.axis{font-size:12px;fill:#111}\n"
+         ".legend{font-size:12px}.note{font-size:13px;fill:#888}.barlabel{font-size:12px;fill:#fff;font-weight:bold}\n"
+         ".ok{color:#2a9d8f}.bad{color:#d62828}\n</style></head><body>\n<h1>ftl run report: ");
+  put_text(o, rv.job);
+  put(o, "</h1>\n<p>Run directory <code>");
+  put_text(o, run_dir);
+  const json_t *ec = json_object_get(st, "exit_code");
+  put(o, "</code>. State: <b class=\"%s\">", json_is_integer(ec) && json_integer_value(ec) != 0 ? "bad" : "ok");
+  put_text(o, json_string_value(json_object_get(st, "state")));
+  if (json_is_integer(ec)) put(o, ", exit code %lld", (long long)json_integer_value(ec));
+  put(o, "</b> (");
+  put_text(o, json_string_value(json_object_get(st, "how")));
+  stamp(t, sizeof t, now);
+  put(o, "). Attempts: %d, restarts: %d, last committed step: %lld, goodput%s %.1f%%. Written %s.</p>\n", rv.n_attempts,
+      rv.restarts, (long long)json_integer_value(json_object_get(st, "last_committed_step")), g.final ? "" : " so far",
+      g.pct, t);
+  put(o, "<h2>Loss against step</h2>\n");
+  plot_loss(o, &rv);
+  put(o, "<h2>Attempts</h2>\n");
+  plot_timeline(o, &rv, now);
+  put(o, "<table><tr><th>attempt</th><th>launcher</th><th>started</th><th>seconds</th><th>outcome</th><th>cause</th>"
+         "<th>last step</th><th>committed</th><th>summary</th></tr>\n");
+  for (int i = 0; i < rv.n_attempts; i++) {
+    const ftl_rv_attempt *a = &rv.attempts[i];
+    stamp(t, sizeof t, a->start_us);
+    put(o, "<tr><td>%d</td><td>", a->attempt);
+    put_text(o, a->launcher);
+    put(o, "</td><td>%s</td><td>%.1f</td><td>", t, (double)((a->end_us ? a->end_us : now) - a->start_us) / 1e6);
+    put_text(o, a->outcome[0] ? a->outcome : "running");
+    put(o, "</td><td>");
+    put_text(o, a->cause);
+    put(o, "</td><td>%lld</td><td>%lld</td><td>", (long long)a->last_step, (long long)a->committed_step);
+    put_text(o, a->summary);
+    put(o, "</td></tr>\n");
+  }
+  put(o, "</table>\n<h2>Goodput</h2>\n");
+  plot_goodput(o, &g);
+  put(o, "<h2>Checkpoint cadence</h2>\n");
+  plot_cadence(o, &rv);
+  const json_t *cad = json_object_get(st, "cadence");
+  if (json_is_string(json_object_get(cad, "explanation"))) {
+    put(o, "<p>Latest decision: ");
+    put_text(o, json_string_value(json_object_get(cad, "explanation")));
+    put(o, "</p>\n");
+  }
+  const json_t *gate = json_object_get(st, "gate");
+  if (json_is_object(gate)) {
+    put(o, "<h2>Gate</h2>\n<p>%s: ", json_is_true(json_object_get(gate, "passed")) ? "passed" : "failed");
+    put_text(o, json_string_value(json_object_get(gate, "metric")) ? json_string_value(json_object_get(gate, "metric"))
+                                                                   : "");
+    put(o, " = %.6g (threshold %.6g)</p>\n", json_number_value(json_object_get(gate, "value")),
+        json_number_value(json_object_get(gate, "threshold")));
+  }
+  put(o, "</body></html>\n");
+  if (o->oom) rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing the report");
+out:
+  json_decref(st);
+  ftl_runview_free(&rv);
+  return rc;
+}
+
+int ftl_cmd_report(int argc, char **argv) {
+  static const struct option options[] = {
+      {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  const char *output = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
+    if (c == 'o')
+      output = optarg;
+    else if (c == 'h') {
+      fputs(ftl_report_help, stdout);
+      return FTL_EXIT_OK;
+    } else {
+      fputs("usage: ftl report RUNDIR [-o FILE]\n", stderr);
+      return FTL_EXIT_USAGE;
+    }
+  }
+  if (argc - optind != 1) {
+    fputs("usage: ftl report RUNDIR [-o FILE]\n", stderr);
+    return FTL_EXIT_USAGE;
+  }
+  const char *run_dir = argv[optind];
+  /* Not inside the run directory by default: that tree is ftl's own (docs/formats/run-dir.md). */
+  if (!output) output = "report.html";
+  out o = {0};
+  ftl_diag d = {{0}};
+  int exit_code = FTL_EXIT_OK;
+  if (build_page(run_dir, &o, &d)) {
+    fprintf(stderr, "ftl report: %s\n", d.msg);
+    exit_code = FTL_EXIT_USAGE;
+  } else if (ftl_write_file_atomic(output, o.data, o.len, &d)) {
+    fprintf(stderr, "ftl report: %s\n", d.msg);
+    exit_code = FTL_EXIT_INTERNAL;
+  } else {
+    printf("ftl report: wrote %s\n", output);
+  }
+  ftl_free(o.data);
+  return exit_code;
+}

@@ -1,0 +1,281 @@
+/* launcher/runview.c: folds a run's events into the operator's view (see runview.h). */
+#include "launcher/runview.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/jsonl.h"
+#include "core/rundir.h"
+#include "ftl/core.h"
+#include "launcher/goodput.h"
+#include "launcher/launcher.h"
+
+/* The event log of a long run can be large; a view of more than this is refused rather than
+ * read into memory whole. */
+#define RV_MAX_LOG_BYTES ((size_t)1 << 30)
+
+void ftl_runview_init(ftl_runview *rv, int keep_series) {
+  memset(rv, 0, sizeof *rv);
+  rv->keep_series = keep_series;
+  rv->exit_code = -1;
+  rv->committed_step = -1;
+  rv->latest.step = -1;
+  rv->latest.loss = NAN;
+  rv->latest.tokens_per_s = -1;
+}
+
+void ftl_runview_free(ftl_runview *rv) {
+  if (!rv) return;
+  ftl_free(rv->attempts);
+  ftl_free(rv->samples);
+  ftl_free(rv->commits);
+  ftl_free(rv->restart_marks);
+  ftl_free(rv->cadences);
+  memset(rv, 0, sizeof *rv);
+}
+
+/* Appends one element of size `size` to *arr (grown by doubling); NULL when out of memory. */
+static void *grow(void **arr, int *n, int *cap, size_t size) {
+  if (*n == *cap) {
+    int ncap = *cap ? *cap * 2 : 16;
+    void *p = ftl_realloc(*arr, (size_t)ncap * size);
+    if (!p) return NULL;
+    *arr = p;
+    *cap = ncap;
+  }
+  char *slot = (char *)*arr + (size_t)(*n)++ * size;
+  memset(slot, 0, size);
+  return slot;
+}
+
+/* Numbers from the log are clamped to +-2^53 (counts and microseconds far beyond any real run), so
+ * the arithmetic on them (differences, ETA) can never overflow, whatever bytes the file holds. */
+#define RV_INT_LIMIT 9007199254740992.0
+
+static int64_t jint(const json_t *o, const char *k, int64_t fb) {
+  const json_t *v = json_object_get(o, k);
+  double x;
+  if (json_is_integer(v))
+    x = (double)json_integer_value(v);
+  else if (json_is_real(v))
+    x = json_real_value(v);
+  else
+    return fb;
+  if (!(x == x)) return fb; /* NaN */
+  if (x > RV_INT_LIMIT) x = RV_INT_LIMIT;
+  if (x < -RV_INT_LIMIT) x = -RV_INT_LIMIT;
+  return (int64_t)x;
+}
+
+/* Attempt numbers, restarts, exit codes: small by nature; anything else is clamped into an int. */
+static int jsmall(const json_t *o, const char *k, int fb) {
+  int64_t v = jint(o, k, fb);
+  return v > 1000000000 ? 1000000000 : v < -1000000000 ? -1000000000 : (int)v;
+}
+
+static double jnum(const json_t *o, const char *k, double fb) {
+  const json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : fb;
+}
+
+static void jstr(const json_t *o, const char *k, char *out, size_t size) {
+  const json_t *v = json_object_get(o, k);
+  snprintf(out, size, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* The attempt record for number n: the latest with that number (a rerun of ftl on the same run
+ * directory starts at a new number, so numbers are unique in practice). */
+static ftl_rv_attempt *find_attempt(ftl_runview *rv, int n) {
+  for (int i = rv->n_attempts - 1; i >= 0; i--)
+    if (rv->attempts[i].attempt == n) return &rv->attempts[i];
+  return NULL;
+}
+
+void ftl_runview_add(ftl_runview *rv, const json_t *line) {
+  const char *ev = json_string_value(json_object_get(line, "event"));
+  if (!ev) return;
+  int64_t t = jint(line, "t_us", rv->last_us);
+  int n = jsmall(line, "attempt", 0);
+  if (t > rv->last_us) rv->last_us = t;
+  ftl_rv_attempt *a = find_attempt(rv, n);
+  if (!strcmp(ev, "run_start")) {
+    if (!rv->run_start_us) rv->run_start_us = t;
+    jstr(line, "job", rv->job, sizeof rv->job);
+    rv->running_run = 1;
+    rv->ended = 0;
+  } else if (!strcmp(ev, "run_end")) {
+    rv->running_run = 0;
+    rv->ended = 1;
+    rv->exit_code = jsmall(line, "exit_code", -1);
+  } else if (!strcmp(ev, "attempt_start")) {
+    a = grow((void **)&rv->attempts, &rv->n_attempts, &rv->cap_attempts, sizeof *a);
+    if (!a) return;
+    a->attempt = n;
+    a->start_us = t;
+    a->last_step = a->committed_step = -1;
+    jstr(line, "launcher", a->launcher, sizeof a->launcher);
+    if (!rv->job[0]) jstr(line, "job", rv->job, sizeof rv->job);
+  } else if (!strcmp(ev, "startup") && a) {
+    a->first_step_us = t;
+    a->startup_ms = jnum(line, "total_ms", 0);
+    static const char *const phases[5] = {"launch_ms", "rendezvous_ms", "mpi_init_ms", "comm_init_ms", "first_step_ms"};
+    for (int i = 0; i < 5; i++)
+      a->phase_ms[i] = jnum(line, phases[i], 0);
+  } else if (!strcmp(ev, "failure") && a) {
+    if (!a->failure_us) a->failure_us = t;
+  } else if (!strcmp(ev, "attempt_end") && a) {
+    a->end_us = t;
+    jstr(line, "outcome", a->outcome, sizeof a->outcome);
+    jstr(line, "cause", a->cause, sizeof a->cause);
+    jstr(line, "summary", a->summary, sizeof a->summary);
+    a->exit_code = jsmall(line, "exit_code", 0);
+    a->signal = jsmall(line, "signal", 0);
+    int64_t last = jint(line, "last_step", -1); /* heartbeats; a later progress report may know more */
+    if (last > a->last_step) a->last_step = last;
+    a->committed_step = jint(line, "committed_step", a->committed_step);
+  } else if (!strcmp(ev, "restart")) {
+    rv->restarts = jsmall(line, "restart", rv->restarts < 1000000000 ? rv->restarts + 1 : rv->restarts);
+    rv->max_restarts = jsmall(line, "max_restarts", rv->max_restarts);
+    if (a) a->backoff_ms = jnum(line, "backoff_ms", 0);
+    if (rv->keep_series) {
+      ftl_rv_mark *m = grow((void **)&rv->restart_marks, &rv->n_restart_marks, &rv->cap_restart_marks, sizeof *m);
+      if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = a ? a->committed_step : -1};
+    }
+  } else if (!strcmp(ev, "run_stopped")) {
+    jstr(line, "reason", rv->stop_reason, sizeof rv->stop_reason);
+  } else if (!strcmp(ev, "run_goodput")) {
+    rv->have_goodput = 1;
+    rv->gp_wall_ms = jnum(line, "wall_ms", 0);
+    rv->gp_productive_ms = jnum(line, "productive_ms", 0);
+    rv->gp_startup_ms = jnum(line, "startup_ms", 0);
+    rv->gp_stall_ms = jnum(line, "ckpt_stall_ms", 0);
+    rv->gp_lost_ms = jnum(line, "lost_work_ms", 0);
+    rv->gp_teardown_ms = jnum(line, "teardown_ms", 0);
+    rv->gp_backoff_ms = jnum(line, "backoff_ms", 0);
+    rv->gp_pct = jnum(line, "goodput_pct", 0);
+  } else if (!strcmp(ev, "ckpt_committed") && jsmall(line, "rank", 0) == 0) {
+    int64_t step = jint(line, "step", -1);
+    if (a && step > a->committed_step) {
+      a->committed_step = step;
+      a->committed_us = t;
+    }
+    if (step > rv->committed_step) rv->committed_step = step;
+    rv->committed_us = t;
+    if (rv->keep_series) {
+      ftl_rv_mark *m = grow((void **)&rv->commits, &rv->n_commits, &rv->cap_commits, sizeof *m);
+      if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = step};
+    }
+  } else if (!strcmp(ev, "ckpt_saved") && jsmall(line, "rank", 0) == 0 && a) {
+    a->stall_ms += ftl_goodput_saved_stall_ms(jnum(line, "stall_ms", 0), jnum(line, "wait_prev_ms", 0));
+  } else if (!strcmp(ev, "progress")) {
+    ftl_rv_sample s = {.t_us = t,
+                       .attempt = n,
+                       .step = jint(line, "step", -1),
+                       .total_steps = jint(line, "total_steps", 0),
+                       .loss = jnum(line, "loss", NAN),
+                       .tokens_per_s = jnum(line, "tokens_per_s", -1)};
+    if (rv->latest.step < 0 || rv->latest.attempt != n) rv->attempt_first = s;
+    rv->latest = s;
+    if (a && s.step > a->last_step) a->last_step = s.step;
+    if (rv->keep_series) {
+      ftl_rv_sample *p = grow((void **)&rv->samples, &rv->n_samples, &rv->cap_samples, sizeof *p);
+      if (p) *p = s;
+    }
+  } else if (!strcmp(ev, "cadence") && jsmall(line, "rank", 0) == 0) {
+    ftl_rv_cadence c = {.t_us = t,
+                        .step = jint(line, "step", -1),
+                        .interval_steps = jint(line, "interval_steps", 0),
+                        .step_s = jnum(line, "step_s", 0),
+                        .mtbf_h = jnum(line, "mtbf_h", 0),
+                        .daly_s = jnum(line, "daly_s", 0),
+                        .stall_s = jnum(line, "stall_s", 0),
+                        .waste = jnum(line, "waste", 0)};
+    rv->latest_cadence = c;
+    if (rv->keep_series) {
+      ftl_rv_cadence *p = grow((void **)&rv->cadences, &rv->n_cadences, &rv->cap_cadences, sizeof *p);
+      if (p) *p = c;
+    }
+  }
+}
+
+static ftl_err add_line(const char *line, size_t len, size_t line_no, void *ctx) {
+  (void)line_no;
+  json_error_t jerr;
+  json_t *o = json_loadb(line, len, 0, &jerr);
+  /* A torn line (a launcher killed mid-write) or a foreign one is skipped, not fatal. */
+  if (json_is_object(o)) ftl_runview_add(ctx, o);
+  json_decref(o);
+  return FTL_OK;
+}
+
+ftl_err ftl_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d) {
+  char path[PATH_MAX];
+  char *data = NULL;
+  size_t size = 0;
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_EVENTS))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
+  ftl_err rc = ftl_jsonl_read(path, RV_MAX_LOG_BYTES, 2000, &data, &size, d);
+  if (rc) return rc;
+  ftl_runview_add_log(rv, data, size);
+  ftl_free(data);
+  return FTL_OK;
+}
+
+void ftl_runview_add_log(ftl_runview *rv, const char *data, size_t size) {
+  (void)ftl_jsonl_each_line(data, size, add_line, rv); /* add_line never fails */
+}
+
+static ftl_attempt_outcome outcome_of(const char *name) {
+  static const char *const names[] = {"succeeded",     "failed",      "rendezvous_failed",
+                                      "launch_failed", "interrupted", "preempted"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcmp(names[i], name)) return (ftl_attempt_outcome)i;
+  return FTL_ATTEMPT_SUCCEEDED; /* still running: nothing is lost yet */
+}
+
+ftl_rv_goodput ftl_runview_goodput(const ftl_runview *rv, int64_t now_us) {
+  ftl_rv_goodput g = {0};
+  if (rv->have_goodput) {
+    g = (ftl_rv_goodput){.wall_ms = rv->gp_wall_ms,
+                         .productive_ms = rv->gp_productive_ms,
+                         .startup_ms = rv->gp_startup_ms,
+                         .stall_ms = rv->gp_stall_ms,
+                         .lost_ms = rv->gp_lost_ms,
+                         .teardown_ms = rv->gp_teardown_ms,
+                         .backoff_ms = rv->gp_backoff_ms,
+                         .pct = rv->gp_pct,
+                         .final = 1};
+    return g;
+  }
+  ftl_goodput total = {0};
+  for (int i = 0; i < rv->n_attempts; i++) {
+    const ftl_rv_attempt *a = &rv->attempts[i];
+    int64_t end = a->end_us ? a->end_us : now_us;
+    if (end < a->start_us) end = a->start_us;
+    ftl_attempt_result r = {.outcome = outcome_of(a->outcome),
+                            .first_step_ms = a->first_step_us ? (double)(a->first_step_us - a->start_us) / 1000 : -1,
+                            .failure_ms = a->failure_us ? (double)(a->failure_us - a->start_us) / 1000 : -1,
+                            .end_ms = (double)(end - a->start_us) / 1000,
+                            .committed_at_ms = a->committed_us ? (double)(a->committed_us - a->start_us) / 1000 : -1,
+                            .ckpt_stall_ms = a->stall_ms};
+    ftl_goodput one = ftl_goodput_of_attempt(&r, a->backoff_ms), sum = ftl_goodput_sum(&one, 1);
+    total.wall_ms += sum.wall_ms;
+    total.startup_ms += sum.startup_ms;
+    total.productive_ms += sum.productive_ms;
+    total.stall_ms += sum.stall_ms;
+    total.lost_ms += sum.lost_ms;
+    total.teardown_ms += sum.teardown_ms;
+    total.backoff_ms += sum.backoff_ms;
+  }
+  g = (ftl_rv_goodput){.wall_ms = total.wall_ms,
+                       .productive_ms = total.productive_ms,
+                       .startup_ms = total.startup_ms,
+                       .stall_ms = total.stall_ms,
+                       .lost_ms = total.lost_ms,
+                       .teardown_ms = total.teardown_ms,
+                       .backoff_ms = total.backoff_ms,
+                       .pct = ftl_goodput_pct(&total)};
+  return g;
+}

@@ -1,0 +1,107 @@
+/* launcher/runview.h: what a run's event log says, folded into one struct: the operator's view
+ * that `ftl run`'s progress line and metrics textfile (fed live, one event at a time), `ftl status`
+ * and `ftl report` (fed from RUNDIR/events.jsonl) all draw from. Reading the same events the same
+ * way keeps the four in agreement.
+ *
+ * Not here: drawing (progress.c, prom.c, status.c, report.c), the files other than the event
+ * log (status.c reads the checkpoints, the failure ledger and the verdict). */
+#ifndef FTL_LAUNCHER_RUNVIEW_H
+#define FTL_LAUNCHER_RUNVIEW_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+
+typedef struct ftl_rv_attempt {
+  int attempt;
+  int64_t start_us, end_us; /* attempt_start, attempt_end (0 while it runs) */
+  int64_t first_step_us;    /* the startup event: every rank past its first step (0: not yet) */
+  double startup_ms;        /* launch to first step (the startup event's total_ms) */
+  double phase_ms[5];       /* its slowest rank per phase: launch, rendezvous, MPI init, communicator, first step */
+  char launcher[16];        /* mpirun / srun */
+  char outcome[24];         /* attempt_end's; "" while it runs */
+  char cause[32];
+  int exit_code, signal;
+  int64_t last_step, committed_step;
+  double stall_ms;      /* checkpoint stalls (rank 0's ckpt_saved) */
+  int64_t committed_us; /* the last ckpt_committed of the attempt (0: none) */
+  int64_t failure_us;   /* its failure event (0: none) */
+  double backoff_ms;    /* the pause after it (its restart event), 0 if none */
+  char summary[256];
+} ftl_rv_attempt;
+
+typedef struct ftl_rv_sample { /* a progress event */
+  int64_t t_us;
+  int attempt;
+  int64_t step, total_steps;
+  double loss;         /* NaN when the program sent none */
+  double tokens_per_s; /* -1 when not known */
+} ftl_rv_sample;
+
+typedef struct ftl_rv_mark { /* a checkpoint commit or a restart */
+  int64_t t_us;
+  int attempt;
+  int64_t step;
+} ftl_rv_mark;
+
+typedef struct ftl_rv_cadence { /* a cadence event (the example fine-tune's checkpoint decisions) */
+  int64_t t_us;
+  int64_t step, interval_steps;
+  double step_s, mtbf_h, daly_s, stall_s, waste;
+} ftl_rv_cadence;
+
+typedef struct ftl_runview {
+  int keep_series; /* keep every sample/mark/cadence (report); else only the latest */
+  char job[128];
+  int64_t run_start_us, last_us; /* the first run_start, the latest event */
+  int running_run;               /* a run_start without its run_end yet */
+  int ended;                     /* a run_end was seen (the latest run_start's) */
+  int exit_code;                 /* the latest run_end's */
+  int restarts;                  /* restart events */
+  int max_restarts;
+  char stop_reason[64];     /* the latest run_stopped's */
+  ftl_rv_attempt *attempts; /* in order of attempt_start */
+  int n_attempts, cap_attempts;
+  ftl_rv_sample *samples;
+  int n_samples, cap_samples;
+  ftl_rv_mark *commits, *restart_marks;
+  int n_commits, cap_commits, n_restart_marks, cap_restart_marks;
+  ftl_rv_cadence *cadences;
+  int n_cadences, cap_cadences;
+  ftl_rv_sample latest;          /* the latest progress event (step -1: none) */
+  ftl_rv_sample attempt_first;   /* the first progress event of latest's attempt (the step rate) */
+  ftl_rv_cadence latest_cadence; /* interval_steps 0: none */
+  int64_t committed_step;        /* the highest committed step seen, -1 if none */
+  int64_t committed_us;
+  /* The run_goodput event, when there is one (the run ended). */
+  int have_goodput;
+  double gp_wall_ms, gp_productive_ms, gp_startup_ms, gp_stall_ms, gp_lost_ms, gp_teardown_ms, gp_backoff_ms, gp_pct;
+} ftl_runview;
+
+/* Starts an empty view. keep_series: 1 to keep every sample (ftl report), 0 for the latest only. */
+void ftl_runview_init(ftl_runview *rv, int keep_series);
+void ftl_runview_free(ftl_runview *rv);
+
+/* Folds one event line (an object with at least "event"; "t_us" and "attempt" when present) into
+ * the view. Unknown events and fields are ignored. Out of memory drops a series point, never fails. */
+void ftl_runview_add(ftl_runview *rv, const json_t *line);
+
+/* Folds an event log's bytes (JSON lines; lines that are not objects are skipped) into rv. Any
+ * bytes are accepted (tests/fuzz/fuzz_runview.c). */
+void ftl_runview_add_log(ftl_runview *rv, const char *data, size_t size);
+
+/* Reads RUNDIR/events.jsonl into rv (a torn last line is skipped). FTL_ERR_NOTFOUND when there is
+ * no event log. */
+ftl_err ftl_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d);
+
+/* The goodput breakdown: the run_goodput event's when there is one, else estimated from the
+ * attempts so far with the goodput arithmetic (launcher/goodput.c) up to now_us. */
+typedef struct ftl_rv_goodput {
+  double wall_ms, productive_ms, startup_ms, stall_ms, lost_ms, teardown_ms, backoff_ms, pct;
+  int final; /* 1: the run's own run_goodput */
+} ftl_rv_goodput;
+ftl_rv_goodput ftl_runview_goodput(const ftl_runview *rv, int64_t now_us);
+
+#endif

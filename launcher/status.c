@@ -1,0 +1,390 @@
+/* launcher/status.c: `ftl status` (see status.h).
+ *
+ * Running or ended is the run-directory lock first (RUNDIR/ftl.lock: a launcher holds it for its
+ * whole life, so a shared non-blocking flock fails exactly while one runs), the event log second
+ * (a run_start without its run_end) where there is no lock file (an older launcher). */
+#include "launcher/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/jsonl.h"
+#include "core/rundir.h"
+#include "ftl/core.h"
+#include "launcher/launcher.h"
+#include "launcher/runview.h"
+#ifdef FTL_HAVE_CKPT_IO
+#include "checkpoint/catalog.h"
+#endif
+
+const char ftl_status_help[] =
+    "ftl status: what a run is doing, or how it ended, from its run directory.\n"
+    "\n"
+    "  ftl status RUNDIR [--json]\n"
+    "\n"
+    "Prints: running or ended (and ftl's exit code), the progress rank 0 last reported, every attempt\n"
+    "with its outcome, the failures with their causes and hosts (failures.jsonl), the checkpoint\n"
+    "cadence and its inputs, the last committed step, the gate's verdict and the published version,\n"
+    "and the goodput breakdown. Running means a launcher holds RUNDIR/ftl.lock. It only reads, so it\n"
+    "is safe while the job runs.\n"
+    "\n"
+    "  --json   one JSON object instead (versioned; docs/formats/status.md)\n"
+    "\n"
+    "Exit codes: 0 printed, 2 usage error or RUNDIR is not a run directory (no events.jsonl).\n";
+
+/* 1: a launcher holds the lock; 0: nobody does; -1: no lock file (decide from the events). */
+static int lock_held(const char *run_dir) {
+  char path[PATH_MAX];
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK)) return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  int held = 0;
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0) held = errno == EWOULDBLOCK ? 1 : -1;
+  close(fd); /* releases our shared lock, if we got it */
+  return held;
+}
+
+typedef struct loader {
+  ftl_runview *rv;
+  json_t *cadence; /* the latest cadence event of rank 0, whole */
+  json_t *publish; /* the latest publish event */
+} loader;
+
+static ftl_err load_line(const char *line, size_t len, size_t line_no, void *ctx) {
+  (void)line_no;
+  loader *l = ctx;
+  json_t *o = json_loadb(line, len, 0, NULL);
+  if (json_is_object(o)) {
+    ftl_runview_add(l->rv, o);
+    const char *ev = json_string_value(json_object_get(o, "event"));
+    if (ev && !strcmp(ev, "cadence")) {
+      json_decref(l->cadence);
+      l->cadence = json_incref(o);
+    } else if (ev && !strcmp(ev, "publish")) {
+      json_decref(l->publish);
+      l->publish = json_incref(o);
+    }
+  }
+  json_decref(o);
+  return FTL_OK;
+}
+
+static const char *str_of(const json_t *o, const char *k) {
+  const char *s = json_string_value(json_object_get(o, k));
+  return s ? s : "";
+}
+
+static json_t *failures_of(const char *run_dir) {
+  char path[PATH_MAX];
+  char *data = NULL;
+  size_t size = 0;
+  ftl_diag ignored;
+  json_t *arr = json_array();
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) ||
+      ftl_jsonl_read(path, (size_t)64 << 20, 2000, &data, &size, &ignored) != FTL_OK)
+    return arr;
+  const char *p = data, *end = data + size;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    json_t *o = json_loadb(p, n, 0, NULL);
+    if (json_is_object(o) && !strcmp(str_of(o, "record"), "failure")) {
+      json_t *f = json_object();
+      static const char *const keys[] = {"attempt",   "cause",  "rank",     "host",    "step",
+                                         "exit_code", "signal", "bad_host", "message", "wall_us"};
+      for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *v = json_object_get(o, keys[i]);
+        if (v) json_object_set(f, keys[i], v);
+      }
+      json_array_append_new(arr, f);
+    }
+    json_decref(o);
+    p += n + 1;
+  }
+  ftl_free(data);
+  return arr;
+}
+
+static int64_t last_committed(const char *run_dir, int64_t from_events) {
+#ifdef FTL_HAVE_CKPT_IO
+  char base[PATH_MAX];
+  ck_step_entry *steps = NULL;
+  int n = 0;
+  ftl_diag ignored;
+  if (ftl_rundir_path(base, sizeof base, run_dir, FTL_RUNDIR_CHECKPOINTS) == FTL_OK &&
+      ck_list_steps(base, &steps, &n, &ignored) == FTL_OK) {
+    int64_t best = -1;
+    for (int i = 0; i < n; i++)
+      if (steps[i].state == CK_STEP_COMMITTED && steps[i].step > best) best = steps[i].step;
+    ftl_free(steps);
+    return best;
+  }
+#else
+  (void)run_dir;
+#endif
+  return from_events;
+}
+
+static json_t *verdict_of(const char *run_dir) {
+  char path[PATH_MAX];
+  char *data = NULL;
+  size_t len = 0;
+  ftl_diag ignored;
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_VERDICT) ||
+      ftl_read_file(path, 1 << 20, &data, &len, &ignored) != FTL_OK)
+    return json_null();
+  json_t *v = json_loadb(data, len, 0, NULL);
+  ftl_free(data);
+  if (!json_is_object(v)) {
+    json_decref(v);
+    return json_null();
+  }
+  json_t *out = json_object();
+  static const char *const keys[] = {"passed", "metric", "value", "threshold", "direction", "reason", "ended_at"};
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    json_t *x = json_object_get(v, keys[i]);
+    if (x) json_object_set(out, keys[i], x);
+  }
+  json_decref(v);
+  return out;
+}
+
+static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static const char *exit_meaning(int code) {
+  switch (code) {
+  case FTL_EXIT_OK: return "succeeded";
+  case FTL_EXIT_JOB_FAILED: return "the job failed";
+  case FTL_EXIT_USAGE: return "bad command line or job spec";
+  case FTL_EXIT_LAUNCH: return "the gang could not be started";
+  case FTL_EXIT_RDZV: return "the rendezvous deadline passed";
+  case FTL_EXIT_INTERNAL: return "ftl itself failed";
+  case FTL_EXIT_PREEMPTED: return "preempted: requeue, ftl run resumes";
+  case FTL_EXIT_SIGINT: return "stopped by SIGINT";
+  case FTL_EXIT_SIGTERM: return "stopped by SIGTERM";
+  default: return "unknown exit code";
+  }
+}
+
+ftl_err ftl_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
+  ftl_runview rv;
+  ftl_runview_init(&rv, 0);
+  loader l = {.rv = &rv};
+  char path[PATH_MAX];
+  char *data = NULL;
+  size_t size = 0;
+  json_t *doc = NULL;
+  ftl_err rc = FTL_OK;
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_EVENTS)) {
+    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
+    goto out;
+  }
+  rc = ftl_jsonl_read(path, (size_t)1 << 30, 2000, &data, &size, d);
+  if (rc == FTL_ERR_NOTFOUND) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s is not a run directory: it has no %s", run_dir,
+                       ftl_rundir_name(FTL_RUNDIR_EVENTS));
+    goto out;
+  }
+  if (rc) goto out;
+  if ((rc = ftl_jsonl_each_line(data, size, load_line, &l))) goto out;
+
+  int held = lock_held(run_dir);
+  int running = held == 1 || (held < 0 && rv.running_run);
+  const char *state = running ? "running" : rv.ended ? "ended" : rv.run_start_us ? "ended" : "new";
+  const char *how = running           ? "a launcher holds the run directory"
+                    : rv.ended        ? exit_meaning(rv.exit_code)
+                    : rv.run_start_us ? "the launcher ended without a run_end (killed?)"
+                                      : "never run";
+  int64_t now = ftl_wall_us();
+  doc = json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:i, s:i}", "version", FTL_STATUS_VERSION, "run_dir", run_dir, "job",
+                  rv.job, "state", state, "how", how, "lock_held", held < 0 ? json_null() : json_boolean(held == 1),
+                  "restarts", rv.restarts, "max_restarts", rv.max_restarts);
+  if (!doc) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  json_object_set_new(doc, "exit_code", !running && rv.ended ? json_integer(rv.exit_code) : json_null());
+  json_object_set_new(doc, "stop_reason", rv.stop_reason[0] ? json_string(rv.stop_reason) : json_null());
+  json_object_set_new(doc, "updated_us", json_integer(rv.last_us));
+  if (rv.latest.step >= 0)
+    json_object_set_new(doc, "progress",
+                        json_pack("{s:I, s:I, s:o, s:o, s:i, s:I}", "step", (json_int_t)rv.latest.step, "total_steps",
+                                  (json_int_t)rv.latest.total_steps, "loss", num_or_null(rv.latest.loss),
+                                  "tokens_per_s",
+                                  rv.latest.tokens_per_s >= 0 ? json_real(rv.latest.tokens_per_s) : json_null(),
+                                  "attempt", rv.latest.attempt, "t_us", (json_int_t)rv.latest.t_us));
+  else
+    json_object_set_new(doc, "progress", json_null());
+  json_t *attempts = json_array();
+  for (int i = 0; i < rv.n_attempts; i++) {
+    const ftl_rv_attempt *a = &rv.attempts[i];
+    int64_t end = a->end_us ? a->end_us : now;
+    json_array_append_new(attempts, json_pack("{s:i, s:s, s:I, s:o, s:f, s:s, s:s, s:i, s:i, s:I, s:I, s:s}", "attempt",
+                                              a->attempt, "launcher", a->launcher, "start_us", (json_int_t)a->start_us,
+                                              "end_us", a->end_us ? json_integer(a->end_us) : json_null(), "duration_s",
+                                              (double)(end - a->start_us) / 1e6, "outcome",
+                                              a->outcome[0] ? a->outcome : "running", "cause", a->cause, "exit_code",
+                                              a->exit_code, "signal", a->signal, "last_step", (json_int_t)a->last_step,
+                                              "committed_step", (json_int_t)a->committed_step, "summary", a->summary));
+  }
+  json_object_set_new(doc, "attempts", attempts);
+  json_object_set_new(doc, "failures", failures_of(run_dir));
+  json_t *cad = json_null();
+  if (l.cadence) {
+    cad = json_deep_copy(l.cadence);
+    json_object_del(cad, "ts");
+    json_object_del(cad, "event");
+  }
+  json_object_set_new(doc, "cadence", cad);
+  json_object_set_new(doc, "last_committed_step", json_integer(last_committed(run_dir, rv.committed_step)));
+  json_object_set_new(doc, "gate", verdict_of(run_dir));
+  json_t *pub = json_null();
+  if (l.publish) {
+    pub = json_object();
+    static const char *const keys[] = {"result", "name", "channel", "version", "message"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+      json_t *v = json_object_get(l.publish, keys[i]);
+      if (v) json_object_set(pub, keys[i], v);
+    }
+  }
+  json_object_set_new(doc, "published", pub);
+  ftl_rv_goodput g = ftl_runview_goodput(&rv, now);
+  json_object_set_new(doc, "goodput",
+                      json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "final", g.final, "wall_ms", g.wall_ms,
+                                "productive_ms", g.productive_ms, "startup_ms", g.startup_ms, "ckpt_stall_ms",
+                                g.stall_ms, "lost_work_ms", g.lost_ms, "teardown_ms", g.teardown_ms, "backoff_ms",
+                                g.backoff_ms, "goodput_pct", g.pct));
+  *out = doc;
+  doc = NULL;
+out:
+  json_decref(doc);
+  json_decref(l.cadence);
+  json_decref(l.publish);
+  ftl_free(data);
+  ftl_runview_free(&rv);
+  return rc;
+}
+
+static void when(char *buf, size_t size, int64_t us) {
+  time_t s = (time_t)(us / 1000000);
+  struct tm tm;
+  gmtime_r(&s, &tm);
+  strftime(buf, size, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+static const char *str(const json_t *o, const char *k) { return str_of(o, k); }
+
+static double num(const json_t *o, const char *k) {
+  const json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void print_human(const json_t *doc) {
+  printf("run directory: %s\njob: %s\n", str(doc, "run_dir"), str(doc, "job"));
+  const json_t *ec = json_object_get(doc, "exit_code");
+  if (json_is_integer(ec))
+    printf("state: %s: exit code %lld (%s)\n", str(doc, "state"), (long long)json_integer_value(ec), str(doc, "how"));
+  else
+    printf("state: %s (%s)\n", str(doc, "state"), str(doc, "how"));
+  if (json_is_string(json_object_get(doc, "stop_reason"))) printf("stopped: %s\n", str(doc, "stop_reason"));
+  const json_t *p = json_object_get(doc, "progress");
+  if (json_is_object(p)) {
+    printf("progress: step %.0f", num(p, "step"));
+    if (num(p, "total_steps") > 0) printf("/%.0f", num(p, "total_steps"));
+    if (isfinite(num(p, "loss"))) printf(", loss %.4f", num(p, "loss"));
+    if (isfinite(num(p, "tokens_per_s"))) printf(", %.0f tokens/s", num(p, "tokens_per_s"));
+    printf(" (attempt %.0f)\n", num(p, "attempt"));
+  }
+  const json_t *attempts = json_object_get(doc, "attempts");
+  printf("attempts: %zu, restarts: %.0f\n", json_array_size(attempts), num(doc, "restarts"));
+  size_t i;
+  const json_t *a;
+  json_array_foreach(attempts, i, a) {
+    char t[64];
+    when(t, sizeof t, (int64_t)num(a, "start_us"));
+    printf("  attempt %.0f  %-6s %s  %8.1f s  %-17s steps to %.0f, committed %.0f", num(a, "attempt"),
+           str(a, "launcher"), t, num(a, "duration_s"), str(a, "outcome"), num(a, "last_step"),
+           num(a, "committed_step"));
+    if (*str(a, "summary")) printf(": %s", str(a, "summary"));
+    printf("\n");
+  }
+  const json_t *failures = json_object_get(doc, "failures");
+  if (json_array_size(failures)) printf("failures: %zu\n", json_array_size(failures));
+  json_array_foreach(failures, i, a) {
+    printf("  attempt %.0f: %s, rank %.0f on host %s, step %.0f: %s\n", num(a, "attempt"), str(a, "cause"),
+           num(a, "rank"), str(a, "host"), num(a, "step"), str(a, "message"));
+  }
+  const json_t *c = json_object_get(doc, "cadence");
+  if (json_is_object(c)) {
+    printf("cadence: checkpoint every %.0f steps (at step %.0f; step %.3f s, stall %.3f s, MTBF %.1f h)\n",
+           num(c, "interval_steps"), num(c, "step"), num(c, "step_s"), num(c, "stall_s"), num(c, "mtbf_h"));
+    if (*str(c, "explanation")) printf("  %s\n", str(c, "explanation"));
+  }
+  double lc = num(doc, "last_committed_step");
+  if (lc >= 0)
+    printf("last committed step: %.0f\n", lc);
+  else
+    printf("last committed step: none\n");
+  const json_t *g = json_object_get(doc, "gate");
+  if (json_is_object(g))
+    printf("gate: %s (%s %.6g, threshold %.6g)%s%s\n", json_is_true(json_object_get(g, "passed")) ? "passed" : "failed",
+           str(g, "metric"), num(g, "value"), num(g, "threshold"), *str(g, "reason") ? ": " : "", str(g, "reason"));
+  const json_t *pub = json_object_get(doc, "published");
+  if (json_is_object(pub)) {
+    if (!strcmp(str(pub, "result"), "published"))
+      printf("published: %s@%s version %s\n", str(pub, "name"), str(pub, "channel"), str(pub, "version"));
+    else
+      printf("publish: %s %s\n", str(pub, "result"), str(pub, "message"));
+  }
+  const json_t *gp = json_object_get(doc, "goodput");
+  printf("goodput%s: %.1f%% of %.1f s: productive %.1f s, start-up %.1f s, checkpoint stalls %.1f s, lost work %.1f s, "
+         "teardown %.1f s, back-off %.1f s\n",
+         json_is_true(json_object_get(gp, "final")) ? "" : " so far", num(gp, "goodput_pct"), num(gp, "wall_ms") / 1e3,
+         num(gp, "productive_ms") / 1e3, num(gp, "startup_ms") / 1e3, num(gp, "ckpt_stall_ms") / 1e3,
+         num(gp, "lost_work_ms") / 1e3, num(gp, "teardown_ms") / 1e3, num(gp, "backoff_ms") / 1e3);
+}
+
+int ftl_cmd_status(int argc, char **argv) {
+  static const struct option options[] = {
+      {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  int json = 0, c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    if (c == 'j')
+      json = 1;
+    else if (c == 'h') {
+      fputs(ftl_status_help, stdout);
+      return FTL_EXIT_OK;
+    } else {
+      fputs("usage: ftl status RUNDIR [--json]\n", stderr);
+      return FTL_EXIT_USAGE;
+    }
+  }
+  if (argc - optind != 1) {
+    fputs("usage: ftl status RUNDIR [--json]\n", stderr);
+    return FTL_EXIT_USAGE;
+  }
+  ftl_diag d = {{0}};
+  json_t *doc = NULL;
+  if (ftl_status_build(argv[optind], &doc, &d)) {
+    fprintf(stderr, "ftl status: %s\n", d.msg);
+    return FTL_EXIT_USAGE;
+  }
+  if (json) {
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (text) printf("%s\n", text);
+    free(text);
+  } else {
+    print_human(doc);
+  }
+  json_decref(doc);
+  return FTL_EXIT_OK;
+}

@@ -1,0 +1,91 @@
+/* pipeline/package.h: the package `ftl publish` makes and the registry stores
+ * (docs/formats/package.md).
+ *
+ * A pax tar (libarchive's restricted pax) compressed with zstd (level 19, single-threaded),
+ * reproducible: MANIFEST.json first, then the files in byte order of their names; every entry a
+ * regular file, mode 0644, uid/gid 0, empty uname/gname, mtime 0, no atime/ctime. Files:
+ *   adapter_config.json, adapter_model.safetensors   the PEFT export (pipeline/peft.h)
+ *   verdict.json                                      the gate's verdict, as given
+ *   provenance.json                                   the caller's provenance object
+ * MANIFEST.json lists every other entry's name, size and SHA-256; the package's version id is the
+ * SHA-256 (64 hex digits) of the MANIFEST.json bytes, so it names the content, not the
+ * compression. Two packages of the same inputs are byte-identical.
+ *
+ * Reading (ftl_package_unpack) trusts nothing: only regular files named in the manifest, in its
+ * order, with its sizes; no '/', '..', absolute names, links, devices or FIFOs; no entry beyond the
+ * declared ones; every SHA-256 checked; the total bounded (a zstd bomb stops at the declared
+ * sizes). Files are written with O_EXCL|O_NOFOLLOW into a fresh temporary folder next to the
+ * target, which is renamed into place only when everything checked out.
+ *
+ * Thread-safety: reentrant. */
+#ifndef FTL_PIPELINE_PACKAGE_H
+#define FTL_PIPELINE_PACKAGE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+#include "pipeline/sha256.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FTL_PACKAGE_MANIFEST "MANIFEST.json"
+#define FTL_PACKAGE_FORMAT "ftl-package"
+#define FTL_PACKAGE_VERSION 1
+#define FTL_PACKAGE_VERDICT "verdict.json"
+#define FTL_PACKAGE_PROVENANCE "provenance.json"
+/* The file name packages get in the registry and in RUNDIR/package/. */
+#define FTL_PACKAGE_FILE "package.tar.zst"
+
+/* Limits of the reader; zero fields take the defaults. */
+typedef struct ftl_package_limits {
+  uint64_t max_total_bytes;    /* sum of the declared sizes; default 8 GiB */
+  uint64_t max_manifest_bytes; /* default 1 MiB */
+  size_t max_entries;          /* files in the manifest; default 64 */
+} ftl_package_limits;
+
+/* Builds a package from export_dir (adapter_config.json + adapter_model.safetensors), the
+ * verdict file (must hold "version": 1 and "passed": true, else FTL_ERR_STATE) and provenance
+ * (borrowed; written as provenance.json, sorted keys). Writes out_path atomically; the version id
+ * into id_out. */
+ftl_err ftl_package_build(const char *export_dir, const char *verdict_path, const json_t *provenance,
+                          const char *out_path, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+
+/* A parsed MANIFEST.json. */
+typedef struct ftl_package_file {
+  char *name;
+  uint64_t size;
+  char sha256[FTL_SHA256_HEX_LEN + 1];
+} ftl_package_file;
+typedef struct ftl_package_manifest {
+  ftl_package_file *files; /* sorted by name, unique */
+  size_t n_files;
+  char id[FTL_SHA256_HEX_LEN + 1]; /* SHA-256 of the bytes parsed */
+} ftl_package_manifest;
+
+/* Parses manifest bytes strictly (format, version, names from the allowed set of characters,
+ * sorted and unique, sizes within limits, the required files present). limits may be NULL. */
+ftl_err ftl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits,
+                                   ftl_package_manifest **out, ftl_diag *d);
+void ftl_package_manifest_free(ftl_package_manifest *m);
+
+/* Reads and checks the package at pkg_path. target_dir NULL: verify only (nothing written).
+ * Otherwise target_dir must not exist; it appears, complete and verified, or not at all.
+ * expected_id (or NULL) must equal the manifest's SHA-256. The id into id_out (may be NULL), the
+ * manifest bytes into *manifest_out (may be NULL; freed with ftl_free). Refusals are
+ * FTL_ERR_CORRUPT with a sentence naming the entry. */
+ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const char *expected_id,
+                           const ftl_package_limits *limits, char id_out[FTL_SHA256_HEX_LEN + 1], char **manifest_out,
+                           size_t *manifest_size_out, ftl_diag *d);
+
+/* The same checks over a package held in memory, verify only (the fuzz target's entry). */
+ftl_err ftl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits,
+                                  char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,205 @@
+/* pipeline/pipeline_cli.c: `ftl export`, `ftl registry`, `ftl promote`, `ftl rollback`
+ * (pipeline_cli.h, docs/cli.md). Each handler parses its own arguments (getopt_long), calls the
+ * library and turns its ftl_err into an exit code: 0, 1 (failed, reason on stderr), 2 (usage). */
+#include "pipeline/pipeline_cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ftl/core.h"
+#include "pipeline/package.h"
+#include "pipeline/peft.h"
+#include "pipeline/registry.h"
+
+const char ftl_export_help[] =
+    "ftl export: the run's final adapter in PEFT's layout (docs/formats/peft-export.md).\n"
+    "\n"
+    "  ftl export RUNDIR [-o DIR] [--base-name NAME]\n"
+    "\n"
+    "Reads RUNDIR/final (refused without a valid commit marker, final/COMMIT) and writes\n"
+    "adapter_model.safetensors and adapter_config.json into DIR (default RUNDIR/export).\n"
+    "--base-name sets base_model_name_or_path (default ftl-finetune-base-<base model hash>); vLLM\n"
+    "wants it to equal the served base model's name.\n"
+    "Exit codes: 0 written, 1 refused or failed (the reason on stderr), 2 usage.\n";
+
+const char ftl_registry_help[] =
+    "ftl registry: the adapter registry, a folder (docs/formats/registry.md).\n"
+    "\n"
+    "  ftl registry ls [NAME]                     adapters, their versions and channels\n"
+    "  ftl registry routes [--channel C]          one vLLM --lora-modules NAME@CHANNEL=PATH per channel\n"
+    "                                             (the version unpacked and verified on first use)\n"
+    "  ftl registry fetch NAME@VERSION|NAME@CHANNEL DIR   unpack a version, verified, into a new DIR\n"
+    "  ftl registry check NAME                    every pointer names a complete version; audit lines whole\n"
+    "  ftl registry publish NAME PACKAGE [--channel C] [--why TEXT]   store a package built elsewhere\n"
+    "\n"
+    "Every command takes --registry DIR (default $FTL_REGISTRY), --who TEXT (default $USER@host) and\n"
+    "--lock-timeout-ms MS (default 30000). VERSION is an id or a unique prefix of 8+ hex digits.\n"
+    "Exit codes: 0 success, 1 failed (the reason on stderr), 2 usage.\n";
+
+const char ftl_promote_help[] =
+    "ftl promote: point a channel at a published version.\n"
+    "\n"
+    "  ftl promote NAME VERSION --to CHANNEL [--why TEXT] [--registry DIR] [--who TEXT]\n"
+    "\n"
+    "The version must be complete in the registry; the channel's pointer is replaced atomically under\n"
+    "the registry's lock and the move is appended to NAME/audit.jsonl.\n"
+    "Exit codes: 0 success, 1 failed, 2 usage.\n";
+
+const char ftl_rollback_help[] = "ftl rollback: move a channel back to the version it pointed at before.\n"
+                                 "\n"
+                                 "  ftl rollback NAME --channel CHANNEL [--why TEXT] [--registry DIR] [--who TEXT]\n"
+                                 "\n"
+                                 "Repeated rollbacks walk further back through the channel's history.\n"
+                                 "Exit codes: 0 success, 1 failed (or nothing to roll back to), 2 usage.\n";
+
+static int usage(const char *text) {
+  fprintf(stderr, "usage: %s\n", text);
+  return 2;
+}
+
+static int fail(const char *what, ftl_err rc, const ftl_diag *d) {
+  fprintf(stderr, "ftl %s: %s (%s)\n", what, d->msg[0] ? d->msg : ftl_strerror(rc), ftl_err_name(rc));
+  return 1;
+}
+
+int ftl_cmd_export(int argc, char **argv) {
+  static const char *use = "ftl export RUNDIR [-o DIR] [--base-name NAME]";
+  static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                       {"base-name", required_argument, NULL, 'b'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  const char *out = NULL;
+  ftl_peft_opts po = {0};
+  int c;
+  optind = 0; /* 0, not 1: glibc then also forgets the state of an earlier getopt scan */
+  while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    if (c == 'o')
+      out = optarg;
+    else if (c == 'b')
+      po.base_model_name = optarg;
+    else if (c == 'h') {
+      printf("%s\n", use);
+      return 0;
+    } else
+      return usage(use);
+  }
+  if (optind != argc - 1) return usage(use);
+  ftl_diag d = {{0}};
+  ftl_err rc = ftl_peft_export_run(argv[optind], out, &po, &d);
+  if (rc) return fail("export", rc, &d);
+  printf("exported %s/final to %s\n", argv[optind], out ? out : "RUNDIR/export");
+  return 0;
+}
+
+/* --registry DIR / --who / --why, shared by the registry commands. */
+typedef struct reg_args {
+  ftl_registry_ref ref;
+  const char *why, *channel, *to;
+} reg_args;
+
+static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
+  static const struct option opts[] = {
+      {"registry", required_argument, NULL, 'r'}, {"who", required_argument, NULL, 'w'},
+      {"why", required_argument, NULL, 'y'},      {"channel", required_argument, NULL, 'c'},
+      {"to", required_argument, NULL, 't'},       {"lock-timeout-ms", required_argument, NULL, 'l'},
+      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  int c;
+  memset(ra, 0, sizeof *ra);
+  ra->ref.root = ftl_registry_root_from_env();
+  optind = 0; /* 0, not 1: glibc then also forgets the state of an earlier getopt scan */
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int64_t v;
+    switch (c) {
+    case 'r': ra->ref.root = optarg; break;
+    case 'w': ra->ref.who = optarg; break;
+    case 'y': ra->why = optarg; break;
+    case 'c': ra->channel = optarg; break;
+    case 't': ra->to = optarg; break;
+    case 'l':
+      if (ftl_parse_i64(optarg, 1, INT32_MAX, &v)) return usage(use);
+      ra->ref.lock_timeout_ms = v;
+      break;
+    case 'h': printf("%s\n", use); return 0;
+    default: return usage(use);
+    }
+  }
+  if (!ra->ref.root) {
+    fprintf(stderr, "ftl: no registry: give --registry DIR or set FTL_REGISTRY\n");
+    return 2;
+  }
+  return -1;
+}
+
+int ftl_cmd_promote(int argc, char **argv) {
+  static const char *use = "ftl promote NAME VERSION --to CHANNEL [--why TEXT] [--registry DIR]";
+  reg_args ra;
+  int r = parse_reg(argc, argv, &ra, use);
+  if (r >= 0) return r;
+  if (optind != argc - 2 || !ra.to) return usage(use);
+  ftl_diag d = {{0}};
+  ftl_err rc = ftl_registry_promote(&ra.ref, argv[optind], argv[optind + 1], ra.to, ra.why, &d);
+  if (rc) return fail("promote", rc, &d);
+  printf("%s@%s -> %s\n", argv[optind], ra.to, argv[optind + 1]);
+  return 0;
+}
+
+int ftl_cmd_rollback(int argc, char **argv) {
+  static const char *use = "ftl rollback NAME --channel CHANNEL [--why TEXT] [--registry DIR]";
+  reg_args ra;
+  int r = parse_reg(argc, argv, &ra, use);
+  if (r >= 0) return r;
+  if (optind != argc - 1 || !ra.channel) return usage(use);
+  char to[FTL_SHA256_HEX_LEN + 1];
+  ftl_diag d = {{0}};
+  ftl_err rc = ftl_registry_rollback(&ra.ref, argv[optind], ra.channel, ra.why, to, &d);
+  if (rc) return fail("rollback", rc, &d);
+  printf("%s@%s -> %s (rolled back)\n", argv[optind], ra.channel, to);
+  return 0;
+}
+
+int ftl_cmd_registry(int argc, char **argv) {
+  static const char *use =
+      "ftl registry ls [NAME] | routes [--channel C] | fetch NAME@VERSION|NAME@CHANNEL DIR | check NAME |\n"
+      "       publish NAME PACKAGE [--channel C] [--why TEXT]   (all take --registry DIR, default $FTL_REGISTRY)";
+  if (argc < 2) return usage(use);
+  if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    fputs(ftl_registry_help, stdout);
+    return 0;
+  }
+  /* Options may come before or after the subcommand: getopt moves the words to the end. */
+  reg_args ra;
+  int r = parse_reg(argc, argv, &ra, use);
+  if (r >= 0) return r;
+  if (optind >= argc) return usage(use);
+  const char *sub = argv[optind];
+  int n = argc - optind - 1;
+  char **pos = argv + optind + 1;
+  ftl_diag d = {{0}};
+  ftl_err rc;
+  if (!strcmp(sub, "ls")) {
+    if (n > 1) return usage(use);
+    rc = ftl_registry_list(&ra.ref, n ? pos[0] : NULL, stdout, &d);
+  } else if (!strcmp(sub, "routes")) {
+    if (n) return usage(use);
+    rc = ftl_registry_routes(&ra.ref, ra.channel, stdout, &d);
+  } else if (!strcmp(sub, "fetch")) {
+    if (n != 2) return usage(use);
+    rc = ftl_registry_fetch(&ra.ref, pos[0], pos[1], &d);
+    if (!rc) printf("fetched %s into %s\n", pos[0], pos[1]);
+  } else if (!strcmp(sub, "check")) {
+    size_t lines = 0;
+    if (n != 1) return usage(use);
+    rc = ftl_registry_check(&ra.ref, pos[0], &lines, &d);
+    if (!rc) printf("%s: consistent (%zu audit records)\n", pos[0], lines);
+  } else if (!strcmp(sub, "publish")) {
+    char id[FTL_SHA256_HEX_LEN + 1];
+    if (n != 2) return usage(use);
+    rc = ftl_registry_publish(&ra.ref, pos[0], pos[1], ra.channel, ra.why, id, &d);
+    if (!rc) printf("%s\n", id);
+  } else {
+    return usage(use);
+  }
+  if (rc) return fail("registry", rc, &d);
+  return 0;
+}

@@ -1,0 +1,32 @@
+/* pipeline/pipeline_cli.h: the pipeline's `ftl` subcommands (docs/cli.md). Each handler gets the
+ * arguments after `ftl` (argv[0] is the subcommand's name) and returns the process exit code:
+ * 0 success, 1 failure (the reason on stderr), 2 a bad command line.
+ *
+ *   ftl export RUNDIR [-o DIR] [--base-name NAME]
+ *   ftl registry ls [NAME] | routes [--channel C] | fetch NAME@VERSION|NAME@CHANNEL DIR | check NAME
+ *   ftl promote NAME VERSION --to CHANNEL [--why TEXT]
+ *   ftl rollback NAME --channel CHANNEL [--why TEXT]
+ *   ftl registry publish NAME PACKAGE [--channel C] [--why TEXT]   (a package built elsewhere)
+ * The registry is --registry DIR or $FTL_REGISTRY. */
+#ifndef FTL_PIPELINE_CLI_H
+#define FTL_PIPELINE_CLI_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* `ftl help NAME` texts. */
+extern const char ftl_export_help[];
+extern const char ftl_registry_help[];
+extern const char ftl_promote_help[];
+extern const char ftl_rollback_help[];
+
+int ftl_cmd_export(int argc, char **argv);
+int ftl_cmd_registry(int argc, char **argv);
+int ftl_cmd_promote(int argc, char **argv);
+int ftl_cmd_rollback(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

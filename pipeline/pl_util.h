@@ -1,0 +1,53 @@
+/* pipeline/pl_util.h: small helpers shared by the pipeline's files (internal to pipeline/):
+ * a growing text buffer, canonical JSON text, durable writes and crash points through the file
+ * seam (core/fs.h), the registry's lock, and folder removal.
+ *
+ * Not here: any format. */
+#ifndef FTL_PIPELINE_PL_UTIL_H
+#define FTL_PIPELINE_PL_UTIL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+
+/* A growing byte buffer; `bad` is set on the first failed allocation and stays set. */
+typedef struct pl_buf {
+  char *p;
+  size_t len, cap;
+  int bad;
+} pl_buf;
+void pl_buf_put(pl_buf *b, const void *data, size_t n);
+void pl_buf_putc(pl_buf *b, char c);
+void pl_buf_puts(pl_buf *b, const char *s);
+void pl_buf_printf(pl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* JSON as Python's json.dumps(indent=2, sort_keys=True) writes it (ASCII only), plus a final
+ * newline when newline is set. NUL-terminated, freed with ftl_free; NULL when out of memory. */
+char *pl_json_text(const json_t *j, int newline, size_t *len_out);
+
+/* tmp + fsync + rename + fsync(folder) through the file seam; crash_name (or NULL) is passed to
+ * ftl_crash_point halfway through. */
+ftl_err pl_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, ftl_diag *d);
+/* fsync of a folder. */
+ftl_err pl_fsync_dir(const char *dir, ftl_diag *d);
+/* A named crash point (FTL_CRASH_AT=name kills the process here); a no-op otherwise. */
+void pl_crash_point(const char *name);
+
+/* Appends rec as one line to path under an exclusive flock (deadline), fsynced. */
+ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeout_ms, ftl_diag *d);
+
+/* Opens (creating) path and takes an exclusive flock within timeout_ms; the fd into *fd_out. */
+ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d);
+void pl_unlock(int fd);
+
+/* Removes a folder that holds only plain files (what the pipeline's temporary folders hold),
+ * without following links. Errors are ignored: it is cleanup. */
+void pl_rmdir_files(const char *dir);
+
+/* True when name is a plain file name: 1-255 bytes of [A-Za-z0-9._-], not "." or "..", not
+ * starting with '.' unless allow_dot. */
+int pl_safe_name(const char *name, int allow_dot);
+
+#endif

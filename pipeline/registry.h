@@ -1,0 +1,101 @@
+/* pipeline/registry.h: the adapter registry, a folder (docs/formats/registry.md).
+ *
+ *   REGISTRY/<name>/versions/<id>/package.tar.zst   immutable: made as versions/.tmp-* and renamed
+ *   REGISTRY/<name>/versions/<id>/MANIFEST.json     the package's manifest (its SHA-256 is <id>)
+ *   REGISTRY/<name>/versions/<id>/adapter/          unpacked lazily (routes, fetch), verified
+ *   REGISTRY/<name>/channels/<channel>.json         a pointer, replaced atomically
+ *   REGISTRY/<name>/audit.jsonl                     who, when, action, from, to, why
+ *   REGISTRY/<name>/.lock                           flock, taken with a deadline around writes
+ *
+ * A version is never rewritten: publishing the same id again is a no-op success; a folder under
+ * that id with other content is refused. A channel only ever points at a complete version
+ * (checked under the lock before the pointer is written). Rollback moves a channel back to the
+ * version it pointed at before (its pointer keeps that history).
+ *
+ * Names: adapters and channels are 1-64 characters of [A-Za-z0-9._-], not starting with '.' or
+ * '-'; a channel name may not be 64 hex digits (that is a version id). A version may be given as
+ * its id or a unique prefix of at least 8 hex digits.
+ *
+ * Thread-safety: reentrant; processes coordinate through the lock. */
+#ifndef FTL_PIPELINE_REGISTRY_H
+#define FTL_PIPELINE_REGISTRY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ftl/error.h"
+#include "pipeline/sha256.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FTL_REGISTRY_CHANNEL_FORMAT "ftl-registry-channel"
+#define FTL_REGISTRY_VERSION 1
+#define FTL_REGISTRY_NAME_MAX 64
+
+/* Which registry, and who acts on it (all borrowed). */
+typedef struct ftl_registry_ref {
+  const char *root;        /* the registry folder (created on the first publish) */
+  const char *who;         /* recorded in pointers and the audit log; NULL: $USER@host */
+  int64_t lock_timeout_ms; /* deadline for the lock; 0: 30 s */
+} ftl_registry_ref;
+
+/* The registry folder from $FTL_REGISTRY (NULL when unset or empty). */
+const char *ftl_registry_root_from_env(void);
+
+/* True when s is a valid adapter or channel name (see above). */
+int ftl_registry_name_ok(const char *s);
+int ftl_registry_channel_ok(const char *s);
+
+/* Publishes the package file under name: checks it completely (ftl_package_unpack, verify only),
+ * stores it as versions/<id>/ (no-op when that version already exists with the same manifest),
+ * appends a "publish" audit line; when channel is not NULL also points it at the version (as
+ * ftl_registry_promote, under the same lock). id_out (may be NULL) gets the version id. */
+ftl_err ftl_registry_publish(const ftl_registry_ref *reg, const char *name, const char *package_path,
+                             const char *channel, const char *why, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+
+/* Points channel at version (an id or unique prefix), which must exist complete. */
+ftl_err ftl_registry_promote(const ftl_registry_ref *reg, const char *name, const char *version, const char *channel,
+                             const char *why, ftl_diag *d);
+
+/* Moves channel back to the version it pointed at before the last promote (FTL_ERR_STATE when it
+ * has none). The version now current into to_out (may be NULL). */
+ftl_err ftl_registry_rollback(const ftl_registry_ref *reg, const char *name, const char *channel, const char *why,
+                              char to_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+
+/* "NAME@VERSION" or "NAME@CHANNEL" -> the adapter name (into name_out, at least
+ * FTL_REGISTRY_NAME_MAX + 1 bytes) and the version id. A channel of that name wins over a version
+ * prefix. FTL_ERR_INVAL for a malformed spec, FTL_ERR_NOTFOUND when it does not resolve. */
+ftl_err ftl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char *name_out,
+                             char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+
+/* The unpacked, verified folder of a version (versions/<id>/adapter/, unpacked on first use)
+ * into out. */
+ftl_err ftl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, const char *id, char *out, size_t size,
+                                 ftl_diag *d);
+
+/* Unpacks spec's package into dir (must not exist), verified. */
+ftl_err ftl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir, ftl_diag *d);
+
+/* Human listing: adapters (or one), their versions and channels, to out. */
+ftl_err ftl_registry_list(const ftl_registry_ref *reg, const char *name, FILE *out, ftl_diag *d);
+
+/* One vLLM --lora-modules argument per channel ("NAME@CHANNEL=PATH"; only that channel when not
+ * NULL), PATH the unpacked version folder. */
+ftl_err ftl_registry_routes(const ftl_registry_ref *reg, const char *channel, FILE *out, ftl_diag *d);
+
+/* Checks one adapter's registry: every channel pointer parses and points at a complete version
+ * (its MANIFEST.json hashes to its id, its package is there), every audit line is whole JSON.
+ * The number of audit lines into *audit_lines (may be NULL). For tests and `ftl registry check`. */
+ftl_err ftl_registry_check(const ftl_registry_ref *reg, const char *name, size_t *audit_lines, ftl_diag *d);
+
+/* Parses a channel pointer (the fuzz target's entry): FTL_OK and the current/previous ids
+ * (previous "" when none), or FTL_ERR_CORRUPT. */
+ftl_err ftl_registry_channel_parse(const char *bytes, size_t size, char current[FTL_SHA256_HEX_LEN + 1],
+                                   char previous[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

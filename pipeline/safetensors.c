@@ -1,0 +1,449 @@
+/* pipeline/safetensors.c: the canonical safetensors writer and the strict reader (safetensors.h).
+ *
+ * Map: dtype table; sizes; JSON string escaping as serde_json does it; the encoder (layout order,
+ * header, padding, buffer); the parser (header bounds, JSON, entries, contiguity); accessors. */
+#include "pipeline/safetensors.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl/core.h"
+#include "pipeline/pl_util.h"
+
+static const struct {
+  const char *name;
+  int bits;
+} dtypes[FTL_ST_DTYPE_COUNT_] = {
+    {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6},     {"U8", 8},          {"I8", 8},
+    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
+    {"U16", 16},    {"F16", 16},    {"BF16", 16},   {"I32", 32},        {"U32", 32},        {"F32", 32},
+    {"C64", 64},    {"F64", 64},    {"I64", 64},    {"U64", 64},
+};
+
+const char *ftl_st_dtype_name(ftl_st_dtype t) { return (unsigned)t < FTL_ST_DTYPE_COUNT_ ? dtypes[t].name : NULL; }
+
+int ftl_st_dtype_bits(ftl_st_dtype t) { return (unsigned)t < FTL_ST_DTYPE_COUNT_ ? dtypes[t].bits : 0; }
+
+ftl_err ftl_st_dtype_parse(const char *name, ftl_st_dtype *out) {
+  for (int i = 0; i < FTL_ST_DTYPE_COUNT_; i++)
+    if (name && strcmp(name, dtypes[i].name) == 0) {
+      *out = (ftl_st_dtype)i;
+      return FTL_OK;
+    }
+  return FTL_ERR_INVAL;
+}
+
+ftl_err ftl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {
+  int bits = ftl_st_dtype_bits(dtype);
+  if (!bits || ndim < 0 || ndim > FTL_ST_MAX_DIMS) return FTL_ERR_INVAL;
+  uint64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0) return FTL_ERR_INVAL;
+    if (shape[i] > FTL_ST_MAX_VALUE) return FTL_ERR_RANGE;
+    uint64_t s = (uint64_t)shape[i];
+    if (s && n > (uint64_t)FTL_ST_MAX_VALUE / s) return FTL_ERR_RANGE;
+    n *= s;
+  }
+  /* n <= 2^48, bits <= 64: the product fits in 64 bits. */
+  uint64_t nbits = n * (uint64_t)bits;
+  if (nbits % 8) return FTL_ERR_INVAL;
+  if (nbits / 8 > (uint64_t)FTL_ST_MAX_VALUE) return FTL_ERR_RANGE;
+  *out = nbits / 8;
+  return FTL_OK;
+}
+
+/* ---- encoder ------------------------------------------------------------------------------- */
+
+/* A JSON string as serde_json writes it: '"' and '\\' escaped, the short escapes for \b \f \n \r
+ * \t, \u00xx (lowercase) for the other control bytes, everything else (UTF-8 included) as is. */
+static void put_json_string(pl_buf *b, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  pl_buf_putc(b, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    unsigned char c = *p;
+    switch (c) {
+    case '"': pl_buf_puts(b, "\\\""); break;
+    case '\\': pl_buf_puts(b, "\\\\"); break;
+    case '\b': pl_buf_puts(b, "\\b"); break;
+    case '\f': pl_buf_puts(b, "\\f"); break;
+    case '\n': pl_buf_puts(b, "\\n"); break;
+    case '\r': pl_buf_puts(b, "\\r"); break;
+    case '\t': pl_buf_puts(b, "\\t"); break;
+    default:
+      if (c < 0x20) {
+        char e[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+        pl_buf_puts(b, e);
+      } else {
+        pl_buf_putc(b, (char)c);
+      }
+    }
+  }
+  pl_buf_putc(b, '"');
+}
+
+static int by_layout(const void *x, const void *y) {
+  const ftl_st_tensor *a = *(const ftl_st_tensor *const *)x, *b = *(const ftl_st_tensor *const *)y;
+  if (a->dtype != b->dtype) return a->dtype > b->dtype ? -1 : 1; /* descending alignment */
+  return strcmp(a->name, b->name);
+}
+
+static int by_name_only(const void *x, const void *y) {
+  return strcmp((*(const ftl_st_tensor *const *)x)->name, (*(const ftl_st_tensor *const *)y)->name);
+}
+
+static int kv_by_key(const void *x, const void *y) {
+  return strcmp((*(const ftl_st_kv *const *)x)->key, (*(const ftl_st_kv *const *)y)->key);
+}
+
+ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
+                      size_t *out_size, ftl_diag *d) {
+  ftl_err rc = FTL_ERR_NOMEM;
+  const ftl_st_tensor **order = NULL;
+  const ftl_st_kv **mo = NULL;
+  pl_buf h = {0};
+  uint8_t *img = NULL;
+  *out = NULL;
+  *out_size = 0;
+  order = ftl_calloc(n ? n : 1, sizeof *order);
+  mo = ftl_calloc(n_meta ? n_meta : 1, sizeof *mo);
+  if (!order || !mo) goto fail_nomem;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t bytes;
+    const ftl_st_tensor *t = &tensors[i];
+    if (!t->name || strcmp(t->name, "__metadata__") == 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %zu has no name or the reserved name __metadata__", i);
+      goto out;
+    }
+    if (ftl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &bytes) || bytes != t->size_bytes || (bytes && !t->data)) {
+      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %s: dtype, shape and size (%" PRIu64 " bytes) do not agree", t->name,
+                         t->size_bytes);
+      goto out;
+    }
+    order[i] = t;
+  }
+  for (size_t i = 0; i < n_meta; i++) {
+    if (!meta[i].key || !meta[i].value) {
+      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "metadata entry %zu has no key or value", i);
+      goto out;
+    }
+    mo[i] = &meta[i];
+  }
+  qsort(order, n, sizeof *order, by_layout);
+  qsort(mo, n_meta, sizeof *mo, kv_by_key);
+  /* Names unique: checked in name order (the layout order groups by dtype first). */
+  qsort(order, n, sizeof *order, by_name_only);
+  for (size_t i = 1; i < n; i++)
+    if (strcmp(order[i - 1]->name, order[i]->name) == 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor name %s appears twice", order[i]->name);
+      goto out;
+    }
+  qsort(order, n, sizeof *order, by_layout);
+  for (size_t i = 1; i < n_meta; i++)
+    if (strcmp(mo[i - 1]->key, mo[i]->key) == 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "metadata key %s appears twice", mo[i]->key);
+      goto out;
+    }
+  pl_buf_putc(&h, '{');
+  if (n_meta) {
+    pl_buf_puts(&h, "\"__metadata__\":{");
+    for (size_t i = 0; i < n_meta; i++) {
+      if (i) pl_buf_putc(&h, ',');
+      put_json_string(&h, mo[i]->key);
+      pl_buf_putc(&h, ':');
+      put_json_string(&h, mo[i]->value);
+    }
+    pl_buf_putc(&h, '}');
+  }
+  uint64_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i || n_meta) pl_buf_putc(&h, ',');
+    put_json_string(&h, order[i]->name);
+    pl_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", ftl_st_dtype_name(order[i]->dtype));
+    for (int k = 0; k < order[i]->ndim; k++)
+      pl_buf_printf(&h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
+    pl_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
+    off += order[i]->size_bytes;
+    if (off > (uint64_t)FTL_ST_MAX_VALUE) {
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "the tensors add up to more than 2^48 bytes");
+      goto out;
+    }
+  }
+  pl_buf_putc(&h, '}');
+  while (!h.bad && h.len % 8)
+    pl_buf_putc(&h, ' ');
+  if (h.bad) goto fail_nomem;
+  size_t total = 8 + h.len + (size_t)off;
+  img = ftl_malloc(total ? total : 1);
+  if (!img) goto fail_nomem;
+  uint64_t hl = h.len;
+  for (int i = 0; i < 8; i++)
+    img[i] = (uint8_t)(hl >> (8 * i));
+  memcpy(img + 8, h.p, h.len);
+  size_t at = 8 + h.len;
+  for (size_t i = 0; i < n; i++) {
+    if (order[i]->size_bytes) memcpy(img + at, order[i]->data, (size_t)order[i]->size_bytes);
+    at += (size_t)order[i]->size_bytes;
+  }
+  *out = img;
+  *out_size = total;
+  img = NULL;
+  rc = FTL_OK;
+  goto out;
+fail_nomem:
+  rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory encoding a safetensors file");
+out:
+  ftl_free(img);
+  ftl_free(order);
+  ftl_free(mo);
+  ftl_free(h.p);
+  return rc;
+}
+
+ftl_err ftl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
+                     ftl_diag *d) {
+  uint8_t *img = NULL;
+  size_t size = 0;
+  ftl_err rc = ftl_st_encode(tensors, n, meta, n_meta, &img, &size, d);
+  if (rc == FTL_OK) rc = pl_write_atomic(path, img, size, NULL, d);
+  ftl_free(img);
+  return rc;
+}
+
+/* ---- parser -------------------------------------------------------------------------------- */
+
+struct ftl_st_file {
+  uint8_t *owned;
+  ftl_st_tensor *t; /* sorted by name; names owned */
+  size_t n;
+  ftl_st_kv *meta; /* sorted by key; strings owned */
+  size_t n_meta;
+};
+
+void ftl_st_free(ftl_st_file *f) {
+  if (!f) return;
+  for (size_t i = 0; i < f->n; i++)
+    ftl_free((void *)(uintptr_t)f->t[i].name);
+  for (size_t i = 0; i < f->n_meta; i++) {
+    ftl_free((void *)(uintptr_t)f->meta[i].key);
+    ftl_free((void *)(uintptr_t)f->meta[i].value);
+  }
+  ftl_free(f->t);
+  ftl_free(f->meta);
+  ftl_free(f->owned);
+  ftl_free(f);
+}
+
+typedef struct span {
+  uint64_t begin, end;
+  size_t idx;
+} span;
+
+static int span_cmp(const void *x, const void *y) {
+  const span *a = x, *b = y;
+  if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
+  if (a->end != b->end) return a->end < b->end ? -1 : 1;
+  return 0;
+}
+
+static int tensor_by_name(const void *x, const void *y) {
+  return strcmp(((const ftl_st_tensor *)x)->name, ((const ftl_st_tensor *)y)->name);
+}
+
+static int kv_cmp(const void *x, const void *y) {
+  return strcmp(((const ftl_st_kv *)x)->key, ((const ftl_st_kv *)y)->key);
+}
+
+/* An integer in [0, FTL_ST_MAX_VALUE], or -1. */
+static int64_t json_u48(const json_t *v) {
+  if (!json_is_integer(v)) return -1;
+  json_int_t x = json_integer_value(v);
+  return x < 0 || x > FTL_ST_MAX_VALUE ? -1 : (int64_t)x;
+}
+
+ftl_err ftl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
+  ftl_err rc = FTL_ERR_CORRUPT;
+  json_t *h = NULL;
+  ftl_st_file *f = NULL;
+  span *sp = NULL;
+  uint64_t max_header = limits && limits->max_header_bytes ? limits->max_header_bytes : 100000000u;
+  size_t max_tensors = limits && limits->max_tensors ? limits->max_tensors : 1000000u;
+  *out = NULL;
+  if (size < 8) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "shorter than the 8-byte header length (%zu bytes)", size);
+  uint64_t hl = 0;
+  for (int i = 0; i < 8; i++)
+    hl |= (uint64_t)bytes[i] << (8 * i);
+  if (hl > max_header)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "header length %" PRIu64 " is over the limit of %" PRIu64 " bytes", hl,
+                         max_header);
+  if (hl > size - 8)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "header length %" PRIu64 " runs past the end of the file (%zu bytes)", hl,
+                         size);
+  if (hl < 2 || bytes[8] != '{') return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header does not start with '{'");
+  json_error_t jerr;
+  h = json_loadb((const char *)bytes + 8, (size_t)hl, JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK, &jerr);
+  if (!h) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header is not valid JSON: %s (at byte %d)", jerr.text, jerr.position);
+    goto out;
+  }
+  if (!json_is_object(h)) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header is not a JSON object");
+    goto out;
+  }
+  /* With JSON_DISABLE_EOF_CHECK, position is how far the parser read; only padding may follow. */
+  for (size_t i = (size_t)jerr.position; i < hl; i++)
+    if (bytes[8 + i] != ' ') {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "byte %zu of the header after the JSON object is not a space padding", i);
+      goto out;
+    }
+  json_t *meta = json_object_get(h, "__metadata__");
+  size_t n = json_object_size(h) - (meta ? 1 : 0);
+  if (n > max_tensors) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%zu tensors is over the limit of %zu", n, max_tensors);
+    goto out;
+  }
+  f = ftl_calloc(1, sizeof *f);
+  if (!f) goto nomem;
+  f->t = ftl_calloc(n ? n : 1, sizeof *f->t);
+  sp = ftl_calloc(n ? n : 1, sizeof *sp);
+  if (!f->t || !sp) goto nomem;
+  if (meta) {
+    if (!json_is_object(meta)) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "__metadata__ is not an object");
+      goto out;
+    }
+    f->meta = ftl_calloc(json_object_size(meta) ? json_object_size(meta) : 1, sizeof *f->meta);
+    if (!f->meta) goto nomem;
+    const char *k;
+    json_t *v;
+    json_object_foreach(meta, k, v) {
+      if (!json_is_string(v)) {
+        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "__metadata__ value of %s is not a string", k);
+        goto out;
+      }
+      f->meta[f->n_meta].key = ftl_strdup(k);
+      f->meta[f->n_meta].value = ftl_strdup(json_string_value(v));
+      f->n_meta++;
+      if (!f->meta[f->n_meta - 1].key || !f->meta[f->n_meta - 1].value) goto nomem;
+    }
+    qsort(f->meta, f->n_meta, sizeof *f->meta, kv_cmp);
+  }
+  uint64_t buf = size - 8 - hl;
+  const char *name;
+  json_t *o;
+  json_object_foreach(h, name, o) {
+    if (o == meta) continue;
+    json_t *dt = json_object_get(o, "dtype"), *sh = json_object_get(o, "shape"),
+           *of = json_object_get(o, "data_offsets");
+    if (!json_is_object(o) || json_object_size(o) != 3 || !json_is_string(dt) || !json_is_array(sh) ||
+        !json_is_array(of) || json_array_size(of) != 2) {
+      rc = ftl_diag_fail(
+          d, FTL_ERR_CORRUPT,
+          "tensor %s is not exactly {\"dtype\": string, \"shape\": array, \"data_offsets\": [begin, end]}", name);
+      goto out;
+    }
+    ftl_st_tensor *t = &f->t[f->n];
+    if (ftl_st_dtype_parse(json_string_value(dt), &t->dtype)) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has an unknown dtype %s", name, json_string_value(dt));
+      goto out;
+    }
+    if (json_array_size(sh) > FTL_ST_MAX_DIMS) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has %zu dimensions (at most %d)", name, json_array_size(sh),
+                         FTL_ST_MAX_DIMS);
+      goto out;
+    }
+    t->ndim = (int)json_array_size(sh);
+    for (int k = 0; k < t->ndim; k++)
+      if ((t->shape[k] = json_u48(json_array_get(sh, (size_t)k))) < 0) {
+        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: dimension %d is not an integer in [0, 2^48)", name, k);
+        goto out;
+      }
+    if (ftl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &t->size_bytes)) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: its size overflows or does not end on a byte boundary", name);
+      goto out;
+    }
+    int64_t b0 = json_u48(json_array_get(of, 0)), b1 = json_u48(json_array_get(of, 1));
+    if (b0 < 0 || b1 < b0) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: data_offsets are not integers 0 <= begin <= end < 2^48", name);
+      goto out;
+    }
+    if ((uint64_t)(b1 - b0) != t->size_bytes) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "tensor %s: data_offsets span %" PRId64 " bytes, its dtype and shape need %" PRIu64, name,
+                         b1 - b0, t->size_bytes);
+      goto out;
+    }
+    if ((uint64_t)b1 > buf) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "tensor %s: data_offsets end at %" PRId64 ", past the %" PRIu64 " data bytes", name, b1, buf);
+      goto out;
+    }
+    t->name = ftl_strdup(name);
+    f->n++;
+    if (!t->name) goto nomem;
+    t->data = bytes + 8 + hl + b0;
+    sp[f->n - 1] = (span){(uint64_t)b0, (uint64_t)b1, f->n - 1};
+  }
+  if (f->n) qsort(sp, f->n, sizeof *sp, span_cmp);
+  uint64_t at = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    if (sp[i].begin != at) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "tensor %s starts at %" PRIu64 ", not where the previous one ends (%" PRIu64 "): %s",
+                         f->t[sp[i].idx].name, sp[i].begin, at, sp[i].begin < at ? "overlap" : "a hole");
+      goto out;
+    }
+    at = sp[i].end;
+  }
+  if (at != buf) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the tensors cover %" PRIu64 " of the %" PRIu64 " data bytes", at, buf);
+    goto out;
+  }
+  if (f->n) qsort(f->t, f->n, sizeof *f->t, tensor_by_name);
+  *out = f;
+  f = NULL;
+  rc = FTL_OK;
+  goto out;
+nomem:
+  rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory parsing a safetensors header");
+out:
+  ftl_free(sp);
+  ftl_st_free(f);
+  json_decref(h);
+  return rc;
+}
+
+ftl_err ftl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
+  char *data = NULL;
+  size_t size = 0;
+  *out = NULL;
+  ftl_err rc = ftl_read_file(path, max_bytes, &data, &size, d);
+  if (rc) return rc;
+  rc = ftl_st_parse((const uint8_t *)data, size, limits, out, d);
+  if (rc) {
+    ftl_diag_prefix(d, rc, "%s", path);
+    ftl_free(data);
+    return rc;
+  }
+  (*out)->owned = (uint8_t *)data;
+  return FTL_OK;
+}
+
+size_t ftl_st_count(const ftl_st_file *f) { return f ? f->n : 0; }
+const ftl_st_tensor *ftl_st_at(const ftl_st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
+const ftl_st_tensor *ftl_st_find(const ftl_st_file *f, const char *name) {
+  if (!f || !name || !f->n) return NULL;
+  ftl_st_tensor key = {.name = name};
+  return bsearch(&key, f->t, f->n, sizeof *f->t, tensor_by_name);
+}
+size_t ftl_st_meta_count(const ftl_st_file *f) { return f ? f->n_meta : 0; }
+const ftl_st_kv *ftl_st_meta_at(const ftl_st_file *f, size_t i) { return f && i < f->n_meta ? &f->meta[i] : NULL; }
+const char *ftl_st_meta_get(const ftl_st_file *f, const char *key) {
+  if (!f || !key || !f->n_meta) return NULL;
+  ftl_st_kv k = {.key = key};
+  const ftl_st_kv *r = bsearch(&k, f->meta, f->n_meta, sizeof *f->meta, kv_cmp);
+  return r ? r->value : NULL;
+}

@@ -1,0 +1,572 @@
+/* pipeline/snapshot.c: the data snapshot of a run (see snapshot.h, docs/formats/snapshot.md).
+ *
+ * Map: hashing one file (pipeline/sha256.h, OpenSSL's EVP); walking a folder into a sorted
+ * list of its files; building the record and its digest; parsing and checking a record;
+ * re-verifying the inputs and naming the first file that changed.
+ *
+ * Deliberately not here: any cache of hashes keyed by mtime (every verification re-reads every
+ * byte: an mtime can be restored with `touch -r`, and the inputs of a fine-tune are small next to
+ * its run time), and the registry's own content addressing (pipeline/registry.c). */
+#include "pipeline/snapshot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fs.h"
+#include "core/jsonl.h"
+#include "core/rundir.h"
+#include "ftl/core.h"
+#include "pipeline/sha256.h"
+
+#define MAX_FOLDER_FILES 100000
+
+/* Hashes an open file to its end; size and mtime come from the same descriptor. */
+static ftl_err hash_fd(int fd, const char *path, char hex_out[65], uint64_t *size_out, int64_t *mtime_ns_out,
+                       ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  ftl_sha256 *ctx = NULL;
+  unsigned char *buf = ftl_malloc(1 << 20);
+  uint64_t total = 0;
+  struct stat st;
+  if (!buf || ftl_sha256_begin(&ctx) != FTL_OK) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory hashing %s", path);
+    goto out;
+  }
+  if (fstat(fd, &st) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+    goto out;
+  }
+  for (;;) {
+    ssize_t got = read(fd, buf, 1 << 20);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+      goto out;
+    }
+    if (got == 0) break;
+    if ((rc = ftl_sha256_update(ctx, buf, (size_t)got))) {
+      ftl_diag_fail(d, rc, "SHA-256 of %s failed", path);
+      goto out;
+    }
+    total += (uint64_t)got;
+  }
+  rc = ftl_sha256_end(ctx, hex_out);
+  ctx = NULL;
+  if (rc) {
+    ftl_diag_fail(d, rc, "SHA-256 of %s failed", path);
+    goto out;
+  }
+  if (size_out) *size_out = total;
+  if (mtime_ns_out) *mtime_ns_out = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+out:
+  ftl_free(buf);
+  ftl_sha256_abort(ctx);
+  return rc;
+}
+
+static ftl_err sha256_text(const char *text, size_t len, char hex[65], ftl_diag *d) {
+  ftl_err rc = ftl_sha256_hex(text, len, hex);
+  return rc ? ftl_diag_fail(d, rc, "SHA-256 failed") : FTL_OK;
+}
+
+static ftl_err open_input(const char *path, int *fd_out, ftl_diag *d) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot read %s: %s", path,
+                         strerror(errno));
+  *fd_out = fd;
+  return FTL_OK;
+}
+
+/* ---- folders ------------------------------------------------------------------------------ */
+
+typedef struct name_list {
+  char **names; /* paths relative to the folder */
+  size_t count, cap;
+} name_list;
+
+static void name_list_free(name_list *l) {
+  for (size_t i = 0; i < l->count; i++)
+    ftl_free(l->names[i]);
+  ftl_free(l->names);
+  memset(l, 0, sizeof *l);
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Every regular file under root/rel, recursively (symbolic links followed). Anything else
+ * (a socket, a device) is refused: its bytes cannot be pinned. */
+static ftl_err walk(const char *root, const char *rel, name_list *l, int depth, ftl_diag *d) {
+  char dir_path[PATH_MAX];
+  if (ftl_fmt(dir_path, sizeof dir_path, "%s%s%s", root, rel[0] ? "/" : "", rel))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", root);
+  if (depth > 64) return ftl_diag_fail(d, FTL_ERR_RANGE, "%s: folders nested deeper than 64 levels", dir_path);
+  DIR *dir = opendir(dir_path);
+  if (!dir) return ftl_diag_fail(d, FTL_ERR_IO, "cannot list %s: %s", dir_path, strerror(errno));
+  ftl_err rc = FTL_OK;
+  struct dirent *e;
+  while ((e = readdir(dir))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char child_rel[PATH_MAX], child[PATH_MAX];
+    if (ftl_fmt(child_rel, sizeof child_rel, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) ||
+        ftl_fmt(child, sizeof child, "%s/%s", root, child_rel)) {
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", root);
+      break;
+    }
+    struct stat st;
+    if (stat(child, &st) != 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", child, strerror(errno));
+      break;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if ((rc = walk(root, child_rel, l, depth + 1, d))) break;
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "%s is neither a file nor a folder", child);
+      break;
+    }
+    if (l->count >= MAX_FOLDER_FILES) {
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s holds more than %d files", root, MAX_FOLDER_FILES);
+      break;
+    }
+    if (l->count == l->cap) {
+      size_t cap = l->cap ? l->cap * 2 : 64;
+      char **grown = ftl_realloc(l->names, cap * sizeof *grown);
+      if (!grown) {
+        rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+        break;
+      }
+      l->names = grown;
+      l->cap = cap;
+    }
+    if (!(l->names[l->count] = ftl_strdup(child_rel))) {
+      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+      break;
+    }
+    l->count++;
+  }
+  closedir(dir);
+  return rc;
+}
+
+/* One file's entry: {path, size, mtime_ns, sha256}. */
+static ftl_err file_entry(const char *path, const char *label, json_t **out, ftl_diag *d) {
+  int fd = -1;
+  char hex[65];
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  ftl_err rc = open_input(path, &fd, d);
+  if (rc) return rc;
+  rc = hash_fd(fd, path, hex, &size, &mtime_ns, d);
+  close(fd);
+  if (rc) return rc;
+  *out = json_pack("{s:s, s:I, s:I, s:s}", "path", label, "size", (json_int_t)size, "mtime_ns", (json_int_t)mtime_ns,
+                   "sha256", hex);
+  return *out ? FTL_OK : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+}
+
+/* A folder: its files sorted by byte order of their relative paths; its sha256 is the SHA-256 of
+ * the text "<sha256>  <relative path>\n" per file in that order (sha256sum's output). */
+static ftl_err folder_entry(const char *path, json_t *entry, ftl_diag *d) {
+  name_list l = {0};
+  json_t *files = json_array();
+  char *text = NULL;
+  size_t text_len = 0;
+  FILE *mem = NULL;
+  uint64_t total = 0;
+  int64_t newest = 0;
+  ftl_err rc = FTL_OK;
+  if (!files || !(mem = open_memstream(&text, &text_len))) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  if ((rc = walk(path, "", &l, 0, d))) goto out;
+  qsort(l.names, l.count, sizeof *l.names, cmp_names);
+  for (size_t i = 0; i < l.count; i++) {
+    char full[PATH_MAX];
+    json_t *f = NULL;
+    if (ftl_fmt(full, sizeof full, "%s/%s", path, l.names[i])) {
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", path);
+      goto out;
+    }
+    if ((rc = file_entry(full, l.names[i], &f, d))) goto out;
+    total += (uint64_t)json_integer_value(json_object_get(f, "size"));
+    json_int_t m = json_integer_value(json_object_get(f, "mtime_ns"));
+    if (m > newest) newest = m;
+    fprintf(mem, "%s  %s\n", json_string_value(json_object_get(f, "sha256")), l.names[i]);
+    json_array_append_new(files, f);
+  }
+  fclose(mem);
+  mem = NULL;
+  char hex[65];
+  if ((rc = sha256_text(text, text_len, hex, d))) goto out;
+  json_object_set_new(entry, "kind", json_string("folder"));
+  json_object_set_new(entry, "size", json_integer((json_int_t)total));
+  json_object_set_new(entry, "mtime_ns", json_integer(newest));
+  json_object_set_new(entry, "sha256", json_string(hex));
+  json_object_set(entry, "files", files);
+out:
+  if (mem) fclose(mem);
+  free(text);
+  json_decref(files);
+  name_list_free(&l);
+  return rc;
+}
+
+/* The entry of one input: {name, kind, path, size, mtime_ns, sha256[, files]}. */
+static ftl_err input_entry(const char *name, const char *path, json_t **out, ftl_diag *d) {
+  char abs[PATH_MAX];
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "input '%s': cannot read %s: %s", name,
+                         path, strerror(errno));
+  if (!realpath(path, abs))
+    return ftl_diag_fail(d, FTL_ERR_IO, "input '%s': cannot resolve %s: %s", name, path, strerror(errno));
+  ftl_err rc = FTL_OK;
+  json_t *e = NULL;
+  if (S_ISDIR(st.st_mode)) {
+    e = json_pack("{s:s, s:s}", "name", name, "path", abs);
+    if (!e) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    rc = folder_entry(abs, e, d);
+  } else if (S_ISREG(st.st_mode)) {
+    rc = file_entry(abs, abs, &e, d);
+    if (!rc) {
+      json_object_set_new(e, "name", json_string(name));
+      json_object_set_new(e, "kind", json_string("file"));
+    }
+  } else {
+    rc = ftl_diag_fail(d, FTL_ERR_INVAL, "input '%s': %s is neither a file nor a folder", name, path);
+  }
+  if (rc) {
+    json_decref(e);
+    if (strncmp(d ? d->msg : "", "input '", 7) != 0) ftl_diag_prefix(d, rc, "input '%s'", name);
+    return rc;
+  }
+  *out = e;
+  return FTL_OK;
+}
+
+char *ftl_snapshot_canonical(const json_t *j) {
+  return json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+}
+
+/* The digest of a record: SHA-256 of its canonical form without the "digest" member. */
+static ftl_err record_digest(const json_t *snap, char hex[65], ftl_diag *d) {
+  json_t *copy = json_deep_copy(snap);
+  if (!copy) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  json_object_del(copy, "digest");
+  char *text = ftl_snapshot_canonical(copy);
+  json_decref(copy);
+  if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  ftl_err rc = sha256_text(text, strlen(text), hex, d);
+  free(text);
+  return rc;
+}
+
+static void iso_time(int64_t wall_us, char out[32]) {
+  time_t t = (time_t)(wall_us / 1000000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+ftl_err ftl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
+                           const char *job_spec_hash, const json_t *gate_spec, json_t **out, ftl_diag *d) {
+  char when[32], hex[65];
+  ftl_err rc = FTL_OK;
+  iso_time(ftl_wall_us(), when);
+  json_t *snap = json_pack("{s:i, s:s, s:s, s:s, s:[]}", "version", FTL_SNAPSHOT_VERSION, "created_at", when, "job",
+                           job_name ? job_name : "", "job_spec_hash", job_spec_hash ? job_spec_hash : "", "inputs");
+  if (!snap) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  json_t *arr = json_object_get(snap, "inputs");
+  for (size_t i = 0; i < count; i++) {
+    json_t *e = NULL;
+    if ((rc = input_entry(inputs[i].name, inputs[i].path, &e, d))) goto out;
+    json_array_append_new(arr, e);
+  }
+  if (gate_spec) {
+    char *text = ftl_snapshot_canonical(gate_spec);
+    if (!text) {
+      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+      goto out;
+    }
+    rc = sha256_text(text, strlen(text), hex, d);
+    free(text);
+    if (rc) goto out;
+    json_object_set_new(snap, "gate", json_deep_copy(gate_spec));
+    json_object_set_new(snap, "gate_sha256", json_string(hex));
+  } else {
+    json_object_set_new(snap, "gate", json_null());
+    json_object_set_new(snap, "gate_sha256", json_string(""));
+  }
+  if ((rc = record_digest(snap, hex, d))) goto out;
+  json_object_set_new(snap, "digest", json_string(hex));
+  *out = snap;
+  snap = NULL;
+out:
+  json_decref(snap);
+  return rc;
+}
+
+ftl_err ftl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d) {
+  char path[PATH_MAX];
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_SNAPSHOT))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
+  char *text = json_dumps(snap, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+  if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  size_t n = strlen(text);
+  text[n] = '\n'; /* json_dumps leaves room for the NUL this replaces */
+  ftl_err rc = ftl_fs_write_atomic(path, text, n + 1, "snapshot_write", -1, -1, d);
+  free(text);
+  return rc;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+static int is_hex64(const json_t *v) {
+  const char *s = json_string_value(v);
+  if (!s || strlen(s) != 64) return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+  return 1;
+}
+
+static ftl_err check_file_entry(const json_t *f, const char *where, int top, ftl_diag *d) {
+  if (!json_is_object(f)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not an object", where);
+  const char *path = json_string_value(json_object_get(f, "path"));
+  if (!path || !path[0]) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: 'path' is not a string", where);
+  if (!top && (path[0] == '/' || strstr(path, "..")))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: 'path' must be relative to its folder", where);
+  if (!json_is_integer(json_object_get(f, "size")) || json_integer_value(json_object_get(f, "size")) < 0)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: 'size' is not an integer >= 0", where);
+  if (!json_is_integer(json_object_get(f, "mtime_ns")))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: 'mtime_ns' is not an integer", where);
+  if (!is_hex64(json_object_get(f, "sha256")))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: 'sha256' is not 64 lowercase hex digits", where);
+  return FTL_OK;
+}
+
+ftl_err ftl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
+  json_error_t jerr;
+  ftl_err rc = FTL_OK;
+  if (size > FTL_SNAPSHOT_MAX_BYTES) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "snapshot record too large");
+  json_t *snap = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
+  if (!snap) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "not JSON: %s (line %d)", jerr.text, jerr.line);
+  if (!json_is_object(snap)) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "not a JSON object");
+    goto out;
+  }
+  if ((rc = ftl_jsonl_check_version(snap, FTL_SNAPSHOT_VERSION, "", d))) goto out;
+  static const char *const strings[] = {"created_at", "job", "job_spec_hash", "gate_sha256", "digest"};
+  for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)
+    if (!json_is_string(json_object_get(snap, strings[i]))) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'%s' is not a string", strings[i]);
+      goto out;
+    }
+  json_t *gate = json_object_get(snap, "gate");
+  if (!json_is_null(gate) && !json_is_object(gate)) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'gate' is neither null nor an object");
+    goto out;
+  }
+  if (json_is_object(gate) && !is_hex64(json_object_get(snap, "gate_sha256"))) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'gate_sha256' is not 64 lowercase hex digits");
+    goto out;
+  }
+  json_t *inputs = json_object_get(snap, "inputs");
+  if (!json_is_array(inputs)) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'inputs' is not an array");
+    goto out;
+  }
+  for (size_t i = 0; i < json_array_size(inputs); i++) {
+    json_t *e = json_array_get(inputs, i);
+    char where[64];
+    snprintf(where, sizeof where, "inputs[%zu]", i);
+    if ((rc = check_file_entry(e, where, 1, d))) goto out;
+    const char *name = json_string_value(json_object_get(e, "name"));
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    if (!name || !name[0] || !kind || (strcmp(kind, "file") && strcmp(kind, "folder"))) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: needs a 'name' and a 'kind' (file or folder)", where);
+      goto out;
+    }
+    for (size_t k = 0; k < i; k++)
+      if (!strcmp(name, json_string_value(json_object_get(json_array_get(inputs, k), "name")))) {
+        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: input '%s' twice", where, name);
+        goto out;
+      }
+    if (!strcmp(kind, "folder")) {
+      json_t *files = json_object_get(e, "files");
+      if (!json_is_array(files)) {
+        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: a folder needs 'files'", where);
+        goto out;
+      }
+      for (size_t k = 0; k < json_array_size(files); k++) {
+        char fwhere[96];
+        snprintf(fwhere, sizeof fwhere, "%s.files[%zu]", where, k);
+        if ((rc = check_file_entry(json_array_get(files, k), fwhere, 0, d))) goto out;
+      }
+    }
+  }
+  char hex[65];
+  if ((rc = record_digest(snap, hex, d))) goto out;
+  if (strcmp(hex, json_string_value(json_object_get(snap, "digest"))) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "its digest does not match its content (edited after submission?)");
+    goto out;
+  }
+  *out = snap;
+  snap = NULL;
+out:
+  json_decref(snap);
+  return rc;
+}
+
+ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
+  char path[PATH_MAX];
+  char *data = NULL;
+  size_t size = 0;
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_SNAPSHOT))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
+  ftl_err rc = ftl_read_file(path, FTL_SNAPSHOT_MAX_BYTES, &data, &size, d);
+  if (rc) return rc;
+  rc = ftl_snapshot_parse(data, size, out, d);
+  ftl_free(data);
+  if (rc) ftl_diag_prefix(d, rc, "%s", path);
+  return rc;
+}
+
+/* ---- verification ------------------------------------------------------------------------- */
+
+static ftl_err changed(ftl_diag *d, const char *input, const char *file, const char *what) {
+  return ftl_diag_fail(d, FTL_ERR_CORRUPT, "input '%s' changed after submission: %s: %s", input, file, what);
+}
+
+static ftl_err compare_file(const char *input, const json_t *rec, const json_t *now, const char *file, ftl_diag *d) {
+  char what[256];
+  json_int_t s0 = json_integer_value(json_object_get(rec, "size")),
+             s1 = json_integer_value(json_object_get(now, "size"));
+  const char *h0 = json_string_value(json_object_get(rec, "sha256")),
+             *h1 = json_string_value(json_object_get(now, "sha256"));
+  if (s0 != s1) {
+    snprintf(what, sizeof what, "size %" JSON_INTEGER_FORMAT " bytes at submission, %" JSON_INTEGER_FORMAT " now", s0,
+             s1);
+    return changed(d, input, file, what);
+  }
+  if (strcmp(h0, h1) != 0) {
+    snprintf(what, sizeof what, "sha256 %.12s... at submission, %.12s... now", h0, h1);
+    return changed(d, input, file, what);
+  }
+  return FTL_OK;
+}
+
+ftl_err ftl_snapshot_verify(const json_t *snap, ftl_diag *d) {
+  const json_t *inputs = json_object_get(snap, "inputs");
+  for (size_t i = 0; i < json_array_size(inputs); i++) {
+    const json_t *rec = json_array_get(inputs, i);
+    const char *name = json_string_value(json_object_get(rec, "name"));
+    const char *path = json_string_value(json_object_get(rec, "path"));
+    const char *kind = json_string_value(json_object_get(rec, "kind"));
+    struct stat st;
+    if (stat(path, &st) != 0)
+      return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "input '%s' changed after submission: %s: %s", name, path,
+                           strerror(errno));
+    int is_folder = !strcmp(kind, "folder");
+    if (is_folder != !!S_ISDIR(st.st_mode))
+      return changed(d, name, path, is_folder ? "was a folder, is not one now" : "was a file, is a folder now");
+    json_t *now = NULL;
+    ftl_err rc;
+    if (!is_folder) {
+      rc = file_entry(path, path, &now, d);
+      if (rc) return rc;
+      rc = compare_file(name, rec, now, path, d);
+      json_decref(now);
+      if (rc) return rc;
+      continue;
+    }
+    now = json_object();
+    if (!now) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    if ((rc = folder_entry(path, now, d))) {
+      json_decref(now);
+      return rc;
+    }
+    /* Both lists are sorted: walk them together and name the first difference. */
+    const json_t *a = json_object_get(rec, "files"), *b = json_object_get(now, "files");
+    size_t ia = 0, ib = 0;
+    while (!rc && (ia < json_array_size(a) || ib < json_array_size(b))) {
+      const json_t *fa = json_array_get(a, ia), *fb = json_array_get(b, ib);
+      const char *pa = fa ? json_string_value(json_object_get(fa, "path")) : NULL;
+      const char *pb = fb ? json_string_value(json_object_get(fb, "path")) : NULL;
+      int c = !pa ? 1 : !pb ? -1 : strcmp(pa, pb);
+      char full[PATH_MAX];
+      const char *which = c <= 0 ? pa : pb;
+      snprintf(full, sizeof full, "%s/%s", path, which ? which : "");
+      if (c < 0)
+        rc = changed(d, name, full, "removed from the folder");
+      else if (c > 0)
+        rc = changed(d, name, full, "added to the folder");
+      else
+        rc = compare_file(name, fa, fb, full, d);
+      ia += c <= 0;
+      ib += c >= 0;
+    }
+    if (!rc &&
+        strcmp(json_string_value(json_object_get(rec, "sha256")), json_string_value(json_object_get(now, "sha256"))))
+      rc = changed(d, name, path, "the folder's digest differs");
+    json_decref(now);
+    if (rc) return rc;
+  }
+  return FTL_OK;
+}
+
+ftl_err ftl_snapshot_verify_run_dir(const char *run_dir, ftl_diag *d) {
+  json_t *snap = NULL;
+  ftl_err rc = ftl_snapshot_load(run_dir, &snap, d);
+  if (rc) return rc;
+  rc = ftl_snapshot_verify(snap, d);
+  json_decref(snap);
+  return rc;
+}
+
+const json_t *ftl_snapshot_find_input(const json_t *snap, const char *name) {
+  const json_t *inputs = json_object_get(snap, "inputs");
+  for (size_t i = 0; name && i < json_array_size(inputs); i++) {
+    const json_t *e = json_array_get(inputs, i);
+    const char *n = json_string_value(json_object_get(e, "name"));
+    if (n && !strcmp(n, name)) return e;
+  }
+  return NULL;
+}
+
+const char *ftl_snapshot_input_path(const json_t *snap, const char *name) {
+  return json_string_value(json_object_get(ftl_snapshot_find_input(snap, name), "path"));
+}
+
+const char *ftl_snapshot_input_sha256(const json_t *snap, const char *name) {
+  return json_string_value(json_object_get(ftl_snapshot_find_input(snap, name), "sha256"));
+}
+
+void ftl_snapshot_input_var(const json_t *input, char *out, size_t size) {
+  const char *name = json_string_value(json_object_get(input, "name"));
+  snprintf(out, size, "FTL_INPUT_%s", name ? name : "");
+  for (char *p = out; *p; p++)
+    if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+}
+
+const char *ftl_snapshot_digest(const json_t *snap) { return json_string_value(json_object_get(snap, "digest")); }
+
+const json_t *ftl_snapshot_gate(const json_t *snap) {
+  const json_t *g = json_object_get(snap, "gate");
+  return json_is_object(g) ? g : NULL;
+}
+
+const char *ftl_snapshot_gate_sha256(const json_t *snap) {
+  return json_string_value(json_object_get(snap, "gate_sha256"));
+}

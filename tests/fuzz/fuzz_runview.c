@@ -1,0 +1,46 @@
+/* tests/fuzz/fuzz_runview.c: libFuzzer harness for the reader of a run's event log behind `ftl
+ * status`, `ftl report`, the progress line and the metrics textfile (launcher/runview.c, and the
+ * formatters fed by it: progress.c, prom.c). events.jsonl is read from disk, where any bytes can lie
+ * (a torn line, another tool's lines, wrong types, huge numbers). Any bytes must fold without a
+ * crash, a leak or a hang, and the formatters must give NUL-terminated text; broken promises trap
+ * so the fuzzer keeps the input. Not covered: status.c's other files, report.c's page (tested by
+ * tests/launcher/ops_report.sh). */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ftl/core.h"
+#include "launcher/progress.h"
+#include "launcher/prom.h"
+#include "launcher/runview.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void require(int ok) {
+  if (!ok) __builtin_trap();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  ftl_runview rv;
+  ftl_runview_init(&rv, 1);
+  ftl_runview_add_log(&rv, (const char *)data, size);
+  require(rv.n_attempts >= 0 && rv.n_attempts <= rv.cap_attempts);
+  require(rv.n_samples <= rv.cap_samples);
+  char line[512];
+  memset(line, 'x', sizeof line);
+  ftl_progress_format(&rv, rv.last_us, line, sizeof line);
+  require(memchr(line, '\0', sizeof line) != NULL);
+  ftl_rv_goodput g = ftl_runview_goodput(&rv, rv.last_us);
+  (void)g;
+  char *text = NULL;
+  size_t len = 0;
+  ftl_diag d = {{0}};
+  if (ftl_prom_format(&rv, "fuzz\"job\\\n", 1, rv.last_us, &text, &len, &d) == FTL_OK) {
+    require(text != NULL && strlen(text) == len);
+    require(strstr(text, "job=\"fuzz\\\"job\\\\\\n\"") != NULL); /* the label escaped */
+    ftl_free(text);
+  }
+  ftl_runview_free(&rv);
+  return 0;
+}

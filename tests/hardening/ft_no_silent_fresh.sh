@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Issue 11, item 1: a run directory that ever committed a step never starts from scratch by itself.
+#  a. every committed step corrupt (one flipped tensor byte each): the run fails (all attempts and a
+#     rerun), naming the steps and shards, and never trains from step 0; the steps are kept, marked
+#     bad with the reason;
+#  b. FTL_CKPT_ALLOW_FRESH=1 (the documented flag) starts fresh and finishes;
+#  c. a missing shard (a storage blip) fails the restore without condemning the step: no
+#     manifest.json.bad; with the shard put back, the next run resumes from that step.
+. "$FTL_SOURCE_DIR/tests/hardening/lib.sh" || exit 1
+
+# a. Every committed step corrupt.
+ft_run ok.out r1 2
+expect_rc 0 ok.out
+steps=$(committed_steps r1)
+[ -n "$steps" ] || fail "the first run committed nothing"
+for s in $steps; do flip_tensor_byte r1 "$s" 0; done
+ev0=$(wc -l <r1/events.jsonl)
+ft_run corrupt.out r1 2
+[ "$RC" -ne 0 ] || { cat corrupt.out >&2; fail "a run whose every step is corrupt exited 0"; }
+expect_contains corrupt.out "none usable"
+expect_contains corrupt.out "checksum mismatch"
+expect_contains corrupt.out "shard-00000.h5"
+grep -q "starting at step 0" corrupt.out && fail "the run started from scratch"
+tail -n +"$((ev0 + 1))" r1/events.jsonl | grep -q '"ckpt_fresh_start"' && fail "a fresh start was recorded in the events"
+for s in $steps; do
+  sd=$(step_dir r1 "$s")
+  [ -f "$sd/manifest.json.bad" ] && [ -f "$sd/bad-reason.txt" ] || fail "step $s was not kept, marked bad"
+  [ -f "$sd/shard-00000.h5" ] || fail "step $s lost its data"
+  grep -q "checksum mismatch" "$sd/bad-reason.txt" || fail "step $s: no reason recorded"
+done
+[ -f r1/checkpoints/COMMITTED ] || fail "no commit marker in checkpoints/"
+# The rerun the docs recommend sees nothing committed any more: it must still refuse.
+ft_run rerun.out r1 2
+[ "$RC" -ne 0 ] || { cat rerun.out >&2; fail "the rerun started from scratch and exited 0"; }
+expect_contains rerun.out "none usable"
+expect_contains rerun.out "marked bad"
+expect_contains rerun.out "FTL_CKPT_ALLOW_FRESH"
+grep -q "starting at step 0" rerun.out && fail "the rerun started from scratch"
+
+# b. The documented flag: a fresh start, and the new run commits and finishes.
+FTL_CKPT_ALLOW_FRESH=1 ft_run fresh.out r1 2
+expect_rc 0 fresh.out
+expect_contains fresh.out "starting at step 0"
+[ -n "$(committed_steps r1)" ] || fail "the fresh run committed nothing"
+
+# c. A missing shard is not proof of corruption.
+ft_run t.out r2 2
+expect_rc 0 t.out
+steps=$(committed_steps r2)
+last=$(echo "$steps" | tail -n1)
+mkdir -p aside
+for s in $steps; do mv "$(step_dir r2 "$s")/shard-00001.h5" "aside/$s.h5"; done
+run_ftl blip.out run -n 2 --max-restarts 0 --run-dir r2 -- ftl-finetune "${FT_ARGS[@]}" --ckpt-every 7
+[ "$RC" -ne 0 ] || { cat blip.out >&2; fail "a run with every step missing a shard exited 0"; }
+expect_contains blip.out "shard-00001.h5: missing"
+grep -q "starting at step 0" blip.out && fail "the run started from scratch"
+for s in $steps; do
+  [ -f "$(step_dir r2 "$s")/manifest.json" ] || fail "step $s was condemned for a missing shard"
+  [ ! -e "$(step_dir r2 "$s")/manifest.json.bad" ] || fail "step $s marked bad for a missing shard"
+done
+for s in $steps; do mv "aside/$s.h5" "$(step_dir r2 "$s")/shard-00001.h5"; done
+ft_run back.out r2 2
+expect_rc 0 back.out
+expect_contains back.out "resumed from the checkpoint of step $last"
+echo "PASS"

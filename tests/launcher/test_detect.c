@@ -1,0 +1,297 @@
+/* tests/launcher/test_detect.c: the failure detectors (launcher/detect.c) driven by a fake clock:
+ * no process, socket or sleep. Each case sets what the launcher would know about the ranks at a
+ * moment and asks the detectors what they find then. */
+#include "ftl_test.h"
+#include "launcher/detect.h"
+
+static const ftl_detect_limits limits = {.startup_ms = 600000, .step_ms = 5000, .checkpoint_ms = 20000,
+                                         .node_ms = 10000};
+
+/* n ranks, two per host (h0, h1, ...), every agent connected and heard at t = 0, every rank at
+ * step 0 of its step section with progress at t = 0 (the clock starts at 1 s so 0 means "never"). */
+static void gang(ftl_rank_watch *r, int n) {
+  static const char *const hosts[] = {"h0", "h1", "h2", "h3"};
+  memset(r, 0, sizeof *r * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    r[i].host = hosts[i / 2];
+    r[i].has_agent = 1;
+    r[i].alive_ms = 1000;
+    r[i].progress_ms = 1000;
+    r[i].last_step = 0;
+    r[i].section = FTL_SECTION_STEP;
+    r[i].state = 'S';
+  }
+}
+
+static void test_lost_host(void) {
+  ftl_rank_watch r[4];
+  ftl_detection f;
+  gang(r, 4);
+  /* Every agent keeps reporting each second; h1's stop after t = 3 s. */
+  for (int64_t t = 1000; t <= 30000; t += 1000) {
+    for (int i = 0; i < 4; i++)
+      if (i < 2 || t <= 3000) r[i].alive_ms = t;
+    int found = ftl_detect_lost_host(r, 4, &limits, t, &f);
+    if (t < 3000 + limits.node_ms) {
+      CHECK_INT_EQ(found, 0);
+      continue;
+    }
+    CHECK_INT_EQ(found, 1);
+    CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
+    CHECK_INT_EQ(f.rank, -1);
+    CHECK_STR_EQ(f.host, "h1");
+    CHECK_STR_CONTAINS(f.message, "host h1 is lost: none of its 2 rank agents answered for 10.0 s");
+    CHECK_INT_EQ(t, 13000);
+    return;
+  }
+  FTL_TEST_FAIL_("the lost host was never found");
+}
+
+/* Agents report every second, each on its own phase: when one agent of a host is past node_s,
+ * its neighbour's last report may be a moment later. Both silent: the host is lost, not the
+ * first agent alone. */
+static void test_agents_a_moment_apart(void) {
+  ftl_rank_watch r[4];
+  ftl_detection f;
+  gang(r, 4);
+  r[2].alive_ms = 2000;
+  r[3].alive_ms = 2800; /* 0.8 s later */
+  r[0].alive_ms = r[1].alive_ms = 11990;
+  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 11999, &f), 0);
+  r[0].alive_ms = r[1].alive_ms = 12000;
+  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000, &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
+  CHECK_STR_EQ(f.host, "h1");
+
+  /* The neighbour still reports: the first agent alone is silent (stopped or starved). */
+  r[3].alive_ms = 11500;
+  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000, &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+  CHECK_INT_EQ(f.rank, 2);
+  CHECK(f.host == NULL);
+  CHECK_STR_CONTAINS(f.message, "has a silent agent for 10.0 s");
+
+  /* An agent that exited or whose connection closed is not silent. */
+  r[2].exited = 1;
+  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000, &f), 0);
+}
+
+static void test_hang_per_section(void) {
+  ftl_rank_watch r[4];
+  ftl_detection f;
+  gang(r, 4);
+  for (int i = 0; i < 4; i++) r[i].last_step = 7;
+  /* Rank 1 is inside a checkpoint (20 s allowed), the others wait for it in a collective. */
+  r[1].section = FTL_SECTION_CHECKPOINT;
+  r[1].progress_ms = 3000;
+  for (int i = 0; i < 4; i++)
+    if (i != 1) r[i].progress_ms = 2000;
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 6999, &f), 0);
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 7000, &f), 1); /* rank 0: step section, 5 s */
+  CHECK_INT_EQ(f.kind, FTL_FAIL_HANG);
+  CHECK_INT_EQ(f.rank, 0); /* all at step 7: the first silent one */
+  CHECK_STR_CONTAINS(f.message, "hung: no progress for 5.0 s in its step section (timeout 5.0 s; last step 7)");
+
+  /* The rank furthest behind is the culprit of a hung collective. */
+  r[3].last_step = 6;
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 7000, &f), 1);
+  CHECK_INT_EQ(f.rank, 3);
+
+  /* Only the checkpoint section is silent: its longer timeout applies. */
+  r[3].last_step = 7;
+  for (int i = 0; i < 4; i++)
+    if (i != 1) r[i].progress_ms = 22000;
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 22999, &f), 0);
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 23000, &f), 1);
+  CHECK_STR_CONTAINS(f.message, "in its checkpoint section (timeout 20.0 s");
+
+  /* Start-up: ranks that never made a step get the start-up timeout; ranks that never joined
+   * (progress 0) are the rendezvous deadline's, not a hang. */
+  gang(r, 2);
+  r[0].section = r[1].section = FTL_SECTION_STARTUP;
+  r[1].progress_ms = 0;
+  CHECK_INT_EQ(ftl_detect_hang(r, 2, &limits, 1000 + 599999, &f), 0);
+  CHECK_INT_EQ(ftl_detect_hang(r, 2, &limits, 1000 + 600000, &f), 1);
+  CHECK_INT_EQ(f.rank, 0);
+  CHECK_STR_CONTAINS(f.message, "start-up section");
+}
+
+static void test_stopped_process(void) {
+  ftl_rank_watch r[4];
+  ftl_detection f;
+  gang(r, 4);
+  for (int i = 0; i < 4; i++) r[i].last_step = 10;
+  r[0].last_step = 9;  /* behind, but running */
+  r[2].state = 'T';    /* SIGSTOPped: the evidence wins over "furthest behind" */
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 1000 + 5000, &f), 1);
+  CHECK_INT_EQ(f.rank, 2);
+  CHECK_STR_CONTAINS(f.message, "its process is stopped");
+  /* An exited rank is never named. */
+  r[2].exited = 1;
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 1000 + 5000, &f), 1);
+  CHECK_INT_EQ(f.rank, 0);
+}
+
+static void test_stragglers(void) {
+  ftl_rank_watch r[4];
+  ftl_straggler s[4];
+  gang(r, 4);
+  /* Nine reports each: not a full window yet. */
+  for (int k = 0; k < FTL_STRAGGLER_WINDOW - 1; k++)
+    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 30.0 : 10.0 + k % 2);
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+  for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 30.0 : 10.0);
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 1);
+  CHECK_INT_EQ(s[0].rank, 3);
+  CHECK(s[0].compute_ms == 30.0);
+  CHECK(s[0].others_median_ms >= 10.0 && s[0].others_median_ms <= 11.0);
+  r[3].straggler_reported = 1; /* reported once */
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+
+  /* 1.5x but under the absolute floor (2 ms more): a fast step's noise, not a straggler. */
+  gang(r, 4);
+  for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
+    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 3.5 : 2.0);
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+  /* Only the last window counts: a rank that was slow and recovered is not a straggler. */
+  for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
+    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], 20.0);
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+  /* One rank alone has nobody to be compared with. */
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 1, FTL_STRAGGLER_RATIO, s, 4), 0);
+}
+
+/* Agents whose connections closed without an exit report. */
+static void test_vanished(void) {
+  ftl_rank_watch r[6];
+  ftl_detection f;
+  gang(r, 6);
+  CHECK_INT_EQ(ftl_detect_vanished(r, 6, -1, "h0", &f), 0);
+  /* h2 goes first; mpirun then kills the agents on h1 a moment later: h2 is the lost host. */
+  r[4].has_agent = r[5].has_agent = 0;
+  r[4].lost_ns = 5000000;
+  r[5].lost_ns = 5000100;
+  r[2].has_agent = r[3].has_agent = 0;
+  r[2].lost_ns = r[3].lost_ns = 9000000;
+  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 4, "h0", &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
+  CHECK_STR_EQ(f.host, "h2");
+  CHECK_STR_CONTAINS(f.message, "host h2 is lost: all 2 of its rank agents vanished");
+  /* The launcher's own host is never the lost one. */
+  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 4, "h2", &f), 1);
+  CHECK_STR_EQ(f.host, "h1");
+  /* One agent of a host gone, its neighbour still there: that agent is lost, not the host. */
+  gang(r, 6);
+  r[3].has_agent = 0;
+  r[3].lost_ns = 7000000;
+  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 3, "h0", &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+  CHECK_INT_EQ(f.rank, 3);
+  /* An agent that reported its exit and then closed did not vanish. */
+  r[2].has_agent = 0;
+  r[2].exited = 1;
+  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 3, "h0", &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+}
+
+/* An agent that finished its rank late (exit 0 reported) is never missing heartbeats, and its exit
+ * report is its host answering: the host is not lost; a silent neighbour is one lost agent. */
+static void test_finished_agent_not_lost(void) {
+  ftl_rank_watch r[4];
+  ftl_detection f;
+  gang(r, 4);
+  /* Everyone reports until t = 20 s; rank 2 (h1) finishes at 20.5 s, after the others stopped
+   * reporting (they finished too); its connection then closes. */
+  for (int i = 0; i < 4; i++) r[i].alive_ms = 20000;
+  r[0].exited = r[1].exited = r[3].exited = 1;
+  r[0].has_agent = r[1].has_agent = r[3].has_agent = 0;
+  r[2].exited = 1;
+  r[2].alive_ms = 20500; /* the exit report is its last word */
+  for (int64_t t = 20000; t <= 60000; t += 500) CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, t, &f), 0);
+  /* Still connected after its exit report (the close not read yet): not silent either. */
+  r[2].has_agent = 1;
+  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 60000, &f), 0);
+  CHECK_INT_EQ(ftl_detect_vanished(r, 4, -1, "h0", &f), 0);
+
+  /* h1: rank 2 finished at 12 s (its exit report heard then); rank 3 silent since 2 s. The host
+   * answered 0.5 s ago: rank 3's agent is lost, not the host. */
+  gang(r, 4);
+  for (int i = 0; i < 4; i++) r[i].alive_ms = 12000;
+  r[2].exited = 1;
+  r[2].has_agent = 0;
+  r[3].alive_ms = 2000;
+  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12500, &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+  CHECK_INT_EQ(f.rank, 3);
+  CHECK(f.host == NULL);
+  /* Nothing heard from h1 for node_s since (rank 2's exit long ago): now the host is lost. */
+  r[0].alive_ms = r[1].alive_ms = 12000 + limits.node_ms;
+  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000 + limits.node_ms, &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
+  CHECK_STR_EQ(f.host, "h1");
+}
+
+/* A process its agent sees stopped (state T) is hung after FTL_DETECT_STOPPED_MS, whatever the
+ * step timeout; a momentary stop is not. */
+static void test_stopped_without_timeout(void) {
+  static const ftl_detect_limits slow = {.startup_ms = 600000, .step_ms = 180000, .checkpoint_ms = 600000,
+                                         .node_ms = 30000};
+  ftl_rank_watch r[4];
+  ftl_detection f;
+  gang(r, 4);
+  r[1].state = 'T';
+  r[1].stopped_ms = 2000;
+  r[1].last_step = 10;
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 2000 + FTL_DETECT_STOPPED_MS - 1, &f), 0);
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 2000 + FTL_DETECT_STOPPED_MS, &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_HANG);
+  CHECK_INT_EQ(f.rank, 1);
+  CHECK_STR_CONTAINS(f.message, "hung: its process is stopped (state T for 3.0 s");
+  CHECK_STR_CONTAINS(f.message, "no progress for 4.0 s in its step section (last step 10");
+  /* Running again: nothing. */
+  r[1].state = 'S';
+  r[1].stopped_ms = 0;
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 60000, &f), 0);
+  /* Stopped before it ever reported progress (a plain program, or before ftl_init). */
+  gang(r, 4);
+  r[0].progress_ms = 0;
+  r[0].state = 'T';
+  r[0].stopped_ms = 5000;
+  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 9000, &f), 1);
+  CHECK_INT_EQ(f.rank, 0);
+  CHECK_STR_CONTAINS(f.message, "no progress reported yet");
+}
+
+/* Ranks on one host: nothing to exclude; the laxer ratio for ranks sharing too few cores. */
+static void test_one_host_stragglers(void) {
+  ftl_rank_watch r[4];
+  ftl_straggler s[4];
+  gang(r, 4);
+  CHECK_INT_EQ(ftl_detect_one_host(r, 4), 0);
+  for (int i = 0; i < 4; i++) r[i].host = "vm";
+  CHECK_INT_EQ(ftl_detect_one_host(r, 4), 1);
+  r[3].host = NULL; /* not known yet: does not make a second host */
+  CHECK_INT_EQ(ftl_detect_one_host(r, 4), 1);
+  /* 4 ranks on 2 cores: one rank twice as slow for a window is time slicing, not a straggler. */
+  for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
+    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 40.0 : 20.0);
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 1);
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO_SHARED, s, 4), 0);
+  for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
+    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 60.0 : 20.0);
+  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO_SHARED, s, 4), 1);
+}
+
+int main(void) {
+  test_lost_host();
+  test_finished_agent_not_lost();
+  test_stopped_without_timeout();
+  test_one_host_stragglers();
+  test_agents_a_moment_apart();
+  test_hang_per_section();
+  test_stopped_process();
+  test_stragglers();
+  test_vanished();
+  printf("ok\n");
+  return 0;
+}

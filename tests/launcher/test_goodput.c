@@ -1,0 +1,72 @@
+/* tests/launcher/test_goodput.c: the goodput arithmetic (launcher/goodput.c). A checkpoint save's
+ * stall_ms already includes its wait for the previous checkpoint (wait_prev_ms): adding the two
+ * counted that wait twice and made productive time too small. */
+#include <math.h>
+
+#include "ftl_test.h"
+#include "launcher/goodput.h"
+
+#define CHECK_MS(a, b)                                                                          \
+  do {                                                                                          \
+    double a_ = (a), b_ = (b);                                                                  \
+    if (fabs(a_ - b_) > 1e-9) FTL_TEST_FAIL_("%s == %s (%.3f != %.3f)", #a, #b, a_, b_);        \
+  } while (0)
+
+static ftl_attempt_result attempt(ftl_attempt_outcome outcome) {
+  ftl_attempt_result r;
+  memset(&r, 0, sizeof r);
+  r.outcome = outcome;
+  r.first_step_ms = r.failure_ms = r.end_ms = r.committed_at_ms = -1;
+  return r;
+}
+
+int main(void) {
+  /* Two saves of 100 ms, each with 40 ms of waiting for the previous one inside it. */
+  ftl_attempt_result ok = attempt(FTL_ATTEMPT_SUCCEEDED);
+  ok.ckpt_stall_ms += ftl_goodput_saved_stall_ms(100, 40);
+  ok.ckpt_stall_ms += ftl_goodput_saved_stall_ms(100, 40);
+  CHECK_MS(ok.ckpt_stall_ms, 200);
+  CHECK_MS(ftl_goodput_saved_stall_ms(-1, 0), 0);
+  ok.first_step_ms = 1000;
+  ok.end_ms = 11000;
+  ftl_goodput g = ftl_goodput_of_attempt(&ok, 0);
+  CHECK_MS(g.startup_ms, 1000);
+  CHECK_MS(g.stall_ms, 200);
+  CHECK_MS(g.productive_ms, 10000 - 200);
+  CHECK_MS(g.lost_ms, 0);
+  CHECK_MS(g.teardown_ms, 0);
+
+  /* A failure at 8 s, last commit at 5 s, gang gone at 8.5 s, after a 250 ms back-off. */
+  ftl_attempt_result bad = attempt(FTL_ATTEMPT_FAILED);
+  bad.first_step_ms = 1000;
+  bad.committed_at_ms = 5000;
+  bad.failure_ms = 8000;
+  bad.end_ms = 8500;
+  bad.ckpt_stall_ms = 300;
+  ftl_goodput f = ftl_goodput_of_attempt(&bad, 250);
+  CHECK_MS(f.startup_ms, 1000);
+  CHECK_MS(f.lost_ms, 3000);
+  CHECK_MS(f.productive_ms, 7000 - 3000 - 300);
+  CHECK_MS(f.teardown_ms, 500);
+  CHECK_MS(f.backoff_ms, 250);
+
+  /* An attempt that never reached its first step is all start-up (and teardown). */
+  ftl_attempt_result early = attempt(FTL_ATTEMPT_RDZV_FAILED);
+  early.failure_ms = 5000;
+  early.end_ms = 5200;
+  ftl_goodput e = ftl_goodput_of_attempt(&early, 0);
+  CHECK_MS(e.startup_ms, 5000);
+  CHECK_MS(e.teardown_ms, 200);
+  CHECK_MS(e.productive_ms, 0);
+
+  ftl_goodput per[3] = {e, f, g};
+  ftl_goodput t = ftl_goodput_sum(per, 3);
+  CHECK_MS(t.wall_ms, 5200 + 8500 + 250 + 11000);
+  CHECK_MS(t.productive_ms, 3700 + 9800);
+  CHECK_MS(t.stall_ms, 500);
+  CHECK_MS(ftl_goodput_pct(&t), 100.0 * 13500 / 24950);
+  ftl_goodput none = {0};
+  CHECK_MS(ftl_goodput_pct(&none), 0);
+  printf("ok\n");
+  return 0;
+}

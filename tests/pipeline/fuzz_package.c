@@ -1,0 +1,31 @@
+/* tests/pipeline/fuzz_package.c: libFuzzer harness for the package reader (pipeline/package.h):
+ * the MANIFEST.json parser on the raw input, and the whole reader (tar, optionally zstd) in
+ * verify-only mode. Any input is refused with a message or accepted; nothing is written. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/package.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  ftl_diag d = {{0}};
+  ftl_package_manifest *m = NULL;
+  ftl_package_limits lim = {.max_total_bytes = 1 << 24};
+  if (ftl_package_manifest_parse(data, size, &lim, &m, &d) == FTL_OK) {
+    for (size_t i = 1; i < m->n_files; i++)
+      if (strcmp(m->files[i - 1].name, m->files[i].name) >= 0) abort();
+    ftl_package_manifest_free(m);
+  } else if (!d.msg[0]) {
+    abort();
+  }
+  char id[FTL_SHA256_HEX_LEN + 1];
+  d.msg[0] = '\0';
+  if (ftl_package_verify_memory(data, size, &lim, id, &d) == FTL_OK) {
+    if (!ftl_sha256_is_hex(id)) abort();
+  } else if (!d.msg[0]) {
+    abort();
+  }
+  return 0;
+}

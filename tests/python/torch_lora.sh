@@ -1,0 +1,29 @@
+# tests/python/torch_lora.sh: examples/torch-lora end to end through its own job spec (2 ranks):
+# trains, commits checkpoints through the Python binding, writes a valid PEFT adapter; then the
+# same job preempted (SIGTERM to `ftl run`) commits a checkpoint and exits 75, and resumed it ends
+# with the same adapter bytes.
+. "$(dirname "$0")/torch_lib.sh" || exit 1
+run_ftl out run --run-dir rd "$FTL_SOURCE_DIR/examples/torch-lora/job.yaml"
+expect_rc 0 out
+expect_contains rd/attempt-0000/rank-00000.out "done: 120 steps"
+check_peft rd/export
+[ -n "$(ls rd/checkpoints/step-*/manifest.json 2>/dev/null)" ] || fail "no committed checkpoint"
+
+# Preemption: SIGTERM once a checkpoint is committed; the job saves, commits, and asks for a requeue.
+ftl run -n 2 --run-dir pre -- "$TL_TRAIN" --steps 120 --ckpt-every 10 --step-ms 40 >pre.out 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  ls pre/checkpoints/step-*/manifest.json >/dev/null 2>&1 && break
+  sleep 0.05
+done
+kill -TERM $pid
+wait $pid
+RC=$?
+expect_rc 75 pre.out
+expect_contains pre/attempt-0000/rank-00000.out "stop requested; checkpoint"
+run_ftl pre2.out run -n 2 --run-dir pre -- "$TL_TRAIN" --steps 120 --ckpt-every 10
+expect_rc 0 pre2.out
+grep -rq "resumed from step" pre/attempt-*/rank-00000.out || fail "the requeued job did not resume"
+same_adapter rd/export pre/export
+expect_no_leftovers
+echo ok

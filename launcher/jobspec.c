@@ -74,6 +74,8 @@ static const ftl_yb_field restart_fields[] = {
     {.key = "max_backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, max_backoff_ms), .max = 86400,
      .def = 30 * 1000},
     {.key = "crash_loop", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, crash_loop), .min = 1, .max = 1000, .def = 3},
+    {.key = "probe_port", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, probe_port), .min = 1, .max = 65535,
+     .def = 22},
 };
 static const ftl_yb_section restart_section = FTL_YB_SECTION_OF(restart_fields);
 

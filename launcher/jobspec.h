@@ -46,6 +46,8 @@ typedef struct ftl_job {
   int64_t max_backoff_ms;   /* `restart.max_backoff_s`: cap of the pause; default 30 s */
   int crash_loop;           /* `restart.crash_loop`: failures in a row without progress past the
                                same step that stop the job; default 3 */
+  int probe_port;           /* `restart.probe_port`: the TCP port that tells whether a host is
+                               there after ranks never started (hostprobe.h); default 22 (ssh) */
   /* `timeouts:` how long a rank may be silent before it is called hung, by section */
   int64_t startup_timeout_ms;    /* `timeouts.startup_s`: launch to first step; default 600 s */
   int64_t step_timeout_ms;       /* `timeouts.step_s`: between progress reports; default 180 s */

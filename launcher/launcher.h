@@ -68,6 +68,9 @@ typedef struct ftl_attempt_result {
   char bad_host[64];        /* a host to leave out of the next attempt, "" if none */
   char bad_host_addrs[512]; /* its IPv4 addresses as its agents reported them, space-separated */
   char suspect_host[64];    /* a straggler's host, "" if none */
+  int never_started;        /* ranks whose agents had not started when the launch deadline ended
+                               the attempt (mpirun may wait silently for a host it cannot reach);
+                               0 otherwise */
   int64_t last_step;        /* highest step any rank reported, -1 if none */
   int64_t restored_step;    /* the step the ranks restored, -1 if none reported */
   int64_t committed_step;   /* highest committed checkpoint step reported, -1 if none */

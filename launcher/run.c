@@ -24,6 +24,7 @@
 #include "ftl/core.h"
 #include "launcher/goodput.h"
 #include "launcher/hostfile.h"
+#include "launcher/hostprobe.h"
 #include "launcher/launcher.h"
 #include "launcher/policy.h"
 #ifdef FTL_HAVE_SNAPSHOT
@@ -136,45 +137,88 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
   fleet_append(job, &rec);
 }
 
+/* The probe's deadline, all hosts at once (hostprobe.h): a host that answers at all does so in
+ * well under a second; this is paid only after an attempt whose ranks never started. */
+#define HOST_PROBE_TIMEOUT_MS 2000
+
 /* After an attempt that mpirun could not place (it failed with no rank to blame, or ranks never
- * started by the launch deadline), hostfile hosts whose names do not resolve on this host, where
- * mpirun's ssh resolves them, are unreachable: Open MPI starts a daemon on every host of the
- * hostfile, spares included, so one such name fails every attempt. Each is left out like a blamed
- * host (named in the output and, as bad_host, in the ledger); spares then take over. Only after a
- * failure: a name that ssh alone knows (an alias in its config) is never left out of a gang that
+ * started by the launch deadline), hostfile hosts that cannot be reached are left out: Open MPI
+ * starts a daemon on every host of the hostfile, spares included, so one such host fails every
+ * attempt. Two kinds: names that do not resolve on this host, where mpirun's ssh resolves them;
+ * and, when ranks never started by the launch deadline (mpirun waits silently for a daemon it
+ * cannot start), hosts that do not answer a TCP connection to restart.probe_port (a black-holed
+ * host: its network is down). Each is left out like a blamed host (named in the output and, as
+ * bad_host, in the ledger); spares then take over. Only after a failure: a name that ssh alone
+ * knows (an alias in its config) or a port a firewall drops is never left out of a gang that
  * starts. Returns how many hosts were left out; the first is res's bad host. */
-static int leave_out_unreachable(host_plan *plan, ftl_attempt_result *res, ftl_events *events, int attempt) {
+static int leave_out_unreachable(host_plan *plan, ftl_attempt_result *res, ftl_events *events, int attempt,
+                                 int probe_port) {
   int launch_failed = (res->outcome == FTL_ATTEMPT_FAILED && res->kind == FTL_FAIL_LAUNCHER) ||
                       res->outcome == FTL_ATTEMPT_RDZV_FAILED;
   int found = 0;
-  if (!launch_failed || res->bad_host[0]) return 0;
+  int *gai = NULL, *probe_err = NULL;
+  const char **probed = NULL;
+  size_t n_probed = 0;
+  if (!launch_failed || res->bad_host[0] || plan->count == 0) goto out;
+  gai = ftl_calloc(plan->count, sizeof *gai);
+  probe_err = ftl_calloc(plan->count, sizeof *probe_err);
+  probed = ftl_calloc(plan->count, sizeof *probed);
+  if (!gai || !probe_err || !probed) goto out; /* nothing is known: no host is left out */
+  for (size_t i = 0; i < plan->count; i++) {
+    if (plan->hosts[i].bad) continue;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    gai[i] = getaddrinfo(plan->hosts[i].name, NULL, &hints, &ai);
+    if (ai) freeaddrinfo(ai);
+    if (gai[i] == 0) probed[n_probed++] = plan->hosts[i].name;
+  }
+  if (res->never_started > 0 && n_probed > 0) {
+    int *err = ftl_calloc(n_probed, sizeof *err);
+    if (err) {
+      ftl_hostprobe_run(probed, n_probed, probe_port, HOST_PROBE_TIMEOUT_MS, err);
+      /* probed[] holds the resolvable good hosts in plan order: map the answers back. */
+      for (size_t i = 0, k = 0; i < plan->count && k < n_probed; i++)
+        if (!plan->hosts[i].bad && gai[i] == 0) probe_err[i] = err[k++];
+    }
+    ftl_free(err);
+  }
   char names[512] = "";
   size_t used = 0;
   for (size_t i = 0; i < plan->count; i++) {
     ftl_policy_host *h = &plan->hosts[i];
-    if (h->bad) continue;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int gai = getaddrinfo(h->name, NULL, &hints, &ai);
-    if (ai) freeaddrinfo(ai);
-    if (gai == 0) continue;
+    if (h->bad || (gai[i] == 0 && probe_err[i] == 0)) continue;
     h->bad = 1;
     if (!found++) {
       /* Cut at 63 bytes at worst: the host is already left out above; these only name it. */
       (void)ftl_fmt(res->bad_host, sizeof res->bad_host, "%s", h->name);
       (void)ftl_fmt(res->root_host, sizeof res->root_host, "%s", h->name);
     }
-    if (used < sizeof names) used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", h->name);
-    FTL_LOG(FTL_LOG_ERROR, "launcher", "host %s cannot be reached: its name does not resolve (%s); leaving it out",
-            h->name, gai_strerror(gai));
-    ftl_events_write(events, "host_unreachable", attempt,
-                     json_pack("{s:s, s:s}", "host", h->name, "reason", gai_strerror(gai)));
+    char reason[160], why[64];
+    if (gai[i] != 0) {
+      (void)ftl_fmt(reason, sizeof reason, "%s", gai_strerror(gai[i])); /* cut at worst: only a message */
+      (void)ftl_fmt(why, sizeof why, "the name does not resolve");
+      FTL_LOG(FTL_LOG_ERROR, "launcher", "host %s cannot be reached: its name does not resolve (%s); leaving it out",
+              h->name, reason);
+    } else {
+      (void)ftl_fmt(reason, sizeof reason, "no answer on TCP port %d within %.1f s: %s", probe_port,
+                    HOST_PROBE_TIMEOUT_MS / 1000.0, strerror(probe_err[i]));
+      (void)ftl_fmt(why, sizeof why, "no answer on port %d", probe_port);
+      FTL_LOG(FTL_LOG_ERROR, "launcher", "host %s cannot be reached: %s (restart.probe_port); leaving it out", h->name,
+              reason);
+    }
+    if (used < sizeof names)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s (%s)", used ? ", " : "", h->name, why);
+    ftl_events_write(events, "host_unreachable", attempt, json_pack("{s:s, s:s}", "host", h->name, "reason", reason));
   }
   if (found) {
     char summary[sizeof res->summary];
-    ftl_fmt(summary, sizeof summary, "unreachable host%s %s (the name does not resolve): %s", found == 1 ? "" : "s",
-            names, res->summary); /* truncated at worst: it is only a message */
+    ftl_fmt(summary, sizeof summary, "unreachable host%s %s: %s", found == 1 ? "" : "s", names,
+            res->summary); /* truncated at worst: it is only a message */
     memcpy(res->summary, summary, sizeof summary);
   }
+out:
+  ftl_free(gai);
+  ftl_free(probe_err);
+  ftl_free(probed);
   return found;
 }
 
@@ -279,7 +323,7 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     }
     per[n_attempts++] = ftl_goodput_of_attempt(&res, pending_backoff_ms);
     int failed = res.outcome == FTL_ATTEMPT_FAILED || res.outcome == FTL_ATTEMPT_RDZV_FAILED;
-    int unreachable = job->hostfile ? leave_out_unreachable(&plan, &res, events, attempt) : 0;
+    int unreachable = job->hostfile ? leave_out_unreachable(&plan, &res, events, attempt, job->probe_port) : 0;
     ledger_record(job, run_dir, attempt, world, &res, failed);
 
     ftl_policy_decision dec;

@@ -110,6 +110,13 @@ typedef struct attempt {
   int have_root;           /* the root cause is recorded */
   int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
   int64_t lost_ms;
+  /* A rank killed by a SIGTERM ftl did not send, held for LOST_AGENT_SETTLE_MS before it is named
+   * the root cause: when a host is lost, mpirun ends the ranks on the other hosts with SIGTERM,
+   * and those deaths can be reported before the lost host's agents are seen to vanish. */
+  int term_rank;           /* or -1 */
+  int term_code, term_sig;
+  int64_t term_ms;
+  double term_lag_ms;
   int agents_up;           /* agents that said hello */
   int first_step_count;
   int early_stop;          /* a stop request came before the gang formed: the ranks were ended at
@@ -255,6 +262,17 @@ static void blame_lost_agent(attempt *a) {
   set_root(a, f.kind, f.rank, -1, 0, f.message, f.host);
 }
 
+/* The held SIGTERM death (see attempt.term_rank) once it has settled, or at the end: a lost host
+ * or agent seen meanwhile is the cause; otherwise the rank is. */
+static void blame_term_death(attempt *a, int at_end) {
+  if (a->term_rank < 0 || a->have_root) return;
+  if (!at_end && ftl_clock_ms() - a->term_ms < LOST_AGENT_SETTLE_MS) return;
+  if (a->lost_rank >= 0) blame_lost_agent(a);
+  if (a->have_root) return;
+  a->res->detect_lag_ms = a->term_lag_ms;
+  set_root(a, a->term_sig ? FTL_FAIL_SIGNAL : FTL_FAIL_EXIT, a->term_rank, a->term_code, a->term_sig, NULL, NULL);
+}
+
 static void note_progress(ftl_rank_watch *w) { w->progress_ms = ftl_clock_ms(); }
 
 /* Library events the launcher itself reads: checkpoint commits and restores (rank 0 speaks for
@@ -390,7 +408,17 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       /* During a preemption, a rank killed by the same outside SIGTERM (Slurm signals every
        * process of the job, not only ftl) is part of the stop, not a failure of its own. */
       consequence |= was(a, PHASE_STOPPING) && (s->signal == SIGTERM || s->exit_code == 128 + SIGTERM);
-      if (failed && !consequence) {
+      int outside_term = !*exec_error && (s->signal == SIGTERM || s->exit_code == 128 + SIGTERM);
+      if (failed && !consequence && outside_term && !a->have_root) {
+        if (a->term_rank < 0) {
+          int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
+          a->term_rank = ev->rank;
+          a->term_code = s->exit_code;
+          a->term_sig = s->signal;
+          a->term_ms = ftl_clock_ms();
+          a->term_lag_ms = wall_us > 0 ? (double)(ftl_wall_us() - wall_us) / 1000.0 : 0;
+        }
+      } else if (failed && !consequence) {
         int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
         if (wall_us > 0) a->res->detect_lag_ms = (double)(ftl_wall_us() - wall_us) / 1000.0;
         char what[300];
@@ -638,7 +666,7 @@ static void conclude(attempt *a) {
 
 ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  attempt a = {.o = o, .res = res, .world = o->world_size, .mpirun = -1, .lost_rank = -1, .seen = 1u << PHASE_LAUNCHING};
+  attempt a = {.o = o, .res = res, .world = o->world_size, .mpirun = -1, .lost_rank = -1, .term_rank = -1, .seen = 1u << PHASE_LAUNCHING};
   char **launch_argv = NULL;
   char **exports = NULL;
   char **envp = NULL;
@@ -835,6 +863,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
                  "could not place the whole gang",
                  (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - agents, a.world, missing);
         fail_rendezvous(&a, reason);
+        res->never_started = a.world - agents; /* run.c then probes the hosts (hostprobe.h) */
         kill(a.mpirun, SIGTERM); /* the agents that did start are told; mpirun itself may be stuck */
       } else if (!ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
           ftl_clock_ms() >= a.rdzv_deadline_ms) {
@@ -846,6 +875,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
         fail_rendezvous(&a, reason);
       }
       if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
+      blame_term_death(&a, 0);
       if (!a.have_root && !was(&a, PHASE_STOPPING)) check_hosts(&a);
       if (!a.have_root && !was(&a, PHASE_STOPPING)) check_hangs(&a);
       if (a.phase == PHASE_STOPPING && ftl_deadline_left_ms(a.stop_deadline_ms) == 0) {
@@ -873,6 +903,7 @@ restore:
     set_phase(&a, PHASE_DRAINING);
   }
   if (a.lost_rank >= 0) blame_lost_agent(&a);
+  blame_term_death(&a, 1);
   res->end_ms = since_start(&a);
   int swept = sweep_token(token);
   if (swept) {

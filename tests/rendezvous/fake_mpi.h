@@ -15,20 +15,36 @@
 
 #include "rendezvous/mpi_seam.h"
 
-static inline int fake_mpi_finalized(int *flag) { *flag = 0; return MPI_SUCCESS; }
-static inline int fake_mpi_comm_dup(MPI_Comm comm, MPI_Comm *out) { *out = comm; return MPI_SUCCESS; }
-static inline int fake_mpi_comm_free(MPI_Comm *comm) { *comm = MPI_COMM_NULL; return MPI_SUCCESS; }
+static inline int fake_mpi_finalized(int *flag) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+static inline int fake_mpi_comm_dup(MPI_Comm comm, MPI_Comm *out) {
+  *out = comm;
+  return MPI_SUCCESS;
+}
+static inline int fake_mpi_comm_free(MPI_Comm *comm) {
+  *comm = MPI_COMM_NULL;
+  return MPI_SUCCESS;
+}
 static inline int fake_mpi_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *out) {
   (void)type, (void)key, (void)info;
   *out = comm;
   return MPI_SUCCESS;
 }
-static inline int fake_mpi_set_errhandler(MPI_Comm comm, MPI_Errhandler h) { (void)comm, (void)h; return MPI_SUCCESS; }
+static inline int fake_mpi_set_errhandler(MPI_Comm comm, MPI_Errhandler h) {
+  (void)comm, (void)h;
+  return MPI_SUCCESS;
+}
 static inline int fake_mpi_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   (void)buf, (void)count, (void)type, (void)root, (void)comm;
   return MPI_SUCCESS;
 }
-static inline int fake_mpi_ibarrier(MPI_Comm comm, MPI_Request *req) { (void)comm; *req = MPI_REQUEST_NULL; return MPI_SUCCESS; }
+static inline int fake_mpi_ibarrier(MPI_Comm comm, MPI_Request *req) {
+  (void)comm;
+  *req = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
 static inline int fake_mpi_error_string(int code, char *text, int *len) {
   (void)code;
   snprintf(text, MPI_MAX_ERROR_STRING, "fake MPI failure");
@@ -36,9 +52,9 @@ static inline int fake_mpi_error_string(int code, char *text, int *len) {
   return MPI_SUCCESS;
 }
 
-#define FAKE_MPI_SHARED_OPS                                                                            \
-  .finalized = fake_mpi_finalized, .comm_dup = fake_mpi_comm_dup, .comm_free = fake_mpi_comm_free,    \
-  .comm_split_type = fake_mpi_split_type, .comm_set_errhandler = fake_mpi_set_errhandler,             \
-  .bcast = fake_mpi_bcast, .ibarrier = fake_mpi_ibarrier, .error_string = fake_mpi_error_string
+#define FAKE_MPI_SHARED_OPS                                                                                            \
+  .finalized = fake_mpi_finalized, .comm_dup = fake_mpi_comm_dup, .comm_free = fake_mpi_comm_free,                     \
+  .comm_split_type = fake_mpi_split_type, .comm_set_errhandler = fake_mpi_set_errhandler, .bcast = fake_mpi_bcast,     \
+  .ibarrier = fake_mpi_ibarrier, .error_string = fake_mpi_error_string
 
 #endif

@@ -952,6 +952,7 @@ static void test_fault_tolerance_fields(void) {
   CHECK_INT_EQ(job->backoff_ms, 100);
   CHECK_INT_EQ(job->max_backoff_ms, 30000);
   CHECK_INT_EQ(job->crash_loop, 3);
+  CHECK_INT_EQ(job->probe_port, 22);
   CHECK_INT_EQ(job->startup_timeout_ms, 600000);
   CHECK_INT_EQ(job->step_timeout_ms, 180000);
   CHECK_INT_EQ(job->checkpoint_timeout_ms, 420000);
@@ -959,7 +960,7 @@ static void test_fault_tolerance_fields(void) {
   CHECK_INT_EQ(job->preempt_grace_ms, 30000);
   ftl_job_destroy(job);
   job = parse_ok("ranks: 4\nprogram: p\nmin_ranks: 2\n"
-                 "restart: {max_restarts: 0, backoff_s: 0.5, max_backoff_s: 8, crash_loop: 1}\n"
+                 "restart: {max_restarts: 0, backoff_s: 0.5, max_backoff_s: 8, crash_loop: 1, probe_port: 2222}\n"
                  "timeouts: {startup_s: 60, step_s: 2.5, checkpoint_s: 30, node_s: 4}\n"
                  "preemption: {grace_s: 90}\n");
   CHECK_INT_EQ(job->min_ranks, 2);
@@ -967,6 +968,7 @@ static void test_fault_tolerance_fields(void) {
   CHECK_INT_EQ(job->backoff_ms, 500);
   CHECK_INT_EQ(job->max_backoff_ms, 8000);
   CHECK_INT_EQ(job->crash_loop, 1);
+  CHECK_INT_EQ(job->probe_port, 2222);
   CHECK_INT_EQ(job->startup_timeout_ms, 60000);
   CHECK_INT_EQ(job->step_timeout_ms, 2500);
   CHECK_INT_EQ(job->checkpoint_timeout_ms, 30000);
@@ -976,6 +978,7 @@ static void test_fault_tolerance_fields(void) {
   CHECK_ERR("ranks: 2\nprogram: p\nmin_ranks: 3\n", "job.yaml:3:12: field 'min_ranks': expected at most ranks (2), got 3");
   CHECK_ERR_HAS("ranks: 2\nprogram: p\nrestart: {max_restarts: -1}\n", "field 'restart.max_restarts'");
   CHECK_ERR_HAS("ranks: 2\nprogram: p\nrestart: {crash_loop: 0}\n", "field 'restart.crash_loop'");
+  CHECK_ERR_HAS("ranks: 2\nprogram: p\nrestart: {probe_port: 65536}\n", "field 'restart.probe_port'");
   CHECK_ERR_HAS("ranks: 2\nprogram: p\ntimeouts: {step_s: 0}\n", "field 'timeouts.step_s'");
   CHECK_ERR_HAS("ranks: 2\nprogram: p\ntimeouts: {hang_s: 3}\n", "field 'timeouts.hang_s': unknown field");
   CHECK_ERR_HAS("ranks: 2\nprogram: p\npreemption: 30\n", "field 'preemption'");

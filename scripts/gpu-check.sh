@@ -129,7 +129,8 @@ need "openssl (libcrypto)" libssl-dev pkg-config --exists libcrypto
 need zstd libzstd-dev pkg-config --exists libzstd
 need "CUDA toolkit (nvcc)" "" command -v nvcc
 need "CUDA runtime (cuda_runtime.h)" "" test -f "$CUDA_HOME/include/cuda_runtime.h"
-need "cuobjdump (CUDA binary utilities)" "" command -v cuobjdump
+# cuobjdump is optional: without it scripts/fatbin-archs.py reads the fatbin headers (objcopy).
+need "objcopy and ar (binutils)" binutils command -v objcopy
 need "NCCL header (nccl.h)" "" nccl_header
 need "NCCL library (libnccl.so or libnccl.so.2)" "" nccl_library
 if [ $DRY = 0 ]; then
@@ -154,17 +155,13 @@ if [ ${#missing[@]} -gt 0 ]; then
       echo "  CUDA: the toolkit (cuda-toolkit-13-0 from NVIDIA's repository, or the runfile with --toolkit --silent)"
       echo "    installed under /usr/local/cuda, or CUDA_HOME=<its folder>" ;;
     esac
-    case " ${missing[*]} " in *cuobjdump*)
-      echo "  cuobjdump: apt-get download cuda-cuobjdump-13-0 (NVIDIA's CUDA repository), dpkg -x it and put its"
-      echo "    usr/local/cuda-13.0/bin on PATH; or pip download nvidia-cuda-cuobjdump, unzip the wheel, use its bin/cuobjdump" ;;
-    esac
     case " ${missing[*]} " in *driver*)
       echo "  NVIDIA driver: part of the machine's image; this check cannot carry it." ;;
     esac
   } | tee -a "$SUMMARY"
   [ $DRY = 1 ] || finish
 else
-  pass "every tool and library present: cmake compilers mpicc mpirun HDF5 jansson yaml libarchive xxhash openssl zstd CUDA NCCL cuobjdump"
+  pass "every tool and library present: cmake compilers mpicc mpirun HDF5 jansson yaml libarchive xxhash openssl zstd CUDA NCCL binutils"
 fi
 
 # ---- 3. configure (and, for real, build) ----------------------------------------------------------
@@ -183,24 +180,20 @@ check_configure() {
 # sm_90 in every binary with device code: the fine-tune's kernels (model_cuda.cu) are linked into
 # these; NCCL's and cudart's own code are shared libraries, checked by running the tests.
 check_sm90() { # check_sm90 BUILDDIR
-  local f archs n=0
-  if ! command -v cuobjdump >/dev/null; then
-    # Without cuobjdump (a dry run on a machine with a partial toolkit): what nvcc was told to emit.
-    local flags=$1/examples/finetune/CMakeFiles/ftl_finetune_cuda.dir/flags.make
-    if [ -f "$flags" ] && grep -q "code=\[compute_90,sm_90\]\|code=sm_90" "$flags"; then
-      note "cuobjdump missing: nvcc is told to emit sm_90 ($(grep -o 'arch=[^ ]*' "$flags" | sort -u | tr '\n' ' ')); the binaries are checked on the real run"
-    else
-      fail "cuobjdump missing and no sm_90 in nvcc's flags ($flags)"
-    fi
-    return # the missing cuobjdump is already a failure of step 2
-  fi
+  local f archs n=0 how=cuobjdump
+  # The toolkit on these machines ships no cuobjdump: then the fatbin headers are read directly.
+  command -v cuobjdump >/dev/null || how="scripts/fatbin-archs.py"
   for f in "$1"/examples/finetune/libftl_finetune_cuda.a "$1"/bin/ftl-finetune "$1"/bin/finetune_cuda \
            "$1"/bin/ftl-finetune-eval; do
     [ -e "$f" ] || continue
-    archs=$(cuobjdump --list-elf "$f" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u | tr '\n' ' ')
+    if [ "$how" = cuobjdump ]; then
+      archs=$(cuobjdump --list-elf "$f" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u | tr '\n' ' ')
+    else
+      archs=$(python3 "$ROOT/scripts/fatbin-archs.py" "$f" | cut -d' ' -f2- | tr -s ' ')
+    fi
     [ -n "$archs" ] || continue # no device code in this one
     n=$((n + 1))
-    note "device code in ${f#"$ROOT"/}: ${archs}"
+    note "device code in ${f#"$ROOT"/} ($how): ${archs}"
     echo "$archs" | grep -qw sm_90 || fail "no sm_90 machine code in $f"
   done
   [ $n -gt 0 ] && pass "sm_90 machine code in the $n file(s) with device code" || fail "no file with device code in $1"
@@ -209,7 +202,7 @@ check_sm90() { # check_sm90 BUILDDIR
 PLAN="plan on a GPU machine (build jobs: nproc):
   configure $BUILD with -DFTL_WITH_CUDA=ON -DFTL_WITH_NCCL=ON, check 'ftl: CUDA ON (...), NCCL ON (...)'
   cmake --build $BUILD; ftl version
-  cuobjdump --list-elf: sm_90 in libftl_finetune_cuda.a, ftl-finetune, finetune_cuda
+  cuobjdump --list-elf (or scripts/fatbin-archs.py without it): sm_90 in libftl_finetune_cuda.a, ftl-finetune, finetune_cuda
   ctest -L gpu: test_gpu_nccl_allreduce, test_gpu_nccl_allreduce_2ranks (skip allowed only with 1 GPU), ckpt_device,
     finetune_cuda, finetune_cuda_job: any other skip fails
   ftl-allreduce-check, automatic backend: 1 rank (NCCL chosen, host buffers through MPI), 2 ranks (MPI fallback notice)

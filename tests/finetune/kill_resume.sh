@@ -38,8 +38,10 @@ for _ in $(seq 1500); do
   sleep 0.02
 done
 [ -n "$pid" ] || { cat victim.out >&2; fail "rank $KILL_RANK's process not found"; }
+# The kill step, and a committed checkpoint (written in the background: on a loaded machine its
+# fsync can lag the training by many steps), both before the kill.
 for _ in $(seq 3000); do
-  grep -q "^step $KILL_STEP/" "$log" 2>/dev/null && break
+  grep -q "^step $KILL_STEP/" "$log" 2>/dev/null && ls victim/checkpoints/step-*/manifest.json >/dev/null 2>&1 && break
   sleep 0.01
 done
 grep -q "^step $KILL_STEP/" "$log" || { cat victim.out >&2; fail "the job never reached step $KILL_STEP"; }

@@ -267,6 +267,12 @@ static void blame_lost_agent(attempt *a) {
 static void blame_term_death(attempt *a, int at_end) {
   if (a->term_rank < 0 || a->have_root) return;
   if (!at_end && ftl_clock_ms() - a->term_ms < LOST_AGENT_SETTLE_MS) return;
+  /* ftl was asked to stop meanwhile (a scheduler signals the ranks and ftl at once): the death
+   * is part of that stop, not a failure of its own. */
+  if (was(a, PHASE_STOPPING) || a->early_stop || a->res->interrupt_signal) {
+    a->term_rank = -1;
+    return;
+  }
   if (a->lost_rank >= 0) blame_lost_agent(a);
   if (a->have_root) return;
   a->res->detect_lag_ms = a->term_lag_ms;

@@ -1,7 +1,7 @@
 /* cadence/cadence.c: the checkpoint-interval formulas and the cadence controller.
  *
  * Map: formulas (Young, Daly, waste) · cause classes · the controller's state and estimators
- * (Gamma-Poisson failure rate, moving medians of δ and W, EWMA of the step time) · derivation of
+ * (Gamma-Poisson failure rate, moving medians of δ, W and R, EWMA of the step time) · derivation of
  * a decision and its sentence · ledger loading (parsing and appending live in ledger.c).
  *
  * Deliberately not here: any I/O other than reading a ledger, any agreement across ranks, any
@@ -104,11 +104,25 @@ typedef struct ring {
   int n, next;
 } ring;
 
+/* The newest `window` values by time: restarts arrive from ledgers in file order (the run's, then
+ * the fleet's, which mixes jobs), not in the order they happened, so the window keeps the largest
+ * `at` rather than the last pushed. */
+typedef struct timed_ring {
+  double v[MAX_WINDOW];
+  int64_t at[MAX_WINDOW];
+  int n;
+} timed_ring;
+
+/* Restarts seen in-process (observe_restart) are newer than any ledger record (wall_us). */
+#define IN_PROCESS_AT (INT64_MAX / 2)
+
 struct ftl_cadence {
   ftl_cadence_config cfg;
   double alpha0, beta0; /* Gamma prior: α₀ events over β₀ rank-hours */
   double k, exposure_h; /* observed failures and rank-hours */
-  ring stalls, durables, restarts;
+  ring stalls, durables;
+  timed_ring restarts;
+  int64_t restart_seq;    /* orders in-process restarts after one another */
   double step_s;          /* EWMA; 0 until known */
   int64_t last_ckpt_step; /* the next interval counts from here */
   uint64_t *keys;         /* set of records already loaded (kind, job, attempt, wall_us), for dedup */
@@ -184,12 +198,25 @@ static void ring_push(ring *r, int window, double v) {
   if (r->n < window) r->n++;
 }
 
-/* The median of the window: robust to the one slow checkpoint (cold cache, a busy disk) that
- * would drag a mean for many checkpoints. */
-static double ring_median(const ring *r) {
+static void timed_push(timed_ring *r, int window, int64_t at, double v) {
+  int slot = r->n;
+  if (r->n >= window) {
+    slot = 0;
+    for (int i = 1; i < r->n; i++)
+      if (r->at[i] < r->at[slot]) slot = i;
+    if (at <= r->at[slot]) return; /* older than the whole window */
+  } else {
+    r->n++;
+  }
+  r->v[slot] = v;
+  r->at[slot] = at;
+}
+
+/* The median of the window: robust to the one slow checkpoint (cold cache, a busy disk) or the one
+ * slow restart (a host that took long to reboot) that would drag a mean for a long time. */
+static double median(const double *v, int n) {
   double s[MAX_WINDOW];
-  int n = r->n;
-  memcpy(s, r->v, (size_t)n * sizeof s[0]);
+  memcpy(s, v, (size_t)n * sizeof s[0]);
   for (int i = 1; i < n; i++) { /* insertion sort: n ≤ 64 */
     double x = s[i];
     int j = i - 1;
@@ -201,6 +228,8 @@ static double ring_median(const ring *r) {
   }
   return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
+
+static double ring_median(const ring *r) { return median(r->v, r->n); }
 
 ftl_err ftl_cadence_observe_checkpoint(ftl_cadence *c, int64_t step, double stall_s, double durable_s) {
   if (!c || !nonneg(stall_s) || !isfinite(durable_s) || step < 0) return FTL_ERR_INVAL;
@@ -247,9 +276,16 @@ ftl_err ftl_cadence_observe_failure(ftl_cadence *c) {
 
 ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, double restart_s) {
   if (!c || restored_step < 0 || !isfinite(restart_s)) return FTL_ERR_INVAL;
-  if (restart_s >= 0) ring_push(&c->restarts, c->cfg.window, restart_s);
+  if (restart_s >= 0) timed_push(&c->restarts, c->cfg.window, IN_PROCESS_AT + c->restart_seq++, restart_s);
   c->last_ckpt_step = restored_step;
   c->dirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_restart_estimate(ftl_cadence *c, double *restart_s_out, int *samples_out) {
+  if (!c) return FTL_ERR_INVAL;
+  if (restart_s_out) *restart_s_out = c->restarts.n > 0 ? median(c->restarts.v, c->restarts.n) : c->cfg.restart_s;
+  if (samples_out) *samples_out = c->restarts.n;
   return FTL_OK;
 }
 
@@ -311,7 +347,7 @@ static void derive(ftl_cadence *c) {
   dec->restart_measured = c->restarts.n > 0;
   dec->stall_s = dec->stall_measured ? ring_median(&c->stalls) : c->cfg.stall_s;
   dec->durable_s = dec->durable_measured ? ring_median(&c->durables) : c->cfg.durable_s;
-  dec->restart_s = dec->restart_measured ? ring_median(&c->restarts) : c->cfg.restart_s;
+  (void)ftl_cadence_restart_estimate(c, &dec->restart_s, NULL);
   dec->step_s = c->step_s;
   dec->failures = c->k;
   dec->rank_hours = c->exposure_h;
@@ -372,7 +408,8 @@ static void derive(ftl_cadence *c) {
            "δ = %s%s, W = %s%s, R = %s%s, step = %s, M = %s from %.0f failure%s in %.*f rank-hours "
            "and the prior (%.2g per rank-hour, weight %.3g) for %lld ranks",
            t_d, dec->stall_measured ? "" : " (assumed)", t_w, dec->durable_measured ? "" : " (assumed)", t_r,
-           dec->restart_measured ? "" : " (assumed)", t_step, t_m, dec->failures, dec->failures == 1 ? "" : "s",
+           dec->restart_measured ? " (measured)" : " (assumed)", t_step, t_m, dec->failures,
+           dec->failures == 1 ? "" : "s",
            dec->rank_hours >= 10 || dec->rank_hours == 0 ? 0
            : dec->rank_hours >= 1                        ? 1
                                                          : 3,
@@ -439,7 +476,7 @@ const char *ftl_cadence_explain(ftl_cadence *c) {
 
 /* ---- ledgers -------------------------------------------------------------------------------- */
 
-/* FNV-1a over the fields that name one record, so the same failure (or exposure) read from the
+/* FNV-1a over the fields that name one record, so the same failure (exposure, restart) read from the
  * run ledger and from the fleet ledger, or from the same ledger loaded twice, counts once. */
 static uint64_t record_key(const ftl_cadence_record *r) {
   uint64_t h = 1469598103934665603ull;
@@ -538,6 +575,13 @@ ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_lo
     if (rec.kind == FTL_CADENCE_REC_EXPOSURE) {
       stats->rank_hours += rec.rank_hours;
       c->exposure_h += rec.rank_hours;
+      continue;
+    }
+    if (rec.kind == FTL_CADENCE_REC_RESTART) {
+      /* A record without wall_us is taken as newer than those with one (but older than in-process
+       * restarts): it cannot be placed, and it was read after them. */
+      stats->restarts++;
+      timed_push(&c->restarts, c->cfg.window, rec.wall_us > 0 ? rec.wall_us : IN_PROCESS_AT - 1, rec.restart_s);
       continue;
     }
     stats->failures++;

@@ -1,5 +1,6 @@
 /* cadence/ledger.c: one ledger line in and out (docs/formats/fleet-ledger.md,
- * docs/formats/failures.md), and the append of a record to a fleet ledger shared by jobs.
+ * docs/formats/failures.md): failure, exposure and restart records, and the append of a record
+ * to a fleet ledger shared by jobs (or to a run's failures.jsonl: the launcher's restart records).
  *
  * Concurrency is core/jsonl.c's: a writer holds an exclusive flock while it appends one line with
  * a single write() to an O_APPEND descriptor and fsyncs it (and repairs a line torn by a writer
@@ -18,6 +19,20 @@
 #define MAX_LINE_BYTES 65536
 /* Exposure of one record: a million rank-hours is already 100k ranks for ten hours. */
 #define MAX_RANK_HOURS 1e9
+/* One restart of more than a year is not a restart time but a clock gone wrong. */
+#define MAX_RESTART_S (86400.0 * 366)
+
+/* A required number field in [0, max]. */
+static ftl_err get_bounded(json_t *o, const char *key, double max, double *out, ftl_diag *d) {
+  json_t *v = json_object_get(o, key);
+  if (!v || !json_is_number(v))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"%s\" is %s", key, v ? "not a number" : "missing");
+  double x = json_number_value(v);
+  if (!isfinite(x) || x < 0 || x > max)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s %g is not in [0, %g]", key, x, max);
+  *out = x;
+  return FTL_OK;
+}
 
 static void copy_str(char *dst, size_t size, const char *src) {
   size_t n = strlen(src);
@@ -82,8 +97,10 @@ ftl_err ftl_cadence_parse_record(const char *line, size_t len, ftl_cadence_recor
     out->kind = FTL_CADENCE_REC_FAILURE;
   } else if (strcmp(kind, "exposure") == 0) {
     out->kind = FTL_CADENCE_REC_EXPOSURE;
+  } else if (strcmp(kind, "restart") == 0) {
+    out->kind = FTL_CADENCE_REC_RESTART;
   } else {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "record \"%s\" is neither \"failure\" nor \"exposure\"", kind);
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "record \"%s\" is not \"failure\", \"exposure\" or \"restart\"", kind);
     goto out;
   }
   if ((rc = get_str(o, "job", out->job, sizeof out->job, false, d))) goto out;
@@ -99,18 +116,12 @@ ftl_err ftl_cadence_parse_record(const char *line, size_t len, ftl_cadence_recor
   if (out->kind == FTL_CADENCE_REC_FAILURE) {
     if ((rc = get_str(o, "cause", out->cause, sizeof out->cause, true, d))) goto out;
     out->cls = ftl_cadence_classify(out->cause, out->step);
+  } else if (out->kind == FTL_CADENCE_REC_EXPOSURE) {
+    if ((rc = get_bounded(o, "rank_hours", MAX_RANK_HOURS, &out->rank_hours, d))) goto out;
   } else {
-    json_t *v = json_object_get(o, "rank_hours");
-    if (!v || !json_is_number(v)) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"rank_hours\" is %s", v ? "not a number" : "missing");
-      goto out;
-    }
-    double h = json_number_value(v);
-    if (!isfinite(h) || h < 0 || h > MAX_RANK_HOURS) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "rank_hours %g is not in [0, %g]", h, MAX_RANK_HOURS);
-      goto out;
-    }
-    out->rank_hours = h;
+    /* The failure's cause is only said, not classified: a restart record never moves M. */
+    if ((rc = get_str(o, "cause", out->cause, sizeof out->cause, false, d))) goto out;
+    if ((rc = get_bounded(o, "restart_s", MAX_RESTART_S, &out->restart_s, d))) goto out;
   }
 out:
   json_decref(o);
@@ -134,8 +145,15 @@ ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec
     o = json_pack("{s:i, s:s, s:I, s:s, s:s, s:I, s:I, s:f}", "version", FTL_RECORD_VERSION, "record", "exposure",
                   "wall_us", (json_int_t)wall_us, "job", rec->job, "host", rec->host, "attempt",
                   (json_int_t)rec->attempt, "world_size", (json_int_t)rec->world_size, "rank_hours", rec->rank_hours);
+  } else if (rec->kind == FTL_CADENCE_REC_RESTART) {
+    if (!isfinite(rec->restart_s) || rec->restart_s < 0 || rec->restart_s > MAX_RESTART_S)
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "restart_s %g is not in [0, %g]", rec->restart_s, MAX_RESTART_S);
+    o = json_pack("{s:i, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:f, s:s}", "version", FTL_RECORD_VERSION, "record",
+                  "restart", "wall_us", (json_int_t)wall_us, "job", rec->job, "host", rec->host, "attempt",
+                  (json_int_t)rec->attempt, "world_size", (json_int_t)rec->world_size, "step", (json_int_t)rec->step,
+                  "restart_s", rec->restart_s, "cause", rec->cause);
   } else {
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "record kind %d is neither failure nor exposure", (int)rec->kind);
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "record kind %d is not failure, exposure or restart", (int)rec->kind);
   }
   if (!o) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cannot encode a fleet ledger record");

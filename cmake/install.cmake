@@ -1,11 +1,12 @@
 # cmake/install.cmake: the installable ftl: libftl.so and libftl.a (the in-rank library: everything
 # behind include/ftl/ftl.h), the public headers, ftl.pc, the CMake package (find_package(ftl) ->
-# ftl::ftl), the ftl binary, the Python binding (python/ftl), docs and man pages, and the CPack
-# Debian package. Included last from the top-level CMakeLists.txt, after every part has defined
-# its targets.
+# ftl::ftl), the ftl binary, the Python binding (python/ftl), docs and man pages; and the same files
+# in Debian's layout, one install component per package, for scripts/build-deb.sh (packaging/).
+# Included last from the top-level CMakeLists.txt, after every part has defined its targets.
 #
 # Not here: how the parts build their static libraries (their own CMakeLists.txt). This file only
-# marks them position-independent with hidden visibility and bundles their objects.
+# marks them position-independent with hidden visibility and bundles their objects. Nor what makes
+# a Debian package of the installed files (stripping, control files): scripts/build-deb.sh.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -63,61 +64,128 @@ foreach(t ftl_shared ftl_static)
   endforeach()
 endforeach()
 
-install(TARGETS ftl_shared EXPORT ftlTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
-install(TARGETS ftl_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ftl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        COMPONENT dev FILES_MATCHING PATTERN "*.h")
-if(TARGET ftl)
-  install(TARGETS ftl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
-endif()
+# pkg-config's private part: what `pkg-config --static --libs ftl` adds to libftl.a. The
+# dependencies' own pkg-config modules where the system has them (Requires.private: Debian's
+# mpi-c, hdf5-serial, jansson, libxxhash), else bare -l names; never a -L of the build machine
+# (ftl.pc is installed on other machines: the CUDA runtime and NCCL are -lcudart and -lnccl, found
+# where the program's own link finds them).
+function(ftl_pc_private libs_out requires_out)
+  set(libs)
+  set(requires)
+  # Each group: the pkg-config modules to try, in order, then the libraries it stands for.
+  set(groups "mpi-c ompi-c|${MPI_C_LIBRARIES}" "hdf5-serial hdf5|${HDF5_C_LIBRARIES}"
+             "libxxhash|${XXHASH_LIBRARY}" "jansson|${JANSSON_LINK_LIBRARIES}")
+  foreach(group IN LISTS groups)
+    string(REPLACE "|" ";" group "${group}")
+    list(POP_FRONT group modules)
+    string(REPLACE " " ";" modules "${modules}")
+    set(found "")
+    foreach(m IN LISTS modules)
+      execute_process(COMMAND ${PKG_CONFIG_EXECUTABLE} --exists ${m} RESULT_VARIABLE rc)
+      if(rc EQUAL 0)
+        set(found ${m})
+        break()
+      endif()
+    endforeach()
+    if(found)
+      list(APPEND requires ${found})
+      continue()
+    endif()
+    foreach(lib IN LISTS group)
+      if(lib MATCHES "^/")
+        get_filename_component(name ${lib} NAME_WE)
+        string(REGEX REPLACE "^lib" "" name ${name})
+        list(APPEND libs "-l${name}")
+      endif()
+    endforeach()
+  endforeach()
+  if(FTL_HAVE_CUDA)
+    list(APPEND libs -lcudart)
+  endif()
+  if(FTL_HAVE_NCCL)
+    # A runtime-only NCCL has libnccl.so.2 and no unversioned link: name the file itself then.
+    get_filename_component(name ${NCCL_LIBRARY} NAME)
+    if(name MATCHES "\\.so\\.[0-9]+$")
+      list(APPEND libs "-l:${name}")
+    else()
+      list(APPEND libs -lnccl)
+    endif()
+  endif()
+  list(APPEND libs -lpthread -lm)
+  list(REMOVE_DUPLICATES libs)
+  list(JOIN libs " " libs)
+  list(JOIN requires " " requires)
+  set(${libs_out} "${libs}" PARENT_SCOPE)
+  set(${requires_out} "${requires}" PARENT_SCOPE)
+endfunction()
+ftl_pc_private(FTL_PC_LIBS_PRIVATE FTL_PC_REQUIRES_PRIVATE)
 
-# The CMake package: find_package(ftl) gives ftl::ftl.
-set(FTL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ftl)
-install(EXPORT ftlTargets NAMESPACE ftl:: DESTINATION ${FTL_CMAKE_DIR} COMPONENT dev)
-configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/ftlConfig.cmake.in
-                              ${CMAKE_BINARY_DIR}/ftlConfig.cmake INSTALL_DESTINATION ${FTL_CMAKE_DIR})
+# ftl_install_layout(OUT dir LIBDIR dir PYDIR dir LIB comp DEV comp BIN comp PY comp [SUFFIX s]
+#                    [EXCLUDE_FROM_ALL])
+# Every install rule, for one library folder: the library (LIB), its development files (DEV: the
+# .so link, libftl.a, headers, ftl.pc, the CMake package), the ftl binary with docs and man pages
+# (BIN) and the Python binding under PYDIR (PY; none when PYDIR is empty). Files that depend on the
+# folder (ftl.pc, ftlConfig.cmake, the binding's _install.py) are written under OUT.
+function(ftl_install_layout)
+  cmake_parse_arguments(L "EXCLUDE_FROM_ALL" "OUT;LIBDIR;PYDIR;LIB;DEV;BIN;PY;SUFFIX" "" ${ARGN})
+  set(x "")
+  if(L_EXCLUDE_FROM_ALL)
+    set(x EXCLUDE_FROM_ALL)
+  endif()
+  install(TARGETS ftl_shared EXPORT ftlTargets${L_SUFFIX}
+          LIBRARY DESTINATION ${L_LIBDIR} COMPONENT ${L_LIB} NAMELINK_COMPONENT ${L_DEV} ${x})
+  install(TARGETS ftl_static ARCHIVE DESTINATION ${L_LIBDIR} COMPONENT ${L_DEV} ${x})
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ftl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+          COMPONENT ${L_DEV} ${x} FILES_MATCHING PATTERN "*.h")
+  if(TARGET ftl)
+    install(TARGETS ftl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ${L_BIN} ${x})
+  endif()
+
+  # The CMake package: find_package(ftl) gives ftl::ftl.
+  set(cmakedir ${L_LIBDIR}/cmake/ftl)
+  install(EXPORT ftlTargets${L_SUFFIX} FILE ftlTargets.cmake NAMESPACE ftl:: DESTINATION ${cmakedir}
+          COMPONENT ${L_DEV} ${x})
+  configure_package_config_file(${FTL_CMAKE_SOURCE_DIR}/ftlConfig.cmake.in ${L_OUT}/ftlConfig.cmake
+                                INSTALL_DESTINATION ${cmakedir})
+  install(FILES ${L_OUT}/ftlConfig.cmake ${CMAKE_BINARY_DIR}/ftlConfigVersion.cmake
+          DESTINATION ${cmakedir} COMPONENT ${L_DEV} ${x})
+
+  # pkg-config, relocatable: the prefix is found from the .pc file's own folder, so an install
+  # under any prefix or DESTDIR works.
+  file(RELATIVE_PATH FTL_PC_TO_PREFIX /${L_LIBDIR}/pkgconfig /)
+  string(REGEX REPLACE "/$" "" FTL_PC_TO_PREFIX "${FTL_PC_TO_PREFIX}")
+  set(FTL_PC_LIBDIR ${L_LIBDIR})
+  configure_file(${FTL_CMAKE_SOURCE_DIR}/ftl.pc.in ${L_OUT}/ftl.pc @ONLY)
+  install(FILES ${L_OUT}/ftl.pc DESTINATION ${L_LIBDIR}/pkgconfig COMPONENT ${L_DEV} ${x})
+
+  # The Python binding finds libftl through _install.py: the library's path relative to the package.
+  if(L_PYDIR)
+    file(RELATIVE_PATH to_lib /${L_PYDIR}/ftl /${L_LIBDIR}/libftl.so.${PROJECT_VERSION_MAJOR})
+    file(WRITE ${L_OUT}/python-install/_install.py
+         "# Written by cmake --install: where libftl is, relative to this package.\nLIBRARY = \"${to_lib}\"\n")
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ftl DESTINATION ${L_PYDIR} COMPONENT ${L_PY} ${x}
+            FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+    install(FILES ${L_OUT}/python-install/_install.py DESTINATION ${L_PYDIR}/ftl COMPONENT ${L_PY} ${x})
+  endif()
+
+  # Docs, and man pages where they exist (docs/man/*.N into share/man/manN; globbed at install
+  # time, so pages added after the configure are installed too).
+  install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ${L_BIN} ${x})
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ${L_BIN} ${x}
+          FILES_MATCHING PATTERN "*.md" PATTERN "man" EXCLUDE)
+  foreach(section 1 5 7)
+    install(CODE "file(GLOB pages \"${PROJECT_SOURCE_DIR}/docs/man/*.${section}\")
+      if(pages)
+        file(INSTALL \${pages} DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_MANDIR}/man${section}\")
+      endif()" COMPONENT ${L_BIN} ${x})
+  endforeach()
+endfunction()
+set(FTL_CMAKE_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR})
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/ftlConfigVersion.cmake VERSION ${PROJECT_VERSION}
                                  COMPATIBILITY SameMinorVersion)
-install(FILES ${CMAKE_BINARY_DIR}/ftlConfig.cmake ${CMAKE_BINARY_DIR}/ftlConfigVersion.cmake
-        DESTINATION ${FTL_CMAKE_DIR} COMPONENT dev)
 
-# pkg-config. Libs.private lists what `--static` needs besides libftl.a.
-set(FTL_PC_LIBS_PRIVATE)
-foreach(lib ${MPI_C_LIBRARIES} ${HDF5_C_LIBRARIES} ${XXHASH_LIBRARY} ${JANSSON_LINK_LIBRARIES})
-  if(lib MATCHES "^/")
-    get_filename_component(libdir ${lib} DIRECTORY)
-    get_filename_component(libname ${lib} NAME_WE)
-    string(REGEX REPLACE "^lib" "" libname ${libname})
-    list(APPEND FTL_PC_LIBS_PRIVATE "-L${libdir}" "-l${libname}")
-  endif()
-endforeach()
-if(FTL_HAVE_CUDA)
-  list(APPEND FTL_PC_LIBS_PRIVATE "-L${CUDAToolkit_LIBRARY_DIR}" -lcudart)
-endif()
-if(FTL_HAVE_NCCL)
-  get_filename_component(libdir ${NCCL_LIBRARY} DIRECTORY)
-  get_filename_component(libname ${NCCL_LIBRARY} NAME)
-  # A runtime-only NCCL has libnccl.so.2 and no unversioned link: name the file itself then.
-  if(libname MATCHES "\\.so\\.[0-9]+$")
-    list(APPEND FTL_PC_LIBS_PRIVATE "-L${libdir}" "-l:${libname}")
-  else()
-    list(APPEND FTL_PC_LIBS_PRIVATE "-L${libdir}" -lnccl)
-  endif()
-endif()
-list(APPEND FTL_PC_LIBS_PRIVATE -lpthread -lm)
-list(REMOVE_DUPLICATES FTL_PC_LIBS_PRIVATE)
-list(JOIN FTL_PC_LIBS_PRIVATE " " FTL_PC_LIBS_PRIVATE)
-# Relocatable: the prefix is found from the .pc file's own folder, so an install under any prefix
-# or DESTDIR works.
-file(RELATIVE_PATH FTL_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
-string(REGEX REPLACE "/$" "" FTL_PC_TO_PREFIX "${FTL_PC_TO_PREFIX}")
-configure_file(${CMAKE_CURRENT_LIST_DIR}/ftl.pc.in ${CMAKE_BINARY_DIR}/ftl.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/ftl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
-
-# The Python binding: into the platform's path for packages (Debian: lib/python3/dist-packages,
-# the 'deb_system' scheme; elsewhere the interpreter's purelib), relative to the prefix. It finds
-# libftl through _install.py, which records the library's path relative to the package.
+# The Python binding's folder: the platform's path for packages (Debian: lib/python3/dist-packages,
+# the 'deb_system' scheme; elsewhere the interpreter's purelib), relative to the prefix.
 find_program(FTL_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(NOT FTL_PYTHON3)
   find_program(FTL_PYTHON3 NAMES python3)
@@ -132,38 +200,27 @@ print(s.get_path('purelib', scheme, vars={'base': '/PREFIX', 'platbase': '/PREFI
     set(FTL_PYTHON_INSTALL_DIR ${FTL_PY_DIR} CACHE STRING "Where the Python binding goes, relative to the prefix")
   endif()
 endif()
-if(FTL_PYTHON_INSTALL_DIR)
-  file(RELATIVE_PATH FTL_PY_TO_LIB /${FTL_PYTHON_INSTALL_DIR}/ftl
-       /${CMAKE_INSTALL_LIBDIR}/libftl.so.${PROJECT_VERSION_MAJOR})
-  file(WRITE ${CMAKE_BINARY_DIR}/python-install/_install.py
-       "# Written by cmake --install: where libftl is, relative to this package.\nLIBRARY = \"${FTL_PY_TO_LIB}\"\n")
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ftl DESTINATION ${FTL_PYTHON_INSTALL_DIR} COMPONENT runtime
-          FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
-  install(FILES ${CMAKE_BINARY_DIR}/python-install/_install.py DESTINATION ${FTL_PYTHON_INSTALL_DIR}/ftl
-          COMPONENT runtime)
+
+# `cmake --install BUILD [--prefix P]`: components runtime (libftl.so.N, bin/ftl, the binding,
+# docs, man pages) and dev (the rest).
+ftl_install_layout(OUT ${CMAKE_BINARY_DIR} LIBDIR ${CMAKE_INSTALL_LIBDIR} PYDIR "${FTL_PYTHON_INSTALL_DIR}"
+                   LIB runtime DEV dev BIN runtime PY runtime)
+
+# The Debian packages (scripts/build-deb.sh, packaging/): the same files again in Debian's layout
+# for prefix /usr, whatever this build's own prefix: the library in the multiarch folder
+# (usr/lib/x86_64-linux-gnu), the binding in usr/lib/python3/dist-packages. One component per
+# package (deb-libftl0, deb-libftl-dev, deb-ftl, deb-python3-ftl), left out of a plain install.
+set(FTL_DEB_MULTIARCH "")
+find_program(FTL_DPKG_ARCHITECTURE dpkg-architecture)
+if(FTL_DPKG_ARCHITECTURE)
+  execute_process(COMMAND ${FTL_DPKG_ARCHITECTURE} -qDEB_HOST_MULTIARCH OUTPUT_VARIABLE FTL_DEB_MULTIARCH
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 endif()
-
-# Docs, and man pages where they exist (docs/man/*.N into share/man/manN; globbed at install time,
-# so pages added after the configure are installed too).
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime
-        FILES_MATCHING PATTERN "*.md" PATTERN "man" EXCLUDE)
-foreach(section 1 5 7)
-  install(CODE "file(GLOB pages \"${PROJECT_SOURCE_DIR}/docs/man/*.${section}\")
-    if(pages)
-      file(INSTALL \${pages} DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_MANDIR}/man${section}\")
-    endif()" COMPONENT runtime)
-endforeach()
-
-# The Debian package: `cpack -G DEB` in the build folder gives ftl_<version>_amd64.deb.
-set(CPACK_PACKAGE_NAME ftl)
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_CONTACT "ftl maintainers <ftl@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "fault-tolerant launcher for distributed fine-tunes")
-set(CPACK_GENERATOR DEB)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "openmpi-bin, libopenmpi3, libhdf5-103-1, libjansson4, libyaml-0-2, libarchive13, libxxhash0, libssl3, python3, python3-numpy")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch")
-include(CPack)
+if(NOT FTL_DEB_MULTIARCH)
+  set(FTL_DEB_MULTIARCH "${CMAKE_LIBRARY_ARCHITECTURE}")
+endif()
+if(FTL_DEB_MULTIARCH)
+  ftl_install_layout(OUT ${CMAKE_BINARY_DIR}/packaging-deb SUFFIX Deb EXCLUDE_FROM_ALL
+                     LIBDIR lib/${FTL_DEB_MULTIARCH} PYDIR lib/python3/dist-packages
+                     LIB deb-libftl0 DEV deb-libftl-dev BIN deb-ftl PY deb-python3-ftl)
+endif()

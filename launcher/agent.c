@@ -113,14 +113,23 @@ static ftl_err read_place(rank_place *pl, ftl_diag *d) {
 }
 
 /* Passes program output through, line by line with a "[rank N] " prefix, and keeps it unprefixed
- * in the rank's log file. */
+ * in the rank's log file. The console (mpirun's or srun's output pipe) is the one outside reader
+ * this agent depends on, and the agent must never stop on it: it is the rank's heartbeat, and a
+ * blocked or killed agent reads as a lost host. So a console that takes nothing for
+ * CONSOLE_STALL_MS is left behind (lines are dropped there until it takes output again; the log
+ * file keeps every line), and a console whose reader is gone (EPIPE: mpirun's daemon exited) is
+ * given up, without the SIGPIPE that would kill the agent silently. */
 typedef struct out_stream {
   int pipe_fd;
   int log_fd;
-  int console_fd;
+  int console_fd;        /* -1 once its reader is gone */
+  int console_stalled;   /* the last write found the console full: do not wait for it again */
+  long console_dropped;  /* lines (or their ends) not shown on the console */
   char pending[8192];
   size_t pending_len;
 } out_stream;
+
+enum { CONSOLE_STALL_MS = 250 };
 
 static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
@@ -132,17 +141,48 @@ static void write_all(int fd, const char *p, size_t n) {
   }
 }
 
+/* Writes to the console without ever blocking for long: it waits for room (poll, then writes at
+ * most PIPE_BUF bytes, which a pipe with room takes whole) up to CONSOLE_STALL_MS, or not at all
+ * while the console is stalled. */
+static void console_write(out_stream *s, const char *p, size_t n) {
+  if (s->console_fd < 0) return;
+  int64_t deadline = ftl_deadline_after_ms(s->console_stalled ? 0 : CONSOLE_STALL_MS);
+  while (n > 0) {
+    struct pollfd pf = {.fd = s->console_fd, .events = POLLOUT};
+    int pr = poll(&pf, 1, ftl_deadline_left_ms(deadline));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0 || (pf.revents & (POLLERR | POLLNVAL))) {
+      s->console_fd = -1;
+      return;
+    }
+    if (pr == 0) {
+      s->console_stalled = 1;
+      s->console_dropped++;
+      return;
+    }
+    ssize_t w = write(s->console_fd, p, n < PIPE_BUF ? n : PIPE_BUF);
+    if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (w <= 0) {
+      s->console_fd = -1; /* EPIPE: nobody reads it any more */
+      return;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  s->console_stalled = 0;
+}
+
 static void console_line(out_stream *s, const char *prefix, const char *p, size_t n) {
   char buf[8192 + 64];
   size_t plen = strlen(prefix);
   if (plen + n > sizeof buf) {
-    write_all(s->console_fd, prefix, plen);
-    write_all(s->console_fd, p, n);
+    console_write(s, prefix, plen);
+    console_write(s, p, n);
     return;
   }
   memcpy(buf, prefix, plen);
   memcpy(buf + plen, p, n);
-  write_all(s->console_fd, buf, plen + n); /* one write per line keeps ranks' lines whole */
+  console_write(s, buf, plen + n); /* one write per line keeps ranks' lines whole */
 }
 
 static void flush_pending(out_stream *s, const char *prefix, int final) {
@@ -154,7 +194,7 @@ static void flush_pending(out_stream *s, const char *prefix, int final) {
   }
   if (start == 0 && (s->pending_len == sizeof s->pending || (final && s->pending_len))) {
     console_line(s, prefix, s->pending, s->pending_len);
-    if (final && s->pending[s->pending_len - 1] != '\n') write_all(s->console_fd, "\n", 1);
+    if (final && s->pending[s->pending_len - 1] != '\n') console_write(s, "\n", 1);
     start = s->pending_len;
   }
   memmove(s->pending, s->pending + start, s->pending_len - start);
@@ -195,6 +235,17 @@ static char process_state(pid_t pid) {
   buf[n] = '\0';
   const char *paren = strrchr(buf, ')'); /* the command name may itself hold ')' */
   return paren && paren[1] == ' ' && paren[2] ? paren[2] : '?';
+}
+
+/* Tells the launcher, once, that this agent was asked to stop (by: "signal" for a signal from
+ * outside, such as mpirun's or srun's teardown; "launcher" for ftl's own request), before it
+ * passes the signal on: the word reaches the launcher ahead of this connection's close, so its
+ * host is known to be alive whatever else the launcher reads in the same moment (detect.h). */
+static void say_stopping(ftl_rdzv_client *client, int *said, int sig, const char *by) {
+  if (*said || client->fd < 0) return;
+  *said = 1;
+  ftl_diag ignored;
+  ftl_rdzv_client_send(client, json_pack("{s:s, s:i, s:s}", "type", "stopping", "signal", sig, "by", by), 1, &ignored);
 }
 
 static void write_exit_record(const char *attempt_dir, int rank, int code, int sig, int64_t start_us) {
@@ -251,8 +302,14 @@ int ftl_rank_agent_main(int argc, char **argv) {
   env.rank = pl.rank;
   env.world_size = pl.world_size;
 
-  /* If mpirun (our parent) goes, so do we, and with us the program (below). */
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  /* If mpirun or its daemon (our parent) goes, so do we, and with us the program: SIGTERM rather
+   * than SIGKILL, so this agent first tells the launcher it was torn down (say_stopping) and its
+   * host is known alive. When a host dies, mpirun's daemons elsewhere exit at once, and an agent
+   * killed outright with them would look as dead as the lost host's own (detect.h). The program
+   * then gets the usual grace before its SIGKILL. */
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) raise(SIGTERM); /* the parent went before the request took effect */
   /* Orphaned grandchildren of the program come to us, so the final sweep of its process group
    * finds them. */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -286,6 +343,11 @@ int ftl_rank_agent_main(int argc, char **argv) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "%s", d.msg);
     goto out;
   }
+  /* A console whose reader is gone must not kill this agent (console_write); the program gets
+   * the default back below. */
+  struct sigaction ignore_pipe = {.sa_handler = SIG_IGN};
+  sigemptyset(&ignore_pipe.sa_mask);
+  sigaction(SIGPIPE, &ignore_pipe, NULL);
 
   child = fork();
   if (child < 0) {
@@ -298,6 +360,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigemptyset(&dfl.sa_mask);
     for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++) sigaction(forwarded[i], &dfl, NULL);
+    sigaction(SIGPIPE, &dfl, NULL); /* an ignored signal would stay ignored across exec */
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     execve(argv[2], argv + 2, prog_env);
@@ -324,7 +387,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
 
   char prefix[32] = "";
   if (pl.world_size > 1) snprintf(prefix, sizeof prefix, "[rank %d] ", pl.rank);
-  int status = 0, reaped = 0;
+  int status = 0, reaped = 0, said_stopping = 0;
   int64_t kill_deadline = FTL_NO_DEADLINE;
   int64_t grace_ms = 5000;
   int64_t parsed;
@@ -379,9 +442,10 @@ int ftl_rank_agent_main(int argc, char **argv) {
           if (!reaped && waitpid(child, &status, WNOHANG) == child) reaped = 1;
           continue;
         }
+        int ending = sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
+        if (ending && !reaped) say_stopping(&client, &said_stopping, sig, getppid() != parent ? "parent_gone" : "signal");
         if (!reaped) kill(-child, sig);
-        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && kill_deadline == FTL_NO_DEADLINE)
-          kill_deadline = ftl_deadline_after_ms(grace_ms);
+        if (ending && kill_deadline == FTL_NO_DEADLINE) kill_deadline = ftl_deadline_after_ms(grace_ms);
       }
     }
     if (client.fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -393,6 +457,7 @@ int ftl_rank_agent_main(int argc, char **argv) {
       while (ftl_linebuf_next(&from_launcher, &msg, &ignored) == FTL_OK) {
         int sig = (int)ftl_wire_int(msg, "signal", 0);
         if (!strcmp(ftl_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65) {
+          if ((sig == SIGTERM || sig == SIGINT) && !reaped) say_stopping(&client, &said_stopping, sig, "launcher");
           if (!reaped) kill(-child, sig);
           if ((sig == SIGTERM || sig == SIGINT) && kill_deadline == FTL_NO_DEADLINE)
             kill_deadline = ftl_deadline_after_ms(grace_ms);
@@ -411,6 +476,14 @@ int ftl_rank_agent_main(int argc, char **argv) {
   }
   if (!reaped) waitpid(child, &status, 0);
   kill(-child, SIGKILL); /* whatever the program left behind in its group goes with it */
+  if (out.console_dropped + err.console_dropped > 0 && err.log_fd >= 0) {
+    char note[200];
+    int len = snprintf(note, sizeof note,
+                       "ftl rank-agent: %ld line(s) were not shown on the console (it took no output for %d ms); "
+                       "this rank's log files hold them all\n",
+                       out.console_dropped + err.console_dropped, (int)CONSOLE_STALL_MS);
+    if (len > 0) write_all(err.log_fd, note, (size_t)len);
+  }
 
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;

@@ -107,49 +107,73 @@ int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim
   return 1;
 }
 
-/* 1 when every agent on host has vanished without an exit report; *first_ns gets the earliest. */
-static int host_vanished(const ftl_rank_watch *r, int n, const char *host, int64_t *first_ns) {
-  int on_host = 0, gone = 0;
-  *first_ns = INT64_MAX;
+/* An agent that went without a word: its connection dropped with neither an exit report nor the
+ * word that it was asked to stop. */
+static int gone_silently(const ftl_rank_watch *w) { return !w->has_agent && !w->exited && w->lost_ns && !w->stopping_ms; }
+
+/* 1 when every agent on host went without a word. */
+static int host_gone_silently(const ftl_rank_watch *r, int n, const char *host) {
+  int on_host = 0;
   for (int i = 0; i < n; i++) {
     if (!same_host(r[i].host, host)) continue;
     on_host++;
-    if (!r[i].has_agent && !r[i].exited && r[i].lost_ns) {
-      gone++;
-      if (r[i].lost_ns < *first_ns) *first_ns = r[i].lost_ns;
-    }
+    if (!gone_silently(&r[i])) return 0;
   }
-  return on_host > 0 && gone == on_host;
+  return on_host > 0;
 }
 
-/* When one host dies mpirun kills the ranks on the others too, so several hosts can look lost
- * within a few milliseconds: the lost one is the first to go, and never the launcher's own host
+/* 1 when host is r[i].host for some i < upto (it was looked at already). */
+static int host_seen_before(const ftl_rank_watch *r, int upto, const char *host) {
+  for (int i = 0; i < upto; i++)
+    if (same_host(r[i].host, host)) return 1;
+  return 0;
+}
+
+/* When one host dies, mpirun (or srun) ends the ranks on the others too, so several hosts' agents
+ * vanish within milliseconds, and the order in which one wake-up reads their connections says
+ * nothing about which went first. What tells them apart is the word the torn-down agents send
+ * before they go: the lost host's agents sent none. The launcher's own host is never the lost one
  * (were it gone, so would be this launcher). */
 int ftl_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out) {
   if (lost_rank < 0) return 0;
-  const char *lost_host = NULL;
-  int64_t lost_at = INT64_MAX;
+  const char *silent_hosts[2] = {NULL, NULL};
+  int silent_count = 0, first_silent = -1;
   for (int i = 0; i < n; i++) {
-    int64_t first_ns;
-    if (!r[i].host || same_host(r[i].host, self_host) || !host_vanished(r, n, r[i].host, &first_ns) ||
-        first_ns >= lost_at)
+    if (gone_silently(&r[i]) && (first_silent < 0 || r[i].lost_ns < r[first_silent].lost_ns)) first_silent = i;
+    if (!r[i].host || same_host(r[i].host, self_host) || host_seen_before(r, i, r[i].host) ||
+        !host_gone_silently(r, n, r[i].host))
       continue;
-    lost_host = r[i].host;
-    lost_at = first_ns;
+    if (silent_count < 2) silent_hosts[silent_count] = r[i].host;
+    silent_count++;
   }
   memset(out, 0, sizeof *out);
-  if (lost_host) {
-    int on_host = 0;
-    for (int i = 0; i < n; i++) on_host += same_host(r[i].host, lost_host);
+  if (silent_count == 1) {
+    int on_host = 0, spoke = 0;
+    for (int i = 0; i < n; i++) {
+      on_host += same_host(r[i].host, silent_hosts[0]);
+      spoke += !same_host(r[i].host, silent_hosts[0]) && (r[i].stopping_ms || r[i].exited);
+    }
     out->kind = FTL_FAIL_NODE;
     out->rank = -1;
-    out->host = lost_host;
+    out->host = silent_hosts[0];
     snprintf(out->message, sizeof out->message,
-             "host %s is lost: all %d of its rank agents vanished without reporting an exit", lost_host, on_host);
+             "host %s is lost: all %d of its rank agents vanished without a word (%d agent%s elsewhere said why "
+             "they stopped)",
+             silent_hosts[0], on_host, spoke, spoke == 1 ? "" : "s");
     return 1;
   }
+  if (silent_count > 1) {
+    out->kind = FTL_FAIL_AGENT_LOST;
+    out->rank = first_silent;
+    snprintf(out->message, sizeof out->message,
+             "lost its agent, and so did every agent of hosts %s and %s%s, all without a word: the evidence cannot "
+             "tell which host was lost, so none is left out",
+             silent_hosts[0], silent_hosts[1], silent_count > 2 ? " (and others)" : "");
+    return 1;
+  }
+  if (first_silent < 0) return 0; /* every agent that went had said it was asked to stop */
   out->kind = FTL_FAIL_AGENT_LOST;
-  out->rank = lost_rank;
+  out->rank = first_silent;
   snprintf(out->message, sizeof out->message, "lost its agent (the agent process died or its host went away)");
   return 1;
 }

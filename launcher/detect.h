@@ -11,9 +11,15 @@
  *                  else the rank furthest behind. A rank whose process its agent sees stopped
  *                  (state T) for FTL_DETECT_STOPPED_MS is hung at once, whatever the timeout: a
  *                  stopped process makes no progress until someone continues it;
- *   - vanished:    agents whose connections dropped without an exit report: a host all of whose
- *                  agents vanished is lost (the first such, never the launcher's own), else the
- *                  first vanished agent is;
+ *   - vanished:    agents whose connections dropped without an exit report. An agent asked to
+ *                  stop (a teardown's SIGTERM from mpirun or srun, or ftl's own) says so first
+ *                  (the `stopping` word), so its host is known alive whatever the order in which
+ *                  the connections are read: a host is lost only when all its agents vanished
+ *                  without a word (never the launcher's own host). Exactly one such host is lost;
+ *                  two or more cannot be told apart, so none is blamed (the finding says so and
+ *                  excludes nothing rather than the wrong host); with none, the first agent that
+ *                  vanished without a word is lost; agents that all said why they went are the
+ *                  consequence of something else, and nothing is found here;
  *   - straggler:   a rank whose median compute per step over its last FTL_STRAGGLER_WINDOW reports
  *                  is over FTL_STRAGGLER_RATIO times the others' median and FTL_STRAGGLER_MIN_MS
  *                  more (FTL_STRAGGLER_RATIO_SHARED when the ranks share too few cores: there the
@@ -52,6 +58,8 @@ typedef struct ftl_rank_watch {
   int exited;           /* its agent reported how the program ended */
   int64_t alive_ms;     /* its agent's last heartbeat, or its exit report */
   int64_t lost_ns;      /* when its agent's connection dropped without an exit report; 0 if not */
+  int64_t stopping_ms;  /* when its agent said it was asked to stop (its host was alive then); 0: never */
+  int stop_signal;      /* the signal it was asked to stop with */
   int64_t progress_ms;  /* last sign of progress (joined, ready, a step, an event); 0: none yet */
   int64_t last_step;    /* -1 before the first */
   int section;          /* FTL_SECTION_* it last reported */
@@ -85,7 +93,10 @@ const char *ftl_detect_section_name(int section);
 int ftl_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
                          ftl_detection *out);
 int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out);
-/* lost_rank: the first agent that vanished (-1: none); self_host: the launcher's host, never lost. */
+/* lost_rank: the first agent that vanished (-1: none); self_host: the launcher's host, never lost.
+ * Returns 0 also when every vanished agent had said it was asked to stop (nothing of its own
+ * failed). An ambiguous finding (several hosts vanished without a word) is FTL_FAIL_AGENT_LOST
+ * with host NULL and a message naming the hosts. */
 int ftl_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out);
 
 typedef struct ftl_straggler {

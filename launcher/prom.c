@@ -1,4 +1,7 @@
-/* launcher/prom.c: the Prometheus textfile (see metrics.h). */
+/* launcher/prom.c: the Prometheus textfile (see prom.h). Names follow Prometheus' conventions, as
+ * `promtool check metrics` lints them: base units (seconds, not hours), `_total` only on counters,
+ * a HELP and a TYPE line for each; the job's name is the label FTL_PROM_JOB_LABEL, never `job`,
+ * which the scraper sets on the target (the file's value would become `exported_job`). */
 #include "launcher/prom.h"
 
 #include <math.h>
@@ -81,7 +84,7 @@ ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t 
                         size_t *len_out, ftl_diag *d) {
   char esc[512], labels[600];
   label_value(esc, sizeof esc, job);
-  snprintf(labels, sizeof labels, "job=\"%s\"", esc);
+  snprintf(labels, sizeof labels, FTL_PROM_JOB_LABEL "=\"%s\"", esc);
   buf b = {0};
   const ftl_rv_sample *s = &rv->latest;
   ftl_rv_goodput g = ftl_runview_goodput(rv, now_us);
@@ -103,8 +106,9 @@ ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t 
          (double)c->interval_steps);
   metric(&b, "ftl_checkpoint_interval_seconds", "gauge", "the cadence's checkpoint interval in seconds (0 unknown)",
          labels, (double)c->interval_steps * c->step_s);
-  metric(&b, "ftl_mtbf_hours", "gauge", "the cadence's estimate of the gang's mean time between failures", labels,
-         c->mtbf_h);
+  metric(&b, "ftl_mtbf_seconds", "gauge",
+         "the cadence's estimate of the gang's mean time between failures in seconds (0 unknown)", labels,
+         c->mtbf_h * 3600.0);
   metric(&b, "ftl_exit_code", "gauge", "ftl run's exit code once it ended (-1 while running)", labels,
          rv->ended ? rv->exit_code : -1);
   metric(&b, "ftl_last_update_timestamp_seconds", "gauge", "when this file was written (Unix time)", labels,

@@ -16,11 +16,14 @@
 #include "ftl/error.h"
 
 #define FTL_PROM_MIN_INTERVAL_MS 2000
+/* The label every sample carries, the job's name. Not `job` (nor `instance`, `__*`): Prometheus
+ * sets those on the scraped target and would rename the file's own to `exported_job`. */
+#define FTL_PROM_JOB_LABEL "ftl_job"
 
 struct ftl_runview;
 typedef struct ftl_prom ftl_prom;
 
-/* path: the textfile (borrowed for the call); job: the job label. */
+/* path: the textfile (borrowed for the call); job: the job's name, the FTL_PROM_JOB_LABEL value. */
 ftl_err ftl_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d);
 
 /* An ftl_events_observer. */
@@ -30,7 +33,8 @@ void ftl_prom_observe(void *user, const json_t *line);
 void ftl_prom_finish(ftl_prom *m);
 void ftl_prom_destroy(ftl_prom *m);
 
-/* The exposition text for a view (the pure part, tested): *text_out freed with ftl_free. */
+/* The exposition text for a view (the pure part, tested), job the FTL_PROM_JOB_LABEL value:
+ * *text_out freed with ftl_free. */
 ftl_err ftl_prom_format(const struct ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
                         size_t *len_out, ftl_diag *d);
 

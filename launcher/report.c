@@ -452,6 +452,20 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     put_text(o, json_string_value(json_object_get(cad, "explanation")));
     put(o, "</p>\n");
   }
+  /* The restart cost the cadence of a next attempt starts from (status.c: the run ledger's
+   * measured restarts, through the controller's own median). */
+  const json_t *cost = json_object_get(st, "restart_cost");
+  if (json_is_object(cost)) {
+    double r = json_number_value(json_object_get(cost, "restart_s"));
+    size_t n = json_array_size(json_object_get(cost, "records"));
+    if (json_is_true(json_object_get(cost, "measured")))
+      put(o,
+          "<p>Restart cost: R = %.2f s (measured: median of the newest %lld of %zu restart%s, from the failure's "
+          "detection to the first resumed step).</p>\n",
+          r, (long long)json_integer_value(json_object_get(cost, "samples")), n, n == 1 ? "" : "s");
+    else
+      put(o, "<p>Restart cost: R = %.0f s (assumed: no restart measured in this run).</p>\n", r);
+  }
   const json_t *gate = json_object_get(st, "gate");
   if (json_is_object(gate)) {
     put(o, "<h2>Gate</h2>\n<p>%s: ", json_is_true(json_object_get(gate, "passed")) ? "passed" : "failed");

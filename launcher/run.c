@@ -6,7 +6,9 @@
  * attempts, writes each attempt's hostfile (hosts left out are commented), sleeps the back-off
  * (a signal cuts it short), records the ledgers and prints the goodput report. The ranks of the
  * next attempt restore the last committed step themselves.
- * Failures are appended to RUNDIR/failures.jsonl (docs/formats/failures.md), which outlives runs. */
+ * Failures are appended to RUNDIR/failures.jsonl (docs/formats/failures.md), which outlives runs,
+ * and so is each restart's measured cost R (the restart meter below), which the cadence of later
+ * attempts and later runs starts from. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -135,6 +137,83 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
   snprintf(rec.job, sizeof rec.job, "%s", job->name);
   snprintf(rec.host, sizeof rec.host, "%s", ftl_hostname());
   fleet_append(job, &rec);
+}
+
+/* ---- the restart meter ------------------------------------------------------------------------
+ * The cost R of each restart after a failure, measured as the cadence means it: from the failure's
+ * detection (the `failure` event, or `rendezvous_failed`) to the first resumed step (the `startup`
+ * event of the next attempt whose ranks all got past a step), on this launcher's monotonic clock.
+ * Attempts between the two that failed before a step (a crash at start, a rendezvous that did not
+ * form) are part of that one restart. It is drawn from the event stream (an observer, like the
+ * progress line), so the record is written the moment R is known, in both ledgers, with the
+ * cadence's own encoder (ftl_cadence_fleet_append): the ranks of later attempts and later runs read
+ * it back with ftl_cadence_load_ledger. The ranks of the attempt that closes a measurement have
+ * loaded the ledgers before it is known; the attempts after it start from it.
+ *
+ * File-scope because events outlive ftl_run_job (main writes run_end after it) and an observer
+ * cannot be removed: the meter is inactive outside ftl_run_job. */
+typedef struct restart_meter {
+  int active;
+  const ftl_job *job;
+  const char *run_dir;
+  int world;              /* ranks of the attempt running */
+  int64_t failed_ns;      /* ftl_clock_ns() when the pending failure was detected; < 0: none */
+  int failed_attempt;
+  char cause[32];         /* the pending failure's cause */
+  int restored_attempt;   /* rank 0's ckpt_restored: which attempt, which step */
+  int64_t restored_step;
+} restart_meter;
+static restart_meter meter;
+
+/* Appends to a ledger at most this long: the meter runs on the launcher's one thread, between
+ * the supervision loop's checks. */
+#define METER_LOCK_TIMEOUT_MS 2000
+
+static void meter_record(restart_meter *m, int attempt, double restart_s) {
+  ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_RESTART,
+                            .wall_us = ftl_wall_us(),
+                            .attempt = attempt,
+                            .step = m->restored_attempt == attempt ? m->restored_step : -1,
+                            .world_size = m->world,
+                            .restart_s = restart_s};
+  snprintf(rec.cause, sizeof rec.cause, "%s", m->cause);
+  snprintf(rec.job, sizeof rec.job, "%s", m->job->name);
+  snprintf(rec.host, sizeof rec.host, "%s", ftl_hostname());
+  FTL_LOG(FTL_LOG_INFO, "launcher",
+          "restart cost R = %.2f s: attempt %d's failure (%s) detected to attempt %d's first step", restart_s,
+          m->failed_attempt, m->cause, attempt);
+  char path[PATH_MAX];
+  ftl_diag d = {{0}};
+  if (ftl_rundir_path(path, sizeof path, m->run_dir, FTL_RUNDIR_FAILURES))
+    FTL_LOG(FTL_LOG_WARN, "launcher", "run directory path too long for its ledger: %s", m->run_dir);
+  else if (ftl_cadence_fleet_append(path, &rec, METER_LOCK_TIMEOUT_MS, &d) != FTL_OK)
+    FTL_LOG(FTL_LOG_WARN, "launcher", "%s", d.msg);
+  if (m->job->fleet_ledger && ftl_cadence_fleet_append(m->job->fleet_ledger, &rec, METER_LOCK_TIMEOUT_MS, &d) != FTL_OK)
+    FTL_LOG(FTL_LOG_WARN, "launcher", "fleet ledger: %s", d.msg);
+}
+
+/* An ftl_events_observer. ckpt_restored is rank 0's (the checkpoint module's, through the
+ * rendezvous connection); failure, rendezvous_failed and startup are the supervisor's own. */
+static void meter_observe(void *user, const json_t *line) {
+  restart_meter *m = user;
+  if (!m->active) return;
+  const char *ev = json_string_value(json_object_get(line, "event"));
+  int attempt = (int)json_integer_value(json_object_get(line, "attempt"));
+  if (!ev) return;
+  if (!strcmp(ev, "failure") || !strcmp(ev, "rendezvous_failed")) {
+    if (m->failed_ns >= 0) return; /* the restart of an earlier failure has not finished yet */
+    m->failed_ns = ftl_clock_ns();
+    m->failed_attempt = attempt;
+    const char *cause = json_string_value(json_object_get(line, "cause"));
+    snprintf(m->cause, sizeof m->cause, "%s", cause ? cause : "rendezvous");
+  } else if (!strcmp(ev, "ckpt_restored") && json_integer_value(json_object_get(line, "rank")) == 0) {
+    m->restored_attempt = attempt;
+    m->restored_step = (int64_t)json_integer_value(json_object_get(line, "step"));
+  } else if (!strcmp(ev, "startup") && m->failed_ns >= 0 && attempt > m->failed_attempt) {
+    double restart_s = (double)(ftl_clock_ns() - m->failed_ns) / 1e9;
+    m->failed_ns = -1;
+    meter_record(m, attempt, restart_s > 0 ? restart_s : 0);
+  }
 }
 
 /* The probe's deadline, all hosts at once (hostprobe.h): a host that answers at all does so in
@@ -280,6 +359,15 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     fprintf(stderr, "ftl run: out of memory\n");
     return FTL_EXIT_INTERNAL;
   }
+  /* Once per process: the meter is file-scope, and an observer is never removed. */
+  static ftl_events *metered;
+  if (events && metered != events) {
+    if (ftl_events_observe(events, meter_observe, &meter, &d) == FTL_OK)
+      metered = events;
+    else
+      FTL_LOG(FTL_LOG_WARN, "launcher", "restart costs will not be measured: %s", d.msg);
+  }
+  meter = (restart_meter){.active = 1, .job = job, .run_dir = run_dir, .failed_ns = -1, .restored_attempt = -1};
 
   for (;;) {
     int world = job->ranks, slots = 0;
@@ -316,6 +404,7 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
                           .kill_grace_ms = kill_grace_ms,
                           .events = events};
     ftl_attempt_result res;
+    meter.world = world;
     if (ftl_attempt_run(&o, &res, &d)) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       exit_code = FTL_EXIT_INTERNAL;
@@ -383,6 +472,7 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
 #endif
     attempt++;
   }
+  meter.active = 0;
   if (n_attempts > 0) report_goodput(events, first_attempt, per, n_attempts);
   ftl_free(per);
   ftl_free(plan.hosts);

@@ -18,6 +18,7 @@
 
 #include "core/jsonl.h"
 #include "core/rundir.h"
+#include "ftl/cadence.h"
 #include "ftl/core.h"
 #include "launcher/launcher.h"
 #include "launcher/runview.h"
@@ -32,9 +33,9 @@ const char ftl_status_help[] =
     "\n"
     "Prints: running or ended (and ftl's exit code), the progress rank 0 last reported, every attempt\n"
     "with its outcome, the failures with their causes and hosts (failures.jsonl), the checkpoint\n"
-    "cadence and its inputs, the last committed step, the gate's verdict and the published version,\n"
-    "and the goodput breakdown. Running means a launcher holds RUNDIR/ftl.lock. It only reads, so it\n"
-    "is safe while the job runs.\n"
+    "cadence and its inputs, the measured restart cost R (failures.jsonl's restart records), the last\n"
+    "committed step, the gate's verdict and the published version, and the goodput breakdown.\n"
+    "Running means a launcher holds RUNDIR/ftl.lock. It only reads, so it is safe while the job runs.\n"
     "\n"
     "  --json   one JSON object instead (versioned; docs/formats/status.md)\n"
     "\n"
@@ -82,7 +83,25 @@ static const char *str_of(const json_t *o, const char *k) {
   return s ? s : "";
 }
 
-static json_t *failures_of(const char *run_dir) {
+/* The restart cost R as the cadence of the run's next attempt takes it from the run's ledger (the
+ * controller's own median of the newest measured restarts, so the figure is the one the ranks use),
+ * and the restart records themselves. */
+static json_t *restart_cost_of(const char *run_dir) {
+  char path[PATH_MAX];
+  ftl_cadence_config cfg;
+  ftl_cadence_config_init(&cfg);
+  ftl_cadence *c = NULL;
+  ftl_diag ignored;
+  double restart_s = cfg.restart_s;
+  int samples = 0;
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) == FTL_OK &&
+      ftl_cadence_create(&cfg, &c, &ignored) == FTL_OK && ftl_cadence_load_ledger(c, path, NULL, &ignored) == FTL_OK)
+    ftl_cadence_restart_estimate(c, &restart_s, &samples);
+  ftl_cadence_destroy(c);
+  return json_pack("{s:f, s:b, s:i}", "restart_s", restart_s, "measured", samples > 0, "samples", samples);
+}
+
+static json_t *failures_of(const char *run_dir, json_t *restarts) {
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
@@ -96,7 +115,15 @@ static json_t *failures_of(const char *run_dir) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
     json_t *o = json_loadb(p, n, 0, NULL);
-    if (json_is_object(o) && !strcmp(str_of(o, "record"), "failure")) {
+    if (json_is_object(o) && !strcmp(str_of(o, "record"), "restart")) {
+      json_t *r = json_object();
+      static const char *const keys[] = {"attempt", "restart_s", "step", "cause", "world_size", "wall_us"};
+      for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *v = json_object_get(o, keys[i]);
+        if (v) json_object_set(r, keys[i], v);
+      }
+      json_array_append_new(restarts, r);
+    } else if (json_is_object(o) && !strcmp(str_of(o, "record"), "failure")) {
       json_t *f = json_object();
       static const char *const keys[] = {"attempt",   "cause",  "rank",     "host",    "step",
                                          "exit_code", "signal", "bad_host", "message", "wall_us"};
@@ -236,7 +263,14 @@ ftl_err ftl_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
                                               "committed_step", (json_int_t)a->committed_step, "summary", a->summary));
   }
   json_object_set_new(doc, "attempts", attempts);
-  json_object_set_new(doc, "failures", failures_of(run_dir));
+  json_t *restarts = json_array();
+  json_object_set_new(doc, "failures", failures_of(run_dir, restarts));
+  json_t *cost = restart_cost_of(run_dir);
+  if (cost)
+    json_object_set_new(cost, "records", restarts);
+  else
+    json_decref(restarts);
+  json_object_set_new(doc, "restart_cost", cost ? cost : json_null());
   json_t *cad = json_null();
   if (l.cadence) {
     cad = json_deep_copy(l.cadence);
@@ -321,6 +355,15 @@ static void print_human(const json_t *doc) {
   json_array_foreach(failures, i, a) {
     printf("  attempt %.0f: %s, rank %.0f on host %s, step %.0f: %s\n", num(a, "attempt"), str(a, "cause"),
            num(a, "rank"), str(a, "host"), num(a, "step"), str(a, "message"));
+  }
+  const json_t *rc = json_object_get(doc, "restart_cost");
+  if (json_is_true(json_object_get(rc, "measured"))) {
+    size_t n = json_array_size(json_object_get(rc, "records"));
+    printf("restart cost: R = %.2f s (measured: median of the newest %.0f of %zu restart%s, failure detected to first "
+           "resumed step)\n",
+           num(rc, "restart_s"), num(rc, "samples"), n, n == 1 ? "" : "s");
+  } else if (json_is_object(rc)) {
+    printf("restart cost: R = %.0f s (assumed: no restart measured in this run)\n", num(rc, "restart_s"));
   }
   const json_t *c = json_object_get(doc, "cadence");
   if (json_is_object(c)) {

@@ -110,9 +110,10 @@ typedef struct attempt {
   int have_root;           /* the root cause is recorded */
   int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
   int64_t lost_ms;
-  /* A rank killed by a SIGTERM ftl did not send, held for LOST_AGENT_SETTLE_MS before it is named
-   * the root cause: when a host is lost, mpirun ends the ranks on the other hosts with SIGTERM,
-   * and those deaths can be reported before the lost host's agents are seen to vanish. */
+  /* A rank killed by a SIGTERM ftl did not send (or failing while an agent has vanished), held for
+   * LOST_AGENT_SETTLE_MS before it is named the root cause: when a host is lost, mpirun ends the
+   * ranks on the other hosts with SIGTERM, and those deaths can be reported before the lost host's
+   * agents are seen to vanish. */
   int term_rank;           /* or -1 */
   int term_code, term_sig;
   int64_t term_ms;
@@ -326,6 +327,20 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       if (w->state != 'T') w->stopped_ms = 0;
       else if (!w->stopped_ms) w->stopped_ms = w->alive_ms;
       break;
+    case FTL_RDZV_AGENT_STOPPING:
+      /* The agent was asked to stop (a teardown's SIGTERM, or ftl's): its host is alive, whatever
+       * becomes of its connection next (detect.c, ftl_detect_vanished). */
+      if (!s) return;
+      w->alive_ms = ftl_clock_ms();
+      if (!w->stopping_ms) {
+        w->stopping_ms = w->alive_ms;
+        w->stop_signal = (int)ftl_wire_int(ev->msg, "signal", 0);
+        ftl_events_write(log, "agent_stopping", attempt_no,
+                         json_pack("{s:i, s:s, s:i, s:s}", "rank", ev->rank, "host",
+                                   ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
+                                   "signal", w->stop_signal, "by", msg_str(ev->msg, "by")));
+      }
+      break;
     case FTL_RDZV_RANK_JOINED:
       if (!s) return;
       note_progress(w);
@@ -415,7 +430,10 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
        * process of the job, not only ftl) is part of the stop, not a failure of its own. */
       consequence |= was(a, PHASE_STOPPING) && (s->signal == SIGTERM || s->exit_code == 128 + SIGTERM);
       int outside_term = !*exec_error && (s->signal == SIGTERM || s->exit_code == 128 + SIGTERM);
-      if (failed && !consequence && outside_term && !a->have_root) {
+      /* A rank that fails while an agent has vanished may be failing because of it (its MPI peer on
+       * a lost host is gone): held too, so the lost host, if that is what it is, is the cause. */
+      int after_loss = !*exec_error && a->lost_rank >= 0;
+      if (failed && !consequence && (outside_term || after_loss) && !a->have_root) {
         if (a->term_rank < 0) {
           int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
           a->term_rank = ev->rank;
@@ -447,7 +465,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       if (strcmp(ev->role, "agent") == 0) {
         w->has_agent = 0;
         if (!w->exited) w->lost_ns = ftl_clock_ns();
-        if (!w->exited && !was(a, PHASE_ENDING) && a->lost_rank < 0) {
+        /* An agent that said it was asked to stop went because of someone else's failure. */
+        if (!w->exited && !w->stopping_ms && !was(a, PHASE_ENDING) && a->lost_rank < 0) {
           a->lost_rank = ev->rank;
           a->lost_ms = ftl_clock_ms();
         }

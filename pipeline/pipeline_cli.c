@@ -33,8 +33,9 @@ const char ftl_registry_help[] =
     "  ftl registry check NAME                    every pointer names a complete version; audit lines whole\n"
     "  ftl registry publish NAME PACKAGE [--channel C] [--why TEXT]   store a package built elsewhere\n"
     "\n"
-    "Every command takes --registry DIR (default $FTL_REGISTRY), --who TEXT (default $USER@host) and\n"
-    "--lock-timeout-ms MS (default 30000). VERSION is an id or a unique prefix of 8+ hex digits.\n"
+    "Every command takes --registry DIR (default $FTL_REGISTRY), --who TEXT (default USER@HOST: the\n"
+    "effective user's login name, or its uid, and this host) and --lock-timeout-ms MS (default 30000).\n"
+    "VERSION is an id or a unique prefix of 8+ hex digits.\n"
     "Exit codes: 0 success, 1 failed (the reason on stderr), 2 usage.\n";
 
 const char ftl_promote_help[] =

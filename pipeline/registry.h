@@ -37,7 +37,7 @@ extern "C" {
 /* Which registry, and who acts on it (all borrowed). */
 typedef struct ftl_registry_ref {
   const char *root;        /* the registry folder (created on the first publish) */
-  const char *who;         /* recorded in pointers and the audit log; NULL: $USER@host */
+  const char *who;         /* recorded in pointers and the audit log; NULL: the effective user's name (or uid) @ host */
   int64_t lock_timeout_ms; /* deadline for the lock; 0: 30 s */
 } ftl_registry_ref;
 

@@ -178,6 +178,7 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
   else if (strcmp(type, "event") == 0) emit(fn, user, FTL_RDZV_EVENT, c, msg, NULL);
   else if (strcmp(type, "alive") == 0) emit(fn, user, FTL_RDZV_AGENT_ALIVE, c, msg, NULL);
   else if (strcmp(type, "section") == 0) emit(fn, user, FTL_RDZV_SECTION, c, msg, NULL);
+  else if (strcmp(type, "stopping") == 0) emit(fn, user, FTL_RDZV_AGENT_STOPPING, c, msg, NULL);
   else if (strcmp(type, "exit") == 0) {
     c->said_bye = true;
     emit(fn, user, FTL_RDZV_AGENT_EXIT, c, msg, NULL);

@@ -30,6 +30,7 @@ typedef enum ftl_rdzv_event_kind {
   FTL_RDZV_REJECTED,    /* a connection was refused (detail says why: stale token, bad rank) */
   FTL_RDZV_AGENT_ALIVE, /* the agent's heartbeat (msg: state of its program, as /proc shows it) */
   FTL_RDZV_SECTION,     /* a rank entered a section of work (msg: name: "step" or "checkpoint") */
+  FTL_RDZV_AGENT_STOPPING, /* the agent was asked to stop (msg: signal, by): its host is alive */
 } ftl_rdzv_event_kind;
 
 typedef struct ftl_rdzv_event {

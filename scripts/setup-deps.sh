@@ -14,6 +14,8 @@ packages=(
   slurmctld slurmd slurm-client munge
   chromium          # tests/launcher/ops_report.sh: opens `ftl report`'s page headless, screenshots it
   groff-base man-db # tests/launcher/man_pages.sh: renders docs/man/ with warnings on
+  prometheus        # promtool: tests check the metrics textfile with `promtool check metrics`
+  lintian dpkg-dev fakeroot # the Debian packages are built, dpkg-shlibdeps'd and lintian-checked in a test
 )
 
 missing=()

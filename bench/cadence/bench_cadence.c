@@ -8,7 +8,8 @@
  * grid around Daly's optimum for the true MTBF, with the same seeds: it knows the truth, which no
  * real run does, so it is a bound rather than a competitor.
  *
- * Usage: bench-cadence [seeds]   (default 24). Prints tables; exit 0. Not run by ctest. */
+ * Usage: bench-cadence [seeds]   (default 24). Prints tables; exit 0. The full run is not run by
+ * ctest; tests/bench runs `bench-cadence 1` (the smallest size) and checks the tables' lines. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

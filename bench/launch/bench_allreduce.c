@@ -1,6 +1,8 @@
 /* bench/launch/bench_allreduce.c: ftl_allreduce against raw MPI_Allreduce of the same buffers,
  * 1 KiB to 64 MiB, in alternating rounds within one run so machine noise hits both alike.
- * Started by bench-launch under mpirun; rank 0 prints one table row per size. */
+ * Started by bench-launch under mpirun; rank 0 prints one table row per size.
+ * Usage: bench-allreduce [--smoke]: --smoke is the smallest size (1 KiB to 64 KiB, 3 rounds), for
+ * the test suite's smoke test (bench-launch --smoke). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +23,18 @@ int main(int argc, char **argv) {
     return 1;
   }
   int rank = ftl_ctx_info(ctx)->rank, world = ftl_ctx_info(ctx)->world_size;
-  const size_t max_bytes = (size_t)64 << 20;
+  int smoke = 0;
+  for (int i = 1; i < argc; i++)
+    smoke |= strcmp(argv[i], "--smoke") == 0;
+  const size_t max_bytes = smoke ? (size_t)64 << 10 : (size_t)64 << 20;
   float *send = malloc(max_bytes), *recv = malloc(max_bytes);
   if (!send || !recv) return 1;
   /* Pre-fault both buffers: first touch here runs at a fraction of memcpy speed. */
   for (size_t i = 0; i < max_bytes / sizeof(float); i++) send[i] = recv[i] = (float)(i % 13);
-  enum { ROUNDS = 21 };
+  enum { MAX_ROUNDS = 21 };
+  const int rounds = smoke ? 3 : MAX_ROUNDS;
   if (rank == 0) {
-    printf("allreduce bandwidth, %d ranks, bus GB/s = 2(n-1)/n * bytes / time, median of %d alternating rounds\n", world, ROUNDS);
+    printf("allreduce bandwidth, %d ranks, bus GB/s = 2(n-1)/n * bytes / time, median of %d alternating rounds\n", world, rounds);
     printf("%10s %12s %12s %8s\n", "size", "MPI GB/s", "ftl GB/s", "ftl/MPI");
   }
   int below = 0;
@@ -39,8 +45,8 @@ int main(int argc, char **argv) {
     int iters = (int)(((size_t)64 << 20) / bytes);
     if (iters > 100) iters = 100;
     if (iters < 2) iters = 2;
-    double t_mpi[ROUNDS], t_ftl[ROUNDS];
-    for (int r = -1; r < ROUNDS; r++) { /* round -1 warms both paths up */
+    double t_mpi[MAX_ROUNDS], t_ftl[MAX_ROUNDS];
+    for (int r = -1; r < rounds; r++) { /* round -1 warms both paths up */
       for (int which = 0; which < 2; which++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
@@ -54,11 +60,11 @@ int main(int argc, char **argv) {
         if (r >= 0) (which == 0 ? t_mpi : t_ftl)[r] = dt;
       }
     }
-    qsort(t_mpi, ROUNDS, sizeof(double), cmp_double);
-    qsort(t_ftl, ROUNDS, sizeof(double), cmp_double);
+    qsort(t_mpi, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(t_ftl, (size_t)rounds, sizeof(double), cmp_double);
     double factor = world > 1 ? 2.0 * (world - 1) / world : 1.0;
-    double bw_mpi = factor * (double)bytes / t_mpi[ROUNDS / 2] / 1e9;
-    double bw_ftl = factor * (double)bytes / t_ftl[ROUNDS / 2] / 1e9;
+    double bw_mpi = factor * (double)bytes / t_mpi[rounds / 2] / 1e9;
+    double bw_ftl = factor * (double)bytes / t_ftl[rounds / 2] / 1e9;
     double ratio = bw_ftl / bw_mpi;
     if (ratio < 0.97) below++;
     if (rank == 0) {

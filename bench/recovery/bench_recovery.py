@@ -5,7 +5,12 @@
 # for the PyTorch example (examples/torch-lora) under ftl and under torchrun.
 #
 #   build/release/bin on PATH; python3-torch installed (bench/recovery/run.sh does both)
-#   /usr/bin/python3 bench/recovery/bench_recovery.py [RUNS]
+#   /usr/bin/python3 bench/recovery/bench_recovery.py [RUNS | --smoke]
+#
+# --smoke is the smallest size: one kill per side (RUNS=1), as the test suite's smoke test runs it
+# (tests/bench/recovery_smoke.sh); it checks that both sides, torchrun's included, recover and that
+# the tables are printed, not the numbers. A side that dies fails the run at once, with the tail of
+# what it printed, instead of timing out.
 import glob
 import json
 import os
@@ -23,14 +28,44 @@ LORA = os.path.join(HERE, "..", "..", "examples", "torch-lora", "train.py")
 RANKS, STEPS, STEP_MS, KILL_AT = 4, 400, 50, 15
 
 
-def wait_for(pred, timeout=60.0):
+class SideFailed(RuntimeError):
+    pass
+
+
+def wait_for(pred, timeout=60.0, proc=None, what="the condition"):
+    """Until pred() is true; fails at once when proc (the launcher of a side) has exited."""
     end = time.time() + timeout
     while time.time() < end:
         v = pred()
         if v:
             return v
+        if proc is not None and proc.poll() is not None:
+            raise SideFailed(f"{proc.args[0]} exited with {proc.returncode} before {what}")
         time.sleep(0.01)
-    raise RuntimeError("timed out")
+    raise SideFailed(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def end_side(proc):
+    """Ends a side's launcher and everything it started (its own session): SIGINT, then SIGKILL."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def tail(path, lines=30):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def prepare_finetune(data):
@@ -70,8 +105,10 @@ env: {{FTL_BACKEND: mpi, OMP_NUM_THREADS: "1"}}
 run_dir: {run}
 restart: {{max_restarts: 1}}
 """)
-    proc = subprocess.Popen(["ftl", "run", "--kill-grace-ms", "1000", spec], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    log_path = os.path.join(work, "ftl.log")
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(["ftl", "run", "--kill-grace-ms", "1000", spec], stdout=log_file,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     events = os.path.join(run, "events.jsonl")
 
     def read():
@@ -88,15 +125,20 @@ restart: {{max_restarts: 1}}
             return int(open(os.path.join(run, "probe-step")).read() or 0) >= KILL_AT
         except (OSError, ValueError):
             return False
-    wait_for(step_reached)
-    victim = [e for e in read() if e["event"] == "rank_started" and e["rank"] == 1][0]["pid"]
-    # The agent's child is the program: kill the program, not the agent.
-    child = int(open(f"/proc/{victim}/task/{victim}/children").read().split()[0])
-    t_kill = time.time()
-    os.kill(child, signal.SIGKILL)
-    wait_for(lambda: any(e["event"] == "first_step" and e["attempt"] == 1 for e in read()))
-    proc.send_signal(signal.SIGINT)
-    proc.wait()
+    try:
+        wait_for(step_reached, proc=proc, what=f"step {KILL_AT}")
+        victim = [e for e in read() if e["event"] == "rank_started" and e["rank"] == 1][0]["pid"]
+        # The agent's child is the program: kill the program, not the agent.
+        child = int(open(f"/proc/{victim}/task/{victim}/children").read().split()[0])
+        t_kill = time.time()
+        os.kill(child, signal.SIGKILL)
+        wait_for(lambda: any(e["event"] == "first_step" and e["attempt"] == 1 for e in read()), proc=proc,
+                 what="the first resumed step")
+    except SideFailed as e:
+        errs = "".join(tail(f) for f in sorted(glob.glob(os.path.join(run, "attempt-*", "rank-*.err"))))
+        raise SideFailed(f"ftl side ({program}): {e}\n{tail(log_path)}{errs}") from None
+    finally:
+        end_side(proc)
     ev = read()
 
     def first(name, attempt):
@@ -124,7 +166,7 @@ def torch_once(work, lora=False):
     proc = subprocess.Popen(["torchrun", "--standalone", f"--nproc_per_node={RANKS}", "--max_restarts=1",
                              "--monitor_interval=0.1", "--redirects=9:0", "--tee=9:0"] + program,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, OMP_NUM_THREADS="1"))
+                            env=dict(os.environ, OMP_NUM_THREADS="1"), start_new_session=True)
 
     def reader():
         for line in proc.stderr:
@@ -139,16 +181,19 @@ def torch_once(work, lora=False):
 
     def steps_of(attempt, rank):
         return [line.split() for line in log(attempt, rank) if line.startswith("step ")]
-    wait_for(lambda: len(steps_of(0, 1)) >= KILL_AT, 120)
-    pid = int(log(0, 1)[0].split()[3])
-    t_kill = time.time()
-    os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: all(steps_of(1, r) for r in range(RANKS)), 120)
-    proc.send_signal(signal.SIGINT)
     try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        wait_for(lambda: len(steps_of(0, 1)) >= KILL_AT, 120, proc, f"step {KILL_AT}")
+        pid = int(log(0, 1)[0].split()[3])
+        t_kill = time.time()
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: all(steps_of(1, r) for r in range(RANKS)), 120, proc, "the first resumed step")
+    except SideFailed as e:
+        end_side(proc)
+        time.sleep(0.2)  # the reader thread drains what torchrun printed last
+        printed = "".join(line for _, line in stamps[-200:])
+        raise SideFailed(f"torchrun side ({os.path.basename(program[0])}): {e}\n{printed}") from None
+    finally:
+        end_side(proc)
     noticed = [t for t, line in stamps if t > t_kill and ("exitcode" in line or "Worker" in line or "failed" in line)]
     started = [float(log(1, r)[0].split()[1]) for r in range(RANKS)]
     return {
@@ -162,7 +207,14 @@ def torch_once(work, lora=False):
 
 
 def main():
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    args = sys.argv[1:]
+    if args == ["--smoke"]:
+        runs = 1
+    elif not args or (len(args) == 1 and args[0].isdigit() and int(args[0]) >= 1):
+        runs = int(args[0]) if args else 5
+    else:
+        print("usage: bench_recovery.py [RUNS (default 5)] | --smoke", file=sys.stderr)
+        return 2
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     data = tempfile.mkdtemp(prefix="ftl-bench-recovery-data-")
@@ -177,6 +229,9 @@ def main():
                 work = tempfile.mkdtemp(prefix="ftl-bench-recovery-")
                 try:
                     results[name].append(fn(work))
+                except SideFailed as e:
+                    print(f"bench-recovery: side '{name}' failed: {e}", file=sys.stderr)
+                    return 1
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
             print(f"run {i + 1}/{runs} done", file=sys.stderr)
@@ -215,4 +270,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -15,7 +15,8 @@
  * The table gives the median step time of each, its ratio to bare, and the mean time spent inside
  * the ftl calls (mean and median, microseconds) and the mean as a share of the bare step (the
  * overhead without the step's own noise; goal < 1%).
- * Not part of ctest. */
+ * The full run is not part of ctest; tests/bench/train_smoke.sh runs the smallest size
+ * (--rounds 2 --steps-per-round 2) and checks that both tables are printed. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -185,18 +185,32 @@ def export_peft(args, model, out_dir):
 
 
 class TorchrunContext:
-    """What the program uses of ftl.Context, from torchrun's variables (--torch-save)."""
+    """What the program uses of ftl.Context, from torchrun's variables (--torch-save). It keeps
+    ftl.Context's signatures, so every ctx. call of main() works under both; torchrun has no
+    heartbeat, progress line or stop request, so those are no-ops (bench/recovery's smoke test,
+    tests/bench, runs this side to the first resumed step, so a call missing here fails there)."""
 
     def __init__(self):
         self.rank, self.world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
         self.attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
         self.run_dir = None
 
     def step_done(self, step):
         pass
 
+    def progress_report(self, step, total_steps=0, loss=float("nan"), tokens=0):
+        pass
+
+    def progress_section(self, section):
+        pass
+
     def stop_pending(self):
         return False
+
+    def stop_requested(self):
+        return False, ""
 
     def finalize(self):
         pass

@@ -8,7 +8,8 @@
  *      steps and a sentence that explains it;
  *   3. failure ledgers: the run's RUNDIR/failures.jsonl (docs/formats/failures.md) and a fleet
  *      ledger shared by jobs (docs/formats/fleet-ledger.md), read into the controller's estimate
- *      and appended to safely by concurrent writers.
+ *      (failures and exposure into M, measured restarts into R) and appended to safely by
+ *      concurrent writers.
  *
  * Units: times in seconds (double), exposure in rank-hours (one rank for one hour of wall time;
  * with one GPU per rank this is a GPU-hour), failure rates per rank-hour, the gang's MTBF in hours.
@@ -69,21 +70,23 @@ FTL_API ftl_cadence_cause_class ftl_cadence_classify(const char *cause, int64_t 
 
 typedef enum ftl_cadence_record_kind {
   FTL_CADENCE_REC_FAILURE = 1,  /* a failure record (run ledger line, or fleet "failure") */
-  FTL_CADENCE_REC_EXPOSURE = 2, /* a fleet "exposure" record */
+  FTL_CADENCE_REC_EXPOSURE = 2, /* an "exposure" record */
+  FTL_CADENCE_REC_RESTART = 3,  /* a "restart" record: one measured restart time R */
 } ftl_cadence_record_kind;
 
 /* One parsed ledger line. Strings are copied (truncated to fit, NUL-terminated). */
 typedef struct ftl_cadence_record {
   ftl_cadence_record_kind kind;
   ftl_cadence_cause_class cls; /* failures only */
-  char cause[32];              /* failures only */
+  char cause[32];              /* failures; restarts: the failure's cause ("" when absent) */
   char job[128];               /* "" when absent */
   char host[64];               /* "" when absent */
   int64_t wall_us;             /* 0 when absent */
   int64_t attempt;             /* -1 when absent */
-  int64_t step;                /* -1 when absent */
+  int64_t step;                /* -1 when absent (restarts: the step the gang restored) */
   int64_t world_size;          /* 0 when absent */
   double rank_hours;           /* exposure only */
+  double restart_s;            /* restarts only: the failure's detection to the first resumed step */
 } ftl_cadence_record;
 
 /* Parses one line (without its newline; need not be NUL-terminated). Unknown fields are ignored.
@@ -99,14 +102,17 @@ typedef struct ftl_cadence_load_stats {
   int64_t duplicates;      /* records already loaded (same kind, job, attempt, wall_us) */
   int64_t skipped;         /* malformed lines (each one logged as a warning) */
   double rank_hours;       /* exposure added */
+  int64_t restarts;        /* measured restarts taken into R */
   char first_problem[512]; /* "PATH:LINE: reason" of the first skipped line, "" if none */
 } ftl_cadence_load_stats;
 
-/* Appends one record to a fleet ledger (docs/formats/fleet-ledger.md): opens with O_APPEND,
+/* Appends one record to a fleet ledger (docs/formats/fleet-ledger.md), or to a run's
+ * failures.jsonl (the launcher's restart records go through here to both): opens with O_APPEND,
  * takes an exclusive flock (waiting at most timeout_ms), repairs a torn last line left by a
  * crashed writer, writes the line with one write(), fsyncs, unlocks. Safe for any number of
  * writers in any number of processes on a file system with flock. The record is borrowed.
- * kind, and for failures cause, must be set; wall_us 0 means now. Thread-safe. Detail in d. */
+ * kind, and for failures cause, must be set (restarts: restart_s ≥ 0); wall_us 0 means now.
+ * Thread-safe. Detail in d. */
 FTL_API ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec, int64_t timeout_ms, ftl_diag *d);
 
 /* ---- the controller --------------------------------------------------------------------------- */
@@ -164,10 +170,12 @@ FTL_API void ftl_cadence_destroy(ftl_cadence *c);
 /* Everything below takes a controller that only one thread uses at a time (the handle has no
  * lock; callers serialize). Pointers are borrowed unless said otherwise. */
 
-/* Reads a ledger (the run's failures.jsonl or a fleet ledger, one format per line, both kinds
- * may be mixed) into the estimate. Malformed lines are skipped and each is logged as a warning
- * naming PATH:LINE; a record already loaded (same kind, job, attempt and wall_us, from this or
- * another ledger) is not counted twice, so loading a ledger again is harmless.
+/* Reads a ledger (the run's failures.jsonl or a fleet ledger, one format per line, all kinds
+ * may be mixed) into the estimate: failures and exposure into M, restart records into R (as
+ * ftl_cadence_observe_restart's, the newest `window` of them by wall_us). Malformed lines are
+ * skipped and each is logged as a warning naming PATH:LINE; a record already loaded (same kind,
+ * job, attempt and wall_us, from this or another ledger) is not counted twice, so loading a
+ * ledger again is harmless.
  * FTL_ERR_NOTFOUND when the file does not exist, FTL_ERR_IO when it cannot be read. stats may
  * be NULL. Marks the decision for re-derivation. */
 FTL_API ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_load_stats *stats, ftl_diag *d);
@@ -198,8 +206,15 @@ FTL_API ftl_err ftl_cadence_observe_exposure(ftl_cadence *c, double rank_hours);
 FTL_API ftl_err ftl_cadence_observe_failure(ftl_cadence *c);
 
 /* The gang restarted from restored_step (the next interval counts from it); restart_s is the
- * measured restart time R (< 0: not measured). Re-derives. */
+ * measured restart time R (< 0: not measured). R is the median of the newest `window` measured
+ * restarts; one observed here is newer than any read from a ledger. Re-derives. */
 FTL_API ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, double restart_s);
+
+/* The restart time R the controller uses now: the median of the newest `window` measured restarts
+ * (observe_restart and the ledgers' restart records), or cfg.restart_s when none was measured.
+ * *samples_out: how many measured restarts that median is over (0: R is assumed). Needs no step
+ * time. Either out may be NULL. */
+FTL_API ftl_err ftl_cadence_restart_estimate(ftl_cadence *c, double *restart_s_out, int *samples_out);
 
 /* The gang changed size (elastic shrink or grow). Re-derives. */
 FTL_API ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size);
@@ -217,8 +232,8 @@ FTL_API ftl_err ftl_cadence_interval_steps(ftl_cadence *c, int64_t *steps_out);
 FTL_API ftl_err ftl_cadence_due(ftl_cadence *c, int64_t step, bool *due_out);
 
 /* The sentence explaining the current decision, e.g. "checkpoint every 412 steps (about 9.8 min):
- * δ = 0.31 s, W = 2.1 s, R = 60 s, M = 34 h from 3 failures in 96 rank-hours and the prior; ...".
- * Borrowed: valid until the next call on c. Never NULL. */
+ * δ = 0.31 s, W = 2.1 s, R = 4.2 s (measured), M = 34 h from 3 failures in 96 rank-hours and the
+ * prior; ..."; an estimate not measured yet says "(assumed)". Borrowed: valid until the next call on c. Never NULL. */
 FTL_API const char *ftl_cadence_explain(ftl_cadence *c);
 
 #ifdef __cplusplus

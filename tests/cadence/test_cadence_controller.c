@@ -126,7 +126,19 @@ static void test_explain_and_estimates(void) {
   CHECK_OK(ftl_cadence_observe_restart(c, 25, 42), "restart");
   CHECK_OK(ftl_cadence_due(c, 25 + dec.interval_steps - 1, &due), "due");
   CHECK(!due);
-  CHECK_STR_CONTAINS(ftl_cadence_explain(c), "R = 42 s, ");
+  CHECK_STR_CONTAINS(ftl_cadence_explain(c), "R = 42 s (measured), ");
+  /* R is the median of the measured restarts; the figure the controller uses is also readable
+   * without a decision (ftl status shows it). */
+  CHECK_OK(ftl_cadence_observe_restart(c, 25, 10), "restart");
+  CHECK_OK(ftl_cadence_observe_restart(c, 25, 12), "restart");
+  double r = 0;
+  int n = 0;
+  CHECK_OK(ftl_cadence_restart_estimate(c, &r, &n), "estimate");
+  CHECK(n == 3 && r == 12);
+  CHECK_OK(ftl_cadence_decide(c, &dec), "decide");
+  CHECK(dec.restart_measured && dec.restart_s == 12);
+  CHECK_STR_CONTAINS(ftl_cadence_explain(c), "R = 12 s (measured), ");
+  CHECK_INT_EQ(ftl_cadence_restart_estimate(NULL, &r, &n), FTL_ERR_INVAL);
 
   /* Step times alone do not re-derive (the decision changes only at a checkpoint or a failure),
    * so every rank keeps the interval it agreed on. */

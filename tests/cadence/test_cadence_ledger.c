@@ -1,7 +1,8 @@
 /* tests/cadence/test_cadence_ledger.c: ledger lines in (the run's failures.jsonl and the fleet
  * ledger), the errors a bad line gets, loading into the estimate (skips, causes that do not count,
- * the same failure in two ledgers), appends (round trip, repair of a torn line), and concurrent
- * writers in separate processes leaving every line whole. */
+ * the same failure in two ledgers), the launcher's measured restarts (restart records: parsed,
+ * appended, loaded into R from both ledgers, the newest window kept), appends (round trip, repair of
+ * a torn line), and concurrent writers in separate processes leaving every line whole. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -51,6 +52,17 @@ static void test_parse(void) {
   CHECK(rec.rank_hours == 3);
   CHECK_OK(parse("{\"version\":1,\"record\":\"failure\",\"cause\":\"preempted\",\"step\":4}", &rec, &d), d.msg);
   CHECK(rec.cls == FTL_CADENCE_CAUSE_NOT_FAILURE);
+  /* A restart record, as the launcher writes it (docs/formats/failures.md); cause is optional. */
+  CHECK_OK(parse("{\"version\":1,\"record\":\"restart\",\"wall_us\":1700000000000001,\"job\":\"ft\",\"host\":\"h1\","
+                 "\"attempt\":3,\"world_size\":8,\"step\":140,\"restart_s\":4.25,\"cause\":\"signal\"}",
+                 &rec, &d),
+           d.msg);
+  CHECK(rec.kind == FTL_CADENCE_REC_RESTART && rec.restart_s == 4.25);
+  CHECK_STR_EQ(rec.cause, "signal");
+  CHECK_INT_EQ(rec.attempt, 3);
+  CHECK_INT_EQ(rec.step, 140);
+  CHECK_OK(parse("{\"version\":1,\"record\":\"restart\",\"restart_s\":0}", &rec, &d), d.msg);
+  CHECK(rec.kind == FTL_CADENCE_REC_RESTART && rec.restart_s == 0 && rec.cause[0] == '\0');
   /* Bad lines, each with a reason that names what is wrong. */
   const struct {
     const char *line, *why;
@@ -67,7 +79,13 @@ static void test_parse(void) {
       {"{\"version\":1,\"cause\":\"hang\",\"step\":1.5}", "\"step\" is not an integer", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"cause\":\"hang\",\"world_size\":-3}", "world_size -3 is negative", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"cause\":\"hang\",\"cause\":\"hang\"}", "not JSON", FTL_ERR_CORRUPT},
-      {"{\"version\":1,\"record\":\"holiday\"}", "neither \"failure\" nor \"exposure\"", FTL_ERR_CORRUPT},
+      {"{\"version\":1,\"record\":\"holiday\"}", "not \"failure\", \"exposure\" or \"restart\"", FTL_ERR_CORRUPT},
+      {"{\"version\":1,\"record\":\"restart\"}", "\"restart_s\" is missing", FTL_ERR_CORRUPT},
+      {"{\"version\":1,\"record\":\"restart\",\"restart_s\":\"3\"}", "\"restart_s\" is not a number", FTL_ERR_CORRUPT},
+      {"{\"version\":1,\"record\":\"restart\",\"restart_s\":-0.5}", "restart_s -0.5 is not in", FTL_ERR_CORRUPT},
+      {"{\"version\":1,\"record\":\"restart\",\"restart_s\":1e12}", "restart_s 1e+12 is not in", FTL_ERR_CORRUPT},
+      {"{\"version\":1,\"record\":\"restart\",\"restart_s\":2,\"cause\":5}", "\"cause\" is not a string",
+       FTL_ERR_CORRUPT},
       {"{\"version\":1,\"record\":\"exposure\"}", "\"rank_hours\" is missing", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"record\":\"exposure\",\"rank_hours\":\"2\"}", "\"rank_hours\" is not a number",
        FTL_ERR_CORRUPT},
@@ -236,6 +254,120 @@ static void test_append(void) {
   CHECK_STR_CONTAINS(d.msg, "no/such/dir.jsonl");
 }
 
+/* The launcher's restart records: appended with the one encoder to the run's ledger and the fleet's,
+ * read back into R (the median of the newest window, each restart once however many ledgers repeat
+ * it), and what a new run starts from when only the fleet ledger holds earlier runs' restarts. */
+static void test_restarts(void) {
+  char run[512], fleet[512];
+  path_in(run, sizeof run, "restart-run.jsonl");
+  path_in(fleet, sizeof fleet, "restart-fleet.jsonl");
+  ftl_diag d = {{0}};
+  /* An older run of another job in the fleet ledger only: slow restarts. */
+  for (int i = 0; i < 3; i++) {
+    ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_RESTART,
+                              .wall_us = 1000 + i,
+                              .attempt = i + 1,
+                              .step = 10,
+                              .world_size = 4,
+                              .restart_s = 100 + i};
+    ftl_fmt(rec.job, sizeof rec.job, "old");
+    CHECK_OK(ftl_cadence_fleet_append(fleet, &rec, 1000, &d), d.msg);
+  }
+  /* This run: a failure, then its restart, in both ledgers with the same wall_us (as run.c does). */
+  ftl_cadence_record fail = {
+      .kind = FTL_CADENCE_REC_FAILURE, .wall_us = 5000, .attempt = 0, .step = 30, .world_size = 4};
+  ftl_fmt(fail.cause, sizeof fail.cause, "signal");
+  ftl_fmt(fail.job, sizeof fail.job, "ft");
+  CHECK_OK(ftl_cadence_fleet_append(run, &fail, 1000, &d), d.msg);
+  CHECK_OK(ftl_cadence_fleet_append(fleet, &fail, 1000, &d), d.msg);
+  for (int i = 0; i < 2; i++) {
+    ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_RESTART,
+                              .wall_us = 6000 + i,
+                              .attempt = i + 1,
+                              .step = 20,
+                              .world_size = 4,
+                              .restart_s = 2.5 + i};
+    ftl_fmt(rec.job, sizeof rec.job, "ft");
+    ftl_fmt(rec.host, sizeof rec.host, "launcher-host");
+    ftl_fmt(rec.cause, sizeof rec.cause, "signal");
+    CHECK_OK(ftl_cadence_fleet_append(run, &rec, 1000, &d), d.msg);
+    CHECK_OK(ftl_cadence_fleet_append(fleet, &rec, 1000, &d), d.msg);
+  }
+  /* The line as written: every field the format page names. */
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_OK(ftl_read_file(run, 1 << 20, &text, &len, &d), d.msg);
+  CHECK_STR_CONTAINS(text, "\"record\":\"restart\"");
+  CHECK_STR_CONTAINS(text, "\"restart_s\":2.5");
+  CHECK_STR_CONTAINS(text, "\"cause\":\"signal\"");
+  CHECK_STR_CONTAINS(text, "\"step\":20");
+  ftl_free(text);
+  ftl_cadence_record bad = {.kind = FTL_CADENCE_REC_RESTART, .restart_s = -1};
+  CHECK_INT_EQ(ftl_cadence_fleet_append(run, &bad, 1000, &d), FTL_ERR_INVAL);
+  bad.restart_s = NAN;
+  CHECK_INT_EQ(ftl_cadence_fleet_append(run, &bad, 1000, &d), FTL_ERR_INVAL);
+
+  /* Before any ledger: assumed. */
+  ftl_cadence *c = make();
+  double r = 0;
+  int n = -1;
+  CHECK_OK(ftl_cadence_restart_estimate(c, &r, &n), "estimate");
+  CHECK(r == 60 && n == 0);
+  CHECK_STR_CONTAINS(ftl_cadence_explain(c), "R = 60 s (assumed)");
+  /* The run's ledger: two restarts (2.5 s, 3.5 s) and a failure; R is their median. */
+  ftl_cadence_load_stats st;
+  CHECK_OK(ftl_cadence_load_ledger(c, run, &st, &d), d.msg);
+  CHECK_INT_EQ(st.restarts, 2);
+  CHECK_INT_EQ(st.failures, 1);
+  CHECK_OK(ftl_cadence_restart_estimate(c, &r, &n), "estimate");
+  CHECK(n == 2 && fabs(r - 3.0) < 1e-12);
+  ftl_cadence_decision dec;
+  CHECK_OK(ftl_cadence_decide(c, &dec), "decide");
+  CHECK(dec.restart_measured && fabs(dec.restart_s - 3.0) < 1e-12);
+  CHECK_STR_CONTAINS(ftl_cadence_explain(c), "R = 3 s (measured)");
+  /* The fleet ledger repeats them (not counted twice) and adds the old job's three. */
+  CHECK_OK(ftl_cadence_load_ledger(c, fleet, &st, &d), d.msg);
+  CHECK_INT_EQ(st.restarts, 3);
+  CHECK_INT_EQ(st.duplicates, 3); /* the failure and the two restarts */
+  CHECK_OK(ftl_cadence_restart_estimate(c, &r, &n), "estimate");
+  CHECK(n == 5 && r == 100); /* {2.5, 3.5, 100, 101, 102} */
+  ftl_cadence_destroy(c);
+
+  /* A window of 3 keeps the newest three by wall_us, whatever order the ledgers come in: loading
+   * the fleet first (old job's restarts, then this run's) or the run's first gives the same R. */
+  ftl_cadence_config cfg;
+  ftl_cadence_config_init(&cfg);
+  cfg.step_s = 1;
+  cfg.window = 3;
+  const char *orders[2][2] = {{fleet, run}, {run, fleet}};
+  for (int o = 0; o < 2; o++) {
+    CHECK_OK(ftl_cadence_create(&cfg, &c, &d), d.msg);
+    CHECK_OK(ftl_cadence_load_ledger(c, orders[o][0], NULL, &d), d.msg);
+    CHECK_OK(ftl_cadence_load_ledger(c, orders[o][1], NULL, &d), d.msg);
+    CHECK_OK(ftl_cadence_restart_estimate(c, &r, &n), "estimate");
+    CHECK(n == 3 && r == 3.5); /* {102 (wall_us 1002), 2.5 (6000), 3.5 (6001)} */
+    /* A restart observed in-process is newer than any ledger's: it pushes out the oldest (102). */
+    CHECK_OK(ftl_cadence_observe_restart(c, 0, 1.0), "observe");
+    CHECK_OK(ftl_cadence_restart_estimate(c, &r, &n), "estimate");
+    CHECK(n == 3 && r == 2.5); /* {2.5, 3.5, 1.0} */
+    ftl_cadence_destroy(c);
+  }
+
+  /* A new run: its own ledger is empty (no FTL_RUN_DIR ledger yet); the fleet's restarts set R. */
+  setenv("FTL_FLEET_LEDGER", fleet, 1);
+  setenv("FTL_RUN_DIR", "/nonexistent", 1);
+  c = make();
+  ftl_cadence_load_stats st_run, st_fleet;
+  CHECK_OK(ftl_cadence_load_from_env(c, &st_run, &st_fleet, &d), d.msg);
+  CHECK_INT_EQ(st_fleet.restarts, 5);
+  CHECK_STR_CONTAINS(ftl_cadence_explain(c), "R = 1.67 min (measured)");
+  unsetenv("FTL_FLEET_LEDGER");
+  unsetenv("FTL_RUN_DIR");
+  ftl_cadence_destroy(c);
+  unlink(run);
+  unlink(fleet);
+}
+
 /* Several processes append at once; every line must come out whole and every record counted. */
 static void test_concurrent(void) {
   enum { WRITERS = 8, EACH = 150 };
@@ -306,6 +438,7 @@ int main(void) {
   test_parse();
   test_load();
   test_append();
+  test_restarts();
   test_concurrent();
   cleanup();
   printf("ok\n");

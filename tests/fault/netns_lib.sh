@@ -66,8 +66,39 @@ on_host() {
   ip netns exec "$NS_PREFIX-h$i" unshare --uts sh -c "hostname $NS_PREFIX-h$i; exec \"\$0\" \"\$@\"" "$@"
 }
 
-# kill_host I: every process of host I dies at once (a node crash).
-kill_host() { ip netns pids "$NS_PREFIX-h$1" | xargs -r kill -9; }
+# kill_host I: every process of host I dies at once (a node crash). At once matters: kill -9 of a
+# list of processes is one signal after another, and a process that outlives its parent by a
+# moment runs again (a rank agent whose daemon died tells the launcher so: its parent-death signal
+# is SIGTERM), which no crashed machine does. So every process is stopped first (a stop takes
+# effect when the process is next scheduled: we wait until each shows state T, 2 s at most), then
+# killed children first: a stopped process whose parent dies is continued by the kernel when that
+# orphans its process group, so no process may outlive its parent even stopped.
+kill_host() {
+  local pids pid state order
+  pids=$(ip netns pids "$NS_PREFIX-h$1")
+  [ -n "$pids" ] || return 0
+  # shellcheck disable=SC2086
+  kill -STOP $pids 2>/dev/null
+  for _ in $(seq 1 200); do
+    state=stopped
+    for pid in $pids; do
+      case "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)" in T | t | Z | X | "") ;; *) state=running ;; esac
+    done
+    [ "$state" = stopped ] && break
+    sleep 0.01
+  done
+  # Deepest first: each process's depth is the number of its ancestors on this host.
+  # shellcheck disable=SC2086
+  order=$(ps -o pid=,ppid= -p "$(echo $pids | tr ' ' ,)" | awk '
+    { parent[$1] = $2; n[NR] = $1 }
+    END { for (i = 1; i <= NR; i++) { d = 0; p = parent[n[i]]; while (p in parent) { d++; p = parent[p] } print d, n[i] } }' |
+    sort -rn | awk '{ print $2 }')
+  # shellcheck disable=SC2086
+  kill -KILL $order 2>/dev/null
+  # shellcheck disable=SC2086
+  kill -KILL $pids $(ip netns pids "$NS_PREFIX-h$1") 2>/dev/null
+  return 0
+}
 
 # link_down I: host I's network link goes down (its processes live on, cut off).
 link_down() { ip -n "$NS_PREFIX-h$1" link set eth0 down; }

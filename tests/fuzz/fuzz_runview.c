@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_diag d = {{0}};
   if (ftl_prom_format(&rv, "fuzz\"job\\\n", 1, rv.last_us, &text, &len, &d) == FTL_OK) {
     require(text != NULL && strlen(text) == len);
-    require(strstr(text, "job=\"fuzz\\\"job\\\\\\n\"") != NULL); /* the label escaped */
+    require(strstr(text, "{ftl_job=\"fuzz\\\"job\\\\\\n\"}") != NULL); /* the label escaped */
     ftl_free(text);
   }
   ftl_runview_free(&rv);

@@ -4,6 +4,7 @@
 # libftl.so exports only the public API and that the installed Python binding finds the installed
 # library.
 . "$(dirname "$0")/../launcher/lib.sh" || exit 1
+. "$(dirname "$0")/lib.sh" || exit 1
 BUILD=$1 PYDIR=${2:-} CFLAGS_EXTRA=${3:-}
 HERE=$FTL_SOURCE_DIR/tests/install
 P=$SCRATCH/prefix
@@ -36,16 +37,7 @@ export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
 cc -std=c17 -Wall -Werror $CFLAGS_EXTRA "$HERE/prog.c" -o prog-pc $(pkg-config --cflags --libs ftl) \
   -Wl,-rpath,"$LIBDIR" 2>cc.log || { cat cc.log >&2; fail "prog.c did not build with pkg-config"; }
 # 2. find_package(ftl).
-mkdir -p cm
-cat >cm/CMakeLists.txt <<CM
-cmake_minimum_required(VERSION 3.20)
-project(prog C)
-find_package(ftl 0.1 REQUIRED)
-add_executable(prog-cmake $HERE/prog.c)
-target_link_libraries(prog-cmake PRIVATE ftl::ftl)
-CM
-cmake -S cm -B cm/build -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_FLAGS="$CFLAGS_EXTRA" >cm.log 2>&1 &&
-  cmake --build cm/build >>cm.log 2>&1 || { cat cm.log >&2; fail "prog.c did not build with find_package(ftl)"; }
+build_with_find_package "$P" "$CFLAGS_EXTRA"
 
 for prog in ./prog-pc ./cm/build/prog-cmake; do
   name=$(basename "$prog")

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """tests/launcher/metrics_check.py FILE [NAME=VALUE ...]: FILE is valid Prometheus text exposition
 (format 0.0.4: # HELP / # TYPE lines, samples `name{labels} value`, each metric's TYPE before its
-samples, no name twice) and each NAME (the sample of that name) has VALUE ("*" for any value).
+samples, no name twice), no sample carries a label Prometheus sets on the target itself (`job`,
+`instance`, `__*`: at scrape time those would be overridden and the file's value renamed
+`exported_*`), and each NAME (the sample of that name) has VALUE ("*" for any value); NAME
+`ftl_job` means the label: every sample has ftl_job="VALUE".
 Prints what it checked; exits 1 on the first problem."""
 import math
 import re
@@ -9,6 +12,8 @@ import sys
 
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+LABEL_NAME = re.compile(r'(?:^\{|,)([a-zA-Z_][a-zA-Z0-9_]*)="')
+TARGET_LABELS = ("job", "instance")
 SAMPLE = re.compile(rf"^({NAME})(\{{(?:{LABEL}(?:,{LABEL})*)?,?\}})? (\S+)( -?\d+)?$")
 
 
@@ -56,12 +61,16 @@ def main():
                 fail(f"line {n}: {name} twice")
             samples[name] = value(m.group(3))
             labels[name] = m.group(2) or ""
+            for lab in LABEL_NAME.findall(re.sub(r'"(?:[^"\\]|\\.)*"', '""', labels[name])):
+                if lab in TARGET_LABELS or lab.startswith("__"):
+                    fail(f"line {n}: label {lab!r} collides with Prometheus' own target label")
             if types[name] == "counter" and samples[name] < 0:
                 fail(f"line {n}: counter {name} is negative")
     for name, v in want.items():
-        if name == "job":
-            if any(f'job="{v}"' not in lab for lab in labels.values()):
-                fail(f'not every sample has the label job="{v}"')
+        if name == "ftl_job":
+            want_lab = f'ftl_job="{v}"'
+            if any(not re.search(rf'(?:^\{{|,){re.escape(want_lab)}', lab) for lab in labels.values()):
+                fail(f"not every sample has the label {want_lab}")
             continue
         if name not in samples:
             fail(f"{name} is missing")

@@ -161,37 +161,92 @@ static void test_stragglers(void) {
   CHECK_INT_EQ(ftl_detect_stragglers(r, 1, FTL_STRAGGLER_RATIO, s, 4), 0);
 }
 
-/* Agents whose connections closed without an exit report. */
+/* Host h's agents (ranks 2h, 2h+1) lose their connections at t_ns, having said they were asked
+ * to stop (a teardown's SIGTERM) when spoke. */
+static void vanish(ftl_rank_watch *r, int h, int64_t t_ns, int spoke) {
+  for (int i = 2 * h; i < 2 * h + 2; i++) {
+    r[i].has_agent = 0;
+    r[i].lost_ns = t_ns + (i - 2 * h) * 100;
+    if (spoke) {
+      r[i].stopping_ms = t_ns / 1000000 - 5;
+      r[i].stop_signal = 15;
+    }
+  }
+}
+
+/* Agents whose connections closed without an exit report. When one host dies mpirun tears down
+ * the others, and one wake-up of the launcher can read every host's closing connections in any
+ * order: the lost host is the one whose agents said nothing, whichever order they were read in. */
 static void test_vanished(void) {
   ftl_rank_watch r[6];
   ftl_detection f;
   gang(r, 6);
   CHECK_INT_EQ(ftl_detect_vanished(r, 6, -1, "h0", &f), 0);
-  /* h2 goes first; mpirun then kills the agents on h1 a moment later: h2 is the lost host. */
-  r[4].has_agent = r[5].has_agent = 0;
-  r[4].lost_ns = 5000000;
-  r[5].lost_ns = 5000100;
-  r[2].has_agent = r[3].has_agent = 0;
-  r[2].lost_ns = r[3].lost_ns = 9000000;
-  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 4, "h0", &f), 1);
-  CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
-  CHECK_STR_EQ(f.host, "h2");
-  CHECK_STR_CONTAINS(f.message, "host h2 is lost: all 2 of its rank agents vanished");
-  /* The launcher's own host is never the lost one. */
+  /* h2 dies; h1's agents are torn down and say so. Read with h1 first, then with h2 first. */
+  for (int order = 0; order < 2; order++) {
+    gang(r, 6);
+    vanish(r, 1, order == 0 ? 5000000000 : 9000000000, 1);
+    vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
+    CHECK_INT_EQ(ftl_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
+    CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
+    CHECK_INT_EQ(f.rank, -1);
+    CHECK_STR_EQ(f.host, "h2");
+    CHECK_STR_CONTAINS(f.message, "host h2 is lost: all 2 of its rank agents vanished without a word");
+    /* Both in the same instant (one wake-up, equal clocks): the same answer. */
+    vanish(r, 1, 7000000000, 1);
+    vanish(r, 2, 7000000000, 0);
+    CHECK_INT_EQ(ftl_detect_vanished(r, 6, 2, "h0", &f), 1);
+    CHECK_STR_EQ(f.host, "h2");
+  }
+  /* h1 torn down and gone, h2's agents not yet read as gone (still connected): nothing to blame
+   * yet, since every agent that went said why. */
+  gang(r, 6);
+  vanish(r, 1, 5000000000, 1);
+  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 2, "h0", &f), 0);
+  /* Without the teardown's words, in either order: the evidence is ambiguous and no host is blamed
+   * (a restart without exclusion is better than excluding a good host and keeping a bad one). */
+  for (int order = 0; order < 2; order++) {
+    gang(r, 6);
+    vanish(r, 1, order == 0 ? 5000000000 : 9000000000, 0);
+    vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
+    CHECK_INT_EQ(ftl_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
+    CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+    CHECK(f.host == NULL);
+    CHECK_INT_EQ(f.rank, order == 0 ? 2 : 4); /* the first to go is named, as a lost agent */
+    CHECK_STR_CONTAINS(f.message, "hosts h1 and h2");
+    CHECK_STR_CONTAINS(f.message, "none is left out");
+  }
+  /* The launcher's own host is never the lost one: with h2 as the launcher's, h1 is the only
+   * candidate left. */
+  gang(r, 6);
+  vanish(r, 1, 9000000000, 0);
+  vanish(r, 2, 5000000000, 0);
   CHECK_INT_EQ(ftl_detect_vanished(r, 6, 4, "h2", &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
   CHECK_STR_EQ(f.host, "h1");
   /* One agent of a host gone, its neighbour still there: that agent is lost, not the host. */
   gang(r, 6);
   r[3].has_agent = 0;
-  r[3].lost_ns = 7000000;
+  r[3].lost_ns = 7000000000;
   CHECK_INT_EQ(ftl_detect_vanished(r, 6, 3, "h0", &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
   CHECK_INT_EQ(f.rank, 3);
+  CHECK(f.host == NULL);
   /* An agent that reported its exit and then closed did not vanish. */
   r[2].has_agent = 0;
   r[2].exited = 1;
   CHECK_INT_EQ(ftl_detect_vanished(r, 6, 3, "h0", &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+  CHECK_INT_EQ(f.rank, 3);
+  /* A silent agent beside torn-down ones elsewhere is the lost one, not the torn-down agents that
+   * were read first. */
+  gang(r, 6);
+  vanish(r, 2, 3000000000, 1);
+  r[1].has_agent = 0;
+  r[1].lost_ns = 8000000000;
+  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 4, "h0", &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+  CHECK_INT_EQ(f.rank, 1);
 }
 
 /* An agent that finished its rank late (exit 0 reported) is never missing heartbeats, and its exit

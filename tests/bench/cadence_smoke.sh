@@ -1,0 +1,15 @@
+# tests/bench/cadence_smoke.sh: bench-cadence 1 (one seed, bench/cadence) completes and prints its
+# four tables, a row per true MTBF each.
+. "$(dirname "$0")/lib.sh" || exit 1
+run_bench 60 bench-cadence 1
+expect_line '^bench-cadence: .* G = 64 ranks, 1 seeds,$'
+expect_line '^Waste after the 5th failure \(the goal: adaptive ≤ 1.05× best fixed\)$'
+expect_line '^Waste over the whole run'
+expect_line "^The prior's weight"
+expect_line '^Final adaptive interval'
+expect_lines 2 '^\| true M \| Daly τ \| best fixed τ \| best fixed \| adaptive, prior M×10 \| adaptive, exact prior \| adaptive, prior M÷10 \| every 30 min \| every 1000 steps \|$'
+ratio="$NUM% \($NUM×\)( \[gave up\])?"
+for m in '10 min' '1 h' '6 h' '24 h' '100 h' '1000 h'; do
+  expect_lines 2 "^\| $m \| [^|]+ \| [^|]+ \| $NUM% \|( $ratio \|){5}$"
+  expect_lines 1 "^\| $m \| $NUM% \|( $NUM% \($NUM×\) \|){3}$"
+done

@@ -122,6 +122,9 @@ typedef struct attempt {
   int first_step_count;
   int early_stop;          /* a stop request came before the gang formed: the ranks were ended at
                               once and the stop is clean (nothing of this attempt was trained) */
+  int64_t rdzv_end_ms;     /* the rendezvous failed and the joined ranks were told why: the gang is
+                              ended once they have gone (they return from ftl_init with the reason,
+                              which must reach their output first), or at this deadline */
 } attempt;
 
 static int was(const attempt *a, attempt_phase p) { return (a->seen >> p) & 1u; }
@@ -527,7 +530,10 @@ static void check_stragglers(attempt *a) {
 }
 
 /* The gang did not form in time. The missing ranks are the root cause; joined ranks failing in
- * ftl_init follow from it. Every joined rank is told why, and the gang is ended. */
+ * ftl_init follow from it. Every joined rank is told why, and the gang is ended once the joined
+ * ranks have gone (ftl_init returns the reason to them, and they report it), or after the kill
+ * grace: a SIGTERM sent with the reason would often overtake it, and the ranks would die without
+ * saying why. */
 static void fail_rendezvous(attempt *a, const char *reason) {
   ftl_attempt_result *res = a->res;
   ftl_rdzv_server_fail(a->server, reason);
@@ -539,7 +545,18 @@ static void fail_rendezvous(attempt *a, const char *reason) {
   snprintf(res->summary, sizeof res->summary, "%s", reason);
   ftl_events_write(a->o->events, "rendezvous_failed", a->o->attempt, json_pack("{s:s}", "reason", reason));
   FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
-  terminate_gang(a, SIGTERM);
+  if (ftl_rdzv_server_rank_connections(a->server) == 0) {
+    terminate_gang(a, SIGTERM);
+    return;
+  }
+  a->rdzv_end_ms = ftl_deadline_after_ms(a->o->kill_grace_ms);
+}
+
+/* Ends the gang after a failed rendezvous once the joined ranks have gone or the grace is over. */
+static void end_after_rendezvous(attempt *a) {
+  if (!a->rdzv_end_ms || a->phase >= PHASE_ENDING) return;
+  if (ftl_rdzv_server_rank_connections(a->server) == 0 || ftl_deadline_left_ms(a->rdzv_end_ms) == 0)
+    terminate_gang(a, SIGTERM);
 }
 
 /* Asks the ranks to stop cleanly (preemption). Programs that use the library get a stop request
@@ -876,7 +893,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
       int agents = 0;
       for (int i = 0; i < a.world; i++) agents += a.ranks[i].hello_ms > 0;
       update_life_phase(&a);
-      if (agents < a.world && ftl_clock_ms() >= a.rdzv_deadline_ms) {
+      if (!a.have_root && agents < a.world && ftl_clock_ms() >= a.rdzv_deadline_ms) {
         char missing[700], reason[1024];
         size_t used = 0;
         missing[0] = '\0';
@@ -890,8 +907,8 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
         fail_rendezvous(&a, reason);
         res->never_started = a.world - agents; /* run.c then probes the hosts (hostprobe.h) */
         kill(a.mpirun, SIGTERM); /* the agents that did start are told; mpirun itself may be stuck */
-      } else if (!ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
-          ftl_clock_ms() >= a.rdzv_deadline_ms) {
+      } else if (!a.have_root && !ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
+                 ftl_clock_ms() >= a.rdzv_deadline_ms) {
         char missing[700], reason[1024];
         ftl_rdzv_server_describe_missing(a.server, missing, sizeof missing);
         snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
@@ -899,6 +916,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
                  missing);
         fail_rendezvous(&a, reason);
       }
+      end_after_rendezvous(&a);
       if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
       blame_term_death(&a, 0);
       if (!a.have_root && !was(&a, PHASE_STOPPING)) check_hosts(&a);

@@ -78,6 +78,11 @@ void ftl_rdzv_server_destroy(ftl_rdzv_server *s) {
 int ftl_rdzv_server_port(const ftl_rdzv_server *s) { return s->port; }
 int ftl_rdzv_server_joined(const ftl_rdzv_server *s) { return s->joined_count; }
 size_t ftl_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns; }
+size_t ftl_rdzv_server_rank_connections(const ftl_rdzv_server *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->nconns; i++) n += s->conns[i].role == ROLE_RANK;
+  return n;
+}
 bool ftl_rdzv_server_went(const ftl_rdzv_server *s) { return s->went; }
 
 const char *ftl_rdzv_server_host(const ftl_rdzv_server *s, int rank) {

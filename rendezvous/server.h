@@ -56,6 +56,8 @@ void ftl_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t
 int ftl_rdzv_server_joined(const ftl_rdzv_server *s);
 /* Open connections from agents and ranks. */
 size_t ftl_rdzv_server_connections(const ftl_rdzv_server *s);
+/* Open connections from ranks (in ftl_init or after it). */
+size_t ftl_rdzv_server_rank_connections(const ftl_rdzv_server *s);
 bool ftl_rdzv_server_went(const ftl_rdzv_server *s);
 /* The host a rank reported (agent or rank), or NULL when nothing was heard from it. */
 const char *ftl_rdzv_server_host(const ftl_rdzv_server *s, int rank);

@@ -254,11 +254,23 @@ static ftl_err write_atomic_via(const char *path, const char *tmp, const void *d
                                 const char *crash_name, int rank, int64_t step, ftl_diag *d) {
   int fd = -1;
   ftl_err rc = FTL_OK;
-  fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) {
-    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp, strerror(errno));
+  /* Never through a link: a stale temporary (a writer that died) is removed first, and the new
+   * one is created exclusively without following links, so a PATH.tmp planted as a link by
+   * someone who can write the folder is neither written through nor renamed into place (if it
+   * is planted again in between, the create fails instead). */
+  bool created = false; /* only a temporary file this call created is removed on failure */
+  if (ftl_fs_table.unlink(tmp) != 0 && errno != ENOENT) {
+    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot remove the stale %s: %s", tmp, strerror(errno));
     goto out;
   }
+  fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp,
+                       errno == EEXIST ? "it appeared again after the stale one was removed (another writer?)"
+                                       : strerror(errno));
+    goto out;
+  }
+  created = true;
   size_t half = size / 2;
   rc = ftl_fs_pwrite_all(fd, data, half, 0);
   if (rc == FTL_OK && crash_name) ftl_crash_point(crash_name, rank, step);
@@ -270,7 +282,7 @@ static ftl_err write_atomic_via(const char *path, const char *tmp, const void *d
   rc = ftl_fs_commit_tmp(&fd, tmp, path, false, NULL, d);
 out:
   if (fd >= 0) ftl_fs_table.close(fd);
-  if (rc) ftl_fs_table.unlink(tmp);
+  if (rc && created) ftl_fs_table.unlink(tmp);
   return rc;
 }
 

@@ -62,10 +62,18 @@ ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl *
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
     goto out;
   }
-  /* Read access too: the torn-line check reads the last byte. */
-  log->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  /* Read access too: the torn-line check reads the last byte. Never through a link (whoever can
+   * write the folder could point the log at another file) and never a FIFO or device: a log is a
+   * regular file, checked on the descriptor itself. */
+  log->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (log->fd < 0) {
-    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot open %s: %s", path, strerror(errno));
+    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot open %s: %s", path,
+                       errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+    goto out;
+  }
+  struct stat st;
+  if (fstat(log->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot append to %s: not a regular file", path);
     goto out;
   }
   *out = log;
@@ -165,10 +173,16 @@ ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_
   if (!path || !data_out || !size_out) return ftl_diag_fail(d, FTL_ERR_INVAL, "no JSON-lines path");
   *data_out = NULL;
   *size_out = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO in the log's place must not block the reader; it is refused below. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
                          strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: not a regular file", path);
+  }
   /* Under the shared lock no locked appender is mid-line, so no line is seen half-written. */
   if ((rc = ftl_flock_deadline(fd, LOCK_SH, lock_timeout_ms, path, d)) == FTL_OK)
     rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);

@@ -2,8 +2,15 @@
  * publishing of a gated run: re-verification, provenance, then pipeline/'s export, package and
  * registry.
  *
+ * Publishing trusts no verdict: it takes the run directory's gate lock, checks the snapshot against
+ * the registry's gate lock, and re-derives pass or fail from the verdict's recorded value and the
+ * registry's copy of the gate (threshold, then min_gain against a baseline that must still be the
+ * one the gate compared with). The package gets a copy of the verdict without its timing fields, so
+ * that re-gating and re-publishing the same adapter makes the same package, hence the same version.
+ *
  * Not here: the gate (eval/gate.c), the export/package/registry themselves (pipeline/). */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,6 +25,7 @@
 #include "eval/gate.h"
 #include "ftl/core.h"
 #include "ftl/ftl.h"
+#include "pipeline/gate_lock.h"
 #include "pipeline/package.h"
 #include "pipeline/peft.h"
 #include "pipeline/registry.h"
@@ -188,7 +196,7 @@ static void read_facts(const char *run_dir, run_facts *f) {
   }
 }
 
-static json_t *provenance(const char *run_dir, const json_t *snap, const json_t *verdict) {
+static json_t *provenance(const char *run_dir, const json_t *snap, const json_t *verdict, const json_t *lock) {
   const json_t *gate = ftl_snapshot_gate(snap);
   const json_t *ev = json_object_get(gate, "eval"), *reg = json_object_get(gate, "registry");
   json_t *inputs = json_object();
@@ -202,7 +210,8 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
   const char *base_name = json_string_value(json_object_get(ev, "base"));
   run_facts f;
   read_facts(run_dir, &f);
-  return json_pack(
+  const json_t *pinned = ftl_snapshot_evaluator(snap);
+  json_t *p = json_pack(
       "{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:s?, s:s?}, s:{s:s, s:o}, s:s, s:{s:s, s:O, s:O, s:s, s:b},"
       " s:{s:I, s:i, s:i, s:f, s:f}, s:s, s:s}",
       "version", 1, "ftl_version", FTL_VERSION_STRING, "job", json_string_value(json_object_get(snap, "job")),
@@ -217,15 +226,87 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
       (json_int_t)f.last_committed_step, "attempts", f.attempts, "failures", f.failures, "goodput_pct", f.goodput_pct,
       "wall_ms", f.wall_ms, "registry_name", json_string_value(json_object_get(reg, "name")), "registry_channel",
       json_string_value(json_object_get(reg, "channel")));
+  /* Which evaluator judged it and which registry record locked the gate: no timestamps, so the
+   * same adapter re-gated gives the same provenance. */
+  if (p && pinned)
+    json_object_set_new(p, "evaluator",
+                        json_pack("{s:O, s:O}", "path", json_object_get(pinned, "path"), "sha256",
+                                  json_object_get(pinned, "sha256")));
+  if (p && lock)
+    json_object_set_new(p, "gate_lock",
+                        json_pack("{s:O, s:O}", "run_id", json_object_get(lock, "run_id"), "digest",
+                                  json_object_get(lock, "digest")));
+  return p;
+}
+
+/* Re-derives the verdict from its recorded value and the registry's copy of the gate. FTL_OK when
+ * it passes; FTL_ERR_STATE ("did not pass") when it does not; FTL_ERR_CORRUPT when the verdict's
+ * own fields contradict the gate or the baseline moved since the gate ran. */
+static ftl_err rederive(const json_t *gate, const json_t *verdict, ftl_diag *d) {
+  const json_t *ev = json_object_get(gate, "eval");
+  const char *metric = json_string_value(json_object_get(ev, "metric"));
+  const char *vm = json_string_value(json_object_get(verdict, "metric"));
+  if (!vm || strcmp(vm, metric))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the verdict's field 'metric' (%s) is not the locked gate's (%s)",
+                         vm ? vm : "?", metric);
+  const json_t *val = json_object_get(verdict, "value");
+  int value_ok = json_is_number(val) && isfinite(json_number_value(val));
+  double value = value_ok ? json_number_value(val) : 0;
+  ftl_gate_baseline b = {0};
+  const json_t *vb = json_object_get(verdict, "baseline");
+  if (value_ok && json_is_number(json_object_get(ev, "min_gain"))) {
+    ftl_err rc = ftl_gate_find_baseline(gate, &b, d);
+    if (rc) return rc;
+    const char *seen = json_string_value(json_object_get(vb, "version"));
+    if (!!seen != !!b.present || (seen && strcmp(seen, b.version)))
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                           "the baseline channel %s points at %.12s now, the verdict was judged against %.12s; run "
+                           "`ftl gate` again",
+                           b.channel, b.present ? b.version : "nothing", seen ? seen : "nothing");
+  }
+  char reason[1024];
+  double gain = 0;
+  int has_gain = 0;
+  int passed = ftl_gate_decide(gate, value_ok, value, &b, &gain, &has_gain, reason, sizeof reason);
+  if (!passed)
+    return ftl_diag_fail(d, FTL_ERR_STATE,
+                         "the verdict did not pass when re-derived from its value and the locked gate (%s); nothing "
+                         "published",
+                         reason);
+  if (!json_is_true(json_object_get(verdict, "passed")))
+    return ftl_diag_fail(d, FTL_ERR_STATE, "the verdict did not pass (%s); nothing published",
+                         json_string_value(json_object_get(verdict, "reason")));
+  return FTL_OK;
+}
+
+/* The package's copy of the verdict: the verdict without what differs between two gates of the
+ * same adapter (when it ran and for how long), written next to the package. */
+static ftl_err package_verdict(const json_t *verdict, const char *path, ftl_diag *d) {
+  json_t *copy = json_deep_copy(verdict);
+  if (!copy) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  json_object_set_new(copy, "started_at", json_string(""));
+  json_object_set_new(copy, "ended_at", json_string(""));
+  json_t *ev = json_object_get(copy, "evaluator");
+  if (json_is_object(ev)) json_object_del(ev, "wall_s");
+  char *text = json_dumps(copy, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+  json_decref(copy);
+  if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  size_t n = strlen(text);
+  text[n] = '\n';
+  ftl_err rc = ftl_write_file_atomic(path, text, n + 1, d);
+  free(text);
+  return rc;
 }
 
 ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_out[65], json_t **provenance_out,
                         ftl_diag *d) {
-  json_t *snap = NULL, *verdict = NULL, *files = NULL, *prov = NULL;
+  json_t *snap = NULL, *verdict = NULL, *files = NULL, *prov = NULL, *lock = NULL;
   char adapter_hex[65], final_dir[PATH_MAX], export_dir[PATH_MAX], pkg_dir[PATH_MAX], pkg_path[PATH_MAX];
-  char verdict_path[PATH_MAX];
-  ftl_err rc = ftl_snapshot_load(run_dir, &snap, d);
+  char pkg_verdict[PATH_MAX];
+  int run_lock = -1;
+  ftl_err rc = ftl_gate_rundir_lock(run_dir, "ftl publish", &run_lock, d);
   if (rc) goto out;
+  if ((rc = ftl_snapshot_load(run_dir, &snap, d))) goto out;
   const json_t *gate = ftl_snapshot_gate(snap);
   if (!gate) {
     rc = ftl_diag_fail(d, FTL_ERR_STATE, "%s was submitted without an eval: section; only a gated adapter is published",
@@ -239,28 +320,34 @@ ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_o
     rc = ftl_diag_fail(d, FTL_ERR_SPEC, "the locked gate has no registry: section; nothing to publish to");
     goto out;
   }
+  if ((rc = ftl_gate_lock_check(run_dir, snap, &lock, d))) goto out;
+  if ((rc = ftl_snapshot_verify(snap, d))) goto out;
   rc = ftl_verdict_load(run_dir, &verdict, d);
   if (rc == FTL_ERR_NOTFOUND) {
     rc = ftl_diag_fail(d, FTL_ERR_STATE, "%s has no verdict.json: run `ftl gate %s` first", run_dir, run_dir);
     goto out;
   }
   if (rc) goto out;
-  if (!json_is_true(json_object_get(verdict, "passed"))) {
-    rc = ftl_diag_fail(d, FTL_ERR_STATE, "the verdict did not pass (%s); nothing published",
-                       json_string_value(json_object_get(verdict, "reason")));
-    goto out;
-  }
   const json_t *dg = json_object_get(verdict, "digests");
+  const json_t *lev = json_object_get(json_object_get(lock, "gate"), "eval");
+  const char *base_name = json_string_value(json_object_get(lev, "base"));
+  const char *base_sha = base_name ? ftl_snapshot_input_sha256(snap, base_name) : NULL;
   if (strcmp(json_string_value(json_object_get(dg, "gate_spec")), ftl_snapshot_gate_sha256(snap)) ||
-      strcmp(json_string_value(json_object_get(dg, "snapshot")), ftl_snapshot_digest(snap))) {
+      strcmp(json_string_value(json_object_get(dg, "snapshot")), ftl_snapshot_digest(snap)) ||
+      strcmp(json_string_value(json_object_get(dg, "eval_data")),
+             ftl_snapshot_input_sha256(snap, json_string_value(json_object_get(lev, "data")))) ||
+      (base_sha && !(json_string_value(json_object_get(dg, "base")) &&
+                     !strcmp(json_string_value(json_object_get(dg, "base")), base_sha)))) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the verdict was not made with this run's snapshot and locked gate");
     goto out;
   }
-  if ((rc = ftl_snapshot_verify(snap, d))) goto out;
+  /* The verdict's `passed` is not trusted: the decision is made again from its value and the
+   * registry's copy of the gate. */
+  if ((rc = rederive(json_object_get(lock, "gate"), verdict, d))) goto out;
   if (ftl_rundir_path(final_dir, sizeof final_dir, run_dir, FTL_RUNDIR_FINAL) ||
       ftl_rundir_path(export_dir, sizeof export_dir, run_dir, FTL_RUNDIR_EXPORT) ||
       ftl_rundir_path(pkg_dir, sizeof pkg_dir, run_dir, FTL_RUNDIR_PACKAGE) ||
-      ftl_rundir_path(verdict_path, sizeof verdict_path, run_dir, FTL_RUNDIR_VERDICT) ||
+      ftl_fmt(pkg_verdict, sizeof pkg_verdict, "%s/%s", pkg_dir, FTL_PACKAGE_VERDICT) ||
       ftl_fmt(pkg_path, sizeof pkg_path, "%s/%s", pkg_dir, FTL_PACKAGE_FILE)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
     goto out;
@@ -270,14 +357,15 @@ ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_o
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s changed after the gate evaluated it; run `ftl gate` again", final_dir);
     goto out;
   }
-  if (!(prov = provenance(run_dir, snap, verdict))) {
+  if (!(prov = provenance(run_dir, snap, verdict, lock))) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
   if ((rc = ftl_peft_export_run(run_dir, NULL, NULL, d))) goto out;
   if ((rc = ftl_mkdir_p(pkg_dir, d))) goto out;
+  if ((rc = package_verdict(verdict, pkg_verdict, d))) goto out;
   char id[FTL_SHA256_HEX_LEN + 1];
-  if ((rc = ftl_package_build(export_dir, verdict_path, prov, pkg_path, id, d))) goto out;
+  if ((rc = ftl_package_build(export_dir, pkg_verdict, prov, pkg_path, id, d))) goto out;
   ftl_registry_ref ref = {.root = json_string_value(json_object_get(reg, "path"))};
   char why[600];
   snprintf(why, sizeof why, "ftl publish %s: gate passed (%s %.6g)", run_dir,
@@ -287,9 +375,11 @@ ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_o
     goto out;
   if (provenance_out) *provenance_out = json_incref(prov);
 out:
+  ftl_gate_rundir_unlock(run_lock);
   json_decref(prov);
   json_decref(files);
   json_decref(verdict);
+  json_decref(lock);
   json_decref(snap);
   return rc;
 }

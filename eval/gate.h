@@ -2,17 +2,23 @@
  *
  * The gate spec is the job spec's `eval:` and `registry:` sections in a canonical JSON form
  * (sorted keys, resolved paths), recorded with its SHA-256 in RUNDIR/snapshot.json when the run is
- * submitted. `ftl gate RUNDIR` then:
- *   1. loads the snapshot (its own digest checked) and the locked gate spec from it; a gate spec
- *      given with --spec that differs is refused, naming the first differing field;
+ * submitted, and (with a registry: section) in the registry's gate lock (pipeline/gate_lock.h).
+ * `ftl gate RUNDIR` then:
+ *   0. takes RUNDIR/gate/lock (one gate or publish per run directory, with a deadline, naming the
+ *      holder) and removes any earlier verdict, so an erring gate leaves none;
+ *   1. loads the snapshot (its digest and gate_sha256 checked) and the locked gate spec from it; a
+ *      gate spec given with --spec that differs is refused, naming the first differing field; the
+ *      snapshot is compared with the registry's gate lock, naming the first field that differs;
  *   2. re-verifies every input of the snapshot (a file changed after submission is named);
  *   3. checks the final adapter is committed (pipeline/adapter_commit.h);
- *   4. runs the evaluator with an environment built from scratch and a deadline;
+ *   4. re-hashes the evaluator pinned at submission and runs it by its absolute path, with an
+ *      environment built from scratch, a deadline, its output capped, and every process it left
+ *      behind ended (the gate is a child subreaper while it runs);
  *   5. reads its metrics file (eval/metrics.h), compares the metric with the threshold (and the
  *      gain over the adapter in the baseline channel, when min_gain is set), inclusively;
  *   6. writes RUNDIR/verdict.json atomically (docs/formats/verdict.md).
  * Result: 0 passed, 1 failed (including a missing or non-finite metric), 2 error (nothing
- * evaluated, no verdict written).
+ * evaluated, no verdict left).
  *
  * Not here: the job spec's parser (launcher/jobspec.c), publishing (eval/eval_cli.c with
  * pipeline/). Not thread-safe for the same run directory; not collective. */
@@ -24,6 +30,7 @@
 #include <stddef.h>
 
 #include "ftl/error.h"
+#include "pipeline/registry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +77,39 @@ typedef struct ftl_gate_opts {
 /* Runs the gate (steps above). *verdict_out (may be NULL) gets the verdict (a new reference) when
  * the result is PASSED or FAILED. On ERROR, d says why. */
 ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d);
+
+/* The adapter in the gate's baseline channel and its value of the gate's metric (from the verdict
+ * it was published with). present = 0 only when the registry is there and the channel has no
+ * pointer at all (the adapter's first publish); a missing registry root, a pointer to a version that
+ * is gone or a version without a readable verdict are errors. */
+typedef struct ftl_gate_baseline {
+  int present;
+  char channel[FTL_REGISTRY_NAME_MAX + 1];
+  char version[65];
+  int has_value; /* the baseline's verdict has a finite value of this metric */
+  double value;
+} ftl_gate_baseline;
+ftl_err ftl_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag *d);
+
+/* The decision, from a canonical gate spec and a value: the threshold (inclusive), then, when
+ * eval.min_gain is set and b is present, the gain over it. Returns passed (1) or not; the gain
+ * into *gain_out (*has_gain set) and why it failed into reason. The gate and `ftl publish` (which
+ * re-derives the verdict instead of trusting its `passed`) both decide here. */
+int ftl_gate_decide(const json_t *gate, int value_ok, double value, const ftl_gate_baseline *b, double *gain_out,
+                    int *has_gain, char *reason, size_t reason_size);
+
+/* Compares a run's snapshot with the gate lock in the registry its gate names (pipeline/gate_lock.h):
+ * FTL_ERR_CORRUPT naming the first field that differs (the gate spec by its dotted path, the
+ * evaluator, an input's digest or link, the snapshot's digest). *lock_out gets the record (a new
+ * reference), or NULL with FTL_OK when the gate has no registry (then nothing but the run directory
+ * vouches for the gate). */
+ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lock_out, ftl_diag *d);
+
+/* RUNDIR/gate/lock: an exclusive flock taken within FTL_GATE_LOCK_TIMEOUT_S (default 30 s); the
+ * holder writes "what: pid N on HOST since TIME" into it, and a waiter that passes the deadline
+ * gets FTL_ERR_TIMEOUT naming that holder. */
+ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out, ftl_diag *d);
+void ftl_gate_rundir_unlock(int fd);
 
 /* Parses and checks a verdict (the reader `ftl publish` and the fuzz target use): version, types
  * of every field, digests as 64 hex digits. A new reference in *out. */

@@ -2,14 +2,24 @@
  *
  * jansson rejects NaN and Infinity, which Python and others write for non-finite floats; a
  * pre-pass copies the text and turns those bare literals (outside strings) into the strings
- * "NaN", "Infinity", "-Infinity", so the file parses and the value reads as non-finite. */
+ * "NaN", "Infinity", "-Infinity", so the file parses and the value reads as non-finite. A number
+ * too large for a double (1e309) is turned into "Infinity" or "-Infinity" the same way: jansson
+ * would call it an overflow, and it is a non-finite result, not a malformed file.
+ *
+ * The file is the evaluator's, so it is read as outside input: opened without blocking and without
+ * following a link, checked to be a regular file of at most FTL_METRICS_MAX_BYTES, and read no
+ * further than that (an evaluator that leaves a FIFO there must not hang the gate). */
 #include "eval/metrics.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/fs.h"
 #include "core/jsonl.h"
@@ -24,10 +34,16 @@ static int is_ident(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* Copies data to a new NUL-terminated buffer with bare NaN/Infinity/-Infinity quoted. */
+static int is_number_char(char c) {
+  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* Copies data to a new NUL-terminated buffer with bare NaN/Infinity/-Infinity quoted, and numbers
+ * that overflow a double written as the quoted infinity of their sign. */
 static char *quote_nonfinite(const char *data, size_t size, size_t *out_len) {
-  /* Each literal grows by 2 bytes (the quotes) and is at least 3 bytes long. */
-  size_t cap = size + 2 * (size / 3 + 1) + 1;
+  /* A literal grows by 2 bytes (the quotes) and is at least 3 bytes long; an overflowing number is
+   * at least 5 bytes ("1e309") and becomes at most 11 ("\"-Infinity\""). */
+  size_t cap = 3 * size + 16;
   char *out = ftl_malloc(cap);
   if (!out) return NULL;
   size_t o = 0;
@@ -62,6 +78,32 @@ static char *quote_nonfinite(const char *data, size_t size, size_t *out_len) {
         i += n;
         done = 1;
       }
+    }
+    if (!done && (c == '-' || (c >= '0' && c <= '9')) && (i == 0 || !is_ident(data[i - 1]))) {
+      size_t n = 0;
+      while (i + n < size && is_number_char(data[i + n]))
+        n++;
+      char num[64];
+      int overflow = 0;
+      if (n < sizeof num) {
+        memcpy(num, data + i, n);
+        num[n] = '\0';
+        char *end = NULL;
+        errno = 0;
+        double x = strtod(num, &end);
+        overflow = end == num + n && errno == ERANGE && isinf(x);
+        if (overflow) {
+          const char *lit = x < 0 ? "\"-Infinity\"" : "\"Infinity\"";
+          memcpy(out + o, lit, strlen(lit));
+          o += strlen(lit);
+        }
+      }
+      if (!overflow) {
+        memcpy(out + o, data + i, n);
+        o += n;
+      }
+      i += n;
+      done = 1;
     }
     if (!done) out[o++] = data[i++];
   }
@@ -117,10 +159,56 @@ out:
   return rc;
 }
 
+/* The metrics file, read as outside input (see the top of this file). */
+static ftl_err read_regular(const char *path, char **data_out, size_t *size_out, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  char *buf = NULL;
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "metrics file %s: cannot open: %s", path,
+                         errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+  if (fstat(fd, &st) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "metrics file %s: cannot stat: %s", path, strerror(errno));
+    goto out;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "metrics file %s: not a regular file (a FIFO, a device or a socket)", path);
+    goto out;
+  }
+  if ((uint64_t)st.st_size > FTL_METRICS_MAX_BYTES) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "metrics file %s: larger than %u bytes", path, FTL_METRICS_MAX_BYTES);
+    goto out;
+  }
+  size_t want = (size_t)st.st_size, have = 0;
+  if (!(buf = ftl_malloc(want + 1))) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  while (have < want) {
+    ssize_t got = read(fd, buf + have, want - have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "metrics file %s: cannot read: %s", path, strerror(errno));
+      goto out;
+    }
+    if (got == 0) break;
+    have += (size_t)got;
+  }
+  buf[have] = '\0';
+  *data_out = buf;
+  *size_out = have;
+  buf = NULL;
+out:
+  ftl_free(buf);
+  close(fd);
+  return rc;
+}
+
 ftl_err ftl_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
-  ftl_err rc = ftl_read_file(path, FTL_METRICS_MAX_BYTES, &data, &size, d);
+  ftl_err rc = read_regular(path, &data, &size, d);
   if (rc) return rc;
   rc = ftl_metrics_parse(data, size, out, d);
   ftl_free(data);

@@ -6,7 +6,9 @@
  * object, no duplicate keys) and tolerant about the values: a metric may be any JSON value, and
  * the non-standard literals NaN, Infinity and -Infinity that Python's json module writes are
  * accepted, so that a non-finite result fails the gate (exit 1) instead of being an unreadable
- * file (exit 2). Other top-level fields are ignored (evaluators may add context).
+ * file (exit 2); so is a number too large for a double (1e309 reads as Infinity). Other top-level
+ * fields are ignored (evaluators may add context). ftl_metrics_load reads only a regular file of
+ * at most FTL_METRICS_MAX_BYTES, opened without blocking or following a link (a FIFO is refused).
  *
  * Not here: the comparison with the threshold (eval/gate.c). Thread-safe (no shared state). */
 #ifndef FTL_EVAL_METRICS_H

@@ -3,6 +3,11 @@
  * the gate, then publish and promote, after the ranks succeeded. Also the canonical gate spec of a
  * job, which `ftl gate --spec` and `ftl publish --spec` compare with the locked one.
  *
+ * At submission the evaluator is resolved (PATH as `ftl run` sees it) to an absolute path and its
+ * bytes are pinned in the snapshot; with a registry: section the lock is also recorded in the
+ * registry (pipeline/gate_lock.h), before the snapshot is written, so that a run whose lock could
+ * not be recorded never starts.
+ *
  * Not here: hashing (pipeline/snapshot.c), the gate itself (eval/gate.c), publishing
  * (eval/eval_cli.c over pipeline/). */
 #include <errno.h>
@@ -16,6 +21,8 @@
 #include "eval/eval_cli.h"
 #include "eval/gate.h"
 #include "ftl/core.h"
+#include "launcher/gang.h"
+#include "pipeline/gate_lock.h"
 #include "pipeline/registry.h"
 #include "pipeline/snapshot.h"
 
@@ -155,6 +162,47 @@ static ftl_err env_add(ftl_job *job, const char *name, const char *value, ftl_di
   return FTL_OK;
 }
 
+/* The evaluator resolved and pinned into the snapshot, then (with a registry) the lock recorded in
+ * the registry. The evaluator is resolved here, once: a gate that looked it up on its own PATH
+ * would run whatever that PATH finds first. */
+static ftl_err pin_gate(const json_t *gate, const char *run_dir, json_t *snap, ftl_diag *d) {
+  const json_t *ev = json_object_get(gate, "eval");
+  const json_t *reg = json_object_get(gate, "registry");
+  char *prog = NULL, abs_run[PATH_MAX];
+  json_t *rec = NULL;
+  ftl_err rc = ftl_gang_find_program(json_string_value(json_object_get(ev, "program")), getenv("PATH"), &prog, d);
+  if (rc) {
+    ftl_diag_prefix(d, rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC, "field 'eval.program'");
+    rc = rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC;
+    goto out;
+  }
+  if ((rc = ftl_snapshot_pin_evaluator(snap, prog, d))) goto out;
+  if (!json_is_object(reg)) {
+    fprintf(stderr,
+            "ftl: warning: no registry: section, so the gate is locked only in the run directory's snapshot.json; "
+            "it is only as trustworthy as the run directory\n");
+    goto out;
+  }
+  if (!realpath(run_dir, abs_run)) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot resolve the run directory %s: %s", run_dir, strerror(errno));
+    goto out;
+  }
+  if ((rc = ftl_gate_lock_build(snap, abs_run, &rec, d))) goto out;
+  rc = ftl_gate_lock_store(json_string_value(json_object_get(reg, "path")),
+                           json_string_value(json_object_get(reg, "name")), rec, 0, d);
+  if (rc) {
+    ftl_diag_prefix(d, rc, "cannot lock the gate in the registry %s", json_string_value(json_object_get(reg, "path")));
+    goto out;
+  }
+  fprintf(stderr, "ftl: gate locked in the registry: %s/%s/gate-locks/%s.json\n",
+          json_string_value(json_object_get(reg, "path")), json_string_value(json_object_get(reg, "name")),
+          ftl_snapshot_run_id(snap));
+out:
+  json_decref(rec);
+  ftl_free(prog);
+  return rc;
+}
+
 ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
   if (!job->inputs_count && !job->eval.program) return FTL_OK;
   json_t *gate = NULL, *snap = NULL;
@@ -178,6 +226,10 @@ ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
         goto out;
       }
       if ((rc = ftl_gate_spec_compare(locked, gate, NULL, 0, d))) goto out;
+      json_t *lock = NULL;
+      rc = ftl_gate_lock_check(run_dir, snap, &lock, d);
+      json_decref(lock);
+      if (rc) goto out;
     }
     if ((rc = ftl_snapshot_verify(snap, d))) goto out;
     fprintf(stderr, "ftl: inputs verified against %s (digest %.12s)\n", snap_path, ftl_snapshot_digest(snap));
@@ -195,6 +247,7 @@ ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
     fprintf(stderr, "ftl: hashing %zu input%s into %s\n", job->inputs_count, job->inputs_count == 1 ? "" : "s",
             snap_path);
     if ((rc = ftl_snapshot_build(in, job->inputs_count, job->name, job->spec_hash, gate, &snap, d))) goto out;
+    if (gate && (rc = pin_gate(gate, run_dir, snap, d))) goto out;
     if ((rc = ftl_snapshot_write(run_dir, snap, d))) goto out;
   }
   /* The ranks read their inputs through the record. */

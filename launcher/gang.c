@@ -99,8 +99,9 @@ ftl_err ftl_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *
       push(&b, "--bind-to");
       push(&b, "none");
     }
-    /* When a rank fails, mpirun's own clean-up waits this long between TERM and KILL of the other
-     * ranks. ftl has already ended them through their agents by then, so it need not wait. */
+    /* When a rank fails or a daemon is lost, mpirun's own clean-up waits this long between TERM
+     * and KILL of the other ranks' agents: ftl ends the gang through the agents itself, but a
+     * torn-down agent must get to say so before it dies (FTL_MPIRUN_SIGKILL_GRACE_S). */
     push(&b, "--mca");
     push(&b, "odls_base_sigkill_timeout");
     push_int(&b, o->sigkill_grace_s);

@@ -25,6 +25,10 @@ typedef struct ftl_gang_opts {
 } ftl_gang_opts;
 
 /* AUTO becomes SRUN inside a Slurm allocation (SLURM_JOB_ID set) and MPIRUN elsewhere. */
+/* Seconds between mpirun's SIGTERM and SIGKILL of the rank agents in its own teardown
+ * (odls_base_sigkill_timeout): long enough for a torn-down agent to send its `stopping` word. */
+#define FTL_MPIRUN_SIGKILL_GRACE_S 1
+
 ftl_launch_kind ftl_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id);
 
 /* Builds the launch argv (NULL-terminated; free with ftl_argv_free). */

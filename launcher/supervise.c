@@ -783,7 +783,12 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
                      .export_names = exports,
                      .running_as_root = geteuid() == 0,
                      .cpu_count = cpus > 0 ? (int)cpus : 1,
-                     .sigkill_grace_s = 0};
+                     /* mpirun's own teardown (a lost daemon, a rank it saw die) SIGTERMs the
+                      * agents and SIGKILLs them this long after: an agent needs a moment in
+                      * between to tell the launcher it was torn down (its host is alive), or
+                      * it vanishes as silently as a dead host's (detect.h). ftl itself ends
+                      * the gang through the agents, so this is not the programs' grace. */
+                     .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S};
   if ((rc = ftl_gang_build_argv(&g, &launch_argv, d))) goto out;
 
   if (pipe2(exec_pipe, O_CLOEXEC)) {

@@ -1,8 +1,10 @@
 /* pipeline/package.c: building a package and reading one back without trusting it (package.h,
  * docs/formats/package.md).
  *
- * Map: the manifest (text and strict parse); build; the reader shared by unpack and the memory
- * check (entry rules, streaming hash, bounded sizes); unpack's temporary folder and rename. */
+ * Map: the manifest (text and strict parse); build; the reader shared by unpack, the memory check
+ * and canonicalize (entry rules, streaming hash, bounded sizes, optionally streaming each verified
+ * entry into ftl's writer); unpack's temporary folder, its final listing and the rename;
+ * canonicalize (a package taken in is stored as the bytes ftl's writer makes of its entries). */
 #include "pipeline/package.h"
 
 #include <dirent.h>
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/archive_seam.h"
 #include "pipeline/peft.h"
@@ -31,6 +34,11 @@ static void limits_fill(const ftl_package_limits *in, ftl_package_limits *out) {
   out->max_total_bytes = in && in->max_total_bytes ? in->max_total_bytes : ((uint64_t)8 << 30);
   out->max_manifest_bytes = in && in->max_manifest_bytes ? in->max_manifest_bytes : (1u << 20);
   out->max_entries = in && in->max_entries ? in->max_entries : 64;
+  /* Compressed, a package is smaller than its entries; incompressible data grows by well under
+   * 1/64 in zstd, and the headers of 64 entries are a few KiB. */
+  out->max_package_bytes = in && in->max_package_bytes
+                               ? in->max_package_bytes
+                               : out->max_total_bytes + out->max_total_bytes / 64 + ((uint64_t)64 << 20);
 }
 
 /* ---- manifest ------------------------------------------------------------------------------ */
@@ -274,9 +282,10 @@ static ftl_err write_at(int fd, const void *buf, size_t n, uint64_t off) {
   return FTL_OK;
 }
 
-/* Streams the current entry (exactly `size` bytes) into fd (or nowhere when fd < 0), hashing it. */
-static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int fd, char hex[FTL_SHA256_HEX_LEN + 1],
-                          ftl_diag *d) {
+/* Streams the current entry (exactly `size` bytes) into fd (when >= 0) and into w's current entry
+ * (when not NULL), hashing it. */
+static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int fd, pl_archive_w *w,
+                          char hex[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   static __thread unsigned char buf[1 << 16];
   ftl_sha256 *h = NULL;
   uint64_t total = 0;
@@ -295,6 +304,7 @@ static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int 
       ftl_diag_fail(d, rc, "cannot write %s: %s", name, strerror(errno));
       goto out;
     }
+    if (w && (rc = pl_aw_data(w, buf, got, d))) goto out;
     ftl_sha256_update(h, buf, got);
     total += got;
   }
@@ -310,11 +320,49 @@ out:
   return rc;
 }
 
+/* Refuses a folder that holds anything but MANIFEST.json and m's files, each a regular file with
+ * one link: the unpack folder must hold what the package declares and nothing else, whoever else
+ * can reach it. */
+static ftl_err check_folder(int dirfd, const ftl_package_manifest *m, ftl_diag *d) {
+  int fd = dup(dirfd);
+  DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+  size_t seen = 0;
+  ftl_err rc = FTL_OK;
+  if (!dp) {
+    if (fd >= 0) close(fd);
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot list the unpack folder: %s", strerror(errno));
+  }
+  rewinddir(dp);
+  struct dirent *e;
+  while ((e = readdir(dp))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    int known = !strcmp(e->d_name, FTL_PACKAGE_MANIFEST);
+    for (size_t i = 0; !known && i < m->n_files; i++)
+      known = !strcmp(e->d_name, m->files[i].name);
+    struct stat st;
+    if (!known || fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "the unpack folder holds \"%.200s\", which is not a file the package "
+                         "declares; refused",
+                         e->d_name);
+      goto out;
+    }
+    seen++;
+  }
+  if (seen != m->n_files + 1)
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the unpack folder holds %zu files, the package declares %zu; refused", seen,
+                       m->n_files + 1);
+out:
+  closedir(dp);
+  return rc;
+}
+
 /* Reads a whole package from r: MANIFEST.json first, then exactly its files, in its order. With
- * dirfd >= 0 the files (and the manifest) are created in that folder. */
+ * dirfd >= 0 the files (and the manifest) are created in that folder; with w, each entry is
+ * written into w as it is read (w's bytes are only good once this returned FTL_OK). */
 static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package_limits *lim, const char *expected_id,
-                            int dirfd, char id_out[FTL_SHA256_HEX_LEN + 1], char **man_out, size_t *man_size_out,
-                            ftl_diag *d) {
+                            int dirfd, pl_archive_w *w, char id_out[FTL_SHA256_HEX_LEN + 1], char **man_out,
+                            size_t *man_size_out, ftl_diag *d) {
   pl_ar_entry e;
   int eof = 0, fd = -1;
   char *man = NULL;
@@ -366,6 +414,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
                        expected_id);
     goto out;
   }
+  if (w && (rc = pl_aw_add(w, FTL_PACKAGE_MANIFEST, man, man_size, d))) goto out;
   if (dirfd >= 0) {
     fd = openat(dirfd, FTL_PACKAGE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 || write_at(fd, man, man_size, 0) || fsync(fd)) {
@@ -391,7 +440,9 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
         goto out;
       }
     }
-    if ((rc = copy_entry(r, pf->name, pf->size, fd, hex, d))) goto out;
+    if (w && (rc = pl_aw_begin(w, pf->name, pf->size, d))) goto out;
+    if ((rc = copy_entry(r, pf->name, pf->size, fd, w, hex, d))) goto out;
+    if (w && (rc = pl_aw_end(w, d))) goto out;
     if (strcmp(hex, pf->sha256)) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s's SHA-256 is %s, %s says %s: the package was altered", pf->name, hex,
                          FTL_PACKAGE_MANIFEST, pf->sha256);
@@ -414,6 +465,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
                        e.name, m->n_files, FTL_PACKAGE_MANIFEST);
     goto out;
   }
+  if (dirfd >= 0 && (rc = check_folder(dirfd, m, d))) goto out;
   if (id_out) memcpy(id_out, m->id, FTL_SHA256_HEX_LEN + 1);
   if (man_out) {
     *man_out = man;
@@ -455,8 +507,8 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
       goto out;
     }
   }
-  if ((rc = pl_ar_open_file(pkg_path, &r, d))) goto out;
-  rc = read_package(r, 1, &lim, expected_id, dirfd, id_out, manifest_out, manifest_size_out, &rd);
+  if ((rc = pl_ar_open_file(pkg_path, lim.max_package_bytes, &r, d))) goto out;
+  rc = read_package(r, 1, &lim, expected_id, dirfd, NULL, id_out, manifest_out, manifest_size_out, &rd);
   if (rc) {
     ftl_diag_fail(d, rc, "%s: %s", pkg_path, rd.msg);
     goto out;
@@ -507,10 +559,87 @@ ftl_err ftl_package_verify_memory(const void *bytes, size_t size, const ftl_pack
   ftl_package_limits lim;
   limits_fill(limits_in, &lim);
   pl_archive_r *r = NULL;
+  if (size > lim.max_package_bytes)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the package is %zu bytes, over the limit of %llu", size,
+                         (unsigned long long)lim.max_package_bytes);
   ftl_err rc = pl_ar_open_memory(bytes, size, &r, d);
   if (rc) return rc;
   /* An uncompressed tar is accepted here (the fuzzer reaches the entry rules that way). */
-  rc = read_package(r, 0, &lim, NULL, -1, id_out, NULL, NULL, d);
+  rc = read_package(r, 0, &lim, NULL, -1, NULL, id_out, NULL, NULL, d);
   pl_ar_close(r);
+  return rc;
+}
+
+/* ---- canonicalize -------------------------------------------------------------------------- */
+
+void ftl_package_info_release(ftl_package_info *info) {
+  if (!info) return;
+  ftl_free(info->manifest);
+  info->manifest = NULL;
+  info->manifest_size = 0;
+}
+
+ftl_err ftl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
+                                 const ftl_package_limits *limits_in, const char *crash_name, ftl_package_info *info,
+                                 ftl_diag *d) {
+  ftl_package_limits lim;
+  limits_fill(limits_in, &lim);
+  pl_archive_r *r = NULL;
+  pl_archive_w *w = NULL;
+  char offered_hex[FTL_SHA256_HEX_LEN + 1], canon_hex[FTL_SHA256_HEX_LEN + 1];
+  ftl_diag rd;
+  ftl_err rc;
+  memset(info, 0, sizeof *info);
+  if ((rc = pl_ar_open_file(offered_path, lim.max_package_bytes, &r, d))) goto out;
+  if ((rc = pl_aw_open_fd(out_fd, crash_name, &w, d))) goto out;
+  rc = read_package(r, 1, &lim, expected_id, -1, w, info->id, &info->manifest, &info->manifest_size, &rd);
+  if (!rc) rc = pl_ar_input_digest(r, &info->offered_bytes, offered_hex, &rd);
+  if (rc) {
+    ftl_diag_fail(d, rc, "%s: %s", offered_path, rd.msg);
+    goto out;
+  }
+  rc = pl_aw_finish_fd(w, &info->canonical_bytes, canon_hex, d);
+  w = NULL;
+  if (rc) goto out;
+  if (ftl_fs_table.fsync(out_fd)) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync the canonical package: %s", strerror(errno));
+    goto out;
+  }
+  info->identical = info->offered_bytes == info->canonical_bytes && !strcmp(offered_hex, canon_hex);
+out:
+  pl_aw_abort(w);
+  pl_ar_close(r);
+  if (rc) ftl_package_info_release(info);
+  return rc;
+}
+
+ftl_err ftl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
+                                    const ftl_package_limits *limits, ftl_package_info *info, ftl_diag *d) {
+  char tmp[4096];
+  int fd = -1;
+  bool renamed = false;
+  ftl_err rc;
+  memset(info, 0, sizeof *info);
+  /* An unpredictable temporary name, created exclusively: nobody can have put a file or a link
+   * there first. */
+  for (int tries = 0;; tries++) {
+    unsigned char rnd[8];
+    if (getentropy(rnd, sizeof rnd))
+      return ftl_diag_fail(d, FTL_ERR_IO, "cannot draw a temporary name: %s", strerror(errno));
+    if (ftl_fmt(tmp, sizeof tmp, "%s.tmp-%02x%02x%02x%02x%02x%02x%02x%02x", out_path, rnd[0], rnd[1], rnd[2], rnd[3],
+                rnd[4], rnd[5], rnd[6], rnd[7]))
+      return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_path);
+    fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) break;
+    if (errno != EEXIST || tries == 8)
+      return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp, strerror(errno));
+  }
+  if ((rc = ftl_package_canonicalize(offered_path, fd, expected_id, limits, "package.canonicalize.write", info, d)))
+    goto out;
+  rc = ftl_fs_commit_tmp(&fd, tmp, out_path, false, &renamed, d);
+out:
+  if (fd >= 0) ftl_fs_table.close(fd);
+  if (rc && !renamed) ftl_fs_table.unlink(tmp);
+  if (rc) ftl_package_info_release(info);
   return rc;
 }

@@ -14,8 +14,15 @@
  * Reading (ftl_package_unpack) trusts nothing: only regular files named in the manifest, in its
  * order, with its sizes; no '/', '..', absolute names, links, devices or FIFOs; no entry beyond the
  * declared ones; every SHA-256 checked; the total bounded (a zstd bomb stops at the declared
- * sizes). Files are written with O_EXCL|O_NOFOLLOW into a fresh temporary folder next to the
- * target, which is renamed into place only when everything checked out.
+ * sizes); nothing hidden where libarchive reads past (zstd inside zstd, a NUL in a pax path, a
+ * missing end-of-archive marker, data after it: refused, archive_seam.h). Files are written with
+ * O_EXCL|O_NOFOLLOW into a fresh mkdtemp folder next to the target, which must then hold exactly
+ * the declared files, and is renamed into place only when everything checked out.
+ *
+ * Taking a package in (ftl_package_canonicalize): the offered bytes are never stored; ftl's writer
+ * re-makes the package from the verified entries, so packaging noise (modes, owners, times, pax
+ * records, a pax global header, zstd frames, skippable frames, padding, compression level) is
+ * dropped, and an untampered ftl-made package comes out byte-identical (same version id anyway).
  *
  * Thread-safety: reentrant. */
 #ifndef FTL_PIPELINE_PACKAGE_H
@@ -45,6 +52,8 @@ typedef struct ftl_package_limits {
   uint64_t max_total_bytes;    /* sum of the declared sizes; default 8 GiB */
   uint64_t max_manifest_bytes; /* default 1 MiB */
   size_t max_entries;          /* files in the manifest; default 64 */
+  uint64_t max_package_bytes;  /* the package file itself (compressed); default max_total_bytes +
+                                  1/64 of it + 64 MiB */
 } ftl_package_limits;
 
 /* Builds a package from export_dir (adapter_config.json + adapter_model.safetensors), the
@@ -84,6 +93,44 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
 /* The same checks over a package held in memory, verify only (the fuzz target's entry). */
 ftl_err ftl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits,
                                   char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+
+/* What ftl_package_canonicalize made. */
+typedef struct ftl_package_info {
+  char id[FTL_SHA256_HEX_LEN + 1]; /* the version id (SHA-256 of MANIFEST.json) */
+  char *manifest;                  /* the MANIFEST.json bytes; owned, ftl_package_info_release */
+  size_t manifest_size;
+  uint64_t offered_bytes;   /* size of the offered file */
+  uint64_t canonical_bytes; /* bytes written */
+  int identical;            /* the offered file was already byte for byte canonical */
+} ftl_package_info;
+
+/* Takes a package in: reads the package at offered_path with ftl_package_unpack's checks (all of
+ * them: a refusal is FTL_ERR_CORRUPT with a sentence naming offered_path and the entry or the
+ * problem), and writes into out_fd the bytes ftl's own writer makes of the verified entries:
+ * MANIFEST.json then the declared files, each mode 0644, uid/gid 0, no names, mtime 0, one zstd
+ * frame at ftl's level, a proper end-of-archive and nothing after it. What the offered file carried
+ * besides (modes, setuid bits, owners, times, extra pax records, a pax global header, several zstd
+ * frames, skippable frames, zero padding) is not in the output; the version id is the same.
+ *
+ * out_fd: borrowed, an empty regular file open for writing; bytes go from offset 0 through the
+ * file seam (core/fs.h: pwrite, then fsync) and nothing else is done to it (not closed, not
+ * renamed). On failure its contents are undefined and the caller removes the file. The entries
+ * are streamed (memory stays small whatever their size), so bytes reach out_fd before the last
+ * check passed: only FTL_OK makes them a package.
+ * expected_id (or NULL): the manifest's SHA-256 must be this. limits may be NULL (defaults).
+ * crash_name (or NULL): a crash point (FTL_CRASH_AT) after the first bytes reach out_fd.
+ * info: filled on FTL_OK (release it with ftl_package_info_release); zeroed, nothing to release,
+ * on failure. Thread-safety: reentrant. */
+ftl_err ftl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
+                                 const ftl_package_limits *limits, const char *crash_name, ftl_package_info *info,
+                                 ftl_diag *d);
+/* The same into out_path, replaced atomically: a temporary file next to it with an unpredictable
+ * name (O_EXCL|O_NOFOLLOW), fsync, rename, fsync of the folder, all through the file seam; the
+ * temporary file is removed on every failure. Crash point: package.canonicalize.write. */
+ftl_err ftl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
+                                    const ftl_package_limits *limits, ftl_package_info *info, ftl_diag *d);
+/* Frees what info holds; accepts NULL and a zeroed info. */
+void ftl_package_info_release(ftl_package_info *info);
 
 #ifdef __cplusplus
 }

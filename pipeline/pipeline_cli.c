@@ -6,11 +6,13 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ftl/core.h"
 #include "pipeline/package.h"
 #include "pipeline/peft.h"
 #include "pipeline/registry.h"
+#include "pipeline/verdict_sign.h"
 
 const char ftl_export_help[] =
     "ftl export: the run's final adapter in PEFT's layout (docs/formats/peft-export.md).\n"
@@ -30,8 +32,18 @@ const char ftl_registry_help[] =
     "  ftl registry routes [--channel C]          one vLLM --lora-modules NAME@CHANNEL=PATH per channel\n"
     "                                             (the version unpacked and verified on first use)\n"
     "  ftl registry fetch NAME@VERSION|NAME@CHANNEL DIR   unpack a version, verified, into a new DIR\n"
-    "  ftl registry check NAME                    every pointer names a complete version; audit lines whole\n"
-    "  ftl registry publish NAME PACKAGE [--channel C] [--why TEXT]   store a package built elsewhere\n"
+    "  ftl registry check NAME                    every stored package byte for byte, served folders hold\n"
+    "                                             exactly their files, pointers equal the audit log's moves\n"
+    "  ftl registry publish NAME PACKAGE [--channel C] [--why TEXT] [--signature SIG | --unverified]\n"
+    "                                             store a package built elsewhere: its verdict must be signed\n"
+    "                                             by a trusted gate key (SIG, default PACKAGE.sig), or\n"
+    "                                             --unverified, which ls and the audit log show forever\n"
+    "  ftl registry keygen OUT                    a gate key pair: OUT.key (private, 0600), OUT.pub\n"
+    "  ftl registry sign-verdict --key KEY VERDICT PACKAGE|ADAPTER_DIR [-o SIG]\n"
+    "                                             sign a verdict for that adapter (SIG default PACKAGE.sig,\n"
+    "                                             or VERDICT.sig for a folder); docs/formats/verdict-signature.md\n"
+    "  ftl registry trust KEY.pub                 trust a gate key: REGISTRY/keys/trusted/<key id>.pub\n"
+    "                                             (rotation: trust the new key, then remove the old file)\n"
     "\n"
     "Every command takes --registry DIR (default $FTL_REGISTRY), --who TEXT (default USER@HOST: the\n"
     "effective user's login name, or its uid, and this host) and --lock-timeout-ms MS (default 30000).\n"
@@ -96,7 +108,8 @@ int ftl_cmd_export(int argc, char **argv) {
 /* --registry DIR / --who / --why, shared by the registry commands. */
 typedef struct reg_args {
   ftl_registry_ref ref;
-  const char *why, *channel, *to;
+  const char *why, *channel, *to, *key, *signature, *out;
+  int unverified;
 } reg_args;
 
 static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
@@ -104,12 +117,14 @@ static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
       {"registry", required_argument, NULL, 'r'}, {"who", required_argument, NULL, 'w'},
       {"why", required_argument, NULL, 'y'},      {"channel", required_argument, NULL, 'c'},
       {"to", required_argument, NULL, 't'},       {"lock-timeout-ms", required_argument, NULL, 'l'},
+      {"key", required_argument, NULL, 'k'},      {"signature", required_argument, NULL, 's'},
+      {"unverified", no_argument, NULL, 'u'},     {"out", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
   int c;
   memset(ra, 0, sizeof *ra);
   ra->ref.root = ftl_registry_root_from_env();
   optind = 0; /* 0, not 1: glibc then also forgets the state of an earlier getopt scan */
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
     int64_t v;
     switch (c) {
     case 'r': ra->ref.root = optarg; break;
@@ -117,6 +132,10 @@ static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
     case 'y': ra->why = optarg; break;
     case 'c': ra->channel = optarg; break;
     case 't': ra->to = optarg; break;
+    case 'k': ra->key = optarg; break;
+    case 's': ra->signature = optarg; break;
+    case 'u': ra->unverified = 1; break;
+    case 'o': ra->out = optarg; break;
     case 'l':
       if (ftl_parse_i64(optarg, 1, INT32_MAX, &v)) return usage(use);
       ra->ref.lock_timeout_ms = v;
@@ -125,11 +144,13 @@ static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
     default: return usage(use);
     }
   }
-  if (!ra->ref.root) {
-    fprintf(stderr, "ftl: no registry: give --registry DIR or set FTL_REGISTRY\n");
-    return 2;
-  }
   return -1;
+}
+
+static int need_registry(const reg_args *ra) {
+  if (ra->ref.root) return 0;
+  fprintf(stderr, "ftl: no registry: give --registry DIR or set FTL_REGISTRY\n");
+  return 2;
 }
 
 int ftl_cmd_promote(int argc, char **argv) {
@@ -137,6 +158,7 @@ int ftl_cmd_promote(int argc, char **argv) {
   reg_args ra;
   int r = parse_reg(argc, argv, &ra, use);
   if (r >= 0) return r;
+  if ((r = need_registry(&ra))) return r;
   if (optind != argc - 2 || !ra.to) return usage(use);
   ftl_diag d = {{0}};
   ftl_err rc = ftl_registry_promote(&ra.ref, argv[optind], argv[optind + 1], ra.to, ra.why, &d);
@@ -150,6 +172,7 @@ int ftl_cmd_rollback(int argc, char **argv) {
   reg_args ra;
   int r = parse_reg(argc, argv, &ra, use);
   if (r >= 0) return r;
+  if ((r = need_registry(&ra))) return r;
   if (optind != argc - 1 || !ra.channel) return usage(use);
   char to[FTL_SHA256_HEX_LEN + 1];
   ftl_diag d = {{0}};
@@ -162,7 +185,9 @@ int ftl_cmd_rollback(int argc, char **argv) {
 int ftl_cmd_registry(int argc, char **argv) {
   static const char *use =
       "ftl registry ls [NAME] | routes [--channel C] | fetch NAME@VERSION|NAME@CHANNEL DIR | check NAME |\n"
-      "       publish NAME PACKAGE [--channel C] [--why TEXT]   (all take --registry DIR, default $FTL_REGISTRY)";
+      "       publish NAME PACKAGE [--channel C] [--why TEXT] [--signature SIG | --unverified] | trust KEY.pub |\n"
+      "       keygen OUT | sign-verdict --key KEY VERDICT PACKAGE|ADAPTER_DIR [-o SIG]\n"
+      "       (the registry commands take --registry DIR, default $FTL_REGISTRY)";
   if (argc < 2) return usage(use);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     fputs(ftl_registry_help, stdout);
@@ -178,12 +203,46 @@ int ftl_cmd_registry(int argc, char **argv) {
   char **pos = argv + optind + 1;
   ftl_diag d = {{0}};
   ftl_err rc;
+  /* keygen and sign-verdict work on files only; everything else names a registry. */
+  if (!strcmp(sub, "keygen")) {
+    char kid[FTL_SHA256_HEX_LEN + 1];
+    if (n != 1) return usage(use);
+    rc = ftl_verdict_keygen(pos[0], kid, &d);
+    if (rc) return fail("registry keygen", rc, &d);
+    printf("%s.key %s.pub key id %s\n", pos[0], pos[0], kid);
+    return 0;
+  }
+  if (!strcmp(sub, "sign-verdict")) {
+    char kid[FTL_SHA256_HEX_LEN + 1], out[4096];
+    if (n != 2 || !ra.key) return usage(use);
+    struct stat st;
+    int is_dir = stat(pos[1], &st) == 0 && S_ISDIR(st.st_mode);
+    if (ftl_fmt(out, sizeof out, "%s", ra.out ? ra.out : "") ||
+        (!ra.out && ftl_fmt(out, sizeof out, "%s.sig", is_dir ? pos[0] : pos[1]))) {
+      fprintf(stderr, "ftl registry sign-verdict: path too long\n");
+      return 1;
+    }
+    rc = ftl_verdict_sign(ra.key, pos[0], pos[1], out, kid, &d);
+    if (rc) return fail("registry sign-verdict", rc, &d);
+    printf("%s (key id %s)\n", out, kid);
+    return 0;
+  }
+  if ((r = need_registry(&ra))) return r;
+  if (!strcmp(sub, "trust")) {
+    char kid[FTL_SHA256_HEX_LEN + 1];
+    if (n != 1) return usage(use);
+    rc = ftl_verdict_trust(ra.ref.root, pos[0], kid, &d);
+    if (rc) return fail("registry trust", rc, &d);
+    printf("trusted gate key %s (%s/%s/%s.pub)\n", kid, ra.ref.root, FTL_REGISTRY_TRUSTED_KEYS, kid);
+    return 0;
+  }
   if (!strcmp(sub, "ls")) {
     if (n > 1) return usage(use);
     rc = ftl_registry_list(&ra.ref, n ? pos[0] : NULL, stdout, &d);
   } else if (!strcmp(sub, "routes")) {
     if (n) return usage(use);
-    rc = ftl_registry_routes(&ra.ref, ra.channel, stdout, &d);
+    rc = ftl_registry_routes(&ra.ref, ra.channel, stdout, stderr, &d);
+    if (rc) return 1; /* each failed channel was reported on stderr */
   } else if (!strcmp(sub, "fetch")) {
     if (n != 2) return usage(use);
     rc = ftl_registry_fetch(&ra.ref, pos[0], pos[1], &d);
@@ -195,9 +254,13 @@ int ftl_cmd_registry(int argc, char **argv) {
     if (!rc) printf("%s: consistent (%zu audit records)\n", pos[0], lines);
   } else if (!strcmp(sub, "publish")) {
     char id[FTL_SHA256_HEX_LEN + 1];
-    if (n != 2) return usage(use);
-    rc = ftl_registry_publish(&ra.ref, pos[0], pos[1], ra.channel, ra.why, id, &d);
-    if (!rc) printf("%s\n", id);
+    if (n != 2 || (ra.unverified && ra.signature)) return usage(use);
+    ftl_registry_publish_opts po = {.channel = ra.channel,
+                                    .why = ra.why,
+                                    .trust = ra.unverified ? FTL_REGISTRY_TRUST_UNVERIFIED : FTL_REGISTRY_TRUST_SIGNED,
+                                    .signature_path = ra.signature};
+    rc = ftl_registry_publish_ex(&ra.ref, pos[0], pos[1], &po, id, &d);
+    if (!rc) printf("%s%s\n", id, ra.unverified ? " (UNVERIFIED: recorded as published without a gate signature)" : "");
   } else {
     return usage(use);
   }

@@ -6,8 +6,10 @@
  *   ftl registry ls [NAME] | routes [--channel C] | fetch NAME@VERSION|NAME@CHANNEL DIR | check NAME
  *   ftl promote NAME VERSION --to CHANNEL [--why TEXT]
  *   ftl rollback NAME --channel CHANNEL [--why TEXT]
- *   ftl registry publish NAME PACKAGE [--channel C] [--why TEXT]   (a package built elsewhere)
- * The registry is --registry DIR or $FTL_REGISTRY. */
+ *   ftl registry publish NAME PACKAGE [--channel C] [--why TEXT] [--signature SIG | --unverified]
+ *                                     (a package built elsewhere: a signed verdict, or marked unverified)
+ *   ftl registry trust KEY.pub | keygen OUT | sign-verdict --key KEY VERDICT PACKAGE|ADAPTER_DIR [-o SIG]
+ * The registry is --registry DIR or $FTL_REGISTRY (keygen and sign-verdict need none). */
 #ifndef FTL_PIPELINE_CLI_H
 #define FTL_PIPELINE_CLI_H
 

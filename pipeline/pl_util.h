@@ -28,7 +28,9 @@ void pl_buf_printf(pl_buf *b, const char *fmt, ...) __attribute__((format(printf
 char *pl_json_text(const json_t *j, int newline, size_t *len_out);
 
 /* tmp + fsync + rename + fsync(folder) through the file seam; crash_name (or NULL) is passed to
- * ftl_crash_point halfway through. */
+ * ftl_crash_point halfway through. The temporary file is PATH.tmp-<12 random hex digits>, created
+ * O_EXCL|O_NOFOLLOW in the same folder, so nobody who can write the folder can predict it or plant
+ * a link there that the writer would follow. */
 ftl_err pl_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, ftl_diag *d);
 /* fsync of a folder. */
 ftl_err pl_fsync_dir(const char *dir, ftl_diag *d);
@@ -41,6 +43,21 @@ ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeou
 /* Opens (creating) path and takes an exclusive flock within timeout_ms; the fd into *fd_out. */
 ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d);
 void pl_unlock(int fd);
+
+/* Reads a file from outside: opened O_NOFOLLOW|O_NONBLOCK (a link, FIFO or device never blocks or
+ * redirects the read), fstat must say a regular file of at most max_bytes, and no more than that
+ * recorded size is read. NUL-terminated, freed with ftl_free. FTL_ERR_NOTFOUND when missing,
+ * FTL_ERR_CORRUPT (naming path) when not a regular file, too large or shorter than its size. */
+ftl_err pl_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
+/* The same open and checks; the descriptor and the recorded size. */
+ftl_err pl_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d);
+/* SHA-256 of a file opened as pl_open_regular does, exactly its recorded size. */
+ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], uint64_t *size_out, ftl_diag *d);
+/* n random bytes as 2n lowercase hex digits (getrandom). */
+ftl_err pl_random_hex(char *out, size_t n, ftl_diag *d);
+/* Removes a folder tree of the pipeline's own making (plain files and folders, at most 4 deep),
+ * never following links. Errors are ignored: it is cleanup. */
+void pl_rm_tree(const char *dir);
 
 /* Removes a folder that holds only plain files (what the pipeline's temporary folders hold),
  * without following links. Errors are ignored: it is cleanup. */

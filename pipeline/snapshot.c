@@ -4,6 +4,13 @@
  * list of its files; building the record and its digest; parsing and checking a record;
  * re-verifying the inputs and naming the first file that changed.
  *
+ * Every file is opened without blocking (a FIFO where a file belongs must not hang ftl), checked
+ * with fstat to be a regular file, and read no further than the size fstat reported (a link to
+ * /dev/zero must not be hashed forever); the recorded paths are opened with O_NOFOLLOW, because
+ * they are already resolved: a link there now is a change. An input given through a symbolic link
+ * records the link too, and verification checks it still resolves to the recorded file (the ranks
+ * read the link).
+ *
  * Deliberately not here: any cache of hashes keyed by mtime (every verification re-reads every
  * byte: an mtime can be restored with `touch -r`, and the inputs of a fine-tune are small next to
  * its run time), and the registry's own content addressing (pipeline/registry.c). */
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,7 +37,9 @@
 
 #define MAX_FOLDER_FILES 100000
 
-/* Hashes an open file to its end; size and mtime come from the same descriptor. */
+/* Hashes an open regular file: exactly the size fstat reports, no further (a file that grows
+ * while it is read is hashed as it was when opened; one that shrinks is an error). Size and mtime
+ * come from the same descriptor. */
 static ftl_err hash_fd(int fd, const char *path, char hex_out[65], uint64_t *size_out, int64_t *mtime_ns_out,
                        ftl_diag *d) {
   ftl_err rc = FTL_OK;
@@ -45,14 +55,25 @@ static ftl_err hash_fd(int fd, const char *path, char hex_out[65], uint64_t *siz
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
     goto out;
   }
-  for (;;) {
-    ssize_t got = read(fd, buf, 1 << 20);
+  if (!S_ISREG(st.st_mode)) {
+    rc = ftl_diag_fail(d, FTL_ERR_INVAL, "%s is not a regular file (a FIFO, a device or a socket cannot be pinned)",
+                       path);
+    goto out;
+  }
+  uint64_t want = (uint64_t)st.st_size;
+  while (total < want) {
+    size_t chunk = want - total < (1u << 20) ? (size_t)(want - total) : (size_t)(1u << 20);
+    ssize_t got = read(fd, buf, chunk);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
       goto out;
     }
-    if (got == 0) break;
+    if (got == 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "%s shrank while it was read (%" PRIu64 " of %" PRIu64 " bytes)", path, total,
+                         want);
+      goto out;
+    }
     if ((rc = ftl_sha256_update(ctx, buf, (size_t)got))) {
       ftl_diag_fail(d, rc, "SHA-256 of %s failed", path);
       goto out;
@@ -78,13 +99,71 @@ static ftl_err sha256_text(const char *text, size_t len, char hex[65], ftl_diag 
   return rc ? ftl_diag_fail(d, rc, "SHA-256 failed") : FTL_OK;
 }
 
-static ftl_err open_input(const char *path, int *fd_out, ftl_diag *d) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+/* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. nofollow:
+ * the path is a recorded, resolved one, so a link there now is not the file that was pinned. */
+static ftl_err open_input(const char *path, int nofollow, int *fd_out, ftl_diag *d) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+  if (fd < 0) {
+    if (errno == ELOOP && nofollow)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is a symbolic link now; it was a file at submission", path);
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot read %s: %s", path,
                          strerror(errno));
+  }
   *fd_out = fd;
   return FTL_OK;
+}
+
+ftl_err ftl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
+                                  ftl_diag *d) {
+  int fd = -1;
+  char *buf = NULL;
+  struct stat st;
+  ftl_err rc = open_input(path, nofollow, &fd, d);
+  if (rc) return rc;
+  if (fstat(fd, &st) != 0) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+    goto out;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    rc = ftl_diag_fail(d, FTL_ERR_INVAL, "%s is not a regular file", path);
+    goto out;
+  }
+  if ((uint64_t)st.st_size > max_bytes) {
+    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s is larger than %zu bytes", path, max_bytes);
+    goto out;
+  }
+  size_t want = (size_t)st.st_size, have = 0;
+  if (!(buf = ftl_malloc(want + 1))) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", path);
+    goto out;
+  }
+  while (have < want) {
+    ssize_t got = read(fd, buf + have, want - have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+      goto out;
+    }
+    if (got == 0) break; /* shrank meanwhile: what is there is what the parser sees */
+    have += (size_t)got;
+  }
+  buf[have] = '\0';
+  *data_out = buf;
+  *size_out = have;
+  buf = NULL;
+out:
+  ftl_free(buf);
+  if (fd >= 0) close(fd);
+  return rc;
+}
+
+ftl_err ftl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d) {
+  int fd = -1;
+  ftl_err rc = open_input(path, 0, &fd, d);
+  if (rc) return rc;
+  rc = hash_fd(fd, path, hex_out, size_out, NULL, d);
+  close(fd);
+  return rc;
 }
 
 /* ---- folders ------------------------------------------------------------------------------ */
@@ -160,12 +239,12 @@ static ftl_err walk(const char *root, const char *rel, name_list *l, int depth, 
 }
 
 /* One file's entry: {path, size, mtime_ns, sha256}. */
-static ftl_err file_entry(const char *path, const char *label, json_t **out, ftl_diag *d) {
+static ftl_err file_entry(const char *path, const char *label, int nofollow, json_t **out, ftl_diag *d) {
   int fd = -1;
   char hex[65];
   uint64_t size = 0;
   int64_t mtime_ns = 0;
-  ftl_err rc = open_input(path, &fd, d);
+  ftl_err rc = open_input(path, nofollow, &fd, d);
   if (rc) return rc;
   rc = hash_fd(fd, path, hex, &size, &mtime_ns, d);
   close(fd);
@@ -199,7 +278,7 @@ static ftl_err folder_entry(const char *path, json_t *entry, ftl_diag *d) {
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", path);
       goto out;
     }
-    if ((rc = file_entry(full, l.names[i], &f, d))) goto out;
+    if ((rc = file_entry(full, l.names[i], 0, &f, d))) goto out;
     total += (uint64_t)json_integer_value(json_object_get(f, "size"));
     json_int_t m = json_integer_value(json_object_get(f, "mtime_ns"));
     if (m > newest) newest = m;
@@ -223,7 +302,34 @@ out:
   return rc;
 }
 
-/* The entry of one input: {name, kind, path, size, mtime_ns, sha256[, files]}. */
+/* The absolute form of a path as written (against the current folder), with "." components and
+ * repeated slashes dropped, links not resolved. */
+static ftl_err absolute_as_written(const char *path, char *out, size_t size, ftl_diag *d) {
+  char joined[PATH_MAX], cwd[PATH_MAX];
+  if (path[0] == '/')
+    snprintf(joined, sizeof joined, "%s", path);
+  else if (!getcwd(cwd, sizeof cwd) || ftl_fmt(joined, sizeof joined, "%s/%s", cwd, path))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "cannot make %s absolute", path);
+  size_t o = 0;
+  for (const char *p = joined; *p;) {
+    while (*p == '/') p++;
+    const char *end = strchr(p, '/');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 0) break;
+    if (!(n == 1 && p[0] == '.')) {
+      if (o + n + 2 > size) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
+      out[o++] = '/';
+      memcpy(out + o, p, n);
+      o += n;
+    }
+    p += n;
+  }
+  if (o == 0) out[o++] = '/';
+  out[o] = '\0';
+  return FTL_OK;
+}
+
+/* The entry of one input: {name, kind, path, size, mtime_ns, sha256[, files][, link]}. */
 static ftl_err input_entry(const char *name, const char *path, json_t **out, ftl_diag *d) {
   char abs[PATH_MAX];
   struct stat st;
@@ -234,12 +340,14 @@ static ftl_err input_entry(const char *name, const char *path, json_t **out, ftl
     return ftl_diag_fail(d, FTL_ERR_IO, "input '%s': cannot resolve %s: %s", name, path, strerror(errno));
   ftl_err rc = FTL_OK;
   json_t *e = NULL;
+  char given[PATH_MAX];
+  if ((rc = absolute_as_written(path, given, sizeof given, d))) return rc;
   if (S_ISDIR(st.st_mode)) {
     e = json_pack("{s:s, s:s}", "name", name, "path", abs);
     if (!e) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     rc = folder_entry(abs, e, d);
   } else if (S_ISREG(st.st_mode)) {
-    rc = file_entry(abs, abs, &e, d);
+    rc = file_entry(abs, abs, 1, &e, d);
     if (!rc) {
       json_object_set_new(e, "name", json_string(name));
       json_object_set_new(e, "kind", json_string("file"));
@@ -247,6 +355,10 @@ static ftl_err input_entry(const char *name, const char *path, json_t **out, ftl
   } else {
     rc = ftl_diag_fail(d, FTL_ERR_INVAL, "input '%s': %s is neither a file nor a folder", name, path);
   }
+  /* The ranks open the path as written; when a link on the way makes it differ from the file
+   * that was hashed, the link is recorded so that a retargeted link is noticed. */
+  if (!rc && strcmp(given, abs) != 0 && json_object_set_new(e, "link", json_string(given)))
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   if (rc) {
     json_decref(e);
     if (strncmp(d ? d->msg : "", "input '", 7) != 0) ftl_diag_prefix(d, rc, "input '%s'", name);
@@ -273,6 +385,15 @@ static ftl_err record_digest(const json_t *snap, char hex[65], ftl_diag *d) {
   return rc;
 }
 
+/* SHA-256 of the canonical form of the gate spec: what gate_sha256 must be. */
+static ftl_err gate_digest(const json_t *gate, char hex[65], ftl_diag *d) {
+  char *text = ftl_snapshot_canonical(gate);
+  if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  ftl_err rc = sha256_text(text, strlen(text), hex, d);
+  free(text);
+  return rc;
+}
+
 static void iso_time(int64_t wall_us, char out[32]) {
   time_t t = (time_t)(wall_us / 1000000);
   struct tm tm;
@@ -285,8 +406,21 @@ ftl_err ftl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const
   char when[32], hex[65];
   ftl_err rc = FTL_OK;
   iso_time(ftl_wall_us(), when);
-  json_t *snap = json_pack("{s:i, s:s, s:s, s:s, s:[]}", "version", FTL_SNAPSHOT_VERSION, "created_at", when, "job",
-                           job_name ? job_name : "", "job_spec_hash", job_spec_hash ? job_spec_hash : "", "inputs");
+  /* The run's identity in the registry's gate lock (pipeline/gate_lock.h): random, so that two
+   * submissions of one job in one second are two runs. */
+  unsigned char raw[16];
+  char run_id[33];
+  for (size_t got = 0; got < sizeof raw;) {
+    ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ftl_diag_fail(d, FTL_ERR_IO, "getrandom: %s", strerror(errno));
+    got += (size_t)n;
+  }
+  for (size_t i = 0; i < sizeof raw; i++)
+    snprintf(run_id + 2 * i, 3, "%02x", raw[i]);
+  json_t *snap = json_pack("{s:i, s:s, s:s, s:s, s:s, s:[]}", "version", FTL_SNAPSHOT_VERSION, "created_at", when,
+                           "run_id", run_id, "job", job_name ? job_name : "", "job_spec_hash",
+                           job_spec_hash ? job_spec_hash : "", "inputs");
   if (!snap) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   json_t *arr = json_object_get(snap, "inputs");
   for (size_t i = 0; i < count; i++) {
@@ -295,14 +429,7 @@ ftl_err ftl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const
     json_array_append_new(arr, e);
   }
   if (gate_spec) {
-    char *text = ftl_snapshot_canonical(gate_spec);
-    if (!text) {
-      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-      goto out;
-    }
-    rc = sha256_text(text, strlen(text), hex, d);
-    free(text);
-    if (rc) goto out;
+    if ((rc = gate_digest(gate_spec, hex, d))) goto out;
     json_object_set_new(snap, "gate", json_deep_copy(gate_spec));
     json_object_set_new(snap, "gate_sha256", json_string(hex));
   } else {
@@ -316,6 +443,20 @@ ftl_err ftl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const
 out:
   json_decref(snap);
   return rc;
+}
+
+ftl_err ftl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag *d) {
+  char hex[65];
+  uint64_t size = 0;
+  if (!abs_path || abs_path[0] != '/')
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "the evaluator's path must be absolute: %s", abs_path ? abs_path : "");
+  ftl_err rc = ftl_snapshot_hash_file(abs_path, hex, &size, d);
+  if (rc) return ftl_diag_prefix(d, rc, "the evaluator (field 'eval.program')");
+  json_t *ev = json_pack("{s:s, s:s, s:I}", "path", abs_path, "sha256", hex, "size", (json_int_t)size);
+  if (!ev || json_object_set_new(snap, "evaluator", ev)) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  if ((rc = record_digest(snap, hex, d))) return rc;
+  json_object_set_new(snap, "digest", json_string(hex));
+  return FTL_OK;
 }
 
 ftl_err ftl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d) {
@@ -382,6 +523,26 @@ ftl_err ftl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'gate_sha256' is not 64 lowercase hex digits");
     goto out;
   }
+  const json_t *run_id = json_object_get(snap, "run_id");
+  if (run_id) {
+    const char *r = json_string_value(run_id);
+    int ok = r && strlen(r) == 32;
+    for (const char *q = r; ok && *q; q++)
+      ok = (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f');
+    if (!ok) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'run_id' is not 32 lowercase hex digits");
+      goto out;
+    }
+  }
+  const json_t *ev = json_object_get(snap, "evaluator");
+  if (ev && !json_is_null(ev)) {
+    const char *ep = json_string_value(json_object_get(ev, "path"));
+    if (!json_is_object(ev) || !ep || ep[0] != '/' || !is_hex64(json_object_get(ev, "sha256")) ||
+        !json_is_integer(json_object_get(ev, "size")) || json_integer_value(json_object_get(ev, "size")) < 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'evaluator' is not {path (absolute), sha256, size}");
+      goto out;
+    }
+  }
   json_t *inputs = json_object_get(snap, "inputs");
   if (!json_is_array(inputs)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'inputs' is not an array");
@@ -396,6 +557,11 @@ ftl_err ftl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag
     const char *kind = json_string_value(json_object_get(e, "kind"));
     if (!name || !name[0] || !kind || (strcmp(kind, "file") && strcmp(kind, "folder"))) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: needs a 'name' and a 'kind' (file or folder)", where);
+      goto out;
+    }
+    const json_t *link = json_object_get(e, "link");
+    if (link && (!json_is_string(link) || json_string_value(link)[0] != '/')) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: 'link' is not an absolute path", where);
       goto out;
     }
     for (size_t k = 0; k < i; k++)
@@ -422,6 +588,19 @@ ftl_err ftl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "its digest does not match its content (edited after submission?)");
     goto out;
   }
+  if (json_is_object(gate)) {
+    /* The record's digest only says the record is whole; gate_sha256 is what verdicts and
+     * provenance quote, so it must be the hash of this gate object and no other. */
+    char ghex[65];
+    if ((rc = gate_digest(gate, ghex, d))) goto out;
+    if (strcmp(ghex, json_string_value(json_object_get(snap, "gate_sha256"))) != 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'gate_sha256' is not the SHA-256 of its 'gate' (the gate was edited)");
+      goto out;
+    }
+  } else if (json_string_value(json_object_get(snap, "gate_sha256"))[0]) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'gate_sha256' is set without a 'gate'");
+    goto out;
+  }
   *out = snap;
   snap = NULL;
 out:
@@ -435,7 +614,7 @@ ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
   size_t size = 0;
   if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_SNAPSHOT))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  ftl_err rc = ftl_read_file(path, FTL_SNAPSHOT_MAX_BYTES, &data, &size, d);
+  ftl_err rc = ftl_snapshot_read_regular(path, FTL_SNAPSHOT_MAX_BYTES, 1, &data, &size, d);
   if (rc) return rc;
   rc = ftl_snapshot_parse(data, size, out, d);
   ftl_free(data);
@@ -474,18 +653,35 @@ ftl_err ftl_snapshot_verify(const json_t *snap, ftl_diag *d) {
     const char *name = json_string_value(json_object_get(rec, "name"));
     const char *path = json_string_value(json_object_get(rec, "path"));
     const char *kind = json_string_value(json_object_get(rec, "kind"));
+    const char *link = json_string_value(json_object_get(rec, "link"));
     struct stat st;
-    if (stat(path, &st) != 0)
-      return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "input '%s' changed after submission: %s: %s", name, path,
+    /* Not FTL_ERR_NOTFOUND: that code means "this run has no snapshot" to a relaunch, and an
+     * input that vanished must stop it. */
+    if (link) {
+      char now_at[PATH_MAX];
+      if (!realpath(link, now_at))
+        return ftl_diag_fail(d, FTL_ERR_CORRUPT, "input '%s' changed after submission: %s: %s (it resolved to %s)",
+                             name, link, strerror(errno), path);
+      if (strcmp(now_at, path) != 0)
+        return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                             "input '%s' changed after submission: %s: the link resolves to %s now, to %s at "
+                             "submission",
+                             name, link, now_at, path);
+    }
+    if (lstat(path, &st) != 0)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "input '%s' changed after submission: %s: %s", name, path,
                            strerror(errno));
+    if (S_ISLNK(st.st_mode))
+      return changed(d, name, path, "is a symbolic link now; the resolved file was pinned at submission");
     int is_folder = !strcmp(kind, "folder");
     if (is_folder != !!S_ISDIR(st.st_mode))
       return changed(d, name, path, is_folder ? "was a folder, is not one now" : "was a file, is a folder now");
     json_t *now = NULL;
     ftl_err rc;
     if (!is_folder) {
-      rc = file_entry(path, path, &now, d);
-      if (rc) return rc;
+      rc = file_entry(path, path, 1, &now, d);
+      if (rc) return ftl_diag_prefix(d, (rc == FTL_ERR_NOTFOUND || rc == FTL_ERR_INVAL) ? FTL_ERR_CORRUPT : rc,
+                                     "input '%s' changed after submission", name);
       rc = compare_file(name, rec, now, path, d);
       json_decref(now);
       if (rc) return rc;
@@ -495,7 +691,8 @@ ftl_err ftl_snapshot_verify(const json_t *snap, ftl_diag *d) {
     if (!now) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     if ((rc = folder_entry(path, now, d))) {
       json_decref(now);
-      return rc;
+      return ftl_diag_prefix(d, (rc == FTL_ERR_NOTFOUND || rc == FTL_ERR_INVAL) ? FTL_ERR_CORRUPT : rc,
+                             "input '%s' changed after submission", name);
     }
     /* Both lists are sorted: walk them together and name the first difference. */
     const json_t *a = json_object_get(rec, "files"), *b = json_object_get(now, "files");
@@ -569,4 +766,11 @@ const json_t *ftl_snapshot_gate(const json_t *snap) {
 
 const char *ftl_snapshot_gate_sha256(const json_t *snap) {
   return json_string_value(json_object_get(snap, "gate_sha256"));
+}
+
+const char *ftl_snapshot_run_id(const json_t *snap) { return json_string_value(json_object_get(snap, "run_id")); }
+
+const json_t *ftl_snapshot_evaluator(const json_t *snap) {
+  const json_t *e = json_object_get(snap, "evaluator");
+  return json_is_object(e) ? e : NULL;
 }

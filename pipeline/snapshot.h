@@ -37,6 +37,21 @@ typedef struct ftl_snapshot_input {
 ftl_err ftl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
                            const char *job_spec_hash, const json_t *gate_spec, json_t **out, ftl_diag *d);
 
+/* Pins the evaluator into a built record: `evaluator` = {path, sha256, size} of the executable at
+ * abs_path (a regular file, hashed), and the record's digest refreshed. */
+ftl_err ftl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag *d);
+
+/* SHA-256 of a regular file (opened without blocking, links followed, read no further than its
+ * size), for the evaluator's bytes. FTL_ERR_INVAL naming a FIFO or device. */
+ftl_err ftl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d);
+
+/* Reads a whole file from outside: opened with O_NONBLOCK (and O_NOFOLLOW when nofollow), checked
+ * with fstat to be a regular file of at most max_bytes, read no further than that size.
+ * NUL-terminated; *data_out freed with ftl_free. FTL_ERR_NOTFOUND when absent, FTL_ERR_INVAL for
+ * a FIFO or a device, FTL_ERR_RANGE when too large, FTL_ERR_CORRUPT for a link under nofollow. */
+ftl_err ftl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
+                                  ftl_diag *d);
+
 /* Writes a record to RUNDIR/snapshot.json atomically (through core/fs.h). */
 ftl_err ftl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d);
 
@@ -49,7 +64,9 @@ ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d);
 
 /* Re-hashes every input of the record and compares it with what was recorded at submission.
  * FTL_ERR_CORRUPT naming the input and the file that changed (content, size, a file added to or
- * removed from a folder), FTL_ERR_NOTFOUND naming one that vanished. */
+ * removed from a folder, a file that vanished, a FIFO or device in its place, a recorded link that
+ * resolves elsewhere or nowhere now). Never FTL_ERR_NOTFOUND, which ftl_snapshot_verify_run_dir
+ * keeps for "this run has no snapshot". */
 ftl_err ftl_snapshot_verify(const json_t *snap, ftl_diag *d);
 
 /* Loads and verifies RUNDIR/snapshot.json in one call (the relaunch check). FTL_ERR_NOTFOUND when
@@ -63,6 +80,8 @@ const char *ftl_snapshot_input_sha256(const json_t *snap, const char *name);
 const char *ftl_snapshot_digest(const json_t *snap);
 const json_t *ftl_snapshot_gate(const json_t *snap);
 const char *ftl_snapshot_gate_sha256(const json_t *snap);
+const char *ftl_snapshot_run_id(const json_t *snap);     /* NULL in a record made before run ids */
+const json_t *ftl_snapshot_evaluator(const json_t *snap); /* {path, sha256, size}, or NULL */
 
 /* The environment variable that hands the ranks and the evaluator one entry of 'inputs':
  * FTL_INPUT_<NAME> with the name upper-cased (docs/job-spec.md), into out (truncated to size).

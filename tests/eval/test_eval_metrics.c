@@ -1,6 +1,9 @@
 /* tests/eval/test_eval_metrics.c: the metrics file's parser (eval/metrics.h): the accepted shape,
- * every refusal with a reason, and NaN/Infinity read as non-finite rather than as a broken file. */
+ * every refusal with a reason, and NaN/Infinity read as non-finite rather than as a broken file;
+ * so are numbers that overflow a double (±1e309); a FIFO in place of the metrics file is refused
+ * at once instead of hanging the reader. */
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "eval/metrics.h"
@@ -84,6 +87,24 @@ int main(void) {
   ftl_metrics_destroy(m);
   unlink(path);
   CHECK_INT_EQ(ftl_metrics_load(path, &m, &d), FTL_ERR_NOTFOUND);
+
+  /* Too large for a double: not finite, as Infinity is; jansson alone calls it "not JSON". */
+  m = parse_ok("{\"version\":1,\"metrics\":{\"a\":1e309,\"b\":-1e309,\"c\":1e-400,\"d\":[2e400],\"e\":12}}");
+  CHECK_INT_EQ(ftl_metrics_get(m, "a", &v), FTL_METRIC_NONFINITE);
+  CHECK_INT_EQ(ftl_metrics_get(m, "b", &v), FTL_METRIC_NONFINITE);
+  CHECK_INT_EQ(ftl_metrics_get(m, "c", &v), FTL_METRIC_OK);
+  CHECK(v == 0.0);
+  CHECK_INT_EQ(ftl_metrics_get(m, "d", &v), FTL_METRIC_NOT_NUMBER);
+  CHECK_INT_EQ(ftl_metrics_get(m, "e", &v), FTL_METRIC_OK);
+  CHECK(v == 12.0);
+  ftl_metrics_destroy(m);
+
+  /* A FIFO where the metrics file belongs: refused at once (opening it would wait for a writer). */
+  CHECK(mkfifo(path, 0600) == 0);
+  ftl_err frc = ftl_metrics_load(path, &m, &d);
+  CHECK(frc != FTL_OK);
+  CHECK_STR_CONTAINS(d.msg, "not a regular file");
+  unlink(path);
   puts("ok");
   return 0;
 }

@@ -1,13 +1,19 @@
 /* tests/eval/test_snapshot.c: the data snapshot (pipeline/snapshot.h): files and folders hashed,
- * the record's digest, and verification naming the file that changed, was added or was removed. */
+ * the record's digest, and verification naming the file that changed, was added or was removed;
+ * a gate edited with the record's digest recomputed (gate_sha256 no longer matches); an input that
+ * vanished (never FTL_ERR_NOTFOUND, which a relaunch reads as "no snapshot"); a FIFO or a link to
+ * /dev/zero in an input's place (refused, not waited on or hashed forever); an input given as a
+ * symbolic link, retargeted or removed after submission. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl/core.h"
 #include "ftl_test.h"
+#include "pipeline/sha256.h"
 #include "pipeline/snapshot.h"
 
 static char root[PATH_MAX];
@@ -78,6 +84,81 @@ int main(void) {
   free(text);
   json_decref(tampered);
 
+  /* The gate rewritten (threshold 0) and the record's digest recomputed: gate_sha256 still names
+   * the locked gate, so the edit is refused. */
+  {
+    json_t *t = json_deep_copy(snap);
+    json_object_set_new(json_object_get(json_object_get(t, "gate"), "eval"), "threshold", json_real(0));
+    json_object_del(t, "digest");
+    char *canon = ftl_snapshot_canonical(t), hex[65];
+    CHECK_OK(ftl_sha256_hex(canon, strlen(canon), hex), "sha256");
+    free(canon);
+    json_object_set_new(t, "digest", json_string(hex));
+    char *tt = json_dumps(t, 0);
+    CHECK_INT_EQ(ftl_snapshot_parse(tt, strlen(tt), &back, &d), FTL_ERR_CORRUPT);
+    CHECK_STR_CONTAINS(d.msg, "'gate_sha256' is not the SHA-256 of its 'gate'");
+    free(tt);
+    json_decref(t);
+  }
+
+  /* An input given through a symbolic link: the link is recorded; retargeted, removed, pointed at
+   * /dev/zero, or its file replaced by a FIFO, each is refused naming the input. */
+  {
+    char real1[PATH_MAX + 16], real2[PATH_MAX + 16], link[PATH_MAX + 16];
+    snprintf(real1, sizeof real1, "%s/real1.txt", root);
+    snprintf(real2, sizeof real2, "%s/real2.txt", root);
+    snprintf(link, sizeof link, "%s/held.txt", root);
+    put("real1.txt", "one\n");
+    put("real2.txt", "two\n");
+    CHECK(symlink("real1.txt", link) == 0);
+    ftl_snapshot_input lin[] = {{"held", link}};
+    json_t *ls = NULL;
+    CHECK_OK(ftl_snapshot_build(lin, 1, "job", "", NULL, &ls, &d), d.msg);
+    const json_t *e = ftl_snapshot_find_input(ls, "held");
+    CHECK_STR_EQ(json_string_value(json_object_get(e, "link")), link);
+    CHECK_STR_EQ(json_string_value(json_object_get(e, "path")), real1);
+    CHECK_OK(ftl_snapshot_verify(ls, &d), d.msg);
+    unlink(link);
+    CHECK(symlink("real2.txt", link) == 0);
+    CHECK_INT_EQ(ftl_snapshot_verify(ls, &d), FTL_ERR_CORRUPT);
+    CHECK_STR_CONTAINS(d.msg, "input 'held' changed after submission");
+    CHECK_STR_CONTAINS(d.msg, "the link resolves to");
+    unlink(link);
+    CHECK_INT_EQ(ftl_snapshot_verify(ls, &d), FTL_ERR_CORRUPT);
+    CHECK_STR_CONTAINS(d.msg, "input 'held' changed after submission");
+    CHECK(symlink("/dev/zero", link) == 0);
+    CHECK_INT_EQ(ftl_snapshot_verify(ls, &d), FTL_ERR_CORRUPT);
+    CHECK_STR_CONTAINS(d.msg, "input 'held'");
+    unlink(link);
+    CHECK(symlink("real1.txt", link) == 0);
+    CHECK_OK(ftl_snapshot_verify(ls, &d), d.msg);
+    /* The resolved file itself replaced by a FIFO or a link to /dev/zero. */
+    unlink(real1);
+    CHECK(mkfifo(real1, 0600) == 0);
+    CHECK_INT_EQ(ftl_snapshot_verify(ls, &d), FTL_ERR_CORRUPT);
+    CHECK_STR_CONTAINS(d.msg, "not a regular file");
+    unlink(real1);
+    CHECK(symlink("/dev/zero", real1) == 0);
+    CHECK_INT_EQ(ftl_snapshot_verify(ls, &d), FTL_ERR_CORRUPT);
+    CHECK_STR_CONTAINS(d.msg, "input 'held'");
+    unlink(real1);
+    unlink(link);
+    unlink(real2);
+    /* A FIFO or /dev/zero given as an input at submission: refused, not hashed. */
+    CHECK(mkfifo(real1, 0600) == 0);
+    ftl_snapshot_input fin[] = {{"fifo", real1}};
+    json_t *none = NULL;
+    CHECK(ftl_snapshot_build(fin, 1, "job", "", NULL, &none, &d) != FTL_OK);
+    CHECK_STR_CONTAINS(d.msg, "input 'fifo'");
+    unlink(real1);
+    CHECK(symlink("/dev/zero", link) == 0);
+    ftl_snapshot_input zin[] = {{"zero", link}};
+    CHECK(ftl_snapshot_build(zin, 1, "job", "", NULL, &none, &d) != FTL_OK);
+    CHECK_STR_CONTAINS(d.msg, "input 'zero'");
+    unlink(link);
+    json_decref(ls);
+  }
+
   /* Each change is named. The same size with other bytes is caught by the hash, not the size. */
   put("data/sub/c.txt", "CCC\n");
   CHECK_STR_CONTAINS(verify_err(snap), "input 'data' changed after submission");
@@ -98,6 +179,10 @@ int main(void) {
   snprintf(file, sizeof file, "%s/base.h5", root);
   unlink(file);
   CHECK_STR_CONTAINS(verify_err(snap), "base.h5");
+  /* Vanished is a change, not "no snapshot" (a relaunch goes on after FTL_ERR_NOTFOUND). */
+  CHECK_INT_EQ(ftl_snapshot_verify(snap, &d), FTL_ERR_CORRUPT);
+  CHECK_INT_EQ(ftl_snapshot_verify_run_dir(root, &d), FTL_ERR_CORRUPT);
+  CHECK_STR_CONTAINS(d.msg, "input 'base' changed after submission");
 
   /* A missing input at submission is named. */
   json_t *none = NULL;

@@ -5,6 +5,8 @@
  *   pipeline_tool export FINAL OUT                      PEFT export
  *   pipeline_tool package EXPORT VERDICT OUT [TAG]      a package, provenance {"tag": TAG}; prints the id
  *   pipeline_tool unpack PKG DIR [MAX_TOTAL_BYTES]      read back (DIR "-": verify only)
+ *   pipeline_tool canonicalize PKG OUT [ID [MAX_TOTAL_BYTES]]  ftl's bytes of PKG's entries into OUT (ID "-": any);
+ *                                                       prints "ID identical|rewritten OFFERED CANONICAL"
  *   pipeline_tool publish REG NAME PKG [CHANNEL]        publish (and point CHANNEL at it)
  *   pipeline_tool promote REG NAME VERSION CHANNEL
  *   pipeline_tool rollback REG NAME CHANNEL
@@ -75,6 +77,18 @@ int main(int argc, char **argv) {
     if (argc > 4) lim.max_total_bytes = strtoull(argv[4], NULL, 10);
     ftl_err rc = ftl_package_unpack(argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, NULL, &lim, id, NULL, NULL, &d);
     if (!rc) printf("%s\n", id);
+    return report(rc, &d);
+  }
+  if (!strcmp(cmd, "canonicalize") && argc >= 4 && argc <= 6) {
+    ftl_package_info info;
+    ftl_package_limits lim = {0};
+    if (argc > 5) lim.max_total_bytes = strtoull(argv[5], NULL, 10);
+    const char *want = argc > 4 && strcmp(argv[4], "-") ? argv[4] : NULL;
+    ftl_err rc = ftl_package_canonicalize_to(argv[2], argv[3], want, &lim, &info, &d);
+    if (!rc)
+      printf("%s %s %llu %llu\n", info.id, info.identical ? "identical" : "rewritten",
+             (unsigned long long)info.offered_bytes, (unsigned long long)info.canonical_bytes);
+    ftl_package_info_release(&info);
     return report(rc, &d);
   }
   ftl_registry_ref reg = {.root = argc > 2 ? argv[2] : NULL, .who = "pipeline_tool", .lock_timeout_ms = 60000};

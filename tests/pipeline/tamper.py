@@ -3,11 +3,27 @@
 zstd command (not ftl's writer), for package_tamper.sh.
 
 usage: tamper.py GOOD.tar.zst KIND OUT.tar.zst [ARG]
-KIND: flip extra dotdot absolute symlink hardlink fifo oversized bomb bomb_declared notfirst
+KIND, refused by the reader:
+  flip extra dotdot absolute symlink hardlink fifo oversized bomb bomb_declared notfirst
+  nulpath      a pax path record "MANIFEST.json<NUL>../evil" (readers that stop at the NUL see a good name)
+  noend        the tar without its end-of-archive blocks
+  onezero      only one of the two zero blocks
+  zstd2        the package compressed again (zstd inside zstd)
+  tar2         a second tar (extra.txt) after the end-of-archive, in the same zstd frame
+  frame2_tar   a second zstd frame holding a tar (extra.txt) after the package
+KIND, the same entries in other packaging (canonicalized back to the good bytes):
+  frame2_zeros a second zstd frame of zero padding
+  split        the tar split over two zstd frames
+  skippable    a zstd skippable frame (a hidden payload) after the package
+  skippable_first  the same, before the package
+  global       a pax global header (comment and path records) before MANIFEST.json
+  setuid       adapter_config.json with mode 04755
+  owner        every entry owned by uid 1234/gid 5678 "mallory"/"staff", mtime 1700000000
 """
 import hashlib
 import io
 import json
+import struct
 import subprocess
 import sys
 import tarfile
@@ -51,7 +67,48 @@ class Zeros(io.RawIOBase):
         return k
 
 
+def zstd(data):
+    return subprocess.run(["zstd", "-q", "-c", "-1"], input=data, check=True, capture_output=True).stdout
+
+
+def tar_of(members):
+    buf = io.BytesIO()
+    t = tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT)
+    for m, d in members:
+        t.addfile(m, io.BytesIO(d))
+    t.close()
+    return buf.getvalue()
+
+
+def strip_end(tar):
+    """The tar without its trailing zero blocks (end-of-archive and padding)."""
+    n = len(tar)
+    while n >= 512 and tar[n - 512:n] == bytes(512):
+        n -= 512
+    return tar[:n]
+
+
+good_bytes = open(good, "rb").read()
+payload = b"hidden payload, not in the manifest\n" * 8
+skippable = struct.pack("<II", 0x184D2A50, len(payload)) + payload
+byte_forms = {
+    "noend": lambda: zstd(strip_end(raw)),
+    "onezero": lambda: zstd(strip_end(raw) + bytes(512)),
+    "zstd2": lambda: zstd(good_bytes),
+    "tar2": lambda: zstd(raw + tar_of([reg("extra.txt", b"not in the manifest\n")])),
+    "frame2_tar": lambda: good_bytes + zstd(tar_of([reg("extra.txt", b"not in the manifest\n")])),
+    "frame2_zeros": lambda: good_bytes + zstd(bytes(10240)),
+    "split": lambda: zstd(raw[:1000]) + zstd(raw[1000:]),
+    "skippable": lambda: good_bytes + skippable,
+    "skippable_first": lambda: skippable + good_bytes,
+}
+if kind in byte_forms:
+    with open(out, "wb") as f:
+        f.write(byte_forms[kind]())
+    sys.exit(0)
+
 stream = None  # (TarInfo, fileobj) of a large entry
+global_headers = None
 if kind == "flip":
     i = names.index("adapter_model.safetensors")
     m, d = entries[i]
@@ -94,12 +151,21 @@ elif kind in ("bomb", "bomb_declared"):
     stream = (i, ti)
 elif kind == "notfirst":
     entries[0], entries[1] = entries[1], entries[0]
+elif kind == "nulpath":
+    entries[0][0].pax_headers = {"path": "MANIFEST.json\x00../evil"}
+elif kind == "global":
+    global_headers = {"comment": "not in the manifest", "path": "evil"}
+elif kind == "setuid":
+    entries[1][0].mode = 0o4755
+elif kind == "owner":
+    for m, _ in entries:
+        m.uid, m.gid, m.uname, m.gname, m.mtime = 1234, 5678, "mallory", "staff", 1700000000
 else:
     sys.exit(f"unknown kind {kind}")
 
 with open(out, "wb") as f:
     z = subprocess.Popen(["zstd", "-q", "-c", "-1"], stdin=subprocess.PIPE, stdout=f)
-    t = tarfile.open(fileobj=z.stdin, mode="w|", format=tarfile.PAX_FORMAT)
+    t = tarfile.open(fileobj=z.stdin, mode="w|", format=tarfile.PAX_FORMAT, pax_headers=global_headers)
     for i, (m, d) in enumerate(entries):
         if stream and i == stream[0]:
             t.addfile(stream[1], Zeros(stream[1].size))

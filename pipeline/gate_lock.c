@@ -3,9 +3,8 @@
  * registry lock with an audit line, read it back without trusting it.
  *
  * Uses the registry's layout (REGISTRY/<name>/.lock, audit.jsonl) and pipeline/pl_util.h for the
- * lock, the atomic write and the audit append. registry.c's "who" helper is static there, so a
- * small copy (who_am_i) lives here; it spells `who` the same way (the effective user's passwd name,
- * or uid, @ host).
+ * lock, the atomic write, the audit append and `who` (pl_effective_user, as the registry spells
+ * it).
  *
  * Deliberately not here: comparing a snapshot with the record (eval/gate.c), any way to replace
  * or delete a record (a lock that can be rewritten by ftl is not a lock). */
@@ -13,7 +12,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,16 +24,6 @@
 #include "pipeline/registry.h"
 #include "pipeline/sha256.h"
 #include "pipeline/snapshot.h"
-
-static void who_am_i(char *buf, size_t size) {
-  uid_t uid = geteuid();
-  struct passwd pw, *found = NULL;
-  char pwbuf[4096];
-  if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &found) == 0 && found && found->pw_name && found->pw_name[0])
-    snprintf(buf, size, "%s@%s", found->pw_name, ftl_hostname());
-  else
-    snprintf(buf, size, "%lu@%s", (unsigned long)uid, ftl_hostname());
-}
 
 static void now_iso(char out[32]) {
   time_t t = time(NULL);
@@ -85,7 +73,7 @@ ftl_err ftl_gate_lock_build(const json_t *snap, const char *run_dir, json_t **ou
                                             json_object_get(e, "path"), "sha256", json_object_get(e, "sha256"),
                                             "link", json_object_get(e, "link")));
   }
-  who_am_i(who, sizeof who);
+  pl_effective_user(who, sizeof who);
   now_iso(when);
   json_t *rec = json_pack(
       "{s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:s, s:O, s:o, s:o, s:o}", "format",
@@ -148,7 +136,7 @@ ftl_err ftl_gate_lock_store(const char *root, const char *name, const json_t *re
   if (rc != FTL_ERR_NOTFOUND) goto out;
   if ((rc = pl_write_atomic(path, text, len, "gate_lock.write", d))) goto out;
   char who[512], when[32];
-  who_am_i(who, sizeof who);
+  pl_effective_user(who, sizeof who);
   now_iso(when);
   char why[PATH_MAX + 200];
   snprintf(why, sizeof why, "ftl run: gate locked for the run %s (gate sha256 %.12s)",

@@ -2,6 +2,7 @@
 #include "pipeline/pl_util.h"
 
 #include <dirent.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -294,4 +295,14 @@ int pl_safe_name(const char *name, int allow_dot) {
       return 0;
   }
   return n <= 255;
+}
+
+void pl_effective_user(char *buf, size_t size) {
+  uid_t uid = geteuid();
+  struct passwd pw, *found = NULL;
+  char pwbuf[4096];
+  if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &found) == 0 && found && found->pw_name && found->pw_name[0])
+    snprintf(buf, size, "%s@%s", found->pw_name, ftl_hostname());
+  else
+    snprintf(buf, size, "%lu@%s", (unsigned long)uid, ftl_hostname());
 }

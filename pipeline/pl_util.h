@@ -55,6 +55,10 @@ ftl_err pl_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint6
 ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], uint64_t *size_out, ftl_diag *d);
 /* n random bytes as 2n lowercase hex digits (getrandom). */
 ftl_err pl_random_hex(char *out, size_t n, ftl_diag *d);
+/* "NAME@HOST": the effective user's passwd name (its numeric uid when it has none) and this host;
+ * never $USER, which a cron job, a container or `env -i` leaves unset or wrong. The registry's
+ * default `who` in pointers and audit lines. */
+void pl_effective_user(char *buf, size_t size);
 /* Removes a folder tree of the pipeline's own making (plain files and folders, at most 4 deep),
  * never following links. Errors are ignored: it is cleanup. */
 void pl_rm_tree(const char *dir);

@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -62,17 +61,10 @@ int ftl_registry_channel_ok(const char *s) { return ftl_registry_name_ok(s) && !
 
 static int64_t lock_ms(const ftl_registry_ref *reg) { return reg->lock_timeout_ms > 0 ? reg->lock_timeout_ms : 30000; }
 
-/* The default `who`: the effective user's name (its passwd entry; the numeric uid when it has
- * none), never $USER, which a cron job, a container or `env -i` leaves unset or wrong. */
+/* Who makes a change: --who, else the effective user (pl_effective_user). */
 static const char *who_of(const ftl_registry_ref *reg, char *buf, size_t size) {
   if (reg->who && reg->who[0]) return reg->who;
-  uid_t uid = geteuid();
-  struct passwd pw, *found = NULL;
-  char pwbuf[4096];
-  if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &found) == 0 && found && found->pw_name && found->pw_name[0])
-    snprintf(buf, size, "%s@%s", found->pw_name, ftl_hostname());
-  else
-    snprintf(buf, size, "%lu@%s", (unsigned long)uid, ftl_hostname());
+  pl_effective_user(buf, size);
   return buf;
 }
 

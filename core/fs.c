@@ -271,19 +271,21 @@ static ftl_err write_atomic_via(const char *path, const char *tmp, const void *d
     goto out;
   }
   created = true;
-  size_t half = size / 2;
-  rc = ftl_fs_pwrite_all(fd, data, half, 0);
-  if (rc == FTL_OK && crash_name) ftl_crash_point(crash_name, rank, step);
-  if (rc == FTL_OK) rc = ftl_fs_pwrite_all(fd, (const char *)data + half, size - half, half);
-  if (rc) {
-    rc = ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
-    goto out;
-  }
-  rc = ftl_fs_commit_tmp(&fd, tmp, path, false, NULL, d);
+  rc = ftl_fs_fill_and_commit(&fd, tmp, path, data, size, crash_name, rank, step, d);
 out:
   if (fd >= 0) ftl_fs_table.close(fd);
   if (rc && created) ftl_fs_table.unlink(tmp);
   return rc;
+}
+
+ftl_err ftl_fs_fill_and_commit(int *fd, const char *tmp, const char *path, const void *data, size_t size,
+                               const char *crash_name, int rank, int64_t step, ftl_diag *d) {
+  size_t half = size / 2;
+  ftl_err rc = ftl_fs_pwrite_all(*fd, data, half, 0);
+  if (rc == FTL_OK && crash_name && crash_name[0]) ftl_crash_point(crash_name, rank, step);
+  if (rc == FTL_OK) rc = ftl_fs_pwrite_all(*fd, (const char *)data + half, size - half, half);
+  if (rc) return ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
+  return ftl_fs_commit_tmp(fd, tmp, path, false, NULL, d);
 }
 
 ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,

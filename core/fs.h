@@ -84,6 +84,13 @@ ftl_err ftl_fs_write_atomic_shared(const char *path, const void *data, size_t si
 ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed,
                           ftl_diag *d);
 
+/* The body of every atomic replace, for a temporary file the caller created (its own naming:
+ * ftl_fs_write_atomic's PATH.tmp, the registry's unpredictable PATH.tmp-<random>): writes data
+ * into *fd with the crash point (or NULL) halfway, then ftl_fs_commit_tmp. On failure the caller
+ * still owns tmp (and *fd unless it is -1). */
+ftl_err ftl_fs_fill_and_commit(int *fd, const char *tmp, const char *path, const void *data, size_t size,
+                               const char *crash_name, int rank, int64_t step, ftl_diag *d);
+
 /* fsync of a folder through the seam. */
 ftl_err ftl_fs_fsync_dir(const char *dir, ftl_diag *d);
 

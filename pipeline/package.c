@@ -269,19 +269,6 @@ static ftl_err check_entry(const pl_ar_entry *e, const char *want, uint64_t size
   return FTL_OK;
 }
 
-static ftl_err write_at(int fd, const void *buf, size_t n, uint64_t off) {
-  const char *p = buf;
-  while (n) {
-    ssize_t w = pwrite(fd, p, n, (off_t)off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return (errno == ENOSPC || errno == EDQUOT) ? FTL_ERR_NOSPC : FTL_ERR_IO;
-    p += w;
-    n -= (size_t)w;
-    off += (uint64_t)w;
-  }
-  return FTL_OK;
-}
-
 /* Streams the current entry (exactly `size` bytes) into fd (when >= 0) and into w's current entry
  * (when not NULL), hashing it. */
 static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int fd, pl_archive_w *w,
@@ -300,7 +287,7 @@ static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int 
                          (unsigned long long)size);
       goto out;
     }
-    if (fd >= 0 && (rc = write_at(fd, buf, got, total))) {
+    if (fd >= 0 && (rc = ftl_fs_pwrite_all(fd, buf, got, total))) {
       ftl_diag_fail(d, rc, "cannot write %s: %s", name, strerror(errno));
       goto out;
     }
@@ -417,7 +404,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
   if (w && (rc = pl_aw_add(w, FTL_PACKAGE_MANIFEST, man, man_size, d))) goto out;
   if (dirfd >= 0) {
     fd = openat(dirfd, FTL_PACKAGE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 || write_at(fd, man, man_size, 0) || fsync(fd)) {
+    if (fd < 0 || ftl_fs_pwrite_all(fd, man, man_size, 0) || ftl_fs_table.fsync(fd)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot write %s: %s", FTL_PACKAGE_MANIFEST, strerror(errno));
       goto out;
     }
@@ -449,7 +436,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
       goto out;
     }
     if (fd >= 0) {
-      if (fsync(fd)) {
+      if (ftl_fs_table.fsync(fd)) {
         rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", pf->name, strerror(errno));
         goto out;
       }
@@ -514,18 +501,20 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
     goto out;
   }
   if (target_dir) {
-    if (fsync(dirfd)) {
+    if (ftl_fs_table.fsync(dirfd)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
       goto out;
     }
     pl_crash_point("package.unpack.rename");
+    /* A rename that never replaces: the file seam has no such call, so this one is direct (its
+     * fallback goes through the seam). */
     int k = renameat2(AT_FDCWD, tmp, AT_FDCWD, target_dir, RENAME_NOREPLACE);
     if (k && (errno == EINVAL || errno == ENOSYS)) {
       struct stat st;
       if (lstat(target_dir, &st) == 0)
         errno = EEXIST;
       else
-        k = rename(tmp, target_dir);
+        k = ftl_fs_table.rename(tmp, target_dir);
     }
     if (k) {
       int e = errno;

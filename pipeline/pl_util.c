@@ -121,16 +121,7 @@ ftl_err pl_write_atomic(const char *path, const void *data, size_t size, const c
     if (fd < 0 && (errno != EEXIST || attempt >= 8))
       return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp, strerror(errno));
   }
-  size_t half = size / 2;
-  rc = ftl_fs_pwrite_all(fd, data, half, 0);
-  if (rc == FTL_OK) pl_crash_point(crash_name);
-  if (rc == FTL_OK) rc = ftl_fs_pwrite_all(fd, (const char *)data + half, size - half, half);
-  if (rc) {
-    rc = ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
-    goto out;
-  }
-  rc = ftl_fs_commit_tmp(&fd, tmp, path, false, NULL, d);
-out:
+  rc = ftl_fs_fill_and_commit(&fd, tmp, path, data, size, crash_name, -1, -1, d);
   if (fd >= 0) ftl_fs_table.close(fd);
   if (rc) ftl_fs_table.unlink(tmp);
   return rc;

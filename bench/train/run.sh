@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/train/run.sh [BUILD_DIR] [bench-train options]: bench-train under `ftl run -n 1`, so that
 # ftl_step_done talks to a real launcher. Prints the throughput and the overhead tables. Smallest
-# size (the test suite's smoke test, tests/bench): --rounds 2 --steps-per-round 2.
+# size (the test suite's smoke test, tests/bench): --rounds 2 --steps-per-round 2 --pass-reps 3.
 set -euo pipefail
 build=${1:-build/release}
 shift || true

@@ -1,7 +1,7 @@
 /* bench/train/train_bench.c: bench-train, the cost of ftl's per-step calls in the example
  * fine-tune's training step, and the CPU path's speed.
  *
- *   bench/train/run.sh [BUILD_DIR] [--rounds N] [--steps-per-round N] [--batch B]
+ *   bench/train/run.sh [BUILD_DIR] [--rounds N] [--steps-per-round N] [--batch B] [--pass-reps N]
  *
  * Part 1, throughput: tokens per second of the CPU path (forward only; forward + backward of the
  * adapter; forward + backward of every weight, as in pre-training) on the job's model shape.
@@ -16,7 +16,9 @@
  * the ftl calls (mean and median, microseconds) and the mean as a share of the bare step (the
  * overhead without the step's own noise; goal < 1%).
  * The full run is not part of ctest; tests/bench/train_smoke.sh runs the smallest size
- * (--rounds 2 --steps-per-round 2) and checks that both tables are printed. */
+ * (--rounds 2 --steps-per-round 2 --pass-reps 3) and checks that both tables are printed: part 1's
+ * repetitions are part of the size too, since under ASan (a Debug build) 60 of them take most of a
+ * minute on a 2-core machine. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -59,17 +61,20 @@ static void train_step(bench *x) {
 }
 
 int main(int argc, char **argv) {
-  int64_t rounds = 40, per_round = 5, batch = 8;
+  int64_t rounds = 40, per_round = 5, batch = 8, pass_reps = 60;
   static const struct option options[] = {{"rounds", required_argument, NULL, 'r'},
                                           {"steps-per-round", required_argument, NULL, 's'},
                                           {"batch", required_argument, NULL, 'b'},
+                                          {"pass-reps", required_argument, NULL, 'p'},
                                           {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
     if (c == 'r' && ftl_parse_i64(optarg, 1, 100000, &rounds) == FTL_OK) continue;
     if (c == 's' && ftl_parse_i64(optarg, 1, 100000, &per_round) == FTL_OK) continue;
     if (c == 'b' && ftl_parse_i64(optarg, 1, 4096, &batch) == FTL_OK) continue;
-    fprintf(stderr, "usage: %s [--rounds N (40)] [--steps-per-round N (5)] [--batch B (8)]\n", argv[0]);
+    if (c == 'p' && ftl_parse_i64(optarg, 1, 100000, &pass_reps) == FTL_OK) continue;
+    fprintf(stderr, "usage: %s [--rounds N (40)] [--steps-per-round N (5)] [--batch B (8)] [--pass-reps N (60)]\n",
+            argv[0]);
     return 2;
   }
   bench x = {0};
@@ -114,9 +119,13 @@ int main(int argc, char **argv) {
          cfg.layers, cfg.embd, cfg.heads, x.t, x.b);
   printf("  %-36s %12s %12s\n", "pass", "ms/batch", "tokens/s");
   const char *names[3] = {"forward (evaluation)", "forward + backward (fine-tune)", "forward + backward (pre-train)"};
-  enum { PASS_REPS = 60 };
-  double pass_ms[3][PASS_REPS];
-  for (int rep = -3; rep < PASS_REPS; rep++) /* three rounds of warm-up */
+  double *pass_ms[3];
+  for (int mode = 0; mode < 3; mode++)
+    if (!(pass_ms[mode] = calloc((size_t)pass_reps, sizeof(double)))) {
+      fprintf(stderr, "out of memory\n");
+      return 1;
+    }
+  for (int64_t rep = -3; rep < pass_reps; rep++) /* three rounds of warm-up */
     for (int mode = 0; mode < 3; mode++) {
       int64_t t0 = ftl_clock_ns();
       ft_forward(&x.p, mode == 2 ? NULL : &x.st.adapter, x.tok, x.tgt, x.b, x.t, x.acts, NULL);
@@ -125,8 +134,9 @@ int main(int argc, char **argv) {
       if (rep >= 0) pass_ms[mode][rep] = (double)(ftl_clock_ns() - t0) / 1e6;
     }
   for (int mode = 0; mode < 3; mode++) {
-    double ms = median(pass_ms[mode], PASS_REPS);
+    double ms = median(pass_ms[mode], (int)pass_reps);
     printf("  %-36s %12.2f %12.0f\n", names[mode], ms, (double)x.b * x.t / (ms / 1e3));
+    free(pass_ms[mode]);
   }
 
   /* Part 2: overhead of ftl's per-step calls. */

@@ -1,7 +1,7 @@
 # tests/bench/train_smoke.sh: bench/train/run.sh at its smallest size (--rounds 2
 # --steps-per-round 2) completes under `ftl run -n 1` and prints both tables.
 . "$(dirname "$0")/lib.sh" || exit 1
-run_bench 60 bash "$FTL_SOURCE_DIR/bench/train/run.sh" "$FTL_BIN_DIR/.." --rounds 2 --steps-per-round 2
+run_bench 60 bash "$FTL_SOURCE_DIR/bench/train/run.sh" "$FTL_BIN_DIR/.." --rounds 2 --steps-per-round 2 --pass-reps 3
 expect_line '^CPU path, one process: 2 layers, 64 channels, 4 heads, 18 positions, batch 8'
 expect_line '^ +pass +ms/batch +tokens/s$'
 for pass in 'forward \(evaluation\)' 'forward \+ backward \(fine-tune\)' 'forward \+ backward \(pre-train\)'; do

@@ -597,6 +597,11 @@ int main(int argc, char **argv) {
     if (plan) ft_plan_step(plan, (double)(ftl_clock_ns() - step_t0) / 1e9);
   }
 
+  /* What follows is not a training step: rank 0 writes the adapter while the others wait for it,
+   * then all evaluate and the last checkpoint's commit is awaited. Under load that can outlast a
+   * tight timeouts.step_s, which would call the waiting ranks hung after the last step and fail a
+   * finished run over and over; the checkpoint timeout is the one for blocking writes. */
+  ftl_progress_section(ctx, "checkpoint");
   ok = 1;
   if (R == 0) {
     ft_adapter_meta meta = {.base_hash = base_hash,

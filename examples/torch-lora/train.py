@@ -356,6 +356,10 @@ def main():
             save(done)
         if args.step_ms:
             time.sleep(args.step_ms / 1000.0)
+    # Not a training step from here (the last commit, rank 0's export and evaluation while the
+    # others wait): the checkpoint timeout applies, so a tight timeouts.step_s does not call the
+    # waiting ranks hung after the last step.
+    ctx.progress_section("checkpoint")
     ck.wait()
     if rank == 0:
         out = args.out or os.path.join(ctx.run_dir or ".", "export")

@@ -1,6 +1,6 @@
 /* pipeline/safetensors.c: the canonical safetensors writer and the strict reader (safetensors.h).
  *
- * Map: dtype table; sizes; JSON string escaping as serde_json does it; the encoder (layout order,
+ * Map: dtype lookup (core's table); sizes; JSON string escaping as serde_json does it; the encoder (layout order,
  * header, padding, buffer); the parser (header bounds, JSON, entries, contiguity); accessors. */
 #include "pipeline/safetensors.h"
 
@@ -11,30 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype_table.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
 
-static const struct {
-  const char *name;
-  int bits;
-} dtypes[FTL_ST_DTYPE_COUNT_] = {
-    {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6},     {"U8", 8},          {"I8", 8},
-    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
-    {"U16", 16},    {"F16", 16},    {"BF16", 16},   {"I32", 32},        {"U32", 32},        {"F32", 32},
-    {"C64", 64},    {"F64", 64},    {"I64", 64},    {"U64", 64},
-};
+/* The dtypes are core's table (core/dtype_table.h), whose rows are safetensors' own list in its
+ * order: ftl_st_dtype numbers the same rows. */
+_Static_assert(FTL_ST_DTYPE_COUNT_ == (int)CORE_DT_COUNT && FTL_ST_BOOL == (int)CORE_DT_BOOL &&
+                   FTL_ST_U8 == (int)CORE_DT_U8 && FTL_ST_F8_E5M2FNUZ == (int)CORE_DT_F8_E5M2FNUZ &&
+                   FTL_ST_F16 == (int)CORE_DT_F16 && FTL_ST_BF16 == (int)CORE_DT_BF16 &&
+                   FTL_ST_F32 == (int)CORE_DT_F32 && FTL_ST_C64 == (int)CORE_DT_C64 && FTL_ST_U64 == (int)CORE_DT_U64,
+               "ftl_st_dtype and core_dtype_id number the same rows");
 
-const char *ftl_st_dtype_name(ftl_st_dtype t) { return (unsigned)t < FTL_ST_DTYPE_COUNT_ ? dtypes[t].name : NULL; }
+const char *ftl_st_dtype_name(ftl_st_dtype t) {
+  const core_dtype_row *r = core_dtype_row_at((int)t);
+  return r ? r->safetensors : NULL;
+}
 
-int ftl_st_dtype_bits(ftl_st_dtype t) { return (unsigned)t < FTL_ST_DTYPE_COUNT_ ? dtypes[t].bits : 0; }
+int ftl_st_dtype_bits(ftl_st_dtype t) {
+  const core_dtype_row *r = core_dtype_row_at((int)t);
+  return r ? r->bits : 0;
+}
 
 ftl_err ftl_st_dtype_parse(const char *name, ftl_st_dtype *out) {
-  for (int i = 0; i < FTL_ST_DTYPE_COUNT_; i++)
-    if (name && strcmp(name, dtypes[i].name) == 0) {
-      *out = (ftl_st_dtype)i;
-      return FTL_OK;
-    }
-  return FTL_ERR_INVAL;
+  const core_dtype_row *r = core_dtype_find(name, CORE_DT_NAMED_SAFETENSORS);
+  if (!r) return FTL_ERR_INVAL;
+  *out = (ftl_st_dtype)r->id;
+  return FTL_OK;
 }
 
 ftl_err ftl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {

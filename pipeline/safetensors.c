@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/dtype_table.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
@@ -63,29 +64,29 @@ ftl_err ftl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, 
 
 /* A JSON string as serde_json writes it: '"' and '\\' escaped, the short escapes for \b \f \n \r
  * \t, \u00xx (lowercase) for the other control bytes, everything else (UTF-8 included) as is. */
-static void put_json_string(pl_buf *b, const char *s) {
+static void put_json_string(core_buf *b, const char *s) {
   static const char hex[] = "0123456789abcdef";
-  pl_buf_putc(b, '"');
+  core_buf_addc(b, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     unsigned char c = *p;
     switch (c) {
-    case '"': pl_buf_puts(b, "\\\""); break;
-    case '\\': pl_buf_puts(b, "\\\\"); break;
-    case '\b': pl_buf_puts(b, "\\b"); break;
-    case '\f': pl_buf_puts(b, "\\f"); break;
-    case '\n': pl_buf_puts(b, "\\n"); break;
-    case '\r': pl_buf_puts(b, "\\r"); break;
-    case '\t': pl_buf_puts(b, "\\t"); break;
+    case '"': core_buf_adds(b, "\\\""); break;
+    case '\\': core_buf_adds(b, "\\\\"); break;
+    case '\b': core_buf_adds(b, "\\b"); break;
+    case '\f': core_buf_adds(b, "\\f"); break;
+    case '\n': core_buf_adds(b, "\\n"); break;
+    case '\r': core_buf_adds(b, "\\r"); break;
+    case '\t': core_buf_adds(b, "\\t"); break;
     default:
       if (c < 0x20) {
         char e[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-        pl_buf_puts(b, e);
+        core_buf_adds(b, e);
       } else {
-        pl_buf_putc(b, (char)c);
+        core_buf_addc(b, (char)c);
       }
     }
   }
-  pl_buf_putc(b, '"');
+  core_buf_addc(b, '"');
 }
 
 static int by_layout(const void *x, const void *y) {
@@ -107,7 +108,8 @@ ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *m
   ftl_err rc = FTL_ERR_NOMEM;
   const ftl_st_tensor **order = NULL;
   const ftl_st_kv **mo = NULL;
-  pl_buf h = {0};
+  core_buf h;
+  core_buf_init(&h, (size_t)FTL_ST_MAX_VALUE); /* a header is a value of the format like any */
   uint8_t *img = NULL;
   *out = NULL;
   *out_size = 0;
@@ -150,35 +152,39 @@ ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *m
       rc = ftl_diag_fail(d, FTL_ERR_INVAL, "metadata key %s appears twice", mo[i]->key);
       goto out;
     }
-  pl_buf_putc(&h, '{');
+  core_buf_addc(&h, '{');
   if (n_meta) {
-    pl_buf_puts(&h, "\"__metadata__\":{");
+    core_buf_adds(&h, "\"__metadata__\":{");
     for (size_t i = 0; i < n_meta; i++) {
-      if (i) pl_buf_putc(&h, ',');
+      if (i) core_buf_addc(&h, ',');
       put_json_string(&h, mo[i]->key);
-      pl_buf_putc(&h, ':');
+      core_buf_addc(&h, ':');
       put_json_string(&h, mo[i]->value);
     }
-    pl_buf_putc(&h, '}');
+    core_buf_addc(&h, '}');
   }
   uint64_t off = 0;
   for (size_t i = 0; i < n; i++) {
-    if (i || n_meta) pl_buf_putc(&h, ',');
+    if (i || n_meta) core_buf_addc(&h, ',');
     put_json_string(&h, order[i]->name);
-    pl_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", ftl_st_dtype_name(order[i]->dtype));
+    core_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", ftl_st_dtype_name(order[i]->dtype));
     for (int k = 0; k < order[i]->ndim; k++)
-      pl_buf_printf(&h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
-    pl_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
+      core_buf_printf(&h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
+    core_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
     off += order[i]->size_bytes;
     if (off > (uint64_t)FTL_ST_MAX_VALUE) {
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "the tensors add up to more than 2^48 bytes");
       goto out;
     }
   }
-  pl_buf_putc(&h, '}');
-  while (!h.bad && h.len % 8)
-    pl_buf_putc(&h, ' ');
-  if (h.bad) goto fail_nomem;
+  core_buf_addc(&h, '}');
+  while (!h.err && h.len % 8)
+    core_buf_addc(&h, ' ');
+  if (h.err == FTL_ERR_RANGE) {
+    rc = core_buf_check(&h, "safetensors header", d);
+    goto out;
+  }
+  if (h.err) goto fail_nomem;
   size_t total = 8 + h.len + (size_t)off;
   img = ftl_malloc(total ? total : 1);
   if (!img) goto fail_nomem;
@@ -202,7 +208,7 @@ out:
   ftl_free(img);
   ftl_free(order);
   ftl_free(mo);
-  ftl_free(h.p);
+  core_buf_free(&h);
   return rc;
 }
 

@@ -2,10 +2,10 @@
  *
  * Map: formulas (Young, Daly, waste) · cause classes · the controller's state and estimators
  * (Gamma-Poisson failure rate, moving medians of δ, W and R, EWMA of the step time) · derivation of
- * a decision and its sentence · ledger loading (parsing and appending live in ledger.c).
+ * a decision and its sentence · what a ledger record adds to the estimate, counted once
+ * (cadence/controller.h; reading, parsing and appending ledgers live in ledger.c).
  *
- * Deliberately not here: any I/O other than reading a ledger, any agreement across ranks, any
- * clock. The controller only knows what it is told, which is what lets the simulator (sim.c)
+ * Deliberately not here: any I/O, any agreement across ranks, any clock. The controller only knows what it is told, which is what lets the simulator (sim.c)
  * drive the very same code through simulated time. */
 #include "ftl/cadence.h"
 
@@ -16,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cadence/controller.h"
 #include "core/failure_cause.h"
-#include "core/jsonl.h"
-#include "core/rundir.h"
 #include "ftl/core.h"
 
 #define DEFAULT_FLEET_RATE 2e-5 /* failures per rank-hour (Llama 3: 419 in 16,384 GPUs × 54 days) */
@@ -28,8 +27,6 @@
 #define DEFAULT_WINDOW 8
 #define MAX_WINDOW 64
 #define STEP_EWMA 0.1
-#define MAX_LEDGER_BYTES ((size_t)256 << 20)
-#define LEDGER_LOCK_TIMEOUT_MS 10000
 /* An interval longer than this many seconds is as good as never (and keeps steps in range). */
 #define MAX_INTERVAL_S 1e12
 
@@ -474,7 +471,7 @@ const char *ftl_cadence_explain(ftl_cadence *c) {
   return c->text;
 }
 
-/* ---- ledgers -------------------------------------------------------------------------------- */
+/* ---- ledger records ------------------------------------------------------------------------- */
 
 /* FNV-1a over the fields that name one record, so the same failure (exposure, restart) read from the
  * run ledger and from the fleet ledger, or from the same ledger loaded twice, counts once. */
@@ -521,97 +518,20 @@ static int remember_key(ftl_cadence *c, uint64_t key) {
   return 1;
 }
 
-ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_load_stats *stats, ftl_diag *d) {
-  ftl_cadence_load_stats local;
-  if (!stats) stats = &local;
-  memset(stats, 0, sizeof *stats);
-  if (!c || !path) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller or ledger path");
-  char *data = NULL;
-  size_t size = 0;
-  ftl_err rc = ftl_jsonl_read(path, MAX_LEDGER_BYTES, LEDGER_LOCK_TIMEOUT_MS, &data, &size, d);
-  if (rc) return rc;
-  int64_t lineno = 0;
-  size_t pos = 0;
-  while (pos < size) {
-    const char *line = data + pos;
-    const char *nl = memchr(line, '\n', size - pos);
-    size_t len = nl ? (size_t)(nl - line) : size - pos;
-    pos += len + (nl ? 1 : 0);
-    lineno++;
-    size_t start = 0;
-    while (start < len && (line[start] == ' ' || line[start] == '\t' || line[start] == '\r'))
-      start++;
-    if (start == len) continue;
-    stats->lines++;
-    ftl_cadence_record rec;
-    ftl_diag pd = {{0}};
-    ftl_err prc = nl ? ftl_cadence_parse_record(line, len, &rec, &pd) : FTL_ERR_CORRUPT;
-    if (!nl && prc) ftl_fmt(pd.msg, sizeof pd.msg, "last line has no newline (a write in progress or torn)");
-    if (prc) {
-      stats->skipped++;
-      FTL_LOG(FTL_LOG_WARN, "cadence", "%s:%lld: skipped ledger line: %s", path, (long long)lineno, pd.msg);
-      if (!stats->first_problem[0] &&
-          ftl_fmt(stats->first_problem, sizeof stats->first_problem, "%s:%lld: %s", path, (long long)lineno, pd.msg))
-        stats->first_problem[sizeof stats->first_problem - 1] = '\0';
-      continue;
-    }
-    if (rec.kind == FTL_CADENCE_REC_FAILURE && rec.cls != FTL_CADENCE_CAUSE_FAILURE) {
-      if (rec.cls == FTL_CADENCE_CAUSE_UNKNOWN)
-        FTL_LOG(FTL_LOG_WARN, "cadence", "%s:%lld: cause \"%s\" unknown to this version: not counted", path,
-                (long long)lineno, rec.cause);
-      stats->not_failures++;
-      continue;
-    }
-    /* Only a record that names its moment can be recognised again; one without wall_us counts. */
-    int fresh = rec.wall_us != 0 ? remember_key(c, record_key(&rec)) : 1;
-    if (fresh < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cadence: out of memory reading %s", path);
-      break;
-    }
-    if (!fresh) {
-      stats->duplicates++;
-      continue;
-    }
-    if (rec.kind == FTL_CADENCE_REC_EXPOSURE) {
-      stats->rank_hours += rec.rank_hours;
-      c->exposure_h += rec.rank_hours;
-      continue;
-    }
-    if (rec.kind == FTL_CADENCE_REC_RESTART) {
-      /* A record without wall_us is taken as newer than those with one (but older than in-process
-       * restarts): it cannot be placed, and it was read after them. */
-      stats->restarts++;
-      timed_push(&c->restarts, c->cfg.window, rec.wall_us > 0 ? rec.wall_us : IN_PROCESS_AT - 1, rec.restart_s);
-      continue;
-    }
-    stats->failures++;
+int cd_take_record(ftl_cadence *c, const ftl_cadence_record *rec) {
+  /* Only a record that names its moment can be recognised again; one without wall_us counts. */
+  int fresh = rec->wall_us != 0 ? remember_key(c, record_key(rec)) : 1;
+  if (fresh <= 0) return fresh;
+  if (rec->kind == FTL_CADENCE_REC_EXPOSURE) {
+    c->exposure_h += rec->rank_hours;
+  } else if (rec->kind == FTL_CADENCE_REC_RESTART) {
+    /* A record without wall_us is taken as newer than those with one (but older than in-process
+     * restarts): it cannot be placed, and it was read after them. */
+    timed_push(&c->restarts, c->cfg.window, rec->wall_us > 0 ? rec->wall_us : IN_PROCESS_AT - 1, rec->restart_s);
+  } else {
     c->k += 1;
   }
-  ftl_free(data);
-  c->dirty = true;
-  return rc;
+  return 1;
 }
 
-ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_stats,
-                                  ftl_cadence_load_stats *fleet_stats, ftl_diag *d) {
-  ftl_cadence_load_stats local_run, local_fleet;
-  if (!run_stats) run_stats = &local_run;
-  if (!fleet_stats) fleet_stats = &local_fleet;
-  memset(run_stats, 0, sizeof *run_stats);
-  memset(fleet_stats, 0, sizeof *fleet_stats);
-  if (!c) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller");
-  const char *run_dir = getenv("FTL_RUN_DIR");
-  if (run_dir && *run_dir) {
-    char path[PATH_MAX];
-    if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES))
-      return ftl_diag_fail(d, FTL_ERR_RANGE, "cadence: FTL_RUN_DIR is too long");
-    ftl_err rc = ftl_cadence_load_ledger(c, path, run_stats, d);
-    if (rc && rc != FTL_ERR_NOTFOUND) return rc;
-  }
-  const char *fleet = getenv("FTL_FLEET_LEDGER");
-  if (fleet && *fleet) {
-    ftl_err rc = ftl_cadence_load_ledger(c, fleet, fleet_stats, d);
-    if (rc && rc != FTL_ERR_NOTFOUND) return rc;
-  }
-  return FTL_OK;
-}
+void cd_rederive(ftl_cadence *c) { c->dirty = true; }

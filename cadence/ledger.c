@@ -1,20 +1,30 @@
-/* cadence/ledger.c: one ledger line in and out (docs/formats/fleet-ledger.md,
- * docs/formats/failures.md): failure, exposure and restart records, and the append of a record
- * to a fleet ledger shared by jobs (or to a run's failures.jsonl: the launcher's restart records).
+/* cadence/ledger.c: failure ledgers in and out (docs/formats/fleet-ledger.md,
+ * docs/formats/failures.md): one line parsed into a failure, exposure or restart record, the append
+ * of a record to a fleet ledger shared by jobs (or to a run's failures.jsonl: the launcher's restart
+ * records), and the loading of whole ledgers into a controller (ftl_cadence_load_ledger/_from_env).
  *
  * Concurrency is core/jsonl.c's: a writer holds an exclusive flock while it appends one line with
  * a single write() to an O_APPEND descriptor and fsyncs it (and repairs a line torn by a writer
- * that crashed); a reader (cadence.c, through ftl_jsonl_read) holds a shared flock while it reads.
+ * that crashed); a reader (the loading below, through ftl_jsonl_read) holds a shared flock while it
+ * reads.
  *
- * Not here: what the records mean for the estimate (cadence.c). */
+ * Not here: what the records mean for the estimate (cadence.c, reached through
+ * cadence/controller.h: this file calls the controller, the controller never calls this file). */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cadence/controller.h"
 #include "core/jsonl.h"
+#include "core/rundir.h"
 #include "ftl/cadence.h"
 #include "ftl/core.h"
 
+/* A whole ledger read at once: 256 MiB is about a million records. */
+#define MAX_LEDGER_BYTES ((size_t)256 << 20)
+#define LEDGER_LOCK_TIMEOUT_MS 10000
 /* A line is a few hundred bytes; a longer one is not ours. */
 #define MAX_LINE_BYTES 65536
 /* Exposure of one record: a million rank-hours is already 100k ranks for ten hours. */
@@ -166,4 +176,90 @@ ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec
 out:
   json_decref(o);
   return rc;
+}
+
+/* ---- loading ledgers ----------------------------------------------------------------------- */
+
+ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_load_stats *stats, ftl_diag *d) {
+  ftl_cadence_load_stats local;
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof *stats);
+  if (!c || !path) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller or ledger path");
+  char *data = NULL;
+  size_t size = 0;
+  ftl_err rc = ftl_jsonl_read(path, MAX_LEDGER_BYTES, LEDGER_LOCK_TIMEOUT_MS, &data, &size, d);
+  if (rc) return rc;
+  int64_t lineno = 0;
+  size_t pos = 0;
+  while (pos < size) {
+    const char *line = data + pos;
+    const char *nl = memchr(line, '\n', size - pos);
+    size_t len = nl ? (size_t)(nl - line) : size - pos;
+    pos += len + (nl ? 1 : 0);
+    lineno++;
+    size_t start = 0;
+    while (start < len && (line[start] == ' ' || line[start] == '\t' || line[start] == '\r'))
+      start++;
+    if (start == len) continue;
+    stats->lines++;
+    ftl_cadence_record rec;
+    ftl_diag pd = {{0}};
+    ftl_err prc = nl ? ftl_cadence_parse_record(line, len, &rec, &pd) : FTL_ERR_CORRUPT;
+    if (!nl && prc) ftl_fmt(pd.msg, sizeof pd.msg, "last line has no newline (a write in progress or torn)");
+    if (prc) {
+      stats->skipped++;
+      FTL_LOG(FTL_LOG_WARN, "cadence", "%s:%lld: skipped ledger line: %s", path, (long long)lineno, pd.msg);
+      if (!stats->first_problem[0] &&
+          ftl_fmt(stats->first_problem, sizeof stats->first_problem, "%s:%lld: %s", path, (long long)lineno, pd.msg))
+        stats->first_problem[sizeof stats->first_problem - 1] = '\0';
+      continue;
+    }
+    if (rec.kind == FTL_CADENCE_REC_FAILURE && rec.cls != FTL_CADENCE_CAUSE_FAILURE) {
+      if (rec.cls == FTL_CADENCE_CAUSE_UNKNOWN)
+        FTL_LOG(FTL_LOG_WARN, "cadence", "%s:%lld: cause \"%s\" unknown to this version: not counted", path,
+                (long long)lineno, rec.cause);
+      stats->not_failures++;
+      continue;
+    }
+    int fresh = cd_take_record(c, &rec);
+    if (fresh < 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "cadence: out of memory reading %s", path);
+      break;
+    }
+    if (!fresh)
+      stats->duplicates++;
+    else if (rec.kind == FTL_CADENCE_REC_EXPOSURE)
+      stats->rank_hours += rec.rank_hours;
+    else if (rec.kind == FTL_CADENCE_REC_RESTART)
+      stats->restarts++;
+    else
+      stats->failures++;
+  }
+  ftl_free(data);
+  cd_rederive(c);
+  return rc;
+}
+
+ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_stats,
+                                  ftl_cadence_load_stats *fleet_stats, ftl_diag *d) {
+  ftl_cadence_load_stats local_run, local_fleet;
+  if (!run_stats) run_stats = &local_run;
+  if (!fleet_stats) fleet_stats = &local_fleet;
+  memset(run_stats, 0, sizeof *run_stats);
+  memset(fleet_stats, 0, sizeof *fleet_stats);
+  if (!c) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller");
+  const char *run_dir = getenv("FTL_RUN_DIR");
+  if (run_dir && *run_dir) {
+    char path[PATH_MAX];
+    if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES))
+      return ftl_diag_fail(d, FTL_ERR_RANGE, "cadence: FTL_RUN_DIR is too long");
+    ftl_err rc = ftl_cadence_load_ledger(c, path, run_stats, d);
+    if (rc && rc != FTL_ERR_NOTFOUND) return rc;
+  }
+  const char *fleet = getenv("FTL_FLEET_LEDGER");
+  if (fleet && *fleet) {
+    ftl_err rc = ftl_cadence_load_ledger(c, fleet, fleet_stats, d);
+    if (rc && rc != FTL_ERR_NOTFOUND) return rc;
+  }
+  return FTL_OK;
 }

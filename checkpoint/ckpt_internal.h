@@ -6,7 +6,8 @@
  *   ckpt.c          the handle: create/destroy, options, errors, events, accessors
  *   ckpt_state.c    the registry of tensors and blobs, the staging buffers, the snapshot into them
  *   ckpt_coll.c     the collectives with deadlines, every MPI call of the module, over the MPI seam
- *   ckpt_writer.c   the writer thread, the commit protocol, garbage collection, save/wait
+ *   ckpt_save.c     ftl_ckpt_save/wait/last: the training thread's hand-over to the writer
+ *   ckpt_writer.c   the writer thread, the commit protocol, garbage collection
  *   ckpt_restore.c  restore at any world size and its agreement
  *
  * Threads: the training thread owns the registry and the staging buffers between checkpoints;
@@ -159,6 +160,9 @@ void ckpt_coll_close(ftl_ckpt *ck);
 
 /* The writer thread's body; arg is the handle. */
 void *ckpt_writer_main(void *arg);
+
+/* ---- ckpt_save.c ------------------------------------------------------------------------- */
+
 /* Waits, s->mu held, until nothing is in flight or the deadline passes (FTL_ERR_TIMEOUT). */
 ftl_err ckpt_wait_idle_locked(ck_sync *s, int64_t deadline_ms);
 

@@ -260,125 +260,116 @@ out:
 
 /* ---- restore ----------------------------------------------------------------------------- */
 
-ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
-  ftl_ckpt_restore_info local_info;
-  ftl_diag d = {{0}};
-  ftl_err rc = FTL_OK;
-  landing *land = NULL;
-  int64_t *steps = NULL;
-  int *whys = NULL;
-  if (!ck) return FTL_ERR_INVAL;
-  if (!info) info = &local_info;
-  memset(info, 0, sizeof *info);
-  info->step = -1;
-  int64_t t0 = ftl_clock_ns();
-  ck_sync *s = ck->sync;
-  pthread_mutex_lock(&s->mu);
-  rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
-  pthread_mutex_unlock(&s->mu);
-  if (rc) return ckpt_fail(ck, rc, "ftl_ckpt_restore: a checkpoint is still in flight");
-  if (atomic_load(&s->broken)) return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_restore: the handle is broken");
-
-  land = ftl_calloc((size_t)ck->nregs + 1, sizeof *land);
-  if (!land) {
-    rc = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory in restore");
-    goto out;
-  }
+/* Where each registered item's rows land: its own memory, or a host buffer for a device tensor. */
+static ftl_err alloc_landing(ftl_ckpt *ck, landing **out, ftl_diag *d) {
+  landing *land = ftl_calloc((size_t)ck->nregs + 1, sizeof *land);
+  *out = land;
+  if (!land) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory in restore");
   for (int i = 0; i < ck->nregs; i++) {
     reg *r = &ck->regs[i];
     land[i].bytes = (size_t)(r->row_bytes * (uint64_t)r->held_count);
     if (r->mem == FTL_CKPT_DEVICE && land[i].bytes > 0) {
       land[i].host = ftl_malloc(land[i].bytes);
       land[i].temp = 1;
-      if (!land[i].host) {
-        rc = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory staging '%s' for the device", r->item.name);
-        goto out;
-      }
+      if (!land[i].host) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory staging '%s' for the device", r->item.name);
     } else {
       land[i].host = r->data;
     }
   }
+  return FTL_OK;
+}
 
-  /* Rank 0 lists the committed steps and what the folder remembers (the commit marker, steps
-   * marked bad earlier); everyone gets the same. */
-  struct {
-    int64_t n, ever;
-    char hist[CK_MSG];
-  } head;
-  memset(&head, 0, sizeof head);
+static void free_landing(ftl_ckpt *ck, landing *land) {
+  if (land)
+    for (int i = 0; i < ck->nregs; i++)
+      if (land[i].temp) ftl_free(land[i].host);
+  ftl_free(land);
+}
+
+/* What rank 0 tells every rank about the folder: how many steps are committed (-1: cannot list),
+ * whether any ever was (the commit marker, steps marked bad), and the steps marked bad earlier. */
+typedef struct folder_head {
+  int64_t n, ever;
+  char hist[CK_MSG];
+} folder_head;
+
+/* Rank 0 lists the committed steps and what the folder remembers; everyone gets the same: the
+ * head, then the committed steps newest first in *steps_out (n + 1 entries, for the caller to free;
+ * *whys_out the same size, zeroed). */
+static ftl_err list_committed(ftl_ckpt *ck, folder_head *head, int64_t **steps_out, int **whys_out, ftl_diag *d) {
   ck_step_entry *v = NULL;
   int nv = 0;
   ftl_diag ld = {{0}};
+  memset(head, 0, sizeof *head);
   if (ck->rank == 0) {
     if (ck_list_steps(ck->base, &v, &nv, &ld)) {
-      head.n = -1;
+      head->n = -1;
     } else {
       size_t hu = 0;
-      head.ever = ck_marker_exists(ck->base);
+      head->ever = ck_marker_exists(ck->base);
       for (int i = 0; i < nv; i++) {
-        head.n += v[i].state == CK_STEP_COMMITTED;
+        head->n += v[i].state == CK_STEP_COMMITTED;
         if (v[i].state != CK_STEP_BAD) continue;
-        head.ever = 1;
+        head->ever = 1;
         char why[160];
         ck_read_bad_reason(ck->base, v[i].step, why, sizeof why);
-        int w = snprintf(head.hist + hu, sizeof head.hist - hu, "%sstep %lld marked bad (%s)", hu ? "; " : "",
+        int w = snprintf(head->hist + hu, sizeof head->hist - hu, "%sstep %lld marked bad (%s)", hu ? "; " : "",
                          (long long)v[i].step, why[0] ? why : "no reason recorded");
-        if (w > 0) hu += (size_t)w < sizeof head.hist - hu ? (size_t)w : sizeof head.hist - hu - 1;
+        if (w > 0) hu += (size_t)w < sizeof head->hist - hu ? (size_t)w : sizeof head->hist - hu - 1;
       }
     }
   }
   int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
-  rc = ckpt_coll_bcast(ck, &head, (int)sizeof head, "the broadcast of the committed steps' count", deadline, &d);
-  int64_t n = head.n;
-  if (rc) {
-    ftl_free(v);
-    goto out;
-  }
+  ftl_err rc = ckpt_coll_bcast(ck, head, (int)sizeof *head, "the broadcast of the committed steps' count", deadline, d);
+  int64_t n = head->n;
+  if (rc) goto out;
   if (n < 0) {
-    ftl_free(v);
-    rc = ftl_diag_fail(&d, FTL_ERR_IO, "cannot list checkpoints%s%s", ck->rank == 0 ? ": " : " (see rank 0)",
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot list checkpoints%s%s", ck->rank == 0 ? ": " : " (see rank 0)",
                        ck->rank == 0 ? ld.msg : "");
     goto out;
   }
-  steps = ftl_calloc((size_t)n + 1, sizeof *steps);
-  whys = ftl_calloc((size_t)n + 1, sizeof *whys);
-  if (!steps || !whys) {
-    ftl_free(v);
-    atomic_store(&s->broken, 1);
-    rc = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory in restore");
+  int64_t *steps = *steps_out = ftl_calloc((size_t)n + 1, sizeof *steps);
+  *whys_out = ftl_calloc((size_t)n + 1, sizeof **whys_out);
+  if (!steps || !*whys_out) {
+    atomic_store(&ck->sync->broken, 1);
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory in restore");
     goto out;
   }
   if (ck->rank == 0)
     for (int i = 0, j = 0; i < nv; i++)
       if (v[i].state == CK_STEP_COMMITTED) steps[j++] = v[i].step;
   ftl_free(v);
+  v = NULL;
   rc = ckpt_coll_bcast(ck, steps, (int)(sizeof *steps * (size_t)n), "the broadcast of the committed steps", deadline,
-                       &d);
-  if (rc) goto out;
-  info->committed_found = (int)n;
+                       d);
+out:
+  ftl_free(v);
+  return rc;
+}
 
+/* Tries the committed steps newest first until one restores; a corrupt one is marked bad (rank 0).
+ * info->step stays -1 when none did; *transient counts the steps refused for a cause that may pass.
+ * An error of the gang (not of a step) is returned. */
+static ftl_err restore_newest(ftl_ckpt *ck, const int64_t *steps, int64_t n, int *whys, landing *land,
+                              ftl_ckpt_restore_info *info, int *transient, ftl_diag *d) {
   size_t used = 0;
-  int transient = 0;
   for (int64_t i = 0; i < n; i++) {
     char why_msg[CK_MSG + 32] = "";
     int written = 0, missing = 0;
     ftl_err crc = FTL_OK;
-    int why = try_step(ck, steps[i], land, &written, &missing, why_msg, sizeof why_msg, &crc, &d);
-    if (crc) {
-      rc = crc;
-      goto out;
-    }
+    int why = try_step(ck, steps[i], land, &written, &missing, why_msg, sizeof why_msg, &crc, d);
+    if (crc) return crc;
     whys[i] = why;
     if (why == WHY_OK) {
-      rc = restore_to_device(ck, land, &d);
-      if (rc) goto out;
+      ftl_err rc = restore_to_device(ck, land, d);
+      if (rc) return rc;
       info->step = steps[i];
       info->written_world_size = written;
       info->per_rank_blobs_missing = missing;
       ck->last_step = steps[i];
-      break;
+      return FTL_OK;
     }
-    transient += why == WHY_IO;
+    *transient += why == WHY_IO;
     FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld cannot be restored: %s%s", (long long)steps[i], why_msg,
             why == WHY_IO ? " (left as it is: the cause may pass)" : "");
     int n_written = snprintf(info->errmsg + used, sizeof info->errmsg - used, "%sstep %lld: %s%s", used ? "; " : "",
@@ -394,48 +385,54 @@ ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
       }
     }
   }
-  if (info->step < 0) {
-    char tried[sizeof info->errmsg];
-    snprintf(tried, sizeof tried, "%s", info->errmsg);
-    if (n == 0 && !head.ever) {
-      rc = FTL_ERR_NOTFOUND;
-      snprintf(info->errmsg, sizeof info->errmsg, "no committed checkpoint in %.900s: a fresh start", ck->base);
-    } else if (ck->allow_fresh) {
-      /* The caller chose to start over. What could not be used is kept, marked bad, so the new
-       * run's steps and its keep rule never mix with the old ones. */
-      rc = FTL_ERR_NOTFOUND;
-      for (int64_t i = 0; i < n && ck->rank == 0; i++) {
-        if (whys[i] == WHY_CORRUPT) continue;
-        ftl_diag bd = {{0}};
-        if (ck_mark_bad(ck->base, steps[i], "discarded by a fresh start (FTL_CKPT_ALLOW_FRESH=1)", &bd))
-          FTL_LOG(FTL_LOG_WARN, "ckpt", "could not set step %lld aside: %s", (long long)steps[i], bd.msg);
-      }
-      snprintf(info->errmsg, sizeof info->errmsg,
-               "no usable checkpoint in %.200s, a fresh start allowed by FTL_CKPT_ALLOW_FRESH (%.300s%s%.300s)",
-               ck->base, tried[0] ? tried : "", tried[0] && head.hist[0] ? "; " : "", head.hist);
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "%s", info->errmsg);
-    } else {
-      rc = transient ? FTL_ERR_IO : FTL_ERR_CORRUPT;
-      if (n > 0)
-        snprintf(info->errmsg, sizeof info->errmsg,
-                 "%lld committed checkpoint(s) in %.200s, none usable: %.500s%s%.150s", (long long)n, ck->base, tried,
-                 head.hist[0] ? "; earlier: " : "", head.hist);
-      else
-        snprintf(info->errmsg, sizeof info->errmsg,
-                 "no usable checkpoint in %.200s, none usable of the steps this run directory committed before "
-                 "(%.500s)",
-                 ck->base, head.hist[0] ? head.hist : "checkpoints/" CK_MARKER_NAME " exists");
-      size_t u = strlen(info->errmsg);
-      snprintf(info->errmsg + u, sizeof info->errmsg - u, "; %s",
-               transient ? "not starting from scratch: a step may become readable again, run again later"
-                         : "not starting from scratch: restore a step (rename its manifest.json.bad back) or "
-                           "set FTL_CKPT_ALLOW_FRESH=1 to start at step 0");
-      FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", info->errmsg);
+  return FTL_OK;
+}
+
+/* No step restored: a fresh start (none ever committed, or allowed), or a refusal that says why. */
+static ftl_err no_usable_step(ftl_ckpt *ck, const int64_t *steps, int64_t n, const int *whys, const folder_head *head,
+                              int transient, ftl_ckpt_restore_info *info, ftl_diag *d) {
+  ftl_err rc;
+  char tried[sizeof info->errmsg];
+  snprintf(tried, sizeof tried, "%s", info->errmsg);
+  if (n == 0 && !head->ever) {
+    rc = FTL_ERR_NOTFOUND;
+    snprintf(info->errmsg, sizeof info->errmsg, "no committed checkpoint in %.900s: a fresh start", ck->base);
+  } else if (ck->allow_fresh) {
+    /* The caller chose to start over. What could not be used is kept, marked bad, so the new
+     * run's steps and its keep rule never mix with the old ones. */
+    rc = FTL_ERR_NOTFOUND;
+    for (int64_t i = 0; i < n && ck->rank == 0; i++) {
+      if (whys[i] == WHY_CORRUPT) continue;
+      ftl_diag bd = {{0}};
+      if (ck_mark_bad(ck->base, steps[i], "discarded by a fresh start (FTL_CKPT_ALLOW_FRESH=1)", &bd))
+        FTL_LOG(FTL_LOG_WARN, "ckpt", "could not set step %lld aside: %s", (long long)steps[i], bd.msg);
     }
-    ftl_diag_fail(&d, rc, "%s", info->errmsg);
+    snprintf(info->errmsg, sizeof info->errmsg,
+             "no usable checkpoint in %.200s, a fresh start allowed by FTL_CKPT_ALLOW_FRESH (%.300s%s%.300s)",
+             ck->base, tried[0] ? tried : "", tried[0] && head->hist[0] ? "; " : "", head->hist);
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "%s", info->errmsg);
+  } else {
+    rc = transient ? FTL_ERR_IO : FTL_ERR_CORRUPT;
+    if (n > 0)
+      snprintf(info->errmsg, sizeof info->errmsg, "%lld committed checkpoint(s) in %.200s, none usable: %.500s%s%.150s",
+               (long long)n, ck->base, tried, head->hist[0] ? "; earlier: " : "", head->hist);
+    else
+      snprintf(info->errmsg, sizeof info->errmsg,
+               "no usable checkpoint in %.200s, none usable of the steps this run directory committed before "
+               "(%.500s)",
+               ck->base, head->hist[0] ? head->hist : "checkpoints/" CK_MARKER_NAME " exists");
+    size_t u = strlen(info->errmsg);
+    snprintf(info->errmsg + u, sizeof info->errmsg - u, "; %s",
+             transient ? "not starting from scratch: a step may become readable again, run again later"
+                       : "not starting from scratch: restore a step (rename its manifest.json.bad back) or "
+                         "set FTL_CKPT_ALLOW_FRESH=1 to start at step 0");
+    FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", info->errmsg);
   }
-out:
-  info->restore_ms = ckpt_ms_since(t0);
+  return ftl_diag_fail(d, rc, "%s", info->errmsg);
+}
+
+/* The outcome, logged and sent as an event. */
+static void report_restore(ftl_ckpt *ck, ftl_err rc, ftl_ckpt_restore_info *info, const ftl_diag *d) {
   if (rc == FTL_OK) {
     FTL_LOG(FTL_LOG_INFO, "ckpt", "restored step %lld (written by %d ranks) in %.1f ms", (long long)info->step,
             info->written_world_size, info->restore_ms);
@@ -446,15 +443,44 @@ out:
     ckpt_emit(ck, "ckpt_fresh_start",
               json_pack("{si sb}", "committed_found", info->committed_found, "allowed", ck->allow_fresh != 0));
   } else {
-    if (!info->errmsg[0]) snprintf(info->errmsg, sizeof info->errmsg, "%s", d.msg);
-    ckpt_fail(ck, rc, d.msg);
+    if (!info->errmsg[0]) snprintf(info->errmsg, sizeof info->errmsg, "%s", d->msg);
+    ckpt_fail(ck, rc, d->msg);
     ckpt_emit(ck, "ckpt_restore_failed",
-              json_pack("{si ss ss}", "err", (int)rc, "code", ftl_err_name(rc), "msg", d.msg));
+              json_pack("{si ss ss}", "err", (int)rc, "code", ftl_err_name(rc), "msg", d->msg));
   }
-  if (land)
-    for (int i = 0; i < ck->nregs; i++)
-      if (land[i].temp) ftl_free(land[i].host);
-  ftl_free(land);
+}
+
+ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
+  ftl_ckpt_restore_info local_info;
+  ftl_diag d = {{0}};
+  ftl_err rc = FTL_OK;
+  landing *land = NULL;
+  int64_t *steps = NULL;
+  int *whys = NULL;
+  folder_head head;
+  if (!ck) return FTL_ERR_INVAL;
+  if (!info) info = &local_info;
+  memset(info, 0, sizeof *info);
+  info->step = -1;
+  int64_t t0 = ftl_clock_ns();
+  ck_sync *s = ck->sync;
+  pthread_mutex_lock(&s->mu);
+  rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
+  pthread_mutex_unlock(&s->mu);
+  if (rc) return ckpt_fail(ck, rc, "ftl_ckpt_restore: a checkpoint is still in flight");
+  if (atomic_load(&s->broken)) return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_restore: the handle is broken");
+
+  if ((rc = alloc_landing(ck, &land, &d))) goto out;
+  if ((rc = list_committed(ck, &head, &steps, &whys, &d))) goto out;
+  int64_t n = head.n;
+  info->committed_found = (int)n;
+  int transient = 0;
+  if ((rc = restore_newest(ck, steps, n, whys, land, info, &transient, &d))) goto out;
+  if (info->step < 0) rc = no_usable_step(ck, steps, n, whys, &head, transient, info, &d);
+out:
+  info->restore_ms = ckpt_ms_since(t0);
+  report_restore(ck, rc, info, &d);
+  free_landing(ck, land);
   ftl_free(steps);
   ftl_free(whys);
   return rc;

@@ -1,6 +1,6 @@
-/* checkpoint/ckpt_writer.c: a checkpoint from ftl_ckpt_save to its commit. The save (wait for the
- * previous checkpoint, snapshot, hand over), the writer thread that each rank runs, the commit
- * protocol those threads follow, the keep rule after a commit, and ftl_ckpt_wait/last.
+/* checkpoint/ckpt_writer.c: the writer thread that each rank runs, from a job handed over by
+ * ftl_ckpt_save (ckpt_save.c) to its commit: the commit protocol those threads follow and the keep
+ * rule after a commit.
  *
  * Commit protocol (the writer threads of all ranks, on the handle's own communicator, through the
  * collectives with deadlines of ckpt_coll.c, so the training loop never takes part):
@@ -15,10 +15,11 @@
  * A failure anywhere abandons that step on every rank (its shards are removed, earlier steps are
  * untouched) and is reported through ftl_ckpt_last()/ftl_ckpt_wait() and an event.
  *
- * Not here: the registry and staging (ckpt_state.c), MPI (ckpt_coll.c), file formats (shard.c,
- * manifest.c), restore (ckpt_restore.c), deciding when to save.
+ * Not here: the save API and the hand-over (ckpt_save.c), the registry and staging (ckpt_state.c),
+ * MPI (ckpt_coll.c), file formats (shard.c, manifest.c), restore (ckpt_restore.c), deciding when
+ * to save.
  *
- * Map: manifest; garbage collection; one job; the thread; save/wait. */
+ * Map: manifest; garbage collection; one job, phase by phase; the thread. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,95 +123,101 @@ static void collect_garbage(ftl_ckpt *ck, int64_t step) {
 
 /* ---- one checkpoint ---------------------------------------------------------------------- */
 
-/* One checkpoint, run by the writer thread. Fills st. */
-static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_err, const char *staged_msg,
-                    ftl_ckpt_stats *st) {
-  ftl_diag d = {{0}};
-  ftl_err rc = FTL_OK;
-  char sd[PATH_MAX], own[PATH_MAX] = "";
-  hdr mine, *hdrs = ck->hdrs;
-  rec *mine_recs = ck->mine_recs, *recs = ck->recs;
-  ck_manifest *m = NULL;
-  int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
-  int wrote = 0;
-  memset(&mine, 0, sizeof mine);
+/* What one job carries from phase to phase. */
+typedef struct job {
+  int64_t step, deadline;
+  char sd[PATH_MAX];   /* the step's folder */
+  char own[PATH_MAX];  /* this rank's shard once written ("" before) */
+  hdr mine;            /* this rank's outcome, sent in the agreement */
+  ck_manifest *m;      /* this rank's one-shard manifest (its pieces) */
+  int wrote;
+} job;
 
-  /* 1. Folder, stale manifest of a re-used step number, barrier. */
-  ftl_err local = ck_step_dir(ck->base, step, sd, sizeof sd) ? FTL_ERR_RANGE : ftl_mkdir_p(sd, &d);
+/* Phase 1 before the barrier: the step's folder, and on rank 0 a stale manifest of a re-used step
+ * number removed. Returns this rank's local outcome (the barrier follows whatever it is). */
+static ftl_err open_step(ftl_ckpt *ck, job *j, ftl_err staged_err, const char *staged_msg, ftl_diag *d) {
+  ftl_err local = ck_step_dir(ck->base, j->step, j->sd, sizeof j->sd) ? FTL_ERR_RANGE : ftl_mkdir_p(j->sd, d);
   /* Never written through: a step folder that is a symbolic link (or resolves elsewhere). */
-  if (!local) local = ck_step_dir_check(ck->base, step, &d);
-  if (!local && staged_err) local = ftl_diag_fail(&d, staged_err, "staging failed: %s", staged_msg);
+  if (!local) local = ck_step_dir_check(ck->base, j->step, d);
+  if (!local && staged_err) local = ftl_diag_fail(d, staged_err, "staging failed: %s", staged_msg);
   if (!local && ck->rank == 0) {
     char mp[PATH_MAX];
-    if (ftl_fmt(mp, sizeof mp, "%s/manifest.json", sd))
+    if (ftl_fmt(mp, sizeof mp, "%s/manifest.json", j->sd))
       local = FTL_ERR_RANGE;
     else if (ftl_fs_table.unlink(mp) == 0)
-      local = ftl_fs_fsync_dir(sd, &d);
+      local = ftl_fs_fsync_dir(j->sd, d);
     else if (errno != ENOENT)
-      local = ftl_diag_fail(&d, FTL_ERR_IO, "cannot remove stale %s: %s", mp, strerror(errno));
+      local = ftl_diag_fail(d, FTL_ERR_IO, "cannot remove stale %s: %s", mp, strerror(errno));
   }
-  rc = ckpt_coll_barrier(ck, "the commit's opening barrier", deadline, &d);
-  if (rc) goto done;
+  return local;
+}
 
-  /* 2. This rank's shard. */
-  if (!local) {
-    m = ck_manifest_alloc(ck->nregs, 1);
-    if (!m) local = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory in the checkpoint writer");
+/* Phase 2: this rank's shard from the staging buffer, and its piece records in ck->mine_recs. */
+static ftl_err write_own_shard(ftl_ckpt *ck, job *j, ftl_diag *d) {
+  ftl_err local = FTL_OK;
+  j->m = ck_manifest_alloc(ck->nregs, 1);
+  if (!j->m) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory in the checkpoint writer");
+  ck_manifest *m = j->m;
+  const void **data = ftl_calloc((size_t)ck->nregs + 1, sizeof *data);
+  ck_shard *sh = &m->shards[0];
+  sh->rank = ck->rank;
+  ck_shard_file_name(ck->rank, sh->file);
+  sh->pieces = ftl_calloc((size_t)ck->nregs + 1, sizeof *sh->pieces);
+  if (!data || !sh->pieces) {
+    local = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory in the checkpoint writer");
+    goto out;
   }
-  if (!local) {
-    const void **data = ftl_calloc((size_t)ck->nregs + 1, sizeof *data);
-    ck_shard *sh = &m->shards[0];
-    sh->rank = ck->rank;
-    ck_shard_file_name(ck->rank, sh->file);
-    sh->pieces = ftl_calloc((size_t)ck->nregs + 1, sizeof *sh->pieces);
-    if (!data || !sh->pieces) {
-      local = ftl_diag_fail(&d, FTL_ERR_NOMEM, "out of memory in the checkpoint writer");
-    } else {
-      for (int i = 0; i < ck->nregs; i++) {
-        m->items[i] = ck->regs[i].item;
-        if (ck->regs[i].write_count == 0) continue;
-        sh->pieces[sh->npieces] = (ck_piece){i, ck->regs[i].write_start, ck->regs[i].write_count, 0, 0, 0};
-        data[sh->npieces++] = ck->stage + ck->regs[i].stage_off;
-      }
-      local = ck_shard_write(sd, m, sh, data, ck->chunk, ck->bounce, CK_BOUNCE_BYTES, step, ck->world, &d);
-      if (!local) {
-        wrote = 1;
-        mine.size = sh->size_bytes;
-        mine.checksum = sh->checksum;
-        for (int i = 0; i < ck->nregs; i++)
-          mine_recs[i].item = -1;
-        for (int p = 0; p < sh->npieces; p++) {
-          const ck_piece *pc = &sh->pieces[p];
-          mine_recs[pc->item] =
-              (rec){pc->item, pc->row_start, pc->row_count, pc->file_offset, pc->size_bytes, pc->checksum};
-        }
-        if (ftl_fmt(own, sizeof own, "%s/%s", sd, sh->file)) own[0] = '\0';
-        ftl_crash_point("after_shard_rename", ck->rank, step);
-      }
-    }
-    ftl_free(data);
+  for (int i = 0; i < ck->nregs; i++) {
+    m->items[i] = ck->regs[i].item;
+    if (ck->regs[i].write_count == 0) continue;
+    sh->pieces[sh->npieces] = (ck_piece){i, ck->regs[i].write_start, ck->regs[i].write_count, 0, 0, 0};
+    data[sh->npieces++] = ck->stage + ck->regs[i].stage_off;
   }
+  local = ck_shard_write(j->sd, m, sh, data, ck->chunk, ck->bounce, CK_BOUNCE_BYTES, j->step, ck->world, d);
+  if (local) goto out;
+  j->wrote = 1;
+  j->mine.size = sh->size_bytes;
+  j->mine.checksum = sh->checksum;
+  rec *mine_recs = ck->mine_recs;
+  for (int i = 0; i < ck->nregs; i++)
+    mine_recs[i].item = -1;
+  for (int p = 0; p < sh->npieces; p++) {
+    const ck_piece *pc = &sh->pieces[p];
+    mine_recs[pc->item] = (rec){pc->item, pc->row_start, pc->row_count, pc->file_offset, pc->size_bytes, pc->checksum};
+  }
+  if (ftl_fmt(j->own, sizeof j->own, "%s/%s", j->sd, sh->file)) j->own[0] = '\0';
+  ftl_crash_point("after_shard_rename", ck->rank, j->step);
+out:
+  ftl_free(data);
+  return local;
+}
 
-  /* 3. Everyone learns everyone's outcome. */
-  mine.ok = local == FTL_OK;
-  mine.err = (int32_t)local;
-  mine.nregs = ck->nregs;
-  mine.regsig = ckpt_registry_signature(ck);
-  if (local) ckpt_copy_text(mine.msg, sizeof mine.msg, d.msg);
-  rc = ckpt_coll_allgather(ck, &mine, hdrs, (int)sizeof mine, "the commit agreement", deadline, &d);
-  if (rc) goto done;
+/* Phase 3: everyone learns everyone's outcome; FTL_OK only when every rank wrote its shard and
+ * registered what rank 0 did. */
+static ftl_err agree(ftl_ckpt *ck, job *j, ftl_err local, const char *local_msg, ftl_diag *d) {
+  hdr *hdrs = ck->hdrs;
+  j->mine.ok = local == FTL_OK;
+  j->mine.err = (int32_t)local;
+  j->mine.nregs = ck->nregs;
+  j->mine.regsig = ckpt_registry_signature(ck);
+  if (local) ckpt_copy_text(j->mine.msg, sizeof j->mine.msg, local_msg);
+  ftl_err rc = ckpt_coll_allgather(ck, &j->mine, hdrs, (int)sizeof j->mine, "the commit agreement", j->deadline, d);
+  if (rc) return rc;
   for (int r = 0; r < ck->world && !rc; r++) {
     if (!hdrs[r].ok)
-      rc = ftl_diag_fail(&d, (ftl_err)hdrs[r].err, "rank %d: %s", r, hdrs[r].msg);
+      rc = ftl_diag_fail(d, (ftl_err)hdrs[r].err, "rank %d: %s", r, hdrs[r].msg);
     else if (hdrs[r].regsig != hdrs[0].regsig || hdrs[r].nregs != hdrs[0].nregs)
-      rc = ftl_diag_fail(&d, FTL_ERR_INVAL, "rank %d registered other tensors or blobs than rank 0", r);
+      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "rank %d registered other tensors or blobs than rank 0", r);
   }
-  if (rc) goto done;
+  return rc;
+}
 
-  /* 4. Rank 0 commits. */
-  rc = ckpt_coll_gather(ck, mine_recs, recs, (int)(sizeof *mine_recs * (size_t)ck->nregs),
-                        "the gather of piece records", deadline, &d);
-  if (rc) goto done;
+/* Phase 4: the piece records to rank 0, which writes the manifest (the commit) and tells every rank
+ * how that went. */
+static ftl_err commit(ftl_ckpt *ck, job *j, ftl_ckpt_stats *st, ftl_diag *d) {
+  ftl_err rc = ckpt_coll_gather(ck, ck->mine_recs, ck->recs, (int)(sizeof *ck->mine_recs * (size_t)ck->nregs),
+                                "the gather of piece records", j->deadline, d);
+  if (rc) return rc;
   struct {
     int32_t err, pad;
     char msg[CK_MSG];
@@ -218,17 +225,38 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
   memset(&verdict, 0, sizeof verdict);
   if (ck->rank == 0) {
     ftl_diag md = {{0}};
-    verdict.err = (int32_t)write_manifest(ck, step, sd, hdrs, recs, &st->total_bytes, &md);
+    verdict.err = (int32_t)write_manifest(ck, j->step, j->sd, ck->hdrs, ck->recs, &st->total_bytes, &md);
     if (verdict.err) snprintf(verdict.msg, sizeof verdict.msg, "rank 0: manifest: %.360s", md.msg);
   }
-  rc = ckpt_coll_bcast(ck, &verdict, (int)sizeof verdict, "the commit verdict's broadcast", deadline, &d);
+  rc = ckpt_coll_bcast(ck, &verdict, (int)sizeof verdict, "the commit verdict's broadcast", j->deadline, d);
+  if (rc) return rc;
+  if (verdict.err) return ftl_diag_fail(d, (ftl_err)verdict.err, "%s", verdict.msg);
+  return FTL_OK;
+}
+
+/* One checkpoint, run by the writer thread. Fills st. */
+static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_err, const char *staged_msg,
+                    ftl_ckpt_stats *st) {
+  ftl_diag d = {{0}};
+  job j;
+  memset(&j, 0, sizeof j);
+  j.step = step;
+  j.deadline = ftl_deadline_after_ms(ck->timeout_ms);
+
+  /* 1. Folder, stale manifest of a re-used step number, barrier. */
+  ftl_err local = open_step(ck, &j, staged_err, staged_msg, &d);
+  ftl_err rc = ckpt_coll_barrier(ck, "the commit's opening barrier", j.deadline, &d);
   if (rc) goto done;
-  if (verdict.err) {
-    rc = ftl_diag_fail(&d, (ftl_err)verdict.err, "%s", verdict.msg);
-    goto done;
-  }
+  /* 2. This rank's shard. */
+  if (!local) local = write_own_shard(ck, &j, &d);
+  /* 3. Everyone learns everyone's outcome. */
+  rc = agree(ck, &j, local, d.msg, &d);
+  if (rc) goto done;
+  /* 4. Rank 0 commits. */
+  rc = commit(ck, &j, st, &d);
+  if (rc) goto done;
   st->durable_ms = ckpt_ms_since(t0_ns);
-  st->shard_bytes = mine.size;
+  st->shard_bytes = j.mine.size;
 
   /* 5. Only after the commit: the run directory's commit marker (once), then garbage. */
   if (ck->rank == 0) {
@@ -241,11 +269,11 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
 done:
   /* An abandoned step leaves no shard of this rank behind (the collectives already ran, so no
    * manifest can name it). Earlier steps were never touched. */
-  if (rc && wrote && own[0]) ftl_fs_table.unlink(own);
+  if (rc && j.wrote && j.own[0]) ftl_fs_table.unlink(j.own);
   st->step = step;
   st->err = rc;
   if (rc) snprintf(st->errmsg, sizeof st->errmsg, "checkpoint of step %lld abandoned: %.440s", (long long)step, d.msg);
-  ck_manifest_free(m);
+  ck_manifest_free(j.m);
 }
 
 /* ---- the thread -------------------------------------------------------------------------- */
@@ -299,103 +327,4 @@ void *ckpt_writer_main(void *arg) {
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
-}
-
-/* ---- save / wait ------------------------------------------------------------------------- */
-
-ftl_err ckpt_wait_idle_locked(ck_sync *s, int64_t deadline_ms) {
-  while (atomic_load(&s->in_flight)) {
-    if (deadline_ms == FTL_NO_DEADLINE) {
-      pthread_cond_wait(&s->cv, &s->mu);
-      continue;
-    }
-    int left = ftl_deadline_left_ms(deadline_ms);
-    if (left == 0) return FTL_ERR_TIMEOUT;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (long)(left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-  }
-  return FTL_OK;
-}
-
-ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) {
-  ftl_diag d = {{0}};
-  if (!ck || step < 0) return FTL_ERR_INVAL;
-  ck_sync *s = ck->sync;
-  if (atomic_load(&s->broken))
-    return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_save: the handle is broken (a collective passed its deadline)");
-  if (step <= ck->last_step) {
-    ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_ckpt_save: step %lld is not after step %lld", (long long)step,
-                  (long long)ck->last_step);
-    return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
-  }
-  int64_t t0 = ftl_clock_ns();
-  /* At most one checkpoint in flight: the next waits for the previous, and the wait is stall. */
-  pthread_mutex_lock(&s->mu);
-  ftl_err rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
-  pthread_mutex_unlock(&s->mu);
-  if (rc) {
-    ftl_diag_fail(&d, rc, "ftl_ckpt_save(step %lld): the previous checkpoint is still in flight after %lld ms",
-                  (long long)step, (long long)ck->timeout_ms);
-    return ckpt_fail(ck, rc, d.msg);
-  }
-  double wait_ms = ckpt_ms_since(t0);
-  /* A failure to stage on this rank does not return early: the other ranks' writers are about to
-   * meet this one in collectives, so the job still goes to the writer, which votes "no" and the
-   * step is abandoned on every rank with this rank's reason. */
-  if (!ck->registry_frozen || !ck->stage) rc = ftl_ckpt_prepare(ck);
-  if (rc)
-    ckpt_copy_text(d.msg, sizeof d.msg, ck->errmsg);
-  else
-    rc = ckpt_snapshot(ck, &d);
-  if (rc) ckpt_fail(ck, rc, d.msg);
-  double stall_ms = ckpt_ms_since(t0);
-  ck->last_step = step;
-  pthread_mutex_lock(&s->mu);
-  s->job_step = step;
-  s->job_t0_ns = t0;
-  s->job_stall_ms = stall_ms;
-  s->job_wait_ms = wait_ms;
-  s->job_local_err = rc;
-  ckpt_copy_text(s->job_local_msg, sizeof s->job_local_msg, rc ? d.msg : "");
-  s->have_job = 1;
-  atomic_store(&s->in_flight, 1);
-  pthread_cond_broadcast(&s->cv);
-  pthread_mutex_unlock(&s->mu);
-  ckpt_emit(ck, "ckpt_saved",
-            json_pack("{sI sf sf}", "step", (json_int_t)step, "stall_ms", stall_ms, "wait_prev_ms", wait_ms));
-  return FTL_OK;
-}
-
-ftl_err ftl_ckpt_wait(ftl_ckpt *ck, int64_t timeout_ms, ftl_ckpt_stats *out) {
-  if (!ck) return FTL_ERR_INVAL;
-  ck_sync *s = ck->sync;
-  int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? ck->timeout_ms : timeout_ms);
-  pthread_mutex_lock(&s->mu);
-  ftl_err rc = ckpt_wait_idle_locked(s, deadline);
-  if (!rc && !s->have_last) rc = FTL_ERR_NOTFOUND;
-  if (!rc) {
-    if (out) *out = s->last;
-    rc = s->last.err;
-  }
-  pthread_mutex_unlock(&s->mu);
-  return rc;
-}
-
-int ftl_ckpt_in_flight(const ftl_ckpt *ck) { return ck ? atomic_load(&ck->sync->in_flight) : 0; }
-
-ftl_err ftl_ckpt_last(const ftl_ckpt *ck, ftl_ckpt_stats *out) {
-  if (!ck || !out) return FTL_ERR_INVAL;
-  ck_sync *s = ck->sync;
-  pthread_mutex_lock(&s->mu);
-  ftl_err rc = s->have_last ? FTL_OK : FTL_ERR_NOTFOUND;
-  if (!rc) *out = s->last;
-  pthread_mutex_unlock(&s->mu);
-  return rc;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/dtype_table.h"
 #include "core/fs.h"
 #include "ftl/core.h"
 
@@ -99,11 +100,6 @@ static hid_t h5_type(ftl_dtype dt) {
   }
   }
   return H5I_INVALID_HID;
-}
-
-static const char *dtype_text(ftl_dtype dt) {
-  static const char *names[] = {"f32", "f64", "i32", "i64", "u8", "f16", "bf16", "i8", "u32", "u64"};
-  return ((unsigned)dt < sizeof names / sizeof names[0]) ? names[dt] : "?";
 }
 
 static int attr_str(hid_t obj, const char *name, const char *value) {
@@ -233,7 +229,7 @@ ftl_err ck_h5_create_shard(const char *path, int64_t step, int rank, int world_s
     hid_t t = h5_type(ds->dtype);
     hid_t s = nd > 0 ? H5Screate_simple(nd, dims, NULL) : H5Screate(H5S_SCALAR);
     hid_t dset = (t >= 0 && s >= 0) ? H5Dcreate2(f, ds->path, t, s, H5P_DEFAULT, dcpl, H5P_DEFAULT) : H5I_INVALID_HID;
-    int ok = dset >= 0 && attr_str(dset, "dtype", dtype_text(ds->dtype)) == 0 &&
+    int ok = dset >= 0 && attr_str(dset, "dtype", ck_dtype_name(ds->dtype)) == 0 &&
              attr_i64s(dset, "global_shape", ds->global_shape, nd) == 0 && attr_i64s(dset, "offset", offset, nd) == 0 &&
              attr_str(dset, "layout", ds->layout) == 0;
     haddr_t addr = ok ? H5Dget_offset(dset) : HADDR_UNDEF;
@@ -331,11 +327,16 @@ out:
   return rc;
 }
 
+/* The class of a dtype, from core's table (core/dtype_table.h). */
 static int dtype_is_float(ftl_dtype dt) {
-  return dt == FTL_DTYPE_F32 || dt == FTL_DTYPE_F64 || dt == FTL_DTYPE_F16 || dt == FTL_DTYPE_BF16;
+  const core_dtype_row *r = core_dtype_of(dt);
+  return r && r->cls == CORE_DT_FLOAT;
 }
 
-static int dtype_is_signed(ftl_dtype dt) { return dt == FTL_DTYPE_I32 || dt == FTL_DTYPE_I64 || dt == FTL_DTYPE_I8; }
+static int dtype_is_signed(ftl_dtype dt) {
+  const core_dtype_row *r = core_dtype_of(dt);
+  return r && r->cls == CORE_DT_SIGNED;
+}
 
 /* Checks one piece's dataset against the manifest; 0 ok, else a message in why. */
 static int check_piece(hid_t f, const ck_manifest *m, const ck_piece *pc, char *why, size_t why_size) {

@@ -10,25 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype_table.h"
 #include "ftl/core.h"
 
 /* ---- tables ------------------------------------------------------------------------------ */
 
-/* The on-disk dtype names, indexed by ftl_dtype (sizes come from ftl_dtype_size). */
-static const char *const dtype_names[] = {"f32", "f64", "i32", "i64", "u8", "f16", "bf16", "i8", "u32", "u64"};
-#define N_DTYPES ((int)(sizeof dtype_names / sizeof dtype_names[0]))
-
 static const char *kind_names[] = {"split", "replicated", "blob", "blob_per_rank"};
 
-const char *ck_dtype_name(ftl_dtype dt) { return ((unsigned)dt < (unsigned)N_DTYPES) ? dtype_names[dt] : "?"; }
+/* The on-disk dtype names are the manifest names of core's dtype table (core/dtype_table.h). */
+const char *ck_dtype_name(ftl_dtype dt) {
+  const core_dtype_row *r = core_dtype_of(dt);
+  return r ? r->manifest : "?";
+}
 
 int ck_dtype_parse(const char *s, ftl_dtype *out) {
-  for (int i = 0; i < N_DTYPES; i++)
-    if (strcmp(s, dtype_names[i]) == 0) {
-      *out = (ftl_dtype)i;
-      return 0;
-    }
-  return -1;
+  const core_dtype_row *r = core_dtype_find(s, CORE_DT_NAMED_MANIFEST);
+  if (!r) return -1;
+  *out = (ftl_dtype)r->ftl;
+  return 0;
 }
 
 const char *ck_kind_name(ck_kind k) { return ((unsigned)k < 4u) ? kind_names[k] : "?"; }

@@ -13,6 +13,11 @@ include(CMakePackageConfigHelpers)
 # The static libraries behind include/ftl/ftl.h; without the checkpoint (no HDF5 or xxhash) there
 # is no in-rank library to install.
 set(FTL_LIB_PARTS ftl_core ftl_wire ftl_rdzv ftl_ckpt_io ftl_ckpt ftl_cadence)
+# The final adapter's door (include/ftl/adapter.h: safetensors and the commit marker, over
+# OpenSSL's SHA-256) where the pipeline is built.
+if(TARGET ftl_adapter_io)
+  list(APPEND FTL_LIB_PARTS ftl_adapter_io)
+endif()
 set(FTL_LIB_OBJECTS)
 foreach(part ${FTL_LIB_PARTS})
   if(NOT TARGET ${part})
@@ -36,6 +41,10 @@ if(FTL_HAVE_CUDA)
 endif()
 if(FTL_HAVE_NCCL)
   list(APPEND FTL_LIB_DEPS ${NCCL_LIBRARY})
+endif()
+if(TARGET ftl_adapter_io)
+  # The cache variable: pipeline/'s OpenSSL::Crypto target is not visible from here.
+  list(APPEND FTL_LIB_DEPS ${OPENSSL_CRYPTO_LIBRARY})
 endif()
 
 # The shared library: the parts' objects, and their outside dependencies.
@@ -75,6 +84,9 @@ function(ftl_pc_private libs_out requires_out)
   # Each group: the pkg-config modules to try, in order, then the libraries it stands for.
   set(groups "mpi-c ompi-c|${MPI_C_LIBRARIES}" "hdf5-serial hdf5|${HDF5_C_LIBRARIES}"
              "libxxhash|${XXHASH_LIBRARY}" "jansson|${JANSSON_LINK_LIBRARIES}")
+  if(TARGET ftl_adapter_io)
+    list(APPEND groups "libcrypto|${OPENSSL_CRYPTO_LIBRARY}")
+  endif()
   foreach(group IN LISTS groups)
     string(REPLACE "|" ";" group "${group}")
     list(POP_FRONT group modules)

@@ -1,5 +1,6 @@
 /* core/alloc.c: the one allocation hook of ftl, with a fail-the-Nth switch for tests
- * (the idea of SQLite's faultsim and curl's torture tests). */
+ * (the idea of SQLite's faultsim and curl's torture tests), and jansson routed through it. */
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,3 +42,11 @@ char *ftl_strdup(const char *s) {
   if (copy) memcpy(copy, s, n);
   return copy;
 }
+
+/* jansson allocates through the hook, set once by a constructor rather than in ftl_init: ftl has
+ * entry points that never call ftl_init (the CLI, the cadence and checkpoint-file APIs, tests and
+ * tools linking the static library, the Python binding), and the allocator must be in place before
+ * the first JSON value anywhere, since a value made under one allocator must not be freed by the
+ * other. This file is linked into every program that uses ftl (ftl_malloc is everywhere), so the
+ * constructor runs in each of them, before main, on one thread. */
+__attribute__((constructor)) static void jansson_through_the_hook(void) { json_set_alloc_funcs(ftl_malloc, ftl_free); }

@@ -5,10 +5,10 @@
 #include "launcher/prom.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "ftl/core.h"
 #include "launcher/runview.h"
 
@@ -20,38 +20,8 @@ struct ftl_prom {
   ftl_runview rv;
 };
 
-typedef struct buf {
-  char *data;
-  size_t len, cap;
-  int oom;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->oom = 1;
-      return;
-    }
-    if (b->data && b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t ncap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-    char *p = ftl_realloc(b->data, ncap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->data = p;
-    b->cap = ncap;
-  }
-}
+/* The metrics text is a few kilobytes; a megabyte is a bug, not a file to write. */
+#define PROM_MAX_BYTES ((size_t)1 << 20)
 
 /* A label value: backslash, double quote and newline escaped, as the format requires. */
 static void label_value(char *out, size_t size, const char *v) {
@@ -70,14 +40,14 @@ static void label_value(char *out, size_t size, const char *v) {
   out[u] = '\0';
 }
 
-static void metric(buf *b, const char *name, const char *type, const char *help, const char *labels, double v) {
-  put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+static void metric(core_buf *b, const char *name, const char *type, const char *help, const char *labels, double v) {
+  core_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
   if (isnan(v))
-    put(b, "%s{%s} NaN\n", name, labels);
+    core_buf_printf(b, "%s{%s} NaN\n", name, labels);
   else if (isinf(v))
-    put(b, "%s{%s} %sInf\n", name, labels, v > 0 ? "+" : "-");
+    core_buf_printf(b, "%s{%s} %sInf\n", name, labels, v > 0 ? "+" : "-");
   else
-    put(b, "%s{%s} %.17g\n", name, labels, v);
+    core_buf_printf(b, "%s{%s} %.17g\n", name, labels, v);
 }
 
 ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
@@ -85,7 +55,8 @@ ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t 
   char esc[512], labels[600];
   label_value(esc, sizeof esc, job);
   snprintf(labels, sizeof labels, FTL_PROM_JOB_LABEL "=\"%s\"", esc);
-  buf b = {0};
+  core_buf b;
+  core_buf_init(&b, PROM_MAX_BYTES);
   const ftl_rv_sample *s = &rv->latest;
   ftl_rv_goodput g = ftl_runview_goodput(rv, now_us);
   const ftl_rv_cadence *c = &rv->latest_cadence;
@@ -113,12 +84,9 @@ ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t 
          rv->ended ? rv->exit_code : -1);
   metric(&b, "ftl_last_update_timestamp_seconds", "gauge", "when this file was written (Unix time)", labels,
          (double)now_us / 1e6);
-  if (b.oom) {
-    ftl_free(b.data);
-    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory formatting the metrics");
-  }
-  *text_out = b.data;
-  *len_out = b.len;
+  if (b.err == FTL_ERR_NOMEM) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory formatting the metrics");
+  if (b.err) return core_buf_check(&b, "the metrics", d);
+  *text_out = core_buf_take(&b, len_out);
   return FTL_OK;
 }
 

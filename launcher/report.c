@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/buf.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
 #include "launcher/launcher.h"
@@ -32,37 +33,17 @@ const char ftl_report_help[] =
     "and M). Inline CSS and SVG only: it opens offline. Works while the job runs and after.\n"
     "Exit codes: 0 written, 2 usage error or RUNDIR is not a run directory, 5 the file cannot be written.\n";
 
-typedef struct out {
-  char *data;
-  size_t len, cap;
-  int oom;
-} out;
+/* The page: loss and cadence curves of a long run are a few megabytes; past this it is refused. */
+#define REPORT_MAX_BYTES ((size_t)256 << 20)
+
+typedef core_buf out;
 
 static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(out *o, const char *fmt, ...) {
-  if (o->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(o->data ? o->data + o->len : NULL, o->data ? o->cap - o->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      o->oom = 1;
-      return;
-    }
-    if (o->data && o->len + (size_t)n < o->cap) {
-      o->len += (size_t)n;
-      return;
-    }
-    size_t ncap = (o->cap ? o->cap * 2 : 65536) + (size_t)n;
-    char *p = ftl_realloc(o->data, ncap);
-    if (!p) {
-      o->oom = 1;
-      return;
-    }
-    o->data = p;
-    o->cap = ncap;
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  core_buf_vprintf(o, fmt, ap);
+  va_end(ap);
 }
 
 /* Text into HTML/SVG: the five characters that matter escaped. */
@@ -475,7 +456,8 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
         json_number_value(json_object_get(gate, "threshold")));
   }
   put(o, "</body></html>\n");
-  if (o->oom) rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing the report");
+  if (o->err == FTL_ERR_NOMEM) rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing the report");
+  else if (o->err) rc = core_buf_check(o, "the report", d);
 out:
   json_decref(st);
   ftl_runview_free(&rv);
@@ -506,18 +488,19 @@ int ftl_cmd_report(int argc, char **argv) {
   const char *run_dir = argv[optind];
   /* Not inside the run directory by default: that tree is ftl's own (docs/formats/run-dir.md). */
   if (!output) output = "report.html";
-  out o = {0};
+  out o;
+  core_buf_init(&o, REPORT_MAX_BYTES);
   ftl_diag d = {{0}};
   int exit_code = FTL_EXIT_OK;
   if (build_page(run_dir, &o, &d)) {
     fprintf(stderr, "ftl report: %s\n", d.msg);
     exit_code = FTL_EXIT_USAGE;
-  } else if (ftl_write_file_atomic(output, o.data, o.len, &d)) {
+  } else if (ftl_write_file_atomic(output, o.p ? o.p : "", o.len, &d)) {
     fprintf(stderr, "ftl report: %s\n", d.msg);
     exit_code = FTL_EXIT_INTERNAL;
   } else {
     printf("ftl report: wrote %s\n", output);
   }
-  ftl_free(o.data);
+  core_buf_free(&o);
   return exit_code;
 }

@@ -13,11 +13,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
@@ -30,7 +32,7 @@
 
 struct pl_archive_w {
   struct archive *a;
-  pl_buf out;        /* memory sink */
+  core_buf out;      /* memory sink (bounded by what its caller adds, so only by memory here) */
   int fd;            /* fd sink when >= 0 */
   uint64_t off;      /* bytes written to fd */
   ftl_sha256 *h;     /* of the bytes written to fd */
@@ -48,8 +50,7 @@ static la_ssize_t w_write(struct archive *a, void *ctx, const void *buf, size_t 
   (void)a;
   pl_archive_w *w = ctx;
   if (w->fd < 0) {
-    pl_buf_put(&w->out, buf, n);
-    return w->out.bad ? -1 : (la_ssize_t)n;
+    return core_buf_add(&w->out, buf, n) ? -1 : (la_ssize_t)n;
   }
   ftl_err rc = ftl_fs_pwrite_all(w->fd, buf, n, w->off);
   if (rc) {
@@ -72,7 +73,7 @@ static int w_close(struct archive *a, void *ctx) {
 void pl_aw_abort(pl_archive_w *w) {
   if (!w) return;
   if (w->a) archive_write_free(w->a);
-  ftl_free(w->out.p);
+  core_buf_free(&w->out);
   ftl_free(w->piece);
   ftl_sha256_abort(w->h);
   ftl_free(w);
@@ -88,6 +89,7 @@ static ftl_err aw_open(int fd, const char *crash, pl_archive_w **out, ftl_diag *
   }
   w->fd = fd;
   w->crash = crash;
+  core_buf_init(&w->out, SIZE_MAX);
   /* ARCHIVE_WARN from the zstd filter means libarchive would run an external zstd program:
    * refused, its output is not ours to pin. Default threads (single-threaded format). */
   if (archive_write_set_format_pax_restricted(w->a) != ARCHIVE_OK ||
@@ -200,7 +202,7 @@ ftl_err pl_aw_add(pl_archive_w *w, const char *name, const void *data, size_t si
 
 static ftl_err aw_close(pl_archive_w *w, ftl_diag *d) {
   if (w->in_entry) return ftl_diag_fail(d, FTL_ERR_STATE, "archive finished inside entry %s", w->name);
-  if (archive_write_close(w->a) != ARCHIVE_OK || w->out.bad) return aw_fail(w, "cannot finish the archive", d);
+  if (archive_write_close(w->a) != ARCHIVE_OK || w->out.err) return aw_fail(w, "cannot finish the archive", d);
   return FTL_OK;
 }
 
@@ -209,9 +211,7 @@ ftl_err pl_aw_finish(pl_archive_w *w, uint8_t **bytes, size_t *size, ftl_diag *d
   *size = 0;
   ftl_err rc = aw_close(w, d);
   if (!rc) {
-    *bytes = (uint8_t *)w->out.p;
-    *size = w->out.len;
-    w->out.p = NULL;
+    *bytes = (uint8_t *)core_buf_take(&w->out, size);
   }
   pl_aw_abort(w);
   return rc;

@@ -21,52 +21,6 @@
 #include "ftl/core.h"
 #include "pipeline/sha256.h"
 
-void pl_buf_put(pl_buf *b, const void *data, size_t n) {
-  if (b->bad) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = (b->len + n + 1) * 2;
-    char *q = ftl_realloc(b->p, cap);
-    if (!q) {
-      b->bad = 1;
-      return;
-    }
-    b->p = q;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, data, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-void pl_buf_putc(pl_buf *b, char c) { pl_buf_put(b, &c, 1); }
-void pl_buf_puts(pl_buf *b, const char *s) { pl_buf_put(b, s, strlen(s)); }
-
-void pl_buf_printf(pl_buf *b, const char *fmt, ...) {
-  char small[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    b->bad = 1;
-    return;
-  }
-  if ((size_t)n < sizeof small) {
-    pl_buf_put(b, small, (size_t)n);
-    return;
-  }
-  char *big = ftl_malloc((size_t)n + 1);
-  if (!big) {
-    b->bad = 1;
-    return;
-  }
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  pl_buf_put(b, big, (size_t)n);
-  ftl_free(big);
-}
-
 char *pl_json_text(const json_t *j, int newline, size_t *len_out) {
   char *text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
   if (!text) return NULL;

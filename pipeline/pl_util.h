@@ -1,5 +1,5 @@
 /* pipeline/pl_util.h: small helpers shared by the pipeline's files (internal to pipeline/):
- * a growing text buffer, canonical JSON text, durable writes and crash points through the file
+ * canonical JSON text, durable writes and crash points through the file
  * seam (core/fs.h), the registry's lock, and folder removal.
  *
  * Not here: any format. */
@@ -11,17 +11,6 @@
 #include <stdint.h>
 
 #include "ftl/error.h"
-
-/* A growing byte buffer; `bad` is set on the first failed allocation and stays set. */
-typedef struct pl_buf {
-  char *p;
-  size_t len, cap;
-  int bad;
-} pl_buf;
-void pl_buf_put(pl_buf *b, const void *data, size_t n);
-void pl_buf_putc(pl_buf *b, char c);
-void pl_buf_puts(pl_buf *b, const char *s);
-void pl_buf_printf(pl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* JSON as Python's json.dumps(indent=2, sort_keys=True) writes it (ASCII only), plus a final
  * newline when newline is set. NUL-terminated, freed with ftl_free; NULL when out of memory. */

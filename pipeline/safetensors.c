@@ -1,6 +1,6 @@
 /* pipeline/safetensors.c: the canonical safetensors writer and the strict reader (safetensors.h).
  *
- * Map: dtype table; sizes; JSON string escaping as serde_json does it; the encoder (layout order,
+ * Map: dtype lookup (core's table); sizes; JSON string escaping as serde_json does it; the encoder (layout order,
  * header, padding, buffer); the parser (header bounds, JSON, entries, contiguity); accessors. */
 #include "pipeline/safetensors.h"
 
@@ -11,30 +11,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+#include "core/dtype_table.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
 
-static const struct {
-  const char *name;
-  int bits;
-} dtypes[FTL_ST_DTYPE_COUNT_] = {
-    {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6},     {"U8", 8},          {"I8", 8},
-    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
-    {"U16", 16},    {"F16", 16},    {"BF16", 16},   {"I32", 32},        {"U32", 32},        {"F32", 32},
-    {"C64", 64},    {"F64", 64},    {"I64", 64},    {"U64", 64},
-};
+/* The dtypes are core's table (core/dtype_table.h), whose rows are safetensors' own list in its
+ * order: ftl_st_dtype numbers the same rows. */
+_Static_assert(FTL_ST_DTYPE_COUNT_ == (int)CORE_DT_COUNT && FTL_ST_BOOL == (int)CORE_DT_BOOL &&
+                   FTL_ST_U8 == (int)CORE_DT_U8 && FTL_ST_F8_E5M2FNUZ == (int)CORE_DT_F8_E5M2FNUZ &&
+                   FTL_ST_F16 == (int)CORE_DT_F16 && FTL_ST_BF16 == (int)CORE_DT_BF16 &&
+                   FTL_ST_F32 == (int)CORE_DT_F32 && FTL_ST_C64 == (int)CORE_DT_C64 && FTL_ST_U64 == (int)CORE_DT_U64,
+               "ftl_st_dtype and core_dtype_id number the same rows");
 
-const char *ftl_st_dtype_name(ftl_st_dtype t) { return (unsigned)t < FTL_ST_DTYPE_COUNT_ ? dtypes[t].name : NULL; }
+const char *ftl_st_dtype_name(ftl_st_dtype t) {
+  const core_dtype_row *r = core_dtype_row_at((int)t);
+  return r ? r->safetensors : NULL;
+}
 
-int ftl_st_dtype_bits(ftl_st_dtype t) { return (unsigned)t < FTL_ST_DTYPE_COUNT_ ? dtypes[t].bits : 0; }
+int ftl_st_dtype_bits(ftl_st_dtype t) {
+  const core_dtype_row *r = core_dtype_row_at((int)t);
+  return r ? r->bits : 0;
+}
 
 ftl_err ftl_st_dtype_parse(const char *name, ftl_st_dtype *out) {
-  for (int i = 0; i < FTL_ST_DTYPE_COUNT_; i++)
-    if (name && strcmp(name, dtypes[i].name) == 0) {
-      *out = (ftl_st_dtype)i;
-      return FTL_OK;
-    }
-  return FTL_ERR_INVAL;
+  const core_dtype_row *r = core_dtype_find(name, CORE_DT_NAMED_SAFETENSORS);
+  if (!r) return FTL_ERR_INVAL;
+  *out = (ftl_st_dtype)r->id;
+  return FTL_OK;
 }
 
 ftl_err ftl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {
@@ -60,29 +64,29 @@ ftl_err ftl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, 
 
 /* A JSON string as serde_json writes it: '"' and '\\' escaped, the short escapes for \b \f \n \r
  * \t, \u00xx (lowercase) for the other control bytes, everything else (UTF-8 included) as is. */
-static void put_json_string(pl_buf *b, const char *s) {
+static void put_json_string(core_buf *b, const char *s) {
   static const char hex[] = "0123456789abcdef";
-  pl_buf_putc(b, '"');
+  core_buf_addc(b, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     unsigned char c = *p;
     switch (c) {
-    case '"': pl_buf_puts(b, "\\\""); break;
-    case '\\': pl_buf_puts(b, "\\\\"); break;
-    case '\b': pl_buf_puts(b, "\\b"); break;
-    case '\f': pl_buf_puts(b, "\\f"); break;
-    case '\n': pl_buf_puts(b, "\\n"); break;
-    case '\r': pl_buf_puts(b, "\\r"); break;
-    case '\t': pl_buf_puts(b, "\\t"); break;
+    case '"': core_buf_adds(b, "\\\""); break;
+    case '\\': core_buf_adds(b, "\\\\"); break;
+    case '\b': core_buf_adds(b, "\\b"); break;
+    case '\f': core_buf_adds(b, "\\f"); break;
+    case '\n': core_buf_adds(b, "\\n"); break;
+    case '\r': core_buf_adds(b, "\\r"); break;
+    case '\t': core_buf_adds(b, "\\t"); break;
     default:
       if (c < 0x20) {
         char e[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-        pl_buf_puts(b, e);
+        core_buf_adds(b, e);
       } else {
-        pl_buf_putc(b, (char)c);
+        core_buf_addc(b, (char)c);
       }
     }
   }
-  pl_buf_putc(b, '"');
+  core_buf_addc(b, '"');
 }
 
 static int by_layout(const void *x, const void *y) {
@@ -104,7 +108,8 @@ ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *m
   ftl_err rc = FTL_ERR_NOMEM;
   const ftl_st_tensor **order = NULL;
   const ftl_st_kv **mo = NULL;
-  pl_buf h = {0};
+  core_buf h;
+  core_buf_init(&h, (size_t)FTL_ST_MAX_VALUE); /* a header is a value of the format like any */
   uint8_t *img = NULL;
   *out = NULL;
   *out_size = 0;
@@ -147,35 +152,39 @@ ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *m
       rc = ftl_diag_fail(d, FTL_ERR_INVAL, "metadata key %s appears twice", mo[i]->key);
       goto out;
     }
-  pl_buf_putc(&h, '{');
+  core_buf_addc(&h, '{');
   if (n_meta) {
-    pl_buf_puts(&h, "\"__metadata__\":{");
+    core_buf_adds(&h, "\"__metadata__\":{");
     for (size_t i = 0; i < n_meta; i++) {
-      if (i) pl_buf_putc(&h, ',');
+      if (i) core_buf_addc(&h, ',');
       put_json_string(&h, mo[i]->key);
-      pl_buf_putc(&h, ':');
+      core_buf_addc(&h, ':');
       put_json_string(&h, mo[i]->value);
     }
-    pl_buf_putc(&h, '}');
+    core_buf_addc(&h, '}');
   }
   uint64_t off = 0;
   for (size_t i = 0; i < n; i++) {
-    if (i || n_meta) pl_buf_putc(&h, ',');
+    if (i || n_meta) core_buf_addc(&h, ',');
     put_json_string(&h, order[i]->name);
-    pl_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", ftl_st_dtype_name(order[i]->dtype));
+    core_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", ftl_st_dtype_name(order[i]->dtype));
     for (int k = 0; k < order[i]->ndim; k++)
-      pl_buf_printf(&h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
-    pl_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
+      core_buf_printf(&h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
+    core_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
     off += order[i]->size_bytes;
     if (off > (uint64_t)FTL_ST_MAX_VALUE) {
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "the tensors add up to more than 2^48 bytes");
       goto out;
     }
   }
-  pl_buf_putc(&h, '}');
-  while (!h.bad && h.len % 8)
-    pl_buf_putc(&h, ' ');
-  if (h.bad) goto fail_nomem;
+  core_buf_addc(&h, '}');
+  while (!h.err && h.len % 8)
+    core_buf_addc(&h, ' ');
+  if (h.err == FTL_ERR_RANGE) {
+    rc = core_buf_check(&h, "safetensors header", d);
+    goto out;
+  }
+  if (h.err) goto fail_nomem;
   size_t total = 8 + h.len + (size_t)off;
   img = ftl_malloc(total ? total : 1);
   if (!img) goto fail_nomem;
@@ -199,7 +208,7 @@ out:
   ftl_free(img);
   ftl_free(order);
   ftl_free(mo);
-  ftl_free(h.p);
+  core_buf_free(&h);
   return rc;
 }
 

@@ -5,7 +5,7 @@
  *
  * Why poll: a blocking NCCL init, cudaStreamSynchronize or cudaEventSynchronize on work whose
  * peer died waits forever; every wait here polls with a deadline and aborts the communicator
- * when it passes. Not here: choosing and agreeing on the backend (rdzv.c). */
+ * when it passes. Not here: choosing and agreeing on the backend (rdzv_init.c). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

@@ -8,7 +8,7 @@
  * The logic on top of the table (deadlines, aborts, ordering, memory kinds) is in gpu.c, which
  * every build compiles, so the fakes test the code that runs on a GPU machine.
  *
- * Not here: choosing the backend and agreeing on it (rdzv.c). */
+ * Not here: choosing the backend and agreeing on it (rdzv_init.c). */
 #ifndef FTL_RDZV_GPU_SEAM_H
 #define FTL_RDZV_GPU_SEAM_H
 

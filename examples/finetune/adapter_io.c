@@ -1,6 +1,6 @@
-/* examples/finetune/adapter_io.c: writing and reading the final adapter (adapter_io.h). The
- * safetensors layout is the pipeline's (pipeline/safetensors.h); the folder is a committed unit
- * (pipeline/adapter_commit.h): both files, then final/COMMIT with their SHA-256, written last. */
+/* examples/finetune/adapter_io.c: writing and reading the final adapter (adapter_io.h) through
+ * ftl's public door (ftl/adapter.h): adapter.safetensors and adapter.json, then final/COMMIT with
+ * their SHA-256, written last. Only public headers: it builds against an installed ftl. */
 #include "adapter_io.h"
 
 #include <inttypes.h>
@@ -10,55 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftl/adapter.h"
 #include "ftl/core.h"
-#include "pipeline/adapter_commit.h"
-#include "pipeline/safetensors.h"
 
 #define FT_ADAPTER_FORMAT "ftl-finetune-adapter"
 #define FT_ADAPTER_VERSION 1
-#define FT_ST_MAX_HEADER (1u << 20)
 
-/* The tensors as the pipeline's safetensors writer takes them (names and data borrowed from a). */
-static int write_safetensors(const char *path, const ft_lora *a, char *msg, size_t msg_size) {
-  ftl_st_tensor *t = ftl_calloc((size_t)a->n_tensors + 1, sizeof *t);
-  ftl_diag d;
-  if (!t) {
-    snprintf(msg, msg_size, "%s: out of memory", path);
-    return -1;
-  }
+/* The tensors as the door takes them (names and data borrowed from a). */
+static ftl_adapter_tensor *door_tensors(const ft_lora *a) {
+  ftl_adapter_tensor *t = ftl_calloc((size_t)a->n_tensors + 1, sizeof *t);
+  if (!t) return NULL;
   for (int i = 0; i < a->n_tensors; i++) {
     const ft_tensor *x = &a->tensors[i];
-    t[i] = (ftl_st_tensor){.name = x->name,
-                           .dtype = FTL_ST_F32,
-                           .ndim = 2,
-                           .shape = {x->shape[0], x->shape[1]},
-                           .data = x->data,
-                           .size_bytes = x->count * sizeof(float)};
+    t[i] = (ftl_adapter_tensor){.name = x->name, .ndim = 2, .shape = {x->shape[0], x->shape[1]}, .data = x->data};
   }
-  /* float32 little-endian: the host order on every machine this example targets. */
-  static const ftl_st_kv meta[] = {{"format", "pt"}};
-  int rc = ftl_st_write(path, t, (size_t)a->n_tensors, meta, 1, &d) == FTL_OK ? 0 : -1;
-  if (rc) snprintf(msg, msg_size, "%s", d.msg);
-  ftl_free(t);
-  return rc;
+  return t;
 }
 
-static const char *const commit_files[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
-
 int ft_adapter_save(const char *dir, const ft_lora *a, const ft_adapter_meta *m, char *msg, size_t msg_size) {
-  char path[4096], hex[17], targets[64];
+  char hex[17], targets[64];
   ftl_diag d;
   msg[0] = '\0';
-  /* The marker goes first and comes back last: a crash or a full disk in between leaves a final/
-   * that readers refuse, never a half adapter that looks whole. */
-  if (ftl_mkdir_p(dir, &d) || ftl_adapter_commit_clear(dir, &d)) {
-    snprintf(msg, msg_size, "%s", d.msg);
-    return -1;
-  }
-  if (ftl_fmt(path, sizeof path, "%s/adapter.safetensors", dir) || write_safetensors(path, a, msg, msg_size)) {
-    if (!msg[0]) snprintf(msg, msg_size, "%s: path too long", dir);
-    return -1;
-  }
   json_t *j = json_object(), *cfg = json_object(), *tm = json_array(), *tr = json_object();
   int rc = -1;
   if (!j || !cfg || !tm || !tr) goto out;
@@ -91,16 +63,18 @@ int ft_adapter_save(const char *dir, const ft_lora *a, const ft_adapter_meta *m,
   if (!text) goto out;
   size_t len = strlen(text);
   char *withnl = ftl_malloc(len + 2);
-  if (withnl) {
+  ftl_adapter_tensor *t = door_tensors(a);
+  if (withnl && t) {
     memcpy(withnl, text, len);
     withnl[len] = '\n';
-    if (ftl_fmt(path, sizeof path, "%s/adapter.json", dir) == FTL_OK &&
-        ftl_write_file_atomic(path, withnl, len + 1, &d) == FTL_OK &&
-        ftl_adapter_commit_write(dir, commit_files, 2, &d) == FTL_OK)
+    /* The door removes the marker first and writes it back last: a crash or a full disk in
+     * between leaves a final/ that readers refuse, never a half adapter that looks whole. */
+    if (ftl_adapter_write(dir, t, (size_t)a->n_tensors, withnl, len + 1, &d) == FTL_OK)
       rc = 0;
     else
-      snprintf(msg, msg_size, "%s: %s", dir, d.msg);
+      snprintf(msg, msg_size, "%s", d.msg);
   }
+  ftl_free(t);
   ftl_free(withnl);
   free(text);
 out:
@@ -112,56 +86,62 @@ out:
   return rc;
 }
 
-int ft_adapter_parse_safetensors(const uint8_t *bytes, size_t size, ft_lora *a, char *msg, size_t msg_size) {
-  /* The pipeline's strict reader checks the layout (header bounds, JSON, dtypes, offsets
-   * contiguous and covering the file); here: exactly the tensors this adapter has, F32, its shapes. */
-  ftl_st_limits lim = {.max_header_bytes = FT_ST_MAX_HEADER};
-  ftl_st_file *f = NULL;
-  ftl_diag d;
-  int rc = -1;
-  msg[0] = '\0';
-  if (ftl_st_parse(bytes, size, &lim, &f, &d)) {
-    snprintf(msg, msg_size, "%s", d.msg);
+/* The door's strict reader has checked the layout (header bounds, JSON, dtypes, offsets contiguous
+ * and covering the file); here: exactly the tensors this adapter has, F32, its shapes. */
+static int take_tensors(const ftl_adapter *f, ft_lora *a, char *msg, size_t msg_size) {
+  if (ftl_adapter_count(f) != (size_t)a->n_tensors) {
+    snprintf(msg, msg_size, "the file has %zu tensors, expected %d", ftl_adapter_count(f), a->n_tensors);
     return -1;
-  }
-  if (ftl_st_count(f) != (size_t)a->n_tensors) {
-    snprintf(msg, msg_size, "the file has %zu tensors, expected %d", ftl_st_count(f), a->n_tensors);
-    goto out;
   }
   for (int i = 0; i < a->n_tensors; i++) {
     const ft_tensor *t = &a->tensors[i];
-    const ftl_st_tensor *x = ftl_st_find(f, t->name);
-    if (!x || x->dtype != FTL_ST_F32 || x->ndim != 2 || x->shape[0] != t->shape[0] || x->shape[1] != t->shape[1]) {
+    ftl_adapter_tensor x;
+    if (ftl_adapter_find(f, t->name, &x) != FTL_OK || x.ndim != 2 || x.shape[0] != t->shape[0] ||
+        x.shape[1] != t->shape[1]) {
       snprintf(msg, msg_size, "tensor %s is missing, not F32, or not of shape [%" PRId64 ", %" PRId64 "]", t->name,
                t->shape[0], t->shape[1]);
-      goto out;
+      return -1;
     }
   }
   for (int i = 0; i < a->n_tensors; i++) {
-    const ftl_st_tensor *x = ftl_st_find(f, a->tensors[i].name);
-    memcpy(a->tensors[i].data, x->data, (size_t)x->size_bytes);
+    ftl_adapter_tensor x;
+    ftl_adapter_find(f, a->tensors[i].name, &x);
+    memcpy(a->tensors[i].data, x.data, a->tensors[i].count * sizeof(float));
   }
-  rc = 0;
-out:
-  ftl_st_free(f);
+  return 0;
+}
+
+int ft_adapter_parse_safetensors(const uint8_t *bytes, size_t size, ft_lora *a, char *msg, size_t msg_size) {
+  ftl_adapter *f = NULL;
+  ftl_diag d;
+  msg[0] = '\0';
+  if (ftl_adapter_parse(bytes, size, &f, &d)) {
+    snprintf(msg, msg_size, "%s", d.msg);
+    return -1;
+  }
+  int rc = take_tensors(f, a, msg, msg_size);
+  ftl_adapter_close(f);
   return rc;
 }
 
 int ft_adapter_load(const char *dir, const ft_config *cfg, ft_lora *a, ft_adapter_meta *m, char *msg, size_t msg_size) {
   char path[4096];
-  char *text = NULL, *st = NULL;
+  const char *text = NULL;
   size_t size = 0;
   json_t *j = NULL;
+  ftl_adapter *f = NULL;
   int rc = -1;
   ftl_diag d;
   memset(a, 0, sizeof *a);
   memset(m, 0, sizeof *m);
-  if (ftl_adapter_commit_verify(dir, commit_files, 2, &d)) {
+  /* The marker checked against both files, both read, the tensors parsed strictly. */
+  if (ftl_adapter_open(dir, &f, &d)) {
     snprintf(msg, msg_size, "%s", d.msg);
     goto out;
   }
-  if (ftl_fmt(path, sizeof path, "%s/adapter.json", dir) || ftl_read_file(path, 1 << 20, &text, &size, &d)) {
-    snprintf(msg, msg_size, "%s", d.msg);
+  text = ftl_adapter_json(f, &size);
+  if (ftl_fmt(path, sizeof path, "%s/adapter.json", dir)) {
+    snprintf(msg, msg_size, "%s: path too long", dir);
     goto out;
   }
   json_error_t jerr;
@@ -206,20 +186,15 @@ int ft_adapter_load(const char *dir, const ft_config *cfg, ft_lora *a, ft_adapte
   m->world_size = (int)json_integer_value(json_object_get(tr, "world_size"));
   m->global_batch = (int)json_integer_value(json_object_get(tr, "global_batch"));
   m->lr = json_number_value(json_object_get(tr, "lr"));
-  if (ftl_fmt(path, sizeof path, "%s/adapter.safetensors", dir) || ftl_read_file(path, 1u << 30, &st, &size, &d)) {
-    snprintf(msg, msg_size, "%s", d.msg);
-    goto out;
-  }
   char detail[512];
-  if (ft_adapter_parse_safetensors((const uint8_t *)st, size, a, detail, sizeof detail)) {
-    snprintf(msg, msg_size, "%s: %s", path, detail);
+  if (take_tensors(f, a, detail, sizeof detail)) {
+    snprintf(msg, msg_size, "%s/adapter.safetensors: %s", dir, detail);
     goto out;
   }
   rc = 0;
 out:
   if (rc) ft_lora_destroy(a);
   json_decref(j);
-  ftl_free(text);
-  ftl_free(st);
+  ftl_adapter_close(f);
   return rc;
 }

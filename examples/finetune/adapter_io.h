@@ -4,7 +4,8 @@
  *
  * Both files are written deterministically (sorted names and keys, no times), so the same
  * training gives byte-identical files; each by tmp + fsync + rename; then DIR/COMMIT (their
- * SHA-256, pipeline/adapter_commit.h), last. A DIR without a valid COMMIT is refused on load. */
+ * SHA-256), last, all through ftl's public door (ftl/adapter.h). A DIR without a valid COMMIT is
+ * refused on load. */
 #ifndef FTL_EXAMPLES_FINETUNE_ADAPTER_IO_H
 #define FTL_EXAMPLES_FINETUNE_ADAPTER_IO_H
 

@@ -385,9 +385,12 @@ int main(int argc, char **argv) {
 
   /* The example's collectives are on host memory: ftl_allreduce reduces host buffers over MPI on
    * either backend (docs/gpu.md), so a gang that chose NCCL runs this program unchanged. */
+  ftl_info where = *me; /* RUNDIR/final from the context, or from --run-dir */
+  where.run_dir = run_dir;
+  ftl_diag fd;
   if (o.final_dir)
     snprintf(final_dir, sizeof final_dir, "%s", o.final_dir);
-  else if (!run_dir || ftl_fmt(final_dir, sizeof final_dir, "%s/final", run_dir)) {
+  else if (ftl_adapter_final_dir(&where, final_dir, sizeof final_dir, &fd)) {
     if (R == 0) fprintf(stderr, "ftl-finetune: no run directory (not under ftl run): pass --final-dir or --run-dir\n");
     goto done;
   }

@@ -36,7 +36,10 @@ FTL_API int ftl_deadline_left_ms(int64_t deadline_ms);
 /* ---- allocation hook --------------------------------------------------------------------- */
 
 /* All heap memory of ftl goes through these, so a test can fail the Nth allocation.
- * ftl_free accepts NULL. Thread-safe. */
+ * ftl_free accepts NULL. Thread-safe. jansson's allocations go through them too: loading ftl
+ * (its shared library, or any program linking the static one) sets json_set_alloc_funcs(ftl_malloc,
+ * ftl_free) once, before main. jansson's allocator is global to the process: a program that sets
+ * its own must do so before it or ftl makes any JSON value. */
 FTL_API void *ftl_malloc(size_t size);
 FTL_API void *ftl_calloc(size_t count, size_t size);
 FTL_API void *ftl_realloc(void *ptr, size_t size);

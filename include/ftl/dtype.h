@@ -2,7 +2,8 @@
  * their sizes and names. A header of its own so the checkpoint file-format layer can name a dtype
  * without including the gang API (ftl/rdzv.h).
  *
- * Not here: how a dtype is written on disk (the manifest's short names, checkpoint/manifest.h) or
+ * Not here: how a dtype is written on disk (every format's names are in core's one table,
+ * core/dtype_table.h; the manifest reads them through checkpoint/manifest.h) or
  * which dtypes a collective supports (ftl/rdzv.h). Values are never renumbered: the manifest and
  * shard formats depend on them only through their names, but programs may store them. */
 #ifndef FTL_DTYPE_H

@@ -5,6 +5,7 @@
 
 #include "ftl/export.h"
 
+#include "ftl/adapter.h"
 #include "ftl/cadence.h"
 #include "ftl/ckpt.h"
 #include "ftl/core.h"

@@ -2,7 +2,8 @@
 # builds tests/install/prog.c outside the tree against the installed files, once with pkg-config
 # and once with find_package(ftl), runs each under the installed `ftl run -n 2`, checks that
 # libftl.so exports only the public API and that the installed Python binding finds the installed
-# library.
+# library. prog.c also writes and reads its final adapter through the installed door, and the
+# example's adapter code compiles against the installed headers.
 . "$(dirname "$0")/../launcher/lib.sh" || exit 1
 . "$(dirname "$0")/lib.sh" || exit 1
 BUILD=$1 PYDIR=${2:-} CFLAGS_EXTRA=${3:-}
@@ -36,6 +37,12 @@ export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
 # shellcheck disable=SC2086,SC2046
 cc -std=c17 -Wall -Werror $CFLAGS_EXTRA "$HERE/prog.c" -o prog-pc $(pkg-config --cflags --libs ftl) \
   -Wl,-rpath,"$LIBDIR" 2>cc.log || { cat cc.log >&2; fail "prog.c did not build with pkg-config"; }
+# The example fine-tune's adapter code uses only public headers (ftl/adapter.h): it compiles
+# against the installed ones, with the repository root not on the include path.
+# shellcheck disable=SC2086,SC2046
+cc -std=c17 -Wall -Werror $CFLAGS_EXTRA -c "$FTL_SOURCE_DIR/examples/finetune/adapter_io.c" -o adapter_io.o \
+  -I"$FTL_SOURCE_DIR/examples/finetune" $(pkg-config --cflags ftl) 2>cc-adapter.log ||
+  { cat cc-adapter.log >&2; fail "examples/finetune/adapter_io.c did not build against the installed headers"; }
 # 2. find_package(ftl).
 build_with_find_package "$P" "$CFLAGS_EXTRA"
 
@@ -46,6 +53,9 @@ for prog in ./prog-pc ./cm/build/prog-cmake; do
   expect_rc 0 "$name.out"
   for r in 0 1; do
     expect_contains "rd-$name/attempt-0000/rank-0000$r.out" "prog ok rank $r of 2, sum 3, restored step 1"
+  done
+  for f in adapter.safetensors adapter.json COMMIT; do
+    [ -s "rd-$name/final/$f" ] || fail "$name: no final/$f written through the installed door"
   done
 done
 

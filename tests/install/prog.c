@@ -1,6 +1,8 @@
 /* tests/install/prog.c: a training program built outside the tree against an installed ftl: joins
- * the gang, sums over it, saves and commits a checkpoint, and restores it. Prints "prog ok" on
- * success. Uses only <ftl/ftl.h>; not a test of the checkpoint itself (tests/ckpt does that). */
+ * the gang, sums over it, saves and commits a checkpoint, restores it, and (rank 0) writes its
+ * final adapter through the public door into RUNDIR/final and reads it back. Prints "prog ok" on
+ * success. Uses only <ftl/ftl.h>; not a test of the checkpoint or the adapter themselves
+ * (tests/ckpt, tests/finetune do that). */
 #include <ftl/ftl.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +42,23 @@ int main(int argc, char **argv) {
   if ((rc = ftl_ckpt_restore(ck, &ri)) != FTL_OK || ri.step != 1 || w[7] != 3.5f) {
     ret = fail("checkpoint restore", rc);
     goto out;
+  }
+  if (info->rank == 0) {
+    char dir[4096];
+    ftl_diag d;
+    ftl_adapter *a = NULL;
+    ftl_adapter_tensor t = {.name = "w", .ndim = 1, .shape = {8}, .data = w}, back;
+    static const char json[] = "{\"prog\": 1}\n";
+    if ((rc = ftl_adapter_final_dir(info, dir, sizeof dir, &d)) != FTL_OK ||
+        (rc = ftl_adapter_write(dir, &t, 1, json, sizeof json - 1, &d)) != FTL_OK ||
+        (rc = ftl_adapter_open(dir, &a, &d)) != FTL_OK || (rc = ftl_adapter_find(a, "w", &back)) != FTL_OK ||
+        back.data[7] != 3.5f || strcmp(ftl_adapter_json(a, NULL), json) != 0) {
+      fprintf(stderr, "prog: %s\n", d.msg);
+      ftl_adapter_close(a);
+      ret = fail("the final adapter", rc ? rc : FTL_ERR_CORRUPT);
+      goto out;
+    }
+    ftl_adapter_close(a);
   }
   ftl_step_done(ctx, 1);
   printf("prog ok rank %d of %d, sum %d, restored step %lld\n", info->rank, info->world_size, sum,

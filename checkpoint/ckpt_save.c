@@ -1,0 +1,111 @@
+/* checkpoint/ckpt_save.c: the training thread's side of a checkpoint: ftl_ckpt_save (wait for the
+ * previous checkpoint, snapshot into staging, hand the job to the writer), ftl_ckpt_wait, _last and
+ * _in_flight, and the wait for an idle writer that create, destroy and restore also use.
+ *
+ * The hand-over is the only contact with the writer thread (ckpt_writer.c): the job's fields in
+ * ck->sync under sync->mu, in_flight set, the condition variable broadcast. Nothing here calls the
+ * writer; the writer never calls anything here.
+ *
+ * Not here: the commit protocol (ckpt_writer.c), staging and the registry (ckpt_state.c). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkpoint/ckpt_internal.h"
+
+ftl_err ckpt_wait_idle_locked(ck_sync *s, int64_t deadline_ms) {
+  while (atomic_load(&s->in_flight)) {
+    if (deadline_ms == FTL_NO_DEADLINE) {
+      pthread_cond_wait(&s->cv, &s->mu);
+      continue;
+    }
+    int left = ftl_deadline_left_ms(deadline_ms);
+    if (left == 0) return FTL_ERR_TIMEOUT;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (long)(left % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+  return FTL_OK;
+}
+
+ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) {
+  ftl_diag d = {{0}};
+  if (!ck || step < 0) return FTL_ERR_INVAL;
+  ck_sync *s = ck->sync;
+  if (atomic_load(&s->broken))
+    return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_save: the handle is broken (a collective passed its deadline)");
+  if (step <= ck->last_step) {
+    ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_ckpt_save: step %lld is not after step %lld", (long long)step,
+                  (long long)ck->last_step);
+    return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+  }
+  int64_t t0 = ftl_clock_ns();
+  /* At most one checkpoint in flight: the next waits for the previous, and the wait is stall. */
+  pthread_mutex_lock(&s->mu);
+  ftl_err rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
+  pthread_mutex_unlock(&s->mu);
+  if (rc) {
+    ftl_diag_fail(&d, rc, "ftl_ckpt_save(step %lld): the previous checkpoint is still in flight after %lld ms",
+                  (long long)step, (long long)ck->timeout_ms);
+    return ckpt_fail(ck, rc, d.msg);
+  }
+  double wait_ms = ckpt_ms_since(t0);
+  /* A failure to stage on this rank does not return early: the other ranks' writers are about to
+   * meet this one in collectives, so the job still goes to the writer, which votes "no" and the
+   * step is abandoned on every rank with this rank's reason. */
+  if (!ck->registry_frozen || !ck->stage) rc = ftl_ckpt_prepare(ck);
+  if (rc)
+    ckpt_copy_text(d.msg, sizeof d.msg, ck->errmsg);
+  else
+    rc = ckpt_snapshot(ck, &d);
+  if (rc) ckpt_fail(ck, rc, d.msg);
+  double stall_ms = ckpt_ms_since(t0);
+  ck->last_step = step;
+  pthread_mutex_lock(&s->mu);
+  s->job_step = step;
+  s->job_t0_ns = t0;
+  s->job_stall_ms = stall_ms;
+  s->job_wait_ms = wait_ms;
+  s->job_local_err = rc;
+  ckpt_copy_text(s->job_local_msg, sizeof s->job_local_msg, rc ? d.msg : "");
+  s->have_job = 1;
+  atomic_store(&s->in_flight, 1);
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  ckpt_emit(ck, "ckpt_saved",
+            json_pack("{sI sf sf}", "step", (json_int_t)step, "stall_ms", stall_ms, "wait_prev_ms", wait_ms));
+  return FTL_OK;
+}
+
+ftl_err ftl_ckpt_wait(ftl_ckpt *ck, int64_t timeout_ms, ftl_ckpt_stats *out) {
+  if (!ck) return FTL_ERR_INVAL;
+  ck_sync *s = ck->sync;
+  int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? ck->timeout_ms : timeout_ms);
+  pthread_mutex_lock(&s->mu);
+  ftl_err rc = ckpt_wait_idle_locked(s, deadline);
+  if (!rc && !s->have_last) rc = FTL_ERR_NOTFOUND;
+  if (!rc) {
+    if (out) *out = s->last;
+    rc = s->last.err;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+int ftl_ckpt_in_flight(const ftl_ckpt *ck) { return ck ? atomic_load(&ck->sync->in_flight) : 0; }
+
+ftl_err ftl_ckpt_last(const ftl_ckpt *ck, ftl_ckpt_stats *out) {
+  if (!ck || !out) return FTL_ERR_INVAL;
+  ck_sync *s = ck->sync;
+  pthread_mutex_lock(&s->mu);
+  ftl_err rc = s->have_last ? FTL_OK : FTL_ERR_NOTFOUND;
+  if (!rc) *out = s->last;
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}

@@ -1,0 +1,260 @@
+/* rendezvous/rdzv_init.c: ftl_init, ftl_finalize and the context's accessors (include/ftl/rdzv.h).
+ *
+ * Start-up order and why:
+ *   1. rendezvous with the launcher (TCP, with a deadline): MPI_Init itself waits for every rank
+ *      with no deadline at all, so a rank that never starts would hang the others there. Joining
+ *      the launcher first turns that into an error naming the missing ranks.
+ *   2. MPI_Init_thread(MPI_THREAD_MULTIPLE), errors returned rather than aborting.
+ *   3. local rank from MPI_Comm_split_type(SHARED), checked against the launcher's numbering.
+ *   4. communicator: NCCL when every rank has a GPU of its own, MPI otherwise (one notice on
+ *      rank 0); agreed by all ranks, with a deadline on NCCL's set-up (docs/gpu.md).
+ * Each phase is timed and reported to the launcher, which writes the event log.
+ *
+ * Not here: the collectives (rdzv_coll.c), the launcher channel after start-up (rdzv_channel.c). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rendezvous/rz_internal.h"
+
+/* NCCL's set-up waits for every rank: bounded by the launcher's rendezvous deadline when there is
+ * one, else 2 minutes, and never longer than a collective may take. */
+static int64_t nccl_init_timeout_ms(const ftl_ctx *ctx) {
+  int64_t ms = ctx->env.present && ctx->env.timeout_ms > 0 ? ctx->env.timeout_ms : 120000;
+  return ms < ctx->collective_timeout_ms ? ms : ctx->collective_timeout_ms;
+}
+
+/* Picks NCCL only when every rank has a GPU of its own: a mixed gang cannot share one NCCL
+ * communicator, and NCCL refuses two ranks of one communicator on one device. The choice is one
+ * allreduce, so every rank takes the same path. */
+static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
+  const ftl_mpi_ops *mpi = ftl_mpi();
+  ftl_err rc = FTL_OK;
+  char why[256] = "";
+  const char *forced = getenv("FTL_BACKEND");
+  int want_nccl = forced && strcmp(forced, "nccl") == 0;
+  /* Probed even under FTL_BACKEND=mpi: where there are GPUs, device buffers must be recognised
+   * (and staged) on the MPI path too. */
+  int local_gpus = ftl_gpu_device_count(why, sizeof why);
+  ctx->local_gpus = local_gpus;
+  if (forced && strcmp(forced, "mpi") == 0) {
+    local_gpus = 0;
+    snprintf(why, sizeof why, "FTL_BACKEND=mpi");
+  }
+  /* MIN over ranks of {GPUs, one GPU per local rank}: 0 in either means the MPI path. */
+  int own_device = local_gpus > 0 && ctx->info.local_world_size <= local_gpus && ftl_gpu_nccl_compiled();
+  int mine[2] = {local_gpus, own_device}, all[2] = {0, 0};
+  rc = ftl_mpi_check(mpi->allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm), "MPI_Allreduce (GPU count)", d);
+  if (rc) return rc;
+  ctx->info.device = -1;
+  ctx->info.backend = FTL_BACKEND_MPI;
+  if (all[0] == 0) {
+    if (want_nccl)
+      return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "FTL_BACKEND=nccl but a rank has no GPU (%s)",
+                           local_gpus ? "another rank's" : why);
+    if (ctx->info.rank == 0) {
+      if (local_gpus == 0) FTL_LOG(FTL_LOG_INFO, "rdzv", "no GPU (%s): using the MPI CPU path", why);
+      else FTL_LOG(FTL_LOG_INFO, "rdzv", "some ranks have no GPU: using the MPI CPU path");
+    }
+    return FTL_OK;
+  }
+  if (!all[1]) {
+    if (want_nccl && !ftl_gpu_nccl_compiled())
+      return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "FTL_BACKEND=nccl but ftl was built without NCCL");
+    if (want_nccl)
+      return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED,
+                           "FTL_BACKEND=nccl but a host has more ranks than GPUs (here %d ranks, %d GPUs): NCCL "
+                           "cannot put two ranks on one device",
+                           ctx->info.local_world_size, local_gpus);
+    if (ctx->info.rank == 0 && !ftl_gpu_nccl_compiled())
+      FTL_LOG(FTL_LOG_WARN, "rdzv", "GPUs but no NCCL in this build: using the MPI path (device buffers are staged)");
+    else if (ctx->info.rank == 0)
+      FTL_LOG(FTL_LOG_WARN, "rdzv",
+              "more ranks than GPUs on a host (rank 0's: %d ranks, %d GPUs): NCCL cannot share a device, using "
+              "the MPI path (device buffers are staged through host memory)",
+              ctx->info.local_world_size, local_gpus);
+    return FTL_OK;
+  }
+  ctx->info.device = ctx->info.local_rank; /* < local_gpus: every local rank has its own */
+  unsigned char id[FTL_NCCL_ID_BYTES] = {0};
+  int id_rc = FTL_OK;
+  if (ctx->info.rank == 0) id_rc = (int)ftl_gpu_unique_id(id, d);
+  /* Agree on rank 0's result before using the id, so every rank fails together. */
+  int any_fail = id_rc;
+  rc = ftl_mpi_check(mpi->bcast(&any_fail, 1, MPI_INT, 0, ctx->comm), "MPI_Bcast", d);
+  if (rc) return rc;
+  if (any_fail) return ctx->info.rank == 0 ? (ftl_err)id_rc : ftl_diag_fail(d, FTL_ERR_NCCL, "rank 0 could not create the NCCL id");
+  rc = ftl_mpi_check(mpi->bcast(id, FTL_NCCL_ID_BYTES, MPI_BYTE, 0, ctx->comm), "MPI_Bcast (NCCL id)", d);
+  if (rc) return rc;
+  ftl_diag cd = {{0}};
+  ftl_err crc = ftl_gpu_comm_create(ctx->info.device, ctx->info.world_size, ctx->info.rank, id,
+                                    ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)), &ctx->gpu, &cd);
+  /* Agree before anyone uses the communicator: a rank whose set-up failed or timed out must not
+   * leave the others inside their first collective. Each rank's wait above had a deadline, so every
+   * rank reaches this allreduce. */
+  int failed = crc != FTL_OK, any_failed = 1;
+  rc = ftl_mpi_check(mpi->allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, ctx->comm),
+                     "MPI_Allreduce (NCCL set-up)", d);
+  if (!rc && any_failed) {
+    if (failed) {
+      memcpy(d, &cd, sizeof cd);
+      rc = crc;
+    } else {
+      rc = ftl_diag_fail(d, FTL_ERR_NCCL, "another rank could not set up its NCCL communicator (rank %d's was ready)",
+                         ctx->info.rank);
+    }
+  }
+  if (rc) {
+    if (ctx->gpu) ftl_gpu_comm_abort(ctx->gpu);
+    ftl_gpu_comm_destroy(ctx->gpu, 0);
+    ctx->gpu = NULL;
+    ctx->info.device = -1;
+    return rc;
+  }
+  ctx->info.backend = FTL_BACKEND_NCCL;
+  return FTL_OK;
+}
+
+static ftl_err init_mpi(ftl_ctx *ctx, int *argc, char ***argv, ftl_diag *d) {
+  const ftl_mpi_ops *mpi = ftl_mpi();
+  ftl_err rc;
+  int initialized = 0, provided = 0;
+  mpi->initialized(&initialized);
+  if (!initialized) {
+    rc = ftl_mpi_check(mpi->init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", d);
+    if (rc) return rc;
+    ctx->mpi_owned = 1;
+    if (provided < MPI_THREAD_MULTIPLE)
+      FTL_LOG(FTL_LOG_WARN, "rdzv", "MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
+  }
+  /* Errors come back as codes: ftl decides what a failure means, MPI does not abort for it. */
+  mpi->comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  rc = ftl_mpi_check(mpi->comm_dup(MPI_COMM_WORLD, &ctx->comm), "MPI_Comm_dup", d);
+  if (rc) return rc;
+  ctx->have_comm = 1;
+  mpi->comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+  rc = ftl_mpi_check(mpi->comm_rank(ctx->comm, &ctx->info.rank), "MPI_Comm_rank", d);
+  if (rc) return rc;
+  rc = ftl_mpi_check(mpi->comm_size(ctx->comm, &ctx->info.world_size), "MPI_Comm_size", d);
+  if (rc) return rc;
+  MPI_Comm local = MPI_COMM_NULL;
+  rc = ftl_mpi_check(mpi->comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->info.rank, MPI_INFO_NULL, &local),
+                     "MPI_Comm_split_type", d);
+  if (rc) return rc;
+  mpi->comm_rank(local, &ctx->info.local_rank);
+  mpi->comm_size(local, &ctx->info.local_world_size);
+  mpi->comm_free(&local);
+  return FTL_OK;
+}
+
+/* Under the launcher, MPI's numbering must be the launcher's: otherwise RANK in the environment
+ * (which PyTorch-style code reads) and the rank ftl uses would disagree. */
+static ftl_err check_gang(const ftl_ctx *ctx, ftl_diag *d) {
+  const ftl_launch_env *e = &ctx->env;
+  if (!e->present) return FTL_OK;
+  if (e->world_size >= 0 && e->world_size != ctx->info.world_size)
+    return ftl_diag_fail(d, FTL_ERR_GANG, "MPI world size %d differs from WORLD_SIZE=%d set by the launcher",
+                         ctx->info.world_size, e->world_size);
+  if (e->rank >= 0 && e->rank != ctx->info.rank)
+    return ftl_diag_fail(d, FTL_ERR_GANG, "MPI rank %d differs from RANK=%d set by the launcher", ctx->info.rank, e->rank);
+  return FTL_OK;
+}
+
+ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
+  ftl_err rc = FTL_OK;
+  ftl_diag d = {{0}};
+  *ctx_out = NULL;
+  ftl_log_init_from_env();
+  ftl_ctx *ctx = ftl_calloc(1, sizeof *ctx);
+  if (!ctx) return FTL_ERR_NOMEM;
+  pthread_mutex_init(&ctx->err_lock, NULL);
+  ctx->client.fd = -1;
+  ctx->info.device = -1;
+  ctx->info.host = ftl_hostname();
+  ctx->startup = (ftl_startup_ms){-1, -1, -1};
+  *ctx_out = ctx;
+
+  rc = ftl_launch_env_read(&ctx->env, &d);
+  if (rc) goto out;
+  ctx->info.attempt = ctx->env.attempt;
+  ctx->info.under_launcher = ctx->env.present;
+  ctx->info.run_dir = ctx->env.run_dir[0] ? ctx->env.run_dir : NULL;
+  ftl_log_set_identity(ctx->env.rank, ctx->env.world_size);
+  ctx->collective_timeout_ms = FTL_DEFAULT_COLLECTIVE_TIMEOUT_MS;
+  const char *ct = getenv("FTL_COLLECTIVE_TIMEOUT_MS");
+  int64_t parsed;
+  if (ct && ftl_parse_i64(ct, 1, INT64_MAX / 4, &parsed) == FTL_OK) ctx->collective_timeout_ms = parsed;
+
+  int64_t t0 = ftl_clock_ns();
+  if (ctx->env.present) {
+    if (ctx->env.rank < 0 || ctx->env.world_size < 1) {
+      rc = ftl_diag_fail(&d, FTL_ERR_GANG, "FTL_RDZV_ADDR is set but RANK/WORLD_SIZE are not");
+      goto out;
+    }
+    /* The launcher's verdict normally comes first; the extra second covers a slow launcher. */
+    rc = ftl_rdzv_client_open(&ctx->client, &ctx->env, "rank", ctx->env.rank,
+                              ftl_deadline_after_ms(ctx->env.timeout_ms + 1000), &d);
+    if (rc) goto out;
+    ctx->have_client = 1;
+    ctx->startup.rendezvous = rz_ms_since(t0);
+  }
+
+  t0 = ftl_clock_ns();
+  rc = init_mpi(ctx, argc, argv, &d);
+  if (rc) goto out;
+  ctx->startup.mpi_init = rz_ms_since(t0);
+  ftl_log_set_identity(ctx->info.rank, ctx->info.world_size);
+  rc = check_gang(ctx, &d);
+  if (rc) goto out;
+
+  t0 = ftl_clock_ns();
+  rc = init_communicator(ctx, &d);
+  if (rc) goto out;
+  ctx->startup.comm_init = rz_ms_since(t0);
+  ctx->ready_ns = ftl_clock_ns();
+
+  rz_report(ctx, json_pack("{s:s, s:f, s:f, s:f, s:s, s:i, s:i, s:i}", "type", "ready", "rendezvous_ms",
+                        ctx->startup.rendezvous, "mpi_init_ms", ctx->startup.mpi_init, "comm_init_ms",
+                        ctx->startup.comm_init, "backend", ctx->info.backend == FTL_BACKEND_NCCL ? "nccl" : "mpi",
+                        "device", ctx->info.device, "local_rank", ctx->info.local_rank, "local_world_size",
+                        ctx->info.local_world_size));
+out:
+  if (rc) {
+    rz_ctx_fail(ctx, rc, &d);
+    FTL_LOG(FTL_LOG_ERROR, "rdzv", "ftl_init failed: %s", d.msg);
+  }
+  return rc;
+}
+
+ftl_err ftl_finalize(ftl_ctx *ctx) {
+  if (!ctx) return FTL_OK;
+  ftl_err rc = FTL_OK;
+  ftl_diag d = {{0}};
+  /* A communicator broken by an error was aborted then; a healthy one is finalized, with a
+   * deadline (a peer that died makes the finalize wait: then it is aborted). */
+  if (ctx->gpu) ftl_gpu_comm_destroy(ctx->gpu, ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)));
+  if (ctx->stage_event) ftl_gpu()->event_destroy(ctx->stage_event);
+  ftl_free(ctx->stage);
+  const ftl_mpi_ops *mpi = ftl_mpi();
+  if (ctx->have_comm) mpi->comm_free(&ctx->comm);
+  if (ctx->mpi_owned) {
+    int finalized = 0;
+    mpi->finalized(&finalized);
+    if (!finalized) rc = ftl_mpi_check(mpi->finalize(), "MPI_Finalize", &d);
+  }
+  if (ctx->have_client) {
+    rz_report(ctx, json_pack("{s:s}", "type", "bye"));
+    ftl_rdzv_client_close(&ctx->client);
+  }
+  ftl_linebuf_free(&ctx->from_launcher);
+  pthread_mutex_destroy(&ctx->err_lock);
+  ftl_free(ctx);
+  return rc;
+}
+
+const ftl_info *ftl_ctx_info(const ftl_ctx *ctx) { return &ctx->info; }
+const ftl_startup_ms *ftl_ctx_startup(const ftl_ctx *ctx) { return &ctx->startup; }
+const char *ftl_ctx_errmsg(const ftl_ctx *ctx) { return ctx ? ctx->diag.msg : ""; }
+void *ftl_ctx_mpi_comm(ftl_ctx *ctx) { return ctx->have_comm ? &ctx->comm : NULL; }

@@ -5,6 +5,10 @@
  * writer also repairs a last line torn by a writer that died (it ends it with '\n' first, in the
  * same write), which a writer without the lock cannot do safely.
  *
+ * Every open, write, fsync and close goes through the file seam (core/fs.h), so fault injection
+ * (FTL_FAULT: a failed or torn write, a failed fsync) and the crash point `jsonl.append` (after the
+ * record's write, before its fsync) reach every ledger and log.
+ *
  * Not here: what the records mean (each owner's format page), durable replacement of whole files
  * (core/fs.c).
  *
@@ -65,7 +69,7 @@ ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl *
   /* Read access too: the torn-line check reads the last byte. Never through a link (whoever can
    * write the folder could point the log at another file) and never a FIFO or device: a log is a
    * regular file, checked on the descriptor itself. */
-  log->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  log->fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (log->fd < 0) {
     rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot open %s: %s", path,
                        errno == ELOOP ? "it is a symbolic link" : strerror(errno));
@@ -89,7 +93,7 @@ static bool last_line_torn(int fd) {
   struct stat st;
   char last = '\n';
   if (fstat(fd, &st) != 0 || st.st_size == 0) return false;
-  return pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+  return ftl_fs_table.pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
 }
 
 ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
@@ -122,7 +126,7 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   const char *p = torn ? line : line + 1;
   size_t left = torn ? n + 2 : n + 1;
   while (left > 0) {
-    ssize_t w = write(log->fd, p, left);
+    ssize_t w = ftl_fs_table.write(log->fd, p, left);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) {
       rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot append to %s: %s", log->path, strerror(errno));
@@ -131,7 +135,10 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
     p += w;
     left -= (size_t)w;
   }
-  if (log->opts.fsync && fsync(log->fd) != 0) {
+  /* A test hook: a writer killed after its record (torn, under FTL_FAULT=tear:N) and before the
+   * fsync, which the next locked append must repair. */
+  ftl_crash_point("jsonl.append", -1, -1);
+  if (log->opts.fsync && ftl_fs_table.fsync(log->fd) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", log->path, strerror(errno));
     goto out;
   }
@@ -145,8 +152,8 @@ out:
 void ftl_jsonl_close(ftl_jsonl *log) {
   if (!log) return;
   if (log->fd >= 0) {
-    fsync(log->fd);
-    close(log->fd);
+    ftl_fs_table.fsync(log->fd);
+    ftl_fs_table.close(log->fd);
   }
   ftl_free(log);
 }
@@ -159,7 +166,7 @@ ftl_err ftl_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_op
   if (rc == FTL_OK) rc = ftl_jsonl_write(log, rec, d);
   if (log) {
     /* The record was fsynced by the write when opts asked for it; closing needs no second one. */
-    close(log->fd);
+    ftl_fs_table.close(log->fd);
     ftl_free(log);
   }
   return rc;
@@ -174,19 +181,19 @@ ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_
   *data_out = NULL;
   *size_out = 0;
   /* O_NONBLOCK: a FIFO in the log's place must not block the reader; it is refused below. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = ftl_fs_table.open(path, O_RDONLY | O_NONBLOCK, 0);
   if (fd < 0)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
                          strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
+    ftl_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: not a regular file", path);
   }
   /* Under the shared lock no locked appender is mid-line, so no line is seen half-written. */
   if ((rc = ftl_flock_deadline(fd, LOCK_SH, lock_timeout_ms, path, d)) == FTL_OK)
     rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
-  close(fd); /* closing releases the lock */
+  ftl_fs_table.close(fd); /* closing releases the lock */
   return rc;
 }
 

@@ -207,7 +207,7 @@ static ftl_err pointer_write(const ftl_registry_ref *reg, const char *name, cons
   char *text = pl_json_text(j, 1, &len);
   json_decref(j);
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  rc = pl_write_atomic(path, text, len, "promote.channel_write", d);
+  rc = core_fs_replace(path, text, len, CORE_TMP_UNPREDICTABLE, "promote.channel_write", -1, -1, d);
   ftl_free(text);
   return rc;
 }
@@ -509,7 +509,7 @@ static void each_prefixed(const char *dir, const char *prefix, void (*fn)(const 
   closedir(dp);
 }
 
-static void unlink_path(const char *p) { unlink(p); }
+static void unlink_path(const char *p) { ftl_fs_table.unlink(p); }
 
 /* Removes what writers that died left behind: versions/.tmp-* (a publish), versions/<id>/adapter.tmp-*
  * (an unpack), channels/<channel>.json.tmp-* (a pointer write). Only under the lock: every writer
@@ -818,40 +818,41 @@ ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, c
      * it only if an interrupted attempt did not. */
     if ((rc = audit_repair_publish(reg, name, id, who, o.why, extra, d))) goto out;
   } else {
-    if (ftl_fmt(tmp, sizeof tmp, "%s/.tmp-%.12s-XXXXXX", versions, id) || !mkdtemp(tmp)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create a temporary folder in %s: %s", versions, strerror(errno));
+    if (ftl_fmt(tmp, sizeof tmp, "%s/.tmp-%.12s-XXXXXX", versions, id)) {
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", versions);
       tmp[0] = '\0';
       goto out;
     }
     /* mkdtemp makes it 0700; a published version is readable by the servers that load it. */
-    if ((dirfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fchmod(dirfd, 0755)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", tmp, strerror(errno));
-      goto out;
-    }
+    if ((rc = core_fs_mkdtemp(tmp, 0755, &dirfd, d))) goto out;
     /* What is stored is ftl's own writer's bytes of the verified entries, never the bytes
      * offered (pipeline/package.h): packaging noise a manifest does not declare stays out. */
-    int pfd = openat(dirfd, FTL_PACKAGE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int pfd = ftl_fs_table.openat(dirfd, FTL_PACKAGE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (pfd < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE, strerror(errno));
+      rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE,
+                         strerror(errno));
       goto out;
     }
     ftl_package_info info;
-    rc = ftl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, d);
-    close(pfd);
-    if (rc) goto out;
+    ftl_diag cd;
+    rc = ftl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, &cd);
+    ftl_fs_table.close(pfd);
+    if (rc) {
+      /* A failure of the offered package names its path; one of the copy being written (a write,
+       * its fsync) is named here. */
+      if (strstr(cd.msg, package_path))
+        ftl_diag_fail(d, rc, "%s", cd.msg);
+      else
+        ftl_diag_fail(d, rc, "%s/%s: %s", tmp, FTL_PACKAGE_FILE, cd.msg);
+      goto out;
+    }
     int same_manifest = info.manifest_size == man_size && !memcmp(info.manifest, man, man_size);
     ftl_package_info_release(&info);
     if (!same_manifest) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s changed while it was being published", package_path);
       goto out;
     }
-    int fd = openat(dirfd, FTL_PACKAGE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, man, man_size) != (ssize_t)man_size || fsync(fd)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot write %s/%s: %s", tmp, FTL_PACKAGE_MANIFEST, strerror(errno));
-      if (fd >= 0) close(fd);
-      goto out;
-    }
-    close(fd);
+    if ((rc = core_fs_write_new_at(dirfd, tmp, FTL_PACKAGE_MANIFEST, man, man_size, 0644, d))) goto out;
     /* Publish's own check: the stored copy unpacks whole, under the same id, into the folder that
      * will be served; then what the files say is checked there. */
     if (ftl_fmt(pkg, sizeof pkg, "%s/%s", tmp, FTL_PACKAGE_FILE) || ftl_fmt(adir, sizeof adir, "%s/adapter", tmp)) {
@@ -870,30 +871,24 @@ ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, c
       rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
       goto out;
     }
-    fd = openat(dirfd, PUBLICATION_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, pub_text, pub_len) != (ssize_t)pub_len || fsync(fd)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot write %s/%s: %s", tmp, PUBLICATION_FILE, strerror(errno));
-      if (fd >= 0) close(fd);
-      goto out;
-    }
-    close(fd);
-    if (fsync(dirfd)) {
+    if ((rc = core_fs_write_new_at(dirfd, tmp, PUBLICATION_FILE, pub_text, pub_len, 0644, d))) goto out;
+    if (ftl_fs_table.fsync(dirfd)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
       goto out;
     }
     pl_crash_point("publish.before_rename");
-    if (rename(tmp, vdir)) {
+    if (ftl_fs_table.rename(tmp, vdir)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot rename %s to %s: %s", tmp, vdir, strerror(errno));
       goto out;
     }
     tmp[0] = '\0';
-    if ((rc = pl_fsync_dir(versions, d))) goto out;
+    if ((rc = ftl_fs_fsync_dir(versions, d))) goto out;
     pl_crash_point("publish.after_rename");
     if ((rc = audit(reg, name, "publish", NULL, NULL, id, who, o.why, -1, extra, d))) goto out;
   }
   if (o.channel) rc = move_locked(reg, name, id, o.channel, who, o.why, NULL, d);
 out:
-  if (dirfd >= 0) close(dirfd);
+  if (dirfd >= 0) ftl_fs_table.close(dirfd);
   if (in >= 0) close(in);
   if (tmp[0]) pl_rm_tree(tmp);
   pl_unlock(lock);

@@ -310,7 +310,11 @@ ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_
   if (ftl_fs_table.rename(tmp, path) != 0)
     return ftl_diag_fail(d, FTL_ERR_IO, "rename of %s to %s failed: %s", tmp, path, strerror(errno));
   if (renamed) *renamed = true;
-  return ftl_fs_fsync_dir(dir, d);
+  ftl_diag fd_d;
+  ftl_err rc = ftl_fs_fsync_dir(dir, &fd_d);
+  /* The file is in place, its rename not yet durable: the message names both. */
+  if (rc) ftl_diag_fail(d, rc, "%s was renamed into place, but %s", path, fd_d.msg);
+  return rc;
 }
 
 /* The temporary name for `naming` into tmp. */
@@ -341,7 +345,8 @@ ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, 
      * is planted again in between, the create fails instead). */
     if (naming != CORE_TMP_UNPREDICTABLE && ftl_fs_table.unlink(tmp) != 0 && errno != ENOENT)
       return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot remove the stale %s: %s", tmp, strerror(errno));
-    *fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    /* Read access too: core_fs_replace reads back what it wrote. */
+    *fd = ftl_fs_table.open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (*fd >= 0) return FTL_OK;
     /* An unpredictable name that exists already: draw another (eight times at most). */
     if (naming == CORE_TMP_UNPREDICTABLE && errno == EEXIST && attempt < 8) continue;
@@ -352,7 +357,28 @@ ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, 
   }
 }
 
-/* Writes data into *fd with the crash point (or NULL) halfway, then ftl_fs_commit_tmp. */
+/* Reads back what was just written to fd (from the page cache, through the seam) and compares it
+ * with data: a write the device reported whole but that is not (FTL_FAULT=tear:N, a file system
+ * that lies about a short write) fails here, before anything is renamed into place. Bytes lost
+ * below the page cache are for the reader's checksum. */
+static ftl_err verify_written(int fd, const void *data, size_t size, const char *what, ftl_diag *d) {
+  char buf[16384];
+  struct stat st;
+  if (fstat(fd, &st) != 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", what, strerror(errno));
+  if ((uint64_t)st.st_size != (uint64_t)size)
+    return ftl_diag_fail(d, FTL_ERR_IO, "%s holds %lld bytes after writing %zu: a torn write", what,
+                         (long long)st.st_size, size);
+  for (size_t at = 0; at < size;) {
+    size_t n = size - at < sizeof buf ? size - at : sizeof buf;
+    if (ftl_fs_pread_all(fd, buf, n, at) != FTL_OK || memcmp(buf, (const char *)data + at, n) != 0)
+      return ftl_diag_fail(d, FTL_ERR_IO, "%s does not read back as written: a torn write", what);
+    at += n;
+  }
+  return FTL_OK;
+}
+
+/* Writes data into *fd with the crash point (or NULL) halfway, reads it back, then
+ * ftl_fs_commit_tmp. */
 static ftl_err fill_and_commit(int *fd, const char *tmp, const char *path, const void *data, size_t size,
                                const char *crash_name, int rank, int64_t step, ftl_diag *d) {
   size_t half = size / 2;
@@ -360,6 +386,7 @@ static ftl_err fill_and_commit(int *fd, const char *tmp, const char *path, const
   if (rc == FTL_OK && crash_name && crash_name[0]) ftl_crash_point(crash_name, rank, step);
   if (rc == FTL_OK) rc = ftl_fs_pwrite_all(*fd, (const char *)data + half, size - half, half);
   if (rc) return ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
+  if ((rc = verify_written(*fd, data, size, tmp, d))) return rc;
   return ftl_fs_commit_tmp(fd, tmp, path, false, NULL, d);
 }
 
@@ -384,15 +411,17 @@ ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, con
 
 ftl_err core_fs_write_new_at(int dirfd, const char *shown_dir, const char *name, const void *data, size_t size,
                              mode_t mode, ftl_diag *d) {
-  const char *sep = shown_dir ? "/" : "", *dir = shown_dir ? shown_dir : "";
-  int fd = ftl_fs_table.openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
-  if (fd < 0)
-    return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s%s%s: %s", dir, sep, name, strerror(errno));
+  char shown[PATH_MAX];
+  if (ftl_fmt(shown, sizeof shown, "%s%s%s", shown_dir ? shown_dir : "", shown_dir ? "/" : "", name))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", name);
+  /* Read access too: what was written is read back before the fsync. */
+  int fd = ftl_fs_table.openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+  if (fd < 0) return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", shown, strerror(errno));
   ftl_err rc = ftl_fs_pwrite_all(fd, data, size, 0);
-  if (rc)
-    ftl_diag_fail(d, rc, "cannot write %s%s%s: %s", dir, sep, name, strerror(errno));
-  else if (ftl_fs_table.fsync(fd) != 0)
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s%s%s: %s", dir, sep, name, strerror(errno));
+  if (rc) ftl_diag_fail(d, rc, "cannot write %s: %s", shown, strerror(errno));
+  if (!rc) rc = verify_written(fd, data, size, shown, d);
+  if (!rc && ftl_fs_table.fsync(fd) != 0)
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", shown, strerror(errno));
   ftl_fs_table.close(fd);
   if (rc) ftl_fs_table.unlinkat(dirfd, name, 0);
   return rc;

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -31,6 +32,10 @@
 struct ftl_jsonl {
   int fd;
   ftl_jsonl_opts opts;
+  /* With opts.lock: held with the flock. A flock belongs to the open file, so threads writing one
+   * handle would all hold it at once; this makes each locked append theirs alone, which the check
+   * that the file grew by exactly the record (and the undo of a failed append) needs. */
+  pthread_mutex_t mu;
   char path[PATH_MAX];
 };
 
@@ -61,6 +66,7 @@ ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl *
   log = ftl_calloc(1, sizeof *log);
   if (!log) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory opening %s", path);
   log->fd = -1;
+  pthread_mutex_init(&log->mu, NULL);
   if (opts) log->opts = *opts;
   if (ftl_fmt(log->path, sizeof log->path, "%s", path)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
@@ -118,32 +124,53 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   memcpy(line + 1, text, n);
   line[n + 1] = '\n';
   bool torn = false;
+  off_t before = -1; /* the file's size before this record; known under the lock */
+  struct stat st;
   if (log->opts.lock) {
-    if ((rc = ftl_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) goto out;
+    pthread_mutex_lock(&log->mu);
+    if ((rc = ftl_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) {
+      pthread_mutex_unlock(&log->mu);
+      goto out;
+    }
     locked = true;
     torn = last_line_torn(log->fd);
+    if (fstat(log->fd, &st) == 0) before = st.st_size;
   }
   const char *p = torn ? line : line + 1;
-  size_t left = torn ? n + 2 : n + 1;
+  size_t left = torn ? n + 2 : n + 1, total = left;
   while (left > 0) {
     ssize_t w = ftl_fs_table.write(log->fd, p, left);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) {
       rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot append to %s: %s", log->path, strerror(errno));
-      goto out;
+      break;
     }
     p += w;
     left -= (size_t)w;
   }
-  /* A test hook: a writer killed after its record (torn, under FTL_FAULT=tear:N) and before the
-   * fsync, which the next locked append must repair. */
-  ftl_crash_point("jsonl.append", -1, -1);
+  /* A test hook: a writer killed after its record's write (torn, under FTL_FAULT=tear:N) and
+   * before the fsync, which the next locked append repairs. */
+  if (!rc) ftl_crash_point("jsonl.append", -1, -1);
+  /* Under the lock the file must have grown by exactly the record: a write reported whole that is
+   * not (a torn write) is an error, not a record. */
+  if (!rc && before >= 0 && (fstat(log->fd, &st) != 0 || st.st_size != before + (off_t)total))
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "append to %s was torn (%lld of %zu bytes reached the file)", log->path,
+                       (long long)(st.st_size - before), total);
+  if (rc) {
+    /* Under the lock nobody else appended since: the file goes back to what it was, so a failed
+     * append (ENOSPC halfway, a torn write) leaves no partial record behind the earlier ones. */
+    if (before >= 0) (void)ftl_fs_table.ftruncate(log->fd, before);
+    goto out;
+  }
   if (log->opts.fsync && ftl_fs_table.fsync(log->fd) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", log->path, strerror(errno));
     goto out;
   }
 out:
-  if (locked) flock(log->fd, LOCK_UN);
+  if (locked) {
+    flock(log->fd, LOCK_UN);
+    pthread_mutex_unlock(&log->mu);
+  }
   ftl_free(line);
   free(text); /* jansson's allocator is libc's */
   return rc;
@@ -155,6 +182,7 @@ void ftl_jsonl_close(ftl_jsonl *log) {
     ftl_fs_table.fsync(log->fd);
     ftl_fs_table.close(log->fd);
   }
+  pthread_mutex_destroy(&log->mu);
   ftl_free(log);
 }
 
@@ -167,6 +195,7 @@ ftl_err ftl_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_op
   if (log) {
     /* The record was fsynced by the write when opts asked for it; closing needs no second one. */
     ftl_fs_table.close(log->fd);
+    pthread_mutex_destroy(&log->mu);
     ftl_free(log);
   }
   return rc;
@@ -198,6 +227,18 @@ ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_
 }
 
 /* ---- lines ----------------------------------------------------------------------------------- */
+
+bool core_jsonl_line_torn(const char *line, size_t len) {
+  if (!line || len == 0 || line[0] != '{') return false;
+  json_error_t jerr;
+  json_t *j = json_loadb(line, len, 0, &jerr);
+  if (j) {
+    json_decref(j);
+    return false;
+  }
+  /* Every proper prefix of a JSON object, and nothing else, ends the input early. */
+  return json_error_code(&jerr) == json_error_premature_end_of_input;
+}
 
 ftl_err ftl_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d) {
   const json_t *ver = json_object_get(rec, "version");

@@ -133,28 +133,21 @@ static char *fs_mkdtemp(char *tmpl) { return mkdtemp(tmpl); }
 static int fs_fchmod(int fd, mode_t mode) { return fchmod(fd, mode); }
 static int fs_unlinkat(int dirfd, const char *name, int flags) { return unlinkat(dirfd, name, flags); }
 
-static const ftl_fs real_table = {
-    .open = fs_open,
-    .close = fs_close,
-    .pwrite = fs_pwrite,
-    .pread = fs_pread,
-    .fsync = fs_fsync,
-    .rename = fs_rename,
-    .unlink = fs_unlink,
-    .ftruncate = fs_ftruncate,
-    .openat = fs_openat,
-    .write = fs_write,
-    .read = fs_read,
-    .mkdir = fs_mkdir,
-    .mkdtemp = fs_mkdtemp,
-    .fchmod = fs_fchmod,
-    .unlinkat = fs_unlinkat,
-    .rename_noreplace = fs_rename_noreplace,
-};
+/* The real table, spelled once for the static initializer and for ftl_fs_reset. */
+#define REAL_TABLE                                                                                                     \
+  {                                                                                                                    \
+    .open = fs_open, .close = fs_close, .pwrite = fs_pwrite, .pread = fs_pread, .fsync = fs_fsync,                     \
+    .rename = fs_rename, .unlink = fs_unlink, .ftruncate = fs_ftruncate, .openat = fs_openat, .write = fs_write,       \
+    .read = fs_read, .mkdir = fs_mkdir, .mkdtemp = fs_mkdtemp, .fchmod = fs_fchmod, .unlinkat = fs_unlinkat,           \
+    .rename_noreplace = fs_rename_noreplace,                                                                           \
+  }
 
-ftl_fs ftl_fs_table = real_table;
+ftl_fs ftl_fs_table = REAL_TABLE;
 
-void ftl_fs_reset(void) { ftl_fs_table = real_table; }
+void ftl_fs_reset(void) {
+  const ftl_fs real = REAL_TABLE;
+  ftl_fs_table = real;
+}
 
 /* ---- environment ------------------------------------------------------------------------- */
 
@@ -331,8 +324,7 @@ static ftl_err tmp_name(const char *path, core_tmp_naming naming, char *tmp, siz
   return rc ? ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path) : FTL_OK;
 }
 
-ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, size_t tmp_size, int *fd,
-                           ftl_diag *d) {
+ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, size_t tmp_size, int *fd, ftl_diag *d) {
   ftl_err rc;
   *fd = -1;
   if (naming != CORE_TMP_FIXED && naming != CORE_TMP_PER_PROCESS && naming != CORE_TMP_UNPREDICTABLE)
@@ -390,8 +382,8 @@ static ftl_err fill_and_commit(int *fd, const char *tmp, const char *path, const
   return ftl_fs_commit_tmp(fd, tmp, path, false, NULL, d);
 }
 
-ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming,
-                        const char *crash_name, int rank, int64_t step, ftl_diag *d) {
+ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming, const char *crash_name,
+                        int rank, int64_t step, ftl_diag *d) {
   char tmp[PATH_MAX];
   int fd = -1;
   ftl_err rc = core_fs_create_tmp(path, naming, tmp, sizeof tmp, &fd, d);

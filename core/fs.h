@@ -107,16 +107,15 @@ typedef enum core_tmp_naming {
 
 /* Creates the temporary file for replacing path, named as `naming` says: its name into tmp, the
  * write descriptor into *fd. */
-ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, size_t tmp_size, int *fd,
-                           ftl_diag *d);
+ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, size_t tmp_size, int *fd, ftl_diag *d);
 
 /* The one durable atomic replace of ftl: a temporary file (core_fs_create_tmp), write, fsync,
  * rename, fsync(folder), all through the seam. crash_name (or NULL) is the crash point passed
  * halfway through the write. A reader sees the old file or the new one, never a part; on failure
  * the temporary file is removed. Every other atomic write (ftl_fs_write_atomic,
  * ftl_write_file_atomic) is this call. */
-ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming,
-                        const char *crash_name, int rank, int64_t step, ftl_diag *d);
+ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming, const char *crash_name,
+                        int rank, int64_t step, ftl_diag *d);
 
 /* core_fs_replace with CORE_TMP_FIXED (the checkpoint writer's and the gate's spelling). */
 ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
@@ -128,8 +127,7 @@ ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, con
  * after the fsync. *renamed (may be NULL) says whether path is already the new file, which a
  * failed fsync of the folder leaves in place; on failure the caller still owns tmp (and *fd unless
  * it is -1). */
-ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed,
-                          ftl_diag *d);
+ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed, ftl_diag *d);
 
 /* A new file name in the folder dirfd (AT_FDCWD: name is a path), created O_EXCL|O_NOFOLLOW with
  * mode (an existing file or a planted link is refused), written whole and fsynced, through the

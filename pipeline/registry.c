@@ -743,8 +743,7 @@ static ftl_err store_package(int dirfd, const char *tmp, const char *package_pat
                              size_t man_size, ftl_diag *d) {
   int pfd = ftl_fs_table.openat(dirfd, FTL_PACKAGE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (pfd < 0)
-    return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE,
-                         strerror(errno));
+    return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE, strerror(errno));
   ftl_package_info info;
   ftl_diag cd;
   ftl_err rc = ftl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, &cd);

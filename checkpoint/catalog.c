@@ -209,7 +209,7 @@ ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d) {
   }
   closedir(dir);
   if (rc) return rc;
-  if (rmdir(sd) != 0 && errno != ENOENT)
+  if (ftl_fs_table.unlinkat(AT_FDCWD, sd, AT_REMOVEDIR) != 0 && errno != ENOENT)
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot remove folder %s: %s", sd, strerror(errno));
   return ftl_fs_fsync_dir(base, d);
 }

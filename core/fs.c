@@ -3,11 +3,13 @@
  * every durable file of ftl (checkpoints, the final adapter, run-directory records) goes through
  * one seam; the old FTL_CKPT_* variable names keep working for existing scripts.
  *
- * Not here: paths (core/rundir.c), appends of JSON lines (core/jsonl.c, which needs O_APPEND and a
- * lock rather than a positioned write).
+ * Not here: paths (core/rundir.c), appends of JSON lines (core/jsonl.c: O_APPEND and a lock, through
+ * this table's write), the file helpers above the seam (core/files.c calls this file; this file
+ * uses only the strings and the log of ftl/core.h, never core/files.c).
  *
  * Map: fault counters; the default table (real syscalls behind the fault checks); environment
- * parsing; crash points; loop-until-done helpers; durable atomic replace. */
+ * parsing; crash points; loop-until-done helpers; durable atomic replace; new files, temporary
+ * folders and random names. */
 #include "core/fs.h"
 
 #include <errno.h>
@@ -18,9 +20,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl/core.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 /* ---- fault counters ---------------------------------------------------------------------- */
 
@@ -52,19 +60,39 @@ static int fault_fires(ftl_fault_op op) {
 static int fs_open(const char *path, int flags, mode_t mode) { return open(path, flags | O_CLOEXEC, mode); }
 static int fs_close(int fd) { return close(fd); }
 
-static ssize_t fs_pwrite(int fd, const void *buf, size_t n, off_t off) {
+/* The write faults of pwrite and write: -1 with the fault's errno, or a torn write (half the
+ * bytes, full success reported) through `half`. -2: no fault, do the real call. */
+static ssize_t write_fault(ssize_t (*half)(int, const void *, size_t, off_t), int fd, const void *buf, size_t n,
+                           off_t off) {
   if (fault_fires(FTL_FAULT_WRITE)) {
     errno = atomic_load(&fault_errno[FTL_FAULT_WRITE]);
     return -1;
   }
   if (fault_fires(FTL_FAULT_TEAR)) {
-    ssize_t w = pwrite(fd, buf, n / 2, off);
+    ssize_t w = half(fd, buf, n / 2, off);
     return w < 0 ? w : (ssize_t)n;
   }
-  return pwrite(fd, buf, n, off);
+  return -2;
+}
+
+static ssize_t real_pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }
+static ssize_t real_write(int fd, const void *buf, size_t n, off_t off) {
+  (void)off;
+  return write(fd, buf, n);
+}
+
+static ssize_t fs_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  ssize_t f = write_fault(real_pwrite, fd, buf, n, off);
+  return f != -2 ? f : pwrite(fd, buf, n, off);
+}
+
+static ssize_t fs_write(int fd, const void *buf, size_t n) {
+  ssize_t f = write_fault(real_write, fd, buf, n, 0);
+  return f != -2 ? f : write(fd, buf, n);
 }
 
 static ssize_t fs_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+static ssize_t fs_read(int fd, void *buf, size_t n) { return read(fd, buf, n); }
 
 static int fs_fsync(int fd) {
   if (fault_fires(FTL_FAULT_FSYNC)) {
@@ -74,9 +102,22 @@ static int fs_fsync(int fd) {
   return fsync(fd);
 }
 
-static int fs_rename(const char *from, const char *to) {
-  if (fault_fires(FTL_FAULT_RENAME)) {
-    errno = atomic_load(&fault_errno[FTL_FAULT_RENAME]);
+static int rename_fault(void) {
+  if (!fault_fires(FTL_FAULT_RENAME)) return 0;
+  errno = atomic_load(&fault_errno[FTL_FAULT_RENAME]);
+  return 1;
+}
+
+static int fs_rename(const char *from, const char *to) { return rename_fault() ? -1 : rename(from, to); }
+
+static int fs_rename_noreplace(const char *from, const char *to) {
+  if (rename_fault()) return -1;
+  int k = renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+  if (k == 0 || (errno != EINVAL && errno != ENOSYS)) return k;
+  /* No RENAME_NOREPLACE on this file system: check, then rename. */
+  struct stat st;
+  if (lstat(to, &st) == 0) {
+    errno = EEXIST;
     return -1;
   }
   return rename(from, to);
@@ -84,11 +125,27 @@ static int fs_rename(const char *from, const char *to) {
 
 static int fs_unlink(const char *path) { return unlink(path); }
 static int fs_ftruncate(int fd, off_t size) { return ftruncate(fd, size); }
+static int fs_openat(int dirfd, const char *name, int flags, mode_t mode) {
+  return openat(dirfd, name, flags | O_CLOEXEC, mode);
+}
+static int fs_mkdir(const char *path, mode_t mode) { return mkdir(path, mode); }
+static char *fs_mkdtemp(char *tmpl) { return mkdtemp(tmpl); }
+static int fs_fchmod(int fd, mode_t mode) { return fchmod(fd, mode); }
+static int fs_unlinkat(int dirfd, const char *name, int flags) { return unlinkat(dirfd, name, flags); }
 
-ftl_fs ftl_fs_table = {fs_open, fs_close, fs_pwrite, fs_pread, fs_fsync, fs_rename, fs_unlink, fs_ftruncate};
+/* The real table, spelled once for the static initializer and for ftl_fs_reset. */
+#define REAL_TABLE                                                                                                     \
+  {                                                                                                                    \
+    .open = fs_open, .close = fs_close, .pwrite = fs_pwrite, .pread = fs_pread, .fsync = fs_fsync,                     \
+    .rename = fs_rename, .unlink = fs_unlink, .ftruncate = fs_ftruncate, .openat = fs_openat, .write = fs_write,       \
+    .read = fs_read, .mkdir = fs_mkdir, .mkdtemp = fs_mkdtemp, .fchmod = fs_fchmod, .unlinkat = fs_unlinkat,           \
+    .rename_noreplace = fs_rename_noreplace,                                                                           \
+  }
+
+ftl_fs ftl_fs_table = REAL_TABLE;
 
 void ftl_fs_reset(void) {
-  ftl_fs real = {fs_open, fs_close, fs_pwrite, fs_pread, fs_fsync, fs_rename, fs_unlink, fs_ftruncate};
+  const ftl_fs real = REAL_TABLE;
   ftl_fs_table = real;
 }
 
@@ -246,60 +303,154 @@ ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_
   if (ftl_fs_table.rename(tmp, path) != 0)
     return ftl_diag_fail(d, FTL_ERR_IO, "rename of %s to %s failed: %s", tmp, path, strerror(errno));
   if (renamed) *renamed = true;
-  return ftl_fs_fsync_dir(dir, d);
-}
-
-/* The replace itself, with the temporary name chosen by the caller. */
-static ftl_err write_atomic_via(const char *path, const char *tmp, const void *data, size_t size,
-                                const char *crash_name, int rank, int64_t step, ftl_diag *d) {
-  int fd = -1;
-  ftl_err rc = FTL_OK;
-  /* Never through a link: a stale temporary (a writer that died) is removed first, and the new
-   * one is created exclusively without following links, so a PATH.tmp planted as a link by
-   * someone who can write the folder is neither written through nor renamed into place (if it
-   * is planted again in between, the create fails instead). */
-  bool created = false; /* only a temporary file this call created is removed on failure */
-  if (ftl_fs_table.unlink(tmp) != 0 && errno != ENOENT) {
-    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot remove the stale %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-  if (fd < 0) {
-    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp,
-                       errno == EEXIST ? "it appeared again after the stale one was removed (another writer?)"
-                                       : strerror(errno));
-    goto out;
-  }
-  created = true;
-  rc = ftl_fs_fill_and_commit(&fd, tmp, path, data, size, crash_name, rank, step, d);
-out:
-  if (fd >= 0) ftl_fs_table.close(fd);
-  if (rc && created) ftl_fs_table.unlink(tmp);
+  ftl_diag fd_d;
+  ftl_err rc = ftl_fs_fsync_dir(dir, &fd_d);
+  /* The file is in place, its rename not yet durable: the message names both. */
+  if (rc) ftl_diag_fail(d, rc, "%s was renamed into place, but %s", path, fd_d.msg);
   return rc;
 }
 
-ftl_err ftl_fs_fill_and_commit(int *fd, const char *tmp, const char *path, const void *data, size_t size,
+/* The temporary name for `naming` into tmp. */
+static ftl_err tmp_name(const char *path, core_tmp_naming naming, char *tmp, size_t size, ftl_diag *d) {
+  char rnd[13];
+  ftl_err rc = FTL_OK;
+  if (naming == CORE_TMP_UNPREDICTABLE && (rc = core_random_hex(rnd, 6, d))) return rc;
+  if (naming == CORE_TMP_FIXED)
+    rc = ftl_fmt(tmp, size, "%s.tmp", path);
+  else if (naming == CORE_TMP_PER_PROCESS)
+    rc = ftl_fmt(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+  else
+    rc = ftl_fmt(tmp, size, "%s.tmp-%s", path, rnd);
+  return rc ? ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path) : FTL_OK;
+}
+
+ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, size_t tmp_size, int *fd, ftl_diag *d) {
+  ftl_err rc;
+  *fd = -1;
+  if (naming != CORE_TMP_FIXED && naming != CORE_TMP_PER_PROCESS && naming != CORE_TMP_UNPREDICTABLE)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "unknown temporary naming %d for %s", (int)naming, path);
+  for (int attempt = 0;; attempt++) {
+    if ((rc = tmp_name(path, naming, tmp, tmp_size, d))) return rc;
+    /* A predictable name: a stale temporary (a writer that died) is removed first, and the new
+     * one is created exclusively without following links, so a PATH.tmp planted as a link by
+     * someone who can write the folder is neither written through nor renamed into place (if it
+     * is planted again in between, the create fails instead). */
+    if (naming != CORE_TMP_UNPREDICTABLE && ftl_fs_table.unlink(tmp) != 0 && errno != ENOENT)
+      return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot remove the stale %s: %s", tmp, strerror(errno));
+    /* Read access too: core_fs_replace reads back what it wrote. */
+    *fd = ftl_fs_table.open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    if (*fd >= 0) return FTL_OK;
+    /* An unpredictable name that exists already: draw another (eight times at most). */
+    if (naming == CORE_TMP_UNPREDICTABLE && errno == EEXIST && attempt < 8) continue;
+    return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp,
+                         errno == EEXIST && naming != CORE_TMP_UNPREDICTABLE
+                             ? "it appeared again after the stale one was removed (another writer?)"
+                             : strerror(errno));
+  }
+}
+
+/* Reads back what was just written to fd (from the page cache, through the seam) and compares it
+ * with data: a write the device reported whole but that is not (FTL_FAULT=tear:N, a file system
+ * that lies about a short write) fails here, before anything is renamed into place. Bytes lost
+ * below the page cache are for the reader's checksum. */
+static ftl_err verify_written(int fd, const void *data, size_t size, const char *what, ftl_diag *d) {
+  char buf[16384];
+  struct stat st;
+  if (fstat(fd, &st) != 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", what, strerror(errno));
+  if ((uint64_t)st.st_size != (uint64_t)size)
+    return ftl_diag_fail(d, FTL_ERR_IO, "%s holds %lld bytes after writing %zu: a torn write", what,
+                         (long long)st.st_size, size);
+  for (size_t at = 0; at < size;) {
+    size_t n = size - at < sizeof buf ? size - at : sizeof buf;
+    if (ftl_fs_pread_all(fd, buf, n, at) != FTL_OK || memcmp(buf, (const char *)data + at, n) != 0)
+      return ftl_diag_fail(d, FTL_ERR_IO, "%s does not read back as written: a torn write", what);
+    at += n;
+  }
+  return FTL_OK;
+}
+
+/* Writes data into *fd with the crash point (or NULL) halfway, reads it back, then
+ * ftl_fs_commit_tmp. */
+static ftl_err fill_and_commit(int *fd, const char *tmp, const char *path, const void *data, size_t size,
                                const char *crash_name, int rank, int64_t step, ftl_diag *d) {
   size_t half = size / 2;
   ftl_err rc = ftl_fs_pwrite_all(*fd, data, half, 0);
   if (rc == FTL_OK && crash_name && crash_name[0]) ftl_crash_point(crash_name, rank, step);
   if (rc == FTL_OK) rc = ftl_fs_pwrite_all(*fd, (const char *)data + half, size - half, half);
   if (rc) return ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
+  if ((rc = verify_written(*fd, data, size, tmp, d))) return rc;
   return ftl_fs_commit_tmp(fd, tmp, path, false, NULL, d);
+}
+
+ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming, const char *crash_name,
+                        int rank, int64_t step, ftl_diag *d) {
+  char tmp[PATH_MAX];
+  int fd = -1;
+  ftl_err rc = core_fs_create_tmp(path, naming, tmp, sizeof tmp, &fd, d);
+  if (rc) return rc; /* only a temporary file this call created is removed on failure */
+  rc = fill_and_commit(&fd, tmp, path, data, size, crash_name, rank, step, d);
+  if (fd >= 0) ftl_fs_table.close(fd);
+  if (rc) ftl_fs_table.unlink(tmp);
+  return rc;
 }
 
 ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
                             int64_t step, ftl_diag *d) {
-  char tmp[PATH_MAX];
-  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp", path)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
-  return write_atomic_via(path, tmp, data, size, crash_name, rank, step, d);
+  return core_fs_replace(path, data, size, CORE_TMP_FIXED, crash_name, rank, step, d);
 }
 
-ftl_err ftl_fs_write_atomic_shared(const char *path, const void *data, size_t size, ftl_diag *d) {
-  char tmp[PATH_MAX];
-  /* The process id in the temporary name keeps two processes replacing the same file from
-   * writing into one temporary file; the last rename wins whole. */
-  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
-  return write_atomic_via(path, tmp, data, size, NULL, -1, -1, d);
+/* ---- new files and temporary folders ----------------------------------------------------- */
+
+ftl_err core_fs_write_new_at(int dirfd, const char *shown_dir, const char *name, const void *data, size_t size,
+                             mode_t mode, ftl_diag *d) {
+  char shown[PATH_MAX];
+  if (ftl_fmt(shown, sizeof shown, "%s%s%s", shown_dir ? shown_dir : "", shown_dir ? "/" : "", name))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", name);
+  /* Read access too: what was written is read back before the fsync. */
+  int fd = ftl_fs_table.openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+  if (fd < 0) return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", shown, strerror(errno));
+  ftl_err rc = ftl_fs_pwrite_all(fd, data, size, 0);
+  if (rc) ftl_diag_fail(d, rc, "cannot write %s: %s", shown, strerror(errno));
+  if (!rc) rc = verify_written(fd, data, size, shown, d);
+  if (!rc && ftl_fs_table.fsync(fd) != 0)
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", shown, strerror(errno));
+  ftl_fs_table.close(fd);
+  if (rc) ftl_fs_table.unlinkat(dirfd, name, 0);
+  return rc;
+}
+
+ftl_err core_fs_mkdtemp(char *tmpl, mode_t mode, int *dirfd, ftl_diag *d) {
+  *dirfd = -1;
+  if (!ftl_fs_table.mkdtemp(tmpl)) {
+    int e = errno;
+    const char *slash = strrchr(tmpl, '/');
+    ftl_err rc = ftl_diag_fail(d, ftl_errno_to_err(e), "cannot create a temporary folder in %.*s: %s",
+                               slash ? (int)(slash - tmpl) : 1, slash ? tmpl : ".", strerror(e));
+    tmpl[0] = '\0';
+    return rc;
+  }
+  *dirfd = ftl_fs_table.open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+  if (*dirfd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", tmpl, strerror(errno));
+  if (ftl_fs_table.fchmod(*dirfd, mode) != 0)
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot chmod %s: %s", tmpl, strerror(errno));
+  return FTL_OK;
+}
+
+ftl_err core_random_hex(char *out, size_t n, ftl_diag *d) {
+  unsigned char raw[64];
+  static const char digits[] = "0123456789abcdef";
+  if (n > sizeof raw) return ftl_diag_fail(d, FTL_ERR_RANGE, "too many random bytes asked for");
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = getrandom(raw + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return ftl_diag_fail(d, FTL_ERR_IO, "getrandom failed: %s", strerror(errno));
+    got += (size_t)r;
+  }
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[raw[i] >> 4];
+    out[2 * i + 1] = digits[raw[i] & 15];
+  }
+  out[2 * n] = '\0';
+  return FTL_OK;
 }

@@ -1,11 +1,16 @@
 /* core/fs.h: ftl's file seam. Every open, write, read, fsync, rename and unlink of bytes that must be
  * durable (checkpoint shards and manifests, the final adapter, snapshots, verdicts, packages,
- * registry records) goes through one table of function pointers (SQLite's aSyscall[] is the
- * model), so tests can fail the Nth call, return ENOSPC, or tear a write, and crash tests can
- * SIGKILL the process at an exact named point.
+ * registry records, JSON-lines ledgers and logs) goes through one table of function pointers
+ * (SQLite's aSyscall[] is the model), so tests can fail the Nth call, return ENOSPC, or tear a
+ * write, and crash tests can SIGKILL the process at an exact named point. Above the table: the one
+ * atomic replace of ftl (core_fs_replace), the one fsync of a folder (ftl_fs_fsync_dir), exclusive
+ * new files and temporary folders.
  *
- * Fault injection from the environment (read once by ftl_fault_from_env):
+ * Fault injection from the environment (read by ftl_fault_from_env, which the checkpoint handle
+ * and the registry commands call when they start):
  *   FTL_FAULT="write:N:ENOSPC,fsync:N:EIO,rename:N:EIO,tear:N"   (FTL_CKPT_FAULT is read too)
+ * write and tear count pwrite and write calls together, rename counts rename and
+ * rename_noreplace.
  * Crash points (ftl_crash_point): FTL_CRASH_AT=<point> with FTL_CRASH_RANK, FTL_CRASH_STEP,
  * FTL_CRASH_ATTEMPT narrowing it (the FTL_CKPT_CRASH_* names are read too, for old scripts).
  *
@@ -25,7 +30,11 @@
 extern "C" {
 #endif
 
-/* The syscalls of the seam. Each returns what the POSIX call returns and sets errno. */
+/* The syscalls of the seam. Each returns what the POSIX call returns and sets errno. The first
+ * eight are the checkpoint writer's; the rest (issue 19) are what the other durable writers need:
+ * exclusive creates inside a folder (openat), appends of JSON-lines records (write to an O_APPEND
+ * descriptor), temporary folders (mkdtemp, fchmod), folder trees (mkdir, unlinkat) and a rename
+ * that never replaces. open and openat always add O_CLOEXEC. */
 typedef struct ftl_fs {
   int (*open)(const char *path, int flags, mode_t mode);
   int (*close)(int fd);
@@ -35,6 +44,19 @@ typedef struct ftl_fs {
   int (*rename)(const char *from, const char *to);
   int (*unlink)(const char *path);
   int (*ftruncate)(int fd, off_t size);
+  int (*openat)(int dirfd, const char *name, int flags, mode_t mode);
+  /* Faults: counted with pwrite (FTL_FAULT_WRITE, FTL_FAULT_TEAR), so a torn append is half a line
+   * that reports full success. */
+  ssize_t (*write)(int fd, const void *buf, size_t n);
+  ssize_t (*read)(int fd, void *buf, size_t n);
+  int (*mkdir)(const char *path, mode_t mode);
+  char *(*mkdtemp)(char *tmpl);
+  int (*fchmod)(int fd, mode_t mode);
+  int (*unlinkat)(int dirfd, const char *name, int flags);
+  /* rename that fails with EEXIST when `to` exists (renameat2's RENAME_NOREPLACE; where the file
+   * system lacks it, a check then rename, which is not atomic against a racing creator). Faults:
+   * counted with rename (FTL_FAULT_RENAME). */
+  int (*rename_noreplace)(const char *from, const char *to);
 } ftl_fs;
 
 /* The table in use. Tests may replace single entries; ftl_fs_reset() restores the real calls. */
@@ -65,33 +87,66 @@ ftl_err ftl_fs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
 /* Reads exactly n bytes; a short file is FTL_ERR_CORRUPT with errno 0. */
 ftl_err ftl_fs_pread_all(int fd, void *buf, size_t n, uint64_t off);
 
-/* The one durable atomic replace: path.tmp, write, fsync, rename, fsync(folder), all through the
- * seam. crash_name (or NULL) is the crash point passed halfway through the write. A reader sees
- * the old file or the new one, never a part. */
+/* How the temporary file of a replace is named (it is always created O_EXCL|O_NOFOLLOW in the
+ * folder of the file it replaces, so a planted link is neither written through nor renamed into
+ * place):
+ *   CORE_TMP_FIXED         PATH.tmp; a stale one (a writer that died) is removed first. For files
+ *                          one process replaces (checkpoints, run-directory records).
+ *   CORE_TMP_PER_PROCESS   PATH.tmp.<pid>, stale one removed first: several processes may replace
+ *                          the same file at once and never share a temporary file; the last
+ *                          rename wins whole. ftl_write_file_atomic (ftl/core.h).
+ *   CORE_TMP_UNPREDICTABLE PATH.tmp-<12 random hex digits>, retried on a collision: for folders
+ *                          others can write (the registry, docs/security.md), where nobody may
+ *                          predict the name and plant something there first. Stale ones are the
+ *                          caller's to reap (the registry does, under its lock). */
+typedef enum core_tmp_naming {
+  CORE_TMP_FIXED = 0,
+  CORE_TMP_PER_PROCESS = 1,
+  CORE_TMP_UNPREDICTABLE = 2,
+} core_tmp_naming;
+
+/* Creates the temporary file for replacing path, named as `naming` says: its name into tmp, the
+ * write descriptor into *fd. */
+ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, size_t tmp_size, int *fd, ftl_diag *d);
+
+/* The one durable atomic replace of ftl: a temporary file (core_fs_create_tmp), write, fsync,
+ * rename, fsync(folder), all through the seam. crash_name (or NULL) is the crash point passed
+ * halfway through the write. A reader sees the old file or the new one, never a part; on failure
+ * the temporary file is removed. Every other atomic write (ftl_fs_write_atomic,
+ * ftl_write_file_atomic) is this call. */
+ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming, const char *crash_name,
+                        int rank, int64_t step, ftl_diag *d);
+
+/* core_fs_replace with CORE_TMP_FIXED (the checkpoint writer's and the gate's spelling). */
 ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
                             int64_t step, ftl_diag *d);
 
-/* The same replace for files that several processes may replace at once (the temporary file is
- * path.tmp.<pid>, so two writers never share one); no crash point. ftl_write_file_atomic
- * (ftl/core.h) is this call. */
-ftl_err ftl_fs_write_atomic_shared(const char *path, const void *data, size_t size, ftl_diag *d);
-
 /* The tail of every replace, for writers that stream into their own temporary file (the shard
- * writer): fsync *fd, close it (*fd becomes -1), rename tmp to path, fsync path's folder, all
- * through the seam. drop_cache: give the file's page-cache pages back after the fsync. *renamed
- * (may be NULL) says whether path is already the new file, which a failed fsync of the folder
- * leaves in place; on failure the caller still owns tmp (and *fd unless it is -1). */
-ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed,
-                          ftl_diag *d);
+ * writer, the package canonicalizer): fsync *fd, close it (*fd becomes -1), rename tmp to path,
+ * fsync path's folder, all through the seam. drop_cache: give the file's page-cache pages back
+ * after the fsync. *renamed (may be NULL) says whether path is already the new file, which a
+ * failed fsync of the folder leaves in place; on failure the caller still owns tmp (and *fd unless
+ * it is -1). */
+ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed, ftl_diag *d);
 
-/* The body of every atomic replace, for a temporary file the caller created (its own naming:
- * ftl_fs_write_atomic's PATH.tmp, the registry's unpredictable PATH.tmp-<random>): writes data
- * into *fd with the crash point (or NULL) halfway, then ftl_fs_commit_tmp. On failure the caller
- * still owns tmp (and *fd unless it is -1). */
-ftl_err ftl_fs_fill_and_commit(int *fd, const char *tmp, const char *path, const void *data, size_t size,
-                               const char *crash_name, int rank, int64_t step, ftl_diag *d);
+/* A new file name in the folder dirfd (AT_FDCWD: name is a path), created O_EXCL|O_NOFOLLOW with
+ * mode (an existing file or a planted link is refused), written whole and fsynced, through the
+ * seam; removed again on failure. Not atomic by itself: for files inside a temporary folder that
+ * is renamed into place afterwards, or files nobody reads before they are complete. Messages name
+ * shown_dir/name (shown_dir NULL: name alone). The folder is not fsynced. */
+ftl_err core_fs_write_new_at(int dirfd, const char *shown_dir, const char *name, const void *data, size_t size,
+                             mode_t mode, ftl_diag *d);
 
-/* fsync of a folder through the seam. */
+/* mkdtemp(tmpl) through the seam, then the folder opened (O_DIRECTORY|O_NOFOLLOW) and chmod'ed to
+ * mode (mkdtemp makes 0700; a folder that is served must be readable). The descriptor into
+ * *dirfd. When mkdtemp itself fails, tmpl[0] is set to '\0' (nothing to remove); after that tmpl
+ * names the folder even on failure, and removing it is the caller's. */
+ftl_err core_fs_mkdtemp(char *tmpl, mode_t mode, int *dirfd, ftl_diag *d);
+
+/* n random bytes as 2n lowercase hex digits (getrandom), out holding at least 2n+1 bytes; n <= 64. */
+ftl_err core_random_hex(char *out, size_t n, ftl_diag *d);
+
+/* fsync of a folder through the seam: the one of ftl (ftl_fsync_dir, ftl/core.h, is this call). */
 ftl_err ftl_fs_fsync_dir(const char *dir, ftl_diag *d);
 
 /* ENOSPC/EDQUOT -> FTL_ERR_NOSPC, anything else -> FTL_ERR_IO. */

@@ -5,6 +5,10 @@
  * writer also repairs a last line torn by a writer that died (it ends it with '\n' first, in the
  * same write), which a writer without the lock cannot do safely.
  *
+ * Every open, write, fsync and close goes through the file seam (core/fs.h), so fault injection
+ * (FTL_FAULT: a failed or torn write, a failed fsync) and the crash point `jsonl.append` (after the
+ * record's write, before its fsync) reach every ledger and log.
+ *
  * Not here: what the records mean (each owner's format page), durable replacement of whole files
  * (core/fs.c).
  *
@@ -14,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -27,6 +32,10 @@
 struct ftl_jsonl {
   int fd;
   ftl_jsonl_opts opts;
+  /* With opts.lock: held with the flock. A flock belongs to the open file, so threads writing one
+   * handle would all hold it at once; this makes each locked append theirs alone, which the check
+   * that the file grew by exactly the record (and the undo of a failed append) needs. */
+  pthread_mutex_t mu;
   char path[PATH_MAX];
 };
 
@@ -57,6 +66,7 @@ ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl *
   log = ftl_calloc(1, sizeof *log);
   if (!log) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory opening %s", path);
   log->fd = -1;
+  pthread_mutex_init(&log->mu, NULL);
   if (opts) log->opts = *opts;
   if (ftl_fmt(log->path, sizeof log->path, "%s", path)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
@@ -65,7 +75,7 @@ ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl *
   /* Read access too: the torn-line check reads the last byte. Never through a link (whoever can
    * write the folder could point the log at another file) and never a FIFO or device: a log is a
    * regular file, checked on the descriptor itself. */
-  log->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  log->fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (log->fd < 0) {
     rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot open %s: %s", path,
                        errno == ELOOP ? "it is a symbolic link" : strerror(errno));
@@ -89,7 +99,7 @@ static bool last_line_torn(int fd) {
   struct stat st;
   char last = '\n';
   if (fstat(fd, &st) != 0 || st.st_size == 0) return false;
-  return pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+  return ftl_fs_table.pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
 }
 
 ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
@@ -114,29 +124,53 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   memcpy(line + 1, text, n);
   line[n + 1] = '\n';
   bool torn = false;
+  off_t before = -1; /* the file's size before this record; known under the lock */
+  struct stat st;
   if (log->opts.lock) {
-    if ((rc = ftl_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) goto out;
+    pthread_mutex_lock(&log->mu);
+    if ((rc = ftl_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) {
+      pthread_mutex_unlock(&log->mu);
+      goto out;
+    }
     locked = true;
     torn = last_line_torn(log->fd);
+    if (fstat(log->fd, &st) == 0) before = st.st_size;
   }
   const char *p = torn ? line : line + 1;
-  size_t left = torn ? n + 2 : n + 1;
+  size_t left = torn ? n + 2 : n + 1, total = left;
   while (left > 0) {
-    ssize_t w = write(log->fd, p, left);
+    ssize_t w = ftl_fs_table.write(log->fd, p, left);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) {
       rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot append to %s: %s", log->path, strerror(errno));
-      goto out;
+      break;
     }
     p += w;
     left -= (size_t)w;
   }
-  if (log->opts.fsync && fsync(log->fd) != 0) {
+  /* A test hook: a writer killed after its record's write (torn, under FTL_FAULT=tear:N) and
+   * before the fsync, which the next locked append repairs. */
+  if (!rc) ftl_crash_point("jsonl.append", -1, -1);
+  /* Under the lock the file must have grown by exactly the record: a write reported whole that is
+   * not (a torn write) is an error, not a record. */
+  if (!rc && before >= 0 && (fstat(log->fd, &st) != 0 || st.st_size != before + (off_t)total))
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "append to %s was torn (%lld of %zu bytes reached the file)", log->path,
+                       (long long)(st.st_size - before), total);
+  if (rc) {
+    /* Under the lock nobody else appended since: the file goes back to what it was, so a failed
+     * append (ENOSPC halfway, a torn write) leaves no partial record behind the earlier ones. */
+    if (before >= 0) (void)ftl_fs_table.ftruncate(log->fd, before);
+    goto out;
+  }
+  if (log->opts.fsync && ftl_fs_table.fsync(log->fd) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", log->path, strerror(errno));
     goto out;
   }
 out:
-  if (locked) flock(log->fd, LOCK_UN);
+  if (locked) {
+    flock(log->fd, LOCK_UN);
+    pthread_mutex_unlock(&log->mu);
+  }
   ftl_free(line);
   free(text); /* jansson's allocator is libc's */
   return rc;
@@ -145,9 +179,10 @@ out:
 void ftl_jsonl_close(ftl_jsonl *log) {
   if (!log) return;
   if (log->fd >= 0) {
-    fsync(log->fd);
-    close(log->fd);
+    ftl_fs_table.fsync(log->fd);
+    ftl_fs_table.close(log->fd);
   }
+  pthread_mutex_destroy(&log->mu);
   ftl_free(log);
 }
 
@@ -159,7 +194,8 @@ ftl_err ftl_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_op
   if (rc == FTL_OK) rc = ftl_jsonl_write(log, rec, d);
   if (log) {
     /* The record was fsynced by the write when opts asked for it; closing needs no second one. */
-    close(log->fd);
+    ftl_fs_table.close(log->fd);
+    pthread_mutex_destroy(&log->mu);
     ftl_free(log);
   }
   return rc;
@@ -174,23 +210,35 @@ ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_
   *data_out = NULL;
   *size_out = 0;
   /* O_NONBLOCK: a FIFO in the log's place must not block the reader; it is refused below. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = ftl_fs_table.open(path, O_RDONLY | O_NONBLOCK, 0);
   if (fd < 0)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
                          strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
+    ftl_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: not a regular file", path);
   }
   /* Under the shared lock no locked appender is mid-line, so no line is seen half-written. */
   if ((rc = ftl_flock_deadline(fd, LOCK_SH, lock_timeout_ms, path, d)) == FTL_OK)
     rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
-  close(fd); /* closing releases the lock */
+  ftl_fs_table.close(fd); /* closing releases the lock */
   return rc;
 }
 
 /* ---- lines ----------------------------------------------------------------------------------- */
+
+bool core_jsonl_line_torn(const char *line, size_t len) {
+  if (!line || len == 0 || line[0] != '{') return false;
+  json_error_t jerr;
+  json_t *j = json_loadb(line, len, 0, &jerr);
+  if (j) {
+    json_decref(j);
+    return false;
+  }
+  /* Every proper prefix of a JSON object, and nothing else, ends the input early. */
+  return json_error_code(&jerr) == json_error_premature_end_of_input;
+}
 
 ftl_err ftl_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d) {
   const json_t *ver = json_object_get(rec, "version");

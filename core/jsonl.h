@@ -7,7 +7,13 @@
  * also holds an exclusive flock (taken with a deadline) for the append, which covers file systems
  * where O_APPEND is not atomic and lets the writer repair a last line torn by a writer that died:
  * a last byte other than '\n' is ended with a '\n' first, so the torn record is one bad line and
- * not two. Readers that want whole lines take the shared lock (ftl_jsonl_read).
+ * not two (core_jsonl_line_torn recognises it). Under the lock a failed append (ENOSPC halfway, a
+ * torn write the file system reported whole) is also undone: the file is truncated back to its
+ * size before the record, so earlier records are never followed by a partial one. Readers that
+ * want whole lines take the shared lock (ftl_jsonl_read).
+ *
+ * Everything goes through the file seam (core/fs.h): FTL_FAULT reaches every ledger and log, and
+ * the crash point `jsonl.append` kills the writer after a record's write, before its fsync.
  *
  * Every record ftl writes carries "version": FTL_RECORD_VERSION unless its format page says
  * otherwise; a reader refuses a newer major version by name.
@@ -58,6 +64,12 @@ ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_
  * it. Lines longer than max_line_bytes are passed as they are; the callback decides. */
 typedef ftl_err (*ftl_jsonl_line_fn)(const char *line, size_t len, size_t line_no, void *ctx);
 ftl_err ftl_jsonl_each_line(const char *data, size_t size, ftl_jsonl_line_fn fn, void *ctx);
+
+/* True when line (without its '\n') is a record cut short: a proper prefix of a JSON object, what a
+ * writer that died in the middle of an append leaves behind (ended by the next locked append's
+ * '\n'). Such a line was never a record, so readers may pass over it; anything else that does not
+ * parse is damage, not a torn append. */
+bool core_jsonl_line_torn(const char *line, size_t len);
 
 /* The version check every reader of a versioned JSON document does: rec's "version" must be an
  * integer equal to want; otherwise FTL_ERR_CORRUPT with "<what>'version' is missing or not an

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
 #include "pipeline/sha256.h"
@@ -22,7 +23,7 @@ ftl_err ftl_adapter_commit_clear(const char *dir, ftl_diag *d) {
   char path[4096];
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_ADAPTER_COMMIT_NAME))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-  if (unlink(path) == 0) return pl_fsync_dir(dir, d);
+  if (ftl_fs_table.unlink(path) == 0) return ftl_fs_fsync_dir(dir, d);
   if (errno == ENOENT) return FTL_OK;
   return ftl_diag_fail(d, FTL_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
 }
@@ -65,7 +66,7 @@ ftl_err ftl_adapter_commit_write(const char *dir, const char *const *names, size
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
     goto out;
   }
-  rc = pl_write_atomic(path, text, len, "adapter.commit", d);
+  rc = core_fs_replace(path, text, len, CORE_TMP_UNPREDICTABLE, "adapter.commit", -1, -1, d);
 out:
   ftl_free(text);
   json_decref(files);

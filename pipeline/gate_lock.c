@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
 #include "pipeline/registry.h"
@@ -134,7 +135,7 @@ ftl_err ftl_gate_lock_store(const char *root, const char *name, const json_t *re
     goto out;
   }
   if (rc != FTL_ERR_NOTFOUND) goto out;
-  if ((rc = pl_write_atomic(path, text, len, "gate_lock.write", d))) goto out;
+  if ((rc = core_fs_replace(path, text, len, CORE_TMP_UNPREDICTABLE, "gate_lock.write", -1, -1, d))) goto out;
   char who[512], when[32];
   pl_effective_user(who, sizeof who);
   now_iso(when);

@@ -22,10 +22,6 @@
 #include "pipeline/peft.h"
 #include "pipeline/pl_util.h"
 
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
-
 static const char *const required_files[] = {FTL_PEFT_CONFIG_NAME, FTL_PEFT_WEIGHTS_NAME, FTL_PACKAGE_PROVENANCE,
                                              FTL_PACKAGE_VERDICT};
 #define N_REQUIRED (sizeof required_files / sizeof required_files[0])
@@ -227,7 +223,7 @@ ftl_err ftl_package_build(const char *export_dir, const char *verdict_path, cons
   rc = pl_aw_finish(w, &img, &img_size, d);
   w = NULL;
   if (rc) goto out;
-  rc = pl_write_atomic(out_path, img, img_size, "package.write", d);
+  rc = core_fs_replace(out_path, img, img_size, CORE_TMP_UNPREDICTABLE, "package.write", -1, -1, d);
 out:
   pl_aw_abort(w);
   ftl_free(img);
@@ -403,13 +399,8 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
   }
   if (w && (rc = pl_aw_add(w, FTL_PACKAGE_MANIFEST, man, man_size, d))) goto out;
   if (dirfd >= 0) {
-    fd = openat(dirfd, FTL_PACKAGE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 || ftl_fs_pwrite_all(fd, man, man_size, 0) || ftl_fs_table.fsync(fd)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot write %s: %s", FTL_PACKAGE_MANIFEST, strerror(errno));
-      goto out;
-    }
-    close(fd);
-    fd = -1;
+    if ((rc = core_fs_write_new_at(dirfd, NULL, FTL_PACKAGE_MANIFEST, man, man_size, 0644, d))) goto out;
+    pl_crash_point("package.unpack.write");
   }
   for (size_t i = 0; i < m->n_files; i++) {
     const ftl_package_file *pf = &m->files[i];
@@ -421,9 +412,9 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
     }
     if ((rc = check_entry(&e, pf->name, pf->size, d))) goto out;
     if (dirfd >= 0) {
-      fd = openat(dirfd, pf->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      fd = ftl_fs_table.openat(dirfd, pf->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
       if (fd < 0) {
-        rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s: %s", pf->name, strerror(errno));
+        rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", pf->name, strerror(errno));
         goto out;
       }
     }
@@ -440,7 +431,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
         rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", pf->name, strerror(errno));
         goto out;
       }
-      close(fd);
+      ftl_fs_table.close(fd);
       fd = -1;
     }
   }
@@ -461,7 +452,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
   if (man_size_out) *man_size_out = man_size;
   rc = FTL_OK;
 out:
-  if (fd >= 0) close(fd);
+  if (fd >= 0) ftl_fs_table.close(fd);
   ftl_package_manifest_free(m);
   ftl_free(man);
   return rc;
@@ -484,15 +475,8 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
       return ftl_diag_fail(d, FTL_ERR_STATE, "%s already exists; a package is unpacked into a new folder", target_dir);
     if (ftl_fmt(tmp, sizeof tmp, "%s.tmp-XXXXXX", target_dir) || ftl_fmt(parent, sizeof parent, "%s", target_dir))
       return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", target_dir);
-    if (!mkdtemp(tmp)) {
-      return ftl_diag_fail(d, FTL_ERR_IO, "cannot create a temporary folder next to %s: %s", target_dir,
-                           strerror(errno));
-    }
-    dirfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dirfd < 0 || fchmod(dirfd, 0755)) { /* mkdtemp's 0700: servers must read the adapter */
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", tmp, strerror(errno));
-      goto out;
-    }
+    /* 0755, not mkdtemp's 0700: servers must read the adapter. */
+    if ((rc = core_fs_mkdtemp(tmp, 0755, &dirfd, d))) goto out;
   }
   if ((rc = pl_ar_open_file(pkg_path, lim.max_package_bytes, &r, d))) goto out;
   rc = read_package(r, 1, &lim, expected_id, dirfd, NULL, id_out, manifest_out, manifest_size_out, &rd);
@@ -506,17 +490,8 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
       goto out;
     }
     pl_crash_point("package.unpack.rename");
-    /* A rename that never replaces: the file seam has no such call, so this one is direct (its
-     * fallback goes through the seam). */
-    int k = renameat2(AT_FDCWD, tmp, AT_FDCWD, target_dir, RENAME_NOREPLACE);
-    if (k && (errno == EINVAL || errno == ENOSYS)) {
-      struct stat st;
-      if (lstat(target_dir, &st) == 0)
-        errno = EEXIST;
-      else
-        k = ftl_fs_table.rename(tmp, target_dir);
-    }
-    if (k) {
+    /* A rename that never replaces: a folder that appeared meanwhile is not overwritten. */
+    if (ftl_fs_table.rename_noreplace(tmp, target_dir)) {
       int e = errno;
       rc = ftl_diag_fail(d, e == EEXIST || e == ENOTEMPTY ? FTL_ERR_STATE : FTL_ERR_IO, "cannot rename %s to %s: %s",
                          tmp, target_dir, strerror(e));
@@ -530,11 +505,11 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
       *slash = '\0';
     else
       snprintf(parent, sizeof parent, ".");
-    rc = pl_fsync_dir(parent, d);
+    rc = ftl_fs_fsync_dir(parent, d);
   }
 out:
   pl_ar_close(r);
-  if (dirfd >= 0) close(dirfd);
+  if (dirfd >= 0) ftl_fs_table.close(dirfd);
   if (tmp[0]) pl_rmdir_files(tmp);
   if (rc && manifest_out && *manifest_out) {
     ftl_free(*manifest_out);
@@ -611,18 +586,7 @@ ftl_err ftl_package_canonicalize_to(const char *offered_path, const char *out_pa
   memset(info, 0, sizeof *info);
   /* An unpredictable temporary name, created exclusively: nobody can have put a file or a link
    * there first. */
-  for (int tries = 0;; tries++) {
-    unsigned char rnd[8];
-    if (getentropy(rnd, sizeof rnd))
-      return ftl_diag_fail(d, FTL_ERR_IO, "cannot draw a temporary name: %s", strerror(errno));
-    if (ftl_fmt(tmp, sizeof tmp, "%s.tmp-%02x%02x%02x%02x%02x%02x%02x%02x", out_path, rnd[0], rnd[1], rnd[2], rnd[3],
-                rnd[4], rnd[5], rnd[6], rnd[7]))
-      return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_path);
-    fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0) break;
-    if (errno != EEXIST || tries == 8)
-      return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp, strerror(errno));
-  }
+  if ((rc = core_fs_create_tmp(out_path, CORE_TMP_UNPREDICTABLE, tmp, sizeof tmp, &fd, d))) return rc;
   if ((rc = ftl_package_canonicalize(offered_path, fd, expected_id, limits, "package.canonicalize.write", info, d)))
     goto out;
   rc = ftl_fs_commit_tmp(&fd, tmp, out_path, false, &renamed, d);

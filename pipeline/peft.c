@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/fs.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
 #include "pipeline/adapter_commit.h"
@@ -190,7 +191,7 @@ ftl_err ftl_peft_export(const char *final_dir, const char *out_dir, const ftl_pe
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
     goto out;
   }
-  rc = pl_write_atomic(path, cfg_text, cfg_len, NULL, d);
+  rc = core_fs_replace(path, cfg_text, cfg_len, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d);
 out:
   ftl_free(cfg_text);
   json_decref(cfg);

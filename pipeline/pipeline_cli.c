@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/package.h"
 #include "pipeline/peft.h"
@@ -122,6 +123,9 @@ static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
       {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
   int c;
   memset(ra, 0, sizeof *ra);
+  /* Test-only fault injection (FTL_FAULT, core/fs.h) reaches the registry's writes as it reaches
+   * the checkpoint's. */
+  ftl_fault_from_env();
   ra->ref.root = ftl_registry_root_from_env();
   optind = 0; /* 0, not 1: glibc then also forgets the state of an earlier getopt scan */
   while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {

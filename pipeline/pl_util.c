@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,47 +37,6 @@ char *pl_json_text(const json_t *j, int newline, size_t *len_out) {
 
 void pl_crash_point(const char *name) {
   if (name && name[0]) ftl_crash_point(name, -1, -1);
-}
-
-ftl_err pl_fsync_dir(const char *dir, ftl_diag *d) { return ftl_fs_fsync_dir(dir, d); }
-
-ftl_err pl_random_hex(char *out, size_t n, ftl_diag *d) {
-  unsigned char raw[64];
-  static const char digits[] = "0123456789abcdef";
-  if (n > sizeof raw) return ftl_diag_fail(d, FTL_ERR_RANGE, "too many random bytes asked for");
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = getrandom(raw + got, n - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return ftl_diag_fail(d, FTL_ERR_IO, "getrandom failed: %s", strerror(errno));
-    got += (size_t)r;
-  }
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = digits[raw[i] >> 4];
-    out[2 * i + 1] = digits[raw[i] & 15];
-  }
-  out[2 * n] = '\0';
-  return FTL_OK;
-}
-
-/* The registry's folders may be writable by others (a shared registry): the temporary name is
- * random and created exclusively without following links, so a planted PATH.tmp link can neither
- * redirect the write nor become the published file. */
-ftl_err pl_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, ftl_diag *d) {
-  char tmp[4096], rnd[13];
-  int fd = -1;
-  ftl_err rc = FTL_OK;
-  for (int attempt = 0; fd < 0; attempt++) {
-    if ((rc = pl_random_hex(rnd, 6, d))) return rc;
-    if (ftl_fmt(tmp, sizeof tmp, "%s.tmp-%s", path, rnd)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
-    fd = ftl_fs_table.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-    if (fd < 0 && (errno != EEXIST || attempt >= 8))
-      return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp, strerror(errno));
-  }
-  rc = ftl_fs_fill_and_commit(&fd, tmp, path, data, size, crash_name, -1, -1, d);
-  if (fd >= 0) ftl_fs_table.close(fd);
-  if (rc) ftl_fs_table.unlink(tmp);
-  return rc;
 }
 
 ftl_err pl_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d) {
@@ -164,22 +122,24 @@ out:
   return rc;
 }
 
+/* Removals go through the file seam (core/fs.h) like the writes they undo. */
 static void rm_tree_at(int parent, const char *name, int depth) {
-  int dfd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dfd = ftl_fs_table.openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
   if (dfd >= 0) {
     DIR *dp = fdopendir(dfd);
     if (dp) {
       struct dirent *e;
       while ((e = readdir(dp))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (unlinkat(dfd, e->d_name, 0) != 0 && errno == EISDIR && depth > 0) rm_tree_at(dfd, e->d_name, depth - 1);
+        if (ftl_fs_table.unlinkat(dfd, e->d_name, 0) != 0 && errno == EISDIR && depth > 0)
+          rm_tree_at(dfd, e->d_name, depth - 1);
       }
       closedir(dp);
     } else {
-      close(dfd);
+      ftl_fs_table.close(dfd);
     }
   }
-  unlinkat(parent, name, AT_REMOVEDIR);
+  ftl_fs_table.unlinkat(parent, name, AT_REMOVEDIR);
 }
 
 void pl_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 4); }
@@ -187,15 +147,15 @@ void pl_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 4); }
 ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d) {
   *fd_out = -1;
   struct stat st;
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  int fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open the lock %s: %s", path, strerror(errno));
   if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    close(fd);
+    ftl_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the lock %s is not a regular file; refused", path);
   }
   ftl_err rc = ftl_flock_deadline(fd, LOCK_EX, timeout_ms, path, d);
   if (rc) {
-    close(fd);
+    ftl_fs_table.close(fd);
     return rc;
   }
   *fd_out = fd;
@@ -203,7 +163,7 @@ ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d) 
 }
 
 void pl_unlock(int fd) {
-  if (fd >= 0) close(fd); /* closing the descriptor releases the flock */
+  if (fd >= 0) ftl_fs_table.close(fd); /* closing the descriptor releases the flock */
 }
 
 ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeout_ms, ftl_diag *d) {
@@ -212,19 +172,19 @@ ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeou
 }
 
 void pl_rmdir_files(const char *dir) {
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dfd = ftl_fs_table.open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
   if (dfd >= 0) {
     DIR *dp = fdopendir(dfd);
     if (dp) {
       struct dirent *e;
       while ((e = readdir(dp)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dfd, e->d_name, 0);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ftl_fs_table.unlinkat(dfd, e->d_name, 0);
       closedir(dp);
     } else {
-      close(dfd);
+      ftl_fs_table.close(dfd);
     }
   }
-  rmdir(dir);
+  ftl_fs_table.unlinkat(AT_FDCWD, dir, AT_REMOVEDIR);
 }
 
 int pl_safe_name(const char *name, int allow_dot) {

@@ -1,6 +1,6 @@
 /* pipeline/pl_util.h: small helpers shared by the pipeline's files (internal to pipeline/):
- * canonical JSON text, durable writes and crash points through the file
- * seam (core/fs.h), the registry's lock, and folder removal.
+ * canonical JSON text, crash points of the file seam (core/fs.h), the registry's lock, and folder
+ * removal (through the seam).
  *
  * Not here: any format. */
 #ifndef FTL_PIPELINE_PL_UTIL_H
@@ -16,13 +16,9 @@
  * newline when newline is set. NUL-terminated, freed with ftl_free; NULL when out of memory. */
 char *pl_json_text(const json_t *j, int newline, size_t *len_out);
 
-/* tmp + fsync + rename + fsync(folder) through the file seam; crash_name (or NULL) is passed to
- * ftl_crash_point halfway through. The temporary file is PATH.tmp-<12 random hex digits>, created
- * O_EXCL|O_NOFOLLOW in the same folder, so nobody who can write the folder can predict it or plant
- * a link there that the writer would follow. */
-ftl_err pl_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, ftl_diag *d);
-/* fsync of a folder. */
-ftl_err pl_fsync_dir(const char *dir, ftl_diag *d);
+/* The pipeline's durable writes are core's (core/fs.h): core_fs_replace with
+ * CORE_TMP_UNPREDICTABLE (the registry's folders may be writable by others), ftl_fs_fsync_dir,
+ * core_fs_write_new_at, core_fs_mkdtemp. */
 /* A named crash point (FTL_CRASH_AT=name kills the process here); a no-op otherwise. */
 void pl_crash_point(const char *name);
 
@@ -42,8 +38,6 @@ ftl_err pl_read_regular(const char *path, size_t max_bytes, char **data_out, siz
 ftl_err pl_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d);
 /* SHA-256 of a file opened as pl_open_regular does, exactly its recorded size. */
 ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], uint64_t *size_out, ftl_diag *d);
-/* n random bytes as 2n lowercase hex digits (getrandom). */
-ftl_err pl_random_hex(char *out, size_t n, ftl_diag *d);
 /* "NAME@HOST": the effective user's passwd name (its numeric uid when it has none) and this host;
  * never $USER, which a cron job, a container or `env -i` leaves unset or wrong. The registry's
  * default `who` in pointers and audit lines. */

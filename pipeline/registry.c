@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "core/jsonl.h"
 #include "ftl/core.h"
 #include "pipeline/package.h"
 #include "pipeline/pl_util.h"
@@ -207,7 +208,7 @@ static ftl_err pointer_write(const ftl_registry_ref *reg, const char *name, cons
   char *text = pl_json_text(j, 1, &len);
   json_decref(j);
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  rc = pl_write_atomic(path, text, len, "promote.channel_write", d);
+  rc = core_fs_replace(path, text, len, CORE_TMP_UNPREDICTABLE, "promote.channel_write", -1, -1, d);
   ftl_free(text);
   return rc;
 }
@@ -359,6 +360,9 @@ static ftl_err replay_line(const char *line, size_t len, size_t line_no, void *c
   replay *r = ctx;
   json_error_t jerr;
   ftl_err rc = FTL_OK;
+  /* A line torn by a writer that died mid-append (ended by the next append's '\n') was never a
+   * record: its command failed before it moved anything. */
+  if (core_jsonl_line_torn(line, len)) return FTL_OK;
   json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
   const char *action = json_string_value(json_object_get(j, "action"));
   const char *channel = json_string_value(json_object_get(j, "channel"));
@@ -509,7 +513,7 @@ static void each_prefixed(const char *dir, const char *prefix, void (*fn)(const 
   closedir(dp);
 }
 
-static void unlink_path(const char *p) { unlink(p); }
+static void unlink_path(const char *p) { ftl_fs_table.unlink(p); }
 
 /* Removes what writers that died left behind: versions/.tmp-* (a publish), versions/<id>/adapter.tmp-*
  * (an unpack), channels/<channel>.json.tmp-* (a pointer write). Only under the lock: every writer
@@ -730,17 +734,87 @@ out:
   return rc;
 }
 
+static ftl_err verify_unpacked(const char *dir, const char *id, ftl_diag *d);
+
+/* Into the temporary version folder dirfd (tmp): package.tar.zst, ftl's own writer's bytes of the
+ * verified entries, never the bytes offered (pipeline/package.h): packaging noise a manifest does
+ * not declare stays out; then MANIFEST.json. Every write through the file seam, read back. */
+static ftl_err store_package(int dirfd, const char *tmp, const char *package_path, const char *id, const char *man,
+                             size_t man_size, ftl_diag *d) {
+  int pfd = ftl_fs_table.openat(dirfd, FTL_PACKAGE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+  if (pfd < 0)
+    return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE, strerror(errno));
+  ftl_package_info info;
+  ftl_diag cd;
+  ftl_err rc = ftl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, &cd);
+  ftl_fs_table.close(pfd);
+  if (rc) {
+    /* A failure of the offered package names its path; one of the copy being written (a write,
+     * its fsync) is named here. */
+    if (strstr(cd.msg, package_path)) return ftl_diag_fail(d, rc, "%s", cd.msg);
+    return ftl_diag_fail(d, rc, "%s/%s: %s", tmp, FTL_PACKAGE_FILE, cd.msg);
+  }
+  int same_manifest = info.manifest_size == man_size && !memcmp(info.manifest, man, man_size);
+  ftl_package_info_release(&info);
+  if (!same_manifest) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s changed while it was being published", package_path);
+  return core_fs_write_new_at(dirfd, tmp, FTL_PACKAGE_MANIFEST, man, man_size, 0644, d);
+}
+
+/* Publish's own check: the stored copy (tmp/package.tar.zst) unpacks whole, under the same id, into
+ * the folder that will be served (tmp/adapter); that folder reads back from the disk as the
+ * manifest says; then what the files say is checked there. */
+static ftl_err unpack_and_check(const char *tmp, const char *package_path, const char *id, ftl_diag *d) {
+  char pkg[4096], adir[4096];
+  ftl_diag ud;
+  ftl_err rc;
+  if (ftl_fmt(pkg, sizeof pkg, "%s/%s", tmp, FTL_PACKAGE_FILE) || ftl_fmt(adir, sizeof adir, "%s/adapter", tmp))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", tmp);
+  if ((rc = ftl_package_unpack(pkg, adir, id, NULL, NULL, NULL, NULL, &ud))) {
+    /* The copy was verified as it was written: one that does not read back was damaged on its way
+     * to the disk. */
+    if (rc == FTL_ERR_CORRUPT)
+      return ftl_diag_fail(d, rc, "the stored copy does not read back as written (a torn write?): %s", ud.msg);
+    return ftl_diag_fail(d, rc, "%s", ud.msg);
+  }
+  /* Read back before anything judges it: a torn write there is the disk's fault, not the
+   * package's. */
+  if ((rc = verify_unpacked(adir, id, &ud)))
+    return ftl_diag_fail(d, rc, "the unpacked copy does not read back as written (a torn write?): %s", ud.msg);
+  return check_content(adir, package_path, d);
+}
+
+/* PUBLISHED.json into the temporary version folder dirfd (tmp). */
+static ftl_err write_publication(int dirfd, const char *tmp, const char *id, ftl_registry_trust trust,
+                                 const char *key_id, json_t *sig_json, const char *who, ftl_diag *d) {
+  char when[32];
+  size_t len = 0;
+  char *text = NULL;
+  now_iso(when, sizeof when);
+  json_t *rec = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "format", PUBLICATION_FORMAT, "version", 1, "id", id,
+                          "trust", trust_name(trust), "time", when, "who", who);
+  if (rec) {
+    json_object_set_new(rec, "key_id", key_id[0] ? json_string(key_id) : json_null());
+    json_object_set(rec, "signature", sig_json ? sig_json : json_null());
+    text = pl_json_text(rec, 1, &len);
+  }
+  json_decref(rec);
+  ftl_err rc = text ? core_fs_write_new_at(dirfd, tmp, PUBLICATION_FILE, text, len, 0644, d)
+                    : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  ftl_free(text);
+  return rc;
+}
+
 ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, const char *package_path,
                                 const ftl_registry_publish_opts *opts, char id_out[FTL_SHA256_HEX_LEN + 1],
                                 ftl_diag *d) {
-  char id[ID_LEN + 1], versions[4096], vdir[4096], tmp[4096] = "", who_buf[256], pkg[4096], sig_path[4096];
-  char trusted[4096], key_id[ID_LEN + 1] = "", adir[4096];
-  char *man = NULL, *have = NULL, *sig = NULL, *pub_text = NULL;
-  size_t man_size = 0, have_size = 0, sig_size = 0, pub_len = 0;
+  char id[ID_LEN + 1], versions[4096], vdir[4096], tmp[4096] = "", who_buf[256], sig_path[4096];
+  char trusted[4096], key_id[ID_LEN + 1] = "";
+  char *man = NULL, *have = NULL, *sig = NULL;
+  size_t man_size = 0, have_size = 0, sig_size = 0;
   uint64_t in_size = 0;
   int lock = -1, dirfd = -1, in = -1;
   ftl_package_manifest *m = NULL;
-  json_t *extra = NULL, *pubrec = NULL, *sig_json = NULL;
+  json_t *extra = NULL, *sig_json = NULL;
   ftl_err rc;
   ftl_registry_publish_opts o = opts ? *opts : (ftl_registry_publish_opts){0};
   const char *who = who_of(reg, who_buf, sizeof who_buf);
@@ -818,91 +892,40 @@ ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, c
      * it only if an interrupted attempt did not. */
     if ((rc = audit_repair_publish(reg, name, id, who, o.why, extra, d))) goto out;
   } else {
-    if (ftl_fmt(tmp, sizeof tmp, "%s/.tmp-%.12s-XXXXXX", versions, id) || !mkdtemp(tmp)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create a temporary folder in %s: %s", versions, strerror(errno));
+    if (ftl_fmt(tmp, sizeof tmp, "%s/.tmp-%.12s-XXXXXX", versions, id)) {
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", versions);
       tmp[0] = '\0';
       goto out;
     }
     /* mkdtemp makes it 0700; a published version is readable by the servers that load it. */
-    if ((dirfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fchmod(dirfd, 0755)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", tmp, strerror(errno));
-      goto out;
-    }
-    /* What is stored is ftl's own writer's bytes of the verified entries, never the bytes
-     * offered (pipeline/package.h): packaging noise a manifest does not declare stays out. */
-    int pfd = openat(dirfd, FTL_PACKAGE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (pfd < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE, strerror(errno));
-      goto out;
-    }
-    ftl_package_info info;
-    rc = ftl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, d);
-    close(pfd);
-    if (rc) goto out;
-    int same_manifest = info.manifest_size == man_size && !memcmp(info.manifest, man, man_size);
-    ftl_package_info_release(&info);
-    if (!same_manifest) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s changed while it was being published", package_path);
-      goto out;
-    }
-    int fd = openat(dirfd, FTL_PACKAGE_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, man, man_size) != (ssize_t)man_size || fsync(fd)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot write %s/%s: %s", tmp, FTL_PACKAGE_MANIFEST, strerror(errno));
-      if (fd >= 0) close(fd);
-      goto out;
-    }
-    close(fd);
-    /* Publish's own check: the stored copy unpacks whole, under the same id, into the folder that
-     * will be served; then what the files say is checked there. */
-    if (ftl_fmt(pkg, sizeof pkg, "%s/%s", tmp, FTL_PACKAGE_FILE) || ftl_fmt(adir, sizeof adir, "%s/adapter", tmp)) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", tmp);
-      goto out;
-    }
-    if ((rc = ftl_package_unpack(pkg, adir, id, NULL, NULL, NULL, NULL, d))) goto out;
-    if ((rc = check_content(adir, package_path, d))) goto out;
-    char when[32];
-    now_iso(when, sizeof when);
-    pubrec = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "format", PUBLICATION_FORMAT, "version", 1, "id", id, "trust",
-                       trust_name(o.trust), "time", when, "who", who);
-    json_object_set_new(pubrec, "key_id", key_id[0] ? json_string(key_id) : json_null());
-    json_object_set(pubrec, "signature", sig_json ? sig_json : json_null());
-    if (!pubrec || !(pub_text = pl_json_text(pubrec, 1, &pub_len))) {
-      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-      goto out;
-    }
-    fd = openat(dirfd, PUBLICATION_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 || write(fd, pub_text, pub_len) != (ssize_t)pub_len || fsync(fd)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot write %s/%s: %s", tmp, PUBLICATION_FILE, strerror(errno));
-      if (fd >= 0) close(fd);
-      goto out;
-    }
-    close(fd);
-    if (fsync(dirfd)) {
+    if ((rc = core_fs_mkdtemp(tmp, 0755, &dirfd, d))) goto out;
+    if ((rc = store_package(dirfd, tmp, package_path, id, man, man_size, d))) goto out;
+    if ((rc = unpack_and_check(tmp, package_path, id, d))) goto out;
+    if ((rc = write_publication(dirfd, tmp, id, o.trust, key_id, sig_json, who, d))) goto out;
+    if (ftl_fs_table.fsync(dirfd)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
       goto out;
     }
     pl_crash_point("publish.before_rename");
-    if (rename(tmp, vdir)) {
+    if (ftl_fs_table.rename(tmp, vdir)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot rename %s to %s: %s", tmp, vdir, strerror(errno));
       goto out;
     }
     tmp[0] = '\0';
-    if ((rc = pl_fsync_dir(versions, d))) goto out;
+    if ((rc = ftl_fs_fsync_dir(versions, d))) goto out;
     pl_crash_point("publish.after_rename");
     if ((rc = audit(reg, name, "publish", NULL, NULL, id, who, o.why, -1, extra, d))) goto out;
   }
   if (o.channel) rc = move_locked(reg, name, id, o.channel, who, o.why, NULL, d);
 out:
-  if (dirfd >= 0) close(dirfd);
+  if (dirfd >= 0) ftl_fs_table.close(dirfd);
   if (in >= 0) close(in);
   if (tmp[0]) pl_rm_tree(tmp);
   pl_unlock(lock);
   if (!rc && id_out) memcpy(id_out, id, ID_LEN + 1);
   json_decref(extra);
-  json_decref(pubrec);
   json_decref(sig_json);
   ftl_package_manifest_free(m);
-  ftl_free(pub_text);
   ftl_free(sig);
   ftl_free(have);
   ftl_free(man);
@@ -1313,6 +1336,7 @@ typedef struct audit_scan {
 
 static ftl_err scan_line(const char *line, size_t len, size_t line_no, void *ctx) {
   audit_scan *as = ctx;
+  if (core_jsonl_line_torn(line, len)) return FTL_OK; /* never a record (replay_line) */
   json_error_t jerr;
   json_t *j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
   const char *channel = json_string_value(json_object_get(j, "channel"));

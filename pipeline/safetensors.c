@@ -13,6 +13,7 @@
 
 #include "core/buf.h"
 #include "core/dtype_table.h"
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
 
@@ -217,7 +218,7 @@ ftl_err ftl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, c
   uint8_t *img = NULL;
   size_t size = 0;
   ftl_err rc = ftl_st_encode(tensors, n, meta, n_meta, &img, &size, d);
-  if (rc == FTL_OK) rc = pl_write_atomic(path, img, size, NULL, d);
+  if (rc == FTL_OK) rc = core_fs_replace(path, img, size, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d);
   ftl_free(img);
   return rc;
 }

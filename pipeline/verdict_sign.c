@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/package.h"
 #include "pipeline/pl_util.h"
@@ -88,26 +89,10 @@ ftl_err ftl_verdict_key_id_file(const char *pem_path, char key_id[FTL_SHA256_HEX
   return rc;
 }
 
-/* Writes a new file (O_EXCL|O_NOFOLLOW: an existing file or a planted link is refused), fsynced. */
+/* Writes a new file (O_EXCL|O_NOFOLLOW: an existing file or a planted link is refused), fsynced,
+ * through the file seam (core/fs.h). */
 static ftl_err write_new(const char *path, const void *data, size_t size, mode_t mode, ftl_diag *d) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-  ftl_err rc = FTL_OK;
-  const char *p = data;
-  while (size) {
-    ssize_t w = write(fd, p, size);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-      break;
-    }
-    p += w;
-    size -= (size_t)w;
-  }
-  if (!rc && fsync(fd)) rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", path, strerror(errno));
-  close(fd);
-  if (rc) unlink(path);
-  return rc;
+  return core_fs_write_new_at(AT_FDCWD, NULL, path, data, size, mode, d);
 }
 
 /* The PEM text of k (private or public) into *out (freed with ftl_free). */
@@ -150,7 +135,7 @@ ftl_err ftl_verdict_keygen(const char *out_prefix, char key_id[FTL_SHA256_HEX_LE
     goto out;
   if ((rc = write_new(priv_path, priv, priv_size, 0600, d))) goto out;
   if ((rc = write_new(pub_path, pub, pub_size, 0644, d))) {
-    unlink(priv_path);
+    ftl_fs_table.unlink(priv_path);
     goto out;
   }
 out:
@@ -266,7 +251,7 @@ ftl_err ftl_verdict_sign(const char *key_path, const char *verdict_path, const c
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((rc = pl_write_atomic(out_path, text, text_len, NULL, d))) goto out;
+  if ((rc = core_fs_replace(out_path, text, text_len, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d))) goto out;
   if (key_id) memcpy(key_id, id, sizeof id);
 out:
   json_decref(j);
@@ -382,7 +367,7 @@ ftl_err ftl_verdict_trust(const char *registry_root, const char *pub_path, char 
   }
   if ((rc = ftl_mkdir_p(dir, d))) goto out;
   /* Only the public half is stored, whatever file was given. */
-  rc = pl_write_atomic(path, pem, pem_size, NULL, d);
+  rc = core_fs_replace(path, pem, pem_size, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d);
 out:
   ftl_free(pem);
   EVP_PKEY_free(k);

@@ -84,35 +84,32 @@ static int get_str(hid_t obj, const char *name, char *buf, size_t size) {
   return rc;
 }
 
-static int fsync_path(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  int rc = fsync(fd);
-  close(fd);
-  return rc;
-}
-
+/* The file is built in memory (HDF5's core driver, no backing store) and its image written with the
+ * public durable replace (ftl_write_file_atomic: temporary file, fsync, rename, fsync of the
+ * folder), so the example needs no atomic replace of its own. */
 int ft_base_save(const char *path, const ft_params *p, const char *provenance, char *msg, size_t msg_size) {
-  char tmp[4096], dir[4096], hex[17];
-  hid_t f = -1, dcpl = -1;
+  char hex[17];
+  hid_t f = -1, dcpl = -1, fapl = -1;
+  void *img = NULL;
   int rc = -1;
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  if (ftl_fmt(tmp, sizeof tmp, "%s.tmp", path)) {
-    snprintf(msg, msg_size, "%s: path too long", path);
-    return -1;
-  }
   snprintf(hex, sizeof hex, "%016" PRIx64, ft_params_hash(p));
-  f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0 || H5Pset_fapl_core(fapl, (size_t)1 << 20, 0) < 0) {
+    snprintf(msg, msg_size, "%s: cannot set up an in-memory HDF5 file", path);
+    goto out;
+  }
+  f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (f < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0) {
-    snprintf(msg, msg_size, "%s: cannot create the HDF5 file", tmp);
+    snprintf(msg, msg_size, "%s: cannot create the HDF5 file", path);
     goto out;
   }
   if (put_str(f, "format", FT_BASE_FORMAT) || put_int(f, "version", FT_BASE_VERSION) || put_int(f, "vocab", FT_VOCAB) ||
       put_int(f, "block", p->cfg.block) || put_int(f, "layers", p->cfg.layers) || put_int(f, "heads", p->cfg.heads) ||
       put_int(f, "embd", p->cfg.embd) || put_str(f, "content_hash", hex) ||
       put_str(f, "provenance", provenance ? provenance : "")) {
-    snprintf(msg, msg_size, "%s: cannot write the attributes", tmp);
+    snprintf(msg, msg_size, "%s: cannot write the attributes", path);
     goto out;
   }
   for (int i = 0; i < p->n_tensors; i++) {
@@ -124,32 +121,26 @@ int ft_base_save(const char *path, const ft_params *p, const char *provenance, c
     if (ds >= 0) H5Dclose(ds);
     if (sp >= 0) H5Sclose(sp);
     if (bad) {
-      snprintf(msg, msg_size, "%s: cannot write tensor %s", tmp, t->name);
+      snprintf(msg, msg_size, "%s: cannot write tensor %s", path, t->name);
       goto out;
     }
   }
-  if (H5Fclose(f) < 0) {
-    f = -1;
-    snprintf(msg, msg_size, "%s: closing the HDF5 file failed", tmp);
+  ssize_t n = H5Fflush(f, H5F_SCOPE_LOCAL) < 0 ? -1 : H5Fget_file_image(f, NULL, 0);
+  if (n <= 0 || !(img = ftl_malloc((size_t)n)) || H5Fget_file_image(f, img, (size_t)n) != n) {
+    snprintf(msg, msg_size, "%s: cannot take the HDF5 file's image", path);
     goto out;
   }
-  f = -1;
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
-  if (fsync_path(tmp) || rename(tmp, path)) {
-    snprintf(msg, msg_size, "%s: fsync or rename into place failed: %s", tmp, strerror(errno));
+  ftl_diag d = {{0}};
+  if (ftl_write_file_atomic(path, img, (size_t)n, &d)) {
+    snprintf(msg, msg_size, "%s", d.msg);
     goto out;
   }
-  ftl_fsync_dir(dir, NULL);
   rc = 0;
 out:
+  ftl_free(img);
   if (dcpl >= 0) H5Pclose(dcpl);
   if (f >= 0) H5Fclose(f);
-  if (rc) unlink(tmp);
+  if (fapl >= 0) H5Pclose(fapl);
   return rc;
 }
 

@@ -2,11 +2,14 @@
  * (FTL_ERR_NOSPC), a torn write that reports success, fsync and rename failures leaving the old
  * file intact, a crash in the middle of an atomic replace never exposing a partial file (a real
  * SIGKILL in a child, under the new and the old variable names), fault injection from FTL_FAULT
- * and FTL_CKPT_FAULT, a replaced table entry, and ftl_write_file_atomic going through the seam. */
+ * and FTL_CKPT_FAULT, a replaced table entry, ftl_write_file_atomic going through the seam, and the
+ * widened table (write faults on appends, the replace's namings, read-back of a torn write,
+ * exclusive new files, temporary folders, a rename that never replaces). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,6 +193,73 @@ static void test_table(void) {
   CHECK_STR_CONTAINS(d.msg, "no-such-folder");
 }
 
+/* The widened table (issue 19): write() shares pwrite's faults (a torn append), the one replace's
+ * three namings, a torn write caught by the read-back before the rename, exclusive new files,
+ * temporary folders and a rename that never replaces. */
+static void test_widened(void) {
+  char path[512], tmp[600], other[512];
+  ftl_diag d = {{0}};
+  path_in(path, sizeof path, "append.log");
+  int fd = ftl_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  CHECK(fd >= 0);
+  ftl_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
+  errno = 0;
+  CHECK(ftl_fs_table.write(fd, "0123456789", 10) == -1 && errno == ENOSPC);
+  ftl_fault_set(FTL_FAULT_TEAR, 1, 0);
+  CHECK(ftl_fs_table.write(fd, "0123456789", 10) == 10); /* reported whole */
+  ftl_fs_table.close(fd);
+  check_content(path, "01234");
+  /* Each naming; a torn write never reaches the target. */
+  const core_tmp_naming namings[] = {CORE_TMP_FIXED, CORE_TMP_PER_PROCESS, CORE_TMP_UNPREDICTABLE};
+  for (size_t i = 0; i < 3; i++) {
+    path_in(path, sizeof path, "named.json");
+    CHECK_OK(core_fs_replace(path, "old", 3, namings[i], NULL, -1, -1, &d), d.msg);
+    ftl_fault_set(FTL_FAULT_TEAR, 2, 0);
+    CHECK_INT_EQ(core_fs_replace(path, "new contents", 12, namings[i], NULL, -1, -1, &d), FTL_ERR_IO);
+    CHECK_STR_CONTAINS(d.msg, "torn");
+    CHECK_STR_CONTAINS(d.msg, "named.json.tmp");
+    ftl_fault_clear();
+    check_content(path, "old");
+    CHECK_OK(core_fs_create_tmp(path, namings[i], tmp, sizeof tmp, &fd, &d), d.msg);
+    ftl_fs_table.close(fd);
+    CHECK(strncmp(tmp, path, strlen(path)) == 0);
+    const char *suffix = tmp + strlen(path);
+    if (namings[i] == CORE_TMP_FIXED) CHECK_STR_EQ(suffix, ".tmp");
+    if (namings[i] == CORE_TMP_PER_PROCESS) CHECK(strncmp(suffix, ".tmp.", 5) == 0);
+    if (namings[i] == CORE_TMP_UNPREDICTABLE) CHECK(strncmp(suffix, ".tmp-", 5) == 0 && strlen(suffix) == 17);
+    ftl_fs_table.unlink(tmp);
+  }
+  /* A new file: exclusive, written whole or removed. */
+  path_in(path, sizeof path, "new.json");
+  CHECK_OK(core_fs_write_new_at(AT_FDCWD, NULL, path, "abc", 3, 0600, &d), d.msg);
+  check_content(path, "abc");
+  CHECK(core_fs_write_new_at(AT_FDCWD, NULL, path, "abc", 3, 0600, &d) != FTL_OK); /* exists */
+  path_in(path, sizeof path, "new2.json");
+  ftl_fault_set(FTL_FAULT_TEAR, 1, 0);
+  CHECK_INT_EQ(core_fs_write_new_at(AT_FDCWD, dir, "new2.json", "abcdef", 6, 0644, &d), FTL_ERR_IO);
+  CHECK_STR_CONTAINS(d.msg, path);
+  ftl_fault_clear();
+  CHECK(!exists(path));
+  /* A temporary folder, 0755, and a rename that never replaces. */
+  path_in(tmp, sizeof tmp, "folder.tmp-XXXXXX");
+  CHECK_OK(core_fs_mkdtemp(tmp, 0755, &fd, &d), d.msg);
+  struct stat st;
+  CHECK(fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755);
+  ftl_fs_table.close(fd);
+  path_in(other, sizeof other, "folder");
+  CHECK(ftl_fs_table.rename_noreplace(tmp, other) == 0);
+  CHECK(ftl_fs_table.mkdir(tmp, 0755) == 0);
+  errno = 0;
+  CHECK(ftl_fs_table.rename_noreplace(tmp, other) != 0 && (errno == EEXIST || errno == ENOTEMPTY));
+  ftl_fault_set(FTL_FAULT_RENAME, 1, EIO);
+  CHECK(ftl_fs_table.rename_noreplace(tmp, other) != 0 && errno == EIO);
+  CHECK(ftl_fs_table.unlinkat(AT_FDCWD, tmp, AT_REMOVEDIR) == 0);
+  CHECK(ftl_fs_table.unlinkat(AT_FDCWD, other, AT_REMOVEDIR) == 0);
+  char hex[13];
+  CHECK_OK(core_random_hex(hex, 6, &d), d.msg);
+  CHECK_INT_EQ(strlen(hex), 12);
+}
+
 int main(void) {
   CHECK(mkdtemp(dir) != NULL);
   unsetenv("FTL_FAULT");
@@ -198,6 +268,7 @@ int main(void) {
   test_nth_write_and_tear();
   test_atomic_failures();
   test_crash_point();
+  test_widened();
   test_fault_from_env();
   test_table();
   char cmd[600];

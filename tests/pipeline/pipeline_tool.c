@@ -12,12 +12,14 @@
  *   pipeline_tool rollback REG NAME CHANNEL
  *   pipeline_tool resolve REG SPEC                      prints the id
  *   pipeline_tool check REG NAME                        prints the number of audit records
+ * FTL_FAULT (core/fs.h) is applied at the start, as `ftl registry` does.
  * Exit 0 on success, 1 with the message on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adapter_io.h"
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/pipeline.h"
 
@@ -58,6 +60,7 @@ int main(int argc, char **argv) {
   ftl_diag d = {{0}};
   char id[FTL_SHA256_HEX_LEN + 1];
   ftl_log_init_from_env();
+  ftl_fault_from_env();
   if (argc < 2) return 2;
   const char *cmd = argv[1];
   if (!strcmp(cmd, "make-final") && argc >= 3)

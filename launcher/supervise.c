@@ -20,36 +20,33 @@
  * (mpirun is gone, the last reports are read), ended. The phases' rules, the judging of exit
  * reports and the attempt's conclusion are pure functions there; this file holds the I/O. The
  * gang's launcher process gets its environment as an envp built for this attempt
- * (ftl_gang_build_env): the launcher's own environment never holds an attempt's token or
- * rendezvous address, so nothing it starts later inherits a dead attempt's.
+ * (attempt_env.h): the launcher's own environment never holds an attempt's token or rendezvous
+ * address, so nothing it starts later inherits a dead attempt's.
  *
  * mpirun or srun is started through core/proc.h (its own process group; its SIGKILL at the ending
  * deadline is core_proc_kill_at's).
  *
  * Map: rank state and phases; ending the gang and the root cause; the rendezvous server's events;
- * the detectors' glue; preemption; the token sweep; the conclusion; the attempt's set-up and
- * environment; spawning the gang; the poll loop and its turns; finishing.
+ * the detectors' glue; preemption; the conclusion; the attempt's set-up; spawning the gang; the
+ * poll loop and its turns; finishing.
  *
  * Not here: deciding whether to restart (policy.c, run.c). */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/proc.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/attempt_env.h"
 #include "launcher/attempt_state.h"
 #include "launcher/detect.h"
-#include "launcher/gang.h"
 #include "launcher/goodput.h"
 #include "launcher/launcher.h"
 #include "launcher/progress.h"
@@ -557,62 +554,6 @@ static void request_stop(attempt *a, int sig) {
           (double)a->o->job->preempt_grace_ms / 1000.0);
 }
 
-static ftl_err make_token(int attempt_no, char *buf, size_t size) {
-  unsigned char raw[8] = {0};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t ignored = read(fd, raw, sizeof raw);
-    (void)ignored;
-    close(fd);
-  }
-  uint64_t mix = (uint64_t)ftl_wall_us() ^ ((uint64_t)getpid() << 32);
-  for (int i = 0; i < 8; i++) raw[i] ^= (unsigned char)(mix >> (8 * i));
-  return ftl_fmt(buf, size, "%02x%02x%02x%02x%02x%02x%02x%02x-a%d", raw[0], raw[1], raw[2], raw[3], raw[4], raw[5],
-                 raw[6], raw[7], attempt_no);
-}
-
-static int free_port(void) {
-  int fd = -1, port = 0;
-  ftl_diag d;
-  if (ftl_tcp_listen(NULL, &fd, &port, &d) != FTL_OK) return 29500;
-  close(fd);
-  return port;
-}
-
-/* Kills every process on this host whose environment carries this attempt's token: the program's
- * grandchildren that left its process group, or a rank that mpirun failed to reap. */
-static int sweep_token(const char *token) {
-  char needle[200];
-  if (ftl_fmt(needle, sizeof needle, "FTL_RDZV_TOKEN=%s", token)) return 0;
-  size_t nlen = strlen(needle);
-  int killed = 0;
-  DIR *proc = opendir("/proc");
-  if (!proc) return 0;
-  struct dirent *e;
-  pid_t self = getpid();
-  while ((e = readdir(proc))) {
-    int64_t pid;
-    if (ftl_parse_i64(e->d_name, 1, INT_MAX, &pid) != FTL_OK || pid == self) continue;
-    char path[64];
-    if (ftl_fmt(path, sizeof path, "/proc/%s/environ", e->d_name)) continue;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[65536];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    for (ssize_t i = 0; i + (ssize_t)nlen <= n; i++) {
-      if ((i == 0 || buf[i - 1] == '\0') && memcmp(buf + i, needle, nlen) == 0 &&
-          (i + (ssize_t)nlen == n || buf[i + nlen] == '\0')) {
-        if (kill((pid_t)pid, SIGKILL) == 0) killed++;
-        break;
-      }
-    }
-  }
-  closedir(proc);
-  return killed;
-}
-
 /* How the attempt ended, once mpirun is gone and the root cause (if any) is known (ln_conclude). */
 static void conclude(attempt *a) {
   ftl_attempt_result *res = a->res;
@@ -663,69 +604,8 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
                                   .step_ms = o->job->step_timeout_ms,
                                   .checkpoint_ms = o->job->checkpoint_timeout_ms,
                                   .node_ms = o->job->node_timeout_ms};
-  if ((rc = make_token(o->attempt, token, token_size))) return rc;
+  if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;
   return ftl_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
-}
-
-/* What mpirun or srun is started with: its argv, and the ranks' environment (envp) with the names
- * it exports (mpirun -x), built for this attempt alone. */
-typedef struct gang_launch {
-  ftl_launch_kind kind;
-  char **argv, **exports, **envp;
-} gang_launch;
-
-static ftl_err build_launch(attempt *a, const char *token, gang_launch *L, ftl_diag *d) {
-  const ftl_attempt_opts *o = a->o;
-  ftl_err rc;
-  /* What every rank gets. Set here and exported by name (mpirun -x), so it reaches remote hosts. */
-  char addr[320];
-  ftl_fmt(addr, sizeof addr, "%s:%d", o->rdzv_host, ftl_rdzv_server_port(a->server));
-  /* MASTER_ADDR is where rank 0 runs: the hostfile's first host; under Slurm the launcher's own
-   * node, where srun places task 0 (the batch host); this machine otherwise. */
-  L->kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
-  char master_addr[256] = "127.0.0.1";
-  if (o->hostfile && ftl_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) return FTL_ERR_SPEC;
-  if (!o->hostfile && L->kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
-  /* The ranks' environment: built for this attempt and given to mpirun/srun alone (execvpe), never
-   * set in the launcher's own. The names are exported too (mpirun -x), so they reach remote hosts. */
-  ftl_gang_env genv = {.rdzv_addr = addr,
-                       .rdzv_token = token,
-                       .rdzv_timeout_ms = o->job->rendezvous_timeout_ms,
-                       .run_dir = o->run_dir,
-                       .attempt_dir = a->attempt_dir,
-                       .attempt = o->attempt,
-                       .job_name = o->job->name,
-                       .spec_hash = o->job->spec_hash,
-                       .kill_grace_ms = o->kill_grace_ms,
-                       .node_timeout_ms = o->job->node_timeout_ms,
-                       .fleet_ledger = o->job->fleet_ledger,
-                       .preempt_grace_ms = o->job->preempt_grace_ms,
-                       .master_addr = master_addr,
-                       .master_port = free_port(),
-                       .job_env = o->job->env,
-                       /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
-                       .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
-  if ((rc = ftl_gang_build_env(environ, &genv, &L->envp, d))) return rc;
-  /* The job's env rides along for the program only (ftl_gang_program_env in the agent). */
-  if ((rc = ftl_gang_export_names(o->job->env, &L->exports, d))) return rc;
-
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  ftl_gang_opts g = {.kind = L->kind,
-                     .ranks = a->world,
-                     .hostfile = o->hostfile,
-                     .ftl_exe = o->ftl_exe,
-                     .program = o->program,
-                     .args = o->job->args,
-                     .export_names = L->exports,
-                     .running_as_root = geteuid() == 0,
-                     .cpu_count = cpus > 0 ? (int)cpus : 1,
-                     /* mpirun's own teardown (a lost daemon, a rank it saw die) SIGTERMs the
-                      * agents and SIGKILLs them this long after: an agent needs a moment in
-                      * between to tell the launcher it was torn down (its host is alive), or
-                      * it vanishes as silently as a dead host's (detect.h). ftl itself ends
-                      * the gang through the agents, so this is not the programs' grace. */
-                     .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S};
-  return ftl_gang_build_argv(&g, &L->argv, d);
 }
 
 /* The signals the launcher acts on while an attempt runs (the self-pipe, sigpipe.h). */
@@ -735,7 +615,7 @@ enum { N_HANDLED = sizeof handled / sizeof *handled };
 /* Starts mpirun or srun in its own process group (a Ctrl-C at the terminal reaches ftl, which
  * decides), in the job's working folder. One that cannot start is the attempt's outcome
  * (launch_failed), not an error of ftl's. */
-static ftl_err spawn_gang(attempt *a, const gang_launch *L, ftl_diag *d) {
+static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
   const ftl_attempt_opts *o = a->o;
   json_t *argv_json = json_array();
   for (char **p = L->argv; *p; p++) json_array_append_new(argv_json, json_string(*p));
@@ -897,7 +777,7 @@ static void finish_attempt(attempt *a, const char *token, ftl_err rc) {
   if (a->lost_rank >= 0) blame_lost_agent(a);
   blame_term_death(a, 1);
   res->end_ms = since_start(a);
-  int swept = sweep_token(token);
+  int swept = ln_sweep_token(token);
   if (swept) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "killed %d leftover process%s of this attempt", swept, swept == 1 ? "" : "es");
     ftl_events_write(o->events, "leftovers_killed", o->attempt, json_pack("{s:i}", "count", swept));
@@ -920,11 +800,11 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
                .ph = LN_PHASES_INIT,
                .lost_rank = -1,
                .term_rank = -1};
-  gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL};
+  ln_gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL};
   char token[96];
   struct sigaction old[N_HANDLED];
   ftl_err rc = attempt_init(&a, token, sizeof token, d);
-  if (!rc) rc = build_launch(&a, token, &L, d);
+  if (!rc) rc = ln_gang_launch_build(o, a.attempt_dir, ftl_rdzv_server_port(a.server), token, &L, d);
   if (rc) goto out;
   if ((rc = ftl_sigpipe_open(handled, N_HANDLED, old, d))) goto out;
   rc = spawn_gang(&a, &L, d);
@@ -932,9 +812,7 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   ftl_sigpipe_close(handled, N_HANDLED, old);
   finish_attempt(&a, token, rc);
 out:
-  ftl_argv_free(L.argv);
-  ftl_argv_free(L.exports);
-  ftl_argv_free(L.envp);
+  ln_gang_launch_free(&L);
   ftl_free(a.ranks);
   ftl_free(a.watch);
   ftl_rdzv_server_destroy(a.server);

@@ -18,8 +18,6 @@
 
 #include "ftl/core.h"
 
-extern char **environ;
-
 enum { STAGE_CHDIR = 1, STAGE_EXEC = 2 };
 
 static void close_fd(int *fd) {

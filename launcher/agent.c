@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/proc.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
 #include "launcher/gang.h"
@@ -262,54 +263,56 @@ static void write_exit_record(const char *attempt_dir, int rank, int code, int s
   free(text);
 }
 
-int ftl_rank_agent_main(int argc, char **argv) {
-  int64_t start_us = ftl_wall_us();
-  ftl_diag d = {{0}};
-  ftl_launch_env env;
-  ftl_rdzv_client client = {.fd = -1};
-  rank_place pl = {0, 0, 0, 0};
-  int exit_code = FTL_EXIT_LAUNCH;
-  pid_t child = -1;
-  int exec_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  out_stream out = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDOUT_FILENO};
-  out_stream err = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDERR_FILENO};
-  ftl_linebuf from_launcher = {0};
-  char **prog_env = NULL;
+/* One agent's state while its program runs. */
+typedef struct agent {
+  rank_place pl;
+  ftl_rdzv_client client;
+  core_proc proc;
+  out_stream out, err;
+  ftl_linebuf from_launcher;
+  pid_t parent;         /* mpirun's daemon or srun: when it goes, getppid() changes */
+  int exec_errno;       /* the program could not start (0: it did) */
+  int said_stopping;
+  int64_t grace_ms;     /* between a forwarded ending signal and the program's SIGKILL */
+  int64_t fence_ms;     /* FTL_NODE_TIMEOUT_MS: silence from the launcher that cuts this rank off */
+  int64_t heard_ms, next_alive_ms;
+  char prefix[32];
+} agent;
 
-  if (argc < 3 || strcmp(argv[1], "--") != 0) {
-    fprintf(stderr, "ftl rank-agent: usage: ftl rank-agent -- PROGRAM [ARGS...] (started by `ftl run`)\n");
-    return FTL_EXIT_USAGE;
-  }
-  if (read_place(&pl, &d) || ftl_launch_env_read(&env, &d)) {
-    fprintf(stderr, "ftl rank-agent: %s\n", d.msg);
+/* The rank's place, the program's environment, the parent-death signal and the launcher
+ * connection. FTL_EXIT_OK, or the exit code to return at once. */
+static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
+  ftl_launch_env env;
+  if (read_place(&ag->pl, d) || ftl_launch_env_read(&env, d)) {
+    fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
     return FTL_EXIT_LAUNCH;
   }
   ftl_log_init_from_env();
-  ftl_log_set_identity(pl.rank, pl.world_size);
+  ftl_log_set_identity(ag->pl.rank, ag->pl.world_size);
   /* The program's environment: this agent's (the attempt's, as ftl run built it), the job's `env`
    * it carried (FTL_JOB_ENV_*, for the program alone) and where the rank sits, built here and given
    * to execve rather than set in the agent's own. */
   char place[4][48];
-  snprintf(place[0], sizeof place[0], "RANK=%d", pl.rank);
-  snprintf(place[1], sizeof place[1], "WORLD_SIZE=%d", pl.world_size);
-  snprintf(place[2], sizeof place[2], "LOCAL_RANK=%d", pl.local_rank);
-  snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", pl.local_world_size);
+  snprintf(place[0], sizeof place[0], "RANK=%d", ag->pl.rank);
+  snprintf(place[1], sizeof place[1], "WORLD_SIZE=%d", ag->pl.world_size);
+  snprintf(place[2], sizeof place[2], "LOCAL_RANK=%d", ag->pl.local_rank);
+  snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", ag->pl.local_world_size);
   char *overrides[] = {place[0], place[1], place[2], place[3], NULL};
-  if (ftl_gang_program_env(environ, overrides, &prog_env, &d)) {
-    fprintf(stderr, "ftl rank-agent: %s\n", d.msg);
+  if (ftl_gang_program_env(environ, overrides, prog_env, d)) {
+    fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
     return FTL_EXIT_LAUNCH;
   }
-  env.rank = pl.rank;
-  env.world_size = pl.world_size;
+  env.rank = ag->pl.rank;
+  env.world_size = ag->pl.world_size;
 
   /* If mpirun or its daemon (our parent) goes, so do we, and with us the program: SIGTERM rather
    * than SIGKILL, so this agent first tells the launcher it was torn down (say_stopping) and its
    * host is known alive. When a host dies, mpirun's daemons elsewhere exit at once, and an agent
    * killed outright with them would look as dead as the lost host's own (detect.h). The program
    * then gets the usual grace before its SIGKILL. */
-  pid_t parent = getppid();
+  ag->parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != parent) raise(SIGTERM); /* the parent went before the request took effect */
+  if (getppid() != ag->parent) raise(SIGTERM); /* the parent went before the request took effect */
   /* Orphaned grandchildren of the program come to us, so the final sweep of its process group
    * finds them. */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -318,12 +321,192 @@ int ftl_rank_agent_main(int argc, char **argv) {
     char addrs[512];
     host_addresses(addrs, sizeof addrs);
     json_t *extra = json_pack("{s:s}", "addrs", addrs);
-    ftl_err crc = ftl_rdzv_client_open_with(&client, &env, "agent", pl.rank, extra, ftl_deadline_after_ms(15000), &d);
+    ftl_err crc = ftl_rdzv_client_open_with(&ag->client, &env, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), d);
     json_decref(extra);
     if (crc != FTL_OK) {
-      FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d.msg);
-      goto out;
+      FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d->msg);
+      return FTL_EXIT_LAUNCH;
     }
+  }
+  return FTL_EXIT_OK;
+}
+
+/* The signals the agent passes to the program's group (SIGCHLD: the program ended). */
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
+
+/* Starts the program in its own process group, its stdout and stderr through pipes to this agent,
+ * SIGKILLed if the agent dies. A program that cannot be executed is not an error here: it is
+ * reported to the launcher as the rank's exit (127, exec_error). */
+static ftl_err spawn_program(agent *ag, char **argv, char **prog_env, ftl_diag *d) {
+  ftl_err rc = ftl_sigpipe_open(forwarded, sizeof forwarded / sizeof *forwarded, NULL, d);
+  if (rc) return rc;
+  /* A console whose reader is gone must not kill this agent (console_write); the program gets
+   * the default back (an ignored signal would stay ignored across exec). */
+  struct sigaction ignore_pipe = {.sa_handler = SIG_IGN};
+  sigemptyset(&ignore_pipe.sa_mask);
+  sigaction(SIGPIPE, &ignore_pipe, NULL);
+  const int reset[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE};
+  core_proc_opts po = {.file = argv[0],
+                       .argv = argv,
+                       .envp = prog_env,
+                       .new_group = 1,
+                       .pdeath_signal = SIGKILL,
+                       .reset_signals = reset,
+                       .n_reset_signals = sizeof reset / sizeof *reset,
+                       .stdio = {{CORE_PROC_INHERIT, -1}, {CORE_PROC_PIPE, -1}, {CORE_PROC_PIPE, -1}}};
+  rc = core_proc_spawn(&po, &ag->proc, d);
+  if (rc == FTL_ERR_LAUNCH) {
+    ag->exec_errno = ag->proc.exec_errno;
+    FTL_LOG(FTL_LOG_ERROR, "agent", "%s", d->msg); /* "cannot execute PROGRAM: REASON" */
+    return FTL_OK;
+  }
+  if (rc) return rc;
+  ag->out.pipe_fd = ag->proc.fd[1];
+  ag->err.pipe_fd = ag->proc.fd[2];
+  ag->proc.fd[1] = ag->proc.fd[2] = -1;
+  return FTL_OK;
+}
+
+/* Passes an ending signal (or any other) to the program's group; an ending one arms its SIGKILL. */
+static void pass_signal(agent *ag, int sig, int ending, const char *by) {
+  if (ending && !ag->proc.reaped) say_stopping(&ag->client, &ag->said_stopping, sig, by);
+  if (!ag->proc.reaped) core_proc_signal(&ag->proc, sig);
+  if (ending && ag->proc.kill_at_ms == FTL_NO_DEADLINE) core_proc_kill_at(&ag->proc, ftl_deadline_after_ms(ag->grace_ms));
+}
+
+static void on_signals(agent *ag) {
+  int sig;
+  while ((sig = ftl_sigpipe_next()) != 0) {
+    if (sig == SIGCHLD) {
+      core_proc_reap(&ag->proc);
+      continue;
+    }
+    int ending = sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
+    pass_signal(ag, sig, ending, getppid() != ag->parent ? "parent_gone" : "signal");
+  }
+}
+
+/* The launcher's messages: signals to pass on (the pings only count as word from it); EOF: it is gone. */
+static void on_launcher(agent *ag) {
+  bool eof = false;
+  json_t *msg = NULL;
+  ftl_diag ignored;
+  ftl_linebuf_fill(&ag->from_launcher, ag->client.fd, &eof);
+  ag->heard_ms = ftl_clock_ms();
+  while (ftl_linebuf_next(&ag->from_launcher, &msg, &ignored) == FTL_OK) {
+    int sig = (int)ftl_wire_int(msg, "signal", 0);
+    if (!strcmp(ftl_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65)
+      pass_signal(ag, sig, sig == SIGTERM || sig == SIGINT, "launcher");
+    json_decref(msg);
+  }
+  if (eof) {
+    /* The launcher is gone: nobody would notice this rank any more, so it ends now. */
+    FTL_LOG(FTL_LOG_ERROR, "agent", "lost the launcher; ending the program");
+    ftl_rdzv_client_close(&ag->client);
+    if (!ag->proc.reaped) core_proc_signal(&ag->proc, SIGKILL);
+  }
+}
+
+/* One turn's timers: the fence (no word from the launcher) and the alive report. */
+static void agent_timers(agent *ag, ftl_diag *d) {
+  ftl_rdzv_client *client = &ag->client;
+  if (client->fd >= 0 && !ag->proc.reaped && ag->fence_ms > 0 && ftl_clock_ms() - ag->heard_ms > ag->fence_ms) {
+    FTL_LOG(FTL_LOG_ERROR, "agent", "no word from the launcher for %.1f s: ending the program",
+            (double)(ftl_clock_ms() - ag->heard_ms) / 1000.0);
+    ftl_rdzv_client_close(client);
+    core_proc_signal(&ag->proc, SIGKILL);
+  }
+  /* Also after the program is reaped, while its last output drains (a stray grandchild may hold
+   * the pipes): until the exit report goes out, silence would read as a lost host. */
+  if (client->fd >= 0 && ftl_clock_ms() >= ag->next_alive_ms) {
+    char state[2] = {ag->proc.reaped ? 'X' : process_state(ag->proc.pid), '\0'};
+    ftl_rdzv_client_send(client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, d);
+    ag->next_alive_ms = ftl_clock_ms() + 1000;
+  }
+}
+
+/* Until the program is reaped and its output drained: its output passed through, signals passed
+ * on, the launcher heard, and the agent's own alive reports. */
+static void watch_program(agent *ag, ftl_diag *d) {
+  int64_t parsed;
+  ag->grace_ms = 5000;
+  if (ftl_parse_i64(getenv("FTL_KILL_GRACE_MS"), 0, 3600000, &parsed) == FTL_OK) ag->grace_ms = parsed;
+  /* The agent says it is alive every second, with its program's state ('X': exited, output still
+   * draining): the launcher notices a lost host by the silence, and a stopped (SIGSTOP) program by
+   * its state. */
+  ag->next_alive_ms = ftl_clock_ms();
+  /* The launcher pings every second. An agent that hears nothing for FTL_NODE_TIMEOUT_MS is cut
+   * off (its link is down): the launcher has already given up on this host, so the rank ends
+   * here rather than linger beside the next attempt. */
+  ag->heard_ms = ftl_clock_ms();
+  if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &parsed) == FTL_OK) ag->fence_ms = parsed;
+  while (!ag->proc.reaped || ag->out.pipe_fd >= 0 || ag->err.pipe_fd >= 0) {
+    agent_timers(ag, d);
+    struct pollfd fds[4] = {{.fd = ftl_sigpipe_fd(), .events = POLLIN},
+                            {.fd = ag->client.fd, .events = POLLIN}, /* launcher gone: EOF */
+                            {.fd = ag->out.pipe_fd, .events = POLLIN},
+                            {.fd = ag->err.pipe_fd, .events = POLLIN}};
+    int timeout = ag->proc.reaped ? 200 : ftl_deadline_left_ms(ag->proc.kill_at_ms);
+    if (timeout > 200) timeout = 200;
+    int pr = poll(fds, 4, timeout);
+    if (pr < 0 && errno != EINTR) break;
+    if (!ag->proc.reaped) core_proc_step(&ag->proc); /* the SIGKILL a grace after an ending signal */
+    if (pr <= 0) {
+      if (ag->proc.reaped) break; /* output pipes held open by a stray grandchild: do not wait for it */
+      continue;
+    }
+    if (fds[0].revents & POLLIN) on_signals(ag);
+    if (ag->client.fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) on_launcher(ag);
+    if (ag->out.pipe_fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) pump(&ag->out, ag->prefix);
+    if (ag->err.pipe_fd >= 0 && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) pump(&ag->err, ag->prefix);
+  }
+  if (!ag->proc.reaped) core_proc_wait(&ag->proc, d);
+  core_proc_signal(&ag->proc, SIGKILL); /* whatever the program left behind in its group goes with it */
+}
+
+/* How the program ended: in the rank's exit record and to the launcher. Returns the agent's exit code. */
+static int report_exit(agent *ag, const char *attempt_dir, int64_t start_us, ftl_diag *d) {
+  if (ag->out.console_dropped + ag->err.console_dropped > 0 && ag->err.log_fd >= 0) {
+    char note[200];
+    int len = snprintf(note, sizeof note,
+                       "ftl rank-agent: %ld line(s) were not shown on the console (it took no output for %d ms); "
+                       "this rank's log files hold them all\n",
+                       ag->out.console_dropped + ag->err.console_dropped, (int)CONSOLE_STALL_MS);
+    if (len > 0) write_all(ag->err.log_fd, note, (size_t)len);
+  }
+  int status = ag->proc.status;
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (ag->exec_errno) code = 127;
+  write_exit_record(attempt_dir, ag->pl.rank, code, sig, start_us);
+  if (ag->client.fd >= 0) {
+    ftl_rdzv_client_send(&ag->client,
+                         json_pack("{s:s, s:i, s:i, s:s, s:I}", "type", "exit", "exit_code", code, "signal", sig,
+                                   "exec_error", ag->exec_errno ? strerror(ag->exec_errno) : "", "wall_us",
+                                   (json_int_t)ftl_wall_us()),
+                         0, d);
+  }
+  return sig ? 128 + sig : code;
+}
+
+int ftl_rank_agent_main(int argc, char **argv) {
+  int64_t start_us = ftl_wall_us();
+  ftl_diag d = {{0}};
+  agent ag = {.client = {.fd = -1},
+              .proc = {.pid = -1, .fd = {-1, -1, -1}, .kill_at_ms = FTL_NO_DEADLINE, .term_at_ms = FTL_NO_DEADLINE},
+              .out = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDOUT_FILENO},
+              .err = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDERR_FILENO}};
+  int exit_code = FTL_EXIT_LAUNCH;
+  char **prog_env = NULL;
+
+  if (argc < 3 || strcmp(argv[1], "--") != 0) {
+    fprintf(stderr, "ftl rank-agent: usage: ftl rank-agent -- PROGRAM [ARGS...] (started by `ftl run`)\n");
+    return FTL_EXIT_USAGE;
+  }
+  int setup = agent_setup(&ag, &prog_env, &d);
+  if (setup != FTL_EXIT_OK) {
+    if (!prog_env) return setup; /* said on stderr; nothing to clean up */
+    goto out;                    /* the launcher could not be reached (logged) */
   }
 
   const char *attempt_dir = getenv("FTL_ATTEMPT_DIR");
@@ -331,184 +514,23 @@ int ftl_rank_agent_main(int argc, char **argv) {
     FTL_LOG(FTL_LOG_WARN, "agent", "%s; rank output is not logged to files", d.msg);
     attempt_dir = NULL;
   }
-  out.log_fd = open_log(attempt_dir, pl.rank, "out");
-  err.log_fd = open_log(attempt_dir, pl.rank, "err");
-
-  if (pipe2(exec_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC)) {
-    FTL_LOG(FTL_LOG_ERROR, "agent", "pipe: %s", strerror(errno));
-    goto out;
-  }
-  const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD};
-  if (ftl_sigpipe_open(forwarded, sizeof forwarded / sizeof *forwarded, NULL, &d)) {
+  ag.out.log_fd = open_log(attempt_dir, ag.pl.rank, "out");
+  ag.err.log_fd = open_log(attempt_dir, ag.pl.rank, "err");
+  if (spawn_program(&ag, argv + 2, prog_env, &d)) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "%s", d.msg);
     goto out;
   }
-  /* A console whose reader is gone must not kill this agent (console_write); the program gets
-   * the default back below. */
-  struct sigaction ignore_pipe = {.sa_handler = SIG_IGN};
-  sigemptyset(&ignore_pipe.sa_mask);
-  sigaction(SIGPIPE, &ignore_pipe, NULL);
-
-  child = fork();
-  if (child < 0) {
-    FTL_LOG(FTL_LOG_ERROR, "agent", "fork: %s", strerror(errno));
-    goto out;
-  }
-  if (child == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    sigemptyset(&dfl.sa_mask);
-    for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++) sigaction(forwarded[i], &dfl, NULL);
-    sigaction(SIGPIPE, &dfl, NULL); /* an ignored signal would stay ignored across exec */
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    execve(argv[2], argv + 2, prog_env);
-    int e = errno;
-    ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
-    (void)ignored;
-    _exit(127);
-  }
-  setpgid(child, child); /* also here: whichever runs first, the group exists before any kill */
-  close(exec_pipe[1]);
-  exec_pipe[1] = -1;
-  close(out_pipe[1]);
-  out_pipe[1] = -1;
-  close(err_pipe[1]);
-  err_pipe[1] = -1;
-  out.pipe_fd = out_pipe[0];
-  err.pipe_fd = err_pipe[0];
-  out_pipe[0] = err_pipe[0] = -1;
-
-  int exec_errno = 0;
-  ssize_t got = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
-  if (got == (ssize_t)sizeof exec_errno)
-    FTL_LOG(FTL_LOG_ERROR, "agent", "cannot execute %s: %s", argv[2], strerror(exec_errno));
-
-  char prefix[32] = "";
-  if (pl.world_size > 1) snprintf(prefix, sizeof prefix, "[rank %d] ", pl.rank);
-  int status = 0, reaped = 0, said_stopping = 0;
-  int64_t kill_deadline = FTL_NO_DEADLINE;
-  int64_t grace_ms = 5000;
-  int64_t parsed;
-  if (ftl_parse_i64(getenv("FTL_KILL_GRACE_MS"), 0, 3600000, &parsed) == FTL_OK) grace_ms = parsed;
-
-  /* The agent says it is alive every second, with its program's state ('X': exited, output still
-   * draining): the launcher notices a lost host by the silence, and a stopped (SIGSTOP) program by
-   * its state. */
-  const int64_t alive_interval_ms = 1000;
-  int64_t next_alive_ms = ftl_clock_ms();
-  /* The launcher pings every second. An agent that hears nothing for FTL_NODE_TIMEOUT_MS is cut
-   * off (its link is down): the launcher has already given up on this host, so the rank ends
-   * here rather than linger beside the next attempt. */
-  int64_t fence_ms = 0, heard_ms = ftl_clock_ms();
-  if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &parsed) == FTL_OK) fence_ms = parsed;
-  while (!reaped || out.pipe_fd >= 0 || err.pipe_fd >= 0) {
-    if (client.fd >= 0 && !reaped && fence_ms > 0 && ftl_clock_ms() - heard_ms > fence_ms) {
-      FTL_LOG(FTL_LOG_ERROR, "agent", "no word from the launcher for %.1f s: ending the program",
-              (double)(ftl_clock_ms() - heard_ms) / 1000.0);
-      ftl_rdzv_client_close(&client);
-      kill(-child, SIGKILL);
-    }
-    /* Also after the program is reaped, while its last output drains (a stray grandchild may hold
-     * the pipes): until the exit report goes out, silence would read as a lost host. */
-    if (client.fd >= 0 && ftl_clock_ms() >= next_alive_ms) {
-      char state[2] = {reaped ? 'X' : process_state(child), '\0'};
-      ftl_rdzv_client_send(&client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, &d);
-      next_alive_ms = ftl_clock_ms() + alive_interval_ms;
-    }
-    struct pollfd fds[4];
-    nfds_t n = 0;
-    fds[n++] = (struct pollfd){.fd = ftl_sigpipe_fd(), .events = POLLIN};
-    fds[n++] = (struct pollfd){.fd = client.fd, .events = POLLIN}; /* launcher gone: EOF */
-    fds[n++] = (struct pollfd){.fd = out.pipe_fd, .events = POLLIN};
-    fds[n++] = (struct pollfd){.fd = err.pipe_fd, .events = POLLIN};
-    int timeout = reaped ? 200 : ftl_deadline_left_ms(kill_deadline);
-    if (timeout > 200) timeout = 200;
-    int pr = poll(fds, n, timeout);
-    if (pr < 0 && errno != EINTR) break;
-    if (!reaped && kill_deadline != FTL_NO_DEADLINE && ftl_deadline_left_ms(kill_deadline) == 0) {
-      kill(-child, SIGKILL);
-      kill_deadline = FTL_NO_DEADLINE;
-    }
-    if (pr <= 0) {
-      if (reaped) break; /* output pipes held open by a stray grandchild: do not wait for it */
-      continue;
-    }
-    if (fds[0].revents & POLLIN) {
-      int sig;
-      while ((sig = ftl_sigpipe_next()) != 0) {
-        if (sig == SIGCHLD) {
-          if (!reaped && waitpid(child, &status, WNOHANG) == child) reaped = 1;
-          continue;
-        }
-        int ending = sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
-        if (ending && !reaped) say_stopping(&client, &said_stopping, sig, getppid() != parent ? "parent_gone" : "signal");
-        if (!reaped) kill(-child, sig);
-        if (ending && kill_deadline == FTL_NO_DEADLINE) kill_deadline = ftl_deadline_after_ms(grace_ms);
-      }
-    }
-    if (client.fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      bool eof = false;
-      json_t *msg = NULL;
-      ftl_diag ignored;
-      ftl_linebuf_fill(&from_launcher, client.fd, &eof);
-      heard_ms = ftl_clock_ms();
-      while (ftl_linebuf_next(&from_launcher, &msg, &ignored) == FTL_OK) {
-        int sig = (int)ftl_wire_int(msg, "signal", 0);
-        if (!strcmp(ftl_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65) {
-          if ((sig == SIGTERM || sig == SIGINT) && !reaped) say_stopping(&client, &said_stopping, sig, "launcher");
-          if (!reaped) kill(-child, sig);
-          if ((sig == SIGTERM || sig == SIGINT) && kill_deadline == FTL_NO_DEADLINE)
-            kill_deadline = ftl_deadline_after_ms(grace_ms);
-        }
-        json_decref(msg);
-      }
-      if (eof) {
-        /* The launcher is gone: nobody would notice this rank any more, so it ends now. */
-        FTL_LOG(FTL_LOG_ERROR, "agent", "lost the launcher; ending the program");
-        ftl_rdzv_client_close(&client);
-        if (!reaped) kill(-child, SIGKILL);
-      }
-    }
-    if (out.pipe_fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) pump(&out, prefix);
-    if (err.pipe_fd >= 0 && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) pump(&err, prefix);
-  }
-  if (!reaped) waitpid(child, &status, 0);
-  kill(-child, SIGKILL); /* whatever the program left behind in its group goes with it */
-  if (out.console_dropped + err.console_dropped > 0 && err.log_fd >= 0) {
-    char note[200];
-    int len = snprintf(note, sizeof note,
-                       "ftl rank-agent: %ld line(s) were not shown on the console (it took no output for %d ms); "
-                       "this rank's log files hold them all\n",
-                       out.console_dropped + err.console_dropped, (int)CONSOLE_STALL_MS);
-    if (len > 0) write_all(err.log_fd, note, (size_t)len);
-  }
-
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  if (exec_errno) code = 127;
-  exit_code = sig ? 128 + sig : code;
-  write_exit_record(attempt_dir, pl.rank, code, sig, start_us);
-  if (client.fd >= 0) {
-    ftl_rdzv_client_send(&client,
-                         json_pack("{s:s, s:i, s:i, s:s, s:I}", "type", "exit", "exit_code", code, "signal", sig,
-                                   "exec_error", exec_errno ? strerror(exec_errno) : "", "wall_us",
-                                   (json_int_t)ftl_wall_us()),
-                         0, &d);
-  }
+  if (ag.pl.world_size > 1) snprintf(ag.prefix, sizeof ag.prefix, "[rank %d] ", ag.pl.rank);
+  watch_program(&ag, &d);
+  exit_code = report_exit(&ag, attempt_dir, start_us, &d);
 out:
-  ftl_linebuf_free(&from_launcher);
+  ftl_linebuf_free(&ag.from_launcher);
   ftl_argv_free(prog_env);
-  if (client.fd >= 0) ftl_rdzv_client_close(&client);
-  if (out.log_fd >= 0) close(out.log_fd);
-  if (err.log_fd >= 0) close(err.log_fd);
-  if (out.pipe_fd >= 0) close(out.pipe_fd);
-  if (err.pipe_fd >= 0) close(err.pipe_fd);
-  for (int i = 0; i < 2; i++) {
-    if (exec_pipe[i] >= 0) close(exec_pipe[i]);
-    if (out_pipe[i] >= 0) close(out_pipe[i]);
-    if (err_pipe[i] >= 0) close(err_pipe[i]);
-  }
+  if (ag.client.fd >= 0) ftl_rdzv_client_close(&ag.client);
+  if (ag.out.log_fd >= 0) close(ag.out.log_fd);
+  if (ag.err.log_fd >= 0) close(ag.err.log_fd);
+  if (ag.out.pipe_fd >= 0) close(ag.out.pipe_fd);
+  if (ag.err.pipe_fd >= 0) close(ag.err.pipe_fd);
+  core_proc_close(&ag.proc);
   return exit_code;
 }

@@ -274,36 +274,6 @@ static int cmd_help(int argc, char **argv) {
   return *topic ? FTL_EXIT_USAGE : FTL_EXIT_OK;
 }
 
-/* Keeps a copy of the spec in the run directory. A run directory already used by a different
- * spec is refused: mixing two jobs' checkpoints and logs would cost someone their data. */
-static ftl_err adopt_run_dir(const char *run_dir, const ftl_job *job, ftl_diag *d) {
-  ftl_err rc = ftl_mkdir_p(run_dir, d);
-  if (rc) return rc;
-  char path[PATH_MAX];
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_SPEC))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  if (!job->spec_path) return FTL_OK;
-  char *spec = NULL, *existing = NULL;
-  size_t spec_len = 0, existing_len = 0;
-  rc = ftl_read_file(job->spec_path, 1 << 20, &spec, &spec_len, d);
-  if (rc) goto out;
-  ftl_diag ignored;
-  if (ftl_read_file(path, 1 << 20, &existing, &existing_len, &ignored) == FTL_OK) {
-    if (existing_len != spec_len || memcmp(existing, spec, spec_len) != 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_SPEC,
-                         "run directory %s belongs to a different job spec (its job.yaml differs from %s); "
-                         "use another --run-dir or remove it",
-                         run_dir, job->spec_path);
-    }
-    goto out;
-  }
-  rc = ftl_write_file_atomic(path, spec, spec_len, d);
-out:
-  ftl_free(spec);
-  ftl_free(existing);
-  return rc;
-}
-
 /* A name that says "job spec": ends in .yaml or .yml. */
 static int has_yaml_extension(const char *path) {
   size_t n = strlen(path);
@@ -363,7 +333,18 @@ static int parse_seconds_opt(const char *flag, const char *arg, int allow_zero, 
   return 0;
 }
 
-static int cmd_run(int argc, char **argv) {
+/* `ftl run`'s options, as given. */
+typedef struct run_opts {
+  int64_t ranks, grace_ms, max_restarts;
+  double rdzv_timeout_s, wait_lock_s, progress_interval_s;
+  ftl_progress_mode progress_mode;
+  const char *metrics, *hostfile, *run_dir, *name, *launcher, *rdzv_host;
+} run_opts;
+
+enum { RUN_GO_ON = -1 }; /* the step went well: no exit code yet */
+
+/* Reads the options; argv[optind..] is then the job (a spec, or -- PROGRAM ARGS). */
+static int parse_run_options(int argc, char **argv, run_opts *ro) {
   enum { OPT_HOSTFILE = 1000, OPT_RUN_DIR, OPT_NAME, OPT_RDZV_TIMEOUT, OPT_LAUNCHER, OPT_RDZV_HOST, OPT_GRACE, OPT_RESTARTS, OPT_WAIT_LOCK, OPT_PROGRESS, OPT_PROGRESS_INTERVAL, OPT_METRICS };
   static const struct option options[] = {
       {"ranks", required_argument, NULL, 'n'},
@@ -382,240 +363,268 @@ static int cmd_run(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  int64_t ranks = -1, grace_ms = 5000, max_restarts = -1;
-  double rdzv_timeout_s = -1, wait_lock_s = 0;
-  ftl_run_lock run_lock = FTL_RUN_LOCK_INIT;
-  ftl_progress_mode progress_mode = FTL_PROGRESS_AUTO;
-  double progress_interval_s = 30;
-  const char *metrics_opt = NULL;
-  ftl_progress *progress = NULL;
-  ftl_prom *metrics = NULL;
-  const char *hostfile = NULL, *run_dir_opt = NULL, *name = NULL, *launcher = NULL, *rdzv_host = NULL;
-  ftl_diag d = {{0}};
-  ftl_job *job = NULL;
-  ftl_events *events = NULL;
-  char *program = NULL;
-  int exit_code = FTL_EXIT_USAGE;
+  *ro = (run_opts){.ranks = -1, .grace_ms = 5000, .max_restarts = -1, .rdzv_timeout_s = -1, .progress_interval_s = 30,
+                   .progress_mode = FTL_PROGRESS_AUTO};
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, "+n:h", options, NULL)) != -1) {
     switch (c) {
       case 'n':
-        if (ftl_parse_i64(optarg, 1, 1 << 20, &ranks) != FTL_OK) {
+        if (ftl_parse_i64(optarg, 1, 1 << 20, &ro->ranks) != FTL_OK) {
           fprintf(stderr, "ftl run: -n: expected an integer > 0, got '%s'\n", optarg);
           return FTL_EXIT_USAGE;
         }
         break;
-      case OPT_HOSTFILE: hostfile = optarg; break;
-      case OPT_RUN_DIR: run_dir_opt = optarg; break;
-      case OPT_NAME: name = optarg; break;
-      case OPT_LAUNCHER: launcher = optarg; break;
-      case OPT_RDZV_HOST: rdzv_host = optarg; break;
+      case OPT_HOSTFILE: ro->hostfile = optarg; break;
+      case OPT_RUN_DIR: ro->run_dir = optarg; break;
+      case OPT_NAME: ro->name = optarg; break;
+      case OPT_LAUNCHER: ro->launcher = optarg; break;
+      case OPT_RDZV_HOST: ro->rdzv_host = optarg; break;
       case OPT_RDZV_TIMEOUT:
-        if (parse_seconds_opt("--rendezvous-timeout", optarg, 0, HUGE_VAL, &rdzv_timeout_s)) return FTL_EXIT_USAGE;
+        if (parse_seconds_opt("--rendezvous-timeout", optarg, 0, HUGE_VAL, &ro->rdzv_timeout_s)) return FTL_EXIT_USAGE;
         break;
       case OPT_GRACE:
-        if (ftl_parse_i64(optarg, 0, 3600000, &grace_ms) != FTL_OK) {
+        if (ftl_parse_i64(optarg, 0, 3600000, &ro->grace_ms) != FTL_OK) {
           fprintf(stderr, "ftl run: --kill-grace-ms: expected milliseconds, got '%s'\n", optarg);
           return FTL_EXIT_USAGE;
         }
         break;
       case OPT_WAIT_LOCK:
-        if (parse_seconds_opt("--wait-lock", optarg, 1, 1e6, &wait_lock_s)) return FTL_EXIT_USAGE;
+        if (parse_seconds_opt("--wait-lock", optarg, 1, 1e6, &ro->wait_lock_s)) return FTL_EXIT_USAGE;
         break;
       case OPT_RESTARTS:
-        if (ftl_parse_i64(optarg, 0, 100000, &max_restarts) != FTL_OK) {
+        if (ftl_parse_i64(optarg, 0, 100000, &ro->max_restarts) != FTL_OK) {
           fprintf(stderr, "ftl run: --max-restarts: expected an integer >= 0, got '%s'\n", optarg);
           return FTL_EXIT_USAGE;
         }
         break;
       case OPT_PROGRESS:
-        if (ftl_progress_parse_mode(optarg, &progress_mode) != FTL_OK) {
+        if (ftl_progress_parse_mode(optarg, &ro->progress_mode) != FTL_OK) {
           fprintf(stderr, "ftl run: --progress: expected auto, tty, lines or off, got '%s'\n", optarg);
           return FTL_EXIT_USAGE;
         }
         break;
       case OPT_PROGRESS_INTERVAL:
-        if (parse_seconds_opt("--progress-interval", optarg, 0, 86400, &progress_interval_s)) return FTL_EXIT_USAGE;
+        if (parse_seconds_opt("--progress-interval", optarg, 0, 86400, &ro->progress_interval_s)) return FTL_EXIT_USAGE;
         break;
-      case OPT_METRICS: metrics_opt = optarg; break;
+      case OPT_METRICS: ro->metrics = optarg; break;
       case 'h': fputs(run_help, stdout); return FTL_EXIT_OK;
       default: print_usage(stderr); return FTL_EXIT_USAGE;
     }
   }
+  return RUN_GO_ON;
+}
+
+/* The job from what follows the options: -- PROGRAM ARGS, or one spec file (-n overrides its ranks). */
+static int read_job(int argc, char **argv, const run_opts *ro, ftl_job **job) {
+  ftl_diag d = {{0}};
   int rest = argc - optind;
   char **rest_argv = argv + optind;
   if (rest >= 1 && strcmp(argv[optind - 1], "--") == 0) {
     /* ftl run -n N -- PROGRAM ARGS */
-    if (ranks < 0) {
+    if (ro->ranks < 0) {
       fprintf(stderr, "ftl run: -n N is required with -- PROGRAM\n");
       return FTL_EXIT_USAGE;
     }
-    if (ftl_job_from_argv((int)ranks, rest, rest_argv, &job, &d)) {
+    if (ftl_job_from_argv((int)ro->ranks, rest, rest_argv, job, &d)) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       return FTL_EXIT_USAGE;
     }
-  } else if (rest == 1 || (rest > 1 && ranks > 0 && !has_yaml_extension(rest_argv[0]))) {
+  } else if (rest == 1 || (rest > 1 && ro->ranks > 0 && !has_yaml_extension(rest_argv[0]))) {
     /* A program where a spec belongs (the `--` forgotten) is said so, not read as YAML. */
     if (!has_yaml_extension(rest_argv[0]) && (rest > 1 || is_executable_file(rest_argv[0]))) {
       say_not_a_spec(rest_argv[0], is_executable_file(rest_argv[0]) ? "it is an executable" : "a spec comes alone",
-                     ranks, rest, rest_argv);
+                     ro->ranks, rest, rest_argv);
       return FTL_EXIT_USAGE;
     }
-    ftl_err rc = ftl_job_parse_file(rest_argv[0], &job, &d);
+    ftl_err rc = ftl_job_parse_file(rest_argv[0], job, &d);
     if (rc) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       if (!has_yaml_extension(rest_argv[0]))
-        say_not_a_spec(rest_argv[0], "it does not read as one", ranks, rest, rest_argv);
+        say_not_a_spec(rest_argv[0], "it does not read as one", ro->ranks, rest, rest_argv);
       return rc == FTL_ERR_NOMEM ? FTL_EXIT_INTERNAL : FTL_EXIT_USAGE;
     }
-    if (ranks > 0) job->ranks = (int)ranks;
+    if (ro->ranks > 0) (*job)->ranks = (int)ro->ranks;
   } else {
     fprintf(stderr, "ftl run: expected one JOB.yaml, or -n N -- PROGRAM [ARGS...]\n");
     print_usage(stderr);
     return FTL_EXIT_USAGE;
   }
-  if (name) {
-    char *copy = ftl_strdup(name);
+  return RUN_GO_ON;
+}
+
+/* The options that override the job's fields. */
+static int apply_overrides(ftl_job *job, const run_opts *ro) {
+  if (ro->name) {
+    char *copy = ftl_strdup(ro->name);
     if (!copy) goto oom;
     ftl_free(job->name);
     job->name = copy;
   }
-  if (hostfile) {
-    char *copy = ftl_strdup(hostfile);
+  if (ro->hostfile) {
+    char *copy = ftl_strdup(ro->hostfile);
     if (!copy) goto oom;
     ftl_free(job->hostfile);
     job->hostfile = copy;
   }
-  if (max_restarts >= 0) job->max_restarts = (int)max_restarts;
-  if (rdzv_timeout_s > 0) job->rendezvous_timeout_ms = (int64_t)(rdzv_timeout_s * 1000.0);
-  if (launcher) {
-    if (!strcmp(launcher, "auto")) job->launcher = FTL_LAUNCH_AUTO;
-    else if (!strcmp(launcher, "mpirun")) job->launcher = FTL_LAUNCH_MPIRUN;
-    else if (!strcmp(launcher, "srun")) job->launcher = FTL_LAUNCH_SRUN;
+  if (ro->max_restarts >= 0) job->max_restarts = (int)ro->max_restarts;
+  if (ro->rdzv_timeout_s > 0) job->rendezvous_timeout_ms = (int64_t)(ro->rdzv_timeout_s * 1000.0);
+  if (ro->launcher) {
+    if (!strcmp(ro->launcher, "auto")) job->launcher = FTL_LAUNCH_AUTO;
+    else if (!strcmp(ro->launcher, "mpirun")) job->launcher = FTL_LAUNCH_MPIRUN;
+    else if (!strcmp(ro->launcher, "srun")) job->launcher = FTL_LAUNCH_SRUN;
     else {
-      fprintf(stderr, "ftl run: --launcher: expected auto, mpirun or srun, got '%s'\n", launcher);
-      goto out;
+      fprintf(stderr, "ftl run: --launcher: expected auto, mpirun or srun, got '%s'\n", ro->launcher);
+      return FTL_EXIT_USAGE;
     }
   }
+  return RUN_GO_ON;
+oom:
+  fprintf(stderr, "ftl run: out of memory\n");
+  return FTL_EXIT_INTERNAL;
+}
 
-  if (job->hostfile && (exit_code = check_hostfile(job)) != FTL_EXIT_OK) goto out;
-  exit_code = FTL_EXIT_USAGE;
-
-  /* A program that cannot start is found here, before anything is launched or retried. A name
-   * without '/' is looked up on the job's PATH when its env sets one (the PATH the program will
-   * have), else on ftl's own. */
-  const char *lookup_path = ftl_gang_env_get(job->env, "PATH");
-  if (!lookup_path) lookup_path = getenv("PATH");
-  if (ftl_gang_find_program(job->program, lookup_path, &program, &d)) {
-    fprintf(stderr, "ftl run: %s%s%s\n", job->spec_path ? job->spec_path : "", job->spec_path ? ": field 'program': " : "",
-            d.msg);
-    exit_code = FTL_EXIT_LAUNCH;
-    goto out;
-  }
-  char exe[PATH_MAX];
-  ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (exe_len <= 0) {
-    fprintf(stderr, "ftl run: cannot find my own executable: %s\n", strerror(errno));
-    exit_code = FTL_EXIT_INTERNAL;
-    goto out;
-  }
-  exe[exe_len] = '\0';
-
-  char run_dir_buf[PATH_MAX], run_dir[PATH_MAX];
-  const char *rd = run_dir_opt ? run_dir_opt : job->run_dir;
+/* The run directory made, locked and adopted (runlock.h); run_dir gets its real path. */
+static int open_run_dir(const ftl_job *job, const run_opts *ro, ftl_run_lock *lock, char *run_dir) {
+  ftl_diag d = {{0}};
+  char run_dir_buf[PATH_MAX];
+  const char *rd = ro->run_dir ? ro->run_dir : job->run_dir;
   if (!rd) {
-    if (ftl_fmt(run_dir_buf, sizeof run_dir_buf, "runs/%s", job->name)) goto toolong;
+    if (ftl_fmt(run_dir_buf, sizeof run_dir_buf, "runs/%s", job->name)) {
+      fprintf(stderr, "ftl run: a path is too long\n");
+      return FTL_EXIT_INTERNAL;
+    }
     rd = run_dir_buf;
   }
   /* A run directory that cannot be made is ftl's failure (exit 5), like any file it cannot write. */
   if (ftl_mkdir_p(rd, &d)) {
     fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", rd, d.msg);
-    exit_code = FTL_EXIT_INTERNAL;
-    goto out;
+    return FTL_EXIT_INTERNAL;
   }
   /* One launcher per run directory, for its whole life (docs/formats/ftl-lock.md). */
-  ftl_err lock_rc = ftl_run_lock_take(rd, job, (int64_t)(wait_lock_s * 1000.0), &run_lock, &d);
+  ftl_err lock_rc = ftl_run_lock_take(rd, job, (int64_t)(ro->wait_lock_s * 1000.0), lock, &d);
   if (lock_rc) {
     /* In use by another launcher, or another job's: refused (2); a lock that cannot be written: 5. */
     fprintf(stderr, "ftl run: %s\n", d.msg);
-    exit_code = lock_rc == FTL_ERR_STATE || lock_rc == FTL_ERR_TIMEOUT || lock_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE
-                                                                                                  : FTL_EXIT_INTERNAL;
-    goto out;
+    return lock_rc == FTL_ERR_STATE || lock_rc == FTL_ERR_TIMEOUT || lock_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE
+                                                                                             : FTL_EXIT_INTERNAL;
   }
-  ftl_err adopt_rc = adopt_run_dir(rd, job, &d);
+  ftl_err adopt_rc = ln_run_dir_adopt_spec(rd, job, &d);
   if (adopt_rc) {
     /* Another job's run directory is a usage error; one that cannot be written is ftl's failure
      * (exit 5), like any other file ftl cannot write. */
     if (adopt_rc == FTL_ERR_SPEC) fprintf(stderr, "ftl run: %s\n", d.msg);
     else fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", rd, d.msg);
-    exit_code = adopt_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE : FTL_EXIT_INTERNAL;
-    goto out;
+    return adopt_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE : FTL_EXIT_INTERNAL;
   }
   if (!realpath(rd, run_dir)) {
     fprintf(stderr, "ftl run: run directory %s: %s\n", rd, strerror(errno));
-    exit_code = FTL_EXIT_INTERNAL;
-    goto out;
+    return FTL_EXIT_INTERNAL;
   }
+  return RUN_GO_ON;
+}
+
+/* The event log and the operator's views drawn from it (launcher/progress.h, prom.h). */
+static int open_observers(const ftl_job *job, const run_opts *ro, const char *run_dir, ftl_events **events,
+                          ftl_progress **progress, ftl_prom **metrics) {
+  ftl_diag d = {{0}};
   char events_path[PATH_MAX];
-  if (ftl_rundir_path(events_path, sizeof events_path, run_dir, FTL_RUNDIR_EVENTS)) goto toolong;
-  if (ftl_events_open(events_path, &events, &d)) {
-    fprintf(stderr, "ftl run: %s\n", d.msg);
-    exit_code = FTL_EXIT_INTERNAL;
-    goto out;
+  if (ftl_rundir_path(events_path, sizeof events_path, run_dir, FTL_RUNDIR_EVENTS)) {
+    fprintf(stderr, "ftl run: a path is too long\n");
+    return FTL_EXIT_INTERNAL;
   }
-  /* The operator's view: drawn from the event stream itself (launcher/progress.h, metrics.h). */
-  const char *metrics_path = metrics_opt ? metrics_opt : job->metrics_textfile;
+  if (ftl_events_open(events_path, events, &d)) {
+    fprintf(stderr, "ftl run: %s\n", d.msg);
+    return FTL_EXIT_INTERNAL;
+  }
+  const char *metrics_path = ro->metrics ? ro->metrics : job->metrics_textfile;
   if (!metrics_path && getenv("FTL_METRICS_TEXTFILE") && *getenv("FTL_METRICS_TEXTFILE"))
     metrics_path = getenv("FTL_METRICS_TEXTFILE");
-  if (ftl_progress_create(progress_mode, stderr, isatty(STDERR_FILENO), getenv("TERM"),
-                          (int64_t)(progress_interval_s * 1000.0), &progress, &d) ||
-      ftl_events_observe(events, ftl_progress_observe, progress, &d) ||
-      (metrics_path && (ftl_prom_create(metrics_path, job->name, &metrics, &d) ||
-                        ftl_events_observe(events, ftl_prom_observe, metrics, &d)))) {
+  if (ftl_progress_create(ro->progress_mode, stderr, isatty(STDERR_FILENO), getenv("TERM"),
+                          (int64_t)(ro->progress_interval_s * 1000.0), progress, &d) ||
+      ftl_events_observe(*events, ftl_progress_observe, *progress, &d) ||
+      (metrics_path && (ftl_prom_create(metrics_path, job->name, metrics, &d) ||
+                        ftl_events_observe(*events, ftl_prom_observe, *metrics, &d)))) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
-    exit_code = FTL_EXIT_INTERNAL;
-    goto out;
+    return FTL_EXIT_INTERNAL;
   }
+  return RUN_GO_ON;
+}
+
+/* The job's program, found before anything is launched or retried (a name without '/' on the
+ * job's PATH when its env sets one: the PATH the program will have; else on ftl's own), and ftl's
+ * own executable (the rank agent). */
+static int find_programs(const ftl_job *job, char **program, char *exe, size_t exe_size) {
+  ftl_diag d = {{0}};
+  const char *lookup_path = ftl_gang_env_get(job->env, "PATH");
+  if (!lookup_path) lookup_path = getenv("PATH");
+  if (ftl_gang_find_program(job->program, lookup_path, program, &d)) {
+    fprintf(stderr, "ftl run: %s%s%s\n", job->spec_path ? job->spec_path : "", job->spec_path ? ": field 'program': " : "",
+            d.msg);
+    return FTL_EXIT_LAUNCH;
+  }
+  ssize_t exe_len = readlink("/proc/self/exe", exe, exe_size - 1);
+  if (exe_len <= 0) {
+    fprintf(stderr, "ftl run: cannot find my own executable: %s\n", strerror(errno));
+    return FTL_EXIT_INTERNAL;
+  }
+  exe[exe_len] = '\0';
+  return RUN_GO_ON;
+}
+
+/* The inputs are hashed (and the gate locked) before any rank starts; a resumed run is checked
+ * against that record instead (docs/pipeline.md). Without the pipeline such a job cannot run. */
+static int prepare_inputs(ftl_job *job, const char *run_dir) {
 #ifdef FTL_HAVE_EVAL
-  /* The inputs are hashed (and the gate locked) before any rank starts; a resumed run is checked
-   * against that record instead (docs/pipeline.md). */
+  ftl_diag d = {{0}};
   if (ftl_submit_prepare(job, run_dir, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
-    exit_code = FTL_EXIT_USAGE;
-    goto out;
+    return FTL_EXIT_USAGE;
   }
 #else
+  (void)run_dir;
   if (job->inputs_count || job->eval.program) {
     fprintf(stderr, "ftl run: this ftl was built without the pipeline (libarchive, libcrypto): it cannot run a job "
                     "with inputs: or eval:\n");
-    exit_code = FTL_EXIT_USAGE;
-    goto out;
+    return FTL_EXIT_USAGE;
   }
 #endif
+  return RUN_GO_ON;
+}
+
+static int cmd_run(int argc, char **argv) {
+  run_opts ro;
+  ftl_run_lock run_lock = FTL_RUN_LOCK_INIT;
+  ftl_progress *progress = NULL;
+  ftl_prom *metrics = NULL;
+  ftl_job *job = NULL;
+  ftl_events *events = NULL;
+  char *program = NULL;
+  char exe[PATH_MAX], run_dir[PATH_MAX];
+  int exit_code = parse_run_options(argc, argv, &ro);
+  if (exit_code != RUN_GO_ON) return exit_code;
+  if ((exit_code = read_job(argc, argv, &ro, &job)) != RUN_GO_ON) return exit_code;
+  if ((exit_code = apply_overrides(job, &ro)) != RUN_GO_ON) goto out;
+  if (job->hostfile && (exit_code = check_hostfile(job)) != FTL_EXIT_OK) goto out;
+  if ((exit_code = find_programs(job, &program, exe, sizeof exe)) != RUN_GO_ON) goto out;
+  if ((exit_code = open_run_dir(job, &ro, &run_lock, run_dir)) != RUN_GO_ON) goto out;
+  if ((exit_code = open_observers(job, &ro, run_dir, &events, &progress, &metrics)) != RUN_GO_ON) goto out;
+  if ((exit_code = prepare_inputs(job, run_dir)) != RUN_GO_ON) goto out;
   /* Ranks on other hosts reach the launcher by this host's name; on one machine, by loopback. */
   int multi_host = job->hostfile || ftl_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN;
-  if (!rdzv_host) rdzv_host = multi_host ? ftl_hostname() : "127.0.0.1";
+  const char *rdzv_host = ro.rdzv_host ? ro.rdzv_host : multi_host ? ftl_hostname() : "127.0.0.1";
 
   ftl_events_write(events, "run_start", 0,
                    json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:s}", "job", job->name, "spec",
                              job->spec_path ? job->spec_path : "", "ranks", job->ranks, "program", program, "spec_hash",
                              job->spec_hash, "pid", (json_int_t)getpid(), "host", ftl_hostname(), "slurm_job_id",
                              getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : ""));
-  exit_code = ftl_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)grace_ms, events);
+  exit_code = ftl_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)ro.grace_ms, events);
 #ifdef FTL_HAVE_EVAL
   /* Trained: the gate, then publish and promote (0 published, 1 gate failed, 5 publishing failed). */
   if (exit_code == FTL_EXIT_OK) exit_code = ftl_submit_finish(job, run_dir, events);
 #endif
   ftl_events_write(events, "run_end", 0, json_pack("{s:i}", "exit_code", exit_code));
-  goto out;
-toolong:
-  fprintf(stderr, "ftl run: a path is too long\n");
-  exit_code = FTL_EXIT_INTERNAL;
-  goto out;
-oom:
-  fprintf(stderr, "ftl run: out of memory\n");
-  exit_code = FTL_EXIT_INTERNAL;
 out:
   ftl_progress_destroy(progress); /* clears a status line left on the terminal */
   ftl_prom_finish(metrics);     /* the last state, ftl_up 0 */

@@ -337,6 +337,61 @@ static void report_goodput(ftl_events *events, int first_attempt, const ftl_good
             per[i].teardown_ms / 1000, per[i].backoff_ms / 1000);
 }
 
+enum { RUN_GO_ON = -1 }; /* plan_attempt_hosts: the attempt can start */
+
+/* The attempt's hostfile (the hosts still in the plan, in the attempt's folder) and its world size
+ * (fewer ranks than the job's down to min_ranks when hosts were left out). RUN_GO_ON, or ftl's
+ * exit code when the job cannot go on. */
+static int plan_attempt_hosts(const ftl_job *job, const ftl_policy_config *cfg, const host_plan *plan,
+                              const char *run_dir, int attempt, ftl_events *events, char *hostfile, size_t size,
+                              int *world) {
+  ftl_diag d = {{0}};
+  char dir[PATH_MAX];
+  int slots = 0;
+  if (ftl_rundir_attempt_dir(dir, sizeof dir, run_dir, attempt) || ftl_mkdir_p(dir, &d) ||
+      ftl_rundir_attempt_hostfile(hostfile, size, dir) || write_attempt_hostfile(plan, hostfile, &d)) {
+    fprintf(stderr, "ftl run: %s\n", d.msg[0] ? d.msg : "path too long");
+    return FTL_EXIT_INTERNAL;
+  }
+  int min = job->min_ranks > 0 ? job->min_ranks : job->ranks;
+  if (ftl_policy_world_size(cfg, plan->hosts, plan->count, world, &slots) != 0) {
+    fprintf(stderr, "ftl: job '%s' cannot go on: the hosts left hold %d slot%s, fewer than the %d ranks it needs%s\n",
+            job->name, slots, slots == 1 ? "" : "s", min, job->min_ranks > 0 ? " (min_ranks)" : "");
+    ftl_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", slots));
+    return FTL_EXIT_JOB_FAILED;
+  }
+  if (*world < job->ranks)
+    FTL_LOG(FTL_LOG_WARN, "launcher", "continuing with %d ranks instead of %d (min_ranks %d)", *world, job->ranks, min);
+  return RUN_GO_ON;
+}
+
+/* The run_stopped event of a policy's stop. */
+static void write_stopped(ftl_events *events, int attempt, const ftl_policy_decision *dec, const ftl_attempt_result *res) {
+  if (dec->why == FTL_STOP_CRASH_LOOP)
+    ftl_events_write(events, "run_stopped", attempt,
+                     json_pack("{s:s, s:I, s:i}", "reason", "crash loop", "step", (json_int_t)res->last_step, "failures",
+                               dec->next.same_step_failures));
+  else if (dec->why == FTL_STOP_BUDGET)
+    ftl_events_write(events, "run_stopped", attempt,
+                     json_pack("{s:s, s:i}", "reason", "restart budget spent", "restarts", dec->next.restarts));
+  else if (dec->why == FTL_STOP_NO_HOSTS)
+    ftl_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", dec->slots));
+}
+
+/* The failed host the policy named, left out of the plan when it decided so. */
+static void exclude_host(const ftl_job *job, const ftl_policy_decision *dec, const ftl_attempt_result *res,
+                         host_plan *plan, ftl_events *events, int attempt) {
+  if (!dec->exclude_host[0]) return;
+  if (dec->excluded) {
+    ftl_policy_apply_hosts(dec, res, plan->hosts, plan->count);
+    FTL_LOG(FTL_LOG_WARN, "launcher", "leaving host %s out of the next attempts", dec->exclude_host);
+    ftl_events_write(events, "host_excluded", attempt, json_pack("{s:s}", "host", dec->exclude_host));
+  } else if (!job->hostfile) {
+    FTL_LOG(FTL_LOG_INFO, "launcher", "the failure was on host %s, but this job runs there alone: nothing to leave out",
+            dec->exclude_host);
+  }
+}
+
 int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
                 const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ftl_events *events) {
   ftl_diag d = {{0}};
@@ -370,26 +425,14 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
   meter = (restart_meter){.active = 1, .job = job, .run_dir = run_dir, .failed_ns = -1, .restored_attempt = -1};
 
   for (;;) {
-    int world = job->ranks, slots = 0;
+    int world = job->ranks;
     char hostfile[PATH_MAX] = "";
-    if (job->hostfile) {
-      char dir[PATH_MAX];
-      if (ftl_rundir_attempt_dir(dir, sizeof dir, run_dir, attempt) || ftl_mkdir_p(dir, &d) ||
-          ftl_rundir_attempt_hostfile(hostfile, sizeof hostfile, dir) ||
-          write_attempt_hostfile(&plan, hostfile, &d)) {
-        fprintf(stderr, "ftl run: %s\n", d.msg[0] ? d.msg : "path too long");
-        exit_code = FTL_EXIT_INTERNAL;
-        break;
-      }
-      int min = job->min_ranks > 0 ? job->min_ranks : job->ranks;
-      if (ftl_policy_world_size(&cfg, plan.hosts, plan.count, &world, &slots) != 0) {
-        fprintf(stderr, "ftl: job '%s' cannot go on: the hosts left hold %d slot%s, fewer than the %d ranks it needs%s\n",
-                job->name, slots, slots == 1 ? "" : "s", min, job->min_ranks > 0 ? " (min_ranks)" : "");
-        ftl_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", slots));
-        break;
-      }
-      if (world < job->ranks)
-        FTL_LOG(FTL_LOG_WARN, "launcher", "continuing with %d ranks instead of %d (min_ranks %d)", world, job->ranks, min);
+    int planned = job->hostfile ? plan_attempt_hosts(job, &cfg, &plan, run_dir, attempt, events, hostfile,
+                                                     sizeof hostfile, &world)
+                                : RUN_GO_ON;
+    if (planned != RUN_GO_ON) {
+      exit_code = planned;
+      break;
     }
 
     ftl_attempt_opts o = {.job = job,
@@ -422,29 +465,10 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
       fprintf(stderr, "ftl: %s\n", dec.message);
       if (unreachable && dec.why == FTL_STOP_NO_HOSTS) fprintf(stderr, "ftl: left out: %s\n", res.summary);
       exit_code = dec.exit_code;
-      if (dec.why == FTL_STOP_CRASH_LOOP)
-        ftl_events_write(events, "run_stopped", attempt,
-                         json_pack("{s:s, s:I, s:i}", "reason", "crash loop", "step", (json_int_t)res.last_step,
-                                   "failures", dec.next.same_step_failures));
-      else if (dec.why == FTL_STOP_BUDGET)
-        ftl_events_write(events, "run_stopped", attempt,
-                         json_pack("{s:s, s:i}", "reason", "restart budget spent", "restarts", history.restarts));
-      else if (dec.why == FTL_STOP_NO_HOSTS)
-        ftl_events_write(events, "run_stopped", attempt,
-                         json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", dec.slots));
+      write_stopped(events, attempt, &dec, &res);
       break;
     }
-
-    if (dec.exclude_host[0]) {
-      if (dec.excluded) {
-        ftl_policy_apply_hosts(&dec, &res, plan.hosts, plan.count);
-        FTL_LOG(FTL_LOG_WARN, "launcher", "leaving host %s out of the next attempts", dec.exclude_host);
-        ftl_events_write(events, "host_excluded", attempt, json_pack("{s:s}", "host", dec.exclude_host));
-      } else if (!job->hostfile) {
-        FTL_LOG(FTL_LOG_INFO, "launcher", "the failure was on host %s, but this job runs there alone: nothing to leave out",
-                dec.exclude_host);
-      }
-    }
+    exclude_host(job, &dec, &res, &plan, events, attempt);
     FTL_LOG(FTL_LOG_WARN, "launcher", "attempt %d %s", attempt, dec.message);
     ftl_events_write(events, "restart", attempt,
                      json_pack("{s:i, s:i, s:I, s:s}", "restart", history.restarts, "max_restarts", job->max_restarts,

@@ -1,4 +1,5 @@
-/* launcher/runlock.c: RUNDIR/ftl.lock (see runlock.h; format in docs/formats/ftl-lock.md).
+/* launcher/runlock.c: adopting a run directory: RUNDIR/ftl.lock, its owner and its job.yaml (see
+ * runlock.h; the lock's format in docs/formats/ftl-lock.md).
  *
  * The lock is the flock on the open file, not the file: the file stays (removing it would race a
  * second launcher that opened it a moment before), and its record is only what a refused launcher
@@ -96,8 +97,8 @@ static ftl_err write_record(int fd, json_t *rec, const char *path, ftl_diag *d) 
 }
 
 /* The run directory is another job's: a command-line job where a spec's job.yaml lies. (A spec
- * job's own job.yaml comparison is main.c's; command-line jobs have no spec to compare, and tests
- * and users reuse a scratch run directory for different programs.) */
+ * job's own job.yaml comparison is ln_run_dir_adopt_spec's, below; command-line jobs have no spec
+ * to compare, and tests and users reuse a scratch run directory for different programs.) */
 static ftl_err check_owner(const char *run_dir, const ftl_job *job, ftl_diag *d) {
   char spec[PATH_MAX];
   if (!job->spec_path && ftl_rundir_path(spec, sizeof spec, run_dir, FTL_RUNDIR_JOB_SPEC) == FTL_OK &&
@@ -188,6 +189,18 @@ out:
   return rc;
 }
 
+/* A shared non-blocking flock fails exactly while a launcher holds the exclusive one. */
+int ln_run_lock_held(const char *run_dir) {
+  char path[PATH_MAX];
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK)) return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  int held = 0;
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0) held = errno == EWOULDBLOCK ? 1 : -1;
+  close(fd); /* releases our shared lock, if we got it */
+  return held;
+}
+
 void ftl_run_lock_release(ftl_run_lock *lock) {
   if (!lock || lock->fd < 0) return;
   json_t *rec = read_record(lock->fd);
@@ -198,4 +211,34 @@ void ftl_run_lock_release(ftl_run_lock *lock) {
   json_decref(rec);
   close(lock->fd); /* closing the last descriptor releases the flock */
   lock->fd = -1;
+}
+
+/* A run directory already used by a different spec is refused: mixing two jobs' checkpoints and
+ * logs would cost someone their data. */
+ftl_err ln_run_dir_adopt_spec(const char *run_dir, const ftl_job *job, ftl_diag *d) {
+  ftl_err rc = ftl_mkdir_p(run_dir, d);
+  if (rc) return rc;
+  char path[PATH_MAX];
+  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_SPEC))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
+  if (!job->spec_path) return FTL_OK;
+  char *spec = NULL, *existing = NULL;
+  size_t spec_len = 0, existing_len = 0;
+  rc = ftl_read_file(job->spec_path, 1 << 20, &spec, &spec_len, d);
+  if (rc) goto out;
+  ftl_diag ignored;
+  if (ftl_read_file(path, 1 << 20, &existing, &existing_len, &ignored) == FTL_OK) {
+    if (existing_len != spec_len || memcmp(existing, spec, spec_len) != 0) {
+      rc = ftl_diag_fail(d, FTL_ERR_SPEC,
+                         "run directory %s belongs to a different job spec (its job.yaml differs from %s); "
+                         "use another --run-dir or remove it",
+                         run_dir, job->spec_path);
+    }
+    goto out;
+  }
+  rc = ftl_write_file_atomic(path, spec, spec_len, d);
+out:
+  ftl_free(spec);
+  ftl_free(existing);
+  return rc;
 }

@@ -1,10 +1,10 @@
-/* launcher/runlock.h: the run directory's lock, RUNDIR/ftl.lock (docs/formats/ftl-lock.md), which
- * `ftl run` holds for its whole life so that two launchers never run into one run directory (a
- * requeued batch job whose old launcher still lives would otherwise write the same checkpoints and
- * final/ as it). It also says whose run directory it is: a command-line job is not run into another
- * job's run directory.
- *
- * Not here: the job.yaml comparison of two spec files (main.c's adopt_run_dir). */
+/* launcher/runlock.h: adopting a run directory, the one owner of it for `ftl run` and `ftl status`:
+ * its lock, RUNDIR/ftl.lock (docs/formats/ftl-lock.md), which `ftl run` holds for its whole life so
+ * that two launchers never run into one run directory (a requeued batch job whose old launcher
+ * still lives would otherwise write the same checkpoints and final/ as it); whose run directory it
+ * is (a command-line job is not run into another job's run directory); its copy of the job spec,
+ * RUNDIR/job.yaml (a spec job is not run into another spec's); and whether a launcher holds it now
+ * (`ftl status`). */
 #ifndef FTL_LAUNCHER_RUNLOCK_H
 #define FTL_LAUNCHER_RUNLOCK_H
 
@@ -36,5 +36,15 @@ int ftl_run_lock_parse(const char *data, size_t size, char *holder, size_t holde
 
 /* Marks the record released and drops the flock. Safe on a lock not held. */
 void ftl_run_lock_release(ftl_run_lock *lock);
+
+/* Whether a launcher holds RUNDIR/ftl.lock now: 1 held, 0 free, -1 no lock file (an older
+ * launcher's run directory: decide from the events). Only reads: safe while the job runs. */
+int ln_run_lock_held(const char *run_dir);
+
+/* Keeps a copy of the job's spec file in the run directory (RUNDIR/job.yaml, made with its folder
+ * when missing), after ftl_run_lock_take. A command-line job (no spec file) keeps none.
+ * FTL_ERR_SPEC when job.yaml is there and differs from the spec byte for byte: the run directory
+ * is another spec's. Other codes: the spec or the copy could not be read or written. */
+ftl_err ln_run_dir_adopt_spec(const char *run_dir, const ftl_job *job, ftl_diag *d);
 
 #endif

@@ -1,18 +1,15 @@
 /* launcher/status.c: `ftl status` (see status.h).
  *
- * Running or ended is the run-directory lock first (RUNDIR/ftl.lock: a launcher holds it for its
- * whole life, so a shared non-blocking flock fails exactly while one runs), the event log second
- * (a run_start without its run_end) where there is no lock file (an older launcher). */
+ * Running or ended is the run-directory lock first (RUNDIR/ftl.lock, ln_run_lock_held in
+ * runlock.h: a launcher holds it for its whole life), the event log second (a run_start without
+ * its run_end) where there is no lock file (an older launcher). */
 #include "launcher/status.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +18,7 @@
 #include "ftl/cadence.h"
 #include "ftl/core.h"
 #include "launcher/launcher.h"
+#include "launcher/runlock.h"
 #include "launcher/runview.h"
 #ifdef FTL_HAVE_CKPT_IO
 #include "checkpoint/catalog.h"
@@ -40,18 +38,6 @@ const char ftl_status_help[] =
     "  --json   one JSON object instead (versioned; docs/formats/status.md)\n"
     "\n"
     "Exit codes: 0 printed, 2 usage error or RUNDIR is not a run directory (no events.jsonl).\n";
-
-/* 1: a launcher holds the lock; 0: nobody does; -1: no lock file (decide from the events). */
-static int lock_held(const char *run_dir) {
-  char path[PATH_MAX];
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK)) return -1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -1;
-  int held = 0;
-  if (flock(fd, LOCK_SH | LOCK_NB) != 0) held = errno == EWOULDBLOCK ? 1 : -1;
-  close(fd); /* releases our shared lock, if we got it */
-  return held;
-}
 
 typedef struct loader {
   ftl_runview *rv;
@@ -223,7 +209,7 @@ ftl_err ftl_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
   if (rc) goto out;
   if ((rc = ftl_jsonl_each_line(data, size, load_line, &l))) goto out;
 
-  int held = lock_held(run_dir);
+  int held = ln_run_lock_held(run_dir);
   int running = held == 1 || (held < 0 && rv.running_run);
   const char *state = running ? "running" : rv.ended ? "ended" : rv.run_start_us ? "ended" : "new";
   const char *how = running           ? "a launcher holds the run directory"

@@ -15,33 +15,38 @@
  * gone, any local process that still carries this attempt's token is killed, so nothing of the job
  * outlives the attempt on this host.
  *
- * An attempt goes through explicit phases (attempt_phase below, logged on change): launching,
- * rendezvous, running, stopping (a preemption), ending (ftl ends the gang), draining (mpirun is
- * gone, the last reports are read), ended. The gang's launcher process gets its environment as an
- * envp built for this attempt (ftl_gang_build_env): the launcher's own environment never holds an
- * attempt's token or rendezvous address, so nothing it starts later inherits a dead attempt's.
+ * An attempt goes through explicit phases (ln_attempt_phase, attempt_state.h; logged on change):
+ * launching, rendezvous, running, stopping (a preemption), ending (ftl ends the gang), draining
+ * (mpirun is gone, the last reports are read), ended. The phases' rules, the judging of exit
+ * reports and the attempt's conclusion are pure functions there; this file holds the I/O. The
+ * gang's launcher process gets its environment as an envp built for this attempt
+ * (attempt_env.h): the launcher's own environment never holds an attempt's token or rendezvous
+ * address, so nothing it starts later inherits a dead attempt's.
+ *
+ * mpirun or srun is started through core/proc.h (its own process group; its SIGKILL at the ending
+ * deadline is core_proc_kill_at's).
  *
  * Map: rank state and phases; ending the gang and the root cause; the rendezvous server's events;
- * the detectors' glue; preemption; the attempt's environment and the token sweep; the poll loop.
+ * the detectors' glue; preemption; the conclusion; the attempt's set-up; spawning the gang; the
+ * poll loop and its turns; finishing.
  *
  * Not here: deciding whether to restart (policy.c, run.c). */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/proc.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/attempt_env.h"
+#include "launcher/attempt_state.h"
 #include "launcher/detect.h"
-#include "launcher/gang.h"
 #include "launcher/goodput.h"
 #include "launcher/launcher.h"
 #include "launcher/progress.h"
@@ -72,24 +77,6 @@ typedef struct rank_state {
   int exit_code, signal;
 } rank_state;
 
-/* The phases of an attempt. Launching, rendezvous and running follow what the ranks report and may
- * alternate (a program's ranks can reach the rendezvous after every agent is up); from stopping on
- * the attempt only moves forward. */
-typedef enum attempt_phase {
-  PHASE_LAUNCHING = 0, /* mpirun/srun is placing the gang: not every agent has said hello */
-  PHASE_RENDEZVOUS,    /* a rank joined the rendezvous and the gang has not gone yet */
-  PHASE_RUNNING,       /* every agent is up and no rendezvous is pending */
-  PHASE_STOPPING,      /* a preemption: the ranks were asked to checkpoint and stop */
-  PHASE_ENDING,        /* ftl is ending the gang: SIGTERM sent, SIGKILL after the grace */
-  PHASE_DRAINING,      /* mpirun is gone; the agents' last reports are read */
-  PHASE_ENDED,
-} attempt_phase;
-
-static const char *phase_name(attempt_phase p) {
-  static const char *const names[] = {"launching", "rendezvous", "running", "stopping", "ending", "draining", "ended"};
-  return (size_t)p < sizeof names / sizeof *names ? names[p] : "unknown";
-}
-
 typedef struct attempt {
   const ftl_attempt_opts *o;
   ftl_attempt_result *res;
@@ -101,11 +88,8 @@ typedef struct attempt {
   char attempt_dir[PATH_MAX];
   int64_t start_ms;
   int64_t rdzv_deadline_ms;
-  pid_t mpirun;
-  int mpirun_status;
-  attempt_phase phase;
-  unsigned seen;           /* every phase entered (1u << phase), or asked for while ending: a stop */
-  int64_t kill_deadline_ms;
+  core_proc gang;          /* mpirun or srun, in its own process group */
+  ln_phases ph;
   int64_t stop_deadline_ms;
   int have_root;           /* the root cause is recorded */
   int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
@@ -127,49 +111,27 @@ typedef struct attempt {
                               which must reach their output first), or at this deadline */
 } attempt;
 
-static int was(const attempt *a, attempt_phase p) { return (a->seen >> p) & 1u; }
-static int reaped(const attempt *a) { return a->phase >= PHASE_DRAINING; }
+static int was(const attempt *a, ln_attempt_phase p) { return ln_phase_was(&a->ph, p); }
+static int reaped(const attempt *a) { return a->ph.phase >= LN_PHASE_DRAINING; }
 
-/* Moves the attempt to phase p and logs the change. Once stopping or ending, the attempt never goes
- * back to launching, rendezvous or running, nor from ending to stopping: such a request is only
- * remembered (in seen). */
-static void set_phase(attempt *a, attempt_phase p) {
-  a->seen |= 1u << p;
-  if (p == a->phase || (p < a->phase && a->phase >= PHASE_STOPPING)) return;
-  FTL_LOG(FTL_LOG_DEBUG, "launcher", "attempt %d: %s -> %s (%.0f ms)", a->o->attempt, phase_name(a->phase),
-          phase_name(p), a->start_ms ? (double)(ftl_clock_ms() - a->start_ms) : 0.0);
-  a->phase = p;
+/* Moves the attempt to phase p (ln_phase_enter's rules) and logs the change. */
+static void set_phase(attempt *a, ln_attempt_phase p) {
+  ln_attempt_phase from = a->ph.phase;
+  if (!ln_phase_enter(&a->ph, p)) return;
+  FTL_LOG(FTL_LOG_DEBUG, "launcher", "attempt %d: %s -> %s (%.0f ms)", a->o->attempt, ln_phase_name(from),
+          ln_phase_name(p), a->start_ms ? (double)(ftl_clock_ms() - a->start_ms) : 0.0);
 }
 
 /* The life phases follow from the agents and the rendezvous. */
 static void update_life_phase(attempt *a) {
-  if (a->phase >= PHASE_STOPPING) return;
-  if (ftl_rdzv_server_joined(a->server) > 0 && !ftl_rdzv_server_went(a->server)) set_phase(a, PHASE_RENDEZVOUS);
-  else if (a->agents_up >= a->world) set_phase(a, PHASE_RUNNING);
+  ln_attempt_phase p = ln_life_phase(a->ph.phase, ftl_rdzv_server_joined(a->server), ftl_rdzv_server_went(a->server),
+                                     a->agents_up, a->world);
+  if (p != a->ph.phase) set_phase(a, p);
 }
 
 /* The detectors read each rank's host as the rendezvous server last heard it. */
 static void refresh_hosts(attempt *a) {
   for (int i = 0; i < a->world; i++) a->watch[i].host = ftl_rdzv_server_host(a->server, i);
-}
-
-static const char *signal_name(int sig) {
-  switch (sig) {
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGHUP: return "SIGHUP";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGSTOP: return "SIGSTOP";
-    default: return "signal";
-  }
 }
 
 static double since_start(const attempt *a) { return (double)(ftl_clock_ms() - a->start_ms); }
@@ -180,9 +142,9 @@ static double since_start(const attempt *a) { return (double)(ftl_clock_ms() - a
  * has not by the deadline, its whole process group is killed. */
 static void terminate_gang(attempt *a, int sig) {
   if (reaped(a)) return;
-  if (a->phase != PHASE_ENDING) {
-    set_phase(a, PHASE_ENDING);
-    a->kill_deadline_ms = ftl_deadline_after_ms(a->o->kill_grace_ms + 2000);
+  if (a->ph.phase != LN_PHASE_ENDING) {
+    set_phase(a, LN_PHASE_ENDING);
+    core_proc_kill_at(&a->gang, ftl_deadline_after_ms(a->o->kill_grace_ms + 2000));
   }
   ftl_rdzv_server_signal_agents(a->server, sig);
 }
@@ -213,9 +175,7 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
   r->signal = sig;
   r->failure_ms = since_start(a);
   char how[400];
-  if (how_override) snprintf(how, sizeof how, "%s", how_override);
-  else if (sig) snprintf(how, sizeof how, "was killed by signal %d (%s)", sig, signal_name(sig));
-  else snprintf(how, sizeof how, "exited with code %d", code);
+  ln_root_how(how, sizeof how, how_override, code, sig);
   char err_path[PATH_MAX];
   if (rank >= 0 && ftl_rundir_rank_file(err_path, sizeof err_path, a->attempt_dir, rank, "err"))
     snprintf(err_path, sizeof err_path, "the attempt folder");
@@ -273,7 +233,7 @@ static void blame_term_death(attempt *a, int at_end) {
   if (!at_end && ftl_clock_ms() - a->term_ms < LOST_AGENT_SETTLE_MS) return;
   /* ftl was asked to stop meanwhile (a scheduler signals the ranks and ftl at once): the death
    * is part of that stop, not a failure of its own. */
-  if (was(a, PHASE_STOPPING) || a->early_stop || a->res->interrupt_signal) {
+  if (ln_held_death_was_stop(was(a, LN_PHASE_STOPPING), a->early_stop, a->res->interrupt_signal)) {
     a->term_rank = -1;
     return;
   }
@@ -301,6 +261,70 @@ static void note_library_event(attempt *a, int rank, const char *name, const jso
   }
 }
 
+/* A rank's first step (start-up is over) or a later one. */
+static void on_step(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w, int first) {
+  note_progress(w);
+  w->section = FTL_SECTION_STEP;
+  w->last_step = ftl_wire_int(ev->msg, "step", w->last_step);
+  if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
+  if (!first) {
+    double compute = ftl_wire_num(ev->msg, "compute_ms", -1);
+    if (compute >= 0) ftl_detect_note_compute(w, compute);
+    ftl_progress_record(a->o->events, a->o->attempt, ev->rank, ev->msg); /* rank 0's report: a `progress` event */
+    return;
+  }
+  s->first_step_ms = ftl_wire_num(ev->msg, "first_step_ms", 0);
+  if (!s->first_step_seen) {
+    s->first_step_seen = 1;
+    a->first_step_count++;
+  }
+  ftl_events_write(a->o->events, "first_step", a->o->attempt,
+                   json_pack("{s:i, s:f, s:I}", "rank", ev->rank, "first_step_ms", s->first_step_ms, "step",
+                             (json_int_t)w->last_step));
+  log_startup_summary(a);
+}
+
+/* An agent's report of how its program ended (ln_judge_exit says what it means). */
+static void on_agent_exit(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w) {
+  w->exited = 1;
+  w->alive_ms = ftl_clock_ms(); /* its last word: its host was there then (detect.c) */
+  s->exit_code = (int)ftl_wire_int(ev->msg, "exit_code", -1);
+  s->signal = (int)ftl_wire_int(ev->msg, "signal", 0);
+  const char *exec_error = msg_str(ev->msg, "exec_error");
+  ftl_events_write(a->o->events, "rank_exit", a->o->attempt,
+                   json_pack("{s:i, s:s, s:i, s:i, s:I}", "rank", ev->rank, "host",
+                             ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
+                             "exit_code", s->exit_code, "signal", s->signal, "step", (json_int_t)w->last_step));
+  ln_exit_report rep = {.exit_code = s->exit_code,
+                        .signal = s->signal,
+                        .exec_error = *exec_error != '\0',
+                        .ending = was(a, LN_PHASE_ENDING),
+                        .stopping = was(a, LN_PHASE_STOPPING),
+                        .early_stop = a->early_stop,
+                        .agent_lost = a->lost_rank >= 0,
+                        .have_root = a->have_root};
+  ln_exit_verdict verdict = ln_judge_exit(&rep);
+  int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
+  if (verdict == LN_EXIT_HELD) {
+    if (a->term_rank < 0) {
+      a->term_rank = ev->rank;
+      a->term_code = s->exit_code;
+      a->term_sig = s->signal;
+      a->term_ms = ftl_clock_ms();
+      a->term_lag_ms = wall_us > 0 ? (double)(ftl_wall_us() - wall_us) / 1000.0 : 0;
+    }
+  } else if (verdict == LN_EXIT_ROOT) {
+    if (wall_us > 0) a->res->detect_lag_ms = (double)(ftl_wall_us() - wall_us) / 1000.0;
+    char what[300];
+    if (*exec_error) {
+      snprintf(what, sizeof what, "could not start its program: %s", exec_error);
+      set_root(a, FTL_FAIL_EXEC, ev->rank, s->exit_code, s->signal, what, NULL);
+    } else {
+      set_root(a, s->signal ? FTL_FAIL_SIGNAL : FTL_FAIL_EXIT, ev->rank, s->exit_code, s->signal, NULL, NULL);
+    }
+  }
+}
+
 static void on_event(void *user, const ftl_rdzv_event *ev) {
   attempt *a = user;
   int attempt_no = a->o->attempt;
@@ -317,7 +341,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
       /* An agent that comes up after the gang is being ended (a stop before the rendezvous, or
        * a root cause while mpirun still places the gang) is told at once, not left to run. */
-      if (a->phase == PHASE_ENDING) ftl_rdzv_server_signal_agents(a->server, SIGTERM);
+      if (a->ph.phase == LN_PHASE_ENDING) ftl_rdzv_server_signal_agents(a->server, SIGTERM);
       ftl_events_write(log, "rank_started", attempt_no,
                        json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", msg_str(ev->msg, "host"), "pid",
                                  (json_int_t)ftl_wire_int(ev->msg, "pid", -1), "launch_ms",
@@ -368,30 +392,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
                                  msg_str(ev->msg, "backend"), "device", (json_int_t)ftl_wire_int(ev->msg, "device", -1)));
       break;
     case FTL_RDZV_FIRST_STEP:
-      if (!s) return;
-      note_progress(w);
-      w->section = FTL_SECTION_STEP;
-      s->first_step_ms = ftl_wire_num(ev->msg, "first_step_ms", 0);
-      w->last_step = ftl_wire_int(ev->msg, "step", w->last_step);
-      if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
-      if (!s->first_step_seen) {
-        s->first_step_seen = 1;
-        a->first_step_count++;
-      }
-      ftl_events_write(log, "first_step", attempt_no,
-                       json_pack("{s:i, s:f, s:I}", "rank", ev->rank, "first_step_ms", s->first_step_ms, "step",
-                                 (json_int_t)w->last_step));
-      log_startup_summary(a);
-      break;
     case FTL_RDZV_STEP:
-      if (!s) return;
-      note_progress(w);
-      w->section = FTL_SECTION_STEP;
-      w->last_step = ftl_wire_int(ev->msg, "step", w->last_step);
-      if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
-      double compute = ftl_wire_num(ev->msg, "compute_ms", -1);
-      if (compute >= 0) ftl_detect_note_compute(w, compute);
-      ftl_progress_record(log, attempt_no, ev->rank, ev->msg); /* rank 0's report: a `progress` event */
+      if (s) on_step(a, ev, s, w, ev->kind == FTL_RDZV_FIRST_STEP);
       break;
     case FTL_RDZV_SECTION:
       if (!s) return;
@@ -413,51 +415,9 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       ftl_events_write(log, msg_str(ev->msg, "event"), attempt_no, fields);
       break;
     }
-    case FTL_RDZV_AGENT_EXIT: {
-      if (!s) return;
-      w->exited = 1;
-      w->alive_ms = ftl_clock_ms(); /* its last word: its host was there then (detect.c) */
-      s->exit_code = (int)ftl_wire_int(ev->msg, "exit_code", -1);
-      s->signal = (int)ftl_wire_int(ev->msg, "signal", 0);
-      const char *exec_error = msg_str(ev->msg, "exec_error");
-      ftl_events_write(log, "rank_exit", attempt_no,
-                       json_pack("{s:i, s:s, s:i, s:i, s:I}", "rank", ev->rank, "host",
-                                 ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
-                                 "exit_code", s->exit_code, "signal", s->signal, "step", (json_int_t)w->last_step));
-      int failed = s->exit_code != 0 || s->signal != 0;
-      /* Once we end the gang, ranks dying of our TERM/KILL are consequences, not causes. */
-      int consequence = was(a, PHASE_ENDING) && (s->signal == SIGTERM || s->signal == SIGKILL || s->exit_code == 128 + SIGTERM);
-      /* After a stop before the gang formed, every exit (a joined rank's failed ftl_init too) is ours. */
-      consequence |= a->early_stop;
-      /* During a preemption, a rank killed by the same outside SIGTERM (Slurm signals every
-       * process of the job, not only ftl) is part of the stop, not a failure of its own. */
-      consequence |= was(a, PHASE_STOPPING) && (s->signal == SIGTERM || s->exit_code == 128 + SIGTERM);
-      int outside_term = !*exec_error && (s->signal == SIGTERM || s->exit_code == 128 + SIGTERM);
-      /* A rank that fails while an agent has vanished may be failing because of it (its MPI peer on
-       * a lost host is gone): held too, so the lost host, if that is what it is, is the cause. */
-      int after_loss = !*exec_error && a->lost_rank >= 0;
-      if (failed && !consequence && (outside_term || after_loss) && !a->have_root) {
-        if (a->term_rank < 0) {
-          int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
-          a->term_rank = ev->rank;
-          a->term_code = s->exit_code;
-          a->term_sig = s->signal;
-          a->term_ms = ftl_clock_ms();
-          a->term_lag_ms = wall_us > 0 ? (double)(ftl_wall_us() - wall_us) / 1000.0 : 0;
-        }
-      } else if (failed && !consequence) {
-        int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
-        if (wall_us > 0) a->res->detect_lag_ms = (double)(ftl_wall_us() - wall_us) / 1000.0;
-        char what[300];
-        if (*exec_error) {
-          snprintf(what, sizeof what, "could not start its program: %s", exec_error);
-          set_root(a, FTL_FAIL_EXEC, ev->rank, s->exit_code, s->signal, what, NULL);
-        } else {
-          set_root(a, s->signal ? FTL_FAIL_SIGNAL : FTL_FAIL_EXIT, ev->rank, s->exit_code, s->signal, NULL, NULL);
-        }
-      }
+    case FTL_RDZV_AGENT_EXIT:
+      if (s) on_agent_exit(a, ev, s, w);
       break;
-    }
     case FTL_RDZV_RANK_BYE:
       break;
     case FTL_RDZV_CONN_LOST:
@@ -469,7 +429,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
         w->has_agent = 0;
         if (!w->exited) w->lost_ns = ftl_clock_ns();
         /* An agent that said it was asked to stop went because of someone else's failure. */
-        if (!w->exited && !w->stopping_ms && !was(a, PHASE_ENDING) && a->lost_rank < 0) {
+        if (!w->exited && !w->stopping_ms && !was(a, LN_PHASE_ENDING) && a->lost_rank < 0) {
           a->lost_rank = ev->rank;
           a->lost_ms = ftl_clock_ms();
         }
@@ -554,7 +514,7 @@ static void fail_rendezvous(attempt *a, const char *reason) {
 
 /* Ends the gang after a failed rendezvous once the joined ranks have gone or the grace is over. */
 static void end_after_rendezvous(attempt *a) {
-  if (!a->rdzv_end_ms || a->phase >= PHASE_ENDING) return;
+  if (!a->rdzv_end_ms || a->ph.phase >= LN_PHASE_ENDING) return;
   if (ftl_rdzv_server_rank_connections(a->server) == 0 || ftl_deadline_left_ms(a->rdzv_end_ms) == 0)
     terminate_gang(a, SIGTERM);
 }
@@ -567,17 +527,17 @@ static void end_after_rendezvous(attempt *a) {
  * the requeued job resumes from the last commit). Waiting for the gang to form only to stop it
  * would run training on until the kill grace. */
 static void request_stop(attempt *a, int sig) {
-  if (a->early_stop || was(a, PHASE_STOPPING)) return;
+  if (a->early_stop || was(a, LN_PHASE_STOPPING)) return;
   int went = ftl_rdzv_server_went(a->server);
   char reason[128];
-  if (!went && !a->have_root && (a->phase == PHASE_LAUNCHING || a->phase == PHASE_RENDEZVOUS)) {
+  if (!went && !a->have_root && (a->ph.phase == LN_PHASE_LAUNCHING || a->ph.phase == LN_PHASE_RENDEZVOUS)) {
     a->early_stop = 1;
-    snprintf(reason, sizeof reason, "preempted by %s before the gang formed", signal_name(sig));
+    snprintf(reason, sizeof reason, "preempted by %s before the gang formed", ln_signal_name(sig));
     FTL_LOG(FTL_LOG_WARN, "launcher", "%s (%d of %d agents up, %d ranks joined): ending the ranks at once", reason,
             a->agents_up, a->world, ftl_rdzv_server_joined(a->server));
     ftl_rdzv_server_fail(a->server, reason); /* ranks waiting in ftl_init return at once */
     terminate_gang(a, SIGTERM);
-    if (!reaped(a)) kill(a->mpirun, SIGTERM); /* no more agents placed; mpirun ends the ones it has */
+    if (!reaped(a)) kill(a->gang.pid, SIGTERM); /* no more agents placed; mpirun ends the ones it has */
     return;
   }
   int library_ranks = 0;
@@ -586,275 +546,199 @@ static void request_stop(attempt *a, int sig) {
     terminate_gang(a, SIGTERM);
     return;
   }
-  set_phase(a, PHASE_STOPPING);
+  set_phase(a, LN_PHASE_STOPPING);
   a->stop_deadline_ms = ftl_deadline_after_ms(a->o->job->preempt_grace_ms);
-  snprintf(reason, sizeof reason, "preempted by %s", signal_name(sig));
+  snprintf(reason, sizeof reason, "preempted by %s", ln_signal_name(sig));
   ftl_rdzv_server_request_stop(a->server, reason);
   FTL_LOG(FTL_LOG_WARN, "launcher", "%s: asked the ranks to checkpoint and stop (grace %.0f s)", reason,
           (double)a->o->job->preempt_grace_ms / 1000.0);
 }
 
-static ftl_err make_token(int attempt_no, char *buf, size_t size) {
-  unsigned char raw[8] = {0};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t ignored = read(fd, raw, sizeof raw);
-    (void)ignored;
-    close(fd);
-  }
-  uint64_t mix = (uint64_t)ftl_wall_us() ^ ((uint64_t)getpid() << 32);
-  for (int i = 0; i < 8; i++) raw[i] ^= (unsigned char)(mix >> (8 * i));
-  return ftl_fmt(buf, size, "%02x%02x%02x%02x%02x%02x%02x%02x-a%d", raw[0], raw[1], raw[2], raw[3], raw[4], raw[5],
-                 raw[6], raw[7], attempt_no);
-}
-
-static int free_port(void) {
-  int fd = -1, port = 0;
-  ftl_diag d;
-  if (ftl_tcp_listen(NULL, &fd, &port, &d) != FTL_OK) return 29500;
-  close(fd);
-  return port;
-}
-
-/* Kills every process on this host whose environment carries this attempt's token: the program's
- * grandchildren that left its process group, or a rank that mpirun failed to reap. */
-static int sweep_token(const char *token) {
-  char needle[200];
-  if (ftl_fmt(needle, sizeof needle, "FTL_RDZV_TOKEN=%s", token)) return 0;
-  size_t nlen = strlen(needle);
-  int killed = 0;
-  DIR *proc = opendir("/proc");
-  if (!proc) return 0;
-  struct dirent *e;
-  pid_t self = getpid();
-  while ((e = readdir(proc))) {
-    int64_t pid;
-    if (ftl_parse_i64(e->d_name, 1, INT_MAX, &pid) != FTL_OK || pid == self) continue;
-    char path[64];
-    if (ftl_fmt(path, sizeof path, "/proc/%s/environ", e->d_name)) continue;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[65536];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    for (ssize_t i = 0; i + (ssize_t)nlen <= n; i++) {
-      if ((i == 0 || buf[i - 1] == '\0') && memcmp(buf + i, needle, nlen) == 0 &&
-          (i + (ssize_t)nlen == n || buf[i + nlen] == '\0')) {
-        if (kill((pid_t)pid, SIGKILL) == 0) killed++;
-        break;
-      }
-    }
-  }
-  closedir(proc);
-  return killed;
-}
-
-static const char *outcome_name(ftl_attempt_outcome o) {
-  switch (o) {
-    case FTL_ATTEMPT_SUCCEEDED: return "succeeded";
-    case FTL_ATTEMPT_FAILED: return "failed";
-    case FTL_ATTEMPT_RDZV_FAILED: return "rendezvous_failed";
-    case FTL_ATTEMPT_LAUNCH_FAILED: return "launch_failed";
-    case FTL_ATTEMPT_INTERRUPTED: return "interrupted";
-    case FTL_ATTEMPT_PREEMPTED: return "preempted";
-  }
-  return "unknown";
-}
-
-/* How the attempt ended, once mpirun is gone and the root cause (if any) is known. */
+/* How the attempt ended, once mpirun is gone and the root cause (if any) is known (ln_conclude). */
 static void conclude(attempt *a) {
   ftl_attempt_result *res = a->res;
-  int code = WIFEXITED(a->mpirun_status) ? WEXITSTATUS(a->mpirun_status) : 128 + WTERMSIG(a->mpirun_status);
-  int all_zero = 1, first_missing = -1;
+  int st = a->gang.status;
+  ln_conclusion_in in = {.outcome = res->outcome,
+                         .mpirun_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+                         .world = a->world,
+                         .all_zero = 1,
+                         .first_missing = -1,
+                         .early_stop = a->early_stop,
+                         .stopping = was(a, LN_PHASE_STOPPING),
+                         .have_root = a->have_root,
+                         .interrupt_signal = res->interrupt_signal,
+                         .last_step = res->last_step,
+                         .committed_step = res->committed_step};
   for (int i = 0; i < a->world; i++) {
-    if (!a->watch[i].exited && first_missing < 0) first_missing = i;
-    if (!a->watch[i].exited || a->ranks[i].exit_code != 0 || a->ranks[i].signal != 0) all_zero = 0;
+    if (!a->watch[i].exited && in.first_missing < 0) in.first_missing = i;
+    if (!a->watch[i].exited || a->ranks[i].exit_code != 0 || a->ranks[i].signal != 0) in.all_zero = 0;
   }
-  if (res->outcome == FTL_ATTEMPT_RDZV_FAILED || res->outcome == FTL_ATTEMPT_LAUNCH_FAILED) return;
-  if (a->early_stop) {
-    res->outcome = FTL_ATTEMPT_PREEMPTED;
-    snprintf(res->summary, sizeof res->summary,
-             "stopped cleanly on %s before the gang formed: no rank had started training, nothing was lost",
-             signal_name(res->interrupt_signal));
-    return;
+  if (in.first_missing >= 0) in.first_missing_host = ftl_rdzv_server_host(a->server, in.first_missing);
+  ln_conclusion c;
+  ln_conclude(&in, &c);
+  if (c.kind == LN_CONCLUDE_LAUNCHER) {
+    set_root(a, FTL_FAIL_LAUNCHER, -1, in.mpirun_code, 0, c.summary, NULL);
+  } else if (c.kind == LN_CONCLUDE_SET) {
+    res->outcome = c.outcome;
+    snprintf(res->summary, sizeof res->summary, "%s", c.summary);
   }
-  if (was(a, PHASE_STOPPING) && !a->have_root && all_zero) {
-    res->outcome = FTL_ATTEMPT_PREEMPTED;
-    snprintf(res->summary, sizeof res->summary, "stopped cleanly on %s after step %lld (checkpoint committed at step %lld)",
-             signal_name(res->interrupt_signal), (long long)res->last_step, (long long)res->committed_step);
-    return;
-  }
-  if (res->interrupt_signal && !(a->have_root && was(a, PHASE_STOPPING))) {
-    res->outcome = FTL_ATTEMPT_INTERRUPTED;
-    snprintf(res->summary, sizeof res->summary, "stopped by %s; the ranks were stopped", signal_name(res->interrupt_signal));
-    return;
-  }
-  if (a->have_root) return;
-  if (code != 0 || !all_zero) {
-    char what[300];
-    if (first_missing >= 0)
-      snprintf(what, sizeof what, "mpirun exited with code %d and rank %d never reported an exit (host %s)", code,
-               first_missing,
-               ftl_rdzv_server_host(a->server, first_missing) ? ftl_rdzv_server_host(a->server, first_missing) : "unknown");
-    else
-      snprintf(what, sizeof what, "mpirun exited with code %d", code);
-    set_root(a, FTL_FAIL_LAUNCHER, -1, code, 0, what, NULL);
-    return;
-  }
-  res->outcome = FTL_ATTEMPT_SUCCEEDED;
-  snprintf(res->summary, sizeof res->summary, "all %d rank%s exited 0", a->world, a->world == 1 ? "" : "s");
 }
 
-ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
-  ftl_err rc = FTL_OK;
-  attempt a = {.o = o, .res = res, .world = o->world_size, .mpirun = -1, .lost_rank = -1, .term_rank = -1, .seen = 1u << PHASE_LAUNCHING};
-  char **launch_argv = NULL;
-  char **exports = NULL;
-  char **envp = NULL;
-  int exec_pipe[2] = {-1, -1};
-  struct pollfd *fds = NULL;
-  char token[96];
+/* The attempt's folder, the ranks' state, the token and the rendezvous server. */
+static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag *d) {
+  const ftl_attempt_opts *o = a->o;
+  ftl_attempt_result *res = a->res;
+  ftl_err rc;
   memset(res, 0, sizeof *res);
   res->root_rank = -1;
   res->last_step = res->restored_step = res->committed_step = -1;
   res->first_step_ms = res->failure_ms = res->end_ms = res->committed_at_ms = -1;
-
-  if (ftl_rundir_attempt_dir(a.attempt_dir, sizeof a.attempt_dir, o->run_dir, o->attempt))
+  if (ftl_rundir_attempt_dir(a->attempt_dir, sizeof a->attempt_dir, o->run_dir, o->attempt))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long");
-  if ((rc = ftl_mkdir_p(a.attempt_dir, d))) return rc;
-  a.ranks = ftl_calloc((size_t)a.world, sizeof *a.ranks);
-  a.watch = ftl_calloc((size_t)a.world, sizeof *a.watch);
-  fds = ftl_calloc((size_t)a.world * 2 + 16, sizeof *fds);
-  if (!a.ranks || !a.watch || !fds) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-    goto out;
-  }
-  for (int i = 0; i < a.world; i++) a.watch[i].last_step = -1;
-  a.limits = (ftl_detect_limits){.startup_ms = o->job->startup_timeout_ms,
-                                 .step_ms = o->job->step_timeout_ms,
-                                 .checkpoint_ms = o->job->checkpoint_timeout_ms,
-                                 .node_ms = o->job->node_timeout_ms};
-  if ((rc = make_token(o->attempt, token, sizeof token))) goto out;
-  if ((rc = ftl_rdzv_server_create(o->rdzv_bind, a.world, token, &a.server, d))) goto out;
+  if ((rc = ftl_mkdir_p(a->attempt_dir, d))) return rc;
+  a->ranks = ftl_calloc((size_t)a->world, sizeof *a->ranks);
+  a->watch = ftl_calloc((size_t)a->world, sizeof *a->watch);
+  if (!a->ranks || !a->watch) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < a->world; i++) a->watch[i].last_step = -1;
+  a->limits = (ftl_detect_limits){.startup_ms = o->job->startup_timeout_ms,
+                                  .step_ms = o->job->step_timeout_ms,
+                                  .checkpoint_ms = o->job->checkpoint_timeout_ms,
+                                  .node_ms = o->job->node_timeout_ms};
+  if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;
+  return ftl_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
+}
 
-  /* What every rank gets. Set here and exported by name (mpirun -x), so it reaches remote hosts. */
-  char addr[320];
-  ftl_fmt(addr, sizeof addr, "%s:%d", o->rdzv_host, ftl_rdzv_server_port(a.server));
-  /* MASTER_ADDR is where rank 0 runs: the hostfile's first host; under Slurm the launcher's own
-   * node, where srun places task 0 (the batch host); this machine otherwise. */
-  ftl_launch_kind kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
-  char master_addr[256] = "127.0.0.1";
-  if (o->hostfile && ftl_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) {
-    rc = FTL_ERR_SPEC;
-    goto out;
-  }
-  if (!o->hostfile && kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
-  /* The ranks' environment: built for this attempt and given to mpirun/srun alone (execvpe), never
-   * set in the launcher's own. The names are exported too (mpirun -x), so they reach remote hosts. */
-  ftl_gang_env genv = {.rdzv_addr = addr,
-                       .rdzv_token = token,
-                       .rdzv_timeout_ms = o->job->rendezvous_timeout_ms,
-                       .run_dir = o->run_dir,
-                       .attempt_dir = a.attempt_dir,
-                       .attempt = o->attempt,
-                       .job_name = o->job->name,
-                       .spec_hash = o->job->spec_hash,
-                       .kill_grace_ms = o->kill_grace_ms,
-                       .node_timeout_ms = o->job->node_timeout_ms,
-                       .fleet_ledger = o->job->fleet_ledger,
-                       .preempt_grace_ms = o->job->preempt_grace_ms,
-                       .master_addr = master_addr,
-                       .master_port = free_port(),
-                       .job_env = o->job->env,
-                       /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
-                       .allow_root = kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
-  if ((rc = ftl_gang_build_env(environ, &genv, &envp, d))) goto out;
-  /* The job's env rides along for the program only (ftl_gang_program_env in the agent). */
-  if ((rc = ftl_gang_export_names(o->job->env, &exports, d))) goto out;
+/* The signals the launcher acts on while an attempt runs (the self-pipe, sigpipe.h). */
+static const int handled[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+enum { N_HANDLED = sizeof handled / sizeof *handled };
 
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  ftl_gang_opts g = {.kind = kind,
-                     .ranks = a.world,
-                     .hostfile = o->hostfile,
-                     .ftl_exe = o->ftl_exe,
-                     .program = o->program,
-                     .args = o->job->args,
-                     .export_names = exports,
-                     .running_as_root = geteuid() == 0,
-                     .cpu_count = cpus > 0 ? (int)cpus : 1,
-                     /* mpirun's own teardown (a lost daemon, a rank it saw die) SIGTERMs the
-                      * agents and SIGKILLs them this long after: an agent needs a moment in
-                      * between to tell the launcher it was torn down (its host is alive), or
-                      * it vanishes as silently as a dead host's (detect.h). ftl itself ends
-                      * the gang through the agents, so this is not the programs' grace. */
-                     .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S};
-  if ((rc = ftl_gang_build_argv(&g, &launch_argv, d))) goto out;
-
-  if (pipe2(exec_pipe, O_CLOEXEC)) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "pipe: %s", strerror(errno));
-    goto out;
-  }
-  struct sigaction old[6];
-  const int handled[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
-  if ((rc = ftl_sigpipe_open(handled, 6, old, d))) goto out;
-
+/* Starts mpirun or srun in its own process group (a Ctrl-C at the terminal reaches ftl, which
+ * decides), in the job's working folder. One that cannot start is the attempt's outcome
+ * (launch_failed), not an error of ftl's. */
+static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
+  const ftl_attempt_opts *o = a->o;
   json_t *argv_json = json_array();
-  for (char **p = launch_argv; *p; p++) json_array_append_new(argv_json, json_string(*p));
+  for (char **p = L->argv; *p; p++) json_array_append_new(argv_json, json_string(*p));
+  const char *tool = L->kind == FTL_LAUNCH_SRUN ? "srun" : "mpirun";
   ftl_events_write(o->events, "attempt_start", o->attempt,
-                   json_pack("{s:s, s:i, s:s, s:s, s:o}", "job", o->job->name, "world_size", a.world, "launcher",
-                             g.kind == FTL_LAUNCH_SRUN ? "srun" : "mpirun", "attempt_dir", a.attempt_dir, "argv", argv_json));
+                   json_pack("{s:s, s:i, s:s, s:s, s:o}", "job", o->job->name, "world_size", a->world, "launcher",
+                             tool, "attempt_dir", a->attempt_dir, "argv", argv_json));
   FTL_LOG(FTL_LOG_INFO, "launcher", "job '%s': starting %d rank%s with %s (attempt %d, run directory %s)", o->job->name,
-          a.world, a.world == 1 ? "" : "s", g.kind == FTL_LAUNCH_SRUN ? "srun" : "mpirun", o->attempt, o->run_dir);
+          a->world, a->world == 1 ? "" : "s", tool, o->attempt, o->run_dir);
 
-  a.start_ms = ftl_clock_ms();
-  a.rdzv_deadline_ms = a.start_ms + o->job->rendezvous_timeout_ms;
-  a.kill_deadline_ms = FTL_NO_DEADLINE;
-  a.mpirun = fork();
-  if (a.mpirun < 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_LAUNCH, "fork: %s", strerror(errno));
-    goto restore;
-  }
-  if (a.mpirun == 0) {
-    setpgid(0, 0); /* its own group: a Ctrl-C at the terminal reaches ftl, which decides */
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    sigemptyset(&dfl.sa_mask);
-    for (size_t i = 0; i < 6; i++) sigaction(handled[i], &dfl, NULL);
-    if (o->job->working_dir && chdir(o->job->working_dir) != 0) {
-      int e = errno;
-      ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
-      (void)ignored;
-      _exit(127);
-    }
-    execvpe(launch_argv[0], launch_argv, envp);
-    int e = errno;
-    ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
-    (void)ignored;
-    _exit(127);
-  }
-  setpgid(a.mpirun, a.mpirun);
-  close(exec_pipe[1]);
-  exec_pipe[1] = -1;
-  int exec_errno = 0;
-  if (read(exec_pipe[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno) {
-    waitpid(a.mpirun, NULL, 0);
-    set_phase(&a, PHASE_DRAINING);
+  a->start_ms = ftl_clock_ms();
+  a->rdzv_deadline_ms = a->start_ms + o->job->rendezvous_timeout_ms;
+  core_proc_opts po = {.file = L->argv[0],
+                       .argv = L->argv,
+                       .envp = L->envp,
+                       .search_path = 1,
+                       .cwd = o->job->working_dir,
+                       .new_group = 1,
+                       .reset_signals = handled,
+                       .n_reset_signals = N_HANDLED};
+  ftl_diag spawn_d = {{0}};
+  ftl_err rc = core_proc_spawn(&po, &a->gang, &spawn_d);
+  if (rc == FTL_ERR_LAUNCH) {
+    ftl_attempt_result *res = a->res;
+    set_phase(a, LN_PHASE_DRAINING);
     res->outcome = FTL_ATTEMPT_LAUNCH_FAILED;
     res->kind = FTL_FAIL_EXEC;
-    snprintf(res->summary, sizeof res->summary, "cannot start %s%s%s: %s", launch_argv[0],
-             o->job->working_dir ? " in " : "", o->job->working_dir ? o->job->working_dir : "", strerror(exec_errno));
-    goto restore;
+    snprintf(res->summary, sizeof res->summary, "cannot start %s%s%s: %s", L->argv[0], o->job->working_dir ? " in " : "",
+             o->job->working_dir ? o->job->working_dir : "", strerror(a->gang.exec_errno));
+    return FTL_OK;
   }
+  if (rc) return ftl_diag_fail(d, FTL_ERR_LAUNCH, "%s", spawn_d.msg);
+  return FTL_OK;
+}
 
+/* The self-pipe's signals. Signals come first in a turn: when a scheduler signals ftl and the
+ * ranks at once (Slurm's requeue, a cluster's drain), the ranks' deaths it causes must be seen as
+ * the stop's consequences. */
+static void on_signals(attempt *a) {
+  const ftl_attempt_opts *o = a->o;
+  int sig;
+  while ((sig = ftl_sigpipe_next()) != 0) {
+    if (sig == SIGCHLD) {
+      if (!reaped(a) && core_proc_reap(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
+      continue;
+    }
+    ftl_events_write(o->events, "signal", o->attempt, json_pack("{s:i, s:s}", "signal", sig, "name", ln_signal_name(sig)));
+    if (sig == SIGUSR2) {
+      FTL_LOG(FTL_LOG_INFO, "launcher", "received SIGUSR2: passing it to the ranks");
+      ftl_rdzv_server_signal_agents(a->server, sig);
+      continue;
+    }
+    if (!a->res->interrupt_signal) a->res->interrupt_signal = sig;
+    if (sig == SIGTERM || sig == SIGUSR1) {
+      request_stop(a, sig); /* preemption: Slurm's --signal, scancel, a cluster's drain */
+      continue;
+    }
+    FTL_LOG(FTL_LOG_WARN, "launcher", "received %s: stopping the ranks", ln_signal_name(sig));
+    terminate_gang(a, sig == SIGHUP ? SIGTERM : sig);
+  }
+}
+
+/* The gang must be complete by the rendezvous deadline: every rank's agent started (for any
+ * program: mpirun may hang on a host it cannot reach), and, for programs that use the library
+ * (some rank joined), every rank joined. */
+static void check_rendezvous_deadline(attempt *a) {
+  const ftl_attempt_opts *o = a->o;
+  if (a->have_root || ftl_clock_ms() < a->rdzv_deadline_ms) return;
+  int agents = 0;
+  for (int i = 0; i < a->world; i++) agents += a->ranks[i].hello_ms > 0;
+  char missing[700], reason[1024];
+  if (agents < a->world) {
+    size_t used = 0;
+    missing[0] = '\0';
+    for (int i = 0; i < a->world && used + 32 < sizeof missing; i++)
+      if (!a->ranks[i].hello_ms) used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", i);
+    snprintf(reason, sizeof reason,
+             "launch deadline of %.1f s passed with %d of %d ranks never started (ranks %s): mpirun or srun "
+             "could not place the whole gang",
+             (double)o->job->rendezvous_timeout_ms / 1000.0, a->world - agents, a->world, missing);
+    fail_rendezvous(a, reason);
+    a->res->never_started = a->world - agents; /* run.c then probes the hosts (hostprobe.h) */
+    kill(a->gang.pid, SIGTERM); /* the agents that did start are told; mpirun itself may be stuck */
+  } else if (!ftl_rdzv_server_went(a->server) && ftl_rdzv_server_joined(a->server) > 0) {
+    ftl_rdzv_server_describe_missing(a->server, missing, sizeof missing);
+    snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
+             (double)o->job->rendezvous_timeout_ms / 1000.0, a->world - ftl_rdzv_server_joined(a->server), a->world,
+             missing);
+    fail_rendezvous(a, reason);
+  }
+}
+
+/* The detectors and deadlines of a turn, while ftl is not ending the gang. */
+static void check_running(attempt *a) {
+  update_life_phase(a);
+  check_rendezvous_deadline(a);
+  end_after_rendezvous(a);
+  if (a->lost_rank >= 0 && ftl_clock_ms() - a->lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(a);
+  blame_term_death(a, 0);
+  if (!a->have_root && !was(a, LN_PHASE_STOPPING)) check_hosts(a);
+  if (!a->have_root && !was(a, LN_PHASE_STOPPING)) check_hangs(a);
+  if (a->ph.phase == LN_PHASE_STOPPING && ftl_deadline_left_ms(a->stop_deadline_ms) == 0) {
+    FTL_LOG(FTL_LOG_ERROR, "launcher", "the ranks did not stop within the preemption grace: ending them");
+    terminate_gang(a, SIGTERM);
+  }
+}
+
+/* The poll loop: the rendezvous server's sockets, the self-pipe, and 100 ms timers, until mpirun
+ * is reaped and the agents' last reports are read. */
+static ftl_err watch_gang(attempt *a, ftl_diag *d) {
+  size_t cap = (size_t)a->world * 2 + 16;
+  struct pollfd *fds = ftl_calloc(cap, sizeof *fds);
+  if (!fds) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  ftl_err rc = FTL_OK;
   int64_t drain_until = FTL_NO_DEADLINE;
   int64_t next_ping_ms = ftl_clock_ms();
   for (;;) {
     if (ftl_clock_ms() >= next_ping_ms) {
-      ftl_rdzv_server_ping_agents(a.server);
-      check_stragglers(&a);
+      ftl_rdzv_server_ping_agents(a->server);
+      check_stragglers(a);
       next_ping_ms = ftl_clock_ms() + 1000;
     }
-    size_t n = ftl_rdzv_server_pollfds(a.server, fds, (size_t)a.world * 2 + 14);
+    size_t n = ftl_rdzv_server_pollfds(a->server, fds, cap - 2);
     fds[n++] = (struct pollfd){.fd = ftl_sigpipe_fd(), .events = POLLIN};
     int timeout = 100;
     if (drain_until != FTL_NO_DEADLINE) timeout = ftl_deadline_left_ms(drain_until);
@@ -864,115 +748,71 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
       rc = ftl_diag_fail(d, FTL_ERR_IO, "poll: %s", strerror(errno));
       break;
     }
-    /* Signals first: when a scheduler signals ftl and the ranks at once (Slurm's requeue, a
-     * cluster's drain), the ranks' deaths it causes must be seen as the stop's consequences. */
-    if (pr > 0 && (fds[n - 1].revents & POLLIN)) {
-      int sig;
-      while ((sig = ftl_sigpipe_next()) != 0) {
-        if (sig == SIGCHLD) {
-          if (!reaped(&a) && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) set_phase(&a, PHASE_DRAINING);
-          continue;
-        }
-        ftl_events_write(o->events, "signal", o->attempt, json_pack("{s:i, s:s}", "signal", sig, "name", signal_name(sig)));
-        if (sig == SIGUSR2) {
-          FTL_LOG(FTL_LOG_INFO, "launcher", "received SIGUSR2: passing it to the ranks");
-          ftl_rdzv_server_signal_agents(a.server, sig);
-          continue;
-        }
-        if (!res->interrupt_signal) res->interrupt_signal = sig;
-        if (sig == SIGTERM || sig == SIGUSR1) {
-          request_stop(&a, sig); /* preemption: Slurm's --signal, scancel, a cluster's drain */
-          continue;
-        }
-        FTL_LOG(FTL_LOG_WARN, "launcher", "received %s: stopping the ranks", signal_name(sig));
-        terminate_gang(&a, sig == SIGHUP ? SIGTERM : sig);
-      }
-    }
-    if (pr > 0) ftl_rdzv_server_handle(a.server, fds, n - 1, on_event, &a);
-    if (!reaped(&a) && waitpid(a.mpirun, &a.mpirun_status, WNOHANG) == a.mpirun) set_phase(&a, PHASE_DRAINING);
-
-    if (a.phase < PHASE_ENDING) {
-      /* The gang must be complete by the rendezvous deadline: every rank's agent started (for
-       * any program: mpirun may hang on a host it cannot reach), and, for programs that use the
-       * library (some rank joined), every rank joined. */
-      int agents = 0;
-      for (int i = 0; i < a.world; i++) agents += a.ranks[i].hello_ms > 0;
-      update_life_phase(&a);
-      if (!a.have_root && agents < a.world && ftl_clock_ms() >= a.rdzv_deadline_ms) {
-        char missing[700], reason[1024];
-        size_t used = 0;
-        missing[0] = '\0';
-        for (int i = 0; i < a.world && used + 32 < sizeof missing; i++)
-          if (!a.ranks[i].hello_ms)
-            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", i);
-        snprintf(reason, sizeof reason,
-                 "launch deadline of %.1f s passed with %d of %d ranks never started (ranks %s): mpirun or srun "
-                 "could not place the whole gang",
-                 (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - agents, a.world, missing);
-        fail_rendezvous(&a, reason);
-        res->never_started = a.world - agents; /* run.c then probes the hosts (hostprobe.h) */
-        kill(a.mpirun, SIGTERM); /* the agents that did start are told; mpirun itself may be stuck */
-      } else if (!a.have_root && !ftl_rdzv_server_went(a.server) && ftl_rdzv_server_joined(a.server) > 0 &&
-                 ftl_clock_ms() >= a.rdzv_deadline_ms) {
-        char missing[700], reason[1024];
-        ftl_rdzv_server_describe_missing(a.server, missing, sizeof missing);
-        snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
-                 (double)o->job->rendezvous_timeout_ms / 1000.0, a.world - ftl_rdzv_server_joined(a.server), a.world,
-                 missing);
-        fail_rendezvous(&a, reason);
-      }
-      end_after_rendezvous(&a);
-      if (a.lost_rank >= 0 && ftl_clock_ms() - a.lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(&a);
-      blame_term_death(&a, 0);
-      if (!a.have_root && !was(&a, PHASE_STOPPING)) check_hosts(&a);
-      if (!a.have_root && !was(&a, PHASE_STOPPING)) check_hangs(&a);
-      if (a.phase == PHASE_STOPPING && ftl_deadline_left_ms(a.stop_deadline_ms) == 0) {
-        FTL_LOG(FTL_LOG_ERROR, "launcher", "the ranks did not stop within the preemption grace: ending them");
-        terminate_gang(&a, SIGTERM);
-      }
-    }
-    if (a.phase == PHASE_ENDING && ftl_deadline_left_ms(a.kill_deadline_ms) == 0) {
-      kill(-a.mpirun, SIGKILL);
-      a.kill_deadline_ms = FTL_NO_DEADLINE;
-    }
-    if (reaped(&a)) {
+    if (pr > 0 && (fds[n - 1].revents & POLLIN)) on_signals(a);
+    if (pr > 0) ftl_rdzv_server_handle(a->server, fds, n - 1, on_event, a);
+    if (!reaped(a) && core_proc_reap(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
+    if (a->ph.phase < LN_PHASE_ENDING) check_running(a);
+    /* Ending: mpirun's whole group is SIGKILLed at the deadline terminate_gang armed. */
+    if (!reaped(a) && core_proc_step(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
+    if (reaped(a)) {
       /* Let the agents' last reports arrive (they are sent before the agents exit, so they are
        * normally already here), then stop. */
       if (drain_until == FTL_NO_DEADLINE) drain_until = ftl_deadline_after_ms(300);
-      if (ftl_deadline_left_ms(drain_until) == 0 || ftl_rdzv_server_connections(a.server) == 0) break;
+      if (ftl_deadline_left_ms(drain_until) == 0 || ftl_rdzv_server_connections(a->server) == 0) break;
     }
   }
+  ftl_free(fds);
+  return rc;
+}
 
-restore:
-  ftl_sigpipe_close(handled, 6, old);
-  if (a.mpirun > 0 && !reaped(&a)) {
-    kill(-a.mpirun, SIGKILL);
-    waitpid(a.mpirun, &a.mpirun_status, 0);
-    set_phase(&a, PHASE_DRAINING);
+/* After the loop: mpirun reaped for sure, the held blames settled, leftovers swept, the outcome
+ * concluded and the attempt_end event written. */
+static void finish_attempt(attempt *a, const char *token, ftl_err rc) {
+  const ftl_attempt_opts *o = a->o;
+  ftl_attempt_result *res = a->res;
+  if (a->gang.pid > 0 && !reaped(a)) {
+    core_proc_kill_wait(&a->gang);
+    set_phase(a, LN_PHASE_DRAINING);
   }
-  if (a.lost_rank >= 0) blame_lost_agent(&a);
-  blame_term_death(&a, 1);
-  res->end_ms = since_start(&a);
-  int swept = sweep_token(token);
+  if (a->lost_rank >= 0) blame_lost_agent(a);
+  blame_term_death(a, 1);
+  res->end_ms = since_start(a);
+  int swept = ln_sweep_token(token);
   if (swept) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "killed %d leftover process%s of this attempt", swept, swept == 1 ? "" : "es");
     ftl_events_write(o->events, "leftovers_killed", o->attempt, json_pack("{s:i}", "count", swept));
   }
-  if (rc == FTL_OK && a.mpirun > 0) conclude(&a);
-  if (a.mpirun > 0) set_phase(&a, PHASE_ENDED);
+  if (rc == FTL_OK && a->gang.pid > 0) conclude(a);
+  if (a->gang.pid > 0) set_phase(a, LN_PHASE_ENDED);
   ftl_events_write(o->events, "attempt_end", o->attempt,
-                   json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", outcome_name(res->outcome),
+                   json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", ln_outcome_name(res->outcome),
                              "cause", ftl_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
                              res->exit_code, "signal", res->signal, "summary", res->summary, "last_step",
                              (json_int_t)res->last_step, "committed_step", (json_int_t)res->committed_step,
                              "duration_ms", res->end_ms));
+}
+
+ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
+  attempt a = {.o = o,
+               .res = res,
+               .world = o->world_size,
+               .gang = {.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE},
+               .ph = LN_PHASES_INIT,
+               .lost_rank = -1,
+               .term_rank = -1};
+  ln_gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL};
+  char token[96];
+  struct sigaction old[N_HANDLED];
+  ftl_err rc = attempt_init(&a, token, sizeof token, d);
+  if (!rc) rc = ln_gang_launch_build(o, a.attempt_dir, ftl_rdzv_server_port(a.server), token, &L, d);
+  if (rc) goto out;
+  if ((rc = ftl_sigpipe_open(handled, N_HANDLED, old, d))) goto out;
+  rc = spawn_gang(&a, &L, d);
+  if (rc == FTL_OK && !reaped(&a)) rc = watch_gang(&a, d);
+  ftl_sigpipe_close(handled, N_HANDLED, old);
+  finish_attempt(&a, token, rc);
 out:
-  for (int i = 0; i < 2; i++)
-    if (exec_pipe[i] >= 0) close(exec_pipe[i]);
-  ftl_argv_free(launch_argv);
-  ftl_argv_free(exports);
-  ftl_argv_free(envp);
-  ftl_free(fds);
+  ln_gang_launch_free(&L);
   ftl_free(a.ranks);
   ftl_free(a.watch);
   ftl_rdzv_server_destroy(a.server);

@@ -1,0 +1,131 @@
+/* launcher/attempt_env.c: what one attempt is on this host (see attempt_env.h): its token, the
+ * gang's command line and environment, and the sweep of the token's leftovers. */
+#include "launcher/attempt_env.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl/core.h"
+#include "launcher/gang.h"
+#include "rendezvous/wire.h"
+
+ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size) {
+  unsigned char raw[8] = {0};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t ignored = read(fd, raw, sizeof raw);
+    (void)ignored;
+    close(fd);
+  }
+  uint64_t mix = (uint64_t)ftl_wall_us() ^ ((uint64_t)getpid() << 32);
+  for (int i = 0; i < 8; i++) raw[i] ^= (unsigned char)(mix >> (8 * i));
+  return ftl_fmt(buf, size, "%02x%02x%02x%02x%02x%02x%02x%02x-a%d", raw[0], raw[1], raw[2], raw[3], raw[4], raw[5],
+                 raw[6], raw[7], attempt_no);
+}
+
+static int free_port(void) {
+  int fd = -1, port = 0;
+  ftl_diag d;
+  if (ftl_tcp_listen(NULL, &fd, &port, &d) != FTL_OK) return 29500;
+  close(fd);
+  return port;
+}
+
+int ln_sweep_token(const char *token) {
+  char needle[200];
+  if (ftl_fmt(needle, sizeof needle, "FTL_RDZV_TOKEN=%s", token)) return 0;
+  size_t nlen = strlen(needle);
+  int killed = 0;
+  DIR *proc = opendir("/proc");
+  if (!proc) return 0;
+  struct dirent *e;
+  pid_t self = getpid();
+  while ((e = readdir(proc))) {
+    int64_t pid;
+    if (ftl_parse_i64(e->d_name, 1, INT_MAX, &pid) != FTL_OK || pid == self) continue;
+    char path[64];
+    if (ftl_fmt(path, sizeof path, "/proc/%s/environ", e->d_name)) continue;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[65536];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    for (ssize_t i = 0; i + (ssize_t)nlen <= n; i++) {
+      if ((i == 0 || buf[i - 1] == '\0') && memcmp(buf + i, needle, nlen) == 0 &&
+          (i + (ssize_t)nlen == n || buf[i + nlen] == '\0')) {
+        if (kill((pid_t)pid, SIGKILL) == 0) killed++;
+        break;
+      }
+    }
+  }
+  closedir(proc);
+  return killed;
+}
+
+void ln_gang_launch_free(ln_gang_launch *L) {
+  ftl_argv_free(L->argv);
+  ftl_argv_free(L->exports);
+  ftl_argv_free(L->envp);
+  L->argv = L->exports = L->envp = NULL;
+}
+
+ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
+                             ln_gang_launch *L, ftl_diag *d) {
+  ftl_err rc;
+  /* What every rank gets. Set here and exported by name (mpirun -x), so it reaches remote hosts. */
+  char addr[320];
+  ftl_fmt(addr, sizeof addr, "%s:%d", o->rdzv_host, rdzv_port);
+  /* MASTER_ADDR is where rank 0 runs: the hostfile's first host; under Slurm the launcher's own
+   * node, where srun places task 0 (the batch host); this machine otherwise. */
+  L->kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
+  char master_addr[256] = "127.0.0.1";
+  if (o->hostfile && ftl_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) return FTL_ERR_SPEC;
+  if (!o->hostfile && L->kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
+  /* The ranks' environment: built for this attempt and given to mpirun/srun alone (execvpe), never
+   * set in the launcher's own. The names are exported too (mpirun -x), so they reach remote hosts. */
+  ftl_gang_env genv = {.rdzv_addr = addr,
+                       .rdzv_token = token,
+                       .rdzv_timeout_ms = o->job->rendezvous_timeout_ms,
+                       .run_dir = o->run_dir,
+                       .attempt_dir = attempt_dir,
+                       .attempt = o->attempt,
+                       .job_name = o->job->name,
+                       .spec_hash = o->job->spec_hash,
+                       .kill_grace_ms = o->kill_grace_ms,
+                       .node_timeout_ms = o->job->node_timeout_ms,
+                       .fleet_ledger = o->job->fleet_ledger,
+                       .preempt_grace_ms = o->job->preempt_grace_ms,
+                       .master_addr = master_addr,
+                       .master_port = free_port(),
+                       .job_env = o->job->env,
+                       /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
+                       .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
+  if ((rc = ftl_gang_build_env(environ, &genv, &L->envp, d))) return rc;
+  /* The job's env rides along for the program only (ftl_gang_program_env in the agent). */
+  if ((rc = ftl_gang_export_names(o->job->env, &L->exports, d))) return rc;
+
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  ftl_gang_opts g = {.kind = L->kind,
+                     .ranks = o->world_size,
+                     .hostfile = o->hostfile,
+                     .ftl_exe = o->ftl_exe,
+                     .program = o->program,
+                     .args = o->job->args,
+                     .export_names = L->exports,
+                     .running_as_root = geteuid() == 0,
+                     .cpu_count = cpus > 0 ? (int)cpus : 1,
+                     /* mpirun's own teardown (a lost daemon, a rank it saw die) SIGTERMs the
+                      * agents and SIGKILLs them this long after: an agent needs a moment in
+                      * between to tell the launcher it was torn down (its host is alive), or
+                      * it vanishes as silently as a dead host's (detect.h). ftl itself ends
+                      * the gang through the agents, so this is not the programs' grace. */
+                     .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S};
+  return ftl_gang_build_argv(&g, &L->argv, d);
+}

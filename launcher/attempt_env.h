@@ -1,0 +1,35 @@
+/* launcher/attempt_env.h: what one attempt is on this host, apart from watching it: the token that
+ * marks its processes, the command line and environment mpirun or srun is started with (built for
+ * this attempt alone: the launcher's own environment never holds an attempt's token), and the sweep
+ * that kills whatever still carries the token once the attempt is over. supervise.c uses them. */
+#ifndef FTL_LAUNCHER_ATTEMPT_ENV_H
+#define FTL_LAUNCHER_ATTEMPT_ENV_H
+
+#include <stddef.h>
+
+#include "ftl/error.h"
+#include "launcher/launcher.h"
+
+/* A fresh token for attempt_no ("<16 hex digits>-a<N>"): urandom mixed with the clock and pid. */
+ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size);
+
+/* Kills every process on this host whose environment carries FTL_RDZV_TOKEN=token: the program's
+ * grandchildren that left its process group, or a rank that mpirun failed to reap. Returns how
+ * many it killed. */
+int ln_sweep_token(const char *token);
+
+/* What mpirun or srun is started with: its argv, and the ranks' environment (envp) with the names
+ * it exports (mpirun -x). */
+typedef struct ln_gang_launch {
+  ftl_launch_kind kind;
+  char **argv, **exports, **envp;
+} ln_gang_launch;
+
+/* Builds L for attempt o (its folder attempt_dir; the rendezvous at o->rdzv_host:rdzv_port, with
+ * token). Free with ln_gang_launch_free, also after a failure. */
+ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
+                             ln_gang_launch *L, ftl_diag *d);
+
+void ln_gang_launch_free(ln_gang_launch *L);
+
+#endif

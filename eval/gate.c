@@ -204,7 +204,7 @@ static void sink_drain(sink *s) {
     uint64_t room = s->total < EVAL_OUTPUT_KEEP_BYTES ? EVAL_OUTPUT_KEEP_BYTES - s->total : 0;
     size_t keep = (uint64_t)got < room ? (size_t)got : (size_t)room;
     if (keep && s->file_fd >= 0 && ftl_fs_pwrite_all(s->file_fd, buf, keep, s->total) != FTL_OK) {
-      close(s->file_fd);
+      ftl_fs_table.close(s->file_fd);
       s->file_fd = -1;
     }
     if ((size_t)got > keep) s->cut = 1;
@@ -221,7 +221,7 @@ static void sink_close(sink *s) {
                        EVAL_OUTPUT_KEEP_BYTES, s->total);
       if (n > 0) (void)ftl_fs_pwrite_all(s->file_fd, note, (size_t)n, EVAL_OUTPUT_KEEP_BYTES);
     }
-    close(s->file_fd);
+    ftl_fs_table.close(s->file_fd);
   }
   s->pipe_fd = s->file_fd = -1;
 }
@@ -281,6 +281,44 @@ static int sweep_strays(const pid_t *before, size_t n_before) {
   return killed;
 }
 
+/* Waits for the evaluator, draining its output, until it exits or its deadline (or a stop signal)
+ * passes: then its group gets SIGTERM, and SIGKILL 2 s later. Returns 0 when it exited by
+ * itself, 1 past the deadline, -1 after a stop signal; its wait status into *status. */
+static int wait_evaluator(pid_t pid, sink *so, sink *se, int64_t timeout_ms, int *status) {
+  int64_t deadline = ftl_deadline_after_ms(timeout_ms);
+  int timed_out = 0;
+  for (;;) {
+    sink_drain(so);
+    sink_drain(se);
+    pid_t w = waitpid(pid, status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, status, 0);
+      break;
+    }
+    if (stop_signal && !timed_out) {
+      timed_out = -1;
+      kill(-pid, SIGTERM);
+      deadline = ftl_deadline_after_ms(2000);
+    } else if (!timed_out && ftl_deadline_left_ms(deadline) == 0) {
+      timed_out = 1;
+      kill(-pid, SIGTERM);
+      deadline = ftl_deadline_after_ms(2000);
+    } else if (timed_out && ftl_deadline_left_ms(deadline) == 0) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, status, 0);
+      break;
+    }
+    struct pollfd pf[2] = {{.fd = so->pipe_fd, .events = POLLIN}, {.fd = se->pipe_fd, .events = POLLIN}};
+    if (poll(pf, 2, 10) < 0 && errno != EINTR) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return timed_out;
+}
+
 /* fork + execve with its own process group, stdout/stderr through capped pipes into files, and a
  * deadline: at the deadline the group gets SIGTERM, then SIGKILL 2 s later. FTL_ERR_TIMEOUT when
  * the deadline passed. The evaluator's own process group does not get the terminal's SIGINT, so a
@@ -299,8 +337,8 @@ static ftl_err spawn_wait(const char *prog, char *const *argv, char *const *envp
     rc = ftl_diag_fail(d, FTL_ERR_IO, "pipe: %s", strerror(errno));
     goto fail;
   }
-  so.file_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  se.file_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  so.file_fd = ftl_fs_table.open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  se.file_fd = ftl_fs_table.open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (so.file_fd < 0 || se.file_fd < 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s: %s", so.file_fd < 0 ? out_path : err_path, strerror(errno));
     goto fail;
@@ -354,43 +392,13 @@ static ftl_err spawn_wait(const char *prog, char *const *argv, char *const *envp
     rc = ftl_diag_fail(d, FTL_ERR_LAUNCH, "cannot start the evaluator %s: %s", prog, strerror(exec_errno));
     goto fail;
   }
-  int64_t deadline = ftl_deadline_after_ms(timeout_ms);
-  int timed_out = 0;
   const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction sa = {.sa_handler = on_stop_signal}, old[3];
   sigemptyset(&sa.sa_mask);
   stop_signal = 0;
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &sa, &old[i]);
-  for (;;) {
-    sink_drain(&so);
-    sink_drain(&se);
-    pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    if (stop_signal && !timed_out) {
-      timed_out = -1;
-      kill(-pid, SIGTERM);
-      deadline = ftl_deadline_after_ms(2000);
-    } else if (!timed_out && ftl_deadline_left_ms(deadline) == 0) {
-      timed_out = 1;
-      kill(-pid, SIGTERM);
-      deadline = ftl_deadline_after_ms(2000);
-    } else if (timed_out && ftl_deadline_left_ms(deadline) == 0) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    struct pollfd pf[2] = {{.fd = so.pipe_fd, .events = POLLIN}, {.fd = se.pipe_fd, .events = POLLIN}};
-    if (poll(pf, 2, 10) < 0 && errno != EINTR) {
-      struct timespec ts = {0, 10 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-    }
-  }
+  int timed_out = wait_evaluator(pid, &so, &se, timeout_ms, &status);
   kill(-pid, SIGKILL); /* anything the evaluator left behind in its group */
   r->strays = sweep_strays(before, n_before);
   /* Every writer is gone now; what is still in the pipes is read, with a deadline all the same. */
@@ -436,11 +444,11 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
   ftl_err rc = ftl_mkdir_p(dir, d);
   if (rc) return rc;
-  int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  int fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open the gate's lock %s: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
+    ftl_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "the gate's lock %s is not a regular file", path);
   }
   int64_t timeout_ms = 30000;
@@ -449,7 +457,7 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
     char *end = NULL;
     double v = strtod(env, &end);
     if (end == env || *end || !(v >= 0) || v > 86400) {
-      close(fd);
+      ftl_fs_table.close(fd);
       return ftl_diag_fail(d, FTL_ERR_SPEC, "FTL_GATE_LOCK_TIMEOUT_S=%s is not a number of seconds (0 to 86400)", env);
     }
     timeout_ms = (int64_t)(v * 1000.0 + 0.5);
@@ -458,7 +466,7 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
-      close(fd);
+      ftl_fs_table.close(fd);
       return rc;
     }
     if (ftl_deadline_left_ms(deadline) == 0) {
@@ -467,7 +475,7 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
       ssize_t got = pread(fd, holder, sizeof holder - 1, 0);
       holder[got > 0 ? got : 0] = '\0';
       holder[strcspn(holder, "\n")] = '\0';
-      close(fd);
+      ftl_fs_table.close(fd);
       return ftl_diag_fail(d, FTL_ERR_TIMEOUT,
                            "another gate or publish holds %s (%s) and did not finish within %.3g s "
                            "(FTL_GATE_LOCK_TIMEOUT_S)",
@@ -479,7 +487,7 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
   char who[256], when[40];
   iso_now(when);
   int n = snprintf(who, sizeof who, "%s: pid %ld on %s since %s\n", what, (long)getpid(), ftl_hostname(), when);
-  if (ftruncate(fd, 0) == 0 && n > 0) (void)ftl_fs_pwrite_all(fd, who, (size_t)n, 0);
+  if (ftl_fs_table.ftruncate(fd, 0) == 0 && n > 0) (void)ftl_fs_pwrite_all(fd, who, (size_t)n, 0);
   *fd_out = fd;
   return FTL_OK;
 }
@@ -487,233 +495,272 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
 void ftl_gate_rundir_unlock(int fd) {
   if (fd < 0) return;
   /* No stale holder for the next waiter to name; closing releases the flock. */
-  if (ftruncate(fd, 0) != 0) {
+  if (ftl_fs_table.ftruncate(fd, 0) != 0) {
     /* Nothing to do: the text is informative only. */
   }
-  close(fd);
+  ftl_fs_table.close(fd);
 }
 
 /* ---- the gate ----------------------------------------------------------------------------- */
 
-ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d) {
-  ftl_gate_result res = FTL_GATE_ERROR;
-  json_t *snap = NULL, *verdict = NULL, *adapter_files = NULL, *base_json = NULL, *lock = NULL;
-  ftl_metrics *metrics = NULL;
-  char *prog = NULL;
-  int run_lock = -1;
-  strv argv = {0}, envp = {0};
+/* What one gate holds between its steps; released by gate_free. */
+typedef struct gate_ctx {
+  const ftl_gate_opts *o;
+  json_t *snap, *lock, *adapter_files, *base_json;
+  const json_t *gate, *ev, *pinned; /* borrowed from snap */
+  const char *data_name, *base_name, *data_path, *base_path;
+  ftl_metrics *metrics;
+  char *prog;
+  strv argv, envp;
+  eval_run er;
+  double timeout_s;
   char started[40], ended[40];
   char final_dir[PATH_MAX], gate_dir[PATH_MAX], metrics_path[PATH_MAX], out_path[PATH_MAX], err_path[PATH_MAX];
-  char verdict_path[PATH_MAX], adapter_hex[FTL_SHA256_HEX_LEN + 1], lock_where[PATH_MAX] = "";
-  iso_now(started);
-  if (ftl_rundir_path(final_dir, sizeof final_dir, o->run_dir, FTL_RUNDIR_FINAL) ||
-      ftl_rundir_path(gate_dir, sizeof gate_dir, o->run_dir, FTL_RUNDIR_GATE) ||
-      ftl_rundir_path(verdict_path, sizeof verdict_path, o->run_dir, FTL_RUNDIR_VERDICT) ||
-      ftl_fmt(metrics_path, sizeof metrics_path, "%s/metrics.json", gate_dir) ||
-      ftl_fmt(out_path, sizeof out_path, "%s/eval.out", gate_dir) ||
-      ftl_fmt(err_path, sizeof err_path, "%s/eval.err", gate_dir)) {
-    ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", o->run_dir);
-    goto out;
-  }
-  /* 0. One gate (or publish) per run directory at a time, and a verdict from an earlier gate must
-   * not outlive this one whatever way it ends: removed before anything can fail. */
-  if (ftl_gate_rundir_lock(o->run_dir, "ftl gate", &run_lock, d)) goto out;
-  if (unlink(verdict_path) != 0 && errno != ENOENT) {
-    ftl_diag_fail(d, FTL_ERR_IO, "cannot remove the old %s: %s", verdict_path, strerror(errno));
-    goto out;
-  }
-  /* 1. The locked gate. */
-  ftl_err rc = ftl_snapshot_load(o->run_dir, &snap, d);
-  if (rc == FTL_ERR_NOTFOUND) {
-    ftl_diag_fail(d, rc, "%s has no snapshot.json: it was not started by `ftl run` with a job spec", o->run_dir);
-    goto out;
-  }
-  if (rc) goto out;
-  const json_t *gate = ftl_snapshot_gate(snap);
-  if (!gate) {
-    ftl_diag_fail(d, FTL_ERR_STATE, "%s was submitted without an eval: section; there is no gate to run", o->run_dir);
-    goto out;
-  }
-  if (ftl_gate_spec_check(gate, d)) goto out;
-  if (o->given_spec && ftl_gate_spec_compare(gate, o->given_spec, NULL, 0, d)) goto out;
+  char verdict_path[PATH_MAX], adapter_hex[FTL_SHA256_HEX_LEN + 1], lock_where[PATH_MAX];
+} gate_ctx;
+
+static void gate_free(gate_ctx *g) {
+  json_decref(g->adapter_files);
+  json_decref(g->base_json);
+  json_decref(g->lock);
+  json_decref(g->snap);
+  ftl_metrics_destroy(g->metrics);
+  ftl_free(g->prog);
+  strv_free(&g->argv);
+  strv_free(&g->envp);
+}
+
+static ftl_err gate_paths(gate_ctx *g, ftl_diag *d) {
+  const char *rd = g->o->run_dir;
+  if (ftl_rundir_path(g->final_dir, sizeof g->final_dir, rd, FTL_RUNDIR_FINAL) ||
+      ftl_rundir_path(g->gate_dir, sizeof g->gate_dir, rd, FTL_RUNDIR_GATE) ||
+      ftl_rundir_path(g->verdict_path, sizeof g->verdict_path, rd, FTL_RUNDIR_VERDICT) ||
+      ftl_fmt(g->metrics_path, sizeof g->metrics_path, "%s/metrics.json", g->gate_dir) ||
+      ftl_fmt(g->out_path, sizeof g->out_path, "%s/eval.out", g->gate_dir) ||
+      ftl_fmt(g->err_path, sizeof g->err_path, "%s/eval.err", g->gate_dir))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", rd);
+  return FTL_OK;
+}
+
+/* 1. The locked gate: the snapshot's, checked against the given spec and the registry's lock. */
+static ftl_err gate_load_locked(gate_ctx *g, ftl_diag *d) {
+  const ftl_gate_opts *o = g->o;
+  ftl_err rc = ftl_snapshot_load(o->run_dir, &g->snap, d);
+  if (rc == FTL_ERR_NOTFOUND)
+    return ftl_diag_fail(d, rc, "%s has no snapshot.json: it was not started by `ftl run` with a job spec",
+                         o->run_dir);
+  if (rc) return rc;
+  if (!(g->gate = ftl_snapshot_gate(g->snap)))
+    return ftl_diag_fail(d, FTL_ERR_STATE, "%s was submitted without an eval: section; there is no gate to run",
+                         o->run_dir);
+  if ((rc = ftl_gate_spec_check(g->gate, d))) return rc;
+  if (o->given_spec && (rc = ftl_gate_spec_compare(g->gate, o->given_spec, NULL, 0, d))) return rc;
   /* The registry's copy of the lock is the one the job cannot rewrite. */
-  if (ftl_gate_lock_check(o->run_dir, snap, &lock, d)) goto out;
-  if (lock)
-    snprintf(lock_where, sizeof lock_where, "%s/%s/gate-locks/%s.json",
-             json_string_value(json_object_get(json_object_get(gate, "registry"), "path")),
-             json_string_value(json_object_get(json_object_get(gate, "registry"), "name")), ftl_snapshot_run_id(snap));
+  if ((rc = ftl_gate_lock_check(o->run_dir, g->snap, &g->lock, d))) return rc;
+  const json_t *reg = json_object_get(g->gate, "registry");
+  if (g->lock)
+    snprintf(g->lock_where, sizeof g->lock_where, "%s/%s/gate-locks/%s.json",
+             json_string_value(json_object_get(reg, "path")), json_string_value(json_object_get(reg, "name")),
+             ftl_snapshot_run_id(g->snap));
   else if (!o->quiet)
     fprintf(stderr,
             "ftl gate: warning: no registry: section, so the gate is locked only in %s/snapshot.json; it is only "
             "as trustworthy as the run directory (whoever can write it can rewrite the gate)\n",
             o->run_dir);
-  const json_t *ev = json_object_get(gate, "eval");
-  const char *metric = json_string_value(json_object_get(ev, "metric"));
-  const char *direction = json_string_value(json_object_get(ev, "direction"));
-  double threshold = json_number_value(json_object_get(ev, "threshold"));
-  const json_t *min_gain = json_object_get(ev, "min_gain");
-  const char *data_name = json_string_value(json_object_get(ev, "data"));
-  const char *base_name = json_string_value(json_object_get(ev, "base"));
-  const char *data_path = ftl_snapshot_input_path(snap, data_name);
-  const char *base_path = base_name ? ftl_snapshot_input_path(snap, base_name) : "";
-  if (!data_path || !base_path) {
-    ftl_diag_fail(d, FTL_ERR_CORRUPT, "the snapshot has no input '%s' (eval.%s)", data_path ? base_name : data_name,
-                  data_path ? "base" : "data");
-    goto out;
-  }
-  const json_t *pinned = ftl_snapshot_evaluator(snap);
-  if (!pinned) {
-    ftl_diag_fail(d, FTL_ERR_STATE,
-                  "the snapshot does not pin the evaluator (submitted by an older ftl, which looked eval.program up on "
-                  "PATH when the gate ran); submit the run again");
-    goto out;
-  }
+  g->ev = json_object_get(g->gate, "eval");
+  g->data_name = json_string_value(json_object_get(g->ev, "data"));
+  g->base_name = json_string_value(json_object_get(g->ev, "base"));
+  g->data_path = ftl_snapshot_input_path(g->snap, g->data_name);
+  g->base_path = g->base_name ? ftl_snapshot_input_path(g->snap, g->base_name) : "";
+  if (!g->data_path || !g->base_path)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the snapshot has no input '%s' (eval.%s)",
+                         g->data_path ? g->base_name : g->data_name, g->data_path ? "base" : "data");
+  if (!(g->pinned = ftl_snapshot_evaluator(g->snap)))
+    return ftl_diag_fail(d, FTL_ERR_STATE,
+                         "the snapshot does not pin the evaluator (submitted by an older ftl, which looked "
+                         "eval.program up on PATH when the gate ran); submit the run again");
+  return FTL_OK;
+}
 
-  /* 2. Every input as it was at submission. */
-  if (ftl_snapshot_verify(snap, d)) goto out;
-  /* 3. The adapter, committed. */
-  if (ftl_adapter_commit_verify(final_dir, NULL, 0, d)) goto out;
-  if (ftl_gate_hash_folder(final_dir, &adapter_files, adapter_hex, d)) goto out;
+/* 4a. The evaluator: the file resolved at submission, by its absolute path, with the bytes that
+ * were hashed then (not whatever PATH finds now). */
+static ftl_err gate_check_evaluator(gate_ctx *g, ftl_diag *d) {
+  if (!(g->prog = ftl_strdup(json_string_value(json_object_get(g->pinned, "path")))))
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  char now_hex[65];
+  uint64_t now_size = 0;
+  ftl_diag inner;
+  ftl_err rc = ftl_snapshot_hash_file(g->prog, now_hex, &now_size, &inner);
+  if (rc)
+    return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc,
+                         "the evaluator %s (field 'evaluator.path') cannot be checked: %s", g->prog, inner.msg);
+  const char *want = json_string_value(json_object_get(g->pinned, "sha256"));
+  if (strcmp(now_hex, want) != 0)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "the evaluator %s changed after submission (field 'evaluator.sha256'): sha256 %.12s... at "
+                         "submission, %.12s... now; refused",
+                         g->prog, want, now_hex);
+  return FTL_OK;
+}
 
-  /* 4. The evaluator: the file resolved at submission, by its absolute path, with the bytes
-   * that were hashed then (not whatever PATH finds now). */
-  if (ftl_mkdir_p(gate_dir, d)) goto out;
-  unlink(metrics_path);
-  if (!(prog = ftl_strdup(json_string_value(json_object_get(pinned, "path"))))) goto oom;
-  {
-    char now_hex[65];
-    uint64_t now_size = 0;
-    ftl_diag inner;
-    if ((rc = ftl_snapshot_hash_file(prog, now_hex, &now_size, &inner))) {
-      ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc,
-                    "the evaluator %s (field 'evaluator.path') cannot be checked: %s", prog, inner.msg);
-      goto out;
-    }
-    const char *want = json_string_value(json_object_get(pinned, "sha256"));
-    if (strcmp(now_hex, want) != 0) {
-      ftl_diag_fail(d, FTL_ERR_CORRUPT,
-                    "the evaluator %s changed after submission (field 'evaluator.sha256'): sha256 %.12s... at "
-                    "submission, %.12s... now; refused",
-                    prog, want, now_hex);
-      goto out;
-    }
-  }
-  ftl_gate_placeholders ph = {
-      .adapter = final_dir, .data = data_path, .metrics = metrics_path, .base = base_path, .run_dir = o->run_dir};
-  if (strv_push(&argv, ftl_strdup(prog))) goto oom;
-  const json_t *args = json_object_get(ev, "args");
+/* 4b. Its argv (placeholders expanded) and an environment built from scratch. */
+static ftl_err gate_build_exec(gate_ctx *g, ftl_diag *d) {
+  const ftl_gate_opts *o = g->o;
+  ftl_gate_placeholders ph = {.adapter = g->final_dir,
+                              .data = g->data_path,
+                              .metrics = g->metrics_path,
+                              .base = g->base_path,
+                              .run_dir = o->run_dir};
+  if (strv_push(&g->argv, ftl_strdup(g->prog))) goto oom;
+  const json_t *args = json_object_get(g->ev, "args");
   for (size_t i = 0; i < json_array_size(args); i++) {
     char *x = NULL;
-    if (ftl_gate_expand(json_string_value(json_array_get(args, i)), &ph, &x, d)) goto out;
-    if (strv_push(&argv, x)) goto oom;
+    ftl_err rc = ftl_gate_expand(json_string_value(json_array_get(args, i)), &ph, &x, d);
+    if (rc) return rc;
+    if (strv_push(&g->argv, x)) goto oom;
   }
   for (size_t i = 0; i < sizeof passed_through / sizeof *passed_through; i++) {
     const char *v = getenv(passed_through[i]);
-    if (v && strv_pushf(&envp, passed_through[i], v)) goto oom;
+    if (v && strv_pushf(&g->envp, passed_through[i], v)) goto oom;
   }
   char snap_path[PATH_MAX];
   ftl_rundir_path(snap_path, sizeof snap_path, o->run_dir, FTL_RUNDIR_SNAPSHOT);
-  if (strv_pushf(&envp, "LC_ALL", "C") || strv_pushf(&envp, "FTL_SNAPSHOT", snap_path) ||
-      strv_pushf(&envp, "FTL_RUN_DIR", o->run_dir) || strv_pushf(&envp, "FTL_GATE_ADAPTER", final_dir) ||
-      strv_pushf(&envp, "FTL_GATE_DATA", data_path) || strv_pushf(&envp, "FTL_GATE_METRICS", metrics_path) ||
-      strv_pushf(&envp, "FTL_GATE_BASE", base_path))
+  strv *e = &g->envp;
+  if (strv_pushf(e, "LC_ALL", "C") || strv_pushf(e, "FTL_SNAPSHOT", snap_path) ||
+      strv_pushf(e, "FTL_RUN_DIR", o->run_dir) || strv_pushf(e, "FTL_GATE_ADAPTER", g->final_dir) ||
+      strv_pushf(e, "FTL_GATE_DATA", g->data_path) || strv_pushf(e, "FTL_GATE_METRICS", g->metrics_path) ||
+      strv_pushf(e, "FTL_GATE_BASE", g->base_path))
     goto oom;
-  const json_t *inputs = json_object_get(snap, "inputs");
+  const json_t *inputs = json_object_get(g->snap, "inputs");
   for (size_t i = 0; i < json_array_size(inputs); i++) {
-    const json_t *e = json_array_get(inputs, i);
+    const json_t *in = json_array_get(inputs, i);
     char name[160];
-    ftl_snapshot_input_var(e, name, sizeof name);
-    if (strv_pushf(&envp, name, json_string_value(json_object_get(e, "path")))) goto oom;
+    ftl_snapshot_input_var(in, name, sizeof name);
+    if (strv_pushf(e, name, json_string_value(json_object_get(in, "path")))) goto oom;
   }
   const char *key;
   json_t *val;
-  json_object_foreach(json_object_get(ev, "env"), key,
-                      val) if (strv_pushf(&envp, key, json_string_value(val))) goto oom;
+  json_object_foreach(json_object_get(g->ev, "env"), key, val) if (strv_pushf(e, key, json_string_value(val))) goto oom;
+  return FTL_OK;
+oom:
+  return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+}
 
-  double timeout_s = json_number_value(json_object_get(ev, "timeout_s"));
-  int64_t timeout_ms = (int64_t)(timeout_s * 1000.0 + 0.5);
+/* 4c. Runs it under its deadline; an evaluator that did not exit 0 is an error (no verdict). */
+static ftl_err gate_evaluate(gate_ctx *g, ftl_diag *d) {
+  const ftl_gate_opts *o = g->o;
+  eval_run *er = &g->er;
+  g->timeout_s = json_number_value(json_object_get(g->ev, "timeout_s"));
+  int64_t timeout_ms = (int64_t)(g->timeout_s * 1000.0 + 0.5);
   if (timeout_ms < 1) timeout_ms = 1;
-  char deadline_text[32];
-  snprintf(deadline_text, sizeof deadline_text, "%g s", timeout_s);
-  if (!o->quiet) fprintf(stderr, "ftl gate: running the evaluator %s (deadline %s)\n", prog, deadline_text);
-  eval_run er = {0};
-  rc = spawn_wait(prog, argv.v, envp.v, out_path, err_path, timeout_ms, &er, d);
-  if (!o->quiet && er.strays)
-    fprintf(stderr, "ftl gate: ended %d process%s the evaluator left behind\n", er.strays, er.strays == 1 ? "" : "es");
-  if (!o->quiet && (er.out_cut || er.err_cut))
-    fprintf(stderr, "ftl gate: the evaluator's %s%s%s was cut at %u bytes (%s%s%s)\n", er.out_cut ? "stdout" : "",
-            er.out_cut && er.err_cut ? " and " : "", er.err_cut ? "stderr" : "", EVAL_OUTPUT_KEEP_BYTES,
-            er.out_cut ? out_path : "", er.out_cut && er.err_cut ? ", " : "", er.err_cut ? err_path : "");
-  if (rc == FTL_ERR_TIMEOUT) {
-    ftl_diag_fail(d, FTL_ERR_TIMEOUT,
-                  "the evaluator %s passed its deadline (eval.timeout_s = %g s) and was killed; its output: %s, %s",
-                  prog, timeout_s, out_path, err_path);
-    goto out;
-  }
-  if (rc) goto out;
-  if (er.exit_code != 0) {
+  if (!o->quiet) fprintf(stderr, "ftl gate: running the evaluator %s (deadline %g s)\n", g->prog, g->timeout_s);
+  ftl_err rc = spawn_wait(g->prog, g->argv.v, g->envp.v, g->out_path, g->err_path, timeout_ms, er, d);
+  if (!o->quiet && er->strays)
+    fprintf(stderr, "ftl gate: ended %d process%s the evaluator left behind\n", er->strays,
+            er->strays == 1 ? "" : "es");
+  if (!o->quiet && (er->out_cut || er->err_cut))
+    fprintf(stderr, "ftl gate: the evaluator's %s%s%s was cut at %u bytes (%s%s%s)\n", er->out_cut ? "stdout" : "",
+            er->out_cut && er->err_cut ? " and " : "", er->err_cut ? "stderr" : "", EVAL_OUTPUT_KEEP_BYTES,
+            er->out_cut ? g->out_path : "", er->out_cut && er->err_cut ? ", " : "", er->err_cut ? g->err_path : "");
+  if (rc == FTL_ERR_TIMEOUT)
+    return ftl_diag_fail(d, FTL_ERR_TIMEOUT,
+                         "the evaluator %s passed its deadline (eval.timeout_s = %g s) and was killed; its output: "
+                         "%s, %s",
+                         g->prog, g->timeout_s, g->out_path, g->err_path);
+  if (rc) return rc;
+  if (er->exit_code != 0) {
     char how[64];
-    if (er.signal)
-      snprintf(how, sizeof how, "was killed by signal %d", er.signal);
+    if (er->signal)
+      snprintf(how, sizeof how, "was killed by signal %d", er->signal);
     else
-      snprintf(how, sizeof how, "exited %d", er.exit_code);
-    ftl_diag_fail(d, FTL_ERR_LAUNCH, "the evaluator %s %s; its output: %s, %s", prog, how, out_path, err_path);
-    goto out;
+      snprintf(how, sizeof how, "exited %d", er->exit_code);
+    return ftl_diag_fail(d, FTL_ERR_LAUNCH, "the evaluator %s %s; its output: %s, %s", g->prog, how, g->out_path,
+                         g->err_path);
   }
-  /* 5. The metric. */
-  if (ftl_metrics_load(metrics_path, &metrics, d)) goto out;
+  return FTL_OK;
+}
+
+/* 5 and 6. The metric, the decision (eval/decide.c) and the verdict (a new reference in *out). */
+static ftl_err gate_verdict(gate_ctx *g, int *passed_out, json_t **out, ftl_diag *d) {
+  ftl_err rc = ftl_metrics_load(g->metrics_path, &g->metrics, d);
+  if (rc) return rc;
+  const char *metric = json_string_value(json_object_get(g->ev, "metric"));
+  const json_t *min_gain = json_object_get(g->ev, "min_gain");
   double value = 0;
-  ftl_metric_state st = ftl_metrics_get(metrics, metric, &value);
+  ftl_metric_state st = ftl_metrics_get(g->metrics, metric, &value);
   char reason[PATH_MAX + 1024] = "";
   ftl_gate_baseline b = {0};
   if (st == FTL_METRIC_OK && json_is_number(min_gain)) {
-    if (ftl_gate_find_baseline(gate, &b, d)) goto out;
+    if ((rc = ftl_gate_find_baseline(g->gate, &b, d))) return rc;
     if (b.present)
-      base_json = json_pack("{s:s, s:s, s:o}", "channel", b.channel, "version", b.version, "value",
-                            b.has_value ? json_real(b.value) : json_null());
+      g->base_json = json_pack("{s:s, s:s, s:o}", "channel", b.channel, "version", b.version, "value",
+                               b.has_value ? json_real(b.value) : json_null());
   }
   double gain = 0;
   int has_gain = 0;
-  int passed = ftl_gate_decide(gate, st == FTL_METRIC_OK, value, &b, &gain, &has_gain, reason, sizeof reason);
+  int passed = ftl_gate_decide(g->gate, st == FTL_METRIC_OK, value, &b, &gain, &has_gain, reason, sizeof reason);
   if (st != FTL_METRIC_OK)
     snprintf(reason, sizeof reason, "metric '%.200s' is %s in %.3000s", metric, ftl_metric_state_text(st),
-             metrics_path);
-  /* 6. The verdict. */
-  iso_now(ended);
-  const char *gate_sha = ftl_snapshot_gate_sha256(snap);
-  const char *data_sha = ftl_snapshot_input_sha256(snap, data_name);
-  const char *base_sha = base_name ? ftl_snapshot_input_sha256(snap, base_name) : NULL;
-  verdict = json_pack(
+             g->metrics_path);
+  iso_now(g->ended);
+  const json_t *snap = g->snap;
+  const eval_run *er = &g->er;
+  json_t *v = json_pack(
       "{s:i, s:s, s:s, s:s, s:f, s:o, s:s, s:b, s:s, s:O, s:O, s:o,"
       " s:{s:s, s:o, s:s, s:s?, s:s, s:s}, s:{s:s, s:s, s:i, s:f, s:I, s:I, s:b, s:i}, s:s, s:s, s:s?}",
-      "version", FTL_VERDICT_VERSION, "run_dir", o->run_dir, "metric", metric, "direction", direction, "threshold",
-      threshold, "value", st == FTL_METRIC_OK ? json_real(value) : json_null(), "value_state",
-      st == FTL_METRIC_OK ? "ok" : ftl_metric_state_text(st), "passed", passed, "reason", reason, "min_gain", min_gain,
-      "baseline", base_json ? base_json : json_null(), "gain", has_gain ? json_real(gain) : json_null(), "digests",
-      "adapter", adapter_hex, "adapter_files", adapter_files, "eval_data", data_sha, "base", base_sha, "gate_spec",
-      gate_sha, "snapshot", ftl_snapshot_digest(snap), "evaluator", "program", prog, "sha256",
-      json_string_value(json_object_get(pinned, "sha256")), "exit_code", er.exit_code, "wall_s", er.wall_s,
-      "stdout_bytes", (json_int_t)er.out_bytes, "stderr_bytes", (json_int_t)er.err_bytes, "output_cut",
-      er.out_cut || er.err_cut, "strays_ended", er.strays, "started_at", started, "ended_at", ended, "gate_lock",
-      lock ? lock_where : NULL);
-  adapter_files = NULL; /* stolen by "o" */
-  if (!verdict) goto oom;
+      "version", FTL_VERDICT_VERSION, "run_dir", g->o->run_dir, "metric", metric, "direction",
+      json_string_value(json_object_get(g->ev, "direction")), "threshold",
+      json_number_value(json_object_get(g->ev, "threshold")), "value",
+      st == FTL_METRIC_OK ? json_real(value) : json_null(), "value_state",
+      st == FTL_METRIC_OK ? "ok" : ftl_metric_state_text(st), "passed", passed, "reason", reason, "min_gain",
+      min_gain, "baseline", g->base_json ? g->base_json : json_null(), "gain",
+      has_gain ? json_real(gain) : json_null(), "digests", "adapter", g->adapter_hex, "adapter_files",
+      g->adapter_files, "eval_data", ftl_snapshot_input_sha256(snap, g->data_name), "base",
+      g->base_name ? ftl_snapshot_input_sha256(snap, g->base_name) : NULL, "gate_spec",
+      ftl_snapshot_gate_sha256(snap), "snapshot", ftl_snapshot_digest(snap), "evaluator", "program", g->prog,
+      "sha256", json_string_value(json_object_get(g->pinned, "sha256")), "exit_code", er->exit_code, "wall_s",
+      er->wall_s, "stdout_bytes", (json_int_t)er->out_bytes, "stderr_bytes", (json_int_t)er->err_bytes,
+      "output_cut", er->out_cut || er->err_cut, "strays_ended", er->strays, "started_at", g->started, "ended_at",
+      g->ended, "gate_lock", g->lock ? g->lock_where : NULL);
+  g->adapter_files = NULL; /* stolen by "o" */
+  if (!v) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  *passed_out = passed;
+  *out = v;
+  return FTL_OK;
+}
+
+ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d) {
+  ftl_gate_result res = FTL_GATE_ERROR;
+  gate_ctx g = {.o = o};
+  json_t *verdict = NULL;
+  int run_lock = -1, passed = 0;
+  iso_now(g.started);
+  if (gate_paths(&g, d)) goto out;
+  /* 0. One gate (or publish) per run directory at a time, and a verdict from an earlier gate must
+   * not outlive this one whatever way it ends: removed before anything can fail. */
+  if (ftl_gate_rundir_lock(o->run_dir, "ftl gate", &run_lock, d)) goto out;
+  if (ftl_fs_table.unlink(g.verdict_path) != 0 && errno != ENOENT) {
+    ftl_diag_fail(d, FTL_ERR_IO, "cannot remove the old %s: %s", g.verdict_path, strerror(errno));
+    goto out;
+  }
+  if (gate_load_locked(&g, d)) goto out;
+  /* 2. Every input as it was at submission. */
+  if (ftl_snapshot_verify(g.snap, d)) goto out;
+  /* 3. The adapter, committed. */
+  if (ftl_adapter_commit_verify(g.final_dir, NULL, 0, d)) goto out;
+  if (ftl_gate_hash_folder(g.final_dir, &g.adapter_files, g.adapter_hex, d)) goto out;
+  /* 4. The evaluator, pinned, run under its deadline. */
+  if (ftl_mkdir_p(g.gate_dir, d)) goto out;
+  (void)ftl_fs_table.unlink(g.metrics_path);
+  if (gate_check_evaluator(&g, d) || gate_build_exec(&g, d) || gate_evaluate(&g, d)) goto out;
+  /* 5, 6. The metric, the decision, the verdict. */
+  if (gate_verdict(&g, &passed, &verdict, d)) goto out;
   if (ftl_verdict_write(o->run_dir, verdict, d)) goto out;
   res = passed ? FTL_GATE_PASSED : FTL_GATE_FAILED;
   if (verdict_out) *verdict_out = json_incref(verdict);
-  goto out;
-oom:
-  ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
 out:
   ftl_gate_rundir_unlock(run_lock);
   json_decref(verdict);
-  json_decref(adapter_files);
-  json_decref(base_json);
-  json_decref(lock);
-  json_decref(snap);
-  ftl_metrics_destroy(metrics);
-  ftl_free(prog);
-  strv_free(&argv);
-  strv_free(&envp);
+  gate_free(&g);
   return res;
 }

@@ -1,8 +1,9 @@
 /* eval/gate.c: the evaluation gate (see gate.h, docs/pipeline.md, docs/formats/verdict.md).
  *
- * Map: hashing the adapter folder; running the evaluator (fork/exec with a built environment, its
- * own process group, a deadline); the run directory's gate lock; ftl_gate_run's steps. The gate
- * spec is eval/gate_spec.c's, the decision eval/decide.c's, the verdict's format eval/verdict.c's.
+ * Map: running the evaluator (fork/exec with a built environment, its own process group, a
+ * deadline); the run directory's gate lock; ftl_gate_run's steps. The gate spec is
+ * eval/gate_spec.c's, the decision eval/decide.c's, the verdict's format eval/verdict.c's,
+ * the adapter folder's digest pipeline/snapshot.c's (pl_folder_digest).
  *
  * Deliberately not here: retrying a failed evaluator (a gate that passes on the second try is not
  * a gate), and any environment inherited wholesale from ftl: the evaluator gets PATH and a short
@@ -41,75 +42,6 @@
 #include "pipeline/registry.h"
 #include "pipeline/sha256.h"
 #include "pipeline/snapshot.h"
-
-/* ---- hashing a folder --------------------------------------------------------------------- */
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-ftl_err ftl_gate_hash_folder(const char *dir, json_t **files_out, char hex_out[65], ftl_diag *d) {
-  DIR *dp = NULL;
-  char **names = NULL;
-  size_t n = 0, cap = 0;
-  json_t *files = json_array();
-  ftl_err rc = FTL_OK;
-  if (!files) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  dp = opendir(dir);
-  if (!dp) {
-    rc = ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
-    goto out;
-  }
-  struct dirent *e;
-  while ((e = readdir(dp))) {
-    char full[PATH_MAX];
-    struct stat st;
-    if (e->d_name[0] == '.' || ftl_fmt(full, sizeof full, "%s/%s", dir, e->d_name) || stat(full, &st) ||
-        !S_ISREG(st.st_mode))
-      continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **grown = ftl_realloc(names, cap * sizeof *grown);
-      if (!grown) {
-        rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-        goto out;
-      }
-      names = grown;
-    }
-    if (!(names[n] = ftl_strdup(e->d_name))) {
-      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-      goto out;
-    }
-    n++;
-  }
-  qsort(names, n, sizeof *names, cmp_str);
-  for (size_t i = 0; i < n; i++) {
-    char full[PATH_MAX], hex[FTL_SHA256_HEX_LEN + 1];
-    uint64_t size = 0;
-    if (ftl_fmt(full, sizeof full, "%s/%s", dir, names[i])) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-      goto out;
-    }
-    if ((rc = ftl_sha256_file(full, hex, &size, d))) goto out;
-    json_array_append_new(files,
-                          json_pack("{s:s, s:I, s:s}", "path", names[i], "size", (json_int_t)size, "sha256", hex));
-  }
-  char *text = ftl_snapshot_canonical(files);
-  if (!text) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-    goto out;
-  }
-  rc = ftl_sha256_hex(text, strlen(text), hex_out);
-  free(text);
-  if (rc) goto out;
-  *files_out = files;
-  files = NULL;
-out:
-  if (dp) closedir(dp);
-  for (size_t i = 0; i < n; i++)
-    ftl_free(names[i]);
-  ftl_free(names);
-  json_decref(files);
-  return rc;
-}
 
 /* ---- running the evaluator ---------------------------------------------------------------- */
 
@@ -748,7 +680,7 @@ ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_d
   if (ftl_snapshot_verify(g.snap, d)) goto out;
   /* 3. The adapter, committed. */
   if (ftl_adapter_commit_verify(g.final_dir, NULL, 0, d)) goto out;
-  if (ftl_gate_hash_folder(g.final_dir, &g.adapter_files, g.adapter_hex, d)) goto out;
+  if (pl_folder_digest(g.final_dir, PL_FOLDER_FLAT, &g.adapter_files, g.adapter_hex, d)) goto out;
   /* 4. The evaluator, pinned, run under its deadline. */
   if (ftl_mkdir_p(g.gate_dir, d)) goto out;
   (void)ftl_fs_table.unlink(g.metrics_path);

@@ -58,10 +58,6 @@ ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_d
 ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out, ftl_diag *d);
 void ftl_gate_rundir_unlock(int fd);
 
-/* The SHA-256 of every file of an adapter folder (sorted by name) as [{path, size, sha256}], and
- * the SHA-256 of that list's canonical JSON into hex_out. */
-ftl_err ftl_gate_hash_folder(const char *dir, json_t **files_out, char hex_out[65], ftl_diag *d);
-
 #ifdef __cplusplus
 }
 #endif

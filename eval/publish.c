@@ -177,7 +177,7 @@ ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_o
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
     goto out;
   }
-  if ((rc = ftl_gate_hash_folder(final_dir, &files, adapter_hex, d))) goto out;
+  if ((rc = pl_folder_digest(final_dir, PL_FOLDER_FLAT, &files, adapter_hex, d))) goto out;
   if (strcmp(adapter_hex, json_string_value(json_object_get(dg, "adapter")))) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s changed after the gate evaluated it; run `ftl gate` again", final_dir);
     goto out;

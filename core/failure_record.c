@@ -110,12 +110,18 @@ json_t *core_failure_record_get(const core_failure_record *r, const char *key) {
   static const struct {
     const char *key;
     unsigned bit;
-  } bits[] = {{"wall_us", CORE_FR_WALL_US}, {"job", CORE_FR_JOB},
-              {"host", CORE_FR_HOST},       {"attempt", CORE_FR_ATTEMPT},
-              {"step", CORE_FR_STEP},       {"world_size", CORE_FR_WORLD_SIZE},
-              {"cause", CORE_FR_CAUSE},     {"rank", CORE_FR_RANK},
-              {"exit_code", CORE_FR_EXIT_CODE}, {"signal", CORE_FR_SIGNAL},
-              {"detect_lag_ms", CORE_FR_DETECT_LAG}, {"bad_host", CORE_FR_BAD_HOST},
+  } bits[] = {{"wall_us", CORE_FR_WALL_US},
+              {"job", CORE_FR_JOB},
+              {"host", CORE_FR_HOST},
+              {"attempt", CORE_FR_ATTEMPT},
+              {"step", CORE_FR_STEP},
+              {"world_size", CORE_FR_WORLD_SIZE},
+              {"cause", CORE_FR_CAUSE},
+              {"rank", CORE_FR_RANK},
+              {"exit_code", CORE_FR_EXIT_CODE},
+              {"signal", CORE_FR_SIGNAL},
+              {"detect_lag_ms", CORE_FR_DETECT_LAG},
+              {"bad_host", CORE_FR_BAD_HOST},
               {"message", CORE_FR_MESSAGE}};
   if (!strcmp(key, "rank_hours")) return r->kind == CORE_REC_EXPOSURE ? json_real(r->rank_hours) : NULL;
   if (!strcmp(key, "restart_s")) return r->kind == CORE_REC_RESTART ? json_real(r->restart_s) : NULL;

@@ -58,16 +58,16 @@ enum {
 /* One record. Strings are copied (truncated to fit, NUL-terminated). */
 typedef struct core_failure_record {
   core_record_kind kind;
-  unsigned present;  /* CORE_FR_* (parse: the fields the line had; encode: the detail fields to write) */
-  char cause[32];    /* failures; restarts: the failure's cause ("" when absent) */
-  char job[128];     /* "" when absent */
-  char host[64];     /* "" when absent */
-  int64_t wall_us;   /* 0 when absent */
-  int64_t attempt;   /* -1 when absent */
-  int64_t step;      /* -1 when absent (restarts: the step the gang restored) */
+  unsigned present;   /* CORE_FR_* (parse: the fields the line had; encode: the detail fields to write) */
+  char cause[32];     /* failures; restarts: the failure's cause ("" when absent) */
+  char job[128];      /* "" when absent */
+  char host[64];      /* "" when absent */
+  int64_t wall_us;    /* 0 when absent */
+  int64_t attempt;    /* -1 when absent */
+  int64_t step;       /* -1 when absent (restarts: the step the gang restored) */
   int64_t world_size; /* 0 when absent */
-  double rank_hours; /* exposure only */
-  double restart_s;  /* restarts only */
+  double rank_hours;  /* exposure only */
+  double restart_s;   /* restarts only */
   /* The launcher's failure detail: the root-cause rank (-1: none known), its exit code and signal,
    * the detection lag, the host left out and the sentence printed. */
   int64_t rank, exit_code, signal;

@@ -36,8 +36,9 @@ ftl_err ftl_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_dia
   struct stat st;
   int gone = !ref.root || stat(ref.root, &st) != 0;
   if (gone || !S_ISDIR(st.st_mode))
-    return ftl_diag_fail(d, FTL_ERR_IO, "the baseline %s: the registry %s is not there (%s); min_gain cannot be checked",
-                         spec, ref.root ? ref.root : "(none)", gone ? strerror(errno) : "not a folder");
+    return ftl_diag_fail(d, FTL_ERR_IO,
+                         "the baseline %s: the registry %s is not there (%s); min_gain cannot be checked", spec,
+                         ref.root ? ref.root : "(none)", gone ? strerror(errno) : "not a folder");
   /* Only an absent channel pointer is "no baseline" (the adapter's first publish). A pointer that
    * names a version that is gone is an error. */
   if (ftl_fmt(ptr, sizeof ptr, "%s/%s/channels/%s.json", ref.root, name, channel))
@@ -53,8 +54,8 @@ ftl_err ftl_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_dia
                          "the baseline %s in %s does not resolve (%s); min_gain cannot be checked against it", spec,
                          ref.root, inner.msg);
   if ((rc = ftl_registry_adapter_dir(&ref, name_out, b->version, dir, sizeof dir, &inner)))
-    return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc, "the baseline %s (version %.12s): %s",
-                         spec, b->version, inner.msg);
+    return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc, "the baseline %s (version %.12s): %s", spec,
+                         b->version, inner.msg);
   char *data = NULL;
   size_t size = 0;
   json_t *v = NULL;

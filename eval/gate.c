@@ -479,8 +479,7 @@ static ftl_err gate_load_locked(gate_ctx *g, ftl_diag *d) {
   const ftl_gate_opts *o = g->o;
   ftl_err rc = ftl_snapshot_load(o->run_dir, &g->snap, d);
   if (rc == FTL_ERR_NOTFOUND)
-    return ftl_diag_fail(d, rc, "%s has no snapshot.json: it was not started by `ftl run` with a job spec",
-                         o->run_dir);
+    return ftl_diag_fail(d, rc, "%s has no snapshot.json: it was not started by `ftl run` with a job spec", o->run_dir);
   if (rc) return rc;
   if (!(g->gate = ftl_snapshot_gate(g->snap)))
     return ftl_diag_fail(d, FTL_ERR_STATE, "%s was submitted without an eval: section; there is no gate to run",
@@ -637,23 +636,23 @@ static ftl_err gate_verdict(gate_ctx *g, int *passed_out, json_t **out, ftl_diag
   iso_now(g->ended);
   const json_t *snap = g->snap;
   const eval_run *er = &g->er;
-  json_t *v = json_pack(
-      "{s:i, s:s, s:s, s:s, s:f, s:o, s:s, s:b, s:s, s:O, s:O, s:o,"
-      " s:{s:s, s:o, s:s, s:s?, s:s, s:s}, s:{s:s, s:s, s:i, s:f, s:I, s:I, s:b, s:i}, s:s, s:s, s:s?}",
-      "version", FTL_VERDICT_VERSION, "run_dir", g->o->run_dir, "metric", metric, "direction",
-      json_string_value(json_object_get(g->ev, "direction")), "threshold",
-      json_number_value(json_object_get(g->ev, "threshold")), "value",
-      st == FTL_METRIC_OK ? json_real(value) : json_null(), "value_state",
-      st == FTL_METRIC_OK ? "ok" : ftl_metric_state_text(st), "passed", passed, "reason", reason, "min_gain",
-      min_gain, "baseline", g->base_json ? g->base_json : json_null(), "gain",
-      has_gain ? json_real(gain) : json_null(), "digests", "adapter", g->adapter_hex, "adapter_files",
-      g->adapter_files, "eval_data", ftl_snapshot_input_sha256(snap, g->data_name), "base",
-      g->base_name ? ftl_snapshot_input_sha256(snap, g->base_name) : NULL, "gate_spec",
-      ftl_snapshot_gate_sha256(snap), "snapshot", ftl_snapshot_digest(snap), "evaluator", "program", g->prog,
-      "sha256", json_string_value(json_object_get(g->pinned, "sha256")), "exit_code", er->exit_code, "wall_s",
-      er->wall_s, "stdout_bytes", (json_int_t)er->out_bytes, "stderr_bytes", (json_int_t)er->err_bytes,
-      "output_cut", er->out_cut || er->err_cut, "strays_ended", er->strays, "started_at", g->started, "ended_at",
-      g->ended, "gate_lock", g->lock ? g->lock_where : NULL);
+  json_t *v =
+      json_pack("{s:i, s:s, s:s, s:s, s:f, s:o, s:s, s:b, s:s, s:O, s:O, s:o,"
+                " s:{s:s, s:o, s:s, s:s?, s:s, s:s}, s:{s:s, s:s, s:i, s:f, s:I, s:I, s:b, s:i}, s:s, s:s, s:s?}",
+                "version", FTL_VERDICT_VERSION, "run_dir", g->o->run_dir, "metric", metric, "direction",
+                json_string_value(json_object_get(g->ev, "direction")), "threshold",
+                json_number_value(json_object_get(g->ev, "threshold")), "value",
+                st == FTL_METRIC_OK ? json_real(value) : json_null(), "value_state",
+                st == FTL_METRIC_OK ? "ok" : ftl_metric_state_text(st), "passed", passed, "reason", reason, "min_gain",
+                min_gain, "baseline", g->base_json ? g->base_json : json_null(), "gain",
+                has_gain ? json_real(gain) : json_null(), "digests", "adapter", g->adapter_hex, "adapter_files",
+                g->adapter_files, "eval_data", ftl_snapshot_input_sha256(snap, g->data_name), "base",
+                g->base_name ? ftl_snapshot_input_sha256(snap, g->base_name) : NULL, "gate_spec",
+                ftl_snapshot_gate_sha256(snap), "snapshot", ftl_snapshot_digest(snap), "evaluator", "program", g->prog,
+                "sha256", json_string_value(json_object_get(g->pinned, "sha256")), "exit_code", er->exit_code, "wall_s",
+                er->wall_s, "stdout_bytes", (json_int_t)er->out_bytes, "stderr_bytes", (json_int_t)er->err_bytes,
+                "output_cut", er->out_cut || er->err_cut, "strays_ended", er->strays, "started_at", g->started,
+                "ended_at", g->ended, "gate_lock", g->lock ? g->lock_where : NULL);
   g->adapter_files = NULL; /* stolen by "o" */
   if (!v) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   *passed_out = passed;

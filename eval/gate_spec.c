@@ -354,8 +354,9 @@ ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lo
                          "the registry; submit it again");
   json_t *lock = NULL;
   char where[PATH_MAX];
-  ftl_err rc = ftl_gate_lock_load(json_string_value(json_object_get(reg, "path")),
-                                  json_string_value(json_object_get(reg, "name")), run_id, &lock, where, sizeof where, d);
+  ftl_err rc =
+      ftl_gate_lock_load(json_string_value(json_object_get(reg, "path")),
+                         json_string_value(json_object_get(reg, "name")), run_id, &lock, where, sizeof where, d);
   if (rc) return rc;
   char field[256], now_dir[PATH_MAX];
   const char *rd = realpath(run_dir, now_dir) ? now_dir : run_dir;
@@ -380,7 +381,8 @@ ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lo
   }
   SAME("gate_sha256", LS("gate_sha256"), ftl_snapshot_gate_sha256(snap));
   const json_t *le = json_object_get(lock, "evaluator"), *se = ftl_snapshot_evaluator(snap);
-  SAME("evaluator.path", json_string_value(json_object_get(le, "path")), json_string_value(json_object_get(se, "path")));
+  SAME("evaluator.path", json_string_value(json_object_get(le, "path")),
+       json_string_value(json_object_get(se, "path")));
   SAME("evaluator.sha256", json_string_value(json_object_get(le, "sha256")),
        json_string_value(json_object_get(se, "sha256")));
   const json_t *ed = json_object_get(lock, "eval_data");
@@ -402,7 +404,8 @@ ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lo
     const json_t *x = json_array_get(li, i), *y = json_array_get(si, i);
     static const char *const keys[] = {"name", "path", "sha256", "link"};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-      const char *a = json_string_value(json_object_get(x, keys[k])), *b = json_string_value(json_object_get(y, keys[k]));
+      const char *a = json_string_value(json_object_get(x, keys[k])),
+                 *b = json_string_value(json_object_get(y, keys[k]));
       if (!a && !b) continue;
       snprintf(field, sizeof field, "inputs[%zu].%s (input '%.64s')", i, keys[k],
                json_string_value(json_object_get(x, "name")));

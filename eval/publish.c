@@ -111,13 +111,13 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
   /* Which evaluator judged it and which registry record locked the gate: no timestamps, so the
    * same adapter re-gated gives the same provenance. */
   if (p && pinned)
-    json_object_set_new(p, "evaluator",
-                        json_pack("{s:O, s:O}", "path", json_object_get(pinned, "path"), "sha256",
-                                  json_object_get(pinned, "sha256")));
+    json_object_set_new(
+        p, "evaluator",
+        json_pack("{s:O, s:O}", "path", json_object_get(pinned, "path"), "sha256", json_object_get(pinned, "sha256")));
   if (p && lock)
-    json_object_set_new(p, "gate_lock",
-                        json_pack("{s:O, s:O}", "run_id", json_object_get(lock, "run_id"), "digest",
-                                  json_object_get(lock, "digest")));
+    json_object_set_new(
+        p, "gate_lock",
+        json_pack("{s:O, s:O}", "run_id", json_object_get(lock, "run_id"), "digest", json_object_get(lock, "digest")));
   return p;
 }
 

@@ -1,8 +1,9 @@
 /* pipeline/snapshot.c: the data snapshot of a run (see snapshot.h, docs/formats/snapshot.md).
  *
  * Map: hashing one file (pipeline/sha256.h, OpenSSL's EVP); the one folder digest of the tree
- * (pl_folder_digest: a snapshot's folder inputs, the gate's adapter folder); building the record and its digest; parsing and checking a record;
- * re-verifying the inputs and naming the first file that changed.
+ * (pl_folder_digest: a snapshot's folder inputs, the gate's adapter folder); building the record
+ * and its digest; parsing and checking a record; re-verifying the inputs and naming the first file
+ * that changed.
  *
  * Every file is opened without blocking (a FIFO where a file belongs must not hang ftl), checked
  * with fstat to be a regular file, and read no further than the size fstat reported (a link to

@@ -4,6 +4,7 @@
 #include "core/failure_record.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/failure_cause.h"
@@ -107,42 +108,25 @@ ftl_err core_failure_record_encode(const core_failure_record *r, json_t **out, f
 /* ---- fields by name --------------------------------------------------------------------------- */
 
 json_t *core_failure_record_get(const core_failure_record *r, const char *key) {
+  enum { T_INT, T_STR, T_REAL };
   static const struct {
     const char *key;
     unsigned bit;
-  } bits[] = {{"wall_us", CORE_FR_WALL_US},
-              {"job", CORE_FR_JOB},
-              {"host", CORE_FR_HOST},
-              {"attempt", CORE_FR_ATTEMPT},
-              {"step", CORE_FR_STEP},
-              {"world_size", CORE_FR_WORLD_SIZE},
-              {"cause", CORE_FR_CAUSE},
-              {"rank", CORE_FR_RANK},
-              {"exit_code", CORE_FR_EXIT_CODE},
-              {"signal", CORE_FR_SIGNAL},
-              {"detect_lag_ms", CORE_FR_DETECT_LAG},
-              {"bad_host", CORE_FR_BAD_HOST},
-              {"message", CORE_FR_MESSAGE}};
+    int type;
+    size_t off;
+  } fields[] = {
+#define ROW_(bit, name, type, member) {name, CORE_FR_##bit, T_##type, offsetof(core_failure_record, member)},
+      CORE_FR_FIELD_MAP(ROW_)
+#undef ROW_
+  };
   if (!strcmp(key, "rank_hours")) return r->kind == CORE_REC_EXPOSURE ? json_real(r->rank_hours) : NULL;
   if (!strcmp(key, "restart_s")) return r->kind == CORE_REC_RESTART ? json_real(r->restart_s) : NULL;
-  unsigned bit = 0;
-  for (size_t i = 0; i < sizeof bits / sizeof *bits; i++)
-    if (!strcmp(bits[i].key, key)) bit = bits[i].bit;
-  if (!(r->present & bit)) return NULL;
-  switch (bit) {
-  case CORE_FR_WALL_US: return json_integer((json_int_t)r->wall_us);
-  case CORE_FR_JOB: return json_string(r->job);
-  case CORE_FR_HOST: return json_string(r->host);
-  case CORE_FR_ATTEMPT: return json_integer((json_int_t)r->attempt);
-  case CORE_FR_STEP: return json_integer((json_int_t)r->step);
-  case CORE_FR_WORLD_SIZE: return json_integer((json_int_t)r->world_size);
-  case CORE_FR_CAUSE: return json_string(r->cause);
-  case CORE_FR_RANK: return json_integer((json_int_t)r->rank);
-  case CORE_FR_EXIT_CODE: return json_integer((json_int_t)r->exit_code);
-  case CORE_FR_SIGNAL: return json_integer((json_int_t)r->signal);
-  case CORE_FR_DETECT_LAG: return json_real(r->detect_lag_ms);
-  case CORE_FR_BAD_HOST: return json_string(r->bad_host);
-  case CORE_FR_MESSAGE: return json_string(r->message);
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+    if (strcmp(fields[i].key, key) || !(r->present & fields[i].bit)) continue;
+    const char *at = (const char *)r + fields[i].off;
+    if (fields[i].type == T_STR) return json_string(at);
+    if (fields[i].type == T_REAL) return json_real(*(const double *)(const void *)at);
+    return json_integer((json_int_t) * (const int64_t *)(const void *)at);
   }
   return NULL;
 }

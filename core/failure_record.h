@@ -34,23 +34,37 @@ typedef enum core_record_kind {
 /* A line is a few hundred bytes; a longer one is not ours. */
 #define CORE_FR_MAX_LINE_BYTES 65536
 
-/* Which fields a parsed line had (core_failure_record.present). The six detail fields are the
- * launcher's failure records' (run ledger); on encode, each one whose bit is set is written. */
+/* The optional fields of a record, X(BIT, "name", TYPE, member): TYPE INT (int64_t), STR (a char
+ * array) or REAL (double). A parsed record's `present` has CORE_FR_<BIT> for each field the line
+ * had, and CORE_FR_RECORD for the "record" field (absent means "failure"). The six detail fields
+ * (rank to message) are the launcher's failure records' (run ledger); on encode, each one whose
+ * bit is set is written. */
+#define CORE_FR_FIELD_MAP(X)                                                                                           \
+  X(WALL_US, "wall_us", INT, wall_us)                                                                                  \
+  X(JOB, "job", STR, job)                                                                                              \
+  X(HOST, "host", STR, host)                                                                                           \
+  X(ATTEMPT, "attempt", INT, attempt)                                                                                  \
+  X(STEP, "step", INT, step)                                                                                           \
+  X(WORLD_SIZE, "world_size", INT, world_size)                                                                         \
+  X(CAUSE, "cause", STR, cause)                                                                                        \
+  X(RANK, "rank", INT, rank)                                                                                           \
+  X(EXIT_CODE, "exit_code", INT, exit_code)                                                                            \
+  X(SIGNAL, "signal", INT, signal)                                                                                     \
+  X(DETECT_LAG, "detect_lag_ms", REAL, detect_lag_ms)                                                                  \
+  X(BAD_HOST, "bad_host", STR, bad_host)                                                                               \
+  X(MESSAGE, "message", STR, message)
+
 enum {
-  CORE_FR_RECORD = 1u << 0, /* the "record" field (absent means "failure") */
-  CORE_FR_WALL_US = 1u << 1,
-  CORE_FR_JOB = 1u << 2,
-  CORE_FR_HOST = 1u << 3,
-  CORE_FR_ATTEMPT = 1u << 4,
-  CORE_FR_STEP = 1u << 5,
-  CORE_FR_WORLD_SIZE = 1u << 6,
-  CORE_FR_CAUSE = 1u << 7,
-  CORE_FR_RANK = 1u << 8,
-  CORE_FR_EXIT_CODE = 1u << 9,
-  CORE_FR_SIGNAL = 1u << 10,
-  CORE_FR_DETECT_LAG = 1u << 11,
-  CORE_FR_BAD_HOST = 1u << 12,
-  CORE_FR_MESSAGE = 1u << 13,
+  CORE_FR_IDX_RECORD,
+#define CORE_FR_IDX_(bit, name, type, member) CORE_FR_IDX_##bit,
+  CORE_FR_FIELD_MAP(CORE_FR_IDX_)
+#undef CORE_FR_IDX_
+};
+enum {
+  CORE_FR_RECORD = 1u << CORE_FR_IDX_RECORD,
+#define CORE_FR_BIT_(bit, name, type, member) CORE_FR_##bit = 1u << CORE_FR_IDX_##bit,
+  CORE_FR_FIELD_MAP(CORE_FR_BIT_)
+#undef CORE_FR_BIT_
 };
 #define CORE_FR_DETAIL                                                                                                 \
   (CORE_FR_RANK | CORE_FR_EXIT_CODE | CORE_FR_SIGNAL | CORE_FR_DETECT_LAG | CORE_FR_BAD_HOST | CORE_FR_MESSAGE)

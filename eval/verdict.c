@@ -87,16 +87,7 @@ out:
 }
 
 ftl_err ftl_verdict_load(const char *run_dir, json_t **out, ftl_diag *d) {
-  char path[PATH_MAX];
-  char *data = NULL;
-  size_t size = 0;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_VERDICT))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  ftl_err rc = ftl_snapshot_read_regular(path, FTL_VERDICT_MAX_BYTES, 1, &data, &size, d);
-  if (rc) return rc;
-  rc = ftl_verdict_parse(data, size, out, d);
-  ftl_free(data);
-  return rc;
+  return pl_rundir_load_record(run_dir, FTL_RUNDIR_VERDICT, FTL_VERDICT_MAX_BYTES, ftl_verdict_parse, 0, out, d);
 }
 
 void ftl_verdict_summary(const json_t *v, char *out, size_t size) {

@@ -656,18 +656,23 @@ out:
   return rc;
 }
 
-ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
+ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
+                              int name_path, json_t **out, ftl_diag *d) {
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_SNAPSHOT))
+  if (ftl_rundir_path(path, sizeof path, run_dir, item))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  ftl_err rc = ftl_snapshot_read_regular(path, FTL_SNAPSHOT_MAX_BYTES, 1, &data, &size, d);
+  ftl_err rc = ftl_snapshot_read_regular(path, max_bytes, 1, &data, &size, d);
   if (rc) return rc;
-  rc = ftl_snapshot_parse(data, size, out, d);
+  rc = parse(data, size, out, d);
   ftl_free(data);
-  if (rc) ftl_diag_prefix(d, rc, "%s", path);
+  if (rc && name_path) ftl_diag_prefix(d, rc, "%s", path);
   return rc;
+}
+
+ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
+  return pl_rundir_load_record(run_dir, FTL_RUNDIR_SNAPSHOT, FTL_SNAPSHOT_MAX_BYTES, ftl_snapshot_parse, 1, out, d);
 }
 
 /* ---- verification ------------------------------------------------------------------------- */

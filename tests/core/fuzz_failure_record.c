@@ -1,6 +1,6 @@
 /* tests/core/fuzz_failure_record.c: libFuzzer harness for the failure ledger's record codec
  * (core/failure_record.c): arbitrary bytes (a corrupt, torn or hostile ledger) split into lines
- * as the readers split them, each parsed; a record that parses must have terminated strings, a
+ * as the readers split them (ftl_jsonl_each_line), each parsed; a record that parses must have terminated strings, a
  * known kind, its bounded numbers in bounds, and encode again into a line that parses to the same
  * fields. Broken promises trap so the fuzzer keeps the input. */
 #include <stdint.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/failure_record.h"
+#include "core/jsonl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,19 +42,20 @@ static void check_again(const core_failure_record *r) {
   require(!strcmp(b.cause, r->cause) && !strcmp(b.job, r->job) && !strcmp(b.host, r->host));
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const char *p = (const char *)data;
-  size_t pos = 0;
-  while (pos < size) {
-    const char *nl = memchr(p + pos, '\n', size - pos);
-    size_t len = nl ? (size_t)(nl - (p + pos)) : size - pos;
-    core_failure_record rec;
-    ftl_diag d;
-    if (core_failure_record_parse(p + pos, len, &rec, &d) == FTL_OK) {
-      check_record(&rec);
-      check_again(&rec);
-    }
-    pos += len + 1;
+/* One line, as the readers hand it over (ftl_jsonl_each_line). */
+static ftl_err one_line(const char *line, size_t len, size_t line_no, void *ctx) {
+  (void)line_no;
+  (void)ctx;
+  core_failure_record rec;
+  ftl_diag d;
+  if (core_failure_record_parse(line, len, &rec, &d) == FTL_OK) {
+    check_record(&rec);
+    check_again(&rec);
   }
+  return FTL_OK;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  (void)ftl_jsonl_each_line((const char *)data, size, one_line, NULL);
   return 0;
 }

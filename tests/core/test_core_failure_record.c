@@ -58,6 +58,13 @@ static void test_failure(void) {
   json_t *v = core_failure_record_get(&b, "rank");
   CHECK(json_integer_value(v) == 17);
   json_decref(v);
+  v = core_failure_record_get(&b, "message");
+  CHECK_STR_EQ(json_string_value(v), r.message);
+  json_decref(v);
+  v = core_failure_record_get(&b, "detect_lag_ms");
+  CHECK(json_real_value(v) == 12.5);
+  json_decref(v);
+  CHECK(core_failure_record_get(&b, "nonesuch") == NULL);
   CHECK(core_failure_record_get(&b, "rank_hours") == NULL);
   /* Without detail (the fleet's failure records), none of the six fields is written. */
   r.present = 0;

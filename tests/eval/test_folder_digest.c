@@ -6,6 +6,7 @@
  *   JSON of [{path, size, sha256}].
  * The expected values were computed apart from ftl, with Python's hashlib and json (sort_keys,
  * separators (",", ":"), ensure_ascii), and match what ftl stored before the two were one. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +20,27 @@
 
 static char root[PATH_MAX];
 
-static void put(const char *rel, const void *data, size_t n) {
+/* The folder: a binary file, a text file, a hidden file, a subfolder and a hidden subfolder. */
+static const struct {
+  const char *rel;
+  const char *data;
+  size_t len;
+} tree[] = {
+    {"b.txt", "bee\n", 4}, {"a.bin", "\x00\x01\x02", 3}, {".hidden", "h", 1}, {"sub/c", "see", 3}, {"sub/.d/e", "", 0}};
+
+static void make_tree(void) {
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/%s", root, rel);
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  CHECK(fwrite(data, 1, n, f) == n);
-  fclose(f);
+  snprintf(path, sizeof path, "%s/sub", root);
+  CHECK(mkdir(path, 0755) == 0);
+  snprintf(path, sizeof path, "%s/sub/.d", root);
+  CHECK(mkdir(path, 0755) == 0);
+  for (size_t i = 0; i < sizeof tree / sizeof *tree; i++) {
+    snprintf(path, sizeof path, "%s/%s", root, tree[i].rel);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    CHECK(fd >= 0);
+    CHECK(write(fd, tree[i].data, tree[i].len) == (ssize_t)tree[i].len);
+    close(fd);
+  }
 }
 
 #define TREE_HEX "c184270675689819d58aac27b24d725a3f5353581d1b8d7e799707688eef5c71"
@@ -34,15 +49,7 @@ static void put(const char *rel, const void *data, size_t n) {
 int main(void) {
   snprintf(root, sizeof root, "/tmp/ftl-folder-digest-XXXXXX");
   CHECK(mkdtemp(root));
-  char sub[PATH_MAX + 16], hid[PATH_MAX + 16];
-  snprintf(sub, sizeof sub, "%s/sub", root);
-  snprintf(hid, sizeof hid, "%s/sub/.d", root);
-  CHECK(mkdir(sub, 0755) == 0 && mkdir(hid, 0755) == 0);
-  put("b.txt", "bee\n", 4);
-  put("a.bin", "\x00\x01\x02", 3);
-  put(".hidden", "h", 1);
-  put("sub/c", "see", 3);
-  put("sub/.d/e", "", 0);
+  make_tree();
   ftl_diag d = {{0}};
 
   /* The snapshot's: through a folder input, as `ftl run` records it, and through the function. */

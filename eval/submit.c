@@ -1,7 +1,6 @@
 /* eval/submit.c: what `ftl run` does around training when the job spec has `inputs:` and `eval:`
  * (docs/pipeline.md): the snapshot, locked with the canonical gate spec, before any rank starts;
- * the gate, then publish and promote, after the ranks succeeded. Also the canonical gate spec of a
- * job, which `ftl gate --spec` and `ftl publish --spec` compare with the locked one.
+ * the gate, then publish and promote, after the ranks succeeded.
  *
  * At submission the evaluator is resolved (PATH as `ftl run` sees it) to an absolute path and its
  * bytes are pinned in the snapshot; with a registry: section the lock is also recorded in the
@@ -9,7 +8,7 @@
  * not be recorded never starts.
  *
  * Not here: hashing (pipeline/snapshot.c), the gate itself (eval/gate.c), publishing
- * (eval/eval_cli.c over pipeline/). */
+ * (eval/publish.c over pipeline/), the gate spec of a job (eval/gate_spec.c). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,134 +17,16 @@
 #include <unistd.h>
 
 #include "core/rundir.h"
-#include "eval/eval_cli.h"
 #include "eval/gate.h"
+#include "eval/gate_spec.h"
+#include "eval/publish.h"
+#include "eval/submit.h"
+#include "eval/verdict.h"
 #include "ftl/core.h"
 #include "launcher/gang.h"
 #include "pipeline/gate_lock.h"
 #include "pipeline/registry.h"
 #include "pipeline/snapshot.h"
-
-/* "NAME=VALUE" -> name (into buf) and value. */
-static const char *split_kv(const char *kv, char *name, size_t size) {
-  const char *eq = strchr(kv, '=');
-  size_t n = eq ? (size_t)(eq - kv) : strlen(kv);
-  snprintf(name, size, "%.*s", (int)n, kv);
-  return eq ? eq + 1 : "";
-}
-
-static int has_input(const ftl_job *job, const char *name) {
-  char n[256];
-  for (size_t i = 0; i < job->inputs_count; i++) {
-    split_kv(job->inputs[i], n, sizeof n);
-    if (!strcmp(n, name)) return 1;
-  }
-  return 0;
-}
-
-static ftl_err spec_err(const ftl_job *job, ftl_diag *d, const char *field, const char *what) {
-  return ftl_diag_fail(d, FTL_ERR_SPEC, "%s: field '%s': %s", job->spec_path ? job->spec_path : "job", field, what);
-}
-
-ftl_err ftl_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
-  *out = NULL;
-  if (!job->eval.program) {
-    if (job->registry.present)
-      return spec_err(job, d, "registry", "needs an eval: section (only a gated adapter is published)");
-    return FTL_OK;
-  }
-  ftl_err rc = FTL_OK;
-  json_t *gate = NULL, *args = json_array(), *env = json_object();
-  if (!args || !env) goto oom;
-  /* eval.data and eval.base name inputs, so the gate reads them through the snapshot. */
-  if (!has_input(job, job->eval.data)) {
-    char what[512];
-    snprintf(what, sizeof what, "'%s' is not one of the job's inputs: (eval data must be snapshotted)", job->eval.data);
-    rc = spec_err(job, d, "eval.data", what);
-    goto out;
-  }
-  if (job->eval.base && !has_input(job, job->eval.base)) {
-    char what[512];
-    snprintf(what, sizeof what, "'%s' is not one of the job's inputs:", job->eval.base);
-    rc = spec_err(job, d, "eval.base", what);
-    goto out;
-  }
-  ftl_gate_placeholders ph = {"a", "d", "m", "b", "r"};
-  for (size_t i = 0; i < job->eval.args_count; i++) {
-    char *x = NULL;
-    ftl_diag inner;
-    if (ftl_gate_expand(job->eval.args[i], &ph, &x, &inner)) {
-      char field[64];
-      snprintf(field, sizeof field, "eval.args[%zu]", i);
-      rc = spec_err(job, d, field, inner.msg);
-      goto out;
-    }
-    ftl_free(x);
-    json_array_append_new(args, json_string(job->eval.args[i]));
-  }
-  for (size_t i = 0; i < job->eval.env_count; i++) {
-    char name[256];
-    const char *v = split_kv(job->eval.env[i], name, sizeof name);
-    json_object_set_new(env, name, json_string(v));
-  }
-  const char *baseline = job->eval.baseline_channel;
-  if (job->eval.has_min_gain && !job->registry.present) {
-    rc = spec_err(job, d, "eval.min_gain", "needs a registry: section (the baseline is the adapter in a channel)");
-    goto out;
-  }
-  if (job->eval.has_min_gain && !baseline) baseline = job->registry.channel ? job->registry.channel : "candidate";
-  if (baseline && !job->eval.has_min_gain) {
-    rc = spec_err(job, d, "eval.baseline_channel", "has no effect without eval.min_gain");
-    goto out;
-  }
-  json_t *reg = json_null();
-  if (job->registry.present) {
-    const char *root = job->registry.path ? job->registry.path : ftl_registry_root_from_env();
-    if (!root) {
-      rc = spec_err(job, d, "registry.path", "required (or set FTL_REGISTRY)");
-      goto out;
-    }
-    char abs[PATH_MAX], cwd[PATH_MAX];
-    if (root[0] == '/')
-      snprintf(abs, sizeof abs, "%s", root);
-    else if (!getcwd(cwd, sizeof cwd) || ftl_fmt(abs, sizeof abs, "%s/%s", cwd, root)) {
-      rc = spec_err(job, d, "registry.path", "cannot be made absolute");
-      goto out;
-    }
-    const char *name = job->registry.name ? job->registry.name : job->name;
-    const char *channel = job->registry.channel ? job->registry.channel : "candidate";
-    if (!ftl_registry_name_ok(name)) {
-      rc = spec_err(job, d, job->registry.name ? "registry.name" : "name",
-                    "not a registry name (1-64 characters of A-Z a-z 0-9 . _ -, not starting with . or -)");
-      goto out;
-    }
-    if (!ftl_registry_channel_ok(channel) || (baseline && !ftl_registry_channel_ok(baseline))) {
-      rc = spec_err(job, d, ftl_registry_channel_ok(channel) ? "eval.baseline_channel" : "registry.channel",
-                    "not a channel name (1-64 characters of A-Z a-z 0-9 . _ -, not 64 hex digits)");
-      goto out;
-    }
-    reg = json_pack("{s:s, s:s, s:s}", "path", abs, "name", name, "channel", channel);
-  }
-  gate = json_pack("{s:{s:s, s:O, s:O, s:f, s:s, s:s, s:f, s:o, s:o, s:s, s:o}, s:o}", "eval", "program",
-                   job->eval.program, "args", args, "env", env, "timeout_s", (double)job->eval.timeout_ms / 1000.0,
-                   "metric", job->eval.metric, "direction", job->eval.direction == FTL_EVAL_LOWER ? "lower" : "higher",
-                   "threshold", job->eval.threshold, "min_gain",
-                   job->eval.has_min_gain ? json_real(job->eval.min_gain) : json_null(), "baseline_channel",
-                   baseline ? json_string(baseline) : json_null(), "data", job->eval.data, "base",
-                   job->eval.base ? json_string(job->eval.base) : json_null(), "registry", reg);
-  if (!gate) goto oom;
-  if ((rc = ftl_gate_spec_check(gate, d))) goto out;
-  *out = gate;
-  gate = NULL;
-  goto out;
-oom:
-  rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-out:
-  json_decref(gate);
-  json_decref(args);
-  json_decref(env);
-  return rc;
-}
 
 static ftl_err env_add(ftl_job *job, const char *name, const char *value, ftl_diag *d) {
   size_t len = strlen(name) + strlen(value) + 2;
@@ -241,7 +122,7 @@ ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
       goto out;
     }
     for (size_t i = 0; i < job->inputs_count; i++) {
-      in[i].path = split_kv(job->inputs[i], names[i], sizeof names[i]);
+      in[i].path = ev_split_kv(job->inputs[i], names[i], sizeof names[i]);
       in[i].name = names[i];
     }
     fprintf(stderr, "ftl: hashing %zu input%s into %s\n", job->inputs_count, job->inputs_count == 1 ? "" : "s",

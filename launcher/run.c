@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/failure_record.h"
 #include "core/jsonl.h"
 #include "core/rundir.h"
 #include "ftl/cadence.h"
@@ -82,15 +83,16 @@ static ftl_err write_attempt_hostfile(const host_plan *plan, const char *path, f
   return rc;
 }
 
-/* Appends one record (stolen) to the run's ledger (RUNDIR/failures.jsonl), fsynced: the ledger
- * must survive what comes next. Locked, because training programs read it (the cadence) while
+/* Appends one record, encoded by core's codec, to the run's ledger (RUNDIR/failures.jsonl),
+ * fsynced: the ledger must survive what comes next. Locked, because training programs read it (the cadence) while
  * this launcher appends; a failed append is logged and the run goes on. */
-static void run_ledger_append(const char *run_dir, json_t *rec) {
+static void run_ledger_append(const char *run_dir, const core_failure_record *r) {
   char path[PATH_MAX];
   ftl_diag d = {{0}};
+  json_t *rec = NULL;
   const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 10000, .fsync = true};
-  if (!rec) {
-    FTL_LOG(FTL_LOG_WARN, "launcher", "out of memory building a ledger record for %s", run_dir);
+  if (core_failure_record_encode(r, &rec, &d) != FTL_OK) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "ledger record for %s: %s", run_dir, d.msg);
   } else if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES)) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "run directory path too long for its ledger: %s", run_dir);
   } else if (ftl_jsonl_append(path, rec, &opts, &d) != FTL_OK) {
@@ -113,13 +115,23 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
                           int failed) {
   int64_t now_us = ftl_wall_us();
   if (failed) {
-    run_ledger_append(run_dir, json_pack("{s:i, s:s, s:I, s:s, s:i, s:i, s:s, s:i, s:s, s:I, s:i, s:i, s:f, s:s, s:s}",
-                                         "version", FTL_RECORD_VERSION, "record", "failure", "wall_us", (json_int_t)now_us, "job",
-                                         job->name, "attempt", attempt, "world_size", world, "cause",
-                                         ftl_failure_kind_name(r->kind), "rank", r->root_rank, "host", r->root_host,
-                                         "step", (json_int_t)r->last_step, "exit_code", r->exit_code, "signal",
-                                         r->signal, "detect_lag_ms", r->detect_lag_ms, "bad_host", r->bad_host,
-                                         "message", r->summary));
+    core_failure_record f;
+    core_failure_record_init(&f, CORE_REC_FAILURE);
+    f.present = CORE_FR_DETAIL;
+    f.wall_us = now_us;
+    f.attempt = attempt;
+    f.world_size = world;
+    f.step = r->last_step;
+    f.rank = r->root_rank;
+    f.exit_code = r->exit_code;
+    f.signal = r->signal;
+    f.detect_lag_ms = r->detect_lag_ms;
+    snprintf(f.cause, sizeof f.cause, "%s", ftl_failure_kind_name(r->kind));
+    snprintf(f.job, sizeof f.job, "%s", job->name);
+    snprintf(f.host, sizeof f.host, "%s", r->root_host);
+    snprintf(f.bad_host, sizeof f.bad_host, "%s", r->bad_host);
+    snprintf(f.message, sizeof f.message, "%s", r->summary);
+    run_ledger_append(run_dir, &f);
     ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_FAILURE, .wall_us = now_us, .attempt = attempt,
                               .step = r->last_step, .world_size = world};
     snprintf(rec.cause, sizeof rec.cause, "%s", ftl_failure_kind_name(r->kind));
@@ -129,9 +141,15 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
   }
   double rank_hours = r->end_ms / 3.6e6 * world;
   if (rank_hours <= 0) return;
-  run_ledger_append(run_dir, json_pack("{s:i, s:s, s:I, s:s, s:i, s:i, s:s, s:f}", "version", FTL_RECORD_VERSION, "record", "exposure",
-                                       "wall_us", (json_int_t)now_us + 1, "job", job->name, "attempt", attempt,
-                                       "world_size", world, "host", ftl_hostname(), "rank_hours", rank_hours));
+  core_failure_record e;
+  core_failure_record_init(&e, CORE_REC_EXPOSURE);
+  e.wall_us = now_us + 1;
+  e.attempt = attempt;
+  e.world_size = world;
+  e.rank_hours = rank_hours;
+  snprintf(e.job, sizeof e.job, "%s", job->name);
+  snprintf(e.host, sizeof e.host, "%s", ftl_hostname());
+  run_ledger_append(run_dir, &e);
   ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_EXPOSURE, .wall_us = now_us + 1, .attempt = attempt, .step = -1,
                             .world_size = world, .rank_hours = rank_hours};
   snprintf(rec.job, sizeof rec.job, "%s", job->name);

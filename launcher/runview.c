@@ -100,6 +100,7 @@ void ftl_runview_add(ftl_runview *rv, const json_t *line) {
   int n = jsmall(line, "attempt", 0);
   if (t > rv->last_us) rv->last_us = t;
   ftl_rv_attempt *a = find_attempt(rv, n);
+  if (!strcmp(ev, "attempt_end") && rv->attempts_ended < 1000000000) rv->attempts_ended++;
   if (!strcmp(ev, "run_start")) {
     if (!rv->run_start_us) rv->run_start_us = t;
     jstr(line, "job", rv->job, sizeof rv->job);
@@ -225,6 +226,13 @@ ftl_err ftl_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d) {
 
 void ftl_runview_add_log(ftl_runview *rv, const char *data, size_t size) {
   (void)ftl_jsonl_each_line(data, size, add_line, rv); /* add_line never fails */
+}
+
+int64_t ln_runview_last_committed(const ftl_runview *rv) {
+  int64_t best = rv->committed_step;
+  for (int i = 0; i < rv->n_attempts; i++)
+    if (rv->attempts[i].committed_step > best) best = rv->attempts[i].committed_step;
+  return best;
 }
 
 static ftl_attempt_outcome outcome_of(const char *name) {

@@ -62,6 +62,7 @@ typedef struct ftl_runview {
   int restarts;                  /* restart events */
   int max_restarts;
   char stop_reason[64];     /* the latest run_stopped's */
+  int attempts_ended;       /* attempt_end events (the publish provenance's count of attempts) */
   ftl_rv_attempt *attempts; /* in order of attempt_start */
   int n_attempts, cap_attempts;
   ftl_rv_sample *samples;
@@ -95,6 +96,10 @@ void ftl_runview_add_log(ftl_runview *rv, const char *data, size_t size);
 /* Reads RUNDIR/events.jsonl into rv (a torn last line is skipped). FTL_ERR_NOTFOUND when there is
  * no event log. */
 ftl_err ftl_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d);
+
+/* The newest committed checkpoint step the log names: rank 0's ckpt_committed events and the
+ * attempts' attempt_end committed_step; -1 when none. */
+int64_t ln_runview_last_committed(const ftl_runview *rv);
 
 /* The goodput breakdown: the run_goodput event's when there is one, else estimated from the
  * attempts so far with the goodput arithmetic (launcher/goodput.c) up to now_us. */

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/failure_record.h"
 #include "core/jsonl.h"
 #include "core/rundir.h"
 #include "ftl/cadence.h"
@@ -100,26 +101,23 @@ static json_t *failures_of(const char *run_dir, json_t *restarts) {
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-    json_t *o = json_loadb(p, n, 0, NULL);
-    if (json_is_object(o) && !strcmp(str_of(o, "record"), "restart")) {
-      json_t *r = json_object();
-      static const char *const keys[] = {"attempt", "restart_s", "step", "cause", "world_size", "wall_us"};
-      for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        json_t *v = json_object_get(o, keys[i]);
-        if (v) json_object_set(r, keys[i], v);
-      }
-      json_array_append_new(restarts, r);
-    } else if (json_is_object(o) && !strcmp(str_of(o, "record"), "failure")) {
+    core_failure_record rec;
+    ftl_diag skipped;
+    static const char *const restart_keys[] = {"attempt", "restart_s", "step", "cause", "world_size", "wall_us"};
+    static const char *const failure_keys[] = {"attempt",   "cause",  "rank",     "host",    "step",
+                                               "exit_code", "signal", "bad_host", "message", "wall_us"};
+    /* core's codec reads the line; a malformed one is skipped (the cadence warns about it). */
+    if (n && core_failure_record_parse(p, n, &rec, &skipped) == FTL_OK && rec.kind != CORE_REC_EXPOSURE) {
+      int restart = rec.kind == CORE_REC_RESTART;
+      const char *const *keys = restart ? restart_keys : failure_keys;
+      size_t nkeys = restart ? sizeof restart_keys / sizeof *restart_keys : sizeof failure_keys / sizeof *failure_keys;
       json_t *f = json_object();
-      static const char *const keys[] = {"attempt",   "cause",  "rank",     "host",    "step",
-                                         "exit_code", "signal", "bad_host", "message", "wall_us"};
-      for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        json_t *v = json_object_get(o, keys[i]);
-        if (v) json_object_set(f, keys[i], v);
+      for (size_t i = 0; i < nkeys; i++) {
+        json_t *v = core_failure_record_get(&rec, keys[i]);
+        if (v) json_object_set_new(f, keys[i], v);
       }
-      json_array_append_new(arr, f);
+      json_array_append_new(restart ? restarts : arr, f);
     }
-    json_decref(o);
     p += n + 1;
   }
   ftl_free(data);

@@ -1,8 +1,9 @@
 /* pipeline/snapshot.c: the data snapshot of a run (see snapshot.h, docs/formats/snapshot.md).
  *
- * Map: hashing one file (pipeline/sha256.h, OpenSSL's EVP); walking a folder into a sorted
- * list of its files; building the record and its digest; parsing and checking a record;
- * re-verifying the inputs and naming the first file that changed.
+ * Map: hashing one file (pipeline/sha256.h, OpenSSL's EVP); the one folder digest of the tree
+ * (pl_folder_digest: a snapshot's folder inputs, the gate's adapter folder); building the record
+ * and its digest; parsing and checking a record; re-verifying the inputs and naming the first file
+ * that changed.
  *
  * Every file is opened without blocking (a FIFO where a file belongs must not hang ftl), checked
  * with fstat to be a regular file, and read no further than the size fstat reported (a link to
@@ -182,32 +183,40 @@ static void name_list_free(name_list *l) {
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Every regular file under root/rel, recursively (symbolic links followed). Anything else
- * (a socket, a device) is refused: its bytes cannot be pinned. */
-static ftl_err walk(const char *root, const char *rel, name_list *l, int depth, ftl_diag *d) {
+/* The files of a folder, by style (pl_folder_style): TREE, every regular file under root/rel,
+ * recursively (symbolic links followed), anything else (a socket, a device) refused: its bytes
+ * cannot be pinned; FLAT, the regular files at its top, hidden ones, folders and anything that is
+ * not a file skipped. */
+static ftl_err walk(const char *root, const char *rel, name_list *l, int depth, pl_folder_style style, ftl_diag *d) {
   char dir_path[PATH_MAX];
   if (ftl_fmt(dir_path, sizeof dir_path, "%s%s%s", root, rel[0] ? "/" : "", rel))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", root);
   if (depth > 64) return ftl_diag_fail(d, FTL_ERR_RANGE, "%s: folders nested deeper than 64 levels", dir_path);
   DIR *dir = opendir(dir_path);
-  if (!dir) return ftl_diag_fail(d, FTL_ERR_IO, "cannot list %s: %s", dir_path, strerror(errno));
+  if (!dir)
+    return ftl_diag_fail(d, style == PL_FOLDER_FLAT && errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO,
+                         "cannot list %s: %s", dir_path, strerror(errno));
   ftl_err rc = FTL_OK;
   struct dirent *e;
   while ((e = readdir(dir))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (style == PL_FOLDER_FLAT && e->d_name[0] == '.') continue;
     char child_rel[PATH_MAX], child[PATH_MAX];
     if (ftl_fmt(child_rel, sizeof child_rel, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) ||
         ftl_fmt(child, sizeof child, "%s/%s", root, child_rel)) {
+      if (style == PL_FOLDER_FLAT) continue;
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", root);
       break;
     }
     struct stat st;
-    if (stat(child, &st) != 0) {
+    int got = stat(child, &st);
+    if (style == PL_FOLDER_FLAT && (got != 0 || !S_ISREG(st.st_mode))) continue;
+    if (got != 0) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", child, strerror(errno));
       break;
     }
     if (S_ISDIR(st.st_mode)) {
-      if ((rc = walk(root, child_rel, l, depth + 1, d))) break;
+      if ((rc = walk(root, child_rel, l, depth + 1, style, d))) break;
       continue;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -254,52 +263,91 @@ static ftl_err file_entry(const char *path, const char *label, int nofollow, jso
   return *out ? FTL_OK : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
 }
 
-/* A folder: its files sorted by byte order of their relative paths; its sha256 is the SHA-256 of
- * the text "<sha256>  <relative path>\n" per file in that order (sha256sum's output). */
-static ftl_err folder_entry(const char *path, json_t *entry, ftl_diag *d) {
-  name_list l = {0};
-  json_t *files = json_array();
+/* A FLAT entry: {path, size, sha256}, the file opened without following a link (ftl_sha256_file). */
+static ftl_err flat_entry(const char *path, const char *label, json_t **out, ftl_diag *d) {
+  char hex[FTL_SHA256_HEX_LEN + 1];
+  uint64_t size = 0;
+  ftl_err rc = ftl_sha256_file(path, hex, &size, d);
+  if (rc) return rc;
+  *out = json_pack("{s:s, s:I, s:s}", "path", label, "size", (json_int_t)size, "sha256", hex);
+  return *out ? FTL_OK : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+}
+
+/* The digest of the listed files (see pl_folder_style): sha256sum's text, or the canonical JSON. */
+static ftl_err list_digest(const json_t *files, pl_folder_style style, char hex[65], ftl_diag *d) {
+  if (style == PL_FOLDER_FLAT) {
+    char *text = ftl_snapshot_canonical(files);
+    if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    ftl_err rc = sha256_text(text, strlen(text), hex, d);
+    free(text);
+    return rc;
+  }
   char *text = NULL;
   size_t text_len = 0;
-  FILE *mem = NULL;
-  uint64_t total = 0;
-  int64_t newest = 0;
-  ftl_err rc = FTL_OK;
-  if (!files || !(mem = open_memstream(&text, &text_len))) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-    goto out;
+  FILE *mem = open_memstream(&text, &text_len);
+  if (!mem) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < json_array_size(files); i++) {
+    const json_t *f = json_array_get(files, i);
+    fprintf(mem, "%s  %s\n", json_string_value(json_object_get(f, "sha256")),
+            json_string_value(json_object_get(f, "path")));
   }
-  if ((rc = walk(path, "", &l, 0, d))) goto out;
+  fclose(mem);
+  ftl_err rc = text ? sha256_text(text, text_len, hex, d) : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  free(text);
+  return rc;
+}
+
+ftl_err pl_folder_digest(const char *dir, pl_folder_style style, json_t **files_out, char hex_out[65], ftl_diag *d) {
+  name_list l = {0};
+  json_t *files = json_array();
+  ftl_err rc = FTL_OK;
+  *files_out = NULL;
+  if (!files) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  if ((rc = walk(dir, "", &l, 0, style, d))) goto out;
   qsort(l.names, l.count, sizeof *l.names, cmp_names);
   for (size_t i = 0; i < l.count; i++) {
     char full[PATH_MAX];
     json_t *f = NULL;
-    if (ftl_fmt(full, sizeof full, "%s/%s", path, l.names[i])) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", path);
+    if (ftl_fmt(full, sizeof full, "%s/%s", dir, l.names[i])) {
+      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", dir);
       goto out;
     }
-    if ((rc = file_entry(full, l.names[i], 0, &f, d))) goto out;
+    rc = style == PL_FOLDER_FLAT ? flat_entry(full, l.names[i], &f, d) : file_entry(full, l.names[i], 0, &f, d);
+    if (rc) goto out;
+    if (json_array_append_new(files, f)) {
+      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+      goto out;
+    }
+  }
+  if ((rc = list_digest(files, style, hex_out, d))) goto out;
+  *files_out = files;
+  files = NULL;
+out:
+  json_decref(files);
+  name_list_free(&l);
+  return rc;
+}
+
+/* A folder input: its files and digest (pl_folder_digest, TREE), their total size and newest mtime. */
+static ftl_err folder_entry(const char *path, json_t *entry, ftl_diag *d) {
+  json_t *files = NULL;
+  char hex[65];
+  ftl_err rc = pl_folder_digest(path, PL_FOLDER_TREE, &files, hex, d);
+  if (rc) return rc;
+  uint64_t total = 0;
+  int64_t newest = 0;
+  for (size_t i = 0; i < json_array_size(files); i++) {
+    const json_t *f = json_array_get(files, i);
     total += (uint64_t)json_integer_value(json_object_get(f, "size"));
     json_int_t m = json_integer_value(json_object_get(f, "mtime_ns"));
     if (m > newest) newest = m;
-    fprintf(mem, "%s  %s\n", json_string_value(json_object_get(f, "sha256")), l.names[i]);
-    json_array_append_new(files, f);
   }
-  fclose(mem);
-  mem = NULL;
-  char hex[65];
-  if ((rc = sha256_text(text, text_len, hex, d))) goto out;
   json_object_set_new(entry, "kind", json_string("folder"));
   json_object_set_new(entry, "size", json_integer((json_int_t)total));
   json_object_set_new(entry, "mtime_ns", json_integer(newest));
   json_object_set_new(entry, "sha256", json_string(hex));
-  json_object_set(entry, "files", files);
-out:
-  if (mem) fclose(mem);
-  free(text);
-  json_decref(files);
-  name_list_free(&l);
-  return rc;
+  json_object_set_new(entry, "files", files);
+  return FTL_OK;
 }
 
 /* The absolute form of a path as written (against the current folder), with "." components and
@@ -608,18 +656,23 @@ out:
   return rc;
 }
 
-ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
+ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
+                              int name_path, json_t **out, ftl_diag *d) {
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_SNAPSHOT))
+  if (ftl_rundir_path(path, sizeof path, run_dir, item))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  ftl_err rc = ftl_snapshot_read_regular(path, FTL_SNAPSHOT_MAX_BYTES, 1, &data, &size, d);
+  ftl_err rc = ftl_snapshot_read_regular(path, max_bytes, 1, &data, &size, d);
   if (rc) return rc;
-  rc = ftl_snapshot_parse(data, size, out, d);
+  rc = parse(data, size, out, d);
   ftl_free(data);
-  if (rc) ftl_diag_prefix(d, rc, "%s", path);
+  if (rc && name_path) ftl_diag_prefix(d, rc, "%s", path);
   return rc;
+}
+
+ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
+  return pl_rundir_load_record(run_dir, FTL_RUNDIR_SNAPSHOT, FTL_SNAPSHOT_MAX_BYTES, ftl_snapshot_parse, 1, out, d);
 }
 
 /* ---- verification ------------------------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/rundir.h"
 #include "ftl/error.h"
 
 #ifdef __cplusplus
@@ -87,6 +88,27 @@ const json_t *ftl_snapshot_evaluator(const json_t *snap); /* {path, sha256, size
  * FTL_INPUT_<NAME> with the name upper-cased (docs/job-spec.md), into out (truncated to size).
  * The one place that spells the rule, so `ftl run` and `ftl gate` cannot drift apart. */
 void ftl_snapshot_input_var(const json_t *input, char *out, size_t size);
+
+/* The one folder digest of the tree, in the two styles whose values are stored (in locked
+ * snapshots and in verdicts), so neither may change:
+ *   PL_FOLDER_TREE: a snapshot's folder input: every file under dir, recursively (links
+ *     followed, anything but files and folders refused, at most 100000 files), sorted by byte
+ *     order of the relative path; entries {path, size, mtime_ns, sha256}; the digest is the SHA-256
+ *     of sha256sum's text ("<sha256>  <path>\n" per file);
+ *   PL_FOLDER_FLAT: the gate's adapter folder: the regular files at dir's top (hidden ones and
+ *     anything else skipped; each opened without following a link), sorted by name; entries
+ *     {path, size, sha256}; the digest is the SHA-256 of the entries' canonical JSON.
+ * *files_out gets the entries (a new reference), hex_out the digest. FLAT: FTL_ERR_NOTFOUND when
+ * dir is not there. */
+typedef enum pl_folder_style { PL_FOLDER_TREE = 0, PL_FOLDER_FLAT = 1 } pl_folder_style;
+ftl_err pl_folder_digest(const char *dir, pl_folder_style style, json_t **files_out, char hex_out[65], ftl_diag *d);
+
+/* A JSON record of the run directory (the snapshot, the verdict): RUNDIR/<item> read as a regular
+ * file of at most max_bytes, not through a link (ftl_snapshot_read_regular), then parsed; with
+ * name_path, a parse error is prefixed with the file's path. FTL_ERR_NOTFOUND when there is none. */
+typedef ftl_err (*pl_record_parse_fn)(const char *data, size_t size, json_t **out, ftl_diag *d);
+ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
+                              int name_path, json_t **out, ftl_diag *d);
 
 /* The canonical form used for digests: compact JSON with sorted keys (caller frees with free()). */
 char *ftl_snapshot_canonical(const json_t *j);

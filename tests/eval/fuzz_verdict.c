@@ -4,7 +4,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "eval/decide.h"
 #include "eval/gate.h"
+#include "eval/gate_spec.h"
+#include "eval/verdict.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

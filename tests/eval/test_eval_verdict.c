@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "eval/decide.h"
 #include "eval/gate.h"
+#include "eval/gate_spec.h"
+#include "eval/verdict.h"
 #include "ftl/core.h"
 #include "ftl_test.h"
 

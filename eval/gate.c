@@ -1,6 +1,6 @@
 /* eval/gate.c: the evaluation gate (see gate.h, docs/pipeline.md, docs/formats/verdict.md).
  *
- * Map: running the evaluator (fork/exec with a built environment, its own process group, a
+ * Map: running the evaluator (core/proc.h, with a built environment, its own process group, a
  * deadline); the run directory's gate lock; ftl_gate_run's steps. The gate spec is
  * eval/gate_spec.c's, the decision eval/decide.c's, the verdict's format eval/verdict.c's,
  * the adapter folder's digest pipeline/snapshot.c's (pl_folder_digest).
@@ -30,6 +30,7 @@
 
 #include "core/fs.h"
 #include "core/jsonl.h"
+#include "core/proc.h"
 #include "core/rundir.h"
 #include "eval/decide.h"
 #include "eval/gate_spec.h"
@@ -101,6 +102,8 @@ static void iso_now(char out[40]) {
 #define EVAL_OUTPUT_KEEP_BYTES (1u << 20)
 /* How long the sweep of the evaluator's leftover processes may take. */
 #define SWEEP_MS 5000
+/* SIGTERM to the evaluator's group at its deadline (or on a stop signal), SIGKILL this much later. */
+#define EVAL_KILL_GRACE_MS 2000
 
 typedef struct eval_run {
   int exit_code; /* -1 when killed by a signal */
@@ -214,44 +217,55 @@ static int sweep_strays(const pid_t *before, size_t n_before) {
 }
 
 /* Waits for the evaluator, draining its output, until it exits or its deadline (or a stop signal)
- * passes: then its group gets SIGTERM, and SIGKILL 2 s later. Returns 0 when it exited by
- * itself, 1 past the deadline, -1 after a stop signal; its wait status into *status. */
-static int wait_evaluator(pid_t pid, sink *so, sink *se, int64_t timeout_ms, int *status) {
-  int64_t deadline = ftl_deadline_after_ms(timeout_ms);
-  int timed_out = 0;
+ * passes: then its group gets SIGTERM, and SIGKILL 2 s later (core/proc.h's deadlines). Returns 0
+ * when it exited by itself, 1 past the deadline, -1 after a stop signal. */
+static int wait_evaluator(core_proc *p, sink *so, sink *se, int64_t timeout_ms) {
+  core_proc_term_at(p, ftl_deadline_after_ms(timeout_ms), EVAL_KILL_GRACE_MS);
+  int stopped = 0;
   for (;;) {
     sink_drain(so);
     sink_drain(se);
-    pid_t w = waitpid(pid, status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, status, 0);
-      break;
+    if (stop_signal && !stopped && !p->timed_out) {
+      stopped = 1;
+      core_proc_signal(p, SIGTERM);
+      core_proc_term_at(p, FTL_NO_DEADLINE, 0);
+      core_proc_kill_at(p, ftl_deadline_after_ms(EVAL_KILL_GRACE_MS));
     }
-    if (stop_signal && !timed_out) {
-      timed_out = -1;
-      kill(-pid, SIGTERM);
-      deadline = ftl_deadline_after_ms(2000);
-    } else if (!timed_out && ftl_deadline_left_ms(deadline) == 0) {
-      timed_out = 1;
-      kill(-pid, SIGTERM);
-      deadline = ftl_deadline_after_ms(2000);
-    } else if (timed_out && ftl_deadline_left_ms(deadline) == 0) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, status, 0);
-      break;
-    }
+    if (core_proc_step(p)) break; /* reaped (a failed waitpid kills the group and reaps) */
     struct pollfd pf[2] = {{.fd = so->pipe_fd, .events = POLLIN}, {.fd = se->pipe_fd, .events = POLLIN}};
     if (poll(pf, 2, 10) < 0 && errno != EINTR) {
       struct timespec ts = {0, 10 * 1000 * 1000};
       nanosleep(&ts, NULL);
     }
   }
-  return timed_out;
+  return stopped ? -1 : p->timed_out ? 1 : 0;
 }
 
-/* fork + execve with its own process group, stdout/stderr through capped pipes into files, and a
+/* Starts the evaluator through core/proc: its own process group, stdin from /dev/null, stdout and
+ * stderr through pipes (drained into capped files by the caller), no signal blocked; a failed exec
+ * is FTL_ERR_LAUNCH naming the program. */
+static ftl_err start_evaluator(const char *prog, char *const *argv, char *const *envp, core_proc *p, sink *so,
+                               sink *se, ftl_diag *d) {
+  core_proc_opts po = {.file = prog,
+                       .argv = argv,
+                       .envp = envp,
+                       .new_group = 1,
+                       .clear_sigmask = 1,
+                       .stdio = {{CORE_PROC_DEVNULL, -1}, {CORE_PROC_PIPE, -1}, {CORE_PROC_PIPE, -1}}};
+  ftl_diag sd = {{0}};
+  ftl_err rc = core_proc_spawn(&po, p, &sd);
+  if (rc == FTL_ERR_LAUNCH)
+    return ftl_diag_fail(d, FTL_ERR_LAUNCH, "cannot start the evaluator %s: %s", prog, strerror(p->exec_errno));
+  if (rc) return ftl_diag_fail(d, rc, "starting the evaluator %s: %s", prog, sd.msg);
+  so->pipe_fd = p->fd[1];
+  se->pipe_fd = p->fd[2];
+  p->fd[1] = p->fd[2] = -1;
+  fcntl(so->pipe_fd, F_SETFL, fcntl(so->pipe_fd, F_GETFL) | O_NONBLOCK);
+  fcntl(se->pipe_fd, F_SETFL, fcntl(se->pipe_fd, F_GETFL) | O_NONBLOCK);
+  return FTL_OK;
+}
+
+/* The evaluator with its own process group, stdout/stderr through capped pipes into files, and a
  * deadline: at the deadline the group gets SIGTERM, then SIGKILL 2 s later. FTL_ERR_TIMEOUT when
  * the deadline passed. The evaluator's own process group does not get the terminal's SIGINT, so a
  * SIGINT/SIGTERM/SIGHUP to ftl while it waits is passed on the same way (FTL_ERR_INTERRUPTED).
@@ -259,79 +273,34 @@ static int wait_evaluator(pid_t pid, sink *so, sink *se, int64_t timeout_ms, int
  * child of one outlives the gate. */
 static ftl_err spawn_wait(const char *prog, char *const *argv, char *const *envp, const char *out_path,
                           const char *err_path, int64_t timeout_ms, eval_run *r, ftl_diag *d) {
-  int errpipe[2] = {-1, -1}, outpipe[2] = {-1, -1}, errout[2] = {-1, -1};
   sink so = {-1, -1, 0, 0}, se = {-1, -1, 0, 0};
+  core_proc p = {.pid = -1, .fd = {-1, -1, -1}};
   pid_t before[256];
   size_t n_before = 0;
   int was_subreaper = -1; /* -1: not asked yet, so nothing to restore */
   ftl_err rc = FTL_OK;
-  if (pipe2(errpipe, O_CLOEXEC) || pipe2(outpipe, O_CLOEXEC) || pipe2(errout, O_CLOEXEC)) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "pipe: %s", strerror(errno));
-    goto fail;
-  }
   so.file_fd = ftl_fs_table.open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   se.file_fd = ftl_fs_table.open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (so.file_fd < 0 || se.file_fd < 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s: %s", so.file_fd < 0 ? out_path : err_path, strerror(errno));
-    goto fail;
+    goto out;
   }
   if (prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper, 0, 0, 0) != 0) was_subreaper = 0;
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot become a child subreaper: %s", strerror(errno));
-    goto fail;
+    goto out;
   }
   n_before = list_children(before, sizeof before / sizeof *before);
   int64_t t0 = ftl_clock_ms();
-  pid_t pid = fork();
-  if (pid < 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "fork: %s", strerror(errno));
-    goto fail;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    int in = open("/dev/null", O_RDONLY);
-    if (in >= 0) dup2(in, 0);
-    dup2(outpipe[1], 1);
-    dup2(errout[1], 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(prog, argv, envp);
-    int e = errno;
-    if (write(errpipe[1], &e, sizeof e) < 0) _exit(127);
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  close(errpipe[1]);
-  close(outpipe[1]);
-  close(errout[1]);
-  errpipe[1] = outpipe[1] = errout[1] = -1;
-  so.pipe_fd = outpipe[0];
-  se.pipe_fd = errout[0];
-  outpipe[0] = errout[0] = -1;
-  fcntl(so.pipe_fd, F_SETFL, fcntl(so.pipe_fd, F_GETFL) | O_NONBLOCK);
-  fcntl(se.pipe_fd, F_SETFL, fcntl(se.pipe_fd, F_GETFL) | O_NONBLOCK);
-  int exec_errno = 0;
-  ssize_t got;
-  do
-    got = read(errpipe[0], &exec_errno, sizeof exec_errno);
-  while (got < 0 && errno == EINTR);
-  close(errpipe[0]);
-  errpipe[0] = -1;
-  int status = 0;
-  if (got == (ssize_t)sizeof exec_errno) {
-    waitpid(pid, &status, 0);
-    rc = ftl_diag_fail(d, FTL_ERR_LAUNCH, "cannot start the evaluator %s: %s", prog, strerror(exec_errno));
-    goto fail;
-  }
+  if ((rc = start_evaluator(prog, argv, envp, &p, &so, &se, d))) goto out;
   const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction sa = {.sa_handler = on_stop_signal}, old[3];
   sigemptyset(&sa.sa_mask);
   stop_signal = 0;
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &sa, &old[i]);
-  int timed_out = wait_evaluator(pid, &so, &se, timeout_ms, &status);
-  kill(-pid, SIGKILL); /* anything the evaluator left behind in its group */
+  int timed_out = wait_evaluator(&p, &so, &se, timeout_ms);
+  core_proc_signal(&p, SIGKILL); /* anything the evaluator left behind in its group */
   r->strays = sweep_strays(before, n_before);
   /* Every writer is gone now; what is still in the pipes is read, with a deadline all the same. */
   int64_t drain_deadline = ftl_deadline_after_ms(1000);
@@ -344,8 +313,8 @@ static ftl_err spawn_wait(const char *prog, char *const *argv, char *const *envp
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &old[i], NULL);
   r->wall_s = (double)(ftl_clock_ms() - t0) / 1000.0;
-  r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  r->exit_code = WIFEXITED(p.status) ? WEXITSTATUS(p.status) : -1;
+  r->signal = WIFSIGNALED(p.status) ? WTERMSIG(p.status) : 0;
   r->out_bytes = so.total;
   r->err_bytes = se.total;
   r->out_cut = so.cut;
@@ -355,13 +324,9 @@ static ftl_err spawn_wait(const char *prog, char *const *argv, char *const *envp
                        prog);
   else if (timed_out)
     rc = FTL_ERR_TIMEOUT;
-fail:
+out:
   if (was_subreaper == 0) prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-  for (int i = 0; i < 2; i++) {
-    if (errpipe[i] >= 0) close(errpipe[i]);
-    if (outpipe[i] >= 0) close(outpipe[i]);
-    if (errout[i] >= 0) close(errout[i]);
-  }
+  core_proc_close(&p);
   sink_close(&so);
   sink_close(&se);
   return rc;

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/proc.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
@@ -132,9 +133,10 @@ typedef struct out_stream {
 
 enum { CONSOLE_STALL_MS = 250 };
 
+/* The rank's log files, through the file seam like every file ftl keeps. */
 static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = ftl_fs_table.write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return;
     p += w;
@@ -220,7 +222,7 @@ static int pump(out_stream *s, const char *prefix) {
 static int open_log(const char *attempt_dir, int rank, const char *suffix) {
   char path[PATH_MAX];
   if (!attempt_dir || ftl_rundir_rank_file(path, sizeof path, attempt_dir, rank, suffix)) return -1;
-  return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  return ftl_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 }
 
 /* The scheduler state of a process ('R' running, 'S' sleeping, 'D' disk wait, 'T' stopped,

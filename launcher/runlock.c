@@ -90,7 +90,7 @@ static ftl_err write_record(int fd, json_t *rec, const char *path, ftl_diag *d) 
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing %s", path);
   size_t len = strlen(text);
   text[len] = '\0';
-  if (ftruncate(fd, 0) != 0 || ftl_fs_pwrite_all(fd, text, len, 0) != FTL_OK || ftl_fs_pwrite_all(fd, "\n", 1, len) != FTL_OK)
+  if (ftl_fs_table.ftruncate(fd, 0) != 0 || ftl_fs_pwrite_all(fd, text, len, 0) != FTL_OK || ftl_fs_pwrite_all(fd, "\n", 1, len) != FTL_OK)
     rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot write %s: %s", path, strerror(errno));
   free(text);
   return rc;
@@ -130,7 +130,7 @@ ftl_err ftl_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_
   lock->fd = -1;
   if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long: %s", run_dir);
-  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  fd = ftl_fs_table.open(path, O_RDWR | O_CREAT, 0644);
   if (fd < 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open the run directory's lock %s: %s", path, strerror(errno));
     goto out;

@@ -6,7 +6,7 @@
  *
  * Concurrency is core/jsonl.c's: a writer holds an exclusive flock while it appends one line with
  * a single write() to an O_APPEND descriptor and fsyncs it (and repairs a line torn by a writer
- * that crashed); a reader (the loading below, through ftl_jsonl_read) holds a shared flock while it
+ * that crashed); a reader (the loading below, through core_jsonl_read) holds a shared flock while it
  * reads.
  *
  * Not here: what the records mean for the estimate (cadence.c, reached through
@@ -68,7 +68,7 @@ ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec
   /* Locked (other jobs append to the same ledger, and the lock lets a writer repair a line torn by
    * one that died) and fsynced: the record must survive what comes next. */
   const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = timeout_ms, .fsync = true};
-  rc = ftl_jsonl_append(path, o, &opts, d);
+  rc = core_jsonl_append(path, o, &opts, d);
   json_decref(o);
   return rc;
 }
@@ -86,7 +86,7 @@ ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_cadence_lo
   if (!c || !path) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller or ledger path");
   char *data = NULL;
   size_t size = 0;
-  ftl_err rc = ftl_jsonl_read(path, MAX_LEDGER_BYTES, LEDGER_LOCK_TIMEOUT_MS, &data, &size, d);
+  ftl_err rc = core_jsonl_read(path, MAX_LEDGER_BYTES, LEDGER_LOCK_TIMEOUT_MS, &data, &size, d);
   if (rc) return rc;
   int64_t lineno = 0;
   size_t pos = 0;
@@ -150,7 +150,7 @@ ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_st
   const char *run_dir = getenv("FTL_RUN_DIR");
   if (run_dir && *run_dir) {
     char path[PATH_MAX];
-    if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES))
+    if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES))
       return ftl_diag_fail(d, FTL_ERR_RANGE, "cadence: FTL_RUN_DIR is too long");
     ftl_err rc = ftl_cadence_load_ledger(c, path, run_stats, d);
     if (rc && rc != FTL_ERR_NOTFOUND) return rc;

@@ -11,9 +11,9 @@
 #include <math.h>
 #include <string.h>
 
-double ftl_sim_rng_uniform(ftl_sim_rng *r) { return (double)(ftl_sim_rng_next(r) >> 11) * 0x1.0p-53; }
+double cd_sim_rng_uniform(ftl_sim_rng *r) { return (double)(ftl_sim_rng_next(r) >> 11) * 0x1.0p-53; }
 
-double ftl_sim_rng_exp(ftl_sim_rng *r, double mean) { return -mean * log1p(-ftl_sim_rng_uniform(r)); }
+double cd_sim_rng_exp(ftl_sim_rng *r, double mean) { return -mean * log1p(-cd_sim_rng_uniform(r)); }
 
 typedef struct sim {
   const ftl_cadence_sim_params *p;
@@ -61,7 +61,7 @@ static void fail(sim *s, double partial_compute_s) {
       s->window_t0 = s->t;
       s->window_w0 = s->w;
     }
-    s->next_fail = s->t + ftl_sim_rng_exp(&s->rng, s->p->mtbf_s);
+    s->next_fail = s->t + cd_sim_rng_exp(&s->rng, s->p->mtbf_s);
     if (s->next_fail < s->t + s->p->restart_s) {
       r->restart_s += s->next_fail - s->t;
       s->t = s->next_fail;
@@ -75,7 +75,7 @@ static void fail(sim *s, double partial_compute_s) {
   if (s->c) check(s, ftl_cadence_observe_restart(s->c, s->w, s->p->restart_s));
 }
 
-ftl_err ftl_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
+ftl_err cd_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
                             ftl_cadence_sim_result *out) {
   if (!p || !out || !(p->mtbf_s > 0) || !(p->step_s > 0) || !(p->work_s > 0) || !(p->stall_s >= 0) ||
       !(p->durable_s >= 0) || !(p->restart_s >= 0) || p->world_size < 1 || (!c && fixed_steps < 1))
@@ -83,7 +83,7 @@ ftl_err ftl_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int
   memset(out, 0, sizeof *out);
   sim s = {.p = p, .c = c, .r = out, .w_pending = -1};
   ftl_sim_rng_seed(&s.rng, p->seed);
-  s.next_fail = ftl_sim_rng_exp(&s.rng, p->mtbf_s);
+  s.next_fail = cd_sim_rng_exp(&s.rng, p->mtbf_s);
   double give_up_s = (p->max_wall_factor > 0 ? p->max_wall_factor : 1000.0) * p->work_s;
   int64_t total = (int64_t)ceil(p->work_s / p->step_s);
 

@@ -21,9 +21,9 @@ typedef ftl_rng ftl_sim_rng;
 static inline void ftl_sim_rng_seed(ftl_sim_rng *r, uint64_t seed) { ftl_rng_seed(r, seed); }
 static inline uint64_t ftl_sim_rng_next(ftl_sim_rng *r) { return ftl_rng_next(r); }
 /* Uniform in [0, 1) with 53 random bits. */
-double ftl_sim_rng_uniform(ftl_sim_rng *r);
+double cd_sim_rng_uniform(ftl_sim_rng *r);
 /* Exponential with the given mean. */
-double ftl_sim_rng_exp(ftl_sim_rng *r, double mean);
+double cd_sim_rng_exp(ftl_sim_rng *r, double mean);
 
 typedef struct ftl_cadence_sim_params {
   double mtbf_s;      /* true MTBF of the gang */
@@ -56,7 +56,7 @@ typedef struct ftl_cadence_sim_result {
 /* Runs one simulated run. With c (borrowed; the caller created and configured it) the interval is
  * the controller's, asked again after every checkpoint and restart and fed every observation;
  * with c NULL it is fixed_steps. FTL_ERR_INVAL for bad parameters. Thread-safe for distinct c. */
-ftl_err ftl_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
+ftl_err cd_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
                             ftl_cadence_sim_result *out);
 
 #endif

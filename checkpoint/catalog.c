@@ -52,22 +52,22 @@ ftl_err ck_open_regular(const char *path, int flags, int *fd_out, ftl_diag *d) {
   *fd_out = -1;
   /* O_NONBLOCK: an open of a FIFO returns at once instead of waiting for a writer; O_NOFOLLOW: a
    * symbolic link is refused (ELOOP). The fstat below refuses anything but a regular file. */
-  int fd = ftl_fs_table.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+  int fd = core_fs_table.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
   if (fd < 0) {
     int e = errno;
     if (e == ENOENT) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s: missing", name);
     if (e == ELOOP) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (a symbolic link)", name);
     if (e == ENXIO) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (a FIFO or socket)", name);
-    return ftl_diag_fail(d, ftl_errno_to_err(e), "%s: cannot open: %s", name, strerror(e));
+    return ftl_diag_fail(d, core_errno_to_err(e), "%s: cannot open: %s", name, strerror(e));
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "%s: cannot stat: %s", name, strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (%s)", name,
                          S_ISFIFO(st.st_mode)   ? "a FIFO"
                          : S_ISDIR(st.st_mode)  ? "a folder"
@@ -93,7 +93,7 @@ ftl_err ck_read_manifest_text(const char *base, int64_t step, char **text_out, s
   rc = ck_open_regular(path, O_RDONLY, &fd, d);
   if (rc) return rc;
   rc = ftl_read_fd(fd, path, CK_MANIFEST_MAX_BYTES, text_out, len_out, d);
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
   /* Too big to be a manifest is a malformed one; a failed read is the storage's. */
   if (rc == FTL_ERR_RANGE || rc == FTL_ERR_INVAL) rc = FTL_ERR_CORRUPT;
   return rc;
@@ -178,11 +178,11 @@ ftl_err ck_mark_bad(const char *base, int64_t step, const char *reason, ftl_diag
   if (rc) return rc;
   char text[1200];
   snprintf(text, sizeof text, "%s\n", reason);
-  rc = ftl_fs_write_atomic(why, text, strlen(text), NULL, 0, step, d);
+  rc = core_fs_write_atomic(why, text, strlen(text), NULL, 0, step, d);
   if (rc) return rc;
-  if (ftl_fs_table.rename(from, to) != 0)
+  if (core_fs_table.rename(from, to) != 0)
     return ftl_diag_fail(d, FTL_ERR_IO, "rename of %s failed: %s", from, strerror(errno));
-  return ftl_fs_fsync_dir(sd, d);
+  return core_fs_fsync_dir(sd, d);
 }
 
 ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d) {
@@ -192,8 +192,8 @@ ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d) {
   ftl_err crc = ck_step_dir_check(base, step, d);
   if (crc == FTL_ERR_NOTFOUND) return FTL_OK;
   if (crc) return crc;
-  if (ftl_fs_table.unlink(p) == 0) {
-    ftl_err rc = ftl_fs_fsync_dir(sd, d);
+  if (core_fs_table.unlink(p) == 0) {
+    ftl_err rc = core_fs_fsync_dir(sd, d);
     if (rc) return rc;
   } else if (errno != ENOENT) {
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot delete %s: %s", p, strerror(errno));
@@ -204,14 +204,14 @@ ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   while ((e = readdir(dir))) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    if (ftl_fmt(p, sizeof p, "%s/%s", sd, e->d_name) == FTL_OK && ftl_fs_table.unlink(p) != 0 && errno != ENOENT)
+    if (ftl_fmt(p, sizeof p, "%s/%s", sd, e->d_name) == FTL_OK && core_fs_table.unlink(p) != 0 && errno != ENOENT)
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot delete %s: %s", p, strerror(errno));
   }
   closedir(dir);
   if (rc) return rc;
-  if (ftl_fs_table.unlinkat(AT_FDCWD, sd, AT_REMOVEDIR) != 0 && errno != ENOENT)
+  if (core_fs_table.unlinkat(AT_FDCWD, sd, AT_REMOVEDIR) != 0 && errno != ENOENT)
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot remove folder %s: %s", sd, strerror(errno));
-  return ftl_fs_fsync_dir(base, d);
+  return core_fs_fsync_dir(base, d);
 }
 
 void ck_read_bad_reason(const char *base, int64_t step, char *out, size_t size) {
@@ -227,7 +227,7 @@ void ck_read_bad_reason(const char *base, int64_t step, char *out, size_t size) 
       text[--len] = '\0';
     snprintf(out, size, "%s", text);
   }
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
   ftl_free(text);
 }
 
@@ -250,5 +250,5 @@ ftl_err ck_marker_note_commit(const char *base, int64_t step, ftl_diag *d) {
   char text[128];
   snprintf(text, sizeof text, "ftl-ckpt-committed 1\nfirst_step %lld\ncreated_unix_us %lld\n", (long long)step,
            (long long)ftl_wall_us());
-  return ftl_fs_write_atomic(p, text, strlen(text), NULL, 0, step, d);
+  return core_fs_write_atomic(p, text, strlen(text), NULL, 0, step, d);
 }

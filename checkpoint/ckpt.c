@@ -18,7 +18,7 @@
 #include "core/fs.h"
 #include "core/rundir.h"
 
-ftl_err ckpt_fail(ftl_ckpt *ck, ftl_err rc, const char *msg) {
+ftl_err ck_fail(ftl_ckpt *ck, ftl_err rc, const char *msg) {
   if (rc) {
     snprintf(ck->errmsg, sizeof ck->errmsg, "%s", msg);
     FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", msg);
@@ -26,15 +26,15 @@ ftl_err ckpt_fail(ftl_ckpt *ck, ftl_err rc, const char *msg) {
   return rc;
 }
 
-void ckpt_copy_text(char *dst, size_t size, const char *src) {
+void ck_copy_text(char *dst, size_t size, const char *src) {
   size_t n = strnlen(src, size - 1);
   memcpy(dst, src, n);
   dst[n] = '\0';
 }
 
-double ckpt_ms_since(int64_t t0_ns) { return (double)(ftl_clock_ns() - t0_ns) / 1e6; }
+double ck_ms_since(int64_t t0_ns) { return (double)(ftl_clock_ns() - t0_ns) / 1e6; }
 
-void ckpt_emit(ftl_ckpt *ck, const char *event, json_t *fields) {
+void ck_emit(ftl_ckpt *ck, const char *event, json_t *fields) {
   if (!fields) return;
   char *text = json_dumps(fields, JSON_COMPACT);
   json_decref(fields);
@@ -63,9 +63,9 @@ const char *ftl_ckpt_dir(const ftl_ckpt *ck) { return ck ? ck->base : ""; }
  * Accepts NULL. */
 static void free_handle(ftl_ckpt *ck, int mu_ok, int cv_ok) {
   if (!ck) return;
-  ckpt_coll_close(ck);
+  ck_coll_close(ck);
   ck_dev_close(ck->dev);
-  ckpt_free_stage(ck);
+  ck_free_stage(ck);
   if (cv_ok) pthread_cond_destroy(&ck->sync->cv);
   if (mu_ok) pthread_mutex_destroy(&ck->sync->mu);
   ftl_free(ck->bounce);
@@ -118,7 +118,7 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   ck->chunk = o.chunk_bytes;
   ck->last_step = -1;
   ck->sync->last.step = -1;
-  if (ftl_rundir_path(ck->base, sizeof ck->base, run_dir, FTL_RUNDIR_CHECKPOINTS)) {
+  if (core_rundir_path(ck->base, sizeof ck->base, run_dir, FTL_RUNDIR_CHECKPOINTS)) {
     rc = FTL_ERR_RANGE;
     goto out;
   }
@@ -132,12 +132,12 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
    * the handle is deliberately leaked rather than freed under it. */
   int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
   ck->setup_ok[0] = rc == FTL_OK;
-  ftl_err crc = ckpt_coll_agree_setup(ck, *gang, &ck->setup_ok[0], &ck->setup_ok[1], deadline, &d);
+  ftl_err crc = ck_coll_agree_setup(ck, *gang, &ck->setup_ok[0], &ck->setup_ok[1], deadline, &d);
   if (!crc && !ck->setup_ok[1]) {
     rc = rc ? rc : FTL_ERR_IO;
     goto out;
   }
-  if (!crc) crc = ckpt_coll_open(ck, *gang, deadline, &d);
+  if (!crc) crc = ck_coll_open(ck, *gang, deadline, &d);
   if (crc == FTL_ERR_TIMEOUT) {
     FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", d.msg);
     return crc;
@@ -150,7 +150,7 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
     rc = FTL_ERR_STATE;
     goto out;
   }
-  ftl_fault_from_env();
+  core_fault_from_env();
   if (pthread_mutex_init(&ck->sync->mu, NULL) != 0) {
     rc = FTL_ERR_NOMEM;
     goto out;
@@ -164,7 +164,7 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
     rc = FTL_ERR_NOMEM;
     goto out;
   }
-  if (pthread_create(&ck->thread, NULL, ckpt_writer_main, ck) != 0) {
+  if (pthread_create(&ck->thread, NULL, ck_writer_main, ck) != 0) {
     rc = FTL_ERR_NOMEM;
     goto out;
   }
@@ -181,7 +181,7 @@ ftl_err ftl_ckpt_destroy(ftl_ckpt *ck) {
   ck_sync *s = ck->sync;
   ftl_err rc = FTL_OK;
   pthread_mutex_lock(&s->mu);
-  rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
+  rc = ck_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
   s->stop = 1;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
@@ -189,7 +189,7 @@ ftl_err ftl_ckpt_destroy(ftl_ckpt *ck) {
     /* The writer is stuck in a collective past its deadline: it cannot be joined safely, so it is
      * detached and the handle's memory is deliberately left to it. */
     pthread_detach(ck->thread);
-    return ckpt_fail(ck, FTL_ERR_TIMEOUT, "ftl_ckpt_destroy: the writer did not finish in time");
+    return ck_fail(ck, FTL_ERR_TIMEOUT, "ftl_ckpt_destroy: the writer did not finish in time");
   }
   if (ck->thread_started) pthread_join(ck->thread, NULL);
 #ifndef NDEBUG

@@ -37,7 +37,7 @@ static int is_dir(const char *p) {
 
 /* RUNDIR/checkpoints when it exists, else RUNDIR itself when it is a folder. */
 static int resolve_base(const char *rundir, char *base, size_t size) {
-  if (ftl_rundir_path(base, size, rundir, FTL_RUNDIR_CHECKPOINTS) == FTL_OK && is_dir(base)) return 0;
+  if (core_rundir_path(base, size, rundir, FTL_RUNDIR_CHECKPOINTS) == FTL_OK && is_dir(base)) return 0;
   if (is_dir(rundir) && ftl_fmt(base, size, "%s", rundir) == FTL_OK) return 0;
   fprintf(stderr, "ftl ckpt: %s is not a folder\n", rundir);
   return -1;
@@ -230,7 +230,7 @@ static int cmd_show(const char *base, const char *step_text) {
   return 0;
 }
 
-int ftl_ckpt_cli_main(int argc, char **argv) {
+int ck_ckpt_cli_main(int argc, char **argv) {
   if (argc < 3) return usage();
   char base[PATH_MAX];
   const char *cmd = argv[1];

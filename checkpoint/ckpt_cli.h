@@ -10,7 +10,7 @@ extern "C" {
 /* argv[0] is "ckpt". Runs one subcommand and returns the process exit code: 0 success, 1 a
  * checkpoint failed verification (or none was found to verify), 2 usage or I/O error. Prints
  * results to stdout and diagnostics to stderr. Not thread-safe (uses stdio). */
-int ftl_ckpt_cli_main(int argc, char **argv);
+int ck_ckpt_cli_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }

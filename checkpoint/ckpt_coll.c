@@ -43,39 +43,39 @@ static ftl_err finish(ftl_ckpt *ck, int started, MPI_Request *req, const char *c
   }
 }
 
-ftl_err ckpt_coll_barrier(ftl_ckpt *ck, const char *what, int64_t deadline_ms, ftl_diag *d) {
+ftl_err ck_coll_barrier(ftl_ckpt *ck, const char *what, int64_t deadline_ms, ftl_diag *d) {
   MPI_Request req;
   return finish(ck, ftl_mpi()->ibarrier(ck->comm, &req), &req, "MPI_Ibarrier", what, deadline_ms, d);
 }
 
-ftl_err ckpt_coll_allgather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what,
+ftl_err ck_coll_allgather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what,
                             int64_t deadline_ms, ftl_diag *d) {
   MPI_Request req;
   return finish(ck, ftl_mpi()->iallgather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE, ck->comm, &req), &req,
                 "MPI_Iallgather", what, deadline_ms, d);
 }
 
-ftl_err ckpt_coll_gather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what, int64_t deadline_ms,
+ftl_err ck_coll_gather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what, int64_t deadline_ms,
                          ftl_diag *d) {
   MPI_Request req;
   return finish(ck, ftl_mpi()->igather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE, 0, ck->comm, &req), &req,
                 "MPI_Igather", what, deadline_ms, d);
 }
 
-ftl_err ckpt_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d) {
+ftl_err ck_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d) {
   MPI_Request req;
   return finish(ck, ftl_mpi()->ibcast(buf, bytes, MPI_BYTE, 0, ck->comm, &req), &req, "MPI_Ibcast", what, deadline_ms,
                 d);
 }
 
-ftl_err ckpt_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all_ok, int64_t deadline_ms,
+ftl_err ck_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all_ok, int64_t deadline_ms,
                               ftl_diag *d) {
   MPI_Request req;
   return finish(ck, ftl_mpi()->iallreduce(ok, all_ok, 1, MPI_INT, MPI_MIN, gang, &req), &req, "MPI_Iallreduce",
                 "the checkpoint set-up agreement", deadline_ms, d);
 }
 
-ftl_err ckpt_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag *d) {
+ftl_err ck_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag *d) {
   MPI_Request req;
   ftl_err rc = finish(ck, ftl_mpi()->comm_idup(gang, &ck->comm, &req), &req, "MPI_Comm_idup",
                       "the checkpoint communicator's duplication", deadline_ms, d);
@@ -87,7 +87,7 @@ ftl_err ckpt_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_dia
   return FTL_OK;
 }
 
-void ckpt_coll_close(ftl_ckpt *ck) {
+void ck_coll_close(ftl_ckpt *ck) {
   if (ck->have_comm && !atomic_load(&ck->sync->broken)) ftl_mpi()->comm_free(&ck->comm);
   ck->have_comm = 0;
 }

@@ -116,21 +116,21 @@ struct ftl_ckpt {
 /* ---- ckpt.c ------------------------------------------------------------------------------ */
 
 /* Keeps msg as the handle's last error and logs it when rc is not FTL_OK; returns rc. */
-ftl_err ckpt_fail(ftl_ckpt *ck, ftl_err rc, const char *msg);
+ftl_err ck_fail(ftl_ckpt *ck, ftl_err rc, const char *msg);
 /* Bounded copy that cuts long detail instead of failing (messages are for people). */
-void ckpt_copy_text(char *dst, size_t size, const char *src);
-double ckpt_ms_since(int64_t t0_ns);
+void ck_copy_text(char *dst, size_t size, const char *src);
+double ck_ms_since(int64_t t0_ns);
 /* Sends one event (fields from json_pack, consumed; NULL is ignored). Failures to report are
  * logged, never fatal. */
-void ckpt_emit(ftl_ckpt *ck, const char *event, json_t *fields);
+void ck_emit(ftl_ckpt *ck, const char *event, json_t *fields);
 
 /* ---- ckpt_state.c ------------------------------------------------------------------------ */
 
 /* A hash of what every rank must register identically (not the pointers). */
-uint64_t ckpt_registry_signature(const ftl_ckpt *ck);
+uint64_t ck_registry_signature(const ftl_ckpt *ck);
 /* Copies this rank's written rows into staging: the only part of a checkpoint the loop waits for. */
-ftl_err ckpt_snapshot(ftl_ckpt *ck, ftl_diag *d);
-void ckpt_free_stage(ftl_ckpt *ck);
+ftl_err ck_snapshot(ftl_ckpt *ck, ftl_diag *d);
+void ck_free_stage(ftl_ckpt *ck);
 
 /* ---- ckpt_coll.c ------------------------------------------------------------------------- */
 
@@ -139,31 +139,31 @@ void ckpt_free_stage(ftl_ckpt *ck);
  * timeout says "<what> (<MPI call>) did not complete within <timeout_ms> ms". After a timeout or
  * an MPI error the handle is marked broken: the request may still be pending, and another
  * collective on the communicator could match the wrong peers. */
-ftl_err ckpt_coll_barrier(ftl_ckpt *ck, const char *what, int64_t deadline_ms, ftl_diag *d);
-ftl_err ckpt_coll_allgather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what,
+ftl_err ck_coll_barrier(ftl_ckpt *ck, const char *what, int64_t deadline_ms, ftl_diag *d);
+ftl_err ck_coll_allgather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what,
                             int64_t deadline_ms, ftl_diag *d);
-ftl_err ckpt_coll_gather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what, int64_t deadline_ms,
+ftl_err ck_coll_gather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what, int64_t deadline_ms,
                          ftl_diag *d);
-ftl_err ckpt_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d);
+ftl_err ck_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d);
 /* On the gang's communicator (the handle's own does not exist yet): every rank learns whether
  * every rank's *ok is true, in *all_ok; ok and all_ok must live in the handle (a timed-out request
  * may still write them). */
-ftl_err ckpt_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all_ok, int64_t deadline_ms,
+ftl_err ck_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all_ok, int64_t deadline_ms,
                               ftl_diag *d);
 /* Duplicates the gang's communicator into ck->comm (errors returned, not fatal) and fills
  * ck->rank and ck->world. */
-ftl_err ckpt_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag *d);
+ftl_err ck_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag *d);
 /* Frees ck->comm unless the handle is broken (a pending request may still use it). */
-void ckpt_coll_close(ftl_ckpt *ck);
+void ck_coll_close(ftl_ckpt *ck);
 
 /* ---- ckpt_writer.c ----------------------------------------------------------------------- */
 
 /* The writer thread's body; arg is the handle. */
-void *ckpt_writer_main(void *arg);
+void *ck_writer_main(void *arg);
 
 /* ---- ckpt_save.c ------------------------------------------------------------------------- */
 
 /* Waits, s->mu held, until nothing is in flight or the deadline passes (FTL_ERR_TIMEOUT). */
-ftl_err ckpt_wait_idle_locked(ck_sync *s, int64_t deadline_ms);
+ftl_err ck_wait_idle_locked(ck_sync *s, int64_t deadline_ms);
 
 #endif

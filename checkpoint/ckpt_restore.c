@@ -147,7 +147,7 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, landin
       rc = ck_shard_read(sd, &m->shards[s], needs, n, &d);
     ftl_free(needs);
     if (rc) {
-      ckpt_copy_text(msg, msg_size, d.msg);
+      ck_copy_text(msg, msg_size, d.msg);
       /* Only proof condemns a step: a checksum or size that disagrees, a shard that is not a
        * regular file. A missing shard or a failed read may be a storage blip: the step stays. */
       why = rc == FTL_ERR_CORRUPT ? WHY_CORRUPT : WHY_IO;
@@ -199,7 +199,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
       head.len = (int64_t)len;
     }
   }
-  *coll_rc = ckpt_coll_bcast(ck, &head, (int)sizeof head, "the broadcast of the manifest's length", deadline, d);
+  *coll_rc = ck_coll_bcast(ck, &head, (int)sizeof head, "the broadcast of the manifest's length", deadline, d);
   if (*coll_rc) goto out;
   if (head.len < 0) {
     snprintf(msg, msg_size, "%s", head.err);
@@ -214,12 +214,12 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
       goto out;
     }
   }
-  *coll_rc = ckpt_coll_bcast(ck, text, (int)head.len, "the manifest's broadcast", deadline, d);
+  *coll_rc = ck_coll_bcast(ck, text, (int)head.len, "the manifest's broadcast", deadline, d);
   if (*coll_rc) goto out;
   ftl_diag pd = {{0}};
   if (ck_manifest_parse(text, (size_t)head.len, &m, &pd)) {
     mine.why = WHY_CORRUPT;
-    ckpt_copy_text(mine.msg, sizeof mine.msg, pd.msg);
+    ck_copy_text(mine.msg, sizeof mine.msg, pd.msg);
   } else if (m->step != step) {
     mine.why = WHY_CORRUPT;
     snprintf(mine.msg, sizeof mine.msg, "manifest: step mismatch: step %lld in the folder of step %lld",
@@ -237,12 +237,12 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
                         : ck_h5_check_shard(path, m, &m->shards[sh], &hd);
       if (hrc) {
         mine.why = hrc == FTL_ERR_CORRUPT ? WHY_CORRUPT : WHY_IO;
-        ckpt_copy_text(mine.msg, sizeof mine.msg, hd.msg);
+        ck_copy_text(mine.msg, sizeof mine.msg, hd.msg);
       }
     }
     if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, land, missing_blobs, mine.msg, sizeof mine.msg);
   }
-  *coll_rc = ckpt_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
+  *coll_rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
   if (*coll_rc) goto out;
   /* Corruption outranks a mismatch (it is what marks a step bad), which outranks I/O. */
   int first = -1;
@@ -320,7 +320,7 @@ static ftl_err list_committed(ftl_ckpt *ck, folder_head *head, int64_t **steps_o
     }
   }
   int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
-  ftl_err rc = ckpt_coll_bcast(ck, head, (int)sizeof *head, "the broadcast of the committed steps' count", deadline, d);
+  ftl_err rc = ck_coll_bcast(ck, head, (int)sizeof *head, "the broadcast of the committed steps' count", deadline, d);
   int64_t n = head->n;
   if (rc) goto out;
   if (n < 0) {
@@ -340,7 +340,7 @@ static ftl_err list_committed(ftl_ckpt *ck, folder_head *head, int64_t **steps_o
       if (v[i].state == CK_STEP_COMMITTED) steps[j++] = v[i].step;
   ftl_free(v);
   v = NULL;
-  rc = ckpt_coll_bcast(ck, steps, (int)(sizeof *steps * (size_t)n), "the broadcast of the committed steps", deadline,
+  rc = ck_coll_bcast(ck, steps, (int)(sizeof *steps * (size_t)n), "the broadcast of the committed steps", deadline,
                        d);
 out:
   ftl_free(v);
@@ -381,7 +381,7 @@ static ftl_err restore_newest(ftl_ckpt *ck, const int64_t *steps, int64_t n, int
         ftl_diag bd = {{0}};
         if (ck_mark_bad(ck->base, steps[i], why_msg, &bd))
           FTL_LOG(FTL_LOG_WARN, "ckpt", "could not mark step %lld bad: %s", (long long)steps[i], bd.msg);
-        ckpt_emit(ck, "ckpt_bad", json_pack("{sI ss}", "step", (json_int_t)steps[i], "reason", why_msg));
+        ck_emit(ck, "ckpt_bad", json_pack("{sI ss}", "step", (json_int_t)steps[i], "reason", why_msg));
       }
     }
   }
@@ -436,16 +436,16 @@ static void report_restore(ftl_ckpt *ck, ftl_err rc, ftl_ckpt_restore_info *info
   if (rc == FTL_OK) {
     FTL_LOG(FTL_LOG_INFO, "ckpt", "restored step %lld (written by %d ranks) in %.1f ms", (long long)info->step,
             info->written_world_size, info->restore_ms);
-    ckpt_emit(ck, "ckpt_restored",
+    ck_emit(ck, "ckpt_restored",
               json_pack("{sI si si sf}", "step", (json_int_t)info->step, "written_world_size", info->written_world_size,
                         "bad_steps", info->bad_steps, "restore_ms", info->restore_ms));
   } else if (rc == FTL_ERR_NOTFOUND) {
-    ckpt_emit(ck, "ckpt_fresh_start",
+    ck_emit(ck, "ckpt_fresh_start",
               json_pack("{si sb}", "committed_found", info->committed_found, "allowed", ck->allow_fresh != 0));
   } else {
     if (!info->errmsg[0]) snprintf(info->errmsg, sizeof info->errmsg, "%s", d->msg);
-    ckpt_fail(ck, rc, d->msg);
-    ckpt_emit(ck, "ckpt_restore_failed",
+    ck_fail(ck, rc, d->msg);
+    ck_emit(ck, "ckpt_restore_failed",
               json_pack("{si ss ss}", "err", (int)rc, "code", ftl_err_name(rc), "msg", d->msg));
   }
 }
@@ -465,10 +465,10 @@ ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
   int64_t t0 = ftl_clock_ns();
   ck_sync *s = ck->sync;
   pthread_mutex_lock(&s->mu);
-  rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
+  rc = ck_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
   pthread_mutex_unlock(&s->mu);
-  if (rc) return ckpt_fail(ck, rc, "ftl_ckpt_restore: a checkpoint is still in flight");
-  if (atomic_load(&s->broken)) return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_restore: the handle is broken");
+  if (rc) return ck_fail(ck, rc, "ftl_ckpt_restore: a checkpoint is still in flight");
+  if (atomic_load(&s->broken)) return ck_fail(ck, FTL_ERR_STATE, "ftl_ckpt_restore: the handle is broken");
 
   if ((rc = alloc_landing(ck, &land, &d))) goto out;
   if ((rc = list_committed(ck, &head, &steps, &whys, &d))) goto out;
@@ -478,7 +478,7 @@ ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
   if ((rc = restore_newest(ck, steps, n, whys, land, info, &transient, &d))) goto out;
   if (info->step < 0) rc = no_usable_step(ck, steps, n, whys, &head, transient, info, &d);
 out:
-  info->restore_ms = ckpt_ms_since(t0);
+  info->restore_ms = ck_ms_since(t0);
   report_restore(ck, rc, info, &d);
   free_landing(ck, land);
   ftl_free(steps);

@@ -13,7 +13,7 @@
 
 #include "checkpoint/ckpt_internal.h"
 
-ftl_err ckpt_wait_idle_locked(ck_sync *s, int64_t deadline_ms) {
+ftl_err ck_wait_idle_locked(ck_sync *s, int64_t deadline_ms) {
   while (atomic_load(&s->in_flight)) {
     if (deadline_ms == FTL_NO_DEADLINE) {
       pthread_cond_wait(&s->cv, &s->mu);
@@ -39,33 +39,33 @@ ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) {
   if (!ck || step < 0) return FTL_ERR_INVAL;
   ck_sync *s = ck->sync;
   if (atomic_load(&s->broken))
-    return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_save: the handle is broken (a collective passed its deadline)");
+    return ck_fail(ck, FTL_ERR_STATE, "ftl_ckpt_save: the handle is broken (a collective passed its deadline)");
   if (step <= ck->last_step) {
     ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_ckpt_save: step %lld is not after step %lld", (long long)step,
                   (long long)ck->last_step);
-    return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+    return ck_fail(ck, FTL_ERR_INVAL, d.msg);
   }
   int64_t t0 = ftl_clock_ns();
   /* At most one checkpoint in flight: the next waits for the previous, and the wait is stall. */
   pthread_mutex_lock(&s->mu);
-  ftl_err rc = ckpt_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
+  ftl_err rc = ck_wait_idle_locked(s, ftl_deadline_after_ms(ck->timeout_ms));
   pthread_mutex_unlock(&s->mu);
   if (rc) {
     ftl_diag_fail(&d, rc, "ftl_ckpt_save(step %lld): the previous checkpoint is still in flight after %lld ms",
                   (long long)step, (long long)ck->timeout_ms);
-    return ckpt_fail(ck, rc, d.msg);
+    return ck_fail(ck, rc, d.msg);
   }
-  double wait_ms = ckpt_ms_since(t0);
+  double wait_ms = ck_ms_since(t0);
   /* A failure to stage on this rank does not return early: the other ranks' writers are about to
    * meet this one in collectives, so the job still goes to the writer, which votes "no" and the
    * step is abandoned on every rank with this rank's reason. */
   if (!ck->registry_frozen || !ck->stage) rc = ftl_ckpt_prepare(ck);
   if (rc)
-    ckpt_copy_text(d.msg, sizeof d.msg, ck->errmsg);
+    ck_copy_text(d.msg, sizeof d.msg, ck->errmsg);
   else
-    rc = ckpt_snapshot(ck, &d);
-  if (rc) ckpt_fail(ck, rc, d.msg);
-  double stall_ms = ckpt_ms_since(t0);
+    rc = ck_snapshot(ck, &d);
+  if (rc) ck_fail(ck, rc, d.msg);
+  double stall_ms = ck_ms_since(t0);
   ck->last_step = step;
   pthread_mutex_lock(&s->mu);
   s->job_step = step;
@@ -73,12 +73,12 @@ ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) {
   s->job_stall_ms = stall_ms;
   s->job_wait_ms = wait_ms;
   s->job_local_err = rc;
-  ckpt_copy_text(s->job_local_msg, sizeof s->job_local_msg, rc ? d.msg : "");
+  ck_copy_text(s->job_local_msg, sizeof s->job_local_msg, rc ? d.msg : "");
   s->have_job = 1;
   atomic_store(&s->in_flight, 1);
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
-  ckpt_emit(ck, "ckpt_saved",
+  ck_emit(ck, "ckpt_saved",
             json_pack("{sI sf sf}", "step", (json_int_t)step, "stall_ms", stall_ms, "wait_prev_ms", wait_ms));
   return FTL_OK;
 }
@@ -88,7 +88,7 @@ ftl_err ftl_ckpt_wait(ftl_ckpt *ck, int64_t timeout_ms, ftl_ckpt_stats *out) {
   ck_sync *s = ck->sync;
   int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? ck->timeout_ms : timeout_ms);
   pthread_mutex_lock(&s->mu);
-  ftl_err rc = ckpt_wait_idle_locked(s, deadline);
+  ftl_err rc = ck_wait_idle_locked(s, deadline);
   if (!rc && !s->have_last) rc = FTL_ERR_NOTFOUND;
   if (!rc) {
     if (out) *out = s->last;

@@ -22,23 +22,23 @@ void ftl_ckpt_split_rows(int64_t rows, int rank, int world_size, int64_t *start,
 static ftl_err add_item(ftl_ckpt *ck, const ck_item *it, void *data, ftl_ckpt_mem mem) {
   ftl_diag d = {{0}};
   if (atomic_load(&ck->sync->in_flight))
-    return ckpt_fail(ck, FTL_ERR_STATE, "cannot register state while a checkpoint is in flight");
+    return ck_fail(ck, FTL_ERR_STATE, "cannot register state while a checkpoint is in flight");
   for (int i = 0; i < ck->nregs; i++)
     if (strcmp(ck->regs[i].item.name, it->name) == 0) {
       ftl_diag_fail(&d, FTL_ERR_INVAL, "'%s' is registered twice", it->name);
-      return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+      return ck_fail(ck, FTL_ERR_INVAL, d.msg);
     }
   int ovf = 0;
   uint64_t rb = ck_item_row_bytes(it, &ovf), total = 0;
   int64_t rows = ck_item_rows(it);
   if (ovf || __builtin_mul_overflow(rb, (uint64_t)rows, &total) || total > (uint64_t)SIZE_MAX / 2) {
     ftl_diag_fail(&d, FTL_ERR_RANGE, "'%s': shape too large", it->name);
-    return ckpt_fail(ck, FTL_ERR_RANGE, d.msg);
+    return ck_fail(ck, FTL_ERR_RANGE, d.msg);
   }
   if (ck->nregs == ck->cap) {
     int ncap = ck->cap ? ck->cap * 2 : 16;
     reg *n = ftl_realloc(ck->regs, (size_t)ncap * sizeof *n);
-    if (!n) return ckpt_fail(ck, FTL_ERR_NOMEM, "out of memory registering state");
+    if (!n) return ck_fail(ck, FTL_ERR_NOMEM, "out of memory registering state");
     ck->regs = n;
     ck->cap = ncap;
   }
@@ -92,23 +92,23 @@ ftl_err ftl_ckpt_add_tensor(ftl_ckpt *ck, const char *name, void *data, ftl_dtyp
   if (!ck || !name) return FTL_ERR_INVAL;
   if (!ck_name_ok(name)) {
     ftl_diag_fail(&d, FTL_ERR_INVAL, "tensor name '%s' is not 1-127 bytes of [A-Za-z0-9_.-]", name);
-    return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+    return ck_fail(ck, FTL_ERR_INVAL, d.msg);
   }
   if (ftl_dtype_size(dtype) == 0 || ndim < 0 || ndim > FTL_CKPT_MAX_DIMS || (ndim > 0 && !global_shape) ||
       (layout != FTL_CKPT_SPLIT && layout != FTL_CKPT_REPLICATED) || (mem != FTL_CKPT_HOST && mem != FTL_CKPT_DEVICE)) {
     ftl_diag_fail(&d, FTL_ERR_INVAL, "tensor '%s': bad dtype, ndim, shape, layout or memory kind", name);
-    return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+    return ck_fail(ck, FTL_ERR_INVAL, d.msg);
   }
   if (mem == FTL_CKPT_DEVICE && !ck_dev_compiled()) {
     ftl_diag_fail(&d, FTL_ERR_UNSUPPORTED, "tensor '%s': device tensors need a build with CUDA", name);
-    return ckpt_fail(ck, FTL_ERR_UNSUPPORTED, d.msg);
+    return ck_fail(ck, FTL_ERR_UNSUPPORTED, d.msg);
   }
   ck_item it;
   item_init(&it, name, dtype, layout == FTL_CKPT_SPLIT ? CK_KIND_SPLIT : CK_KIND_REPLICATED, ndim);
   for (int k = 0; k < ndim; k++) {
     if (global_shape[k] < 0) {
       ftl_diag_fail(&d, FTL_ERR_INVAL, "tensor '%s': negative dimension", name);
-      return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+      return ck_fail(ck, FTL_ERR_INVAL, d.msg);
     }
     it.shape[k] = global_shape[k];
   }
@@ -119,7 +119,7 @@ ftl_err ftl_ckpt_add_tensor(ftl_ckpt *ck, const char *name, void *data, ftl_dtyp
     ck_split_rows(ck_item_rows(&it), ck->rank, ck->world, &s, &c);
     if (layout == FTL_CKPT_REPLICATED || c > 0) {
       ftl_diag_fail(&d, FTL_ERR_INVAL, "tensor '%s': data is NULL", name);
-      return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+      return ck_fail(ck, FTL_ERR_INVAL, d.msg);
     }
   }
   return add_item(ck, &it, data, mem);
@@ -131,7 +131,7 @@ ftl_err ftl_ckpt_add_blob(ftl_ckpt *ck, const char *name, void *data, size_t siz
   if (!ck_name_ok(name) || (size_bytes > 0 && !data) ||
       (scope != FTL_CKPT_BLOB_GLOBAL && scope != FTL_CKPT_BLOB_PER_RANK)) {
     ftl_diag_fail(&d, FTL_ERR_INVAL, "blob '%s': bad name, data or scope", name);
-    return ckpt_fail(ck, FTL_ERR_INVAL, d.msg);
+    return ck_fail(ck, FTL_ERR_INVAL, d.msg);
   }
   ck_item it;
   item_init(&it, name, FTL_DTYPE_U8, scope == FTL_CKPT_BLOB_GLOBAL ? CK_KIND_BLOB_GLOBAL : CK_KIND_BLOB_PER_RANK, 1);
@@ -139,7 +139,7 @@ ftl_err ftl_ckpt_add_blob(ftl_ckpt *ck, const char *name, void *data, size_t siz
   return add_item(ck, &it, data, FTL_CKPT_HOST);
 }
 
-uint64_t ckpt_registry_signature(const ftl_ckpt *ck) {
+uint64_t ck_registry_signature(const ftl_ckpt *ck) {
   uint64_t h = 0x66746c636b7074ull;
   for (int i = 0; i < ck->nregs; i++) {
     const ck_item *it = &ck->regs[i].item;
@@ -161,7 +161,7 @@ static int has_device(const ftl_ckpt *ck) {
   return 0;
 }
 
-void ckpt_free_stage(ftl_ckpt *ck) {
+void ck_free_stage(ftl_ckpt *ck) {
   if (ck->stage_pinned) ck_dev_unpin(ck->stage);
   ck->stage_pinned = 0;
   ftl_free(ck->stage);
@@ -175,7 +175,7 @@ ftl_err ftl_ckpt_prepare(ftl_ckpt *ck) {
   ftl_diag d = {{0}};
   if (!ck) return FTL_ERR_INVAL;
   if (atomic_load(&ck->sync->in_flight))
-    return ckpt_fail(ck, FTL_ERR_STATE, "ftl_ckpt_prepare: a checkpoint is in flight");
+    return ck_fail(ck, FTL_ERR_STATE, "ftl_ckpt_prepare: a checkpoint is in flight");
   size_t off = 0;
   for (int i = 0; i < ck->nregs; i++) {
     reg *r = &ck->regs[i];
@@ -185,11 +185,11 @@ ftl_err ftl_ckpt_prepare(ftl_ckpt *ck) {
   }
   if (off == 0) off = 64;
   if (off != ck->stage_bytes) {
-    ckpt_free_stage(ck);
+    ck_free_stage(ck);
     ck->stage = ftl_malloc(off);
     if (!ck->stage) {
       ftl_diag_fail(&d, FTL_ERR_NOMEM, "cannot allocate %zu bytes of staging", off);
-      return ckpt_fail(ck, FTL_ERR_NOMEM, d.msg);
+      return ck_fail(ck, FTL_ERR_NOMEM, d.msg);
     }
     ck->stage_bytes = off;
     /* First touch of fresh pages runs at 160-330 MB/s here: pay it now, not in the first save. */
@@ -203,7 +203,7 @@ ftl_err ftl_ckpt_prepare(ftl_ckpt *ck) {
   ck->recs = ck->rank == 0 ? ftl_calloc((size_t)ck->world * (size_t)ck->nregs + 1, sizeof *ck->recs) : NULL;
   if (!ck->mine_recs || (ck->rank == 0 && !ck->recs)) {
     ck->registry_frozen = 0;
-    return ckpt_fail(ck, FTL_ERR_NOMEM, "cannot allocate the writer's piece records");
+    return ck_fail(ck, FTL_ERR_NOMEM, "cannot allocate the writer's piece records");
   }
   if (has_device(ck)) {
     ftl_err rc = FTL_OK;
@@ -212,13 +212,13 @@ ftl_err ftl_ckpt_prepare(ftl_ckpt *ck) {
       rc = ck_dev_pin(ck->stage, ck->stage_bytes, &d);
       if (!rc) ck->stage_pinned = 1;
     }
-    if (rc) return ckpt_fail(ck, rc, d.msg);
+    if (rc) return ck_fail(ck, rc, d.msg);
   }
   ck->registry_frozen = 1;
   return FTL_OK;
 }
 
-ftl_err ckpt_snapshot(ftl_ckpt *ck, ftl_diag *d) {
+ftl_err ck_snapshot(ftl_ckpt *ck, ftl_diag *d) {
   int device = 0;
   /* The copies run on the checkpoint's own non-blocking stream: order them after the caller's
    * work first, or they could read tensors a kernel is still writing (docs/gpu.md). */

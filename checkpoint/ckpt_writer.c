@@ -73,9 +73,9 @@ static ftl_err write_manifest(ftl_ckpt *ck, int64_t step, const char *sd, const 
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", sd);
     goto out;
   }
-  rc = ftl_fs_write_atomic(path, text, len, "mid_manifest", ck->rank, step, d);
+  rc = core_fs_write_atomic(path, text, len, "mid_manifest", ck->rank, step, d);
   /* A manifest renamed into place whose folder fsync failed must not commit the step. */
-  if (rc) ftl_fs_table.unlink(path);
+  if (rc) core_fs_table.unlink(path);
   *total_out = total;
 out:
   ftl_free(text);
@@ -144,8 +144,8 @@ static ftl_err open_step(ftl_ckpt *ck, job *j, ftl_err staged_err, const char *s
     char mp[PATH_MAX];
     if (ftl_fmt(mp, sizeof mp, "%s/manifest.json", j->sd))
       local = FTL_ERR_RANGE;
-    else if (ftl_fs_table.unlink(mp) == 0)
-      local = ftl_fs_fsync_dir(j->sd, d);
+    else if (core_fs_table.unlink(mp) == 0)
+      local = core_fs_fsync_dir(j->sd, d);
     else if (errno != ENOENT)
       local = ftl_diag_fail(d, FTL_ERR_IO, "cannot remove stale %s: %s", mp, strerror(errno));
   }
@@ -186,7 +186,7 @@ static ftl_err write_own_shard(ftl_ckpt *ck, job *j, ftl_diag *d) {
     mine_recs[pc->item] = (rec){pc->item, pc->row_start, pc->row_count, pc->file_offset, pc->size_bytes, pc->checksum};
   }
   if (ftl_fmt(j->own, sizeof j->own, "%s/%s", j->sd, sh->file)) j->own[0] = '\0';
-  ftl_crash_point("after_shard_rename", ck->rank, j->step);
+  core_crash_point("after_shard_rename", ck->rank, j->step);
 out:
   ftl_free(data);
   return local;
@@ -199,9 +199,9 @@ static ftl_err agree(ftl_ckpt *ck, job *j, ftl_err local, const char *local_msg,
   j->mine.ok = local == FTL_OK;
   j->mine.err = (int32_t)local;
   j->mine.nregs = ck->nregs;
-  j->mine.regsig = ckpt_registry_signature(ck);
-  if (local) ckpt_copy_text(j->mine.msg, sizeof j->mine.msg, local_msg);
-  ftl_err rc = ckpt_coll_allgather(ck, &j->mine, hdrs, (int)sizeof j->mine, "the commit agreement", j->deadline, d);
+  j->mine.regsig = ck_registry_signature(ck);
+  if (local) ck_copy_text(j->mine.msg, sizeof j->mine.msg, local_msg);
+  ftl_err rc = ck_coll_allgather(ck, &j->mine, hdrs, (int)sizeof j->mine, "the commit agreement", j->deadline, d);
   if (rc) return rc;
   for (int r = 0; r < ck->world && !rc; r++) {
     if (!hdrs[r].ok)
@@ -215,7 +215,7 @@ static ftl_err agree(ftl_ckpt *ck, job *j, ftl_err local, const char *local_msg,
 /* Phase 4: the piece records to rank 0, which writes the manifest (the commit) and tells every rank
  * how that went. */
 static ftl_err commit(ftl_ckpt *ck, job *j, ftl_ckpt_stats *st, ftl_diag *d) {
-  ftl_err rc = ckpt_coll_gather(ck, ck->mine_recs, ck->recs, (int)(sizeof *ck->mine_recs * (size_t)ck->nregs),
+  ftl_err rc = ck_coll_gather(ck, ck->mine_recs, ck->recs, (int)(sizeof *ck->mine_recs * (size_t)ck->nregs),
                                 "the gather of piece records", j->deadline, d);
   if (rc) return rc;
   struct {
@@ -228,7 +228,7 @@ static ftl_err commit(ftl_ckpt *ck, job *j, ftl_ckpt_stats *st, ftl_diag *d) {
     verdict.err = (int32_t)write_manifest(ck, j->step, j->sd, ck->hdrs, ck->recs, &st->total_bytes, &md);
     if (verdict.err) snprintf(verdict.msg, sizeof verdict.msg, "rank 0: manifest: %.360s", md.msg);
   }
-  rc = ckpt_coll_bcast(ck, &verdict, (int)sizeof verdict, "the commit verdict's broadcast", j->deadline, d);
+  rc = ck_coll_bcast(ck, &verdict, (int)sizeof verdict, "the commit verdict's broadcast", j->deadline, d);
   if (rc) return rc;
   if (verdict.err) return ftl_diag_fail(d, (ftl_err)verdict.err, "%s", verdict.msg);
   return FTL_OK;
@@ -245,7 +245,7 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
 
   /* 1. Folder, stale manifest of a re-used step number, barrier. */
   ftl_err local = open_step(ck, &j, staged_err, staged_msg, &d);
-  ftl_err rc = ckpt_coll_barrier(ck, "the commit's opening barrier", j.deadline, &d);
+  ftl_err rc = ck_coll_barrier(ck, "the commit's opening barrier", j.deadline, &d);
   if (rc) goto done;
   /* 2. This rank's shard. */
   if (!local) local = write_own_shard(ck, &j, &d);
@@ -255,7 +255,7 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
   /* 4. Rank 0 commits. */
   rc = commit(ck, &j, st, &d);
   if (rc) goto done;
-  st->durable_ms = ckpt_ms_since(t0_ns);
+  st->durable_ms = ck_ms_since(t0_ns);
   st->shard_bytes = j.mine.size;
 
   /* 5. Only after the commit: the run directory's commit marker (once), then garbage. */
@@ -269,7 +269,7 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
 done:
   /* An abandoned step leaves no shard of this rank behind (the collectives already ran, so no
    * manifest can name it). Earlier steps were never touched. */
-  if (rc && j.wrote && j.own[0]) ftl_fs_table.unlink(j.own);
+  if (rc && j.wrote && j.own[0]) core_fs_table.unlink(j.own);
   st->step = step;
   st->err = rc;
   if (rc) snprintf(st->errmsg, sizeof st->errmsg, "checkpoint of step %lld abandoned: %.440s", (long long)step, d.msg);
@@ -278,7 +278,7 @@ done:
 
 /* ---- the thread -------------------------------------------------------------------------- */
 
-void *ckpt_writer_main(void *arg) {
+void *ck_writer_main(void *arg) {
   ftl_ckpt *ck = arg;
   ck_sync *s = ck->sync;
   pthread_mutex_lock(&s->mu);
@@ -289,7 +289,7 @@ void *ckpt_writer_main(void *arg) {
     int64_t step = s->job_step, t0_ns = s->job_t0_ns;
     ftl_err local_err = s->job_local_err;
     char local_msg[CK_MSG];
-    ckpt_copy_text(local_msg, sizeof local_msg, s->job_local_msg);
+    ck_copy_text(local_msg, sizeof local_msg, s->job_local_msg);
     ftl_ckpt_stats st;
     memset(&st, 0, sizeof st);
     st.stall_ms = s->job_stall_ms;
@@ -307,13 +307,13 @@ void *ckpt_writer_main(void *arg) {
     }
     if (st.err) {
       FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", st.errmsg);
-      ckpt_emit(ck, "ckpt_abandoned",
+      ck_emit(ck, "ckpt_abandoned",
                 json_pack("{sI si ss ss sf}", "step", (json_int_t)step, "err", (int)st.err, "code",
                           ftl_err_name(st.err), "msg", st.errmsg, "stall_ms", st.stall_ms));
     } else {
       FTL_LOG(FTL_LOG_INFO, "ckpt", "step %lld committed: stall %.1f ms, durable after %.1f ms", (long long)step,
               st.stall_ms, st.durable_ms);
-      ckpt_emit(ck, "ckpt_committed",
+      ck_emit(ck, "ckpt_committed",
                 json_pack("{sI sf sf sf sI sI}", "step", (json_int_t)step, "stall_ms", st.stall_ms, "wait_prev_ms",
                           st.wait_prev_ms, "durable_ms", st.durable_ms, "shard_bytes", (json_int_t)st.shard_bytes,
                           "total_bytes", (json_int_t)st.total_bytes));

@@ -22,11 +22,11 @@ ftl_err ck_dev_open(ck_dev **out, ftl_diag *d) {
   ck_dev *dev = ftl_calloc(1, sizeof *dev);
   if (!dev) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   if ((st = g->stream_create(&dev->stream)) != FTL_GPU_OK) {
-    rc = ftl_gpu_fail(st, "CUDA: cudaStreamCreateWithFlags", d);
+    rc = rz_gpu_fail(st, "CUDA: cudaStreamCreateWithFlags", d);
     goto out;
   }
   if ((st = g->event_create(&dev->caller)) != FTL_GPU_OK || (st = g->event_create(&dev->done)) != FTL_GPU_OK) {
-    rc = ftl_gpu_fail(st, "CUDA: cudaEventCreateWithFlags", d);
+    rc = rz_gpu_fail(st, "CUDA: cudaEventCreateWithFlags", d);
     goto out;
   }
   *out = dev;
@@ -47,7 +47,7 @@ void ck_dev_close(ck_dev *dev) {
 
 ftl_err ck_dev_pin(void *p, size_t n, ftl_diag *d) {
   int st = ftl_gpu()->host_register(p, n);
-  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaHostRegister", d);
+  return st == FTL_GPU_OK ? FTL_OK : rz_gpu_fail(st, "CUDA: cudaHostRegister", d);
 }
 
 void ck_dev_unpin(void *p) { ftl_gpu()->host_unregister(p); }
@@ -55,23 +55,23 @@ void ck_dev_unpin(void *p) { ftl_gpu()->host_unregister(p); }
 ftl_err ck_dev_after(ck_dev *dev, void *caller_stream, ftl_diag *d) {
   const ftl_gpu_ops *g = ftl_gpu();
   int st = g->event_record(dev->caller, caller_stream);
-  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "CUDA: cudaEventRecord (caller's stream)", d);
+  if (st != FTL_GPU_OK) return rz_gpu_fail(st, "CUDA: cudaEventRecord (caller's stream)", d);
   st = g->stream_wait_event(dev->stream, dev->caller);
-  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaStreamWaitEvent", d);
+  return st == FTL_GPU_OK ? FTL_OK : rz_gpu_fail(st, "CUDA: cudaStreamWaitEvent", d);
 }
 
 ftl_err ck_dev_copy_to_host_async(ck_dev *dev, void *dst, const void *src, size_t n, ftl_diag *d) {
   int st = ftl_gpu()->memcpy_async(dst, src, n, 0, dev->stream);
-  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaMemcpyAsync (device to host)", d);
+  return st == FTL_GPU_OK ? FTL_OK : rz_gpu_fail(st, "CUDA: cudaMemcpyAsync (device to host)", d);
 }
 
 ftl_err ck_dev_copy_to_device_async(ck_dev *dev, void *dst, const void *src, size_t n, ftl_diag *d) {
   int st = ftl_gpu()->memcpy_async(dst, src, n, 1, dev->stream);
-  return st == FTL_GPU_OK ? FTL_OK : ftl_gpu_fail(st, "CUDA: cudaMemcpyAsync (host to device)", d);
+  return st == FTL_GPU_OK ? FTL_OK : rz_gpu_fail(st, "CUDA: cudaMemcpyAsync (host to device)", d);
 }
 
 ftl_err ck_dev_sync(ck_dev *dev, int64_t deadline_ms, ftl_diag *d) {
   int st = ftl_gpu()->event_record(dev->done, dev->stream);
-  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "CUDA: cudaEventRecord", d);
-  return ftl_gpu_event_wait(dev->done, deadline_ms, "CUDA: device copies", d);
+  if (st != FTL_GPU_OK) return rz_gpu_fail(st, "CUDA: cudaEventRecord", d);
+  return rz_gpu_event_wait(dev->done, deadline_ms, "CUDA: device copies", d);
 }

@@ -57,7 +57,7 @@ static ftl_err h5_fail(ftl_diag *d, const char *what, const char *path) {
     return ftl_diag_fail(d, FTL_ERR_HDF5, "cannot %s %s: HDF5 failed and left no error on its stack", what, path);
   /* An errno makes it the storage's failure (ENOSPC/EDQUOT: FTL_ERR_NOSPC, else FTL_ERR_IO), so a
    * full disk reads the same whether HDF5 or the seam met it. */
-  ftl_err e = w.err_no ? ftl_errno_to_err(w.err_no) : FTL_ERR_HDF5;
+  ftl_err e = w.err_no ? core_errno_to_err(w.err_no) : FTL_ERR_HDF5;
   int same = strcmp(w.top, w.inner) == 0;
   /* With an errno the innermost message (the sec2 driver's: a timestamp, a descriptor, buffer
    * addresses) adds nothing a reader needs. */
@@ -173,10 +173,10 @@ static uint64_t shard_reserve_bytes(const ck_h5_dset *dsets, int n) {
  * unchanged), so neither HDF5's metadata writes nor the tensor bytes written later can meet a
  * full disk. 0, or the errno; a file system without fallocate is not an error (0). */
 static int reserve_file(const char *path, uint64_t bytes) {
-  int fd = ftl_fs_table.open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+  int fd = core_fs_table.open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) return errno;
   int e = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) == 0 ? 0 : errno;
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
   return (e == EOPNOTSUPP || e == ENOSYS) ? 0 : e;
 }
 
@@ -201,7 +201,7 @@ ftl_err ck_h5_create_shard(const char *path, int64_t step, int rank, int world_s
   uint64_t want = shard_reserve_bytes(dsets, n);
   int fe = reserve_file(path, want);
   if (fe) {
-    rc = ftl_diag_fail(d, ftl_errno_to_err(fe), "cannot create shard %s: %s (reserving %llu bytes)", path,
+    rc = ftl_diag_fail(d, core_errno_to_err(fe), "cannot create shard %s: %s (reserving %llu bytes)", path,
                        strerror(fe), (unsigned long long)want);
     goto out;
   }

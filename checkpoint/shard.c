@@ -143,7 +143,7 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
   int64_t t0 = ftl_clock_ns();
   /* Whatever is in the way (a leftover, or a FIFO or link someone put there) goes first: HDF5
    * opens with O_CREAT|O_TRUNC and would write through a link or wait on a FIFO. */
-  if (ftl_fs_table.unlink(tmp) != 0 && errno != ENOENT) {
+  if (core_fs_table.unlink(tmp) != 0 && errno != ENOENT) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot remove the leftover %s: %s", tmp, strerror(errno));
     goto out;
   }
@@ -158,7 +158,7 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
     }
     sh->pieces[p].file_offset = ds[p].file_offset;
   }
-  fd = ftl_fs_table.open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  fd = core_fs_table.open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot reopen %s: %s", tmp, strerror(errno));
@@ -170,8 +170,8 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
     if (end > fsize) fsize = end;
   }
   /* Also when the size is right: the truncate gives back what h5.c reserved beyond the end. */
-  if (ftl_fs_table.ftruncate(fd, (off_t)fsize) != 0) {
-    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot extend %s: %s", tmp, strerror(errno));
+  if (core_fs_table.ftruncate(fd, (off_t)fsize) != 0) {
+    rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot extend %s: %s", tmp, strerror(errno));
     goto out;
   }
   int nseg = build_segments(sh, fsize, segs);
@@ -190,7 +190,7 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
       if (src) {
         if (n > chunk_bytes) n = chunk_bytes;
         CK_HASH_UPDATE(&st3, src + done, n);
-        rc = ftl_fs_pwrite_all(fd, src + done, n, segs[s].off + done);
+        rc = core_fs_pwrite_all(fd, src + done, n, segs[s].off + done);
         if (rc) {
           rc = ftl_diag_fail(d, rc, "write of %zu bytes at %llu to %s failed: %s", n,
                              (unsigned long long)(segs[s].off + done), tmp, strerror(errno));
@@ -202,11 +202,11 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
         written += n;
         if (!crashed && total > 0 && written * 2 >= total) {
           crashed = 1;
-          ftl_crash_point("mid_shard", sh->rank, step);
+          core_crash_point("mid_shard", sh->rank, step);
         }
       } else {
         if (n > bounce_bytes) n = bounce_bytes;
-        rc = ftl_fs_pread_all(fd, bounce, n, segs[s].off + done);
+        rc = core_fs_pread_all(fd, bounce, n, segs[s].off + done);
         if (rc) {
           rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read back HDF5 metadata of %s: %s", tmp,
                              errno ? strerror(errno) : "short file");
@@ -224,16 +224,16 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
   int64_t t2 = ftl_clock_ns();
   /* The training job will not read these bytes again before a restart: drop them from the cache. */
   bool renamed = false;
-  rc = ftl_fs_commit_tmp(&fd, tmp, path, true, &renamed, d);
+  rc = core_fs_commit_tmp(&fd, tmp, path, true, &renamed, d);
   /* A failed fsync of the folder comes after the rename: the shard is not durable, so it goes. */
-  if (rc && renamed) ftl_fs_table.unlink(path);
+  if (rc && renamed) core_fs_table.unlink(path);
   if (rc) goto out;
   FTL_LOG(FTL_LOG_DEBUG, "ckpt", "%s: %llu bytes: HDF5 structure %.1f ms, write+hash %.1f ms, fsync+rename %.1f ms",
           path, (unsigned long long)fsize, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
           (double)(ftl_clock_ns() - t2) / 1e6);
 out:
-  if (fd >= 0) ftl_fs_table.close(fd);
-  if (rc) ftl_fs_table.unlink(tmp);
+  if (fd >= 0) core_fs_table.close(fd);
+  if (rc) core_fs_table.unlink(tmp);
   ftl_free(triples);
   ftl_free(hashes);
   ftl_free(segs);
@@ -254,11 +254,11 @@ static ftl_err open_shard(const char *dir, const ck_shard *sh, int *fd_out, uint
   if (orc) return orc;
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "%s: cannot stat: %s", sh->file, strerror(errno));
   }
   if ((uint64_t)st.st_size != sh->size_bytes) {
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: size is %lld bytes, the manifest says %llu", sh->file,
                          (long long)st.st_size, (unsigned long long)sh->size_bytes);
   }
@@ -309,7 +309,7 @@ ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_sha
         if (ni < nneeds && needs[ni].file_offset < q) q = needs[ni].file_offset;
         dst = bounce;
       }
-      rc = ftl_fs_pread_all(fd, dst, (size_t)(q - p), p);
+      rc = core_fs_pread_all(fd, dst, (size_t)(q - p), p);
       if (rc) {
         rc = ftl_diag_fail(d, rc, "%s: read at byte %llu failed: %s", sh->file, (unsigned long long)p,
                            errno ? strerror(errno) : "file ends early");
@@ -333,7 +333,7 @@ ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_sha
     goto out;
   }
 out:
-  if (fd >= 0) ftl_fs_table.close(fd);
+  if (fd >= 0) core_fs_table.close(fd);
   ftl_free(triples);
   ftl_free(hashes);
   ftl_free(segs);
@@ -346,11 +346,11 @@ ftl_err ck_shard_read(const char *dir, const ck_shard *sh, const ck_need *needs,
   ftl_err rc = open_shard(dir, sh, &fd, &fsize, d);
   if (rc) return rc;
   for (int i = 0; i < nneeds && !rc; i++) {
-    rc = ftl_fs_pread_all(fd, needs[i].dest, (size_t)needs[i].size_bytes, needs[i].file_offset);
+    rc = core_fs_pread_all(fd, needs[i].dest, (size_t)needs[i].size_bytes, needs[i].file_offset);
     if (rc)
       rc = ftl_diag_fail(d, rc, "%s: read at byte %llu failed: %s", sh->file, (unsigned long long)needs[i].file_offset,
                          errno ? strerror(errno) : "file ends early");
   }
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
   return rc;
 }

@@ -20,11 +20,11 @@ ftl_err ftl_mkdir_p(const char *path, ftl_diag *d) {
   for (char *p = buf + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
-    if (ftl_fs_table.mkdir(buf, 0755) != 0 && errno != EEXIST)
+    if (core_fs_table.mkdir(buf, 0755) != 0 && errno != EEXIST)
       return ftl_diag_fail(d, FTL_ERR_IO, "cannot create folder %s: %s", buf, strerror(errno));
     *p = '/';
   }
-  if (ftl_fs_table.mkdir(buf, 0755) != 0 && errno != EEXIST)
+  if (core_fs_table.mkdir(buf, 0755) != 0 && errno != EEXIST)
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot create folder %s: %s", buf, strerror(errno));
   struct stat st;
   if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -35,7 +35,7 @@ ftl_err ftl_mkdir_p(const char *path, ftl_diag *d) {
 /* Both durable-file helpers of ftl/core.h are thin doors to the file seam (core/fs.c), so fault
  * injection and crash tests reach every durable file, and there is one atomic replace and one
  * fsync of a folder in the tree. */
-ftl_err ftl_fsync_dir(const char *dir_path, ftl_diag *d) { return ftl_fs_fsync_dir(dir_path, d); }
+ftl_err ftl_fsync_dir(const char *dir_path, ftl_diag *d) { return core_fs_fsync_dir(dir_path, d); }
 
 ftl_err ftl_write_file_atomic(const char *path, const void *data, size_t size, ftl_diag *d) {
   /* Several processes may replace one file at once (a metrics file, a status record). */
@@ -57,7 +57,7 @@ ftl_err ftl_read_fd(int fd, const char *what, size_t max_bytes, char **data_out,
       buf = nbuf;
       cap = ncap;
     }
-    ssize_t n = ftl_fs_table.read(fd, buf + len, cap - len - 1);
+    ssize_t n = core_fs_table.read(fd, buf + len, cap - len - 1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", what, strerror(errno));
@@ -80,11 +80,11 @@ out:
 }
 
 ftl_err ftl_read_file(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {
-  int fd = ftl_fs_table.open(path, O_RDONLY, 0);
+  int fd = core_fs_table.open(path, O_RDONLY, 0);
   if (fd < 0)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
                          strerror(errno));
   ftl_err rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
   return rc;
 }

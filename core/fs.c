@@ -35,18 +35,18 @@
 static _Atomic long fault_left[FTL_FAULT_OPS_];
 static _Atomic int fault_errno[FTL_FAULT_OPS_];
 
-void ftl_fault_set(ftl_fault_op op, long nth, int err) {
+void core_fault_set(ftl_fault_op op, long nth, int err) {
   if ((int)op < 0 || op >= FTL_FAULT_OPS_) return;
   atomic_store(&fault_errno[op], err ? err : EIO);
   atomic_store(&fault_left[op], nth > 0 ? nth : 0);
 }
 
-void ftl_fault_clear(void) {
+void core_fault_clear(void) {
   for (int i = 0; i < FTL_FAULT_OPS_; i++)
     atomic_store(&fault_left[i], 0);
 }
 
-/* True exactly once: on the nth call after ftl_fault_set. */
+/* True exactly once: on the nth call after core_fault_set. */
 static int fault_fires(ftl_fault_op op) {
   long left = atomic_load(&fault_left[op]);
   while (left > 0) {
@@ -133,7 +133,7 @@ static char *fs_mkdtemp(char *tmpl) { return mkdtemp(tmpl); }
 static int fs_fchmod(int fd, mode_t mode) { return fchmod(fd, mode); }
 static int fs_unlinkat(int dirfd, const char *name, int flags) { return unlinkat(dirfd, name, flags); }
 
-/* The real table, spelled once for the static initializer and for ftl_fs_reset. */
+/* The real table, spelled once for the static initializer and for core_fs_reset. */
 #define REAL_TABLE                                                                                                     \
   {                                                                                                                    \
     .open = fs_open, .close = fs_close, .pwrite = fs_pwrite, .pread = fs_pread, .fsync = fs_fsync,                     \
@@ -142,11 +142,11 @@ static int fs_unlinkat(int dirfd, const char *name, int flags) { return unlinkat
     .rename_noreplace = fs_rename_noreplace,                                                                           \
   }
 
-ftl_fs ftl_fs_table = REAL_TABLE;
+ftl_fs core_fs_table = REAL_TABLE;
 
-void ftl_fs_reset(void) {
+void core_fs_reset(void) {
   const ftl_fs real = REAL_TABLE;
-  ftl_fs_table = real;
+  core_fs_table = real;
 }
 
 /* ---- environment ------------------------------------------------------------------------- */
@@ -201,11 +201,11 @@ static void fault_apply(const char *var, const char *env) {
       FTL_LOG(FTL_LOG_WARN, "fs", "%s: unknown call '%s' ignored", var, tok);
       continue;
     }
-    ftl_fault_set(op, (long)nth, errno_by_name(err));
+    core_fault_set(op, (long)nth, errno_by_name(err));
   }
 }
 
-void ftl_fault_from_env(void) {
+void core_fault_from_env(void) {
   /* Both are applied, the old name first, so a script that sets both gets the new one's counts. */
   const char *old = getenv("FTL_CKPT_FAULT"), *cur = getenv("FTL_FAULT");
   if (old && *old) fault_apply("FTL_CKPT_FAULT", old);
@@ -214,7 +214,7 @@ void ftl_fault_from_env(void) {
 
 /* ---- crash points ------------------------------------------------------------------------ */
 
-void ftl_crash_point(const char *name, int rank, int64_t step) {
+void core_crash_point(const char *name, int rank, int64_t step) {
   const char *at = env_either("FTL_CRASH_AT", "FTL_CKPT_CRASH_AT");
   if (!at || strcmp(at, name) != 0) return;
   int64_t v = 0;
@@ -236,14 +236,14 @@ void ftl_crash_point(const char *name, int rank, int64_t step) {
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-ftl_err ftl_errno_to_err(int e) { return (e == ENOSPC || e == EDQUOT) ? FTL_ERR_NOSPC : FTL_ERR_IO; }
+ftl_err core_errno_to_err(int e) { return (e == ENOSPC || e == EDQUOT) ? FTL_ERR_NOSPC : FTL_ERR_IO; }
 
-ftl_err ftl_fs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
+ftl_err core_fs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
   const char *p = buf;
   while (n > 0) {
-    ssize_t w = ftl_fs_table.pwrite(fd, p, n, (off_t)off);
+    ssize_t w = core_fs_table.pwrite(fd, p, n, (off_t)off);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return ftl_errno_to_err(errno);
+    if (w < 0) return core_errno_to_err(errno);
     if (w == 0) {
       errno = EIO;
       return FTL_ERR_IO;
@@ -255,10 +255,10 @@ ftl_err ftl_fs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off) {
   return FTL_OK;
 }
 
-ftl_err ftl_fs_pread_all(int fd, void *buf, size_t n, uint64_t off) {
+ftl_err core_fs_pread_all(int fd, void *buf, size_t n, uint64_t off) {
   char *p = buf;
   while (n > 0) {
-    ssize_t r = ftl_fs_table.pread(fd, p, n, (off_t)off);
+    ssize_t r = core_fs_table.pread(fd, p, n, (off_t)off);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return FTL_ERR_IO;
     if (r == 0) {
@@ -272,13 +272,13 @@ ftl_err ftl_fs_pread_all(int fd, void *buf, size_t n, uint64_t off) {
   return FTL_OK;
 }
 
-ftl_err ftl_fs_fsync_dir(const char *dir, ftl_diag *d) {
-  int fd = ftl_fs_table.open(dir, O_RDONLY | O_DIRECTORY, 0);
+ftl_err core_fs_fsync_dir(const char *dir, ftl_diag *d) {
+  int fd = core_fs_table.open(dir, O_RDONLY | O_DIRECTORY, 0);
   if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open folder %s: %s", dir, strerror(errno));
   ftl_err rc = FTL_OK;
-  if (ftl_fs_table.fsync(fd) != 0)
+  if (core_fs_table.fsync(fd) != 0)
     rc = ftl_diag_fail(d, FTL_ERR_IO, "fsync of folder %s failed: %s", dir, strerror(errno));
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
   return rc;
 }
 
@@ -290,21 +290,21 @@ static ftl_err dir_of(const char *path, char *out, size_t size) {
   return ftl_fmt(out, size, "%.*s", (int)(slash - path), path);
 }
 
-ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed, ftl_diag *d) {
+ftl_err core_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed, ftl_diag *d) {
   char dir[PATH_MAX];
   if (renamed) *renamed = false;
   if (dir_of(path, dir, sizeof dir)) return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", path);
-  if (ftl_fs_table.fsync(*fd) != 0) return ftl_diag_fail(d, FTL_ERR_IO, "fsync of %s failed: %s", tmp, strerror(errno));
+  if (core_fs_table.fsync(*fd) != 0) return ftl_diag_fail(d, FTL_ERR_IO, "fsync of %s failed: %s", tmp, strerror(errno));
   /* The bytes are durable; a writer that will not read them again gives their page-cache pages
    * back rather than growing the cache by a file per checkpoint. */
   if (drop_cache) (void)posix_fadvise(*fd, 0, 0, POSIX_FADV_DONTNEED);
-  ftl_fs_table.close(*fd);
+  core_fs_table.close(*fd);
   *fd = -1;
-  if (ftl_fs_table.rename(tmp, path) != 0)
+  if (core_fs_table.rename(tmp, path) != 0)
     return ftl_diag_fail(d, FTL_ERR_IO, "rename of %s to %s failed: %s", tmp, path, strerror(errno));
   if (renamed) *renamed = true;
   ftl_diag fd_d;
-  ftl_err rc = ftl_fs_fsync_dir(dir, &fd_d);
+  ftl_err rc = core_fs_fsync_dir(dir, &fd_d);
   /* The file is in place, its rename not yet durable: the message names both. */
   if (rc) ftl_diag_fail(d, rc, "%s was renamed into place, but %s", path, fd_d.msg);
   return rc;
@@ -335,14 +335,14 @@ ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, 
      * one is created exclusively without following links, so a PATH.tmp planted as a link by
      * someone who can write the folder is neither written through nor renamed into place (if it
      * is planted again in between, the create fails instead). */
-    if (naming != CORE_TMP_UNPREDICTABLE && ftl_fs_table.unlink(tmp) != 0 && errno != ENOENT)
-      return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot remove the stale %s: %s", tmp, strerror(errno));
+    if (naming != CORE_TMP_UNPREDICTABLE && core_fs_table.unlink(tmp) != 0 && errno != ENOENT)
+      return ftl_diag_fail(d, core_errno_to_err(errno), "cannot remove the stale %s: %s", tmp, strerror(errno));
     /* Read access too: core_fs_replace reads back what it wrote. */
-    *fd = ftl_fs_table.open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    *fd = core_fs_table.open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (*fd >= 0) return FTL_OK;
     /* An unpredictable name that exists already: draw another (eight times at most). */
     if (naming == CORE_TMP_UNPREDICTABLE && errno == EEXIST && attempt < 8) continue;
-    return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", tmp,
+    return ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s: %s", tmp,
                          errno == EEXIST && naming != CORE_TMP_UNPREDICTABLE
                              ? "it appeared again after the stale one was removed (another writer?)"
                              : strerror(errno));
@@ -362,7 +362,7 @@ static ftl_err verify_written(int fd, const void *data, size_t size, const char 
                          (long long)st.st_size, size);
   for (size_t at = 0; at < size;) {
     size_t n = size - at < sizeof buf ? size - at : sizeof buf;
-    if (ftl_fs_pread_all(fd, buf, n, at) != FTL_OK || memcmp(buf, (const char *)data + at, n) != 0)
+    if (core_fs_pread_all(fd, buf, n, at) != FTL_OK || memcmp(buf, (const char *)data + at, n) != 0)
       return ftl_diag_fail(d, FTL_ERR_IO, "%s does not read back as written: a torn write", what);
     at += n;
   }
@@ -370,16 +370,16 @@ static ftl_err verify_written(int fd, const void *data, size_t size, const char 
 }
 
 /* Writes data into *fd with the crash point (or NULL) halfway, reads it back, then
- * ftl_fs_commit_tmp. */
+ * core_fs_commit_tmp. */
 static ftl_err fill_and_commit(int *fd, const char *tmp, const char *path, const void *data, size_t size,
                                const char *crash_name, int rank, int64_t step, ftl_diag *d) {
   size_t half = size / 2;
-  ftl_err rc = ftl_fs_pwrite_all(*fd, data, half, 0);
-  if (rc == FTL_OK && crash_name && crash_name[0]) ftl_crash_point(crash_name, rank, step);
-  if (rc == FTL_OK) rc = ftl_fs_pwrite_all(*fd, (const char *)data + half, size - half, half);
+  ftl_err rc = core_fs_pwrite_all(*fd, data, half, 0);
+  if (rc == FTL_OK && crash_name && crash_name[0]) core_crash_point(crash_name, rank, step);
+  if (rc == FTL_OK) rc = core_fs_pwrite_all(*fd, (const char *)data + half, size - half, half);
   if (rc) return ftl_diag_fail(d, rc, "write to %s failed: %s", tmp, strerror(errno));
   if ((rc = verify_written(*fd, data, size, tmp, d))) return rc;
-  return ftl_fs_commit_tmp(fd, tmp, path, false, NULL, d);
+  return core_fs_commit_tmp(fd, tmp, path, false, NULL, d);
 }
 
 ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming, const char *crash_name,
@@ -389,12 +389,12 @@ ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tm
   ftl_err rc = core_fs_create_tmp(path, naming, tmp, sizeof tmp, &fd, d);
   if (rc) return rc; /* only a temporary file this call created is removed on failure */
   rc = fill_and_commit(&fd, tmp, path, data, size, crash_name, rank, step, d);
-  if (fd >= 0) ftl_fs_table.close(fd);
-  if (rc) ftl_fs_table.unlink(tmp);
+  if (fd >= 0) core_fs_table.close(fd);
+  if (rc) core_fs_table.unlink(tmp);
   return rc;
 }
 
-ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
+ftl_err core_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
                             int64_t step, ftl_diag *d) {
   return core_fs_replace(path, data, size, CORE_TMP_FIXED, crash_name, rank, step, d);
 }
@@ -407,31 +407,31 @@ ftl_err core_fs_write_new_at(int dirfd, const char *shown_dir, const char *name,
   if (ftl_fmt(shown, sizeof shown, "%s%s%s", shown_dir ? shown_dir : "", shown_dir ? "/" : "", name))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", name);
   /* Read access too: what was written is read back before the fsync. */
-  int fd = ftl_fs_table.openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
-  if (fd < 0) return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", shown, strerror(errno));
-  ftl_err rc = ftl_fs_pwrite_all(fd, data, size, 0);
+  int fd = core_fs_table.openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+  if (fd < 0) return ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s: %s", shown, strerror(errno));
+  ftl_err rc = core_fs_pwrite_all(fd, data, size, 0);
   if (rc) ftl_diag_fail(d, rc, "cannot write %s: %s", shown, strerror(errno));
   if (!rc) rc = verify_written(fd, data, size, shown, d);
-  if (!rc && ftl_fs_table.fsync(fd) != 0)
+  if (!rc && core_fs_table.fsync(fd) != 0)
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", shown, strerror(errno));
-  ftl_fs_table.close(fd);
-  if (rc) ftl_fs_table.unlinkat(dirfd, name, 0);
+  core_fs_table.close(fd);
+  if (rc) core_fs_table.unlinkat(dirfd, name, 0);
   return rc;
 }
 
 ftl_err core_fs_mkdtemp(char *tmpl, mode_t mode, int *dirfd, ftl_diag *d) {
   *dirfd = -1;
-  if (!ftl_fs_table.mkdtemp(tmpl)) {
+  if (!core_fs_table.mkdtemp(tmpl)) {
     int e = errno;
     const char *slash = strrchr(tmpl, '/');
-    ftl_err rc = ftl_diag_fail(d, ftl_errno_to_err(e), "cannot create a temporary folder in %.*s: %s",
+    ftl_err rc = ftl_diag_fail(d, core_errno_to_err(e), "cannot create a temporary folder in %.*s: %s",
                                slash ? (int)(slash - tmpl) : 1, slash ? tmpl : ".", strerror(e));
     tmpl[0] = '\0';
     return rc;
   }
-  *dirfd = ftl_fs_table.open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+  *dirfd = core_fs_table.open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
   if (*dirfd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", tmpl, strerror(errno));
-  if (ftl_fs_table.fchmod(*dirfd, mode) != 0)
+  if (core_fs_table.fchmod(*dirfd, mode) != 0)
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot chmod %s: %s", tmpl, strerror(errno));
   return FTL_OK;
 }

@@ -3,15 +3,15 @@
  * registry records, JSON-lines ledgers and logs) goes through one table of function pointers
  * (SQLite's aSyscall[] is the model), so tests can fail the Nth call, return ENOSPC, or tear a
  * write, and crash tests can SIGKILL the process at an exact named point. Above the table: the one
- * atomic replace of ftl (core_fs_replace), the one fsync of a folder (ftl_fs_fsync_dir), exclusive
+ * atomic replace of ftl (core_fs_replace), the one fsync of a folder (core_fs_fsync_dir), exclusive
  * new files and temporary folders.
  *
- * Fault injection from the environment (read by ftl_fault_from_env, which the checkpoint handle
+ * Fault injection from the environment (read by core_fault_from_env, which the checkpoint handle
  * and the registry commands call when they start):
  *   FTL_FAULT="write:N:ENOSPC,fsync:N:EIO,rename:N:EIO,tear:N"   (FTL_CKPT_FAULT is read too)
  * write and tear count pwrite and write calls together, rename counts rename and
  * rename_noreplace.
- * Crash points (ftl_crash_point): FTL_CRASH_AT=<point> with FTL_CRASH_RANK, FTL_CRASH_STEP,
+ * Crash points (core_crash_point): FTL_CRASH_AT=<point> with FTL_CRASH_RANK, FTL_CRASH_STEP,
  * FTL_CRASH_ATTEMPT narrowing it (the FTL_CKPT_CRASH_* names are read too, for old scripts).
  *
  * Not here: HDF5's own metadata writes (checkpoint/h5.c), paths (core/rundir.h).
@@ -59,9 +59,9 @@ typedef struct ftl_fs {
   int (*rename_noreplace)(const char *from, const char *to);
 } ftl_fs;
 
-/* The table in use. Tests may replace single entries; ftl_fs_reset() restores the real calls. */
-extern ftl_fs ftl_fs_table;
-void ftl_fs_reset(void);
+/* The table in use. Tests may replace single entries; core_fs_reset() restores the real calls. */
+extern ftl_fs core_fs_table;
+void core_fs_reset(void);
 
 /* Fault injection, process-wide and thread-safe. nth: the nth call from now fails (1 = the next
  * one), 0 turns it off; err: the errno. FTL_FAULT_TEAR: the nth pwrite writes half its bytes and
@@ -73,19 +73,19 @@ typedef enum ftl_fault_op {
   FTL_FAULT_TEAR = 3,
   FTL_FAULT_OPS_ = 4,
 } ftl_fault_op;
-void ftl_fault_set(ftl_fault_op op, long nth, int err);
-void ftl_fault_clear(void);
-void ftl_fault_from_env(void);
+void core_fault_set(ftl_fault_op op, long nth, int err);
+void core_fault_clear(void);
+void core_fault_from_env(void);
 
 /* SIGKILLs the process when the environment names this point (and rank/step/attempt match):
  * a real crash, no cleanup. rank -1 and step -1 mean "not a rank" / "no step". */
-void ftl_crash_point(const char *name, int rank, int64_t step);
+void core_crash_point(const char *name, int rank, int64_t step);
 
 /* Loops on short transfers and EINTR. FTL_OK, FTL_ERR_NOSPC (ENOSPC/EDQUOT) or FTL_ERR_IO, errno
  * left set for the caller's message. */
-ftl_err ftl_fs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
+ftl_err core_fs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
 /* Reads exactly n bytes; a short file is FTL_ERR_CORRUPT with errno 0. */
-ftl_err ftl_fs_pread_all(int fd, void *buf, size_t n, uint64_t off);
+ftl_err core_fs_pread_all(int fd, void *buf, size_t n, uint64_t off);
 
 /* How the temporary file of a replace is named (it is always created O_EXCL|O_NOFOLLOW in the
  * folder of the file it replaces, so a planted link is neither written through nor renamed into
@@ -112,13 +112,13 @@ ftl_err core_fs_create_tmp(const char *path, core_tmp_naming naming, char *tmp, 
 /* The one durable atomic replace of ftl: a temporary file (core_fs_create_tmp), write, fsync,
  * rename, fsync(folder), all through the seam. crash_name (or NULL) is the crash point passed
  * halfway through the write. A reader sees the old file or the new one, never a part; on failure
- * the temporary file is removed. Every other atomic write (ftl_fs_write_atomic,
+ * the temporary file is removed. Every other atomic write (core_fs_write_atomic,
  * ftl_write_file_atomic) is this call. */
 ftl_err core_fs_replace(const char *path, const void *data, size_t size, core_tmp_naming naming, const char *crash_name,
                         int rank, int64_t step, ftl_diag *d);
 
 /* core_fs_replace with CORE_TMP_FIXED (the checkpoint writer's and the gate's spelling). */
-ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
+ftl_err core_fs_write_atomic(const char *path, const void *data, size_t size, const char *crash_name, int rank,
                             int64_t step, ftl_diag *d);
 
 /* The tail of every replace, for writers that stream into their own temporary file (the shard
@@ -127,7 +127,7 @@ ftl_err ftl_fs_write_atomic(const char *path, const void *data, size_t size, con
  * after the fsync. *renamed (may be NULL) says whether path is already the new file, which a
  * failed fsync of the folder leaves in place; on failure the caller still owns tmp (and *fd unless
  * it is -1). */
-ftl_err ftl_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed, ftl_diag *d);
+ftl_err core_fs_commit_tmp(int *fd, const char *tmp, const char *path, bool drop_cache, bool *renamed, ftl_diag *d);
 
 /* A new file name in the folder dirfd (AT_FDCWD: name is a path), created O_EXCL|O_NOFOLLOW with
  * mode (an existing file or a planted link is refused), written whole and fsynced, through the
@@ -147,10 +147,10 @@ ftl_err core_fs_mkdtemp(char *tmpl, mode_t mode, int *dirfd, ftl_diag *d);
 ftl_err core_random_hex(char *out, size_t n, ftl_diag *d);
 
 /* fsync of a folder through the seam: the one of ftl (ftl_fsync_dir, ftl/core.h, is this call). */
-ftl_err ftl_fs_fsync_dir(const char *dir, ftl_diag *d);
+ftl_err core_fs_fsync_dir(const char *dir, ftl_diag *d);
 
 /* ENOSPC/EDQUOT -> FTL_ERR_NOSPC, anything else -> FTL_ERR_IO. */
-ftl_err ftl_errno_to_err(int e);
+ftl_err core_errno_to_err(int e);
 
 #ifdef __cplusplus
 }

@@ -41,7 +41,7 @@ struct ftl_jsonl {
 
 /* ---- flock with a deadline ------------------------------------------------------------------- */
 
-ftl_err ftl_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d) {
+ftl_err core_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d) {
   /* flock itself cannot time out: LOCK_NB in a loop with short sleeps. */
   int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? 0 : timeout_ms);
   for (;;) {
@@ -58,7 +58,7 @@ ftl_err ftl_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what,
 
 /* ---- the open log ---------------------------------------------------------------------------- */
 
-ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl **out, ftl_diag *d) {
+ftl_err core_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl **out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   ftl_jsonl *log = NULL;
   if (!path || !out) return ftl_diag_fail(d, FTL_ERR_INVAL, "no JSON-lines path");
@@ -75,9 +75,9 @@ ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl *
   /* Read access too: the torn-line check reads the last byte. Never through a link (whoever can
    * write the folder could point the log at another file) and never a FIFO or device: a log is a
    * regular file, checked on the descriptor itself. */
-  log->fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0644);
+  log->fd = core_fs_table.open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (log->fd < 0) {
-    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot open %s: %s", path,
+    rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot open %s: %s", path,
                        errno == ELOOP ? "it is a symbolic link" : strerror(errno));
     goto out;
   }
@@ -89,7 +89,7 @@ ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl *
   *out = log;
   log = NULL;
 out:
-  ftl_jsonl_close(log);
+  core_jsonl_close(log);
   return rc;
 }
 
@@ -99,10 +99,10 @@ static bool last_line_torn(int fd) {
   struct stat st;
   char last = '\n';
   if (fstat(fd, &st) != 0 || st.st_size == 0) return false;
-  return ftl_fs_table.pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+  return core_fs_table.pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
 }
 
-ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
+ftl_err core_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char *text = NULL, *line = NULL;
   bool locked = false;
@@ -128,7 +128,7 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   struct stat st;
   if (log->opts.lock) {
     pthread_mutex_lock(&log->mu);
-    if ((rc = ftl_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) {
+    if ((rc = core_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) {
       pthread_mutex_unlock(&log->mu);
       goto out;
     }
@@ -139,10 +139,10 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   const char *p = torn ? line : line + 1;
   size_t left = torn ? n + 2 : n + 1, total = left;
   while (left > 0) {
-    ssize_t w = ftl_fs_table.write(log->fd, p, left);
+    ssize_t w = core_fs_table.write(log->fd, p, left);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) {
-      rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot append to %s: %s", log->path, strerror(errno));
+      rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot append to %s: %s", log->path, strerror(errno));
       break;
     }
     p += w;
@@ -150,7 +150,7 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   }
   /* A test hook: a writer killed after its record's write (torn, under FTL_FAULT=tear:N) and
    * before the fsync, which the next locked append repairs. */
-  if (!rc) ftl_crash_point("jsonl.append", -1, -1);
+  if (!rc) core_crash_point("jsonl.append", -1, -1);
   /* Under the lock the file must have grown by exactly the record: a write reported whole that is
    * not (a torn write) is an error, not a record. */
   if (!rc && before >= 0 && (fstat(log->fd, &st) != 0 || st.st_size != before + (off_t)total))
@@ -159,10 +159,10 @@ ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   if (rc) {
     /* Under the lock nobody else appended since: the file goes back to what it was, so a failed
      * append (ENOSPC halfway, a torn write) leaves no partial record behind the earlier ones. */
-    if (before >= 0) (void)ftl_fs_table.ftruncate(log->fd, before);
+    if (before >= 0) (void)core_fs_table.ftruncate(log->fd, before);
     goto out;
   }
-  if (log->opts.fsync && ftl_fs_table.fsync(log->fd) != 0) {
+  if (log->opts.fsync && core_fs_table.fsync(log->fd) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", log->path, strerror(errno));
     goto out;
   }
@@ -176,11 +176,11 @@ out:
   return rc;
 }
 
-void ftl_jsonl_close(ftl_jsonl *log) {
+void core_jsonl_close(ftl_jsonl *log) {
   if (!log) return;
   if (log->fd >= 0) {
-    ftl_fs_table.fsync(log->fd);
-    ftl_fs_table.close(log->fd);
+    core_fs_table.fsync(log->fd);
+    core_fs_table.close(log->fd);
   }
   pthread_mutex_destroy(&log->mu);
   ftl_free(log);
@@ -188,13 +188,13 @@ void ftl_jsonl_close(ftl_jsonl *log) {
 
 /* ---- one-shot append ------------------------------------------------------------------------- */
 
-ftl_err ftl_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_opts *opts, ftl_diag *d) {
+ftl_err core_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_opts *opts, ftl_diag *d) {
   ftl_jsonl *log = NULL;
-  ftl_err rc = ftl_jsonl_open(path, opts, &log, d);
-  if (rc == FTL_OK) rc = ftl_jsonl_write(log, rec, d);
+  ftl_err rc = core_jsonl_open(path, opts, &log, d);
+  if (rc == FTL_OK) rc = core_jsonl_write(log, rec, d);
   if (log) {
     /* The record was fsynced by the write when opts asked for it; closing needs no second one. */
-    ftl_fs_table.close(log->fd);
+    core_fs_table.close(log->fd);
     pthread_mutex_destroy(&log->mu);
     ftl_free(log);
   }
@@ -203,26 +203,26 @@ ftl_err ftl_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_op
 
 /* ---- the locked reader ----------------------------------------------------------------------- */
 
-ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_ms, char **data_out, size_t *size_out,
+ftl_err core_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_ms, char **data_out, size_t *size_out,
                        ftl_diag *d) {
   ftl_err rc = FTL_OK;
   if (!path || !data_out || !size_out) return ftl_diag_fail(d, FTL_ERR_INVAL, "no JSON-lines path");
   *data_out = NULL;
   *size_out = 0;
   /* O_NONBLOCK: a FIFO in the log's place must not block the reader; it is refused below. */
-  int fd = ftl_fs_table.open(path, O_RDONLY | O_NONBLOCK, 0);
+  int fd = core_fs_table.open(path, O_RDONLY | O_NONBLOCK, 0);
   if (fd < 0)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
                          strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: not a regular file", path);
   }
   /* Under the shared lock no locked appender is mid-line, so no line is seen half-written. */
-  if ((rc = ftl_flock_deadline(fd, LOCK_SH, lock_timeout_ms, path, d)) == FTL_OK)
+  if ((rc = core_flock_deadline(fd, LOCK_SH, lock_timeout_ms, path, d)) == FTL_OK)
     rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
-  ftl_fs_table.close(fd); /* closing releases the lock */
+  core_fs_table.close(fd); /* closing releases the lock */
   return rc;
 }
 
@@ -240,7 +240,7 @@ bool core_jsonl_line_torn(const char *line, size_t len) {
   return json_error_code(&jerr) == json_error_premature_end_of_input;
 }
 
-ftl_err ftl_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d) {
+ftl_err core_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d) {
   const json_t *ver = json_object_get(rec, "version");
   if (!json_is_integer(ver)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s'version' is missing or not an integer", what);
   if (json_integer_value(ver) != want)
@@ -249,7 +249,7 @@ ftl_err ftl_jsonl_check_version(const json_t *rec, int want, const char *what, f
   return FTL_OK;
 }
 
-ftl_err ftl_jsonl_each_line(const char *data, size_t size, ftl_jsonl_line_fn fn, void *ctx) {
+ftl_err core_jsonl_each_line(const char *data, size_t size, ftl_jsonl_line_fn fn, void *ctx) {
   ftl_err rc = FTL_OK;
   size_t pos = 0, line_no = 0;
   if (!fn) return FTL_ERR_INVAL;

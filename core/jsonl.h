@@ -10,7 +10,7 @@
  * not two (core_jsonl_line_torn recognises it). Under the lock a failed append (ENOSPC halfway, a
  * torn write the file system reported whole) is also undone: the file is truncated back to its
  * size before the record, so earlier records are never followed by a partial one. Readers that
- * want whole lines take the shared lock (ftl_jsonl_read).
+ * want whole lines take the shared lock (core_jsonl_read).
  *
  * Everything goes through the file seam (core/fs.h): FTL_FAULT reaches every ledger and log, and
  * the crash point `jsonl.append` kills the writer after a record's write, before its fsync.
@@ -46,24 +46,24 @@ typedef struct ftl_jsonl_opts {
 /* An open log, for writers that append many records (the event log). */
 typedef struct ftl_jsonl ftl_jsonl;
 
-ftl_err ftl_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl **out, ftl_diag *d);
+ftl_err core_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl **out, ftl_diag *d);
 /* Appends rec (borrowed) as one line. */
-ftl_err ftl_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d);
+ftl_err core_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d);
 /* fsyncs and closes; accepts NULL. */
-void ftl_jsonl_close(ftl_jsonl *log);
+void core_jsonl_close(ftl_jsonl *log);
 
 /* One-shot: open, append rec (borrowed) as one line, close. */
-ftl_err ftl_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_opts *opts, ftl_diag *d);
+ftl_err core_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_opts *opts, ftl_diag *d);
 
 /* Reads the whole file under a shared flock taken within lock_timeout_ms (NUL-terminated; the
  * caller frees *data_out with ftl_free). FTL_ERR_NOTFOUND when the file does not exist. */
-ftl_err ftl_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_ms, char **data_out,
+ftl_err core_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout_ms, char **data_out,
                        size_t *size_out, ftl_diag *d);
 
 /* Calls fn once per non-empty line (without its '\n'); stops at the first non-OK return and returns
  * it. Lines longer than max_line_bytes are passed as they are; the callback decides. */
 typedef ftl_err (*ftl_jsonl_line_fn)(const char *line, size_t len, size_t line_no, void *ctx);
-ftl_err ftl_jsonl_each_line(const char *data, size_t size, ftl_jsonl_line_fn fn, void *ctx);
+ftl_err core_jsonl_each_line(const char *data, size_t size, ftl_jsonl_line_fn fn, void *ctx);
 
 /* True when line (without its '\n') is a record cut short: a proper prefix of a JSON object, what a
  * writer that died in the middle of an append leaves behind (ended by the next locked append's
@@ -75,10 +75,10 @@ bool core_jsonl_line_torn(const char *line, size_t len);
  * integer equal to want; otherwise FTL_ERR_CORRUPT with "<what>'version' is missing or not an
  * integer" or "<what>version N is not supported (this ftl reads M)" (what: a prefix such as
  * "verdict: ", or ""). */
-ftl_err ftl_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d);
+ftl_err core_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d);
 
 /* flock(fd, op) with a deadline (LOCK_NB in a loop with short sleeps); `what` names the file. */
-ftl_err ftl_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d);
+ftl_err core_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d);
 
 #ifdef __cplusplus
 }

@@ -29,38 +29,38 @@ static const char *const item_names[FTL_RUNDIR_ITEMS_] = {
  * listings sort in order; larger numbers simply grow wider. */
 #define ATTEMPT_MAX 100000
 
-const char *ftl_rundir_name(ftl_rundir_item item) {
+const char *core_rundir_name(ftl_rundir_item item) {
   if ((int)item < 0 || item >= FTL_RUNDIR_ITEMS_) return NULL;
   return item_names[item];
 }
 
-ftl_err ftl_rundir_path(char *out, size_t size, const char *run_dir, ftl_rundir_item item) {
-  const char *name = ftl_rundir_name(item);
+ftl_err core_rundir_path(char *out, size_t size, const char *run_dir, ftl_rundir_item item) {
+  const char *name = core_rundir_name(item);
   if (!out || !run_dir || !name) return FTL_ERR_INVAL;
   return ftl_fmt(out, size, "%s/%s", run_dir, name);
 }
 
-ftl_err ftl_rundir_attempt_dir(char *out, size_t size, const char *run_dir, int attempt) {
+ftl_err core_rundir_attempt_dir(char *out, size_t size, const char *run_dir, int attempt) {
   if (!out || !run_dir || attempt < 0) return FTL_ERR_INVAL;
   return ftl_fmt(out, size, "%s/attempt-%04d", run_dir, attempt);
 }
 
-ftl_err ftl_rundir_rank_file(char *out, size_t size, const char *attempt_dir, int rank, const char *suffix) {
+ftl_err core_rundir_rank_file(char *out, size_t size, const char *attempt_dir, int rank, const char *suffix) {
   if (!out || !attempt_dir || !suffix || rank < 0) return FTL_ERR_INVAL;
   return ftl_fmt(out, size, "%s/rank-%05d.%s", attempt_dir, rank, suffix);
 }
 
-ftl_err ftl_rundir_attempt_hostfile(char *out, size_t size, const char *attempt_dir) {
+ftl_err core_rundir_attempt_hostfile(char *out, size_t size, const char *attempt_dir) {
   if (!out || !attempt_dir) return FTL_ERR_INVAL;
   return ftl_fmt(out, size, "%s/hostfile", attempt_dir);
 }
 
-int ftl_rundir_next_attempt(const char *run_dir) {
+int core_rundir_next_attempt(const char *run_dir) {
   char path[PATH_MAX];
   for (int i = 0; i < ATTEMPT_MAX; i++) {
     /* A run directory whose path is too long for an attempt folder has no attempts yet; the
      * caller fails when it tries to create this one. */
-    if (ftl_rundir_attempt_dir(path, sizeof path, run_dir, i)) return i;
+    if (core_rundir_attempt_dir(path, sizeof path, run_dir, i)) return i;
     if (access(path, F_OK) != 0) return i;
   }
   return ATTEMPT_MAX;

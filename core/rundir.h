@@ -34,24 +34,24 @@ typedef enum ftl_rundir_item {
 } ftl_rundir_item;
 
 /* The bare name of an item ("events.jsonl"); never NULL for a valid item. */
-const char *ftl_rundir_name(ftl_rundir_item item);
+const char *core_rundir_name(ftl_rundir_item item);
 
 /* RUNDIR/<name of item> into out. FTL_ERR_RANGE if it does not fit, FTL_ERR_INVAL for a bad item. */
-ftl_err ftl_rundir_path(char *out, size_t size, const char *run_dir, ftl_rundir_item item);
+ftl_err core_rundir_path(char *out, size_t size, const char *run_dir, ftl_rundir_item item);
 
 /* RUNDIR/attempt-NNNN (attempt >= 0). */
-ftl_err ftl_rundir_attempt_dir(char *out, size_t size, const char *run_dir, int attempt);
+ftl_err core_rundir_attempt_dir(char *out, size_t size, const char *run_dir, int attempt);
 
 /* ATTEMPT_DIR/rank-NNNNN.<suffix> ("out", "err", "exit.json"). Takes the attempt folder, because the
  * rank agent is handed that folder and not the run directory. */
-ftl_err ftl_rundir_rank_file(char *out, size_t size, const char *attempt_dir, int rank, const char *suffix);
+ftl_err core_rundir_rank_file(char *out, size_t size, const char *attempt_dir, int rank, const char *suffix);
 
 /* ATTEMPT_DIR/hostfile: the hostfile an attempt was launched with (bad hosts commented out).
  * Added after the contract, alongside it. */
-ftl_err ftl_rundir_attempt_hostfile(char *out, size_t size, const char *attempt_dir);
+ftl_err core_rundir_attempt_hostfile(char *out, size_t size, const char *attempt_dir);
 
 /* The first attempt number whose folder does not exist yet (0 for a fresh run directory). */
-int ftl_rundir_next_attempt(const char *run_dir);
+int core_rundir_next_attempt(const char *run_dir);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@
 
 /* ---- the baseline ------------------------------------------------------------------------- */
 
-ftl_err ftl_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag *d) {
+ftl_err ev_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag *d) {
   memset(b, 0, sizeof *b);
   const json_t *reg = json_object_get(gate, "registry");
   const json_t *ev = json_object_get(gate, "eval");
@@ -48,12 +48,12 @@ ftl_err ftl_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_dia
     return ftl_diag_fail(d, FTL_ERR_IO, "the baseline %s: %s: %s", spec, ptr, strerror(errno));
   }
   ftl_diag inner = {{0}};
-  ftl_err rc = ftl_registry_resolve(&ref, spec, name_out, b->version, &inner);
+  ftl_err rc = pl_registry_resolve(&ref, spec, name_out, b->version, &inner);
   if (rc)
     return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc,
                          "the baseline %s in %s does not resolve (%s); min_gain cannot be checked against it", spec,
                          ref.root, inner.msg);
-  if ((rc = ftl_registry_adapter_dir(&ref, name_out, b->version, dir, sizeof dir, &inner)))
+  if ((rc = pl_registry_adapter_dir(&ref, name_out, b->version, dir, sizeof dir, &inner)))
     return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc, "the baseline %s (version %.12s): %s", spec,
                          b->version, inner.msg);
   char *data = NULL;
@@ -61,9 +61,9 @@ ftl_err ftl_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_dia
   json_t *v = NULL;
   if (ftl_fmt(vpath, sizeof vpath, "%s/verdict.json", dir))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-  if ((rc = ftl_snapshot_read_regular(vpath, FTL_VERDICT_MAX_BYTES, 1, &data, &size, &inner)))
+  if ((rc = pl_snapshot_read_regular(vpath, FTL_VERDICT_MAX_BYTES, 1, &data, &size, &inner)))
     return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc, "the baseline %s: %s", spec, inner.msg);
-  rc = ftl_verdict_parse(data, size, &v, &inner);
+  rc = ev_verdict_parse(data, size, &v, &inner);
   ftl_free(data);
   if (rc) return ftl_diag_fail(d, rc, "the baseline %s: its verdict.json: %s", spec, inner.msg);
   b->present = 1;
@@ -77,7 +77,7 @@ ftl_err ftl_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_dia
   return FTL_OK;
 }
 
-int ftl_gate_decide(const json_t *gate, int value_ok, double value, const ftl_gate_baseline *b, double *gain_out,
+int ev_gate_decide(const json_t *gate, int value_ok, double value, const ftl_gate_baseline *b, double *gain_out,
                     int *has_gain, char *reason, size_t reason_size) {
   const json_t *ev = json_object_get(gate, "eval");
   const char *metric = json_string_value(json_object_get(ev, "metric"));
@@ -129,7 +129,7 @@ ftl_err ev_verdict_rederive(const json_t *gate, const json_t *verdict, ftl_diag 
   ftl_gate_baseline b = {0};
   const json_t *vb = json_object_get(verdict, "baseline");
   if (value_ok && json_is_number(json_object_get(ev, "min_gain"))) {
-    ftl_err rc = ftl_gate_find_baseline(gate, &b, d);
+    ftl_err rc = ev_gate_find_baseline(gate, &b, d);
     if (rc) return rc;
     const char *seen = json_string_value(json_object_get(vb, "version"));
     if (!!seen != !!b.present || (seen && strcmp(seen, b.version)))
@@ -141,7 +141,7 @@ ftl_err ev_verdict_rederive(const json_t *gate, const json_t *verdict, ftl_diag 
   char reason[1024];
   double gain = 0;
   int has_gain = 0;
-  int passed = ftl_gate_decide(gate, value_ok, value, &b, &gain, &has_gain, reason, sizeof reason);
+  int passed = ev_gate_decide(gate, value_ok, value, &b, &gain, &has_gain, reason, sizeof reason);
   if (!passed)
     return ftl_diag_fail(d, FTL_ERR_STATE,
                          "the verdict did not pass when re-derived from its value and the locked gate (%s); nothing "

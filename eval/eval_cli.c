@@ -18,7 +18,7 @@
 
 enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_ERROR = 2 };
 
-const char ftl_gate_help[] =
+const char ev_gate_help[] =
     "usage: ftl gate RUNDIR [--spec JOB.yaml] [--json] [--quiet]\n"
     "Verifies the run's snapshot, runs the evaluator locked at submission and writes RUNDIR/verdict.json.\n"
     "  --spec JOB.yaml  refuse unless this job spec's eval:/registry: equal the locked gate (names the field)\n"
@@ -26,7 +26,7 @@ const char ftl_gate_help[] =
     "  --quiet          no progress lines\n"
     "Exit: 0 passed, 1 failed (below the threshold, a missing or non-finite metric), 2 error.\n";
 
-const char ftl_publish_help[] =
+const char ev_publish_help[] =
     "usage: ftl publish RUNDIR [--spec JOB.yaml] [--json]\n"
     "Publishes a run whose verdict passed: PEFT export, package, registry version, channel promoted.\n"
     "  --spec JOB.yaml  refuse unless this job spec's eval:/registry: equal the locked gate (names the field)\n"
@@ -71,12 +71,12 @@ static ftl_err given_gate(const char *spec, json_t **out, ftl_diag *d) {
   *out = NULL;
   if (!spec) return FTL_OK;
   ftl_job *job = NULL;
-  ftl_err rc = ftl_job_parse_file(spec, &job, d);
+  ftl_err rc = ln_job_parse_file(spec, &job, d);
   if (rc) return rc;
-  rc = ftl_gate_spec_from_job(job, out, d);
+  rc = ev_gate_spec_from_job(job, out, d);
   if (!rc && !*out)
     rc = ftl_diag_fail(d, FTL_ERR_SPEC, "%s has no eval: section to compare with the locked gate", spec);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   return rc;
 }
 
@@ -88,9 +88,9 @@ static int abs_run_dir(const char *cmd, const char *rd, char out[PATH_MAX]) {
   return 0;
 }
 
-int ftl_cmd_gate(int argc, char **argv) {
+int ev_cmd_gate(int argc, char **argv) {
   cli_opts o = {0};
-  int rc = parse_opts(argc, argv, ftl_gate_help, &o);
+  int rc = parse_opts(argc, argv, ev_gate_help, &o);
   if (rc >= 0) return rc;
   ftl_diag d = {{0}};
   json_t *given = NULL, *verdict = NULL;
@@ -101,14 +101,14 @@ int ftl_cmd_gate(int argc, char **argv) {
     return EXIT_ERROR;
   }
   ftl_gate_opts go = {.run_dir = run_dir, .given_spec = given, .quiet = o.quiet != 0};
-  ftl_gate_result g = ftl_gate_run(&go, &verdict, &d);
+  ftl_gate_result g = ev_gate_run(&go, &verdict, &d);
   json_decref(given);
   if (g == FTL_GATE_ERROR) {
     fprintf(stderr, "ftl gate: refused: %s\n", d.msg);
     return EXIT_ERROR;
   }
   char line[1024];
-  ftl_verdict_summary(verdict, line, sizeof line);
+  ev_verdict_summary(verdict, line, sizeof line);
   if (o.json) {
     char *text = json_dumps(verdict, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
     if (text) puts(text);
@@ -121,9 +121,9 @@ int ftl_cmd_gate(int argc, char **argv) {
   return g == FTL_GATE_PASSED ? EXIT_PASS : EXIT_FAIL;
 }
 
-int ftl_cmd_publish(int argc, char **argv) {
+int ev_cmd_publish(int argc, char **argv) {
   cli_opts o = {0};
-  int rc = parse_opts(argc, argv, ftl_publish_help, &o);
+  int rc = parse_opts(argc, argv, ev_publish_help, &o);
   if (rc >= 0) return rc;
   ftl_diag d = {{0}};
   json_t *given = NULL, *prov = NULL;
@@ -133,7 +133,7 @@ int ftl_cmd_publish(int argc, char **argv) {
     fprintf(stderr, "ftl publish: refused: %s\n", d.msg);
     return EXIT_ERROR;
   }
-  ftl_err err = ftl_publish_run(run_dir, given, id, &prov, &d);
+  ftl_err err = ev_publish_run(run_dir, given, id, &prov, &d);
   json_decref(given);
   if (err) {
     fprintf(stderr, "ftl publish: refused: %s\n", d.msg);

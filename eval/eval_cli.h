@@ -15,11 +15,11 @@ extern "C" {
 #endif
 
 /* The commands' help texts (`ftl help gate`, `ftl gate --help`). */
-extern const char ftl_gate_help[];
-extern const char ftl_publish_help[];
+extern const char ev_gate_help[];
+extern const char ev_publish_help[];
 
-int ftl_cmd_gate(int argc, char **argv);
-int ftl_cmd_publish(int argc, char **argv);
+int ev_cmd_gate(int argc, char **argv);
+int ev_cmd_publish(int argc, char **argv);
 
 #ifdef __cplusplus
 }

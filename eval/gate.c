@@ -1,7 +1,7 @@
 /* eval/gate.c: the evaluation gate (see gate.h, docs/pipeline.md, docs/formats/verdict.md).
  *
  * Map: running the evaluator (core/proc.h, with a built environment, its own process group, a
- * deadline); the run directory's gate lock; ftl_gate_run's steps. The gate spec is
+ * deadline); the run directory's gate lock; ev_gate_run's steps. The gate spec is
  * eval/gate_spec.c's, the decision eval/decide.c's, the verdict's format eval/verdict.c's,
  * the adapter folder's digest pipeline/snapshot.c's (pl_folder_digest).
  *
@@ -138,8 +138,8 @@ static void sink_drain(sink *s) {
     }
     uint64_t room = s->total < EVAL_OUTPUT_KEEP_BYTES ? EVAL_OUTPUT_KEEP_BYTES - s->total : 0;
     size_t keep = (uint64_t)got < room ? (size_t)got : (size_t)room;
-    if (keep && s->file_fd >= 0 && ftl_fs_pwrite_all(s->file_fd, buf, keep, s->total) != FTL_OK) {
-      ftl_fs_table.close(s->file_fd);
+    if (keep && s->file_fd >= 0 && core_fs_pwrite_all(s->file_fd, buf, keep, s->total) != FTL_OK) {
+      core_fs_table.close(s->file_fd);
       s->file_fd = -1;
     }
     if ((size_t)got > keep) s->cut = 1;
@@ -154,9 +154,9 @@ static void sink_close(sink *s) {
       char note[160];
       int n = snprintf(note, sizeof note, "\n[ftl gate: output cut at %u bytes; %" PRIu64 " bytes were written]\n",
                        EVAL_OUTPUT_KEEP_BYTES, s->total);
-      if (n > 0) (void)ftl_fs_pwrite_all(s->file_fd, note, (size_t)n, EVAL_OUTPUT_KEEP_BYTES);
+      if (n > 0) (void)core_fs_pwrite_all(s->file_fd, note, (size_t)n, EVAL_OUTPUT_KEEP_BYTES);
     }
-    ftl_fs_table.close(s->file_fd);
+    core_fs_table.close(s->file_fd);
   }
   s->pipe_fd = s->file_fd = -1;
 }
@@ -279,8 +279,8 @@ static ftl_err spawn_wait(const char *prog, char *const *argv, char *const *envp
   size_t n_before = 0;
   int was_subreaper = -1; /* -1: not asked yet, so nothing to restore */
   ftl_err rc = FTL_OK;
-  so.file_fd = ftl_fs_table.open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  se.file_fd = ftl_fs_table.open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  so.file_fd = core_fs_table.open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  se.file_fd = core_fs_table.open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (so.file_fd < 0 || se.file_fd < 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot create %s: %s", so.file_fd < 0 ? out_path : err_path, strerror(errno));
     goto out;
@@ -334,18 +334,18 @@ out:
 
 /* ---- the run directory's gate lock -------------------------------------------------------- */
 
-ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out, ftl_diag *d) {
+ftl_err ev_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out, ftl_diag *d) {
   char dir[PATH_MAX], path[PATH_MAX];
   *fd_out = -1;
-  if (ftl_rundir_path(dir, sizeof dir, run_dir, FTL_RUNDIR_GATE) || ftl_fmt(path, sizeof path, "%s/lock", dir))
+  if (core_rundir_path(dir, sizeof dir, run_dir, FTL_RUNDIR_GATE) || ftl_fmt(path, sizeof path, "%s/lock", dir))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
   ftl_err rc = ftl_mkdir_p(dir, d);
   if (rc) return rc;
-  int fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  int fd = core_fs_table.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open the gate's lock %s: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_IO, "the gate's lock %s is not a regular file", path);
   }
   int64_t timeout_ms = 30000;
@@ -354,7 +354,7 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
     char *end = NULL;
     double v = strtod(env, &end);
     if (end == env || *end || !(v >= 0) || v > 86400) {
-      ftl_fs_table.close(fd);
+      core_fs_table.close(fd);
       return ftl_diag_fail(d, FTL_ERR_SPEC, "FTL_GATE_LOCK_TIMEOUT_S=%s is not a number of seconds (0 to 86400)", env);
     }
     timeout_ms = (int64_t)(v * 1000.0 + 0.5);
@@ -363,7 +363,7 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
-      ftl_fs_table.close(fd);
+      core_fs_table.close(fd);
       return rc;
     }
     if (ftl_deadline_left_ms(deadline) == 0) {
@@ -372,7 +372,7 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
       ssize_t got = pread(fd, holder, sizeof holder - 1, 0);
       holder[got > 0 ? got : 0] = '\0';
       holder[strcspn(holder, "\n")] = '\0';
-      ftl_fs_table.close(fd);
+      core_fs_table.close(fd);
       return ftl_diag_fail(d, FTL_ERR_TIMEOUT,
                            "another gate or publish holds %s (%s) and did not finish within %.3g s "
                            "(FTL_GATE_LOCK_TIMEOUT_S)",
@@ -384,18 +384,18 @@ ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out,
   char who[256], when[40];
   iso_now(when);
   int n = snprintf(who, sizeof who, "%s: pid %ld on %s since %s\n", what, (long)getpid(), ftl_hostname(), when);
-  if (ftl_fs_table.ftruncate(fd, 0) == 0 && n > 0) (void)ftl_fs_pwrite_all(fd, who, (size_t)n, 0);
+  if (core_fs_table.ftruncate(fd, 0) == 0 && n > 0) (void)core_fs_pwrite_all(fd, who, (size_t)n, 0);
   *fd_out = fd;
   return FTL_OK;
 }
 
-void ftl_gate_rundir_unlock(int fd) {
+void ev_gate_rundir_unlock(int fd) {
   if (fd < 0) return;
   /* No stale holder for the next waiter to name; closing releases the flock. */
-  if (ftl_fs_table.ftruncate(fd, 0) != 0) {
+  if (core_fs_table.ftruncate(fd, 0) != 0) {
     /* Nothing to do: the text is informative only. */
   }
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
 }
 
 /* ---- the gate ----------------------------------------------------------------------------- */
@@ -421,7 +421,7 @@ static void gate_free(gate_ctx *g) {
   json_decref(g->base_json);
   json_decref(g->lock);
   json_decref(g->snap);
-  ftl_metrics_destroy(g->metrics);
+  ev_metrics_destroy(g->metrics);
   ftl_free(g->prog);
   strv_free(&g->argv);
   strv_free(&g->envp);
@@ -429,9 +429,9 @@ static void gate_free(gate_ctx *g) {
 
 static ftl_err gate_paths(gate_ctx *g, ftl_diag *d) {
   const char *rd = g->o->run_dir;
-  if (ftl_rundir_path(g->final_dir, sizeof g->final_dir, rd, FTL_RUNDIR_FINAL) ||
-      ftl_rundir_path(g->gate_dir, sizeof g->gate_dir, rd, FTL_RUNDIR_GATE) ||
-      ftl_rundir_path(g->verdict_path, sizeof g->verdict_path, rd, FTL_RUNDIR_VERDICT) ||
+  if (core_rundir_path(g->final_dir, sizeof g->final_dir, rd, FTL_RUNDIR_FINAL) ||
+      core_rundir_path(g->gate_dir, sizeof g->gate_dir, rd, FTL_RUNDIR_GATE) ||
+      core_rundir_path(g->verdict_path, sizeof g->verdict_path, rd, FTL_RUNDIR_VERDICT) ||
       ftl_fmt(g->metrics_path, sizeof g->metrics_path, "%s/metrics.json", g->gate_dir) ||
       ftl_fmt(g->out_path, sizeof g->out_path, "%s/eval.out", g->gate_dir) ||
       ftl_fmt(g->err_path, sizeof g->err_path, "%s/eval.err", g->gate_dir))
@@ -442,22 +442,22 @@ static ftl_err gate_paths(gate_ctx *g, ftl_diag *d) {
 /* 1. The locked gate: the snapshot's, checked against the given spec and the registry's lock. */
 static ftl_err gate_load_locked(gate_ctx *g, ftl_diag *d) {
   const ftl_gate_opts *o = g->o;
-  ftl_err rc = ftl_snapshot_load(o->run_dir, &g->snap, d);
+  ftl_err rc = pl_snapshot_load(o->run_dir, &g->snap, d);
   if (rc == FTL_ERR_NOTFOUND)
     return ftl_diag_fail(d, rc, "%s has no snapshot.json: it was not started by `ftl run` with a job spec", o->run_dir);
   if (rc) return rc;
-  if (!(g->gate = ftl_snapshot_gate(g->snap)))
+  if (!(g->gate = pl_snapshot_gate(g->snap)))
     return ftl_diag_fail(d, FTL_ERR_STATE, "%s was submitted without an eval: section; there is no gate to run",
                          o->run_dir);
-  if ((rc = ftl_gate_spec_check(g->gate, d))) return rc;
-  if (o->given_spec && (rc = ftl_gate_spec_compare(g->gate, o->given_spec, NULL, 0, d))) return rc;
+  if ((rc = ev_gate_spec_check(g->gate, d))) return rc;
+  if (o->given_spec && (rc = ev_gate_spec_compare(g->gate, o->given_spec, NULL, 0, d))) return rc;
   /* The registry's copy of the lock is the one the job cannot rewrite. */
-  if ((rc = ftl_gate_lock_check(o->run_dir, g->snap, &g->lock, d))) return rc;
+  if ((rc = ev_gate_lock_check(o->run_dir, g->snap, &g->lock, d))) return rc;
   const json_t *reg = json_object_get(g->gate, "registry");
   if (g->lock)
     snprintf(g->lock_where, sizeof g->lock_where, "%s/%s/gate-locks/%s.json",
              json_string_value(json_object_get(reg, "path")), json_string_value(json_object_get(reg, "name")),
-             ftl_snapshot_run_id(g->snap));
+             pl_snapshot_run_id(g->snap));
   else if (!o->quiet)
     fprintf(stderr,
             "ftl gate: warning: no registry: section, so the gate is locked only in %s/snapshot.json; it is only "
@@ -466,12 +466,12 @@ static ftl_err gate_load_locked(gate_ctx *g, ftl_diag *d) {
   g->ev = json_object_get(g->gate, "eval");
   g->data_name = json_string_value(json_object_get(g->ev, "data"));
   g->base_name = json_string_value(json_object_get(g->ev, "base"));
-  g->data_path = ftl_snapshot_input_path(g->snap, g->data_name);
-  g->base_path = g->base_name ? ftl_snapshot_input_path(g->snap, g->base_name) : "";
+  g->data_path = pl_snapshot_input_path(g->snap, g->data_name);
+  g->base_path = g->base_name ? pl_snapshot_input_path(g->snap, g->base_name) : "";
   if (!g->data_path || !g->base_path)
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the snapshot has no input '%s' (eval.%s)",
                          g->data_path ? g->base_name : g->data_name, g->data_path ? "base" : "data");
-  if (!(g->pinned = ftl_snapshot_evaluator(g->snap)))
+  if (!(g->pinned = pl_snapshot_evaluator(g->snap)))
     return ftl_diag_fail(d, FTL_ERR_STATE,
                          "the snapshot does not pin the evaluator (submitted by an older ftl, which looked "
                          "eval.program up on PATH when the gate ran); submit the run again");
@@ -486,7 +486,7 @@ static ftl_err gate_check_evaluator(gate_ctx *g, ftl_diag *d) {
   char now_hex[65];
   uint64_t now_size = 0;
   ftl_diag inner;
-  ftl_err rc = ftl_snapshot_hash_file(g->prog, now_hex, &now_size, &inner);
+  ftl_err rc = pl_snapshot_hash_file(g->prog, now_hex, &now_size, &inner);
   if (rc)
     return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc,
                          "the evaluator %s (field 'evaluator.path') cannot be checked: %s", g->prog, inner.msg);
@@ -511,7 +511,7 @@ static ftl_err gate_build_exec(gate_ctx *g, ftl_diag *d) {
   const json_t *args = json_object_get(g->ev, "args");
   for (size_t i = 0; i < json_array_size(args); i++) {
     char *x = NULL;
-    ftl_err rc = ftl_gate_expand(json_string_value(json_array_get(args, i)), &ph, &x, d);
+    ftl_err rc = ev_gate_expand(json_string_value(json_array_get(args, i)), &ph, &x, d);
     if (rc) return rc;
     if (strv_push(&g->argv, x)) goto oom;
   }
@@ -520,7 +520,7 @@ static ftl_err gate_build_exec(gate_ctx *g, ftl_diag *d) {
     if (v && strv_pushf(&g->envp, passed_through[i], v)) goto oom;
   }
   char snap_path[PATH_MAX];
-  ftl_rundir_path(snap_path, sizeof snap_path, o->run_dir, FTL_RUNDIR_SNAPSHOT);
+  core_rundir_path(snap_path, sizeof snap_path, o->run_dir, FTL_RUNDIR_SNAPSHOT);
   strv *e = &g->envp;
   if (strv_pushf(e, "LC_ALL", "C") || strv_pushf(e, "FTL_SNAPSHOT", snap_path) ||
       strv_pushf(e, "FTL_RUN_DIR", o->run_dir) || strv_pushf(e, "FTL_GATE_ADAPTER", g->final_dir) ||
@@ -531,7 +531,7 @@ static ftl_err gate_build_exec(gate_ctx *g, ftl_diag *d) {
   for (size_t i = 0; i < json_array_size(inputs); i++) {
     const json_t *in = json_array_get(inputs, i);
     char name[160];
-    ftl_snapshot_input_var(in, name, sizeof name);
+    pl_snapshot_input_var(in, name, sizeof name);
     if (strv_pushf(e, name, json_string_value(json_object_get(in, "path")))) goto oom;
   }
   const char *key;
@@ -578,25 +578,25 @@ static ftl_err gate_evaluate(gate_ctx *g, ftl_diag *d) {
 
 /* 5 and 6. The metric, the decision (eval/decide.c) and the verdict (a new reference in *out). */
 static ftl_err gate_verdict(gate_ctx *g, int *passed_out, json_t **out, ftl_diag *d) {
-  ftl_err rc = ftl_metrics_load(g->metrics_path, &g->metrics, d);
+  ftl_err rc = ev_metrics_load(g->metrics_path, &g->metrics, d);
   if (rc) return rc;
   const char *metric = json_string_value(json_object_get(g->ev, "metric"));
   const json_t *min_gain = json_object_get(g->ev, "min_gain");
   double value = 0;
-  ftl_metric_state st = ftl_metrics_get(g->metrics, metric, &value);
+  ftl_metric_state st = ev_metrics_get(g->metrics, metric, &value);
   char reason[PATH_MAX + 1024] = "";
   ftl_gate_baseline b = {0};
   if (st == FTL_METRIC_OK && json_is_number(min_gain)) {
-    if ((rc = ftl_gate_find_baseline(g->gate, &b, d))) return rc;
+    if ((rc = ev_gate_find_baseline(g->gate, &b, d))) return rc;
     if (b.present)
       g->base_json = json_pack("{s:s, s:s, s:o}", "channel", b.channel, "version", b.version, "value",
                                b.has_value ? json_real(b.value) : json_null());
   }
   double gain = 0;
   int has_gain = 0;
-  int passed = ftl_gate_decide(g->gate, st == FTL_METRIC_OK, value, &b, &gain, &has_gain, reason, sizeof reason);
+  int passed = ev_gate_decide(g->gate, st == FTL_METRIC_OK, value, &b, &gain, &has_gain, reason, sizeof reason);
   if (st != FTL_METRIC_OK)
-    snprintf(reason, sizeof reason, "metric '%.200s' is %s in %.3000s", metric, ftl_metric_state_text(st),
+    snprintf(reason, sizeof reason, "metric '%.200s' is %s in %.3000s", metric, ev_metric_state_text(st),
              g->metrics_path);
   iso_now(g->ended);
   const json_t *snap = g->snap;
@@ -608,12 +608,12 @@ static ftl_err gate_verdict(gate_ctx *g, int *passed_out, json_t **out, ftl_diag
                 json_string_value(json_object_get(g->ev, "direction")), "threshold",
                 json_number_value(json_object_get(g->ev, "threshold")), "value",
                 st == FTL_METRIC_OK ? json_real(value) : json_null(), "value_state",
-                st == FTL_METRIC_OK ? "ok" : ftl_metric_state_text(st), "passed", passed, "reason", reason, "min_gain",
+                st == FTL_METRIC_OK ? "ok" : ev_metric_state_text(st), "passed", passed, "reason", reason, "min_gain",
                 min_gain, "baseline", g->base_json ? g->base_json : json_null(), "gain",
                 has_gain ? json_real(gain) : json_null(), "digests", "adapter", g->adapter_hex, "adapter_files",
-                g->adapter_files, "eval_data", ftl_snapshot_input_sha256(snap, g->data_name), "base",
-                g->base_name ? ftl_snapshot_input_sha256(snap, g->base_name) : NULL, "gate_spec",
-                ftl_snapshot_gate_sha256(snap), "snapshot", ftl_snapshot_digest(snap), "evaluator", "program", g->prog,
+                g->adapter_files, "eval_data", pl_snapshot_input_sha256(snap, g->data_name), "base",
+                g->base_name ? pl_snapshot_input_sha256(snap, g->base_name) : NULL, "gate_spec",
+                pl_snapshot_gate_sha256(snap), "snapshot", pl_snapshot_digest(snap), "evaluator", "program", g->prog,
                 "sha256", json_string_value(json_object_get(g->pinned, "sha256")), "exit_code", er->exit_code, "wall_s",
                 er->wall_s, "stdout_bytes", (json_int_t)er->out_bytes, "stderr_bytes", (json_int_t)er->err_bytes,
                 "output_cut", er->out_cut || er->err_cut, "strays_ended", er->strays, "started_at", g->started,
@@ -625,7 +625,7 @@ static ftl_err gate_verdict(gate_ctx *g, int *passed_out, json_t **out, ftl_diag
   return FTL_OK;
 }
 
-ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d) {
+ftl_gate_result ev_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d) {
   ftl_gate_result res = FTL_GATE_ERROR;
   gate_ctx g = {.o = o};
   json_t *verdict = NULL;
@@ -634,28 +634,28 @@ ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_d
   if (gate_paths(&g, d)) goto out;
   /* 0. One gate (or publish) per run directory at a time, and a verdict from an earlier gate must
    * not outlive this one whatever way it ends: removed before anything can fail. */
-  if (ftl_gate_rundir_lock(o->run_dir, "ftl gate", &run_lock, d)) goto out;
-  if (ftl_fs_table.unlink(g.verdict_path) != 0 && errno != ENOENT) {
+  if (ev_gate_rundir_lock(o->run_dir, "ftl gate", &run_lock, d)) goto out;
+  if (core_fs_table.unlink(g.verdict_path) != 0 && errno != ENOENT) {
     ftl_diag_fail(d, FTL_ERR_IO, "cannot remove the old %s: %s", g.verdict_path, strerror(errno));
     goto out;
   }
   if (gate_load_locked(&g, d)) goto out;
   /* 2. Every input as it was at submission. */
-  if (ftl_snapshot_verify(g.snap, d)) goto out;
+  if (pl_snapshot_verify(g.snap, d)) goto out;
   /* 3. The adapter, committed. */
-  if (ftl_adapter_commit_verify(g.final_dir, NULL, 0, d)) goto out;
+  if (pl_adapter_commit_verify(g.final_dir, NULL, 0, d)) goto out;
   if (pl_folder_digest(g.final_dir, PL_FOLDER_FLAT, &g.adapter_files, g.adapter_hex, d)) goto out;
   /* 4. The evaluator, pinned, run under its deadline. */
   if (ftl_mkdir_p(g.gate_dir, d)) goto out;
-  (void)ftl_fs_table.unlink(g.metrics_path);
+  (void)core_fs_table.unlink(g.metrics_path);
   if (gate_check_evaluator(&g, d) || gate_build_exec(&g, d) || gate_evaluate(&g, d)) goto out;
   /* 5, 6. The metric, the decision, the verdict. */
   if (gate_verdict(&g, &passed, &verdict, d)) goto out;
-  if (ftl_verdict_write(o->run_dir, verdict, d)) goto out;
+  if (ev_verdict_write(o->run_dir, verdict, d)) goto out;
   res = passed ? FTL_GATE_PASSED : FTL_GATE_FAILED;
   if (verdict_out) *verdict_out = json_incref(verdict);
 out:
-  ftl_gate_rundir_unlock(run_lock);
+  ev_gate_rundir_unlock(run_lock);
   json_decref(verdict);
   gate_free(&g);
   return res;

@@ -50,13 +50,13 @@ typedef struct ftl_gate_opts {
 
 /* Runs the gate (steps above). *verdict_out (may be NULL) gets the verdict (a new reference) when
  * the result is PASSED or FAILED. On ERROR, d says why. */
-ftl_gate_result ftl_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d);
+ftl_gate_result ev_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d);
 
 /* RUNDIR/gate/lock: an exclusive flock taken within FTL_GATE_LOCK_TIMEOUT_S (default 30 s); the
  * holder writes "what: pid N on HOST since TIME" into it, and a waiter that passes the deadline
  * gets FTL_ERR_TIMEOUT naming that holder. */
-ftl_err ftl_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out, ftl_diag *d);
-void ftl_gate_rundir_unlock(int fd);
+ftl_err ev_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out, ftl_diag *d);
+void ev_gate_rundir_unlock(int fd);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@
 
 /* ---- placeholders ------------------------------------------------------------------------- */
 
-ftl_err ftl_gate_expand(const char *arg, const ftl_gate_placeholders *p, char **out, ftl_diag *d) {
+ftl_err ev_gate_expand(const char *arg, const ftl_gate_placeholders *p, char **out, ftl_diag *d) {
   char *buf = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&buf, &len);
@@ -113,7 +113,7 @@ static ftl_err check_fields(const json_t *obj, const char *section, const spec_f
   return FTL_OK;
 }
 
-ftl_err ftl_gate_spec_check(const json_t *gate, ftl_diag *d) {
+ftl_err ev_gate_spec_check(const json_t *gate, ftl_diag *d) {
   if (!json_is_object(gate)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "gate spec: not an object");
   const json_t *reg = json_object_get(gate, "registry");
   if (json_object_size(gate) != 2 || !json_object_get(gate, "eval") || !reg)
@@ -181,7 +181,7 @@ static int first_difference(const json_t *a, const json_t *b, char *path, size_t
   return !(a && b && json_equal((json_t *)(uintptr_t)a, (json_t *)(uintptr_t)b));
 }
 
-ftl_err ftl_gate_spec_compare(const json_t *locked, const json_t *given, char *field_out, size_t field_size,
+ftl_err ev_gate_spec_compare(const json_t *locked, const json_t *given, char *field_out, size_t field_size,
                               ftl_diag *d) {
   char path[512] = "";
   if (!first_difference(locked, given, path, sizeof path)) return FTL_OK;
@@ -231,7 +231,7 @@ static ftl_err spec_err(const ftl_job *job, ftl_diag *d, const char *field, cons
   return ftl_diag_fail(d, FTL_ERR_SPEC, "%s: field '%s': %s", job->spec_path ? job->spec_path : "job", field, what);
 }
 
-ftl_err ftl_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
+ftl_err ev_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
   *out = NULL;
   if (!job->eval.program) {
     if (job->registry.present)
@@ -258,7 +258,7 @@ ftl_err ftl_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
   for (size_t i = 0; i < job->eval.args_count; i++) {
     char *x = NULL;
     ftl_diag inner;
-    if (ftl_gate_expand(job->eval.args[i], &ph, &x, &inner)) {
+    if (ev_gate_expand(job->eval.args[i], &ph, &x, &inner)) {
       char field[64];
       snprintf(field, sizeof field, "eval.args[%zu]", i);
       rc = spec_err(job, d, field, inner.msg);
@@ -284,7 +284,7 @@ ftl_err ftl_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
   }
   json_t *reg = json_null();
   if (job->registry.present) {
-    const char *root = job->registry.path ? job->registry.path : ftl_registry_root_from_env();
+    const char *root = job->registry.path ? job->registry.path : pl_registry_root_from_env();
     if (!root) {
       rc = spec_err(job, d, "registry.path", "required (or set FTL_REGISTRY)");
       goto out;
@@ -298,13 +298,13 @@ ftl_err ftl_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
     }
     const char *name = job->registry.name ? job->registry.name : job->name;
     const char *channel = job->registry.channel ? job->registry.channel : "candidate";
-    if (!ftl_registry_name_ok(name)) {
+    if (!pl_registry_name_ok(name)) {
       rc = spec_err(job, d, job->registry.name ? "registry.name" : "name",
                     "not a registry name (1-64 characters of A-Z a-z 0-9 . _ -, not starting with . or -)");
       goto out;
     }
-    if (!ftl_registry_channel_ok(channel) || (baseline && !ftl_registry_channel_ok(baseline))) {
-      rc = spec_err(job, d, ftl_registry_channel_ok(channel) ? "eval.baseline_channel" : "registry.channel",
+    if (!pl_registry_channel_ok(channel) || (baseline && !pl_registry_channel_ok(baseline))) {
+      rc = spec_err(job, d, pl_registry_channel_ok(channel) ? "eval.baseline_channel" : "registry.channel",
                     "not a channel name (1-64 characters of A-Z a-z 0-9 . _ -, not 64 hex digits)");
       goto out;
     }
@@ -318,7 +318,7 @@ ftl_err ftl_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
                    baseline ? json_string(baseline) : json_null(), "data", job->eval.data, "base",
                    job->eval.base ? json_string(job->eval.base) : json_null(), "registry", reg);
   if (!gate) goto oom;
-  if ((rc = ftl_gate_spec_check(gate, d))) goto out;
+  if ((rc = ev_gate_spec_check(gate, d))) goto out;
   *out = gate;
   gate = NULL;
   goto out;
@@ -342,12 +342,12 @@ static ftl_err lock_mismatch(ftl_diag *d, const char *where, const char *field, 
 
 static int str_eq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
-ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lock_out, ftl_diag *d) {
+ftl_err ev_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lock_out, ftl_diag *d) {
   *lock_out = NULL;
-  const json_t *gate = ftl_snapshot_gate(snap);
+  const json_t *gate = pl_snapshot_gate(snap);
   const json_t *reg = json_object_get(gate, "registry");
   if (!json_is_object(reg)) return FTL_OK;
-  const char *run_id = ftl_snapshot_run_id(snap);
+  const char *run_id = pl_snapshot_run_id(snap);
   if (!run_id)
     return ftl_diag_fail(d, FTL_ERR_STATE,
                          "the snapshot has no run_id: the run was submitted by an ftl that did not lock its gate in "
@@ -355,7 +355,7 @@ ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lo
   json_t *lock = NULL;
   char where[PATH_MAX];
   ftl_err rc =
-      ftl_gate_lock_load(json_string_value(json_object_get(reg, "path")),
+      pl_gate_lock_load(json_string_value(json_object_get(reg, "path")),
                          json_string_value(json_object_get(reg, "name")), run_id, &lock, where, sizeof where, d);
   if (rc) return rc;
   char field[256], now_dir[PATH_MAX];
@@ -374,24 +374,24 @@ ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lo
   SAME("job_spec_hash", LS("job_spec_hash"), json_string_value(json_object_get(snap, "job_spec_hash")));
   SAME("created_at", LS("submitted_at"), json_string_value(json_object_get(snap, "created_at")));
   ftl_diag inner;
-  if (ftl_gate_spec_compare(json_object_get(lock, "gate"), gate, field, sizeof field, &inner)) {
+  if (ev_gate_spec_compare(json_object_get(lock, "gate"), gate, field, sizeof field, &inner)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the run's snapshot does not match the gate locked in the registry (%s): %s",
                        where, inner.msg);
     goto out;
   }
-  SAME("gate_sha256", LS("gate_sha256"), ftl_snapshot_gate_sha256(snap));
-  const json_t *le = json_object_get(lock, "evaluator"), *se = ftl_snapshot_evaluator(snap);
+  SAME("gate_sha256", LS("gate_sha256"), pl_snapshot_gate_sha256(snap));
+  const json_t *le = json_object_get(lock, "evaluator"), *se = pl_snapshot_evaluator(snap);
   SAME("evaluator.path", json_string_value(json_object_get(le, "path")),
        json_string_value(json_object_get(se, "path")));
   SAME("evaluator.sha256", json_string_value(json_object_get(le, "sha256")),
        json_string_value(json_object_get(se, "sha256")));
   const json_t *ed = json_object_get(lock, "eval_data");
   SAME("eval_data.sha256", json_string_value(json_object_get(ed, "sha256")),
-       ftl_snapshot_input_sha256(snap, json_string_value(json_object_get(ed, "input"))));
+       pl_snapshot_input_sha256(snap, json_string_value(json_object_get(ed, "input"))));
   const json_t *lb = json_object_get(lock, "base");
   if (json_is_object(lb))
     SAME("base.sha256", json_string_value(json_object_get(lb, "sha256")),
-         ftl_snapshot_input_sha256(snap, json_string_value(json_object_get(lb, "input"))));
+         pl_snapshot_input_sha256(snap, json_string_value(json_object_get(lb, "input"))));
   const json_t *li = json_object_get(lock, "inputs"), *si = json_object_get(snap, "inputs");
   if (json_array_size(li) != json_array_size(si)) {
     char a[32], b[32];
@@ -412,7 +412,7 @@ ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lo
       SAME(field, a, b);
     }
   }
-  SAME("snapshot_digest", LS("snapshot_digest"), ftl_snapshot_digest(snap));
+  SAME("snapshot_digest", LS("snapshot_digest"), pl_snapshot_digest(snap));
 #undef LS
 #undef SAME
   *lock_out = lock;

@@ -30,16 +30,16 @@ typedef struct ftl_gate_placeholders {
 
 /* Expands the placeholders of one argument into a new string (*out, ftl_free). FTL_ERR_SPEC
  * naming an unknown placeholder. */
-ftl_err ftl_gate_expand(const char *arg, const ftl_gate_placeholders *p, char **out, ftl_diag *d);
+ftl_err ev_gate_expand(const char *arg, const ftl_gate_placeholders *p, char **out, ftl_diag *d);
 
 /* Checks a canonical gate spec's shape: {"eval": {...}, "registry": {...}} with every field
  * present and of the right type (see docs/formats/snapshot.md, "gate"). */
-ftl_err ftl_gate_spec_check(const json_t *gate, ftl_diag *d);
+ftl_err ev_gate_spec_check(const json_t *gate, ftl_diag *d);
 
 /* Compares two canonical gate specs. FTL_OK when equal; otherwise FTL_ERR_SPEC with the first
  * differing field named ("eval.threshold: locked at submission 0.9, given 0.95") and its dotted
  * path in field_out (may be NULL). */
-ftl_err ftl_gate_spec_compare(const json_t *locked, const json_t *given, char *field_out, size_t field_size,
+ftl_err ev_gate_spec_compare(const json_t *locked, const json_t *given, char *field_out, size_t field_size,
                               ftl_diag *d);
 
 /* The job's canonical gate spec ({"eval": ..., "registry": ...}, docs/formats/snapshot.md), or
@@ -47,7 +47,7 @@ ftl_err ftl_gate_spec_compare(const json_t *locked, const json_t *given, char *f
  * against the current folder; a missing registry path falls back to $FTL_REGISTRY. FTL_ERR_SPEC
  * naming the field for a gate spec that cannot work (eval.data naming no input, an unknown
  * placeholder, min_gain without a registry). */
-ftl_err ftl_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d);
+ftl_err ev_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d);
 
 /* A job spec's "NAME=VALUE" (inputs:, eval.env): the name into name (truncated to size), the value
  * returned ("" without '='). */
@@ -58,7 +58,7 @@ const char *ev_split_kv(const char *kv, char *name, size_t size);
  * evaluator, an input's digest or link, the snapshot's digest). *lock_out gets the record (a new
  * reference), or NULL with FTL_OK when the gate has no registry (then nothing but the run directory
  * vouches for the gate). */
-ftl_err ftl_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lock_out, ftl_diag *d);
+ftl_err ev_gate_lock_check(const char *run_dir, const json_t *snap, json_t **lock_out, ftl_diag *d);
 
 #ifdef __cplusplus
 }

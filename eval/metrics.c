@@ -112,7 +112,7 @@ static char *quote_nonfinite(const char *data, size_t size, size_t *out_len) {
   return out;
 }
 
-ftl_err ftl_metrics_parse(const char *data, size_t size, ftl_metrics **out, ftl_diag *d) {
+ftl_err ev_metrics_parse(const char *data, size_t size, ftl_metrics **out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_error_t jerr;
   json_t *root = NULL;
@@ -130,7 +130,7 @@ ftl_err ftl_metrics_parse(const char *data, size_t size, ftl_metrics **out, ftl_
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "expected a JSON object {\"version\": 1, \"metrics\": {...}}");
     goto out;
   }
-  if ((rc = ftl_jsonl_check_version(root, FTL_METRICS_VERSION, "", d))) goto out;
+  if ((rc = core_jsonl_check_version(root, FTL_METRICS_VERSION, "", d))) goto out;
   json_t *metrics = json_object_get(root, "metrics");
   if (!json_is_object(metrics)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "'metrics' is missing or not an object");
@@ -205,24 +205,24 @@ out:
   return rc;
 }
 
-ftl_err ftl_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d) {
+ftl_err ev_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
   ftl_err rc = read_regular(path, &data, &size, d);
   if (rc) return rc;
-  rc = ftl_metrics_parse(data, size, out, d);
+  rc = ev_metrics_parse(data, size, out, d);
   ftl_free(data);
   if (rc) ftl_diag_prefix(d, rc, "metrics file %s", path);
   return rc;
 }
 
-void ftl_metrics_destroy(ftl_metrics *m) {
+void ev_metrics_destroy(ftl_metrics *m) {
   if (!m) return;
   json_decref(m->root);
   ftl_free(m);
 }
 
-ftl_metric_state ftl_metrics_get(const ftl_metrics *m, const char *name, double *value) {
+ftl_metric_state ev_metrics_get(const ftl_metrics *m, const char *name, double *value) {
   const json_t *v = m && name ? json_object_get(m->metrics, name) : NULL;
   if (!v) return FTL_METRIC_MISSING;
   if (json_is_string(v)) {
@@ -237,9 +237,9 @@ ftl_metric_state ftl_metrics_get(const ftl_metrics *m, const char *name, double 
   return FTL_METRIC_OK;
 }
 
-const json_t *ftl_metrics_object(const ftl_metrics *m) { return m ? m->metrics : NULL; }
+const json_t *ev_metrics_object(const ftl_metrics *m) { return m ? m->metrics : NULL; }
 
-const char *ftl_metric_state_text(ftl_metric_state s) {
+const char *ev_metric_state_text(ftl_metric_state s) {
   switch (s) {
   case FTL_METRIC_OK: return "a finite number";
   case FTL_METRIC_MISSING: return "missing";
@@ -249,7 +249,7 @@ const char *ftl_metric_state_text(ftl_metric_state s) {
   return "?";
 }
 
-ftl_err ftl_metrics_write(const char *path, const json_t *metrics, ftl_diag *d) {
+ftl_err ev_metrics_write(const char *path, const json_t *metrics, ftl_diag *d) {
   json_t *root = json_pack("{s:i, s:O}", "version", FTL_METRICS_VERSION, "metrics", (json_t *)(uintptr_t)metrics);
   if (!root) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
@@ -257,7 +257,7 @@ ftl_err ftl_metrics_write(const char *path, const json_t *metrics, ftl_diag *d) 
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   size_t n = strlen(text);
   text[n] = '\n';
-  ftl_err rc = ftl_fs_write_atomic(path, text, n + 1, NULL, -1, -1, d);
+  ftl_err rc = core_fs_write_atomic(path, text, n + 1, NULL, -1, -1, d);
   free(text);
   return rc;
 }

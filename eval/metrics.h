@@ -7,7 +7,7 @@
  * the non-standard literals NaN, Infinity and -Infinity that Python's json module writes are
  * accepted, so that a non-finite result fails the gate (exit 1) instead of being an unreadable
  * file (exit 2); so is a number too large for a double (1e309 reads as Infinity). Other top-level
- * fields are ignored (evaluators may add context). ftl_metrics_load reads only a regular file of
+ * fields are ignored (evaluators may add context). ev_metrics_load reads only a regular file of
  * at most FTL_METRICS_MAX_BYTES, opened without blocking or following a link (a FIFO is refused).
  *
  * Not here: the comparison with the threshold (eval/gate.c). Thread-safe (no shared state). */
@@ -29,14 +29,14 @@ extern "C" {
 #define FTL_METRICS_MAX_NAME 128
 
 /* A parsed metrics file: the "metrics" object (owned; values as parsed, non-finite literals
- * turned into the strings "NaN", "Infinity", "-Infinity"). Destroyed by ftl_metrics_destroy. */
+ * turned into the strings "NaN", "Infinity", "-Infinity"). Destroyed by ev_metrics_destroy. */
 typedef struct ftl_metrics ftl_metrics;
 
 /* Parses bytes. FTL_ERR_CORRUPT with the reason (and line) for a file of the wrong shape. */
-ftl_err ftl_metrics_parse(const char *data, size_t size, ftl_metrics **out, ftl_diag *d);
+ftl_err ev_metrics_parse(const char *data, size_t size, ftl_metrics **out, ftl_diag *d);
 /* Reads and parses a file; FTL_ERR_NOTFOUND when it does not exist. */
-ftl_err ftl_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d);
-void ftl_metrics_destroy(ftl_metrics *m);
+ftl_err ev_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d);
+void ev_metrics_destroy(ftl_metrics *m);
 
 typedef enum ftl_metric_state {
   FTL_METRIC_OK = 0,        /* a finite number */
@@ -46,13 +46,13 @@ typedef enum ftl_metric_state {
 } ftl_metric_state;
 
 /* Looks a metric up; *value is set only for FTL_METRIC_OK. */
-ftl_metric_state ftl_metrics_get(const ftl_metrics *m, const char *name, double *value);
+ftl_metric_state ev_metrics_get(const ftl_metrics *m, const char *name, double *value);
 /* The names, for messages ("exact_match, loss"); borrowed view of the object. */
-const json_t *ftl_metrics_object(const ftl_metrics *m);
-const char *ftl_metric_state_text(ftl_metric_state s);
+const json_t *ev_metrics_object(const ftl_metrics *m);
+const char *ev_metric_state_text(ftl_metric_state s);
 
 /* Writes a metrics file atomically (used by evaluators written in C and by tests). */
-ftl_err ftl_metrics_write(const char *path, const json_t *metrics, ftl_diag *d);
+ftl_err ev_metrics_write(const char *path, const json_t *metrics, ftl_diag *d);
 
 #ifdef __cplusplus
 }

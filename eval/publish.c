@@ -61,8 +61,8 @@ static void read_facts(const char *run_dir, run_facts *f) {
   size_t size = 0;
   ftl_diag ignored;
   ftl_runview rv;
-  ftl_runview_init(&rv, 0);
-  if (ftl_runview_load(&rv, run_dir, &ignored) == FTL_OK) {
+  ln_runview_init(&rv, 0);
+  if (ln_runview_load(&rv, run_dir, &ignored) == FTL_OK) {
     f->attempts = rv.attempts_ended;
     f->last_committed_step = ln_runview_last_committed(&rv);
     if (rv.have_goodput) {
@@ -70,16 +70,16 @@ static void read_facts(const char *run_dir, run_facts *f) {
       f->wall_ms = rv.gp_wall_ms;
     }
   }
-  ftl_runview_free(&rv);
-  if (!ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) &&
-      !ftl_jsonl_read(path, 64u << 20, 5000, &data, &size, &ignored)) {
-    ftl_jsonl_each_line(data, size, failure_line, f);
+  ln_runview_free(&rv);
+  if (!core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) &&
+      !core_jsonl_read(path, 64u << 20, 5000, &data, &size, &ignored)) {
+    core_jsonl_each_line(data, size, failure_line, f);
     ftl_free(data);
   }
 }
 
 static json_t *provenance(const char *run_dir, const json_t *snap, const json_t *verdict, const json_t *lock) {
-  const json_t *gate = ftl_snapshot_gate(snap);
+  const json_t *gate = pl_snapshot_gate(snap);
   const json_t *ev = json_object_get(gate, "eval"), *reg = json_object_get(gate, "registry");
   json_t *inputs = json_object();
   const json_t *arr = json_object_get(snap, "inputs");
@@ -92,16 +92,16 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
   const char *base_name = json_string_value(json_object_get(ev, "base"));
   run_facts f;
   read_facts(run_dir, &f);
-  const json_t *pinned = ftl_snapshot_evaluator(snap);
+  const json_t *pinned = pl_snapshot_evaluator(snap);
   json_t *p = json_pack(
       "{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:s?, s:s?}, s:{s:s, s:o}, s:s, s:{s:s, s:O, s:O, s:s, s:b},"
       " s:{s:I, s:i, s:i, s:f, s:f}, s:s, s:s}",
       "version", 1, "ftl_version", FTL_VERSION_STRING, "job", json_string_value(json_object_get(snap, "job")),
       "job_spec_hash", json_string_value(json_object_get(snap, "job_spec_hash")), "gate_spec_sha256",
-      ftl_snapshot_gate_sha256(snap), "adapter_sha256",
+      pl_snapshot_gate_sha256(snap), "adapter_sha256",
       json_string_value(json_object_get(json_object_get(verdict, "digests"), "adapter")), "base_model", "input",
-      base_name, "sha256", base_name ? ftl_snapshot_input_sha256(snap, base_name) : NULL, "snapshot", "digest",
-      ftl_snapshot_digest(snap), "inputs", inputs, "run_dir", run_dir, "gate", "metric",
+      base_name, "sha256", base_name ? pl_snapshot_input_sha256(snap, base_name) : NULL, "snapshot", "digest",
+      pl_snapshot_digest(snap), "inputs", inputs, "run_dir", run_dir, "gate", "metric",
       json_string_value(json_object_get(verdict, "metric")), "value", json_object_get(verdict, "value"), "threshold",
       json_object_get(verdict, "threshold"), "direction", json_string_value(json_object_get(verdict, "direction")),
       "passed", json_is_true(json_object_get(verdict, "passed")), "training", "last_checkpoint_step",
@@ -123,31 +123,31 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
 
 /* ---- publishing ------------------------------------------------------------------------------ */
 
-ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_out[65], json_t **provenance_out,
+ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, char id_out[65], json_t **provenance_out,
                         ftl_diag *d) {
   json_t *snap = NULL, *verdict = NULL, *files = NULL, *prov = NULL, *lock = NULL;
   char adapter_hex[65], final_dir[PATH_MAX], export_dir[PATH_MAX], pkg_dir[PATH_MAX], pkg_path[PATH_MAX];
   char pkg_verdict[PATH_MAX];
   int run_lock = -1;
-  ftl_err rc = ftl_gate_rundir_lock(run_dir, "ftl publish", &run_lock, d);
+  ftl_err rc = ev_gate_rundir_lock(run_dir, "ftl publish", &run_lock, d);
   if (rc) goto out;
-  if ((rc = ftl_snapshot_load(run_dir, &snap, d))) goto out;
-  const json_t *gate = ftl_snapshot_gate(snap);
+  if ((rc = pl_snapshot_load(run_dir, &snap, d))) goto out;
+  const json_t *gate = pl_snapshot_gate(snap);
   if (!gate) {
     rc = ftl_diag_fail(d, FTL_ERR_STATE, "%s was submitted without an eval: section; only a gated adapter is published",
                        run_dir);
     goto out;
   }
-  if ((rc = ftl_gate_spec_check(gate, d))) goto out;
-  if (given_spec && (rc = ftl_gate_spec_compare(gate, given_spec, NULL, 0, d))) goto out;
+  if ((rc = ev_gate_spec_check(gate, d))) goto out;
+  if (given_spec && (rc = ev_gate_spec_compare(gate, given_spec, NULL, 0, d))) goto out;
   const json_t *reg = json_object_get(gate, "registry");
   if (!json_is_object(reg)) {
     rc = ftl_diag_fail(d, FTL_ERR_SPEC, "the locked gate has no registry: section; nothing to publish to");
     goto out;
   }
-  if ((rc = ftl_gate_lock_check(run_dir, snap, &lock, d))) goto out;
-  if ((rc = ftl_snapshot_verify(snap, d))) goto out;
-  rc = ftl_verdict_load(run_dir, &verdict, d);
+  if ((rc = ev_gate_lock_check(run_dir, snap, &lock, d))) goto out;
+  if ((rc = pl_snapshot_verify(snap, d))) goto out;
+  rc = ev_verdict_load(run_dir, &verdict, d);
   if (rc == FTL_ERR_NOTFOUND) {
     rc = ftl_diag_fail(d, FTL_ERR_STATE, "%s has no verdict.json: run `ftl gate %s` first", run_dir, run_dir);
     goto out;
@@ -156,11 +156,11 @@ ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_o
   const json_t *dg = json_object_get(verdict, "digests");
   const json_t *lev = json_object_get(json_object_get(lock, "gate"), "eval");
   const char *base_name = json_string_value(json_object_get(lev, "base"));
-  const char *base_sha = base_name ? ftl_snapshot_input_sha256(snap, base_name) : NULL;
-  if (strcmp(json_string_value(json_object_get(dg, "gate_spec")), ftl_snapshot_gate_sha256(snap)) ||
-      strcmp(json_string_value(json_object_get(dg, "snapshot")), ftl_snapshot_digest(snap)) ||
+  const char *base_sha = base_name ? pl_snapshot_input_sha256(snap, base_name) : NULL;
+  if (strcmp(json_string_value(json_object_get(dg, "gate_spec")), pl_snapshot_gate_sha256(snap)) ||
+      strcmp(json_string_value(json_object_get(dg, "snapshot")), pl_snapshot_digest(snap)) ||
       strcmp(json_string_value(json_object_get(dg, "eval_data")),
-             ftl_snapshot_input_sha256(snap, json_string_value(json_object_get(lev, "data")))) ||
+             pl_snapshot_input_sha256(snap, json_string_value(json_object_get(lev, "data")))) ||
       (base_sha && !(json_string_value(json_object_get(dg, "base")) &&
                      !strcmp(json_string_value(json_object_get(dg, "base")), base_sha)))) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the verdict was not made with this run's snapshot and locked gate");
@@ -169,9 +169,9 @@ ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_o
   /* The verdict's `passed` is not trusted: the decision is made again from its value and the
    * registry's copy of the gate. */
   if ((rc = ev_verdict_rederive(json_object_get(lock, "gate"), verdict, d))) goto out;
-  if (ftl_rundir_path(final_dir, sizeof final_dir, run_dir, FTL_RUNDIR_FINAL) ||
-      ftl_rundir_path(export_dir, sizeof export_dir, run_dir, FTL_RUNDIR_EXPORT) ||
-      ftl_rundir_path(pkg_dir, sizeof pkg_dir, run_dir, FTL_RUNDIR_PACKAGE) ||
+  if (core_rundir_path(final_dir, sizeof final_dir, run_dir, FTL_RUNDIR_FINAL) ||
+      core_rundir_path(export_dir, sizeof export_dir, run_dir, FTL_RUNDIR_EXPORT) ||
+      core_rundir_path(pkg_dir, sizeof pkg_dir, run_dir, FTL_RUNDIR_PACKAGE) ||
       ftl_fmt(pkg_verdict, sizeof pkg_verdict, "%s/%s", pkg_dir, FTL_PACKAGE_VERDICT) ||
       ftl_fmt(pkg_path, sizeof pkg_path, "%s/%s", pkg_dir, FTL_PACKAGE_FILE)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
@@ -186,21 +186,21 @@ ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_o
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((rc = ftl_peft_export_run(run_dir, NULL, NULL, d))) goto out;
+  if ((rc = pl_peft_export_run(run_dir, NULL, NULL, d))) goto out;
   if ((rc = ftl_mkdir_p(pkg_dir, d))) goto out;
   if ((rc = ev_verdict_write_package_copy(verdict, pkg_verdict, d))) goto out;
   char id[FTL_SHA256_HEX_LEN + 1];
-  if ((rc = ftl_package_build(export_dir, pkg_verdict, prov, pkg_path, id, d))) goto out;
+  if ((rc = pl_package_build(export_dir, pkg_verdict, prov, pkg_path, id, d))) goto out;
   ftl_registry_ref ref = {.root = json_string_value(json_object_get(reg, "path"))};
   char why[600];
   snprintf(why, sizeof why, "ftl publish %s: gate passed (%s %.6g)", run_dir,
            json_string_value(json_object_get(verdict, "metric")), json_number_value(json_object_get(verdict, "value")));
-  if ((rc = ftl_registry_publish(&ref, json_string_value(json_object_get(reg, "name")), pkg_path,
+  if ((rc = pl_registry_publish(&ref, json_string_value(json_object_get(reg, "name")), pkg_path,
                                  json_string_value(json_object_get(reg, "channel")), why, id_out, d)))
     goto out;
   if (provenance_out) *provenance_out = json_incref(prov);
 out:
-  ftl_gate_rundir_unlock(run_lock);
+  ev_gate_rundir_unlock(run_lock);
   json_decref(prov);
   json_decref(files);
   json_decref(verdict);

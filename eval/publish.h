@@ -16,7 +16,7 @@ extern "C" {
  * verdict, exports (PEFT), packages with the provenance, publishes to the locked registry and
  * promotes to its channel. The version id into id_out. FTL_ERR_STATE when the verdict did not
  * pass (nothing published). */
-ftl_err ftl_publish_run(const char *run_dir, const json_t *given_spec, char id_out[65], json_t **provenance_out,
+ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, char id_out[65], json_t **provenance_out,
                         ftl_diag *d);
 
 #ifdef __cplusplus

@@ -51,13 +51,13 @@ static ftl_err pin_gate(const json_t *gate, const char *run_dir, json_t *snap, f
   const json_t *reg = json_object_get(gate, "registry");
   char *prog = NULL, abs_run[PATH_MAX];
   json_t *rec = NULL;
-  ftl_err rc = ftl_gang_find_program(json_string_value(json_object_get(ev, "program")), getenv("PATH"), &prog, d);
+  ftl_err rc = ln_gang_find_program(json_string_value(json_object_get(ev, "program")), getenv("PATH"), &prog, d);
   if (rc) {
     ftl_diag_prefix(d, rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC, "field 'eval.program'");
     rc = rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC;
     goto out;
   }
-  if ((rc = ftl_snapshot_pin_evaluator(snap, prog, d))) goto out;
+  if ((rc = pl_snapshot_pin_evaluator(snap, prog, d))) goto out;
   if (!json_is_object(reg)) {
     fprintf(stderr,
             "ftl: warning: no registry: section, so the gate is locked only in the run directory's snapshot.json; "
@@ -68,8 +68,8 @@ static ftl_err pin_gate(const json_t *gate, const char *run_dir, json_t *snap, f
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot resolve the run directory %s: %s", run_dir, strerror(errno));
     goto out;
   }
-  if ((rc = ftl_gate_lock_build(snap, abs_run, &rec, d))) goto out;
-  rc = ftl_gate_lock_store(json_string_value(json_object_get(reg, "path")),
+  if ((rc = pl_gate_lock_build(snap, abs_run, &rec, d))) goto out;
+  rc = pl_gate_lock_store(json_string_value(json_object_get(reg, "path")),
                            json_string_value(json_object_get(reg, "name")), rec, 0, d);
   if (rc) {
     ftl_diag_prefix(d, rc, "cannot lock the gate in the registry %s", json_string_value(json_object_get(reg, "path")));
@@ -77,43 +77,43 @@ static ftl_err pin_gate(const json_t *gate, const char *run_dir, json_t *snap, f
   }
   fprintf(stderr, "ftl: gate locked in the registry: %s/%s/gate-locks/%s.json\n",
           json_string_value(json_object_get(reg, "path")), json_string_value(json_object_get(reg, "name")),
-          ftl_snapshot_run_id(snap));
+          pl_snapshot_run_id(snap));
 out:
   json_decref(rec);
   ftl_free(prog);
   return rc;
 }
 
-ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
+ftl_err ev_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
   if (!job->inputs_count && !job->eval.program) return FTL_OK;
   json_t *gate = NULL, *snap = NULL;
   ftl_snapshot_input *in = NULL;
   char(*names)[128] = NULL;
-  ftl_err rc = ftl_gate_spec_from_job(job, &gate, d);
+  ftl_err rc = ev_gate_spec_from_job(job, &gate, d);
   if (rc) goto out;
   char snap_path[PATH_MAX];
-  if (ftl_rundir_path(snap_path, sizeof snap_path, run_dir, FTL_RUNDIR_SNAPSHOT)) {
+  if (core_rundir_path(snap_path, sizeof snap_path, run_dir, FTL_RUNDIR_SNAPSHOT)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
     goto out;
   }
   if (access(snap_path, F_OK) == 0) {
     /* A run directory that already has a snapshot is resumed: same inputs, same gate. */
-    if ((rc = ftl_snapshot_load(run_dir, &snap, d))) goto out;
-    const json_t *locked = ftl_snapshot_gate(snap);
+    if ((rc = pl_snapshot_load(run_dir, &snap, d))) goto out;
+    const json_t *locked = pl_snapshot_gate(snap);
     if (gate || locked) {
       if (!gate || !locked) {
         rc = ftl_diag_fail(d, FTL_ERR_SPEC, "the gate of %s was locked %s an eval: section; this job has %s one",
                            snap_path, locked ? "with" : "without", gate ? "" : "no");
         goto out;
       }
-      if ((rc = ftl_gate_spec_compare(locked, gate, NULL, 0, d))) goto out;
+      if ((rc = ev_gate_spec_compare(locked, gate, NULL, 0, d))) goto out;
       json_t *lock = NULL;
-      rc = ftl_gate_lock_check(run_dir, snap, &lock, d);
+      rc = ev_gate_lock_check(run_dir, snap, &lock, d);
       json_decref(lock);
       if (rc) goto out;
     }
-    if ((rc = ftl_snapshot_verify(snap, d))) goto out;
-    fprintf(stderr, "ftl: inputs verified against %s (digest %.12s)\n", snap_path, ftl_snapshot_digest(snap));
+    if ((rc = pl_snapshot_verify(snap, d))) goto out;
+    fprintf(stderr, "ftl: inputs verified against %s (digest %.12s)\n", snap_path, pl_snapshot_digest(snap));
   } else {
     in = ftl_calloc(job->inputs_count ? job->inputs_count : 1, sizeof *in);
     names = ftl_calloc(job->inputs_count ? job->inputs_count : 1, sizeof *names);
@@ -127,9 +127,9 @@ ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
     }
     fprintf(stderr, "ftl: hashing %zu input%s into %s\n", job->inputs_count, job->inputs_count == 1 ? "" : "s",
             snap_path);
-    if ((rc = ftl_snapshot_build(in, job->inputs_count, job->name, job->spec_hash, gate, &snap, d))) goto out;
+    if ((rc = pl_snapshot_build(in, job->inputs_count, job->name, job->spec_hash, gate, &snap, d))) goto out;
     if (gate && (rc = pin_gate(gate, run_dir, snap, d))) goto out;
-    if ((rc = ftl_snapshot_write(run_dir, snap, d))) goto out;
+    if ((rc = pl_snapshot_write(run_dir, snap, d))) goto out;
   }
   /* The ranks read their inputs through the record. */
   if ((rc = env_add(job, "FTL_SNAPSHOT", snap_path, d))) goto out;
@@ -137,7 +137,7 @@ ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
   for (size_t i = 0; i < json_array_size(inputs); i++) {
     const json_t *e = json_array_get(inputs, i);
     char var[160];
-    ftl_snapshot_input_var(e, var, sizeof var);
+    pl_snapshot_input_var(e, var, sizeof var);
     if ((rc = env_add(job, var, json_string_value(json_object_get(e, "path")), d))) goto out;
   }
 out:
@@ -148,22 +148,22 @@ out:
   return rc;
 }
 
-int ftl_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events) {
+int ev_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events) {
   if (!job->eval.program) return 0;
   ftl_diag d = {{0}};
   json_t *verdict = NULL;
   char line[1024];
   ftl_gate_opts o = {.run_dir = run_dir};
-  ftl_gate_result g = ftl_gate_run(&o, &verdict, &d);
+  ftl_gate_result g = ev_gate_run(&o, &verdict, &d);
   if (g == FTL_GATE_ERROR) {
     fprintf(stderr, "ftl: the gate could not run: %s; nothing published\n", d.msg);
-    ftl_events_write(events, "gate", 0, json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
+    ln_events_write(events, "gate", 0, json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
     return 1;
   }
-  ftl_verdict_summary(verdict, line, sizeof line);
+  ev_verdict_summary(verdict, line, sizeof line);
   printf("ftl: %s\n", line);
   fflush(stdout);
-  ftl_events_write(events, "gate", 0,
+  ln_events_write(events, "gate", 0,
                    json_pack("{s:s, s:s, s:O}", "result", g == FTL_GATE_PASSED ? "passed" : "failed", "metric",
                              json_string_value(json_object_get(verdict, "metric")), "value",
                              json_object_get(verdict, "value")));
@@ -178,15 +178,15 @@ int ftl_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *event
   }
   char id[65] = "";
   json_t *prov = NULL;
-  if (ftl_publish_run(run_dir, NULL, id, &prov, &d)) {
+  if (ev_publish_run(run_dir, NULL, id, &prov, &d)) {
     fprintf(stderr, "ftl: publishing failed: %s\n", d.msg);
-    ftl_events_write(events, "publish", 0, json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
+    ln_events_write(events, "publish", 0, json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
     return 5;
   }
   const char *name = json_string_value(json_object_get(prov, "registry_name"));
   const char *channel = json_string_value(json_object_get(prov, "registry_channel"));
   printf("ftl: published %s version %s; %s@%s -> %.12s\n", name, id, name, channel, id);
-  ftl_events_write(
+  ln_events_write(
       events, "publish", 0,
       json_pack("{s:s, s:s, s:s, s:s}", "result", "published", "name", name, "channel", channel, "version", id));
   json_decref(prov);

@@ -16,12 +16,12 @@ extern "C" {
  * gate spec (or, when the run directory already has one, verifies the inputs and the gate against
  * it: a resumed run may not see other data), and adds FTL_SNAPSHOT and FTL_INPUT_<NAME> to the
  * ranks' environment (job->env). Nothing to do for a job without `inputs:` and `eval:`. */
-ftl_err ftl_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d);
+ftl_err ev_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d);
 
 /* After the ranks succeeded: the gate, then (on a pass, with a `registry:` section) publish and
  * promote. Prints the verdict and the version. Returns ftl's exit code: 0 passed (and published),
  * 1 the gate failed or could not run (nothing published), 5 publishing failed. */
-int ftl_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events);
+int ev_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events);
 
 #ifdef __cplusplus
 }

@@ -19,23 +19,23 @@
 
 /* ---- the verdict ----------------------------------------------------------------------------- */
 
-ftl_err ftl_verdict_write(const char *run_dir, const json_t *verdict, ftl_diag *d) {
+ftl_err ev_verdict_write(const char *run_dir, const json_t *verdict, ftl_diag *d) {
   char path[PATH_MAX];
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_VERDICT))
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_VERDICT))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
   char *text = json_dumps(verdict, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   size_t n = strlen(text);
   text[n] = '\n';
-  ftl_err rc = ftl_fs_write_atomic(path, text, n + 1, "verdict_write", -1, -1, d);
+  ftl_err rc = core_fs_write_atomic(path, text, n + 1, "verdict_write", -1, -1, d);
   free(text);
   return rc;
 }
 
-static int hex64(const json_t *v) { return json_is_string(v) && ftl_sha256_is_hex(json_string_value(v)); }
+static int hex64(const json_t *v) { return json_is_string(v) && pl_sha256_is_hex(json_string_value(v)); }
 static int num_or_null(const json_t *v) { return json_is_null(v) || json_is_number(v); }
 
-ftl_err ftl_verdict_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
+ftl_err ev_verdict_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
   json_error_t jerr;
   ftl_err rc = FTL_OK;
   if (size > FTL_VERDICT_MAX_BYTES) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "verdict larger than 1 MiB");
@@ -47,7 +47,7 @@ ftl_err ftl_verdict_parse(const char *data, size_t size, json_t **out, ftl_diag 
     goto out;                                                                                                          \
   } while (0)
   if (!json_is_object(v)) BAD("verdict is not a JSON object");
-  if ((rc = ftl_jsonl_check_version(v, FTL_VERDICT_VERSION, "verdict: ", d))) goto out;
+  if ((rc = core_jsonl_check_version(v, FTL_VERDICT_VERSION, "verdict: ", d))) goto out;
   if (!json_is_boolean(json_object_get(v, "passed"))) BAD("verdict: 'passed' is not a boolean");
   static const char *const strings[] = {"metric", "direction", "value_state", "reason", "started_at", "ended_at"};
   for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)
@@ -86,11 +86,11 @@ out:
   return rc;
 }
 
-ftl_err ftl_verdict_load(const char *run_dir, json_t **out, ftl_diag *d) {
-  return pl_rundir_load_record(run_dir, FTL_RUNDIR_VERDICT, FTL_VERDICT_MAX_BYTES, ftl_verdict_parse, 0, out, d);
+ftl_err ev_verdict_load(const char *run_dir, json_t **out, ftl_diag *d) {
+  return pl_rundir_load_record(run_dir, FTL_RUNDIR_VERDICT, FTL_VERDICT_MAX_BYTES, ev_verdict_parse, 0, out, d);
 }
 
-void ftl_verdict_summary(const json_t *v, char *out, size_t size) {
+void ev_verdict_summary(const json_t *v, char *out, size_t size) {
   int passed = json_is_true(json_object_get(v, "passed"));
   const char *metric = json_string_value(json_object_get(v, "metric"));
   const char *dir = json_string_value(json_object_get(v, "direction"));

@@ -21,14 +21,14 @@ extern "C" {
 
 /* Parses and checks a verdict (the reader `ftl publish` and the fuzz target use): version, types
  * of every field, digests as 64 hex digits. A new reference in *out. */
-ftl_err ftl_verdict_parse(const char *data, size_t size, json_t **out, ftl_diag *d);
+ftl_err ev_verdict_parse(const char *data, size_t size, json_t **out, ftl_diag *d);
 /* Reads RUNDIR/verdict.json and parses it; FTL_ERR_NOTFOUND when there is none. */
-ftl_err ftl_verdict_load(const char *run_dir, json_t **out, ftl_diag *d);
+ftl_err ev_verdict_load(const char *run_dir, json_t **out, ftl_diag *d);
 /* Writes RUNDIR/verdict.json atomically (2-space indent, sorted keys). */
-ftl_err ftl_verdict_write(const char *run_dir, const json_t *verdict, ftl_diag *d);
+ftl_err ev_verdict_write(const char *run_dir, const json_t *verdict, ftl_diag *d);
 
 /* One line for people: "gate passed: exact_match 0.998 >= 0.9 (threshold)". */
-void ftl_verdict_summary(const json_t *verdict, char *out, size_t size);
+void ev_verdict_summary(const json_t *verdict, char *out, size_t size);
 
 /* Writes the package's copy of the verdict to path, atomically: the verdict without what differs
  * between two gates of the same adapter (when it ran and for how long). */

@@ -136,7 +136,7 @@ enum { CONSOLE_STALL_MS = 250 };
 /* The rank's log files, through the file seam like every file ftl keeps. */
 static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
-    ssize_t w = ftl_fs_table.write(fd, p, n);
+    ssize_t w = core_fs_table.write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return;
     p += w;
@@ -221,8 +221,8 @@ static int pump(out_stream *s, const char *prefix) {
 
 static int open_log(const char *attempt_dir, int rank, const char *suffix) {
   char path[PATH_MAX];
-  if (!attempt_dir || ftl_rundir_rank_file(path, sizeof path, attempt_dir, rank, suffix)) return -1;
-  return ftl_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!attempt_dir || core_rundir_rank_file(path, sizeof path, attempt_dir, rank, suffix)) return -1;
+  return core_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 }
 
 /* The scheduler state of a process ('R' running, 'S' sleeping, 'D' disk wait, 'T' stopped,
@@ -248,12 +248,12 @@ static void say_stopping(ftl_rdzv_client *client, int *said, int sig, const char
   if (*said || client->fd < 0) return;
   *said = 1;
   ftl_diag ignored;
-  ftl_rdzv_client_send(client, json_pack("{s:s, s:i, s:s}", "type", "stopping", "signal", sig, "by", by), 1, &ignored);
+  rz_rdzv_client_send(client, json_pack("{s:s, s:i, s:s}", "type", "stopping", "signal", sig, "by", by), 1, &ignored);
 }
 
 static void write_exit_record(const char *attempt_dir, int rank, int code, int sig, int64_t start_us) {
   char path[PATH_MAX];
-  if (!attempt_dir || ftl_rundir_rank_file(path, sizeof path, attempt_dir, rank, "exit.json")) return;
+  if (!attempt_dir || core_rundir_rank_file(path, sizeof path, attempt_dir, rank, "exit.json")) return;
   json_t *rec = json_pack("{s:i, s:s, s:I, s:i, s:i, s:I, s:I}", "rank", rank, "host", ftl_hostname(), "pid",
                           (json_int_t)getpid(), "exit_code", code, "signal", sig, "start_us", (json_int_t)start_us,
                           "end_us", (json_int_t)ftl_wall_us());
@@ -285,7 +285,7 @@ typedef struct agent {
  * connection. FTL_EXIT_OK, or the exit code to return at once. */
 static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
   ftl_launch_env env;
-  if (read_place(&ag->pl, d) || ftl_launch_env_read(&env, d)) {
+  if (read_place(&ag->pl, d) || rz_launch_env_read(&env, d)) {
     fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
     return FTL_EXIT_LAUNCH;
   }
@@ -300,7 +300,7 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
   snprintf(place[2], sizeof place[2], "LOCAL_RANK=%d", ag->pl.local_rank);
   snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", ag->pl.local_world_size);
   char *overrides[] = {place[0], place[1], place[2], place[3], NULL};
-  if (ftl_gang_program_env(environ, overrides, prog_env, d)) {
+  if (ln_gang_program_env(environ, overrides, prog_env, d)) {
     fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
     return FTL_EXIT_LAUNCH;
   }
@@ -323,7 +323,7 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
     char addrs[512];
     host_addresses(addrs, sizeof addrs);
     json_t *extra = json_pack("{s:s}", "addrs", addrs);
-    ftl_err crc = ftl_rdzv_client_open_with(&ag->client, &env, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), d);
+    ftl_err crc = rz_rdzv_client_open_with(&ag->client, &env, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), d);
     json_decref(extra);
     if (crc != FTL_OK) {
       FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d->msg);
@@ -340,7 +340,7 @@ static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCH
  * SIGKILLed if the agent dies. A program that cannot be executed is not an error here: it is
  * reported to the launcher as the rank's exit (127, exec_error). */
 static ftl_err spawn_program(agent *ag, char **argv, char **prog_env, ftl_diag *d) {
-  ftl_err rc = ftl_sigpipe_open(forwarded, sizeof forwarded / sizeof *forwarded, NULL, d);
+  ftl_err rc = ln_sigpipe_open(forwarded, sizeof forwarded / sizeof *forwarded, NULL, d);
   if (rc) return rc;
   /* A console whose reader is gone must not kill this agent (console_write); the program gets
    * the default back (an ignored signal would stay ignored across exec). */
@@ -378,7 +378,7 @@ static void pass_signal(agent *ag, int sig, int ending, const char *by) {
 
 static void on_signals(agent *ag) {
   int sig;
-  while ((sig = ftl_sigpipe_next()) != 0) {
+  while ((sig = ln_sigpipe_next()) != 0) {
     if (sig == SIGCHLD) {
       core_proc_reap(&ag->proc);
       continue;
@@ -393,18 +393,18 @@ static void on_launcher(agent *ag) {
   bool eof = false;
   json_t *msg = NULL;
   ftl_diag ignored;
-  ftl_linebuf_fill(&ag->from_launcher, ag->client.fd, &eof);
+  rz_linebuf_fill(&ag->from_launcher, ag->client.fd, &eof);
   ag->heard_ms = ftl_clock_ms();
-  while (ftl_linebuf_next(&ag->from_launcher, &msg, &ignored) == FTL_OK) {
-    int sig = (int)ftl_wire_int(msg, "signal", 0);
-    if (!strcmp(ftl_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65)
+  while (rz_linebuf_next(&ag->from_launcher, &msg, &ignored) == FTL_OK) {
+    int sig = (int)rz_wire_int(msg, "signal", 0);
+    if (!strcmp(rz_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65)
       pass_signal(ag, sig, sig == SIGTERM || sig == SIGINT, "launcher");
     json_decref(msg);
   }
   if (eof) {
     /* The launcher is gone: nobody would notice this rank any more, so it ends now. */
     FTL_LOG(FTL_LOG_ERROR, "agent", "lost the launcher; ending the program");
-    ftl_rdzv_client_close(&ag->client);
+    rz_rdzv_client_close(&ag->client);
     if (!ag->proc.reaped) core_proc_signal(&ag->proc, SIGKILL);
   }
 }
@@ -415,14 +415,14 @@ static void agent_timers(agent *ag, ftl_diag *d) {
   if (client->fd >= 0 && !ag->proc.reaped && ag->fence_ms > 0 && ftl_clock_ms() - ag->heard_ms > ag->fence_ms) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "no word from the launcher for %.1f s: ending the program",
             (double)(ftl_clock_ms() - ag->heard_ms) / 1000.0);
-    ftl_rdzv_client_close(client);
+    rz_rdzv_client_close(client);
     core_proc_signal(&ag->proc, SIGKILL);
   }
   /* Also after the program is reaped, while its last output drains (a stray grandchild may hold
    * the pipes): until the exit report goes out, silence would read as a lost host. */
   if (client->fd >= 0 && ftl_clock_ms() >= ag->next_alive_ms) {
     char state[2] = {ag->proc.reaped ? 'X' : process_state(ag->proc.pid), '\0'};
-    ftl_rdzv_client_send(client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, d);
+    rz_rdzv_client_send(client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, d);
     ag->next_alive_ms = ftl_clock_ms() + 1000;
   }
 }
@@ -444,7 +444,7 @@ static void watch_program(agent *ag, ftl_diag *d) {
   if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &parsed) == FTL_OK) ag->fence_ms = parsed;
   while (!ag->proc.reaped || ag->out.pipe_fd >= 0 || ag->err.pipe_fd >= 0) {
     agent_timers(ag, d);
-    struct pollfd fds[4] = {{.fd = ftl_sigpipe_fd(), .events = POLLIN},
+    struct pollfd fds[4] = {{.fd = ln_sigpipe_fd(), .events = POLLIN},
                             {.fd = ag->client.fd, .events = POLLIN}, /* launcher gone: EOF */
                             {.fd = ag->out.pipe_fd, .events = POLLIN},
                             {.fd = ag->err.pipe_fd, .events = POLLIN}};
@@ -482,7 +482,7 @@ static int report_exit(agent *ag, const char *attempt_dir, int64_t start_us, ftl
   if (ag->exec_errno) code = 127;
   write_exit_record(attempt_dir, ag->pl.rank, code, sig, start_us);
   if (ag->client.fd >= 0) {
-    ftl_rdzv_client_send(&ag->client,
+    rz_rdzv_client_send(&ag->client,
                          json_pack("{s:s, s:i, s:i, s:s, s:I}", "type", "exit", "exit_code", code, "signal", sig,
                                    "exec_error", ag->exec_errno ? strerror(ag->exec_errno) : "", "wall_us",
                                    (json_int_t)ftl_wall_us()),
@@ -491,7 +491,7 @@ static int report_exit(agent *ag, const char *attempt_dir, int64_t start_us, ftl
   return sig ? 128 + sig : code;
 }
 
-int ftl_rank_agent_main(int argc, char **argv) {
+int ln_rank_agent_main(int argc, char **argv) {
   int64_t start_us = ftl_wall_us();
   ftl_diag d = {{0}};
   agent ag = {.client = {.fd = -1},
@@ -526,9 +526,9 @@ int ftl_rank_agent_main(int argc, char **argv) {
   watch_program(&ag, &d);
   exit_code = report_exit(&ag, attempt_dir, start_us, &d);
 out:
-  ftl_linebuf_free(&ag.from_launcher);
-  ftl_argv_free(prog_env);
-  if (ag.client.fd >= 0) ftl_rdzv_client_close(&ag.client);
+  rz_linebuf_free(&ag.from_launcher);
+  ln_argv_free(prog_env);
+  if (ag.client.fd >= 0) rz_rdzv_client_close(&ag.client);
   if (ag.out.log_fd >= 0) close(ag.out.log_fd);
   if (ag.err.log_fd >= 0) close(ag.err.log_fd);
   if (ag.out.pipe_fd >= 0) close(ag.out.pipe_fd);

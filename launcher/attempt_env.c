@@ -32,7 +32,7 @@ ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size) {
 static int free_port(void) {
   int fd = -1, port = 0;
   ftl_diag d;
-  if (ftl_tcp_listen(NULL, &fd, &port, &d) != FTL_OK) return 29500;
+  if (rz_tcp_listen(NULL, &fd, &port, &d) != FTL_OK) return 29500;
   close(fd);
   return port;
 }
@@ -70,9 +70,9 @@ int ln_sweep_token(const char *token) {
 }
 
 void ln_gang_launch_free(ln_gang_launch *L) {
-  ftl_argv_free(L->argv);
-  ftl_argv_free(L->exports);
-  ftl_argv_free(L->envp);
+  ln_argv_free(L->argv);
+  ln_argv_free(L->exports);
+  ln_argv_free(L->envp);
   L->argv = L->exports = L->envp = NULL;
 }
 
@@ -84,9 +84,9 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
   ftl_fmt(addr, sizeof addr, "%s:%d", o->rdzv_host, rdzv_port);
   /* MASTER_ADDR is where rank 0 runs: the hostfile's first host; under Slurm the launcher's own
    * node, where srun places task 0 (the batch host); this machine otherwise. */
-  L->kind = ftl_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
+  L->kind = ln_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
   char master_addr[256] = "127.0.0.1";
-  if (o->hostfile && ftl_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) return FTL_ERR_SPEC;
+  if (o->hostfile && ln_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) return FTL_ERR_SPEC;
   if (!o->hostfile && L->kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
   /* The ranks' environment: built for this attempt and given to mpirun/srun alone (execvpe), never
    * set in the launcher's own. The names are exported too (mpirun -x), so they reach remote hosts. */
@@ -107,9 +107,9 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                        .job_env = o->job->env,
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
                        .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
-  if ((rc = ftl_gang_build_env(environ, &genv, &L->envp, d))) return rc;
-  /* The job's env rides along for the program only (ftl_gang_program_env in the agent). */
-  if ((rc = ftl_gang_export_names(o->job->env, &L->exports, d))) return rc;
+  if ((rc = ln_gang_build_env(environ, &genv, &L->envp, d))) return rc;
+  /* The job's env rides along for the program only (ln_gang_program_env in the agent). */
+  if ((rc = ln_gang_export_names(o->job->env, &L->exports, d))) return rc;
 
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   ftl_gang_opts g = {.kind = L->kind,
@@ -127,5 +127,5 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                       * it vanishes as silently as a dead host's (detect.h). ftl itself ends
                       * the gang through the agents, so this is not the programs' grace. */
                      .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S};
-  return ftl_gang_build_argv(&g, &L->argv, d);
+  return ln_gang_build_argv(&g, &L->argv, d);
 }

@@ -8,11 +8,11 @@
 
 #include "ftl/core.h"
 
-void ftl_detect_note_compute(ftl_rank_watch *w, double compute_ms) {
+void ln_detect_note_compute(ftl_rank_watch *w, double compute_ms) {
   w->compute_ms[w->compute_count++ % FTL_STRAGGLER_WINDOW] = compute_ms;
 }
 
-int64_t ftl_detect_section_timeout(const ftl_detect_limits *lim, int section) {
+int64_t ln_detect_section_timeout(const ftl_detect_limits *lim, int section) {
   switch (section) {
     case FTL_SECTION_STEP: return lim->step_ms;
     case FTL_SECTION_CHECKPOINT: return lim->checkpoint_ms;
@@ -20,7 +20,7 @@ int64_t ftl_detect_section_timeout(const ftl_detect_limits *lim, int section) {
   }
 }
 
-const char *ftl_detect_section_name(int section) {
+const char *ln_detect_section_name(int section) {
   return section == FTL_SECTION_STEP ? "step" : section == FTL_SECTION_CHECKPOINT ? "checkpoint" : "start-up";
 }
 
@@ -28,7 +28,7 @@ static int same_host(const char *a, const char *b) { return a && b && !strcmp(a,
 
 /* A host whose agents have all been silent for timeouts.node_s is lost: the host died or its link
  * is down (a dead TCP peer can take minutes to be noticed by the socket itself). */
-int ftl_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
+int ln_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
                          ftl_detection *out) {
   for (int i = 0; i < n; i++) {
     const ftl_rank_watch *s = &r[i];
@@ -61,7 +61,7 @@ int ftl_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits
   return 0;
 }
 
-int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out) {
+int ln_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out) {
   int hung = -1, stopped = -1;
   for (int i = 0; i < n && hung < 0; i++) {
     /* A process seen stopped for a few reports makes no progress until continued: waiting for
@@ -73,7 +73,7 @@ int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim
     /* Only ranks that joined through the library report progress; a program that does not use
      * it has nothing to watch (and one stuck before ftl_init is the rendezvous deadline's). */
     if (r[i].exited || r[i].progress_ms == 0) continue;
-    if (now_ms - r[i].progress_ms >= ftl_detect_section_timeout(lim, r[i].section)) hung = i;
+    if (now_ms - r[i].progress_ms >= ln_detect_section_timeout(lim, r[i].section)) hung = i;
   }
   if (hung < 0) return 0;
   int culprit = stopped;
@@ -95,14 +95,14 @@ int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim
     snprintf(out->message, sizeof out->message,
              "hung: its process is stopped (state T for %.1f s, SIGSTOP or alike); %s in its %s section "
              "(last step %lld; not waiting for the %.1f s timeout)",
-             (double)(now_ms - c->stopped_ms) / 1000.0, silence, ftl_detect_section_name(c->section),
-             (long long)c->last_step, (double)ftl_detect_section_timeout(lim, c->section) / 1000.0);
+             (double)(now_ms - c->stopped_ms) / 1000.0, silence, ln_detect_section_name(c->section),
+             (long long)c->last_step, (double)ln_detect_section_timeout(lim, c->section) / 1000.0);
     return 1;
   }
   snprintf(out->message, sizeof out->message,
            "hung: no progress for %.1f s in its %s section (timeout %.1f s; last step %lld%s)",
-           (double)(now_ms - since) / 1000.0, ftl_detect_section_name(c->section),
-           (double)ftl_detect_section_timeout(lim, c->section) / 1000.0, (long long)c->last_step,
+           (double)(now_ms - since) / 1000.0, ln_detect_section_name(c->section),
+           (double)ln_detect_section_timeout(lim, c->section) / 1000.0, (long long)c->last_step,
            c->state == 'T' ? "; its process is stopped" : "");
   return 1;
 }
@@ -134,7 +134,7 @@ static int host_seen_before(const ftl_rank_watch *r, int upto, const char *host)
  * nothing about which went first. What tells them apart is the word the torn-down agents send
  * before they go: the lost host's agents sent none. The launcher's own host is never the lost one
  * (were it gone, so would be this launcher). */
-int ftl_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out) {
+int ln_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out) {
   if (lost_rank < 0) return 0;
   const char *silent_hosts[2] = {NULL, NULL};
   int silent_count = 0, first_silent = -1;
@@ -188,7 +188,7 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int ftl_detect_one_host(const ftl_rank_watch *r, int n) {
+int ln_detect_one_host(const ftl_rank_watch *r, int n) {
   const char *first = NULL;
   for (int i = 0; i < n; i++) {
     if (!r[i].host) continue;
@@ -198,7 +198,7 @@ int ftl_detect_one_host(const ftl_rank_watch *r, int n) {
   return 1;
 }
 
-int ftl_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap) {
+int ln_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap) {
   int found = 0;
   if (n < 2) return 0;
   double *per_rank = ftl_calloc((size_t)n, sizeof *per_rank);

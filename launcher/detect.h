@@ -83,21 +83,21 @@ typedef struct ftl_detection {
 } ftl_detection;
 
 /* Records one compute-per-step report in the rank's window. */
-void ftl_detect_note_compute(ftl_rank_watch *w, double compute_ms);
+void ln_detect_note_compute(ftl_rank_watch *w, double compute_ms);
 
 /* The silence allowed in a section. */
-int64_t ftl_detect_section_timeout(const ftl_detect_limits *lim, int section);
-const char *ftl_detect_section_name(int section);
+int64_t ln_detect_section_timeout(const ftl_detect_limits *lim, int section);
+const char *ln_detect_section_name(int section);
 
 /* Each returns 1 and fills *out when it finds a failure, else 0. r[0..n) are the ranks. */
-int ftl_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
+int ln_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
                          ftl_detection *out);
-int ftl_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out);
+int ln_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out);
 /* lost_rank: the first agent that vanished (-1: none); self_host: the launcher's host, never lost.
  * Returns 0 also when every vanished agent had said it was asked to stop (nothing of its own
  * failed). An ambiguous finding (several hosts vanished without a word) is FTL_FAIL_AGENT_LOST
  * with host NULL and a message naming the hosts. */
-int ftl_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out);
+int ln_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out);
 
 typedef struct ftl_straggler {
   int rank;
@@ -108,9 +108,9 @@ typedef struct ftl_straggler {
 /* Finds stragglers not reported yet (at most cap, into out); every rank needs a full window.
  * Returns how many; the caller marks them reported. ratio: FTL_STRAGGLER_RATIO, or
  * FTL_STRAGGLER_RATIO_SHARED for ranks that oversubscribe their cores. */
-int ftl_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap);
+int ln_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap);
 
 /* 1 when every rank whose host is known runs on the same host (nothing to exclude there). */
-int ftl_detect_one_host(const ftl_rank_watch *r, int n);
+int ln_detect_one_host(const ftl_rank_watch *r, int n);
 
 #endif

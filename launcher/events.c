@@ -19,7 +19,7 @@ struct ftl_events {
   } observers[FTL_EVENTS_MAX_OBSERVERS];
 };
 
-ftl_err ftl_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, ftl_diag *d) {
+ftl_err ln_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, ftl_diag *d) {
   if (ev->n_observers >= FTL_EVENTS_MAX_OBSERVERS) return ftl_diag_fail(d, FTL_ERR_RANGE, "too many event observers");
   ev->observers[ev->n_observers].fn = fn;
   ev->observers[ev->n_observers].user = user;
@@ -27,12 +27,12 @@ ftl_err ftl_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, f
   return FTL_OK;
 }
 
-ftl_err ftl_events_open(const char *path, ftl_events **out, ftl_diag *d) {
+ftl_err ln_events_open(const char *path, ftl_events **out, ftl_diag *d) {
   /* One writer (this launcher), so O_APPEND alone keeps lines whole: no lock, no fsync per event. */
   const ftl_jsonl_opts opts = {.lock = false, .lock_timeout_ms = 0, .fsync = false};
   ftl_events *ev = ftl_calloc(1, sizeof *ev);
   if (!ev) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  ftl_err rc = ftl_jsonl_open(path, &opts, &ev->log, d);
+  ftl_err rc = core_jsonl_open(path, &opts, &ev->log, d);
   if (rc) {
     ftl_free(ev);
     return rc;
@@ -41,7 +41,7 @@ ftl_err ftl_events_open(const char *path, ftl_events **out, ftl_diag *d) {
   return FTL_OK;
 }
 
-void ftl_events_write(ftl_events *ev, const char *event, int attempt, json_t *fields) {
+void ln_events_write(ftl_events *ev, const char *event, int attempt, json_t *fields) {
   if (!ev) {
     json_decref(fields);
     return;
@@ -58,7 +58,7 @@ void ftl_events_write(ftl_events *ev, const char *event, int attempt, json_t *fi
   json_decref(fields);
   ftl_diag d = {{0}};
   if (!line) ftl_fmt(d.msg, sizeof d.msg, "out of memory building event %s", event);
-  if ((!line || ftl_jsonl_write(ev->log, line, &d) != FTL_OK) && !ev->warned) {
+  if ((!line || core_jsonl_write(ev->log, line, &d) != FTL_OK) && !ev->warned) {
     ev->warned = 1;
     FTL_LOG(FTL_LOG_WARN, "events", "cannot append to the event log: %s", d.msg);
   }
@@ -66,8 +66,8 @@ void ftl_events_write(ftl_events *ev, const char *event, int attempt, json_t *fi
   json_decref(line);
 }
 
-void ftl_events_close(ftl_events *ev) {
+void ln_events_close(ftl_events *ev) {
   if (!ev) return;
-  ftl_jsonl_close(ev->log); /* fsyncs */
+  core_jsonl_close(ev->log); /* fsyncs */
   ftl_free(ev);
 }

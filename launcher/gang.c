@@ -12,12 +12,12 @@
 #include "ftl/core.h"
 #include "launcher/hostfile.h"
 
-ftl_launch_kind ftl_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id) {
+ftl_launch_kind ln_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id) {
   if (requested != FTL_LAUNCH_AUTO) return requested;
   return slurm_job_id && *slurm_job_id ? FTL_LAUNCH_SRUN : FTL_LAUNCH_MPIRUN;
 }
 
-void ftl_argv_free(char **argv) {
+void ln_argv_free(char **argv) {
   if (!argv) return;
   for (char **p = argv; *p; p++) ftl_free(*p);
   ftl_free(argv);
@@ -58,7 +58,7 @@ static ftl_err finish(argv_builder *b, char ***out, const char *what, ftl_diag *
     if (!b->v) b->oom = 1;
   }
   if (b->oom) {
-    ftl_argv_free(b->v);
+    ln_argv_free(b->v);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory building %s", what);
   }
   *out = b->v;
@@ -71,7 +71,7 @@ static void push_int(argv_builder *b, long v) {
   push(b, buf);
 }
 
-ftl_err ftl_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d) {
+ftl_err ln_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d) {
   argv_builder b = {0};
   if (o->ranks < 1) return ftl_diag_fail(d, FTL_ERR_INVAL, "ranks must be > 0, not %d", o->ranks);
   if (o->kind == FTL_LAUNCH_SRUN) {
@@ -123,7 +123,7 @@ static int is_executable_file(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-ftl_err ftl_gang_find_program(const char *program, const char *path_env, char **abs_out, ftl_diag *d) {
+ftl_err ln_gang_find_program(const char *program, const char *path_env, char **abs_out, ftl_diag *d) {
   char buf[PATH_MAX];
   if (!program || !*program) return ftl_diag_fail(d, FTL_ERR_SPEC, "no program to run");
   if (strchr(program, '/')) {
@@ -149,10 +149,10 @@ ftl_err ftl_gang_find_program(const char *program, const char *path_env, char **
   return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "program '%s' was not found on PATH", program);
 }
 
-ftl_err ftl_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d) {
+ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
-  ftl_err rc = ftl_hostfile_read(hostfile, &hosts, &count, d);
+  ftl_err rc = ln_hostfile_read(hostfile, &hosts, &count, d);
   if (rc == FTL_OK) {
     if (strlen(hosts[0].name) >= size) rc = ftl_diag_fail(d, FTL_ERR_SPEC, "host name too long in %s", hostfile);
     else memcpy(host, hosts[0].name, strlen(hosts[0].name) + 1);
@@ -161,7 +161,7 @@ ftl_err ftl_gang_first_host(const char *hostfile, char *host, size_t size, ftl_d
   return rc;
 }
 
-const char *const ftl_gang_env_names[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
+const char *const ln_gang_env_names[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
                                           "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
                                           "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
                                           "FTL_PREEMPT_GRACE_MS", "MASTER_ADDR", "MASTER_PORT", NULL};
@@ -229,7 +229,7 @@ static void env_set_job(argv_builder *b, const char *kv) {
   ftl_free(prefixed);
 }
 
-ftl_err ftl_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp_out, ftl_diag *d) {
+ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp_out, ftl_diag *d) {
   argv_builder b = {0};
   *envp_out = NULL;
   /* A job variable carried for someone else's job (an ftl run started by a rank) is not ours. */
@@ -258,10 +258,10 @@ ftl_err ftl_gang_build_env(char *const *base, const ftl_gang_env *e, char ***env
   return finish(&b, envp_out, "the ranks' environment", d);
 }
 
-ftl_err ftl_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *d) {
+ftl_err ln_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *d) {
   argv_builder b = {0};
   *names_out = NULL;
-  for (size_t i = 0; ftl_gang_env_names[i]; i++) push(&b, ftl_gang_env_names[i]);
+  for (size_t i = 0; ln_gang_env_names[i]; i++) push(&b, ln_gang_env_names[i]);
   for (char *const *p = job_env; p && *p; p++) {
     if (b.oom) break;
     size_t n = name_len(*p);
@@ -279,7 +279,7 @@ ftl_err ftl_gang_export_names(char *const *job_env, char ***names_out, ftl_diag 
   return finish(&b, names_out, "the launch command", d);
 }
 
-ftl_err ftl_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d) {
+ftl_err ln_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d) {
   argv_builder b = {0};
   *envp_out = NULL;
   for (char *const *p = agent_env; p && *p; p++)
@@ -291,7 +291,7 @@ ftl_err ftl_gang_program_env(char *const *agent_env, char *const *place, char **
   return finish(&b, envp_out, "the program's environment", d);
 }
 
-const char *ftl_gang_env_get(char *const *envp, const char *name) {
+const char *ln_gang_env_get(char *const *envp, const char *name) {
   size_t len = strlen(name);
   for (char *const *p = envp; p && *p; p++)
     if (!strncmp(*p, name, len) && (*p)[len] == '=') return *p + len + 1;

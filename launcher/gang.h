@@ -29,11 +29,11 @@ typedef struct ftl_gang_opts {
  * (odls_base_sigkill_timeout): long enough for a torn-down agent to send its `stopping` word. */
 #define FTL_MPIRUN_SIGKILL_GRACE_S 1
 
-ftl_launch_kind ftl_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id);
+ftl_launch_kind ln_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id);
 
-/* Builds the launch argv (NULL-terminated; free with ftl_argv_free). */
-ftl_err ftl_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d);
-void ftl_argv_free(char **argv);
+/* Builds the launch argv (NULL-terminated; free with ln_argv_free). */
+ftl_err ln_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d);
+void ln_argv_free(char **argv);
 
 /* What an attempt's gang gets in its environment besides the launcher's own (docs/cli.md). */
 typedef struct ftl_gang_env {
@@ -56,14 +56,14 @@ typedef struct ftl_gang_env {
   int allow_root;                /* add OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1: Open MPI refuses root without */
 } ftl_gang_env;
 
-/* The names of the variables ftl_gang_build_env sets (NULL-terminated), for mpirun -x. */
-extern const char *const ftl_gang_env_names[];
+/* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */
+extern const char *const ln_gang_env_names[];
 
 /* The job's `env` is for the program alone, not for mpirun, srun or the rank agent (a job's
  * PATH=/nonexistent must not stop mpirun from starting). It travels to the agent as one variable
  * per entry, NAME=VALUE carried as FTL_JOB_ENV_NAME=VALUE (unencoded, so each stays within the
  * kernel's limit on one string and mpirun -x takes it to other hosts like any other), and the
- * agent applies it to the program it starts (ftl_gang_program_env). */
+ * agent applies it to the program it starts (ln_gang_program_env). */
 #define FTL_GANG_JOB_ENV_PREFIX "FTL_JOB_ENV_"
 
 /* Builds the environment of one attempt's launcher process (mpirun or srun) and so of the rank
@@ -71,28 +71,28 @@ extern const char *const ftl_gang_env_names[];
  * inherited), then the variables of e, each replacing an earlier one of the same name, then the
  * job's env under FTL_GANG_JOB_ENV_PREFIX. The launcher never puts an attempt's token or address
  * into its own environment: a child it starts later must not find a dead attempt's rendezvous.
- * Free *envp_out with ftl_argv_free. */
-ftl_err ftl_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp_out, ftl_diag *d);
+ * Free *envp_out with ln_argv_free. */
+ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp_out, ftl_diag *d);
 
-/* What mpirun must export to every rank (-x NAME): ftl_gang_env_names and the carried name of
- * each entry of job_env ("NAME=VALUE", NULL-terminated, may be NULL). Free with ftl_argv_free. */
-ftl_err ftl_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *d);
+/* What mpirun must export to every rank (-x NAME): ln_gang_env_names and the carried name of
+ * each entry of job_env ("NAME=VALUE", NULL-terminated, may be NULL). Free with ln_argv_free. */
+ftl_err ln_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *d);
 
 /* The program's environment, built by the rank agent: agent_env (its own, borrowed) less the
  * carried FTL_JOB_ENV_ variables, then the job's env they carry, then place ("NAME=VALUE": RANK,
- * WORLD_SIZE, ...), each replacing an earlier one of the same name. Free with ftl_argv_free. */
-ftl_err ftl_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d);
+ * WORLD_SIZE, ...), each replacing an earlier one of the same name. Free with ln_argv_free. */
+ftl_err ln_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d);
 
 
 /* The value of name in a NULL-terminated envp, or NULL. */
-const char *ftl_gang_env_get(char *const *envp, const char *name);
+const char *ln_gang_env_get(char *const *envp, const char *name);
 
 /* Resolves program to an absolute executable path: a name without '/' is looked up on path_env
  * (PATH), a relative path is taken from cwd. Error names the program and why. */
-ftl_err ftl_gang_find_program(const char *program, const char *path_env, char **abs_out, ftl_diag *d);
+ftl_err ln_gang_find_program(const char *program, const char *path_env, char **abs_out, ftl_diag *d);
 
 /* The first host of an Open MPI hostfile (where rank 0 lands with the default by-slot mapping),
  * used for MASTER_ADDR; the file is read by the strict reader of launcher/hostfile.h. */
-ftl_err ftl_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d);
+ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d);
 
 #endif

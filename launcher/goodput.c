@@ -1,12 +1,12 @@
 /* launcher/goodput.c: the goodput arithmetic (see goodput.h). */
 #include "launcher/goodput.h"
 
-double ftl_goodput_saved_stall_ms(double stall_ms, double wait_prev_ms) {
+double ln_goodput_saved_stall_ms(double stall_ms, double wait_prev_ms) {
   (void)wait_prev_ms; /* a part of stall_ms, not an addition to it */
   return stall_ms > 0 ? stall_ms : 0;
 }
 
-ftl_goodput ftl_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms) {
+ftl_goodput ln_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms) {
   ftl_goodput g = {.wall_ms = r->end_ms, .backoff_ms = backoff_ms, .stall_ms = r->ckpt_stall_ms};
   double stop = r->failure_ms >= 0 ? r->failure_ms : r->end_ms;
   if (r->first_step_ms < 0) {
@@ -26,7 +26,7 @@ ftl_goodput ftl_goodput_of_attempt(const ftl_attempt_result *r, double backoff_m
   return g;
 }
 
-ftl_goodput ftl_goodput_sum(const ftl_goodput *per, int n) {
+ftl_goodput ln_goodput_sum(const ftl_goodput *per, int n) {
   ftl_goodput t = {0};
   for (int i = 0; i < n; i++) {
     t.wall_ms += per[i].wall_ms + per[i].backoff_ms;
@@ -40,6 +40,6 @@ ftl_goodput ftl_goodput_sum(const ftl_goodput *per, int n) {
   return t;
 }
 
-double ftl_goodput_pct(const ftl_goodput *total) {
+double ln_goodput_pct(const ftl_goodput *total) {
   return total->wall_ms > 0 ? 100.0 * total->productive_ms / total->wall_ms : 0;
 }

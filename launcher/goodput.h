@@ -14,16 +14,16 @@ typedef struct ftl_goodput {
 /* The stall one `ckpt_saved` event adds to the attempt's checkpoint stalls. Its stall_ms already
  * includes wait_prev_ms (the part spent waiting for the previous checkpoint, docs/checkpoint.md),
  * which is reported separately only to explain it: counting both would count that wait twice. */
-double ftl_goodput_saved_stall_ms(double stall_ms, double wait_prev_ms);
+double ln_goodput_saved_stall_ms(double stall_ms, double wait_prev_ms);
 
 /* Splits one attempt's time. Productive: from the first step to the end (or the failure), less
  * checkpoint stalls and the work lost since the last commit. backoff_ms is the pause before it. */
-ftl_goodput ftl_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms);
+ftl_goodput ln_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms);
 
 /* The run's totals; wall_ms includes the back-offs. */
-ftl_goodput ftl_goodput_sum(const ftl_goodput *per, int n);
+ftl_goodput ln_goodput_sum(const ftl_goodput *per, int n);
 
 /* Productive time as a percentage of wall time (0 when there is no wall time). */
-double ftl_goodput_pct(const ftl_goodput *total);
+double ln_goodput_pct(const ftl_goodput *total);
 
 #endif

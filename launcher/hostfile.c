@@ -128,7 +128,7 @@ static ftl_err parse_host_line(const char *file, int line_no, const char *s, siz
   return FTL_OK;
 }
 
-ftl_err ftl_hostfile_parse(const char *data, size_t size, const char *file, ftl_hostfile_host **hosts_out,
+ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ftl_hostfile_host **hosts_out,
                            size_t *count_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   ftl_hostfile_host *hosts = NULL;
@@ -206,7 +206,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d) {
+ftl_err ln_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
   ftl_diag read_diag = {{0}};
@@ -221,13 +221,13 @@ ftl_err ftl_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_
   } else if (rc) {
     rc = ftl_diag_fail(d, rc, "%s", read_diag.msg);
   } else {
-    rc = ftl_hostfile_parse(data, size, path, hosts_out, count_out, d);
+    rc = ln_hostfile_parse(data, size, path, hosts_out, count_out, d);
   }
   ftl_free(data);
   return rc;
 }
 
-int ftl_hostfile_total_slots(const ftl_hostfile_host *hosts, size_t count) {
+int ln_hostfile_total_slots(const ftl_hostfile_host *hosts, size_t count) {
   int64_t total = 0;
   for (size_t i = 0; i < count; i++) {
     total += hosts[i].slots;

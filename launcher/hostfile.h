@@ -5,7 +5,7 @@
  * docs/formats/hostfile.md.
  *
  * Deliberately not here: resolving names, deciding which hosts an attempt uses (launcher/policy.c)
- * and writing an attempt's hostfile (launcher/run.c). Pure: no I/O except ftl_hostfile_read. */
+ * and writing an attempt's hostfile (launcher/run.c). Pure: no I/O except ln_hostfile_read. */
 #ifndef FTL_LAUNCHER_HOSTFILE_H
 #define FTL_LAUNCHER_HOSTFILE_H
 
@@ -32,14 +32,14 @@ typedef struct ftl_hostfile_host {
  *   "hostfile hosts.txt:2: unknown option 'cpus=4' (expected slots=N or max_slots=N)"
  *   "hostfile hosts.txt: names no host (only blank lines and comments)"
  * FTL_ERR_NOMEM when out of memory. */
-ftl_err ftl_hostfile_parse(const char *data, size_t size, const char *file, ftl_hostfile_host **hosts_out,
+ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ftl_hostfile_host **hosts_out,
                            size_t *count_out, ftl_diag *d);
 
 /* The same for the file at path: FTL_ERR_NOTFOUND / FTL_ERR_IO "cannot read hostfile PATH: why",
  * FTL_ERR_SPEC for a file over FTL_HOSTFILE_MAX_BYTES. */
-ftl_err ftl_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d);
+ftl_err ln_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d);
 
 /* The slots of all hosts together (saturating at INT_MAX). */
-int ftl_hostfile_total_slots(const ftl_hostfile_host *hosts, size_t count);
+int ln_hostfile_total_slots(const ftl_hostfile_host *hosts, size_t count);
 
 #endif

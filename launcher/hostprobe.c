@@ -14,7 +14,7 @@
 
 #include "ftl/core.h"
 
-int ftl_hostprobe_unreachable(int err) { return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH; }
+int ln_hostprobe_unreachable(int err) { return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH; }
 
 /* Whether addr is one of this host's own: binding a socket to it works only then. The launcher's
  * host is never probed (it is here, whatever its firewall says of its ssh port). */
@@ -49,13 +49,13 @@ static void start_probe(const char *host, const char *port, int *fd, int *err) {
     *fd = s;
     goto out;
   }
-  if (r != 0 && ftl_hostprobe_unreachable(errno)) *err = errno; /* a route known down at once */
+  if (r != 0 && ln_hostprobe_unreachable(errno)) *err = errno; /* a route known down at once */
   close(s);
 out:
   if (ai) freeaddrinfo(ai);
 }
 
-void ftl_hostprobe_run(const char *const *hosts, size_t n, int port, int timeout_ms, int *err) {
+void ln_hostprobe_run(const char *const *hosts, size_t n, int port, int timeout_ms, int *err) {
   char port_str[16];
   snprintf(port_str, sizeof port_str, "%d", port);
   struct pollfd *pfd = ftl_calloc(n ? n : 1, sizeof *pfd);
@@ -88,7 +88,7 @@ void ftl_hostprobe_run(const char *const *hosts, size_t n, int port, int timeout
       int soerr = 0;
       socklen_t sl = sizeof soerr;
       if (getsockopt(pfd[k].fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0) soerr = 0;
-      err[who[k]] = ftl_hostprobe_unreachable(soerr) ? soerr : 0;
+      err[who[k]] = ln_hostprobe_unreachable(soerr) ? soerr : 0;
       close(pfd[k].fd);
       pfd[k] = pfd[--pending];
       who[k] = who[pending];

@@ -16,12 +16,12 @@
  * connect's error (ECONNREFUSED: the host answered), or ETIMEDOUT when nothing came back by the
  * deadline. Only a timeout, EHOSTUNREACH and ENETUNREACH count: any other error says nothing
  * about the host, and a host is never left out on a doubt. */
-int ftl_hostprobe_unreachable(int err);
+int ln_hostprobe_unreachable(int err);
 
 /* Tries a TCP connection to `port` on each of hosts[0..n) at once, all within timeout_ms, and sets
  * err[i] to the error that makes host i unreachable (ETIMEDOUT, EHOSTUNREACH, ENETUNREACH), or 0
  * when it answered, is this host itself (one of its addresses is local), or its name does not
  * resolve (run.c says so itself) or no socket could be made (nothing is known). */
-void ftl_hostprobe_run(const char *const *hosts, size_t n, int port, int timeout_ms, int *err);
+void ln_hostprobe_run(const char *const *hosts, size_t n, int port, int timeout_ms, int *err);
 
 #endif

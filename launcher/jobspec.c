@@ -235,18 +235,18 @@ static ftl_err check_env_names(const ftl_job *job, const ftl_yb_doc *doc, ftl_di
     char path[160];
     snprintf(path, sizeof path, "env.%.*s", (int)(len < 140 ? len : 140), kv);
     if (name_in(kv, len, reserved_env_names))
-      return ftl_yb_fail_field(doc, path, d,
+      return ln_yb_fail_field(doc, path, d,
                                "reserved: ftl sets %.*s for every rank itself (docs/job-spec.md, `ftl help env`)",
                                (int)len, kv);
     if (name_in(kv, len, allowed_ftl_env_names)) continue;
     for (const char *const *p = reserved_env_prefixes; *p; p++) {
       if (strncmp(kv, *p, strlen(*p)) != 0) continue;
       if (!strcmp(*p, "FTL_"))
-        return ftl_yb_fail_field(doc, path, d,
+        return ln_yb_fail_field(doc, path, d,
                                  "reserved: FTL_* variables are ftl's own, except %s and the test-only fault "
                                  "injection (docs/job-spec.md)",
                                  "FTL_LOG_LEVEL, FTL_BACKEND, FTL_COLLECTIVE_TIMEOUT_MS, FTL_CKPT_ALLOW_FRESH");
-      return ftl_yb_fail_field(doc, path, d,
+      return ln_yb_fail_field(doc, path, d,
                                "reserved: %s* variables belong to Open MPI's launch of the ranks; set MCA "
                                "parameters in the environment of `ftl run` instead",
                                *p);
@@ -270,10 +270,10 @@ static char *name_from(const char *path, bool strip_extension, const char *fallb
   while (len > 0 && base[0] == '.') base++, len--;
   if (len > FTL_YB_NAME_MAX) len = FTL_YB_NAME_MAX;
   if (len == 0) return ftl_strdup(fallback);
-  char *name = ftl_yb_strndup(base, len);
+  char *name = ln_yb_strndup(base, len);
   if (!name) return NULL;
   for (size_t i = 0; i < len; i++)
-    if (!ftl_yb_name_char_ok(name[i])) name[i] = '_';
+    if (!ln_yb_name_char_ok(name[i])) name[i] = '_';
   return name;
 }
 
@@ -286,29 +286,29 @@ static ftl_job *job_new(void) {
   job->eval.args = ftl_calloc(1, sizeof *job->eval.args);
   job->eval.env = ftl_calloc(1, sizeof *job->eval.env);
   if (!job->args || !job->env || !job->inputs || !job->eval.args || !job->eval.env) {
-    ftl_job_destroy(job);
+    ln_job_destroy(job);
     return NULL;
   }
-  ftl_yb_apply_defaults(&job_section, job);
+  ln_yb_apply_defaults(&job_section, job);
   return job;
 }
 
-void ftl_job_destroy(ftl_job *job) {
+void ln_job_destroy(ftl_job *job) {
   if (!job) return;
   ftl_free(job->spec_path);
   ftl_free(job->name);
   ftl_free(job->program);
-  ftl_yb_free_strv(job->args);
-  ftl_yb_free_strv(job->env);
+  ln_yb_free_strv(job->args);
+  ln_yb_free_strv(job->env);
   ftl_free(job->hostfile);
   ftl_free(job->run_dir);
   ftl_free(job->working_dir);
   ftl_free(job->fleet_ledger);
   ftl_free(job->metrics_textfile);
-  ftl_yb_free_strv(job->inputs);
+  ln_yb_free_strv(job->inputs);
   ftl_free(job->eval.program);
-  ftl_yb_free_strv(job->eval.args);
-  ftl_yb_free_strv(job->eval.env);
+  ln_yb_free_strv(job->eval.args);
+  ln_yb_free_strv(job->eval.env);
   ftl_free(job->eval.metric);
   ftl_free(job->eval.baseline_channel);
   ftl_free(job->eval.data);
@@ -319,7 +319,7 @@ void ftl_job_destroy(ftl_job *job) {
   ftl_free(job);
 }
 
-const char *ftl_launch_kind_name(ftl_launch_kind kind) {
+const char *ln_launch_kind_name(ftl_launch_kind kind) {
   for (const ftl_yb_choice *ch = launch_choices; ch->word; ch++)
     if (ch->value == (int)kind) return ch->word;
   return "unknown";
@@ -346,13 +346,13 @@ static ftl_err parse_common(const char *data, size_t size, const char *file, con
   job = job_new();
   if (!job || (spec_path && !(job->spec_path = ftl_strdup(spec_path)))) goto oom;
   hash_hex(data, size, job->spec_hash);
-  rc = ftl_yb_parse(data, size, &job_schema, file, base_dir, job, &doc, d);
+  rc = ln_yb_parse(data, size, &job_schema, file, base_dir, job, &doc, d);
   if (rc) goto out;
   rc = check_env_names(job, doc, d);
   if (rc) goto out;
   if (job->min_ranks > job->ranks) {
     /* A rule across two fields: point at min_ranks, which the user set on purpose. */
-    rc = ftl_yb_fail_field(doc, "min_ranks", d, "expected at most ranks (%d), got %d", job->ranks, job->min_ranks);
+    rc = ln_yb_fail_field(doc, "min_ranks", d, "expected at most ranks (%d), got %d", job->ranks, job->min_ranks);
     goto out;
   }
   if (!job->name && !(job->name = name_from(name_source, true, "job"))) goto oom;
@@ -362,15 +362,15 @@ static ftl_err parse_common(const char *data, size_t size, const char *file, con
 oom:
   rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "%s: out of memory while reading the job spec", file);
 out:
-  ftl_yb_doc_free(doc);
-  ftl_job_destroy(job);
+  ln_yb_doc_free(doc);
+  ln_job_destroy(job);
   return rc;
 }
 
-ftl_err ftl_job_parse_bytes(const char *data, size_t size, const char *name_for_errors, const char *base_dir,
+ftl_err ln_job_parse_bytes(const char *data, size_t size, const char *name_for_errors, const char *base_dir,
                             ftl_job **job_out, ftl_diag *d) {
   if (!job_out || (!data && size > 0))
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "ftl_job_parse_bytes: NULL %s", job_out ? "data" : "job_out");
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "ln_job_parse_bytes: NULL %s", job_out ? "data" : "job_out");
   *job_out = NULL;
   return parse_common(data ? data : "", size, name_for_errors ? name_for_errors : "<job spec>", name_for_errors,
                       base_dir, NULL, job_out, d);
@@ -381,22 +381,22 @@ ftl_err ftl_job_parse_bytes(const char *data, size_t size, const char *name_for_
  * current one cannot be named. Returns NULL only when out of memory. */
 static char *spec_dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
-  char *dir = slash == path ? ftl_strdup("/") : slash ? ftl_yb_strndup(path, (size_t)(slash - path)) : ftl_strdup(".");
+  char *dir = slash == path ? ftl_strdup("/") : slash ? ln_yb_strndup(path, (size_t)(slash - path)) : ftl_strdup(".");
   if (!dir || dir[0] == '/') return dir;
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) return dir;
-  char *abs = strcmp(dir, ".") == 0 ? ftl_strdup(cwd) : ftl_yb_join_path(cwd, dir);
+  char *abs = strcmp(dir, ".") == 0 ? ftl_strdup(cwd) : ln_yb_join_path(cwd, dir);
   ftl_free(dir);
   return abs;
 }
 
-ftl_err ftl_job_parse_file(const char *path, ftl_job **job_out, ftl_diag *d) {
+ftl_err ln_job_parse_file(const char *path, ftl_job **job_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char *data = NULL, *dir = NULL;
   size_t size = 0;
   ftl_diag read_diag = {{0}};
   if (!path || !job_out)
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "ftl_job_parse_file: NULL %s", path ? "job_out" : "path");
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "ln_job_parse_file: NULL %s", path ? "job_out" : "path");
   *job_out = NULL;
   /* One byte over the limit is enough to tell "too large" apart from "exactly the limit". */
   rc = ftl_read_file(path, JOB_MAX_BYTES + 1, &data, &size, &read_diag);
@@ -428,11 +428,11 @@ out:
   return rc;
 }
 
-ftl_err ftl_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d) {
+ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   ftl_job *job = NULL;
   size_t count = 0;
-  if (!job_out) return ftl_diag_fail(d, FTL_ERR_INVAL, "ftl_job_from_argv: NULL job_out");
+  if (!job_out) return ftl_diag_fail(d, FTL_ERR_INVAL, "ln_job_from_argv: NULL job_out");
   *job_out = NULL;
   if (ranks <= 0) return ftl_diag_fail(d, FTL_ERR_SPEC, "-n: expected an integer > 0, got %d", ranks);
   if (ranks > JOB_RANKS_MAX)
@@ -446,7 +446,7 @@ ftl_err ftl_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job
   if (!(job->name = name_from(argv[0], false, "cli"))) goto out;
   if (!(job->program = ftl_strdup(argv[0]))) goto out;
   while ((int)count + 1 < argc && argv[count + 1]) count++;
-  ftl_yb_free_strv(job->args);
+  ln_yb_free_strv(job->args);
   if (!(job->args = ftl_calloc(count + 1, sizeof *job->args))) goto out;
   for (size_t i = 0; i < count; i++) {
     if (!(job->args[i] = ftl_strdup(argv[i + 1]))) goto out;
@@ -457,6 +457,6 @@ ftl_err ftl_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job
   rc = FTL_OK;
 out:
   if (rc) ftl_diag_fail(d, rc, "out of memory building the job from the command line");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   return rc;
 }

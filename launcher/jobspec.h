@@ -89,21 +89,21 @@ typedef struct ftl_job {
   } registry;
 } ftl_job;
 
-/* Parses and validates the file at path into a new job (*job_out, freed by ftl_job_destroy).
+/* Parses and validates the file at path into a new job (*job_out, freed by ln_job_destroy).
  * Errors: FTL_ERR_NOTFOUND / FTL_ERR_IO when unreadable, FTL_ERR_SPEC for anything wrong inside,
  * with d->msg like "job.yaml:3:8: field 'ranks': expected an integer > 0, got '-2'". */
-ftl_err ftl_job_parse_file(const char *path, ftl_job **job_out, ftl_diag *d);
+ftl_err ln_job_parse_file(const char *path, ftl_job **job_out, ftl_diag *d);
 
 /* The same for bytes in memory; name_for_errors is used as the file name in messages and
  * relative paths are resolved against base_dir (may be NULL: the current folder). */
-ftl_err ftl_job_parse_bytes(const char *data, size_t size, const char *name_for_errors,
+ftl_err ln_job_parse_bytes(const char *data, size_t size, const char *name_for_errors,
                             const char *base_dir, ftl_job **job_out, ftl_diag *d);
 
 /* A job from the command line (`ftl run -n N -- PROGRAM ARGS...`): program = argv[0]. */
-ftl_err ftl_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d);
+ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d);
 
-void ftl_job_destroy(ftl_job *job);
+void ln_job_destroy(ftl_job *job);
 
-const char *ftl_launch_kind_name(ftl_launch_kind kind);
+const char *ln_launch_kind_name(ftl_launch_kind kind);
 
 #endif

@@ -54,7 +54,7 @@ typedef enum ftl_failure_kind {
 } ftl_failure_kind;
 
 /* The ledger's `cause` for kind ("exit_code"); "unknown" for a value outside the table. */
-const char *ftl_failure_kind_name(ftl_failure_kind kind);
+const char *ln_failure_kind_name(ftl_failure_kind kind);
 
 typedef struct ftl_attempt_result {
   ftl_attempt_outcome outcome;
@@ -86,13 +86,13 @@ typedef struct ftl_attempt_result {
 
 /* Runs one attempt of the job to its end. An error return means ftl could not run the attempt at
  * all (detail in d); how the job itself ended is in *res. */
-ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d);
+ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d);
 
 /* Runs the job: attempts, restarts (budget, back-off, crash loops, bad hosts left out) and the
  * goodput report. Returns ftl's exit code. */
-int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
+int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
                 const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ftl_events *events);
 
-int ftl_rank_agent_main(int argc, char **argv);
+int ln_rank_agent_main(int argc, char **argv);
 
 #endif

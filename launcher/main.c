@@ -167,7 +167,7 @@ static int cmd_ckpt(int argc, char **argv) {
     fputs(ckpt_help, stdout);
     return FTL_EXIT_OK;
   }
-  return ftl_ckpt_cli_main(argc, argv);
+  return ck_ckpt_cli_main(argc, argv);
 }
 #endif
 
@@ -189,30 +189,30 @@ static const subcommand subcommands[] = {
      "ftl ckpt ls|verify|show RUNDIR [STEP]\n", 0},
 #endif
 #ifdef FTL_HAVE_EVAL
-    {"gate", ftl_cmd_gate, "evaluate a run's adapter against the gate locked at submission", ftl_gate_help,
+    {"gate", ev_cmd_gate, "evaluate a run's adapter against the gate locked at submission", ev_gate_help,
      "ftl gate RUNDIR [--spec JOB.yaml] [--json] [--quiet]\n", 0},
-    {"publish", ftl_cmd_publish, "publish a run whose gate passed and promote it to its channel", ftl_publish_help,
+    {"publish", ev_cmd_publish, "publish a run whose gate passed and promote it to its channel", ev_publish_help,
      "ftl publish RUNDIR [--spec JOB.yaml] [--json]\n", 0},
 #endif
 #ifdef FTL_HAVE_PIPELINE_CLI
-    {"export", ftl_cmd_export, "write a run's final adapter in PEFT's layout", ftl_export_help,
+    {"export", pl_cmd_export, "write a run's final adapter in PEFT's layout", pl_export_help,
      "ftl export RUNDIR [-o DIR] [--base-name NAME]\n", 0},
-    {"registry", ftl_cmd_registry, "list, route, fetch and check the adapter registry", ftl_registry_help,
+    {"registry", pl_cmd_registry, "list, route, fetch and check the adapter registry", pl_registry_help,
      "ftl registry ls [NAME] | routes [--channel C] | fetch NAME@VERSION|NAME@CHANNEL DIR | check NAME\n", 0},
-    {"promote", ftl_cmd_promote, "point a registry channel at a published version", ftl_promote_help,
+    {"promote", pl_cmd_promote, "point a registry channel at a published version", pl_promote_help,
      "ftl promote NAME VERSION --to CHANNEL [--why TEXT]\n", 0},
-    {"rollback", ftl_cmd_rollback, "move a registry channel back to its previous version", ftl_rollback_help,
+    {"rollback", pl_cmd_rollback, "move a registry channel back to its previous version", pl_rollback_help,
      "ftl rollback NAME --channel CHANNEL [--why TEXT]\n", 0},
 #endif
-    {"status", ftl_cmd_status, "what a run is doing, or how it ended", ftl_status_help,
+    {"status", ln_cmd_status, "what a run is doing, or how it ended", ln_status_help,
      "ftl status RUNDIR [--json]\n", 0},
-    {"report", ftl_cmd_report, "one self-contained HTML page about a run, with plots", ftl_report_help,
+    {"report", ln_cmd_report, "one self-contained HTML page about a run, with plots", ln_report_help,
      "ftl report RUNDIR [-o FILE]\n", 0},
     {"help", cmd_help, "this list, a command's help, or a topic", help_help,
      "ftl help [COMMAND|exit-codes|env]\n", 0},
-    {"version", ftl_cmd_version, "print ftl's version and what the build compiled in (CUDA, NCCL, HDF5, MPI)",
-     ftl_version_help, "ftl version\n", 0},
-    {"rank-agent", ftl_rank_agent_main, "internal: the process `ftl run` starts on every rank", agent_help,
+    {"version", ln_cmd_version, "print ftl's version and what the build compiled in (CUDA, NCCL, HDF5, MPI)",
+     ln_version_help, "ftl version\n", 0},
+    {"rank-agent", ln_rank_agent_main, "internal: the process `ftl run` starts on every rank", agent_help,
      "ftl rank-agent -- PROGRAM [ARGS...]\n", 1},
 };
 enum { N_SUBCOMMANDS = sizeof subcommands / sizeof subcommands[0] };
@@ -301,13 +301,13 @@ static int check_hostfile(const ftl_job *job) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
   int exit_code = FTL_EXIT_OK;
-  ftl_err rc = ftl_hostfile_read(job->hostfile, &hosts, &count, &d);
+  ftl_err rc = ln_hostfile_read(job->hostfile, &hosts, &count, &d);
   if (rc) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
     exit_code = rc == FTL_ERR_NOMEM ? FTL_EXIT_INTERNAL : FTL_EXIT_USAGE;
     goto out;
   }
-  int slots = ftl_hostfile_total_slots(hosts, count);
+  int slots = ln_hostfile_total_slots(hosts, count);
   int need = job->min_ranks > 0 ? job->min_ranks : job->ranks;
   if (slots < need) {
     fprintf(stderr, "ftl run: hostfile %s holds %d slot%s in all (%zu host%s), fewer than the %d ranks %s\n",
@@ -399,7 +399,7 @@ static int parse_run_options(int argc, char **argv, run_opts *ro) {
         }
         break;
       case OPT_PROGRESS:
-        if (ftl_progress_parse_mode(optarg, &ro->progress_mode) != FTL_OK) {
+        if (ln_progress_parse_mode(optarg, &ro->progress_mode) != FTL_OK) {
           fprintf(stderr, "ftl run: --progress: expected auto, tty, lines or off, got '%s'\n", optarg);
           return FTL_EXIT_USAGE;
         }
@@ -426,7 +426,7 @@ static int read_job(int argc, char **argv, const run_opts *ro, ftl_job **job) {
       fprintf(stderr, "ftl run: -n N is required with -- PROGRAM\n");
       return FTL_EXIT_USAGE;
     }
-    if (ftl_job_from_argv((int)ro->ranks, rest, rest_argv, job, &d)) {
+    if (ln_job_from_argv((int)ro->ranks, rest, rest_argv, job, &d)) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       return FTL_EXIT_USAGE;
     }
@@ -437,7 +437,7 @@ static int read_job(int argc, char **argv, const run_opts *ro, ftl_job **job) {
                      ro->ranks, rest, rest_argv);
       return FTL_EXIT_USAGE;
     }
-    ftl_err rc = ftl_job_parse_file(rest_argv[0], job, &d);
+    ftl_err rc = ln_job_parse_file(rest_argv[0], job, &d);
     if (rc) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       if (!has_yaml_extension(rest_argv[0]))
@@ -502,7 +502,7 @@ static int open_run_dir(const ftl_job *job, const run_opts *ro, ftl_run_lock *lo
     return FTL_EXIT_INTERNAL;
   }
   /* One launcher per run directory, for its whole life (docs/formats/ftl-lock.md). */
-  ftl_err lock_rc = ftl_run_lock_take(rd, job, (int64_t)(ro->wait_lock_s * 1000.0), lock, &d);
+  ftl_err lock_rc = ln_run_lock_take(rd, job, (int64_t)(ro->wait_lock_s * 1000.0), lock, &d);
   if (lock_rc) {
     /* In use by another launcher, or another job's: refused (2); a lock that cannot be written: 5. */
     fprintf(stderr, "ftl run: %s\n", d.msg);
@@ -529,22 +529,22 @@ static int open_observers(const ftl_job *job, const run_opts *ro, const char *ru
                           ftl_progress **progress, ftl_prom **metrics) {
   ftl_diag d = {{0}};
   char events_path[PATH_MAX];
-  if (ftl_rundir_path(events_path, sizeof events_path, run_dir, FTL_RUNDIR_EVENTS)) {
+  if (core_rundir_path(events_path, sizeof events_path, run_dir, FTL_RUNDIR_EVENTS)) {
     fprintf(stderr, "ftl run: a path is too long\n");
     return FTL_EXIT_INTERNAL;
   }
-  if (ftl_events_open(events_path, events, &d)) {
+  if (ln_events_open(events_path, events, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
     return FTL_EXIT_INTERNAL;
   }
   const char *metrics_path = ro->metrics ? ro->metrics : job->metrics_textfile;
   if (!metrics_path && getenv("FTL_METRICS_TEXTFILE") && *getenv("FTL_METRICS_TEXTFILE"))
     metrics_path = getenv("FTL_METRICS_TEXTFILE");
-  if (ftl_progress_create(ro->progress_mode, stderr, isatty(STDERR_FILENO), getenv("TERM"),
+  if (ln_progress_create(ro->progress_mode, stderr, isatty(STDERR_FILENO), getenv("TERM"),
                           (int64_t)(ro->progress_interval_s * 1000.0), progress, &d) ||
-      ftl_events_observe(*events, ftl_progress_observe, *progress, &d) ||
-      (metrics_path && (ftl_prom_create(metrics_path, job->name, metrics, &d) ||
-                        ftl_events_observe(*events, ftl_prom_observe, *metrics, &d)))) {
+      ln_events_observe(*events, ln_progress_observe, *progress, &d) ||
+      (metrics_path && (ln_prom_create(metrics_path, job->name, metrics, &d) ||
+                        ln_events_observe(*events, ln_prom_observe, *metrics, &d)))) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
     return FTL_EXIT_INTERNAL;
   }
@@ -556,9 +556,9 @@ static int open_observers(const ftl_job *job, const run_opts *ro, const char *ru
  * own executable (the rank agent). */
 static int find_programs(const ftl_job *job, char **program, char *exe, size_t exe_size) {
   ftl_diag d = {{0}};
-  const char *lookup_path = ftl_gang_env_get(job->env, "PATH");
+  const char *lookup_path = ln_gang_env_get(job->env, "PATH");
   if (!lookup_path) lookup_path = getenv("PATH");
-  if (ftl_gang_find_program(job->program, lookup_path, program, &d)) {
+  if (ln_gang_find_program(job->program, lookup_path, program, &d)) {
     fprintf(stderr, "ftl run: %s%s%s\n", job->spec_path ? job->spec_path : "", job->spec_path ? ": field 'program': " : "",
             d.msg);
     return FTL_EXIT_LAUNCH;
@@ -577,7 +577,7 @@ static int find_programs(const ftl_job *job, char **program, char *exe, size_t e
 static int prepare_inputs(ftl_job *job, const char *run_dir) {
 #ifdef FTL_HAVE_EVAL
   ftl_diag d = {{0}};
-  if (ftl_submit_prepare(job, run_dir, &d)) {
+  if (ev_submit_prepare(job, run_dir, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
     return FTL_EXIT_USAGE;
   }
@@ -611,28 +611,28 @@ static int cmd_run(int argc, char **argv) {
   if ((exit_code = open_observers(job, &ro, run_dir, &events, &progress, &metrics)) != RUN_GO_ON) goto out;
   if ((exit_code = prepare_inputs(job, run_dir)) != RUN_GO_ON) goto out;
   /* Ranks on other hosts reach the launcher by this host's name; on one machine, by loopback. */
-  int multi_host = job->hostfile || ftl_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN;
+  int multi_host = job->hostfile || ln_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN;
   const char *rdzv_host = ro.rdzv_host ? ro.rdzv_host : multi_host ? ftl_hostname() : "127.0.0.1";
 
-  ftl_events_write(events, "run_start", 0,
+  ln_events_write(events, "run_start", 0,
                    json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:s}", "job", job->name, "spec",
                              job->spec_path ? job->spec_path : "", "ranks", job->ranks, "program", program, "spec_hash",
                              job->spec_hash, "pid", (json_int_t)getpid(), "host", ftl_hostname(), "slurm_job_id",
                              getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : ""));
-  exit_code = ftl_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)ro.grace_ms, events);
+  exit_code = ln_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)ro.grace_ms, events);
 #ifdef FTL_HAVE_EVAL
   /* Trained: the gate, then publish and promote (0 published, 1 gate failed, 5 publishing failed). */
-  if (exit_code == FTL_EXIT_OK) exit_code = ftl_submit_finish(job, run_dir, events);
+  if (exit_code == FTL_EXIT_OK) exit_code = ev_submit_finish(job, run_dir, events);
 #endif
-  ftl_events_write(events, "run_end", 0, json_pack("{s:i}", "exit_code", exit_code));
+  ln_events_write(events, "run_end", 0, json_pack("{s:i}", "exit_code", exit_code));
 out:
-  ftl_progress_destroy(progress); /* clears a status line left on the terminal */
-  ftl_prom_finish(metrics);     /* the last state, ftl_up 0 */
-  ftl_prom_destroy(metrics);
-  ftl_events_close(events);
-  ftl_run_lock_release(&run_lock);
+  ln_progress_destroy(progress); /* clears a status line left on the terminal */
+  ln_prom_finish(metrics);     /* the last state, ftl_up 0 */
+  ln_prom_destroy(metrics);
+  ln_events_close(events);
+  ln_run_lock_release(&run_lock);
   ftl_free(program);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   return exit_code;
 }
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-ftl_policy_config ftl_policy_config_of(const ftl_job *job) {
+ftl_policy_config ln_policy_config_of(const ftl_job *job) {
   return (ftl_policy_config){.ranks = job->ranks,
                              .min_ranks = job->min_ranks,
                              .max_restarts = job->max_restarts,
@@ -16,13 +16,13 @@ ftl_policy_config ftl_policy_config_of(const ftl_job *job) {
                              .have_hostfile = job->hostfile != NULL};
 }
 
-void ftl_policy_state_init(ftl_policy_state *s, const ftl_policy_config *cfg) {
+void ln_policy_state_init(ftl_policy_state *s, const ftl_policy_config *cfg) {
   memset(s, 0, sizeof *s);
   s->prev_fail_step = INT64_MIN;
   s->backoff_ms = cfg->backoff_ms;
 }
 
-const char *ftl_policy_stop_name(ftl_policy_stop why) {
+const char *ln_policy_stop_name(ftl_policy_stop why) {
   switch (why) {
     case FTL_STOP_NONE: return "none";
     case FTL_STOP_SUCCEEDED: return "succeeded";
@@ -38,7 +38,7 @@ const char *ftl_policy_stop_name(ftl_policy_stop why) {
   return "unknown";
 }
 
-int ftl_policy_host_matches(const char *entry, const char *name, const char *addrs) {
+int ln_policy_host_matches(const char *entry, const char *name, const char *addrs) {
   if (!strcmp(entry, name)) return 1;
   size_t len = strlen(entry);
   for (const char *p = addrs; p && *p;) {
@@ -50,7 +50,7 @@ int ftl_policy_host_matches(const char *entry, const char *name, const char *add
   return 0;
 }
 
-int ftl_policy_world_size(const ftl_policy_config *cfg, const ftl_policy_host *hosts, size_t nhosts, int *world,
+int ln_policy_world_size(const ftl_policy_config *cfg, const ftl_policy_host *hosts, size_t nhosts, int *world,
                           int *slots) {
   *world = cfg->ranks;
   *slots = 0;
@@ -64,7 +64,7 @@ int ftl_policy_world_size(const ftl_policy_config *cfg, const ftl_policy_host *h
   return 0;
 }
 
-int ftl_policy_backoff_signal_exit(int sig) {
+int ln_policy_backoff_signal_exit(int sig) {
   if (sig == SIGTERM || sig == SIGUSR1) return FTL_EXIT_PREEMPTED;
   if (sig == SIGINT) return FTL_EXIT_SIGINT;
   return FTL_EXIT_SIGTERM; /* SIGHUP, and anything else that ends ftl without a clean stop */
@@ -85,7 +85,7 @@ static const char *blamed_host(const ftl_attempt_result *res, const char *suspec
   return "";
 }
 
-void ftl_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *history, const ftl_attempt_result *res,
+void ln_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *history, const ftl_attempt_result *res,
                        const ftl_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
                        ftl_policy_decision *out) {
   memset(out, 0, sizeof *out);
@@ -167,7 +167,7 @@ void ftl_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *his
   int slots = 0;
   for (size_t i = 0; i < nhosts; i++) {
     if (hosts[i].bad) continue;
-    if (blame[0] && ftl_policy_host_matches(hosts[i].name, blame, res->bad_host_addrs)) out->excluded++;
+    if (blame[0] && ln_policy_host_matches(hosts[i].name, blame, res->bad_host_addrs)) out->excluded++;
     else slots += hosts[i].slots;
   }
   out->slots = slots;
@@ -187,14 +187,14 @@ void ftl_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *his
   out->why = FTL_STOP_NONE;
   out->backoff_ms = next->backoff_ms;
   next->backoff_ms = next->backoff_ms * 2 < cfg->max_backoff_ms ? next->backoff_ms * 2 : cfg->max_backoff_ms;
-  snprintf(msg, msz, "failed (%s); restart %d of %d in %.1f s", ftl_failure_kind_name(res->kind),
+  snprintf(msg, msz, "failed (%s); restart %d of %d in %.1f s", ln_failure_kind_name(res->kind),
            next->restarts, cfg->max_restarts, (double)out->backoff_ms / 1000.0);
 }
 
-void ftl_policy_apply_hosts(const ftl_policy_decision *dec, const ftl_attempt_result *res, ftl_policy_host *hosts,
+void ln_policy_apply_hosts(const ftl_policy_decision *dec, const ftl_attempt_result *res, ftl_policy_host *hosts,
                             size_t nhosts) {
   if (!dec->exclude_host[0]) return;
   for (size_t i = 0; i < nhosts; i++)
-    if (!hosts[i].bad && ftl_policy_host_matches(hosts[i].name, dec->exclude_host, res->bad_host_addrs))
+    if (!hosts[i].bad && ln_policy_host_matches(hosts[i].name, dec->exclude_host, res->bad_host_addrs))
       hosts[i].bad = 1;
 }

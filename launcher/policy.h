@@ -27,7 +27,7 @@
 
 #include "launcher/launcher.h"
 
-/* The job's limits, as the policy needs them (ftl_policy_config_of fills it from a job). */
+/* The job's limits, as the policy needs them (ln_policy_config_of fills it from a job). */
 typedef struct ftl_policy_config {
   int ranks;              /* what the job asks for */
   int min_ranks;          /* fewest ranks to continue with; 0 means exactly `ranks` */
@@ -38,7 +38,7 @@ typedef struct ftl_policy_config {
   int have_hostfile;      /* the job runs on a hostfile's hosts (else: this host alone) */
 } ftl_policy_config;
 
-ftl_policy_config ftl_policy_config_of(const ftl_job *job);
+ftl_policy_config ln_policy_config_of(const ftl_job *job);
 
 /* One line of the job's hostfile. */
 typedef struct ftl_policy_host {
@@ -57,7 +57,7 @@ typedef struct ftl_policy_state {
   char suspect[64];        /* the last straggler's host, "" if none */
 } ftl_policy_state;
 
-void ftl_policy_state_init(ftl_policy_state *s, const ftl_policy_config *cfg);
+void ln_policy_state_init(ftl_policy_state *s, const ftl_policy_config *cfg);
 
 typedef enum ftl_policy_action {
   FTL_POLICY_STOP = 0,     /* end the job with exit_code */
@@ -78,7 +78,7 @@ typedef enum ftl_policy_stop {
   FTL_STOP_NO_HOSTS,       /* the hosts left hold fewer slots than min_ranks (or ranks) */
 } ftl_policy_stop;
 
-const char *ftl_policy_stop_name(ftl_policy_stop why);
+const char *ln_policy_stop_name(ftl_policy_stop why);
 
 typedef struct ftl_policy_decision {
   ftl_policy_action action;
@@ -95,26 +95,26 @@ typedef struct ftl_policy_decision {
 } ftl_policy_decision;
 
 /* Decides what follows an attempt that ended as res. hosts[0..nhosts) is the hostfile plan
- * (nhosts may be 0); it is read, not changed: ftl_policy_apply_hosts carries out an exclusion.
+ * (nhosts may be 0); it is read, not changed: ln_policy_apply_hosts carries out an exclusion.
  * job_name and run_dir are only quoted in the message. */
-void ftl_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *history, const ftl_attempt_result *res,
+void ln_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *history, const ftl_attempt_result *res,
                        const ftl_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
                        ftl_policy_decision *out);
 
 /* Marks the hosts the decision leaves out as bad. */
-void ftl_policy_apply_hosts(const ftl_policy_decision *dec, const ftl_attempt_result *res, ftl_policy_host *hosts,
+void ln_policy_apply_hosts(const ftl_policy_decision *dec, const ftl_attempt_result *res, ftl_policy_host *hosts,
                             size_t nhosts);
 
 /* The ranks an attempt gets on the hosts not left out: `ranks`, or fewer down to min_ranks.
  * Returns 0 and sets *world, or -1 when the slots left are too few (*slots says how many). */
-int ftl_policy_world_size(const ftl_policy_config *cfg, const ftl_policy_host *hosts, size_t nhosts, int *world,
+int ln_policy_world_size(const ftl_policy_config *cfg, const ftl_policy_host *hosts, size_t nhosts, int *world,
                           int *slots);
 
 /* A hostfile may name a host by its name or by one of its addresses (space-separated). */
-int ftl_policy_host_matches(const char *entry, const char *name, const char *addrs);
+int ln_policy_host_matches(const char *entry, const char *name, const char *addrs);
 
 /* ftl's exit code when sig arrives during a back-off: nothing runs then and the last commit is on
  * disk, so SIGTERM/SIGUSR1 are a clean preemption (75); SIGINT is 130, SIGHUP 143. */
-int ftl_policy_backoff_signal_exit(int sig);
+int ln_policy_backoff_signal_exit(int sig);
 
 #endif

@@ -17,7 +17,7 @@ struct ftl_progress {
   ftl_runview rv;
 };
 
-ftl_err ftl_progress_parse_mode(const char *text, ftl_progress_mode *out) {
+ftl_err ln_progress_parse_mode(const char *text, ftl_progress_mode *out) {
   static const char *const names[] = {"auto", "tty", "lines", "off"};
   for (int i = 0; i < 4; i++)
     if (!strcmp(text, names[i])) {
@@ -27,7 +27,7 @@ ftl_err ftl_progress_parse_mode(const char *text, ftl_progress_mode *out) {
   return FTL_ERR_INVAL;
 }
 
-ftl_err ftl_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, const char *term,
+ftl_err ln_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, const char *term,
                             int64_t line_interval_ms, ftl_progress **p_out, ftl_diag *d) {
   ftl_progress *p = ftl_calloc(1, sizeof *p);
   if (!p) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -38,12 +38,12 @@ ftl_err ftl_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, c
   p->out = out;
   p->line_interval_ms = line_interval_ms > 0 ? line_interval_ms : 30000;
   p->last_line_ms = -1;
-  ftl_runview_init(&p->rv, 0);
+  ln_runview_init(&p->rv, 0);
   *p_out = p;
   return FTL_OK;
 }
 
-ftl_progress_mode ftl_progress_get_mode(const ftl_progress *p) { return p->mode; }
+ftl_progress_mode ln_progress_get_mode(const ftl_progress *p) { return p->mode; }
 
 /* "1h02m", "3m05s", "42s". */
 static void fmt_dur(char *buf, size_t size, double s) {
@@ -71,7 +71,7 @@ static size_t append(char *buf, size_t size, size_t used, const char *fmt, ...) 
   return used + (size_t)n < size ? used + (size_t)n : size - 1;
 }
 
-void ftl_progress_format(const ftl_runview *rv, int64_t now_us, char *buf, size_t size) {
+void ln_progress_format(const ftl_runview *rv, int64_t now_us, char *buf, size_t size) {
   const ftl_rv_sample *s = &rv->latest;
   size_t u = 0;
   char d1[32], d2[32];
@@ -108,14 +108,14 @@ void ftl_progress_format(const ftl_runview *rv, int64_t now_us, char *buf, size_
     }
   }
   u = append(buf, size, u, " | restarts %d", rv->restarts);
-  ftl_rv_goodput g = ftl_runview_goodput(rv, now_us);
+  ftl_rv_goodput g = ln_runview_goodput(rv, now_us);
   if (g.wall_ms > 0) u = append(buf, size, u, " | goodput %.0f%%", g.pct);
 }
 
 static void draw(ftl_progress *p, int force_line) {
   char line[512];
   int64_t now_ms = ftl_clock_ms();
-  ftl_progress_format(&p->rv, ftl_wall_us(), line, sizeof line);
+  ln_progress_format(&p->rv, ftl_wall_us(), line, sizeof line);
   if (p->mode == FTL_PROGRESS_TTY) {
     /* The line is cut to a terminal's usual width rather than wrapping, which would defeat \r. */
     /* The cursor is left at the start of the line, so a log line written meanwhile replaces the
@@ -131,9 +131,9 @@ static void draw(ftl_progress *p, int force_line) {
   }
 }
 
-void ftl_progress_observe(void *user, const json_t *line) {
+void ln_progress_observe(void *user, const json_t *line) {
   ftl_progress *p = user;
-  ftl_runview_add(&p->rv, line);
+  ln_runview_add(&p->rv, line);
   if (p->mode == FTL_PROGRESS_OFF) return;
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
@@ -145,21 +145,21 @@ void ftl_progress_observe(void *user, const json_t *line) {
   }
 }
 
-void ftl_progress_finish(ftl_progress *p) {
+void ln_progress_finish(ftl_progress *p) {
   if (!p || !p->drawn) return;
   fputs("\r\x1b[K", p->out);
   fflush(p->out);
   p->drawn = 0;
 }
 
-void ftl_progress_destroy(ftl_progress *p) {
+void ln_progress_destroy(ftl_progress *p) {
   if (!p) return;
-  ftl_progress_finish(p);
-  ftl_runview_free(&p->rv);
+  ln_progress_finish(p);
+  ln_runview_free(&p->rv);
   ftl_free(p);
 }
 
-void ftl_progress_record(ftl_events *log, int attempt, int rank, const json_t *msg) {
+void ln_progress_record(ftl_events *log, int attempt, int rank, const json_t *msg) {
   if (rank != 0 || !json_object_get(msg, "total_steps")) return;
   json_t *fields = json_object();
   static const char *const keys[] = {"step", "total_steps", "loss", "tokens", "tokens_per_s"};
@@ -168,5 +168,5 @@ void ftl_progress_record(ftl_events *log, int attempt, int rank, const json_t *m
     if (json_is_number(v) || json_is_null(v)) json_object_set(fields, keys[i], v);
   }
   if (fields) json_object_set_new(fields, "rank", json_integer(rank));
-  ftl_events_write(log, "progress", attempt, fields);
+  ln_events_write(log, "progress", attempt, fields);
 }

@@ -3,7 +3,7 @@
  * run's own event stream (an observer of launcher/events.c), so it says what events.jsonl says;
  * the numbers are rank 0's progress reports (ftl_progress_report), drawn once for the gang.
  *
- * Also here: ftl_progress_record, the hook that turns rank 0's progress report on the wire into a
+ * Also here: ln_progress_record, the hook that turns rank 0's progress report on the wire into a
  * `progress` event (supervise.c calls it).
  *
  * Not here: the event arithmetic (runview.c), the metrics textfile (prom.c). */
@@ -25,32 +25,32 @@ typedef enum ftl_progress_mode {
 } ftl_progress_mode;
 
 /* "auto", "tty", "lines", "off"; FTL_ERR_INVAL otherwise. */
-ftl_err ftl_progress_parse_mode(const char *text, ftl_progress_mode *out);
+ftl_err ln_progress_parse_mode(const char *text, ftl_progress_mode *out);
 
 typedef struct ftl_progress ftl_progress;
 
 /* out: where to draw (stderr; borrowed). isatty_out/term: what AUTO decides from (the caller
  * passes isatty(2) and getenv("TERM"), so tests can choose). line_interval_ms: the lines mode's
  * period. */
-ftl_err ftl_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, const char *term,
+ftl_err ln_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, const char *term,
                             int64_t line_interval_ms, ftl_progress **p_out, ftl_diag *d);
 
 /* The resolved mode (never AUTO). */
-ftl_progress_mode ftl_progress_get_mode(const ftl_progress *p);
+ftl_progress_mode ln_progress_get_mode(const ftl_progress *p);
 
 /* An ftl_events_observer: folds the event and redraws when it is news. */
-void ftl_progress_observe(void *user, const json_t *line);
+void ln_progress_observe(void *user, const json_t *line);
 
 /* Formats the status line for the view so far into buf (no newline): the pure part, tested. */
 struct ftl_runview;
-void ftl_progress_format(const struct ftl_runview *rv, int64_t now_us, char *buf, size_t size);
+void ln_progress_format(const struct ftl_runview *rv, int64_t now_us, char *buf, size_t size);
 
 /* Clears the status line on a terminal (before ftl's final lines). Accepts NULL. */
-void ftl_progress_finish(ftl_progress *p);
-void ftl_progress_destroy(ftl_progress *p);
+void ln_progress_finish(ftl_progress *p);
+void ln_progress_destroy(ftl_progress *p);
 
 /* supervise.c's hook: a `step` message from rank 0 that carries a progress report (wire version
  * 2: total_steps, loss, tokens, tokens_per_s) becomes a `progress` event. Others are ignored. */
-void ftl_progress_record(ftl_events *log, int attempt, int rank, const json_t *msg);
+void ln_progress_record(ftl_events *log, int attempt, int rank, const json_t *msg);
 
 #endif

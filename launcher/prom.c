@@ -50,7 +50,7 @@ static void metric(core_buf *b, const char *name, const char *type, const char *
     core_buf_printf(b, "%s{%s} %.17g\n", name, labels, v);
 }
 
-ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
+ftl_err ln_prom_format(const ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
                         size_t *len_out, ftl_diag *d) {
   char esc[512], labels[600];
   label_value(esc, sizeof esc, job);
@@ -58,7 +58,7 @@ ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t 
   core_buf b;
   core_buf_init(&b, PROM_MAX_BYTES);
   const ftl_rv_sample *s = &rv->latest;
-  ftl_rv_goodput g = ftl_runview_goodput(rv, now_us);
+  ftl_rv_goodput g = ln_runview_goodput(rv, now_us);
   const ftl_rv_cadence *c = &rv->latest_cadence;
   metric(&b, "ftl_up", "gauge", "1 while ftl run is running the job, 0 once it ended", labels, up);
   metric(&b, "ftl_step", "gauge", "the last training step rank 0 reported", labels, (double)s->step);
@@ -90,14 +90,14 @@ ftl_err ftl_prom_format(const ftl_runview *rv, const char *job, int up, int64_t 
   return FTL_OK;
 }
 
-ftl_err ftl_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d) {
+ftl_err ln_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d) {
   ftl_prom *m = ftl_calloc(1, sizeof *m);
   if (!m || !(m->path = ftl_strdup(path)) || !(m->job = ftl_strdup(job ? job : ""))) {
-    ftl_prom_destroy(m);
+    ln_prom_destroy(m);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   }
   m->last_write_ms = -1;
-  ftl_runview_init(&m->rv, 0);
+  ln_runview_init(&m->rv, 0);
   *out = m;
   return FTL_OK;
 }
@@ -106,7 +106,7 @@ static void write_now(ftl_prom *m, int up) {
   char *text = NULL;
   size_t len = 0;
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_prom_format(&m->rv, m->job, up, ftl_wall_us(), &text, &len, &d);
+  ftl_err rc = ln_prom_format(&m->rv, m->job, up, ftl_wall_us(), &text, &len, &d);
   if (!rc) rc = ftl_write_file_atomic(m->path, text, len, &d);
   ftl_free(text);
   m->last_write_ms = ftl_clock_ms();
@@ -117,9 +117,9 @@ static void write_now(ftl_prom *m, int up) {
   }
 }
 
-void ftl_prom_observe(void *user, const json_t *line) {
+void ln_prom_observe(void *user, const json_t *line) {
   ftl_prom *m = user;
-  ftl_runview_add(&m->rv, line);
+  ln_runview_add(&m->rv, line);
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
   int news = !strcmp(ev, "attempt_start") || !strcmp(ev, "attempt_end") || !strcmp(ev, "restart") ||
@@ -127,13 +127,13 @@ void ftl_prom_observe(void *user, const json_t *line) {
   if (news || m->last_write_ms < 0 || ftl_clock_ms() - m->last_write_ms >= FTL_PROM_MIN_INTERVAL_MS) write_now(m, 1);
 }
 
-void ftl_prom_finish(ftl_prom *m) {
+void ln_prom_finish(ftl_prom *m) {
   if (m) write_now(m, 0);
 }
 
-void ftl_prom_destroy(ftl_prom *m) {
+void ln_prom_destroy(ftl_prom *m) {
   if (!m) return;
-  ftl_runview_free(&m->rv);
+  ln_runview_free(&m->rv);
   ftl_free(m->path);
   ftl_free(m->job);
   ftl_free(m);

@@ -24,18 +24,18 @@ struct ftl_runview;
 typedef struct ftl_prom ftl_prom;
 
 /* path: the textfile (borrowed for the call); job: the job's name, the FTL_PROM_JOB_LABEL value. */
-ftl_err ftl_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d);
+ftl_err ln_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d);
 
 /* An ftl_events_observer. */
-void ftl_prom_observe(void *user, const json_t *line);
+void ln_prom_observe(void *user, const json_t *line);
 
 /* Writes the last state with ftl_up 0 (the run is over). Accepts NULL. */
-void ftl_prom_finish(ftl_prom *m);
-void ftl_prom_destroy(ftl_prom *m);
+void ln_prom_finish(ftl_prom *m);
+void ln_prom_destroy(ftl_prom *m);
 
 /* The exposition text for a view (the pure part, tested), job the FTL_PROM_JOB_LABEL value:
  * *text_out freed with ftl_free. */
-ftl_err ftl_prom_format(const struct ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
+ftl_err ln_prom_format(const struct ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
                         size_t *len_out, ftl_diag *d);
 
 #endif

@@ -21,7 +21,7 @@
 #include "launcher/runview.h"
 #include "launcher/status.h"
 
-const char ftl_report_help[] =
+const char ln_report_help[] =
     "ftl report: one self-contained HTML page about a run, with plots.\n"
     "\n"
     "  ftl report RUNDIR [-o FILE]\n"
@@ -374,14 +374,14 @@ static void stamp(char *buf, size_t size, int64_t us) {
 
 static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   ftl_runview rv;
-  ftl_runview_init(&rv, 1);
+  ln_runview_init(&rv, 1);
   json_t *st = NULL;
-  ftl_err rc = ftl_runview_load(&rv, run_dir, d);
+  ftl_err rc = ln_runview_load(&rv, run_dir, d);
   if (rc == FTL_ERR_NOTFOUND) rc = ftl_diag_fail(d, rc, "%s is not a run directory: it has no events.jsonl", run_dir);
   if (rc) goto out;
-  if ((rc = ftl_status_build(run_dir, &st, d))) goto out;
+  if ((rc = ln_status_build(run_dir, &st, d))) goto out;
   int64_t now = ftl_wall_us();
-  ftl_rv_goodput g = ftl_runview_goodput(&rv, now);
+  ftl_rv_goodput g = ln_runview_goodput(&rv, now);
   char t[64];
   put(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ftl report: ");
   put_text(o, rv.job);
@@ -460,11 +460,11 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   else if (o->err) rc = core_buf_check(o, "the report", d);
 out:
   json_decref(st);
-  ftl_runview_free(&rv);
+  ln_runview_free(&rv);
   return rc;
 }
 
-int ftl_cmd_report(int argc, char **argv) {
+int ln_cmd_report(int argc, char **argv) {
   static const struct option options[] = {
       {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   const char *output = NULL;
@@ -474,7 +474,7 @@ int ftl_cmd_report(int argc, char **argv) {
     if (c == 'o')
       output = optarg;
     else if (c == 'h') {
-      fputs(ftl_report_help, stdout);
+      fputs(ln_report_help, stdout);
       return FTL_EXIT_OK;
     } else {
       fputs("usage: ftl report RUNDIR [-o FILE]\n", stderr);

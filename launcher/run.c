@@ -44,7 +44,7 @@ typedef struct host_plan {
 static ftl_err read_hostfile(const char *path, host_plan *plan, ftl_diag *d) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
-  ftl_err rc = ftl_hostfile_read(path, &hosts, &count, d);
+  ftl_err rc = ln_hostfile_read(path, &hosts, &count, d);
   if (rc) return rc;
   plan->hosts = ftl_calloc(count, sizeof *plan->hosts);
   if (!plan->hosts) {
@@ -93,9 +93,9 @@ static void run_ledger_append(const char *run_dir, const core_failure_record *r)
   const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 10000, .fsync = true};
   if (core_failure_record_encode(r, &rec, &d) != FTL_OK) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "ledger record for %s: %s", run_dir, d.msg);
-  } else if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES)) {
+  } else if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES)) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "run directory path too long for its ledger: %s", run_dir);
-  } else if (ftl_jsonl_append(path, rec, &opts, &d) != FTL_OK) {
+  } else if (core_jsonl_append(path, rec, &opts, &d) != FTL_OK) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "%s", d.msg);
   }
   json_decref(rec);
@@ -126,7 +126,7 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
     f.exit_code = r->exit_code;
     f.signal = r->signal;
     f.detect_lag_ms = r->detect_lag_ms;
-    snprintf(f.cause, sizeof f.cause, "%s", ftl_failure_kind_name(r->kind));
+    snprintf(f.cause, sizeof f.cause, "%s", ln_failure_kind_name(r->kind));
     snprintf(f.job, sizeof f.job, "%s", job->name);
     snprintf(f.host, sizeof f.host, "%s", r->root_host);
     snprintf(f.bad_host, sizeof f.bad_host, "%s", r->bad_host);
@@ -134,7 +134,7 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
     run_ledger_append(run_dir, &f);
     ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_FAILURE, .wall_us = now_us, .attempt = attempt,
                               .step = r->last_step, .world_size = world};
-    snprintf(rec.cause, sizeof rec.cause, "%s", ftl_failure_kind_name(r->kind));
+    snprintf(rec.cause, sizeof rec.cause, "%s", ln_failure_kind_name(r->kind));
     snprintf(rec.job, sizeof rec.job, "%s", job->name);
     snprintf(rec.host, sizeof rec.host, "%s", r->root_host);
     fleet_append(job, &rec);
@@ -168,8 +168,8 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
  * it back with ftl_cadence_load_ledger. The ranks of the attempt that closes a measurement have
  * loaded the ledgers before it is known; the attempts after it start from it.
  *
- * File-scope because events outlive ftl_run_job (main writes run_end after it) and an observer
- * cannot be removed: the meter is inactive outside ftl_run_job. */
+ * File-scope because events outlive ln_run_job (main writes run_end after it) and an observer
+ * cannot be removed: the meter is inactive outside ln_run_job. */
 typedef struct restart_meter {
   int active;
   const ftl_job *job;
@@ -202,7 +202,7 @@ static void meter_record(restart_meter *m, int attempt, double restart_s) {
           m->failed_attempt, m->cause, attempt);
   char path[PATH_MAX];
   ftl_diag d = {{0}};
-  if (ftl_rundir_path(path, sizeof path, m->run_dir, FTL_RUNDIR_FAILURES))
+  if (core_rundir_path(path, sizeof path, m->run_dir, FTL_RUNDIR_FAILURES))
     FTL_LOG(FTL_LOG_WARN, "launcher", "run directory path too long for its ledger: %s", m->run_dir);
   else if (ftl_cadence_fleet_append(path, &rec, METER_LOCK_TIMEOUT_MS, &d) != FTL_OK)
     FTL_LOG(FTL_LOG_WARN, "launcher", "%s", d.msg);
@@ -271,7 +271,7 @@ static int leave_out_unreachable(host_plan *plan, ftl_attempt_result *res, ftl_e
   if (res->never_started > 0 && n_probed > 0) {
     int *err = ftl_calloc(n_probed, sizeof *err);
     if (err) {
-      ftl_hostprobe_run(probed, n_probed, probe_port, HOST_PROBE_TIMEOUT_MS, err);
+      ln_hostprobe_run(probed, n_probed, probe_port, HOST_PROBE_TIMEOUT_MS, err);
       /* probed[] holds the resolvable good hosts in plan order: map the answers back. */
       for (size_t i = 0, k = 0; i < plan->count && k < n_probed; i++)
         if (!plan->hosts[i].bad && gai[i] == 0) probe_err[i] = err[k++];
@@ -304,7 +304,7 @@ static int leave_out_unreachable(host_plan *plan, ftl_attempt_result *res, ftl_e
     }
     if (used < sizeof names)
       used += (size_t)snprintf(names + used, sizeof names - used, "%s%s (%s)", used ? ", " : "", h->name, why);
-    ftl_events_write(events, "host_unreachable", attempt, json_pack("{s:s, s:s}", "host", h->name, "reason", reason));
+    ln_events_write(events, "host_unreachable", attempt, json_pack("{s:s, s:s}", "host", h->name, "reason", reason));
   }
   if (found) {
     char summary[sizeof res->summary];
@@ -339,9 +339,9 @@ static int backoff_sleep(int64_t ms) {
 }
 
 static void report_goodput(ftl_events *events, int first_attempt, const ftl_goodput *per, int n) {
-  ftl_goodput t = ftl_goodput_sum(per, n);
-  double pct = ftl_goodput_pct(&t);
-  ftl_events_write(events, "run_goodput", first_attempt + n - 1,
+  ftl_goodput t = ln_goodput_sum(per, n);
+  double pct = ln_goodput_pct(&t);
+  ln_events_write(events, "run_goodput", first_attempt + n - 1,
                    json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "attempts", n, "wall_ms", t.wall_ms,
                              "productive_ms", t.productive_ms, "startup_ms", t.startup_ms, "ckpt_stall_ms", t.stall_ms,
                              "lost_work_ms", t.lost_ms, "teardown_ms", t.teardown_ms, "backoff_ms", t.backoff_ms,
@@ -366,16 +366,16 @@ static int plan_attempt_hosts(const ftl_job *job, const ftl_policy_config *cfg, 
   ftl_diag d = {{0}};
   char dir[PATH_MAX];
   int slots = 0;
-  if (ftl_rundir_attempt_dir(dir, sizeof dir, run_dir, attempt) || ftl_mkdir_p(dir, &d) ||
-      ftl_rundir_attempt_hostfile(hostfile, size, dir) || write_attempt_hostfile(plan, hostfile, &d)) {
+  if (core_rundir_attempt_dir(dir, sizeof dir, run_dir, attempt) || ftl_mkdir_p(dir, &d) ||
+      core_rundir_attempt_hostfile(hostfile, size, dir) || write_attempt_hostfile(plan, hostfile, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg[0] ? d.msg : "path too long");
     return FTL_EXIT_INTERNAL;
   }
   int min = job->min_ranks > 0 ? job->min_ranks : job->ranks;
-  if (ftl_policy_world_size(cfg, plan->hosts, plan->count, world, &slots) != 0) {
+  if (ln_policy_world_size(cfg, plan->hosts, plan->count, world, &slots) != 0) {
     fprintf(stderr, "ftl: job '%s' cannot go on: the hosts left hold %d slot%s, fewer than the %d ranks it needs%s\n",
             job->name, slots, slots == 1 ? "" : "s", min, job->min_ranks > 0 ? " (min_ranks)" : "");
-    ftl_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", slots));
+    ln_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", slots));
     return FTL_EXIT_JOB_FAILED;
   }
   if (*world < job->ranks)
@@ -386,14 +386,14 @@ static int plan_attempt_hosts(const ftl_job *job, const ftl_policy_config *cfg, 
 /* The run_stopped event of a policy's stop. */
 static void write_stopped(ftl_events *events, int attempt, const ftl_policy_decision *dec, const ftl_attempt_result *res) {
   if (dec->why == FTL_STOP_CRASH_LOOP)
-    ftl_events_write(events, "run_stopped", attempt,
+    ln_events_write(events, "run_stopped", attempt,
                      json_pack("{s:s, s:I, s:i}", "reason", "crash loop", "step", (json_int_t)res->last_step, "failures",
                                dec->next.same_step_failures));
   else if (dec->why == FTL_STOP_BUDGET)
-    ftl_events_write(events, "run_stopped", attempt,
+    ln_events_write(events, "run_stopped", attempt,
                      json_pack("{s:s, s:i}", "reason", "restart budget spent", "restarts", dec->next.restarts));
   else if (dec->why == FTL_STOP_NO_HOSTS)
-    ftl_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", dec->slots));
+    ln_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", dec->slots));
 }
 
 /* The failed host the policy named, left out of the plan when it decided so. */
@@ -401,27 +401,27 @@ static void exclude_host(const ftl_job *job, const ftl_policy_decision *dec, con
                          host_plan *plan, ftl_events *events, int attempt) {
   if (!dec->exclude_host[0]) return;
   if (dec->excluded) {
-    ftl_policy_apply_hosts(dec, res, plan->hosts, plan->count);
+    ln_policy_apply_hosts(dec, res, plan->hosts, plan->count);
     FTL_LOG(FTL_LOG_WARN, "launcher", "leaving host %s out of the next attempts", dec->exclude_host);
-    ftl_events_write(events, "host_excluded", attempt, json_pack("{s:s}", "host", dec->exclude_host));
+    ln_events_write(events, "host_excluded", attempt, json_pack("{s:s}", "host", dec->exclude_host));
   } else if (!job->hostfile) {
     FTL_LOG(FTL_LOG_INFO, "launcher", "the failure was on host %s, but this job runs there alone: nothing to leave out",
             dec->exclude_host);
   }
 }
 
-int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
+int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
                 const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ftl_events *events) {
   ftl_diag d = {{0}};
   host_plan plan = {0};
   ftl_goodput *per = NULL;
   int exit_code = FTL_EXIT_JOB_FAILED;
-  int first_attempt = ftl_rundir_next_attempt(run_dir), attempt = first_attempt;
+  int first_attempt = core_rundir_next_attempt(run_dir), attempt = first_attempt;
   int n_attempts = 0;
   double pending_backoff_ms = 0;
-  const ftl_policy_config cfg = ftl_policy_config_of(job);
+  const ftl_policy_config cfg = ln_policy_config_of(job);
   ftl_policy_state history;
-  ftl_policy_state_init(&history, &cfg);
+  ln_policy_state_init(&history, &cfg);
 
   if (job->hostfile && read_hostfile(job->hostfile, &plan, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
@@ -435,7 +435,7 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
   /* Once per process: the meter is file-scope, and an observer is never removed. */
   static ftl_events *metered;
   if (events && metered != events) {
-    if (ftl_events_observe(events, meter_observe, &meter, &d) == FTL_OK)
+    if (ln_events_observe(events, meter_observe, &meter, &d) == FTL_OK)
       metered = events;
     else
       FTL_LOG(FTL_LOG_WARN, "launcher", "restart costs will not be measured: %s", d.msg);
@@ -466,18 +466,18 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
                           .events = events};
     ftl_attempt_result res;
     meter.world = world;
-    if (ftl_attempt_run(&o, &res, &d)) {
+    if (ln_attempt_run(&o, &res, &d)) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       exit_code = FTL_EXIT_INTERNAL;
       break;
     }
-    per[n_attempts++] = ftl_goodput_of_attempt(&res, pending_backoff_ms);
+    per[n_attempts++] = ln_goodput_of_attempt(&res, pending_backoff_ms);
     int failed = res.outcome == FTL_ATTEMPT_FAILED || res.outcome == FTL_ATTEMPT_RDZV_FAILED;
     int unreachable = job->hostfile ? leave_out_unreachable(&plan, &res, events, attempt, job->probe_port) : 0;
     ledger_record(job, run_dir, attempt, world, &res, failed);
 
     ftl_policy_decision dec;
-    ftl_policy_decide(&cfg, &history, &res, plan.hosts, plan.count, job->name, run_dir, &dec);
+    ln_policy_decide(&cfg, &history, &res, plan.hosts, plan.count, job->name, run_dir, &dec);
     history = dec.next;
     if (dec.action == FTL_POLICY_STOP) {
       fprintf(stderr, "ftl: %s\n", dec.message);
@@ -488,14 +488,14 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     }
     exclude_host(job, &dec, &res, &plan, events, attempt);
     FTL_LOG(FTL_LOG_WARN, "launcher", "attempt %d %s", attempt, dec.message);
-    ftl_events_write(events, "restart", attempt,
+    ln_events_write(events, "restart", attempt,
                      json_pack("{s:i, s:i, s:I, s:s}", "restart", history.restarts, "max_restarts", job->max_restarts,
-                               "backoff_ms", (json_int_t)dec.backoff_ms, "after", ftl_failure_kind_name(res.kind)));
+                               "backoff_ms", (json_int_t)dec.backoff_ms, "after", ln_failure_kind_name(res.kind)));
     int64_t t0 = ftl_clock_ms();
     int sig = backoff_sleep(dec.backoff_ms);
     pending_backoff_ms = (double)(ftl_clock_ms() - t0);
     if (sig) {
-      exit_code = ftl_policy_backoff_signal_exit(sig);
+      exit_code = ln_policy_backoff_signal_exit(sig);
       fprintf(stderr, "ftl: job '%s' stopped by signal %d during the back-off%s\n", job->name, sig,
               exit_code == FTL_EXIT_PREEMPTED ? "; run `ftl run` again to resume" : "");
       break;
@@ -504,10 +504,10 @@ int ftl_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, co
     /* A relaunch reads the same inputs as the first attempt, or none: an input changed since
      * submission ends the job, naming the file (docs/pipeline.md). */
     ftl_diag vd = {{0}};
-    ftl_err vrc = ftl_snapshot_verify_run_dir(run_dir, &vd);
+    ftl_err vrc = pl_snapshot_verify_run_dir(run_dir, &vd);
     if (vrc && vrc != FTL_ERR_NOTFOUND) {
       fprintf(stderr, "ftl: job '%s' not relaunched: %s\n", job->name, vd.msg);
-      ftl_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:s}", "reason", "input changed", "message", vd.msg));
+      ln_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:s}", "reason", "input changed", "message", vd.msg));
       exit_code = FTL_EXIT_JOB_FAILED;
       break;
     }

@@ -51,7 +51,7 @@ static const char *rec_str(const json_t *rec, const char *key) {
   return s && *s ? s : "?";
 }
 
-int ftl_run_lock_parse(const char *data, size_t size, char *holder, size_t holder_size, int *released) {
+int ln_run_lock_parse(const char *data, size_t size, char *holder, size_t holder_size, int *released) {
   int is_record = 0;
   *released = 0;
   json_t *rec = size ? json_loadb(data, size, 0, NULL) : NULL;
@@ -77,11 +77,11 @@ out:
 }
 
 /* "pid 123 on host h (job 'x', since 2026-12-01T11:00:00Z)" for the record in the file; *released
- * as ftl_run_lock_parse says; returns whether there is a record at all. */
+ * as ln_run_lock_parse says; returns whether there is a record at all. */
 static int describe_file(int fd, char *holder, size_t size, int *released) {
   char buf[4096];
   size_t n = read_bytes(fd, buf, sizeof buf);
-  return ftl_run_lock_parse(buf, n, holder, size, released);
+  return ln_run_lock_parse(buf, n, holder, size, released);
 }
 
 static ftl_err write_record(int fd, json_t *rec, const char *path, ftl_diag *d) {
@@ -90,8 +90,8 @@ static ftl_err write_record(int fd, json_t *rec, const char *path, ftl_diag *d) 
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing %s", path);
   size_t len = strlen(text);
   text[len] = '\0';
-  if (ftl_fs_table.ftruncate(fd, 0) != 0 || ftl_fs_pwrite_all(fd, text, len, 0) != FTL_OK || ftl_fs_pwrite_all(fd, "\n", 1, len) != FTL_OK)
-    rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot write %s: %s", path, strerror(errno));
+  if (core_fs_table.ftruncate(fd, 0) != 0 || core_fs_pwrite_all(fd, text, len, 0) != FTL_OK || core_fs_pwrite_all(fd, "\n", 1, len) != FTL_OK)
+    rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot write %s: %s", path, strerror(errno));
   free(text);
   return rc;
 }
@@ -101,12 +101,12 @@ static ftl_err write_record(int fd, json_t *rec, const char *path, ftl_diag *d) 
  * to compare, and tests and users reuse a scratch run directory for different programs.) */
 static ftl_err check_owner(const char *run_dir, const ftl_job *job, ftl_diag *d) {
   char spec[PATH_MAX];
-  if (!job->spec_path && ftl_rundir_path(spec, sizeof spec, run_dir, FTL_RUNDIR_JOB_SPEC) == FTL_OK &&
+  if (!job->spec_path && core_rundir_path(spec, sizeof spec, run_dir, FTL_RUNDIR_JOB_SPEC) == FTL_OK &&
       access(spec, F_OK) == 0) {
     ftl_job *other = NULL;
     ftl_diag ignored = {{0}};
     ftl_err rc;
-    if (ftl_job_parse_file(spec, &other, &ignored) == FTL_OK)
+    if (ln_job_parse_file(spec, &other, &ignored) == FTL_OK)
       rc = ftl_diag_fail(d, FTL_ERR_SPEC,
                          "run directory %s belongs to job '%s' (spec hash %s, its %s); the command-line job '%s' "
                          "is not run into it: use another --run-dir",
@@ -116,21 +116,21 @@ static ftl_err check_owner(const char *run_dir, const ftl_job *job, ftl_diag *d)
                          "run directory %s belongs to the job of its spec %s; the command-line job '%s' is not run "
                          "into it: use another --run-dir",
                          run_dir, spec, job->name);
-    ftl_job_destroy(other);
+    ln_job_destroy(other);
     return rc;
   }
   return FTL_OK;
 }
 
-ftl_err ftl_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d) {
+ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char path[PATH_MAX];
   json_t *rec = NULL;
   int fd = -1;
   lock->fd = -1;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK))
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long: %s", run_dir);
-  fd = ftl_fs_table.open(path, O_RDWR | O_CREAT, 0644);
+  fd = core_fs_table.open(path, O_RDWR | O_CREAT, 0644);
   if (fd < 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open the run directory's lock %s: %s", path, strerror(errno));
     goto out;
@@ -192,7 +192,7 @@ out:
 /* A shared non-blocking flock fails exactly while a launcher holds the exclusive one. */
 int ln_run_lock_held(const char *run_dir) {
   char path[PATH_MAX];
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK)) return -1;
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_LOCK)) return -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return -1;
   int held = 0;
@@ -201,7 +201,7 @@ int ln_run_lock_held(const char *run_dir) {
   return held;
 }
 
-void ftl_run_lock_release(ftl_run_lock *lock) {
+void ln_run_lock_release(ftl_run_lock *lock) {
   if (!lock || lock->fd < 0) return;
   json_t *rec = read_record(lock->fd);
   if (rec && json_object_set_new(rec, "released_wall_us", json_integer(ftl_wall_us())) == 0) {
@@ -219,7 +219,7 @@ ftl_err ln_run_dir_adopt_spec(const char *run_dir, const ftl_job *job, ftl_diag 
   ftl_err rc = ftl_mkdir_p(run_dir, d);
   if (rc) return rc;
   char path[PATH_MAX];
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_SPEC))
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_SPEC))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
   if (!job->spec_path) return FTL_OK;
   char *spec = NULL, *existing = NULL;

@@ -26,23 +26,23 @@ typedef struct ftl_run_lock {
  * start. A record left by a launcher that died (the kernel released its flock) is taken over with a
  * note on stderr. FTL_ERR_SPEC when the run directory is another job's: a command-line job (no
  * spec file) where a spec job's job.yaml lies (named with its spec hash). */
-ftl_err ftl_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d);
+ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d);
 
 /* Reads a lock record's bytes (docs/formats/ftl-lock.md; any bytes: the file is outside input):
  * holder gets "pid 123 on host h (job 'x', since 2026-12-01T11:00:00Z)", or a phrase for a record
  * not written yet; *released is 1 when it carries released_wall_us. Returns 1 for a record (a JSON
  * object), 0 otherwise. Pure (tests/fuzz/fuzz_runlock.c). */
-int ftl_run_lock_parse(const char *data, size_t size, char *holder, size_t holder_size, int *released);
+int ln_run_lock_parse(const char *data, size_t size, char *holder, size_t holder_size, int *released);
 
 /* Marks the record released and drops the flock. Safe on a lock not held. */
-void ftl_run_lock_release(ftl_run_lock *lock);
+void ln_run_lock_release(ftl_run_lock *lock);
 
 /* Whether a launcher holds RUNDIR/ftl.lock now: 1 held, 0 free, -1 no lock file (an older
  * launcher's run directory: decide from the events). Only reads: safe while the job runs. */
 int ln_run_lock_held(const char *run_dir);
 
 /* Keeps a copy of the job's spec file in the run directory (RUNDIR/job.yaml, made with its folder
- * when missing), after ftl_run_lock_take. A command-line job (no spec file) keeps none.
+ * when missing), after ln_run_lock_take. A command-line job (no spec file) keeps none.
  * FTL_ERR_SPEC when job.yaml is there and differs from the spec byte for byte: the run directory
  * is another spec's. Other codes: the spec or the copy could not be read or written. */
 ftl_err ln_run_dir_adopt_spec(const char *run_dir, const ftl_job *job, ftl_diag *d);

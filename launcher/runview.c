@@ -16,7 +16,7 @@
  * read into memory whole. */
 #define RV_MAX_LOG_BYTES ((size_t)1 << 30)
 
-void ftl_runview_init(ftl_runview *rv, int keep_series) {
+void ln_runview_init(ftl_runview *rv, int keep_series) {
   memset(rv, 0, sizeof *rv);
   rv->keep_series = keep_series;
   rv->exit_code = -1;
@@ -26,7 +26,7 @@ void ftl_runview_init(ftl_runview *rv, int keep_series) {
   rv->latest.tokens_per_s = -1;
 }
 
-void ftl_runview_free(ftl_runview *rv) {
+void ln_runview_free(ftl_runview *rv) {
   if (!rv) return;
   ftl_free(rv->attempts);
   ftl_free(rv->samples);
@@ -93,7 +93,7 @@ static ftl_rv_attempt *find_attempt(ftl_runview *rv, int n) {
   return NULL;
 }
 
-void ftl_runview_add(ftl_runview *rv, const json_t *line) {
+void ln_runview_add(ftl_runview *rv, const json_t *line) {
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
   int64_t t = jint(line, "t_us", rv->last_us);
@@ -169,7 +169,7 @@ void ftl_runview_add(ftl_runview *rv, const json_t *line) {
       if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = step};
     }
   } else if (!strcmp(ev, "ckpt_saved") && jsmall(line, "rank", 0) == 0 && a) {
-    a->stall_ms += ftl_goodput_saved_stall_ms(jnum(line, "stall_ms", 0), jnum(line, "wait_prev_ms", 0));
+    a->stall_ms += ln_goodput_saved_stall_ms(jnum(line, "stall_ms", 0), jnum(line, "wait_prev_ms", 0));
   } else if (!strcmp(ev, "progress")) {
     ftl_rv_sample s = {.t_us = t,
                        .attempt = n,
@@ -206,26 +206,26 @@ static ftl_err add_line(const char *line, size_t len, size_t line_no, void *ctx)
   json_error_t jerr;
   json_t *o = json_loadb(line, len, 0, &jerr);
   /* A torn line (a launcher killed mid-write) or a foreign one is skipped, not fatal. */
-  if (json_is_object(o)) ftl_runview_add(ctx, o);
+  if (json_is_object(o)) ln_runview_add(ctx, o);
   json_decref(o);
   return FTL_OK;
 }
 
-ftl_err ftl_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d) {
+ftl_err ln_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d) {
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_EVENTS))
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_EVENTS))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  ftl_err rc = ftl_jsonl_read(path, RV_MAX_LOG_BYTES, 2000, &data, &size, d);
+  ftl_err rc = core_jsonl_read(path, RV_MAX_LOG_BYTES, 2000, &data, &size, d);
   if (rc) return rc;
-  ftl_runview_add_log(rv, data, size);
+  ln_runview_add_log(rv, data, size);
   ftl_free(data);
   return FTL_OK;
 }
 
-void ftl_runview_add_log(ftl_runview *rv, const char *data, size_t size) {
-  (void)ftl_jsonl_each_line(data, size, add_line, rv); /* add_line never fails */
+void ln_runview_add_log(ftl_runview *rv, const char *data, size_t size) {
+  (void)core_jsonl_each_line(data, size, add_line, rv); /* add_line never fails */
 }
 
 int64_t ln_runview_last_committed(const ftl_runview *rv) {
@@ -243,7 +243,7 @@ static ftl_attempt_outcome outcome_of(const char *name) {
   return FTL_ATTEMPT_SUCCEEDED; /* still running: nothing is lost yet */
 }
 
-ftl_rv_goodput ftl_runview_goodput(const ftl_runview *rv, int64_t now_us) {
+ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
   ftl_rv_goodput g = {0};
   if (rv->have_goodput) {
     g = (ftl_rv_goodput){.wall_ms = rv->gp_wall_ms,
@@ -268,7 +268,7 @@ ftl_rv_goodput ftl_runview_goodput(const ftl_runview *rv, int64_t now_us) {
                             .end_ms = (double)(end - a->start_us) / 1000,
                             .committed_at_ms = a->committed_us ? (double)(a->committed_us - a->start_us) / 1000 : -1,
                             .ckpt_stall_ms = a->stall_ms};
-    ftl_goodput one = ftl_goodput_of_attempt(&r, a->backoff_ms), sum = ftl_goodput_sum(&one, 1);
+    ftl_goodput one = ln_goodput_of_attempt(&r, a->backoff_ms), sum = ln_goodput_sum(&one, 1);
     total.wall_ms += sum.wall_ms;
     total.startup_ms += sum.startup_ms;
     total.productive_ms += sum.productive_ms;
@@ -284,6 +284,6 @@ ftl_rv_goodput ftl_runview_goodput(const ftl_runview *rv, int64_t now_us) {
                        .lost_ms = total.lost_ms,
                        .teardown_ms = total.teardown_ms,
                        .backoff_ms = total.backoff_ms,
-                       .pct = ftl_goodput_pct(&total)};
+                       .pct = ln_goodput_pct(&total)};
   return g;
 }

@@ -82,20 +82,20 @@ typedef struct ftl_runview {
 } ftl_runview;
 
 /* Starts an empty view. keep_series: 1 to keep every sample (ftl report), 0 for the latest only. */
-void ftl_runview_init(ftl_runview *rv, int keep_series);
-void ftl_runview_free(ftl_runview *rv);
+void ln_runview_init(ftl_runview *rv, int keep_series);
+void ln_runview_free(ftl_runview *rv);
 
 /* Folds one event line (an object with at least "event"; "t_us" and "attempt" when present) into
  * the view. Unknown events and fields are ignored. Out of memory drops a series point, never fails. */
-void ftl_runview_add(ftl_runview *rv, const json_t *line);
+void ln_runview_add(ftl_runview *rv, const json_t *line);
 
 /* Folds an event log's bytes (JSON lines; lines that are not objects are skipped) into rv. Any
  * bytes are accepted (tests/fuzz/fuzz_runview.c). */
-void ftl_runview_add_log(ftl_runview *rv, const char *data, size_t size);
+void ln_runview_add_log(ftl_runview *rv, const char *data, size_t size);
 
 /* Reads RUNDIR/events.jsonl into rv (a torn last line is skipped). FTL_ERR_NOTFOUND when there is
  * no event log. */
-ftl_err ftl_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d);
+ftl_err ln_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d);
 
 /* The newest committed checkpoint step the log names: rank 0's ckpt_committed events and the
  * attempts' attempt_end committed_step; -1 when none. */
@@ -107,6 +107,6 @@ typedef struct ftl_rv_goodput {
   double wall_ms, productive_ms, startup_ms, stall_ms, lost_ms, teardown_ms, backoff_ms, pct;
   int final; /* 1: the run's own run_goodput */
 } ftl_rv_goodput;
-ftl_rv_goodput ftl_runview_goodput(const ftl_runview *rv, int64_t now_us);
+ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us);
 
 #endif

@@ -16,7 +16,7 @@ static void on_signal(int sig) {
   errno = saved;
 }
 
-ftl_err ftl_sigpipe_open(const int *sigs, size_t n, struct sigaction *old, ftl_diag *d) {
+ftl_err ln_sigpipe_open(const int *sigs, size_t n, struct sigaction *old, ftl_diag *d) {
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return ftl_diag_fail(d, FTL_ERR_IO, "pipe: %s", strerror(errno));
   struct sigaction sa = {.sa_handler = on_signal};
   sigemptyset(&sa.sa_mask);
@@ -24,14 +24,14 @@ ftl_err ftl_sigpipe_open(const int *sigs, size_t n, struct sigaction *old, ftl_d
   return FTL_OK;
 }
 
-int ftl_sigpipe_fd(void) { return pipe_fds[0]; }
+int ln_sigpipe_fd(void) { return pipe_fds[0]; }
 
-int ftl_sigpipe_next(void) {
+int ln_sigpipe_next(void) {
   unsigned char b;
   return pipe_fds[0] >= 0 && read(pipe_fds[0], &b, 1) == 1 ? b : 0;
 }
 
-void ftl_sigpipe_close(const int *sigs, size_t n, const struct sigaction *old) {
+void ln_sigpipe_close(const int *sigs, size_t n, const struct sigaction *old) {
   for (size_t i = 0; old && i < n; i++) sigaction(sigs[i], &old[i], NULL);
   for (int i = 0; i < 2; i++) {
     if (pipe_fds[i] >= 0) close(pipe_fds[i]);

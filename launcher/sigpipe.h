@@ -10,15 +10,15 @@
 
 /* Opens the pipe (non-blocking, close-on-exec) and routes each of sigs[0..n) to it; the previous
  * dispositions go to old[0..n) when old is not NULL. */
-ftl_err ftl_sigpipe_open(const int *sigs, size_t n, struct sigaction *old, ftl_diag *d);
+ftl_err ln_sigpipe_open(const int *sigs, size_t n, struct sigaction *old, ftl_diag *d);
 
 /* The read end, for poll(); -1 when closed. */
-int ftl_sigpipe_fd(void);
+int ln_sigpipe_fd(void);
 
 /* The next signal received, or 0 when none is waiting. */
-int ftl_sigpipe_next(void);
+int ln_sigpipe_next(void);
 
 /* Puts back the dispositions saved by open (when old is not NULL) and closes the pipe. */
-void ftl_sigpipe_close(const int *sigs, size_t n, const struct sigaction *old);
+void ln_sigpipe_close(const int *sigs, size_t n, const struct sigaction *old);
 
 #endif

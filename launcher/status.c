@@ -25,7 +25,7 @@
 #include "checkpoint/catalog.h"
 #endif
 
-const char ftl_status_help[] =
+const char ln_status_help[] =
     "ftl status: what a run is doing, or how it ended, from its run directory.\n"
     "\n"
     "  ftl status RUNDIR [--json]\n"
@@ -51,7 +51,7 @@ static ftl_err load_line(const char *line, size_t len, size_t line_no, void *ctx
   loader *l = ctx;
   json_t *o = json_loadb(line, len, 0, NULL);
   if (json_is_object(o)) {
-    ftl_runview_add(l->rv, o);
+    ln_runview_add(l->rv, o);
     const char *ev = json_string_value(json_object_get(o, "event"));
     if (ev && !strcmp(ev, "cadence")) {
       json_decref(l->cadence);
@@ -81,7 +81,7 @@ static json_t *restart_cost_of(const char *run_dir) {
   ftl_diag ignored;
   double restart_s = cfg.restart_s;
   int samples = 0;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) == FTL_OK &&
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) == FTL_OK &&
       ftl_cadence_create(&cfg, &c, &ignored) == FTL_OK && ftl_cadence_load_ledger(c, path, NULL, &ignored) == FTL_OK)
     ftl_cadence_restart_estimate(c, &restart_s, &samples);
   ftl_cadence_destroy(c);
@@ -94,8 +94,8 @@ static json_t *failures_of(const char *run_dir, json_t *restarts) {
   size_t size = 0;
   ftl_diag ignored;
   json_t *arr = json_array();
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) ||
-      ftl_jsonl_read(path, (size_t)64 << 20, 2000, &data, &size, &ignored) != FTL_OK)
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) ||
+      core_jsonl_read(path, (size_t)64 << 20, 2000, &data, &size, &ignored) != FTL_OK)
     return arr;
   const char *p = data, *end = data + size;
   while (p < end) {
@@ -130,7 +130,7 @@ static int64_t last_committed(const char *run_dir, int64_t from_events) {
   ck_step_entry *steps = NULL;
   int n = 0;
   ftl_diag ignored;
-  if (ftl_rundir_path(base, sizeof base, run_dir, FTL_RUNDIR_CHECKPOINTS) == FTL_OK &&
+  if (core_rundir_path(base, sizeof base, run_dir, FTL_RUNDIR_CHECKPOINTS) == FTL_OK &&
       ck_list_steps(base, &steps, &n, &ignored) == FTL_OK) {
     int64_t best = -1;
     for (int i = 0; i < n; i++)
@@ -149,7 +149,7 @@ static json_t *verdict_of(const char *run_dir) {
   char *data = NULL;
   size_t len = 0;
   ftl_diag ignored;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_VERDICT) ||
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_VERDICT) ||
       ftl_read_file(path, 1 << 20, &data, &len, &ignored) != FTL_OK)
     return json_null();
   json_t *v = json_loadb(data, len, 0, NULL);
@@ -185,27 +185,27 @@ static const char *exit_meaning(int code) {
   }
 }
 
-ftl_err ftl_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
+ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
   ftl_runview rv;
-  ftl_runview_init(&rv, 0);
+  ln_runview_init(&rv, 0);
   loader l = {.rv = &rv};
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
   json_t *doc = NULL;
   ftl_err rc = FTL_OK;
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_EVENTS)) {
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_EVENTS)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
     goto out;
   }
-  rc = ftl_jsonl_read(path, (size_t)1 << 30, 2000, &data, &size, d);
+  rc = core_jsonl_read(path, (size_t)1 << 30, 2000, &data, &size, d);
   if (rc == FTL_ERR_NOTFOUND) {
     rc = ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s is not a run directory: it has no %s", run_dir,
-                       ftl_rundir_name(FTL_RUNDIR_EVENTS));
+                       core_rundir_name(FTL_RUNDIR_EVENTS));
     goto out;
   }
   if (rc) goto out;
-  if ((rc = ftl_jsonl_each_line(data, size, load_line, &l))) goto out;
+  if ((rc = core_jsonl_each_line(data, size, load_line, &l))) goto out;
 
   int held = ln_run_lock_held(run_dir);
   int running = held == 1 || (held < 0 && rv.running_run);
@@ -274,7 +274,7 @@ ftl_err ftl_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
     }
   }
   json_object_set_new(doc, "published", pub);
-  ftl_rv_goodput g = ftl_runview_goodput(&rv, now);
+  ftl_rv_goodput g = ln_runview_goodput(&rv, now);
   json_object_set_new(doc, "goodput",
                       json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "final", g.final, "wall_ms", g.wall_ms,
                                 "productive_ms", g.productive_ms, "startup_ms", g.startup_ms, "ckpt_stall_ms",
@@ -287,7 +287,7 @@ out:
   json_decref(l.cadence);
   json_decref(l.publish);
   ftl_free(data);
-  ftl_runview_free(&rv);
+  ln_runview_free(&rv);
   return rc;
 }
 
@@ -379,7 +379,7 @@ static void print_human(const json_t *doc) {
          num(gp, "lost_work_ms") / 1e3, num(gp, "teardown_ms") / 1e3, num(gp, "backoff_ms") / 1e3);
 }
 
-int ftl_cmd_status(int argc, char **argv) {
+int ln_cmd_status(int argc, char **argv) {
   static const struct option options[] = {
       {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
   int json = 0, c;
@@ -388,7 +388,7 @@ int ftl_cmd_status(int argc, char **argv) {
     if (c == 'j')
       json = 1;
     else if (c == 'h') {
-      fputs(ftl_status_help, stdout);
+      fputs(ln_status_help, stdout);
       return FTL_EXIT_OK;
     } else {
       fputs("usage: ftl status RUNDIR [--json]\n", stderr);
@@ -401,7 +401,7 @@ int ftl_cmd_status(int argc, char **argv) {
   }
   ftl_diag d = {{0}};
   json_t *doc = NULL;
-  if (ftl_status_build(argv[optind], &doc, &d)) {
+  if (ln_status_build(argv[optind], &doc, &d)) {
     fprintf(stderr, "ftl status: %s\n", d.msg);
     return FTL_EXIT_USAGE;
   }

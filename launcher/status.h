@@ -13,14 +13,14 @@
 
 #define FTL_STATUS_VERSION 1
 
-extern const char ftl_status_help[];
-extern const char ftl_report_help[];
+extern const char ln_status_help[];
+extern const char ln_report_help[];
 
 /* Builds the status document (docs/formats/status.md) of run_dir: *out a new reference. */
-ftl_err ftl_status_build(const char *run_dir, json_t **out, ftl_diag *d);
+ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d);
 
 /* `ftl status` and `ftl report` (report.c): argv[0] is the command's name; return ftl's exit code. */
-int ftl_cmd_status(int argc, char **argv);
-int ftl_cmd_report(int argc, char **argv);
+int ln_cmd_status(int argc, char **argv);
+int ln_cmd_report(int argc, char **argv);
 
 #endif

@@ -54,9 +54,9 @@
 #include "rendezvous/server.h"
 #include "rendezvous/wire.h"
 
-static const char *msg_str(const json_t *msg, const char *key) { return ftl_wire_str(msg, key, ""); }
+static const char *msg_str(const json_t *msg, const char *key) { return rz_wire_str(msg, key, ""); }
 
-const char *ftl_failure_kind_name(ftl_failure_kind kind) {
+const char *ln_failure_kind_name(ftl_failure_kind kind) {
   static const char *const names[] = {
 #define FTL_FAIL_NAME_(k, name, cls) [FTL_FAIL_##k] = name,
       FTL_FAILURE_CAUSE_MAP(FTL_FAIL_NAME_)
@@ -124,14 +124,14 @@ static void set_phase(attempt *a, ln_attempt_phase p) {
 
 /* The life phases follow from the agents and the rendezvous. */
 static void update_life_phase(attempt *a) {
-  ln_attempt_phase p = ln_life_phase(a->ph.phase, ftl_rdzv_server_joined(a->server), ftl_rdzv_server_went(a->server),
+  ln_attempt_phase p = ln_life_phase(a->ph.phase, rz_rdzv_server_joined(a->server), rz_rdzv_server_went(a->server),
                                      a->agents_up, a->world);
   if (p != a->ph.phase) set_phase(a, p);
 }
 
 /* The detectors read each rank's host as the rendezvous server last heard it. */
 static void refresh_hosts(attempt *a) {
-  for (int i = 0; i < a->world; i++) a->watch[i].host = ftl_rdzv_server_host(a->server, i);
+  for (int i = 0; i < a->world; i++) a->watch[i].host = rz_rdzv_server_host(a->server, i);
 }
 
 static double since_start(const attempt *a) { return (double)(ftl_clock_ms() - a->start_ms); }
@@ -146,7 +146,7 @@ static void terminate_gang(attempt *a, int sig) {
     set_phase(a, LN_PHASE_ENDING);
     core_proc_kill_at(&a->gang, ftl_deadline_after_ms(a->o->kill_grace_ms + 2000));
   }
-  ftl_rdzv_server_signal_agents(a->server, sig);
+  rz_rdzv_server_signal_agents(a->server, sig);
 }
 
 /* Records the root cause (the first failure only), logs it, and ends the gang. */
@@ -159,12 +159,12 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
   r->kind = kind;
   r->root_rank = rank;
   r->retryable = kind != FTL_FAIL_EXEC;
-  const char *host = rank >= 0 ? ftl_rdzv_server_host(a->server, rank) : NULL;
+  const char *host = rank >= 0 ? rz_rdzv_server_host(a->server, rank) : NULL;
   snprintf(r->root_host, sizeof r->root_host, "%s", host ? host : (bad_host ? bad_host : "unknown"));
   if (bad_host) {
     snprintf(r->bad_host, sizeof r->bad_host, "%s", bad_host);
     for (int i = 0; i < a->world; i++) {
-      const char *h = ftl_rdzv_server_host(a->server, i);
+      const char *h = rz_rdzv_server_host(a->server, i);
       if (h && !strcmp(h, bad_host) && a->ranks[i].addrs[0]) {
         snprintf(r->bad_host_addrs, sizeof r->bad_host_addrs, "%s", a->ranks[i].addrs);
         break;
@@ -177,7 +177,7 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
   char how[400];
   ln_root_how(how, sizeof how, how_override, code, sig);
   char err_path[PATH_MAX];
-  if (rank >= 0 && ftl_rundir_rank_file(err_path, sizeof err_path, a->attempt_dir, rank, "err"))
+  if (rank >= 0 && core_rundir_rank_file(err_path, sizeof err_path, a->attempt_dir, rank, "err"))
     snprintf(err_path, sizeof err_path, "the attempt folder");
   if (rank >= 0)
     ftl_fmt(r->summary, sizeof r->summary, "rank %d on host %s %s (the first failure; its output: %s)", rank,
@@ -185,9 +185,9 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
   else
     ftl_fmt(r->summary, sizeof r->summary, "%s", how);
   int64_t step = rank >= 0 ? a->watch[rank].last_step : r->last_step;
-  ftl_events_write(a->o->events, "failure", a->o->attempt,
+  ln_events_write(a->o->events, "failure", a->o->attempt,
                    json_pack("{s:i, s:s, s:i, s:i, s:s, s:I, s:f, s:s}", "rank", rank, "host", r->root_host,
-                             "exit_code", code, "signal", sig, "cause", ftl_failure_kind_name(kind), "step",
+                             "exit_code", code, "signal", sig, "cause", ln_failure_kind_name(kind), "step",
                              (json_int_t)step, "detect_lag_ms", r->detect_lag_ms, "message", r->summary));
   FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", r->summary);
   terminate_gang(a, SIGTERM);
@@ -205,7 +205,7 @@ static void log_startup_summary(attempt *a) {
       if (s->phases[k] > phases[k]) phases[k] = s->phases[k];
     if (s->first_step_ms > first) first = s->first_step_ms;
   }
-  ftl_events_write(a->o->events, "startup", a->o->attempt,
+  ln_events_write(a->o->events, "startup", a->o->attempt,
                    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "launch_ms", launch, "rendezvous_ms", phases[0],
                              "mpi_init_ms", phases[1], "comm_init_ms", phases[2], "first_step_ms", first, "total_ms",
                              a->res->first_step_ms));
@@ -222,7 +222,7 @@ static void blame_lost_agent(attempt *a) {
   ftl_detection f;
   if (a->have_root) return;
   refresh_hosts(a);
-  if (!ftl_detect_vanished(a->watch, a->world, a->lost_rank, ftl_hostname(), &f)) return;
+  if (!ln_detect_vanished(a->watch, a->world, a->lost_rank, ftl_hostname(), &f)) return;
   set_root(a, f.kind, f.rank, -1, 0, f.message, f.host);
 }
 
@@ -250,12 +250,12 @@ static void note_progress(ftl_rank_watch *w) { w->progress_ms = ftl_clock_ms(); 
 static void note_library_event(attempt *a, int rank, const char *name, const json_t *fields) {
   if (rank != 0) return;
   ftl_attempt_result *r = a->res;
-  int64_t step = ftl_wire_int(fields, "step", -1);
+  int64_t step = rz_wire_int(fields, "step", -1);
   if (!strcmp(name, "ckpt_committed") && step > r->committed_step) {
     r->committed_step = step;
     r->committed_at_ms = since_start(a);
   } else if (!strcmp(name, "ckpt_saved")) {
-    r->ckpt_stall_ms += ftl_goodput_saved_stall_ms(ftl_wire_num(fields, "stall_ms", 0), ftl_wire_num(fields, "wait_prev_ms", 0));
+    r->ckpt_stall_ms += ln_goodput_saved_stall_ms(rz_wire_num(fields, "stall_ms", 0), rz_wire_num(fields, "wait_prev_ms", 0));
   } else if (!strcmp(name, "ckpt_restored")) {
     r->restored_step = step;
   }
@@ -265,20 +265,20 @@ static void note_library_event(attempt *a, int rank, const char *name, const jso
 static void on_step(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w, int first) {
   note_progress(w);
   w->section = FTL_SECTION_STEP;
-  w->last_step = ftl_wire_int(ev->msg, "step", w->last_step);
+  w->last_step = rz_wire_int(ev->msg, "step", w->last_step);
   if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
   if (!first) {
-    double compute = ftl_wire_num(ev->msg, "compute_ms", -1);
-    if (compute >= 0) ftl_detect_note_compute(w, compute);
-    ftl_progress_record(a->o->events, a->o->attempt, ev->rank, ev->msg); /* rank 0's report: a `progress` event */
+    double compute = rz_wire_num(ev->msg, "compute_ms", -1);
+    if (compute >= 0) ln_detect_note_compute(w, compute);
+    ln_progress_record(a->o->events, a->o->attempt, ev->rank, ev->msg); /* rank 0's report: a `progress` event */
     return;
   }
-  s->first_step_ms = ftl_wire_num(ev->msg, "first_step_ms", 0);
+  s->first_step_ms = rz_wire_num(ev->msg, "first_step_ms", 0);
   if (!s->first_step_seen) {
     s->first_step_seen = 1;
     a->first_step_count++;
   }
-  ftl_events_write(a->o->events, "first_step", a->o->attempt,
+  ln_events_write(a->o->events, "first_step", a->o->attempt,
                    json_pack("{s:i, s:f, s:I}", "rank", ev->rank, "first_step_ms", s->first_step_ms, "step",
                              (json_int_t)w->last_step));
   log_startup_summary(a);
@@ -288,12 +288,12 @@ static void on_step(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_ran
 static void on_agent_exit(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w) {
   w->exited = 1;
   w->alive_ms = ftl_clock_ms(); /* its last word: its host was there then (detect.c) */
-  s->exit_code = (int)ftl_wire_int(ev->msg, "exit_code", -1);
-  s->signal = (int)ftl_wire_int(ev->msg, "signal", 0);
+  s->exit_code = (int)rz_wire_int(ev->msg, "exit_code", -1);
+  s->signal = (int)rz_wire_int(ev->msg, "signal", 0);
   const char *exec_error = msg_str(ev->msg, "exec_error");
-  ftl_events_write(a->o->events, "rank_exit", a->o->attempt,
+  ln_events_write(a->o->events, "rank_exit", a->o->attempt,
                    json_pack("{s:i, s:s, s:i, s:i, s:I}", "rank", ev->rank, "host",
-                             ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
+                             rz_rdzv_server_host(a->server, ev->rank) ? rz_rdzv_server_host(a->server, ev->rank) : "?",
                              "exit_code", s->exit_code, "signal", s->signal, "step", (json_int_t)w->last_step));
   ln_exit_report rep = {.exit_code = s->exit_code,
                         .signal = s->signal,
@@ -304,7 +304,7 @@ static void on_agent_exit(attempt *a, const ftl_rdzv_event *ev, rank_state *s, f
                         .agent_lost = a->lost_rank >= 0,
                         .have_root = a->have_root};
   ln_exit_verdict verdict = ln_judge_exit(&rep);
-  int64_t wall_us = ftl_wire_int(ev->msg, "wall_us", 0);
+  int64_t wall_us = rz_wire_int(ev->msg, "wall_us", 0);
   if (verdict == LN_EXIT_HELD) {
     if (a->term_rank < 0) {
       a->term_rank = ev->rank;
@@ -341,10 +341,10 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
       /* An agent that comes up after the gang is being ended (a stop before the rendezvous, or
        * a root cause while mpirun still places the gang) is told at once, not left to run. */
-      if (a->ph.phase == LN_PHASE_ENDING) ftl_rdzv_server_signal_agents(a->server, SIGTERM);
-      ftl_events_write(log, "rank_started", attempt_no,
+      if (a->ph.phase == LN_PHASE_ENDING) rz_rdzv_server_signal_agents(a->server, SIGTERM);
+      ln_events_write(log, "rank_started", attempt_no,
                        json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", msg_str(ev->msg, "host"), "pid",
-                                 (json_int_t)ftl_wire_int(ev->msg, "pid", -1), "launch_ms",
+                                 (json_int_t)rz_wire_int(ev->msg, "pid", -1), "launch_ms",
                                  (json_int_t)(s->hello_ms - a->start_ms)));
       break;
     case FTL_RDZV_AGENT_ALIVE:
@@ -356,40 +356,40 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       break;
     case FTL_RDZV_AGENT_STOPPING:
       /* The agent was asked to stop (a teardown's SIGTERM, or ftl's): its host is alive, whatever
-       * becomes of its connection next (detect.c, ftl_detect_vanished). */
+       * becomes of its connection next (detect.c, ln_detect_vanished). */
       if (!s) return;
       w->alive_ms = ftl_clock_ms();
       if (!w->stopping_ms) {
         w->stopping_ms = w->alive_ms;
-        w->stop_signal = (int)ftl_wire_int(ev->msg, "signal", 0);
-        ftl_events_write(log, "agent_stopping", attempt_no,
+        w->stop_signal = (int)rz_wire_int(ev->msg, "signal", 0);
+        ln_events_write(log, "agent_stopping", attempt_no,
                          json_pack("{s:i, s:s, s:i, s:s}", "rank", ev->rank, "host",
-                                   ftl_rdzv_server_host(a->server, ev->rank) ? ftl_rdzv_server_host(a->server, ev->rank) : "?",
+                                   rz_rdzv_server_host(a->server, ev->rank) ? rz_rdzv_server_host(a->server, ev->rank) : "?",
                                    "signal", w->stop_signal, "by", msg_str(ev->msg, "by")));
       }
       break;
     case FTL_RDZV_RANK_JOINED:
       if (!s) return;
       note_progress(w);
-      ftl_events_write(log, "rank_joined", attempt_no, json_pack("{s:i}", "rank", ev->rank));
+      ln_events_write(log, "rank_joined", attempt_no, json_pack("{s:i}", "rank", ev->rank));
       update_life_phase(a);
       break;
     case FTL_RDZV_GANG_GO:
       update_life_phase(a);
-      ftl_events_write(log, "rendezvous_complete", attempt_no,
+      ln_events_write(log, "rendezvous_complete", attempt_no,
                        json_pack("{s:i, s:f}", "world_size", a->world, "ms_since_launch", since_start(a)));
       break;
     case FTL_RDZV_RANK_READY:
       if (!s) return;
       note_progress(w);
-      s->phases[0] = ftl_wire_num(ev->msg, "rendezvous_ms", 0);
-      s->phases[1] = ftl_wire_num(ev->msg, "mpi_init_ms", 0);
-      s->phases[2] = ftl_wire_num(ev->msg, "comm_init_ms", 0);
+      s->phases[0] = rz_wire_num(ev->msg, "rendezvous_ms", 0);
+      s->phases[1] = rz_wire_num(ev->msg, "mpi_init_ms", 0);
+      s->phases[2] = rz_wire_num(ev->msg, "comm_init_ms", 0);
       s->ready = 1;
-      ftl_events_write(log, "rank_ready", attempt_no,
+      ln_events_write(log, "rank_ready", attempt_no,
                        json_pack("{s:i, s:f, s:f, s:f, s:s, s:I}", "rank", ev->rank, "rendezvous_ms", s->phases[0],
                                  "mpi_init_ms", s->phases[1], "comm_init_ms", s->phases[2], "backend",
-                                 msg_str(ev->msg, "backend"), "device", (json_int_t)ftl_wire_int(ev->msg, "device", -1)));
+                                 msg_str(ev->msg, "backend"), "device", (json_int_t)rz_wire_int(ev->msg, "device", -1)));
       break;
     case FTL_RDZV_FIRST_STEP:
     case FTL_RDZV_STEP:
@@ -412,7 +412,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
         fields = json_object();
       }
       json_object_set_new(fields, "rank", json_integer(ev->rank));
-      ftl_events_write(log, msg_str(ev->msg, "event"), attempt_no, fields);
+      ln_events_write(log, msg_str(ev->msg, "event"), attempt_no, fields);
       break;
     }
     case FTL_RDZV_AGENT_EXIT:
@@ -437,7 +437,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       break;
     case FTL_RDZV_REJECTED:
       FTL_LOG(FTL_LOG_WARN, "launcher", "refused a rendezvous connection: %s", ev->detail ? ev->detail : "");
-      ftl_events_write(log, "rendezvous_rejected", attempt_no, json_pack("{s:s}", "reason", ev->detail ? ev->detail : ""));
+      ln_events_write(log, "rendezvous_rejected", attempt_no, json_pack("{s:s}", "reason", ev->detail ? ev->detail : ""));
       break;
   }
 }
@@ -446,14 +446,14 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
 static void check_hosts(attempt *a) {
   ftl_detection f;
   refresh_hosts(a);
-  if (ftl_detect_lost_host(a->watch, a->world, &a->limits, ftl_clock_ms(), &f))
+  if (ln_detect_lost_host(a->watch, a->world, &a->limits, ftl_clock_ms(), &f))
     set_root(a, f.kind, f.rank, -1, 0, f.message, f.host);
 }
 
 static void check_hangs(attempt *a) {
   ftl_detection f;
   refresh_hosts(a);
-  if (ftl_detect_hang(a->watch, a->world, &a->limits, ftl_clock_ms(), &f)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
+  if (ln_detect_hang(a->watch, a->world, &a->limits, ftl_clock_ms(), &f)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
 }
 
 /* Reports stragglers (once per rank and attempt). In a gang over several hosts the straggler's host
@@ -463,10 +463,10 @@ static void check_hangs(attempt *a) {
 static void check_stragglers(attempt *a) {
   ftl_straggler found[8];
   refresh_hosts(a);
-  int one_host = ftl_detect_one_host(a->watch, a->world);
+  int one_host = ln_detect_one_host(a->watch, a->world);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   double ratio = one_host && cpus > 0 && a->world > cpus ? FTL_STRAGGLER_RATIO_SHARED : FTL_STRAGGLER_RATIO;
-  int n = ftl_detect_stragglers(a->watch, a->world, ratio, found, (int)(sizeof found / sizeof *found));
+  int n = ln_detect_stragglers(a->watch, a->world, ratio, found, (int)(sizeof found / sizeof *found));
   for (int k = 0; k < n; k++) {
     int i = found[k].rank;
     a->watch[i].straggler_reported = 1;
@@ -483,7 +483,7 @@ static void check_stragglers(attempt *a) {
               "reports); host %s is suspect: if it fails, it is left out of the next attempts",
               i, host, found[k].compute_ms, found[k].others_median_ms, FTL_STRAGGLER_WINDOW, host);
     }
-    ftl_events_write(a->o->events, "straggler", a->o->attempt,
+    ln_events_write(a->o->events, "straggler", a->o->attempt,
                      json_pack("{s:i, s:s, s:f, s:f, s:b}", "rank", i, "host", host, "compute_ms", found[k].compute_ms,
                                "others_median_ms", found[k].others_median_ms, "host_suspect", !one_host));
   }
@@ -496,16 +496,16 @@ static void check_stragglers(attempt *a) {
  * saying why. */
 static void fail_rendezvous(attempt *a, const char *reason) {
   ftl_attempt_result *res = a->res;
-  ftl_rdzv_server_fail(a->server, reason);
+  rz_rdzv_server_fail(a->server, reason);
   a->have_root = 1;
   res->outcome = FTL_ATTEMPT_RDZV_FAILED;
   res->kind = FTL_FAIL_RDZV;
   res->retryable = 1;
   res->failure_ms = since_start(a);
   snprintf(res->summary, sizeof res->summary, "%s", reason);
-  ftl_events_write(a->o->events, "rendezvous_failed", a->o->attempt, json_pack("{s:s}", "reason", reason));
+  ln_events_write(a->o->events, "rendezvous_failed", a->o->attempt, json_pack("{s:s}", "reason", reason));
   FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", reason);
-  if (ftl_rdzv_server_rank_connections(a->server) == 0) {
+  if (rz_rdzv_server_rank_connections(a->server) == 0) {
     terminate_gang(a, SIGTERM);
     return;
   }
@@ -515,7 +515,7 @@ static void fail_rendezvous(attempt *a, const char *reason) {
 /* Ends the gang after a failed rendezvous once the joined ranks have gone or the grace is over. */
 static void end_after_rendezvous(attempt *a) {
   if (!a->rdzv_end_ms || a->ph.phase >= LN_PHASE_ENDING) return;
-  if (ftl_rdzv_server_rank_connections(a->server) == 0 || ftl_deadline_left_ms(a->rdzv_end_ms) == 0)
+  if (rz_rdzv_server_rank_connections(a->server) == 0 || ftl_deadline_left_ms(a->rdzv_end_ms) == 0)
     terminate_gang(a, SIGTERM);
 }
 
@@ -528,14 +528,14 @@ static void end_after_rendezvous(attempt *a) {
  * would run training on until the kill grace. */
 static void request_stop(attempt *a, int sig) {
   if (a->early_stop || was(a, LN_PHASE_STOPPING)) return;
-  int went = ftl_rdzv_server_went(a->server);
+  int went = rz_rdzv_server_went(a->server);
   char reason[128];
   if (!went && !a->have_root && (a->ph.phase == LN_PHASE_LAUNCHING || a->ph.phase == LN_PHASE_RENDEZVOUS)) {
     a->early_stop = 1;
     snprintf(reason, sizeof reason, "preempted by %s before the gang formed", ln_signal_name(sig));
     FTL_LOG(FTL_LOG_WARN, "launcher", "%s (%d of %d agents up, %d ranks joined): ending the ranks at once", reason,
-            a->agents_up, a->world, ftl_rdzv_server_joined(a->server));
-    ftl_rdzv_server_fail(a->server, reason); /* ranks waiting in ftl_init return at once */
+            a->agents_up, a->world, rz_rdzv_server_joined(a->server));
+    rz_rdzv_server_fail(a->server, reason); /* ranks waiting in ftl_init return at once */
     terminate_gang(a, SIGTERM);
     if (!reaped(a)) kill(a->gang.pid, SIGTERM); /* no more agents placed; mpirun ends the ones it has */
     return;
@@ -549,7 +549,7 @@ static void request_stop(attempt *a, int sig) {
   set_phase(a, LN_PHASE_STOPPING);
   a->stop_deadline_ms = ftl_deadline_after_ms(a->o->job->preempt_grace_ms);
   snprintf(reason, sizeof reason, "preempted by %s", ln_signal_name(sig));
-  ftl_rdzv_server_request_stop(a->server, reason);
+  rz_rdzv_server_request_stop(a->server, reason);
   FTL_LOG(FTL_LOG_WARN, "launcher", "%s: asked the ranks to checkpoint and stop (grace %.0f s)", reason,
           (double)a->o->job->preempt_grace_ms / 1000.0);
 }
@@ -573,7 +573,7 @@ static void conclude(attempt *a) {
     if (!a->watch[i].exited && in.first_missing < 0) in.first_missing = i;
     if (!a->watch[i].exited || a->ranks[i].exit_code != 0 || a->ranks[i].signal != 0) in.all_zero = 0;
   }
-  if (in.first_missing >= 0) in.first_missing_host = ftl_rdzv_server_host(a->server, in.first_missing);
+  if (in.first_missing >= 0) in.first_missing_host = rz_rdzv_server_host(a->server, in.first_missing);
   ln_conclusion c;
   ln_conclude(&in, &c);
   if (c.kind == LN_CONCLUDE_LAUNCHER) {
@@ -593,7 +593,7 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
   res->root_rank = -1;
   res->last_step = res->restored_step = res->committed_step = -1;
   res->first_step_ms = res->failure_ms = res->end_ms = res->committed_at_ms = -1;
-  if (ftl_rundir_attempt_dir(a->attempt_dir, sizeof a->attempt_dir, o->run_dir, o->attempt))
+  if (core_rundir_attempt_dir(a->attempt_dir, sizeof a->attempt_dir, o->run_dir, o->attempt))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long");
   if ((rc = ftl_mkdir_p(a->attempt_dir, d))) return rc;
   a->ranks = ftl_calloc((size_t)a->world, sizeof *a->ranks);
@@ -605,7 +605,7 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
                                   .checkpoint_ms = o->job->checkpoint_timeout_ms,
                                   .node_ms = o->job->node_timeout_ms};
   if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;
-  return ftl_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
+  return rz_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
 }
 
 /* The signals the launcher acts on while an attempt runs (the self-pipe, sigpipe.h). */
@@ -620,7 +620,7 @@ static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
   json_t *argv_json = json_array();
   for (char **p = L->argv; *p; p++) json_array_append_new(argv_json, json_string(*p));
   const char *tool = L->kind == FTL_LAUNCH_SRUN ? "srun" : "mpirun";
-  ftl_events_write(o->events, "attempt_start", o->attempt,
+  ln_events_write(o->events, "attempt_start", o->attempt,
                    json_pack("{s:s, s:i, s:s, s:s, s:o}", "job", o->job->name, "world_size", a->world, "launcher",
                              tool, "attempt_dir", a->attempt_dir, "argv", argv_json));
   FTL_LOG(FTL_LOG_INFO, "launcher", "job '%s': starting %d rank%s with %s (attempt %d, run directory %s)", o->job->name,
@@ -657,15 +657,15 @@ static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
 static void on_signals(attempt *a) {
   const ftl_attempt_opts *o = a->o;
   int sig;
-  while ((sig = ftl_sigpipe_next()) != 0) {
+  while ((sig = ln_sigpipe_next()) != 0) {
     if (sig == SIGCHLD) {
       if (!reaped(a) && core_proc_reap(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
       continue;
     }
-    ftl_events_write(o->events, "signal", o->attempt, json_pack("{s:i, s:s}", "signal", sig, "name", ln_signal_name(sig)));
+    ln_events_write(o->events, "signal", o->attempt, json_pack("{s:i, s:s}", "signal", sig, "name", ln_signal_name(sig)));
     if (sig == SIGUSR2) {
       FTL_LOG(FTL_LOG_INFO, "launcher", "received SIGUSR2: passing it to the ranks");
-      ftl_rdzv_server_signal_agents(a->server, sig);
+      rz_rdzv_server_signal_agents(a->server, sig);
       continue;
     }
     if (!a->res->interrupt_signal) a->res->interrupt_signal = sig;
@@ -699,10 +699,10 @@ static void check_rendezvous_deadline(attempt *a) {
     fail_rendezvous(a, reason);
     a->res->never_started = a->world - agents; /* run.c then probes the hosts (hostprobe.h) */
     kill(a->gang.pid, SIGTERM); /* the agents that did start are told; mpirun itself may be stuck */
-  } else if (!ftl_rdzv_server_went(a->server) && ftl_rdzv_server_joined(a->server) > 0) {
-    ftl_rdzv_server_describe_missing(a->server, missing, sizeof missing);
+  } else if (!rz_rdzv_server_went(a->server) && rz_rdzv_server_joined(a->server) > 0) {
+    rz_rdzv_server_describe_missing(a->server, missing, sizeof missing);
     snprintf(reason, sizeof reason, "rendezvous deadline of %.1f s passed with %d of %d ranks missing: %s",
-             (double)o->job->rendezvous_timeout_ms / 1000.0, a->world - ftl_rdzv_server_joined(a->server), a->world,
+             (double)o->job->rendezvous_timeout_ms / 1000.0, a->world - rz_rdzv_server_joined(a->server), a->world,
              missing);
     fail_rendezvous(a, reason);
   }
@@ -734,12 +734,12 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
   int64_t next_ping_ms = ftl_clock_ms();
   for (;;) {
     if (ftl_clock_ms() >= next_ping_ms) {
-      ftl_rdzv_server_ping_agents(a->server);
+      rz_rdzv_server_ping_agents(a->server);
       check_stragglers(a);
       next_ping_ms = ftl_clock_ms() + 1000;
     }
-    size_t n = ftl_rdzv_server_pollfds(a->server, fds, cap - 2);
-    fds[n++] = (struct pollfd){.fd = ftl_sigpipe_fd(), .events = POLLIN};
+    size_t n = rz_rdzv_server_pollfds(a->server, fds, cap - 2);
+    fds[n++] = (struct pollfd){.fd = ln_sigpipe_fd(), .events = POLLIN};
     int timeout = 100;
     if (drain_until != FTL_NO_DEADLINE) timeout = ftl_deadline_left_ms(drain_until);
     if (timeout > 100) timeout = 100;
@@ -749,7 +749,7 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
       break;
     }
     if (pr > 0 && (fds[n - 1].revents & POLLIN)) on_signals(a);
-    if (pr > 0) ftl_rdzv_server_handle(a->server, fds, n - 1, on_event, a);
+    if (pr > 0) rz_rdzv_server_handle(a->server, fds, n - 1, on_event, a);
     if (!reaped(a) && core_proc_reap(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
     if (a->ph.phase < LN_PHASE_ENDING) check_running(a);
     /* Ending: mpirun's whole group is SIGKILLed at the deadline terminate_gang armed. */
@@ -758,7 +758,7 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
       /* Let the agents' last reports arrive (they are sent before the agents exit, so they are
        * normally already here), then stop. */
       if (drain_until == FTL_NO_DEADLINE) drain_until = ftl_deadline_after_ms(300);
-      if (ftl_deadline_left_ms(drain_until) == 0 || ftl_rdzv_server_connections(a->server) == 0) break;
+      if (ftl_deadline_left_ms(drain_until) == 0 || rz_rdzv_server_connections(a->server) == 0) break;
     }
   }
   ftl_free(fds);
@@ -780,19 +780,19 @@ static void finish_attempt(attempt *a, const char *token, ftl_err rc) {
   int swept = ln_sweep_token(token);
   if (swept) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "killed %d leftover process%s of this attempt", swept, swept == 1 ? "" : "es");
-    ftl_events_write(o->events, "leftovers_killed", o->attempt, json_pack("{s:i}", "count", swept));
+    ln_events_write(o->events, "leftovers_killed", o->attempt, json_pack("{s:i}", "count", swept));
   }
   if (rc == FTL_OK && a->gang.pid > 0) conclude(a);
   if (a->gang.pid > 0) set_phase(a, LN_PHASE_ENDED);
-  ftl_events_write(o->events, "attempt_end", o->attempt,
+  ln_events_write(o->events, "attempt_end", o->attempt,
                    json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", ln_outcome_name(res->outcome),
-                             "cause", ftl_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
+                             "cause", ln_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
                              res->exit_code, "signal", res->signal, "summary", res->summary, "last_step",
                              (json_int_t)res->last_step, "committed_step", (json_int_t)res->committed_step,
                              "duration_ms", res->end_ms));
 }
 
-ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
+ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
   attempt a = {.o = o,
                .res = res,
                .world = o->world_size,
@@ -804,17 +804,17 @@ ftl_err ftl_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_
   char token[96];
   struct sigaction old[N_HANDLED];
   ftl_err rc = attempt_init(&a, token, sizeof token, d);
-  if (!rc) rc = ln_gang_launch_build(o, a.attempt_dir, ftl_rdzv_server_port(a.server), token, &L, d);
+  if (!rc) rc = ln_gang_launch_build(o, a.attempt_dir, rz_rdzv_server_port(a.server), token, &L, d);
   if (rc) goto out;
-  if ((rc = ftl_sigpipe_open(handled, N_HANDLED, old, d))) goto out;
+  if ((rc = ln_sigpipe_open(handled, N_HANDLED, old, d))) goto out;
   rc = spawn_gang(&a, &L, d);
   if (rc == FTL_OK && !reaped(&a)) rc = watch_gang(&a, d);
-  ftl_sigpipe_close(handled, N_HANDLED, old);
+  ln_sigpipe_close(handled, N_HANDLED, old);
   finish_attempt(&a, token, rc);
 out:
   ln_gang_launch_free(&L);
   ftl_free(a.ranks);
   ftl_free(a.watch);
-  ftl_rdzv_server_destroy(a.server);
+  rz_rdzv_server_destroy(a.server);
   return rc;
 }

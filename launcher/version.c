@@ -12,7 +12,7 @@
 #include "launcher/launcher.h"
 #include "launcher/version.h"
 
-const char ftl_version_help[] =
+const char ln_version_help[] =
     "ftl version: print ftl's version and what this build has compiled in (CUDA runtime, NCCL, HDF5, MPI\n"
     "library, as found at configure time), then the CUDA driver and NCCL this machine has at run time.\n";
 
@@ -29,7 +29,7 @@ static int dl_version(const char *lib, const char *fn) {
   return v;
 }
 
-int ftl_cmd_version(int argc, char **argv) {
+int ln_cmd_version(int argc, char **argv) {
   (void)argc;
   (void)argv;
   printf("ftl %s\n", FTL_VERSION_STRING);

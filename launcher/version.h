@@ -2,7 +2,7 @@
 #ifndef FTL_LAUNCHER_VERSION_H
 #define FTL_LAUNCHER_VERSION_H
 
-extern const char ftl_version_help[];
-int ftl_cmd_version(int argc, char **argv);
+extern const char ln_version_help[];
+int ln_cmd_version(int argc, char **argv);
 
 #endif

@@ -261,7 +261,7 @@ static ftl_err check_list_item(const parse_ctx *c, yaml_mark_t mark, const char 
 
 /* ---- defaults, strings and paths --------------------------------------------------------- */
 
-void ftl_yb_apply_defaults(const ftl_yb_section *s, void *target) {
+void ln_yb_apply_defaults(const ftl_yb_section *s, void *target) {
   for (size_t i = 0; i < s->count; i++) {
     const ftl_yb_field *f = &s->fields[i];
     switch (f->kind) {
@@ -273,7 +273,7 @@ void ftl_yb_apply_defaults(const ftl_yb_section *s, void *target) {
       *FIELD_AT(target, f, int64_t) = f->def;
       break;
     case FTL_YB_SECTION:
-      ftl_yb_apply_defaults(f->sub, target);
+      ln_yb_apply_defaults(f->sub, target);
       break;
     case FTL_YB_NUMBER:
       *FIELD_AT(target, f, double) = (double)f->def;
@@ -286,7 +286,7 @@ void ftl_yb_apply_defaults(const ftl_yb_section *s, void *target) {
   }
 }
 
-char *ftl_yb_strndup(const char *s, size_t len) {
+char *ln_yb_strndup(const char *s, size_t len) {
   char *copy = ftl_malloc(len + 1);
   if (!copy) return NULL;
   memcpy(copy, s, len);
@@ -294,20 +294,20 @@ char *ftl_yb_strndup(const char *s, size_t len) {
   return copy;
 }
 
-void ftl_yb_free_strv(char **v) {
+void ln_yb_free_strv(char **v) {
   if (!v) return;
   for (char **p = v; *p; p++) ftl_free(*p);
   ftl_free(v);
 }
 
-bool ftl_yb_name_char_ok(char ch) {
+bool ln_yb_name_char_ok(char ch) {
   return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || is_digit(ch) || ch == '.' ||
          ch == '_' || ch == '-';
 }
 
 /* base_dir + "/" + rel, with rel's leading "./" dropped so the result reads as a person would
  * write it. rel must be relative; base_dir NULL keeps rel as written. */
-char *ftl_yb_join_path(const char *base_dir, const char *rel) {
+char *ln_yb_join_path(const char *base_dir, const char *rel) {
   if (!base_dir || !base_dir[0]) return ftl_strdup(rel);
   while (rel[0] == '.' && rel[1] == '/' && rel[2] != '\0') {
     rel += 2;
@@ -356,15 +356,15 @@ static ftl_err set_string(const parse_ctx *c, const ftl_yb_field *f, const yaml_
   if ((f->flags & FTL_YB_NONEMPTY) && len == 0) return fail_type(c, n, path, "a non-empty string");
   if (f->flags & FTL_YB_NAME) {
     bool ok = len >= 1 && len <= FTL_YB_NAME_MAX && text[0] != '.';
-    for (size_t i = 0; ok && i < len; i++) ok = ftl_yb_name_char_ok(text[i]);
+    for (size_t i = 0; ok && i < len; i++) ok = ln_yb_name_char_ok(text[i]);
     if (!ok)
       return fail_type(c, n, path, "1 to 100 characters from A-Z a-z 0-9 . _ - not starting with '.'");
   }
   char *value;
   if (((f->flags & FTL_YB_PATH) || ((f->flags & FTL_YB_PATH_IF_SLASH) && strchr(text, '/'))) && text[0] != '/')
-    value = ftl_yb_join_path(c->base_dir, text);
+    value = ln_yb_join_path(c->base_dir, text);
   else
-    value = ftl_yb_strndup(text, len);
+    value = ln_yb_strndup(text, len);
   if (!value) return fail_nomem(c);
   char **slot = FIELD_AT(c->target, f, char *);
   ftl_free(*slot);
@@ -473,18 +473,18 @@ static ftl_err set_argv(const parse_ctx *c, const ftl_yb_field *f, const yaml_no
     }
     rc = check_list_scalar(c, item, item_path, "argument", "a string", i, 0, &total);
     if (rc) goto out;
-    list[i] = ftl_yb_strndup(scalar_text(item), scalar_len(item));
+    list[i] = ln_yb_strndup(scalar_text(item), scalar_len(item));
     if (!list[i]) {
       rc = fail_nomem(c);
       goto out;
     }
   }
-  ftl_yb_free_strv(*FIELD_AT(c->target, f, char **));
+  ln_yb_free_strv(*FIELD_AT(c->target, f, char **));
   *FIELD_AT(c->target, f, char **) = list;
   *COUNT_AT(c->target, f) = count;
   list = NULL;
 out:
-  ftl_yb_free_strv(list);
+  ln_yb_free_strv(list);
   return rc;
 }
 
@@ -544,12 +544,12 @@ static ftl_err set_env(const parse_ctx *c, const ftl_yb_field *f, const yaml_nod
     memcpy(list[i] + klen + 1, scalar_text(value), vlen);
     list[i][klen + 1 + vlen] = '\0';
   }
-  ftl_yb_free_strv(*FIELD_AT(c->target, f, char **));
+  ln_yb_free_strv(*FIELD_AT(c->target, f, char **));
   *FIELD_AT(c->target, f, char **) = list;
   *COUNT_AT(c->target, f) = count;
   list = NULL;
 out:
-  ftl_yb_free_strv(list);
+  ln_yb_free_strv(list);
   return rc;
 }
 
@@ -896,10 +896,10 @@ out:
 
 struct ftl_yb_doc {
   yaml_document_t doc;
-  const char *file; /* borrowed from the caller of ftl_yb_parse, like the messages' file name */
+  const char *file; /* borrowed from the caller of ln_yb_parse, like the messages' file name */
 };
 
-ftl_err ftl_yb_parse(const char *data, size_t size, const ftl_yb_schema *schema, const char *file,
+ftl_err ln_yb_parse(const char *data, size_t size, const ftl_yb_schema *schema, const char *file,
                      const char *base_dir, void *target, ftl_yb_doc **doc_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   yaml_parser_t parser;
@@ -967,7 +967,7 @@ static const yaml_node_t *mapping_value(yaml_document_t *doc, const yaml_node_t 
   return NULL;
 }
 
-ftl_err ftl_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...) {
+ftl_err ln_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...) {
   char detail[768];
   va_list ap;
   va_start(ap, fmt);
@@ -987,7 +987,7 @@ ftl_err ftl_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, 
                        detail);
 }
 
-void ftl_yb_doc_free(ftl_yb_doc *doc) {
+void ln_yb_doc_free(ftl_yb_doc *doc) {
   if (!doc) return;
   yaml_document_delete(&doc->doc);
   ftl_free(doc);

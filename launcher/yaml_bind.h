@@ -107,34 +107,34 @@ typedef struct ftl_yb_schema {
 #define FTL_YB_DEFAULT_ITEM_BYTES ((size_t)131071)
 #define FTL_YB_DEFAULT_LIST_BYTES ((size_t)1 << 20)
 
-/* A parsed document, kept after binding for rules across fields (ftl_yb_fail_field). */
+/* A parsed document, kept after binding for rules across fields (ln_yb_fail_field). */
 typedef struct ftl_yb_doc ftl_yb_doc;
 
 /* Sets every field of section (and its sub-sections) in target to its default: integers, choices
  * and seconds get def; strings and lists are left as they are (the owner sets NULL / empty). */
-void ftl_yb_apply_defaults(const ftl_yb_section *section, void *target);
+void ln_yb_apply_defaults(const ftl_yb_section *section, void *target);
 
 /* Parses data (size bytes; file names it in messages; relative paths are joined to base_dir, NULL:
  * kept as written) and binds its top-level mapping to schema->root into target. Errors:
  * FTL_ERR_SPEC with the message in d, FTL_ERR_NOMEM. On success *doc_out (when not NULL) gets the
- * document, freed by ftl_yb_doc_free; on failure it is NULL. Fields already bound when an error is
+ * document, freed by ln_yb_doc_free; on failure it is NULL. Fields already bound when an error is
  * found stay in target (the owner frees target as a whole). */
-ftl_err ftl_yb_parse(const char *data, size_t size, const ftl_yb_schema *schema, const char *file,
+ftl_err ln_yb_parse(const char *data, size_t size, const ftl_yb_schema *schema, const char *file,
                      const char *base_dir, void *target, ftl_yb_doc **doc_out, ftl_diag *d);
 
 /* An error about a field whose value is valid alone but not with another's: FTL_ERR_SPEC with
  * "<file>:<line>:<col>: field '<path>': <detail>", pointing at the value of path (a top-level key,
  * or section.key) when the document has it, else at the top-level mapping. */
-ftl_err ftl_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...)
+ftl_err ln_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-void ftl_yb_doc_free(ftl_yb_doc *doc);
+void ln_yb_doc_free(ftl_yb_doc *doc);
 
 /* Helpers the owners of targets use too. */
-void ftl_yb_free_strv(char **v);                        /* a NULL-terminated list; accepts NULL */
-char *ftl_yb_strndup(const char *s, size_t len);        /* NULL when out of memory */
-bool ftl_yb_name_char_ok(char ch);                      /* [A-Za-z0-9._-] */
+void ln_yb_free_strv(char **v);                        /* a NULL-terminated list; accepts NULL */
+char *ln_yb_strndup(const char *s, size_t len);        /* NULL when out of memory */
+bool ln_yb_name_char_ok(char ch);                      /* [A-Za-z0-9._-] */
 /* base_dir + "/" + rel, with rel's leading "./" dropped; base_dir NULL or "" keeps rel. */
-char *ftl_yb_join_path(const char *base_dir, const char *rel);
+char *ln_yb_join_path(const char *base_dir, const char *rel);
 
 #endif

@@ -47,7 +47,7 @@ ftl_err ftl_adapter_write(const char *dir, const ftl_adapter_tensor *tensors, si
     }
     t[i] = (ftl_st_tensor){.name = x->name, .dtype = FTL_ST_F32, .ndim = x->ndim, .data = x->data};
     memcpy(t[i].shape, x->shape, sizeof x->shape[0] * (size_t)x->ndim);
-    if ((rc = ftl_st_tensor_bytes(FTL_ST_F32, x->ndim, x->shape, &bytes))) {
+    if ((rc = pl_st_tensor_bytes(FTL_ST_F32, x->ndim, x->shape, &bytes))) {
       rc = ftl_diag_fail(d, rc, "tensor %s: bad shape", x->name ? x->name : "?");
       goto out;
     }
@@ -57,18 +57,18 @@ ftl_err ftl_adapter_write(const char *dir, const ftl_adapter_tensor *tensors, si
    * that readers refuse, never a half adapter that looks whole. float32 little-endian is the host
    * order everywhere ftl runs. */
   static const ftl_st_kv meta[] = {{"format", "pt"}};
-  if ((rc = ftl_mkdir_p(dir, d)) || (rc = ftl_adapter_commit_clear(dir, d))) goto out;
+  if ((rc = ftl_mkdir_p(dir, d)) || (rc = pl_adapter_commit_clear(dir, d))) goto out;
   if (ftl_fmt(path, sizeof path, "%s/" FTL_ADAPTER_SAFETENSORS, dir)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s: path too long", dir);
     goto out;
   }
-  if ((rc = ftl_st_write(path, t, n, meta, 1, d))) goto out;
+  if ((rc = pl_st_write(path, t, n, meta, 1, d))) goto out;
   if (ftl_fmt(path, sizeof path, "%s/" FTL_ADAPTER_JSON, dir)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s: path too long", dir);
     goto out;
   }
   if ((rc = ftl_write_file_atomic(path, json ? json : "", json_len, d))) goto out;
-  rc = ftl_adapter_commit_write(dir, files, 2, d);
+  rc = pl_adapter_commit_write(dir, files, 2, d);
 out:
   ftl_free(t);
   return rc;
@@ -76,7 +76,7 @@ out:
 
 static ftl_err parse_into(ftl_adapter *a, const void *bytes, size_t size, ftl_diag *d) {
   ftl_st_limits lim = {.max_header_bytes = ADAPTER_MAX_HEADER};
-  return ftl_st_parse(bytes, size, &lim, &a->st, d);
+  return pl_st_parse(bytes, size, &lim, &a->st, d);
 }
 
 ftl_err ftl_adapter_parse(const void *bytes, size_t size, ftl_adapter **out, ftl_diag *d) {
@@ -96,7 +96,7 @@ ftl_err ftl_adapter_open(const char *dir, ftl_adapter **out, ftl_diag *d) {
   char path[4096];
   size_t size = 0;
   *out = NULL;
-  ftl_err rc = ftl_adapter_commit_verify(dir, files, 2, d);
+  ftl_err rc = pl_adapter_commit_verify(dir, files, 2, d);
   if (rc) return rc;
   ftl_adapter *a = ftl_calloc(1, sizeof *a);
   if (!a) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -129,10 +129,10 @@ const char *ftl_adapter_json(const ftl_adapter *a, size_t *len_out) {
   return a && a->json ? a->json : "";
 }
 
-size_t ftl_adapter_count(const ftl_adapter *a) { return a && a->st ? ftl_st_count(a->st) : 0; }
+size_t ftl_adapter_count(const ftl_adapter *a) { return a && a->st ? pl_st_count(a->st) : 0; }
 
 ftl_err ftl_adapter_find(const ftl_adapter *a, const char *name, ftl_adapter_tensor *out) {
-  const ftl_st_tensor *x = a && a->st && name ? ftl_st_find(a->st, name) : NULL;
+  const ftl_st_tensor *x = a && a->st && name ? pl_st_find(a->st, name) : NULL;
   if (!x) return FTL_ERR_NOTFOUND;
   if (x->dtype != FTL_ST_F32) return FTL_ERR_UNSUPPORTED;
   memset(out, 0, sizeof *out);
@@ -145,7 +145,7 @@ ftl_err ftl_adapter_find(const ftl_adapter *a, const char *name, ftl_adapter_ten
 
 void ftl_adapter_close(ftl_adapter *a) {
   if (!a) return;
-  ftl_st_free(a->st);
+  pl_st_free(a->st);
   ftl_free(a->json);
   ftl_free(a->bytes);
   ftl_free(a);

@@ -19,16 +19,16 @@
 
 #define MARKER_MAX_BYTES (1u << 20)
 
-ftl_err ftl_adapter_commit_clear(const char *dir, ftl_diag *d) {
+ftl_err pl_adapter_commit_clear(const char *dir, ftl_diag *d) {
   char path[4096];
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_ADAPTER_COMMIT_NAME))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-  if (ftl_fs_table.unlink(path) == 0) return ftl_fs_fsync_dir(dir, d);
+  if (core_fs_table.unlink(path) == 0) return core_fs_fsync_dir(dir, d);
   if (errno == ENOENT) return FTL_OK;
   return ftl_diag_fail(d, FTL_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
 }
 
-ftl_err ftl_adapter_commit_write(const char *dir, const char *const *names, size_t n, ftl_diag *d) {
+ftl_err pl_adapter_commit_write(const char *dir, const char *const *names, size_t n, ftl_diag *d) {
   char path[4096], hex[FTL_SHA256_HEX_LEN + 1];
   ftl_err rc = FTL_OK;
   json_t *j = json_object(), *files = json_object();
@@ -48,7 +48,7 @@ ftl_err ftl_adapter_commit_write(const char *dir, const char *const *names, size
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
       goto out;
     }
-    if ((rc = ftl_sha256_file(path, hex, &size, d))) goto out;
+    if ((rc = pl_sha256_file(path, hex, &size, d))) goto out;
     json_t *e = json_object();
     json_object_set_new(e, "sha256", json_string(hex));
     json_object_set_new(e, "size", json_integer((json_int_t)size));
@@ -90,7 +90,7 @@ static void list_files(const char *dir, const char *const *names, size_t n, int 
   if (!at) snprintf(out, size, "none");
 }
 
-ftl_err ftl_adapter_commit_verify(const char *dir, const char *const *required, size_t n_required, ftl_diag *d) {
+ftl_err pl_adapter_commit_verify(const char *dir, const char *const *required, size_t n_required, ftl_diag *d) {
   char path[4096], hex[FTL_SHA256_HEX_LEN + 1];
   char *text = NULL;
   size_t size = 0;
@@ -143,7 +143,7 @@ ftl_err ftl_adapter_commit_verify(const char *dir, const char *const *required, 
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: the entry of %s is malformed", path, name);
       goto out;
     }
-    ftl_err hr = ftl_sha256_file(fpath, hex, &fsize, &rd);
+    ftl_err hr = pl_sha256_file(fpath, hex, &fsize, &rd);
     if (hr == FTL_ERR_NOTFOUND) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is missing (listed in %s)", fpath, path);
       goto out;

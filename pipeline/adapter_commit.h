@@ -2,8 +2,8 @@
  * "Commit marker").
  *
  * A program writes its adapter files into final/ (each atomically), then calls
- * ftl_adapter_commit_write, which writes final/COMMIT last (atomically): the name, size and
- * SHA-256 of each file. A reader (evaluation, export) calls ftl_adapter_commit_verify first and
+ * pl_adapter_commit_write, which writes final/COMMIT last (atomically): the name, size and
+ * SHA-256 of each file. A reader (evaluation, export) calls pl_adapter_commit_verify first and
  * refuses a final/ whose marker is missing, unreadable, or does not match the files, naming what
  * is missing or different. So a crash or a full disk between the two files leaves a final/ that
  * no reader takes for a whole adapter.
@@ -30,17 +30,17 @@ extern "C" {
 
 /* Removes dir/COMMIT (if any) and fsyncs dir: call before rewriting the files, so a crash while
  * they are replaced leaves "no marker" rather than a marker over half-new files. */
-ftl_err ftl_adapter_commit_clear(const char *dir, ftl_diag *d);
+ftl_err pl_adapter_commit_clear(const char *dir, ftl_diag *d);
 
 /* Hashes dir/<names[i]> (bare names, no '/') and writes dir/COMMIT atomically (deterministic
  * bytes: sorted keys, no times). */
-ftl_err ftl_adapter_commit_write(const char *dir, const char *const *names, size_t n, ftl_diag *d);
+ftl_err pl_adapter_commit_write(const char *dir, const char *const *names, size_t n, ftl_diag *d);
 
 /* Checks dir/COMMIT: present, well formed, format/version known, every listed file present with
  * its size and SHA-256, and (when required is not NULL) every name of required[] listed.
  * FTL_ERR_NOTFOUND when the marker is missing (the message names the files that exist and those
  * that do not), FTL_ERR_CORRUPT when something does not match (the message names the file). */
-ftl_err ftl_adapter_commit_verify(const char *dir, const char *const *required, size_t n_required, ftl_diag *d);
+ftl_err pl_adapter_commit_verify(const char *dir, const char *const *required, size_t n_required, ftl_diag *d);
 
 #ifdef __cplusplus
 }

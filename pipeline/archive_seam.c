@@ -52,13 +52,13 @@ static la_ssize_t w_write(struct archive *a, void *ctx, const void *buf, size_t 
   if (w->fd < 0) {
     return core_buf_add(&w->out, buf, n) ? -1 : (la_ssize_t)n;
   }
-  ftl_err rc = ftl_fs_pwrite_all(w->fd, buf, n, w->off);
+  ftl_err rc = core_fs_pwrite_all(w->fd, buf, n, w->off);
   if (rc) {
     w->sink_rc = rc;
     w->sink_errno = errno;
     return -1;
   }
-  ftl_sha256_update(w->h, buf, n);
+  pl_sha256_update(w->h, buf, n);
   if (!w->off && w->crash) pl_crash_point(w->crash);
   w->off += n;
   return (la_ssize_t)n;
@@ -75,7 +75,7 @@ void pl_aw_abort(pl_archive_w *w) {
   if (w->a) archive_write_free(w->a);
   core_buf_free(&w->out);
   ftl_free(w->piece);
-  ftl_sha256_abort(w->h);
+  pl_sha256_abort(w->h);
   ftl_free(w);
 }
 
@@ -83,7 +83,7 @@ static ftl_err aw_open(int fd, const char *crash, pl_archive_w **out, ftl_diag *
   *out = NULL;
   pl_archive_w *w = ftl_calloc(1, sizeof *w);
   if (!w || !(w->piece = ftl_malloc(AW_PIECE)) || !(w->a = archive_write_new()) ||
-      (fd >= 0 && ftl_sha256_begin(&w->h))) {
+      (fd >= 0 && pl_sha256_begin(&w->h))) {
     pl_aw_abort(w);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory creating an archive");
   }
@@ -221,7 +221,7 @@ ftl_err pl_aw_finish_fd(pl_archive_w *w, uint64_t *size, char hex[FTL_SHA256_HEX
   ftl_err rc = aw_close(w, d);
   if (!rc) {
     char h[FTL_SHA256_HEX_LEN + 1];
-    rc = ftl_sha256_end(w->h, h);
+    rc = pl_sha256_end(w->h, h);
     w->h = NULL;
     if (rc) {
       ftl_diag_fail(d, rc, "cannot hash the archive");
@@ -458,8 +458,8 @@ void pl_ar_close(pl_archive_r *r) {
   if (!r) return;
   if (r->a) archive_read_free(r->a);
   if (r->raw) archive_read_free(r->raw);
-  if (r->fd >= 0) ftl_fs_table.close(r->fd);
-  ftl_sha256_abort(r->in_h);
+  if (r->fd >= 0) core_fs_table.close(r->fd);
+  pl_sha256_abort(r->in_h);
   ftl_free(r->inbuf);
   ftl_free(r->buf);
   ftl_free(r->k.pax);
@@ -476,7 +476,7 @@ static la_ssize_t in_read(struct archive *a, void *ctx, const void **out) {
     *out = r->mem + r->in_off;
   } else {
     for (;;) {
-      ssize_t k = ftl_fs_table.pread(r->fd, r->inbuf, AR_BUF, (off_t)r->in_off);
+      ssize_t k = core_fs_table.pread(r->fd, r->inbuf, AR_BUF, (off_t)r->in_off);
       if (k < 0 && errno == EINTR) continue;
       if (k < 0) {
         snprintf(r->in_msg, sizeof r->in_msg, "cannot read the package: %s", strerror(errno));
@@ -496,7 +496,7 @@ static la_ssize_t in_read(struct archive *a, void *ctx, const void **out) {
       return -1;
     }
   }
-  ftl_sha256_update(r->in_h, *out, n);
+  pl_sha256_update(r->in_h, *out, n);
   r->in_off += n;
   return (la_ssize_t)n;
 }
@@ -546,7 +546,7 @@ static ftl_err ar_fail(pl_archive_r *r, const char *fallback, ftl_diag *d) {
 
 static ftl_err ar_open(pl_archive_r *r, ftl_diag *d) {
   struct archive_entry *ae = NULL;
-  if (ftl_sha256_begin(&r->in_h) || !(r->buf = ftl_malloc(AR_BUF)) || (!r->mem && !(r->inbuf = ftl_malloc(AR_BUF))) ||
+  if (pl_sha256_begin(&r->in_h) || !(r->buf = ftl_malloc(AR_BUF)) || (!r->mem && !(r->inbuf = ftl_malloc(AR_BUF))) ||
       !(r->raw = archive_read_new()) || !(r->a = archive_read_new()))
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory opening an archive");
   /* Only what a package is: the zstd filter, and tar; no other format's reader is reachable from
@@ -587,7 +587,7 @@ ftl_err pl_ar_open_file(const char *path, uint64_t max_bytes, pl_archive_r **out
   ftl_err rc = ar_new(&r, d);
   if (rc) return rc;
   /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
-  r->fd = ftl_fs_table.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+  r->fd = core_fs_table.open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
   if (r->fd < 0) {
     rc = ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     goto out;
@@ -703,10 +703,10 @@ ftl_err pl_ar_input_digest(pl_archive_r *r, uint64_t *size, char hex[FTL_SHA256_
   }
   if (r->in_failed) return ftl_diag_fail(d, FTL_ERR_IO, "%s", r->in_msg);
   if (r->mem) {
-    ftl_sha256_update(r->in_h, r->mem + r->in_off, (size_t)(r->in_size - r->in_off));
+    pl_sha256_update(r->in_h, r->mem + r->in_off, (size_t)(r->in_size - r->in_off));
     r->in_off = r->in_size;
   }
-  ftl_err rc = ftl_sha256_end(r->in_h, hex);
+  ftl_err rc = pl_sha256_end(r->in_h, hex);
   r->in_h = NULL;
   if (rc) return ftl_diag_fail(d, rc, "cannot hash the package");
   *size = r->in_off;

@@ -5,7 +5,7 @@
  * descriptor through the file seam (core/fs.h): every entry a regular file, mode 0644, uid/gid 0,
  * no user or group names, mtime 0 (no atime/ctime), in the order given. Entry data reaches
  * libarchive in fixed 64 KiB pieces whoever feeds it and however, so the bytes depend on the
- * entries alone (ftl_package_build and ftl_package_canonicalize make the same bytes).
+ * entries alone (pl_package_build and pl_package_canonicalize make the same bytes).
  *
  * Reading: only the tar format and the zstd filter are enabled; entries are reported with their
  * type so the caller can refuse anything that is not a plain file. Beside libarchive's tar reader,
@@ -36,7 +36,7 @@
 typedef struct pl_archive_w pl_archive_w;
 /* Into memory (pl_aw_finish). */
 ftl_err pl_aw_open(pl_archive_w **out, ftl_diag *d);
-/* Into fd from offset 0 on, through ftl_fs_pwrite_all (core/fs.h); fd stays the caller's, nothing
+/* Into fd from offset 0 on, through core_fs_pwrite_all (core/fs.h); fd stays the caller's, nothing
  * is fsynced here. crash_name (or NULL): a crash point after the first bytes reach fd. */
 ftl_err pl_aw_open_fd(int fd, const char *crash_name, pl_archive_w **out, ftl_diag *d);
 /* A whole entry; the same as pl_aw_begin + pl_aw_data + pl_aw_end. */

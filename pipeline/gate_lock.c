@@ -34,9 +34,9 @@ static void now_iso(char out[32]) {
 }
 
 static ftl_err canonical_sha(const json_t *j, char hex[65], ftl_diag *d) {
-  char *text = ftl_snapshot_canonical(j);
+  char *text = pl_snapshot_canonical(j);
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  ftl_err rc = ftl_sha256_hex(text, strlen(text), hex);
+  ftl_err rc = pl_sha256_hex(text, strlen(text), hex);
   free(text);
   return rc ? ftl_diag_fail(d, rc, "SHA-256 failed") : FTL_OK;
 }
@@ -53,16 +53,16 @@ static ftl_err record_digest(const json_t *rec, char hex[65], ftl_diag *d) {
 
 static json_t *input_digest(const json_t *snap, const char *name) {
   if (!name) return json_null();
-  const json_t *e = ftl_snapshot_find_input(snap, name);
+  const json_t *e = pl_snapshot_find_input(snap, name);
   return json_pack("{s:s, s:s?}", "input", name, "sha256", json_string_value(json_object_get(e, "sha256")));
 }
 
-ftl_err ftl_gate_lock_build(const json_t *snap, const char *run_dir, json_t **out, ftl_diag *d) {
-  const json_t *gate = ftl_snapshot_gate(snap);
+ftl_err pl_gate_lock_build(const json_t *snap, const char *run_dir, json_t **out, ftl_diag *d) {
+  const json_t *gate = pl_snapshot_gate(snap);
   const json_t *reg = json_object_get(gate, "registry");
   const json_t *ev = json_object_get(gate, "eval");
-  const json_t *evaluator = ftl_snapshot_evaluator(snap);
-  const char *run_id = ftl_snapshot_run_id(snap);
+  const json_t *evaluator = pl_snapshot_evaluator(snap);
+  const char *run_id = pl_snapshot_run_id(snap);
   char who[512], when[32], hex[65];
   if (!json_is_object(reg) || !run_id || !evaluator)
     return ftl_diag_fail(d, FTL_ERR_INVAL, "a gate lock needs a snapshot with a registry, a run id and an evaluator");
@@ -82,8 +82,8 @@ ftl_err ftl_gate_lock_build(const json_t *snap, const char *run_dir, json_t **ou
       json_string_value(json_object_get(snap, "job")), "job_spec_hash",
       json_string_value(json_object_get(snap, "job_spec_hash")), "submitted_at",
       json_string_value(json_object_get(snap, "created_at")), "locked_at", when, "who", who, "name",
-      json_string_value(json_object_get(reg, "name")), "snapshot_digest", ftl_snapshot_digest(snap), "gate", gate,
-      "gate_sha256", ftl_snapshot_gate_sha256(snap), "evaluator", evaluator, "eval_data",
+      json_string_value(json_object_get(reg, "name")), "snapshot_digest", pl_snapshot_digest(snap), "gate", gate,
+      "gate_sha256", pl_snapshot_gate_sha256(snap), "evaluator", evaluator, "eval_data",
       input_digest(snap, json_string_value(json_object_get(ev, "data"))), "base",
       input_digest(snap, json_string_value(json_object_get(ev, "base"))), "inputs", inputs);
   if (!rec) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory building the gate lock");
@@ -105,7 +105,7 @@ static ftl_err lock_path(char *out, size_t size, const char *root, const char *n
   return FTL_OK;
 }
 
-ftl_err ftl_gate_lock_store(const char *root, const char *name, const json_t *rec, int64_t lock_timeout_ms,
+ftl_err pl_gate_lock_store(const char *root, const char *name, const json_t *rec, int64_t lock_timeout_ms,
                             ftl_diag *d) {
   char adapter[PATH_MAX], dir[PATH_MAX], path[PATH_MAX], lockp[PATH_MAX], audit[PATH_MAX];
   const char *run_id = json_string_value(json_object_get(rec, "run_id"));
@@ -114,7 +114,7 @@ ftl_err ftl_gate_lock_store(const char *root, const char *name, const json_t *re
   int lock = -1;
   json_t *line = NULL;
   ftl_err rc = FTL_OK;
-  if (!root || !ftl_registry_name_ok(name) || !run_id)
+  if (!root || !pl_registry_name_ok(name) || !run_id)
     return ftl_diag_fail(d, FTL_ERR_INVAL, "gate lock: no registry, a bad adapter name or no run id");
   if (ftl_fmt(adapter, sizeof adapter, "%s/%s", root, name) || ftl_fmt(lockp, sizeof lockp, "%s/.lock", adapter) ||
       ftl_fmt(audit, sizeof audit, "%s/audit.jsonl", adapter) ||
@@ -127,7 +127,7 @@ ftl_err ftl_gate_lock_store(const char *root, const char *name, const json_t *re
     goto out;
   }
   /* Under the lock: a record is never replaced, so the same run cannot re-lock another gate. */
-  rc = ftl_snapshot_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, 1, &have, &have_len, d);
+  rc = pl_snapshot_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, 1, &have, &have_len, d);
   if (rc == FTL_OK) {
     if (have_len != len || memcmp(have, text, len) != 0)
       rc = ftl_diag_fail(d, FTL_ERR_STATE, "%s already holds another gate lock for run %s; it is never replaced", path,
@@ -173,7 +173,7 @@ static int digest_ref(const json_t *v) {
                              hex_len(json_object_get(v, "sha256"), 64));
 }
 
-ftl_err ftl_gate_lock_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
+ftl_err pl_gate_lock_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
   json_error_t jerr;
   ftl_err rc = FTL_OK;
   char hex[65];
@@ -229,7 +229,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_gate_lock_load(const char *root, const char *name, const char *run_id, json_t **out, char *path_out,
+ftl_err pl_gate_lock_load(const char *root, const char *name, const char *run_id, json_t **out, char *path_out,
                            size_t path_size, ftl_diag *d) {
   char path[PATH_MAX];
   char *data = NULL;
@@ -243,11 +243,11 @@ ftl_err ftl_gate_lock_load(const char *root, const char *name, const char *run_i
   ftl_err rc = lock_path(path, sizeof path, root, name, run_id, d);
   if (rc) return rc;
   if (path_out) snprintf(path_out, path_size, "%s", path);
-  rc = ftl_snapshot_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, 1, &data, &size, d);
+  rc = pl_snapshot_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, 1, &data, &size, d);
   if (rc == FTL_ERR_NOTFOUND)
     return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "the registry %s holds no gate lock for this run (%s)", root, path);
   if (rc) return rc;
-  rc = ftl_gate_lock_parse(data, size, out, d);
+  rc = pl_gate_lock_parse(data, size, out, d);
   ftl_free(data);
   if (rc) ftl_diag_prefix(d, rc, "%s", path);
   return rc;

@@ -39,7 +39,7 @@ static void limits_fill(const ftl_package_limits *in, ftl_package_limits *out) {
 
 /* ---- manifest ------------------------------------------------------------------------------ */
 
-void ftl_package_manifest_free(ftl_package_manifest *m) {
+void pl_package_manifest_free(ftl_package_manifest *m) {
   if (!m) return;
   for (size_t i = 0; i < m->n_files; i++)
     ftl_free(m->files[i].name);
@@ -47,7 +47,7 @@ void ftl_package_manifest_free(ftl_package_manifest *m) {
   ftl_free(m);
 }
 
-ftl_err ftl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits_in,
+ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits_in,
                                    ftl_package_manifest **out, ftl_diag *d) {
   ftl_package_limits lim;
   limits_fill(limits_in, &lim);
@@ -116,7 +116,7 @@ ftl_err ftl_package_manifest_parse(const void *bytes, size_t size, const ftl_pac
       goto out;
     }
     total += (uint64_t)s;
-    if (!ftl_sha256_is_hex(json_string_value(sh))) {
+    if (!pl_sha256_is_hex(json_string_value(sh))) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: %s's sha256 is not 64 lowercase hex digits", FTL_PACKAGE_MANIFEST,
                          name);
       goto out;
@@ -138,7 +138,7 @@ ftl_err ftl_package_manifest_parse(const void *bytes, size_t size, const ftl_pac
       goto out;
     }
   }
-  if ((rc = ftl_sha256_hex(bytes, size, m->id))) {
+  if ((rc = pl_sha256_hex(bytes, size, m->id))) {
     ftl_diag_fail(d, rc, "cannot hash %s", FTL_PACKAGE_MANIFEST);
     goto out;
   }
@@ -146,7 +146,7 @@ ftl_err ftl_package_manifest_parse(const void *bytes, size_t size, const ftl_pac
   m = NULL;
   rc = FTL_OK;
 out:
-  ftl_package_manifest_free(m);
+  pl_package_manifest_free(m);
   json_decref(j);
   return rc;
 }
@@ -159,7 +159,7 @@ typedef struct pkg_file {
   size_t size;
 } pkg_file;
 
-ftl_err ftl_package_build(const char *export_dir, const char *verdict_path, const json_t *provenance,
+ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const json_t *provenance,
                           const char *out_path, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   pkg_file f[N_REQUIRED] = {{0}};
   char path[4096], hex[FTL_SHA256_HEX_LEN + 1];
@@ -201,7 +201,7 @@ ftl_err ftl_package_build(const char *export_dir, const char *verdict_path, cons
   man = json_object();
   list = json_array();
   for (size_t i = 0; i < N_REQUIRED; i++) {
-    if ((rc = ftl_sha256_hex(f[i].data, f[i].size, hex))) goto out;
+    if ((rc = pl_sha256_hex(f[i].data, f[i].size, hex))) goto out;
     json_t *e = json_object();
     json_object_set_new(e, "name", json_string(f[i].name));
     json_object_set_new(e, "sha256", json_string(hex));
@@ -215,7 +215,7 @@ ftl_err ftl_package_build(const char *export_dir, const char *verdict_path, cons
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((rc = ftl_sha256_hex(man_text, man_len, id_out))) goto out;
+  if ((rc = pl_sha256_hex(man_text, man_len, id_out))) goto out;
   if ((rc = pl_aw_open(&w, d))) goto out;
   if ((rc = pl_aw_add(w, FTL_PACKAGE_MANIFEST, man_text, man_len, d))) goto out;
   for (size_t i = 0; i < N_REQUIRED; i++)
@@ -272,7 +272,7 @@ static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int 
   static __thread unsigned char buf[1 << 16];
   ftl_sha256 *h = NULL;
   uint64_t total = 0;
-  ftl_err rc = ftl_sha256_begin(&h);
+  ftl_err rc = pl_sha256_begin(&h);
   if (rc) return ftl_diag_fail(d, rc, "out of memory");
   for (;;) {
     size_t got = 0;
@@ -283,12 +283,12 @@ static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int 
                          (unsigned long long)size);
       goto out;
     }
-    if (fd >= 0 && (rc = ftl_fs_pwrite_all(fd, buf, got, total))) {
+    if (fd >= 0 && (rc = core_fs_pwrite_all(fd, buf, got, total))) {
       ftl_diag_fail(d, rc, "cannot write %s: %s", name, strerror(errno));
       goto out;
     }
     if (w && (rc = pl_aw_data(w, buf, got, d))) goto out;
-    ftl_sha256_update(h, buf, got);
+    pl_sha256_update(h, buf, got);
     total += got;
   }
   if (total != size) {
@@ -296,10 +296,10 @@ static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int 
                        (unsigned long long)size);
     goto out;
   }
-  rc = ftl_sha256_end(h, hex);
+  rc = pl_sha256_end(h, hex);
   h = NULL;
 out:
-  ftl_sha256_abort(h);
+  pl_sha256_abort(h);
   return rc;
 }
 
@@ -391,7 +391,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
     at += got;
   }
   man[man_size] = '\0';
-  if ((rc = ftl_package_manifest_parse(man, man_size, lim, &m, d))) goto out;
+  if ((rc = pl_package_manifest_parse(man, man_size, lim, &m, d))) goto out;
   if (expected_id && strcmp(expected_id, m->id)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the package's manifest hashes to %s, not the expected %s", m->id,
                        expected_id);
@@ -412,9 +412,9 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
     }
     if ((rc = check_entry(&e, pf->name, pf->size, d))) goto out;
     if (dirfd >= 0) {
-      fd = ftl_fs_table.openat(dirfd, pf->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+      fd = core_fs_table.openat(dirfd, pf->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
       if (fd < 0) {
-        rc = ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s: %s", pf->name, strerror(errno));
+        rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s: %s", pf->name, strerror(errno));
         goto out;
       }
     }
@@ -427,11 +427,11 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
       goto out;
     }
     if (fd >= 0) {
-      if (ftl_fs_table.fsync(fd)) {
+      if (core_fs_table.fsync(fd)) {
         rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", pf->name, strerror(errno));
         goto out;
       }
-      ftl_fs_table.close(fd);
+      core_fs_table.close(fd);
       fd = -1;
     }
   }
@@ -452,13 +452,13 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
   if (man_size_out) *man_size_out = man_size;
   rc = FTL_OK;
 out:
-  if (fd >= 0) ftl_fs_table.close(fd);
-  ftl_package_manifest_free(m);
+  if (fd >= 0) core_fs_table.close(fd);
+  pl_package_manifest_free(m);
   ftl_free(man);
   return rc;
 }
 
-ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const char *expected_id,
+ftl_err pl_package_unpack(const char *pkg_path, const char *target_dir, const char *expected_id,
                            const ftl_package_limits *limits_in, char id_out[FTL_SHA256_HEX_LEN + 1],
                            char **manifest_out, size_t *manifest_size_out, ftl_diag *d) {
   ftl_package_limits lim;
@@ -485,13 +485,13 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
     goto out;
   }
   if (target_dir) {
-    if (ftl_fs_table.fsync(dirfd)) {
+    if (core_fs_table.fsync(dirfd)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
       goto out;
     }
     pl_crash_point("package.unpack.rename");
     /* A rename that never replaces: a folder that appeared meanwhile is not overwritten. */
-    if (ftl_fs_table.rename_noreplace(tmp, target_dir)) {
+    if (core_fs_table.rename_noreplace(tmp, target_dir)) {
       int e = errno;
       rc = ftl_diag_fail(d, e == EEXIST || e == ENOTEMPTY ? FTL_ERR_STATE : FTL_ERR_IO, "cannot rename %s to %s: %s",
                          tmp, target_dir, strerror(e));
@@ -505,11 +505,11 @@ ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const c
       *slash = '\0';
     else
       snprintf(parent, sizeof parent, ".");
-    rc = ftl_fs_fsync_dir(parent, d);
+    rc = core_fs_fsync_dir(parent, d);
   }
 out:
   pl_ar_close(r);
-  if (dirfd >= 0) ftl_fs_table.close(dirfd);
+  if (dirfd >= 0) core_fs_table.close(dirfd);
   if (tmp[0]) pl_rmdir_files(tmp);
   if (rc && manifest_out && *manifest_out) {
     ftl_free(*manifest_out);
@@ -518,7 +518,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits_in,
+ftl_err pl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits_in,
                                   char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   ftl_package_limits lim;
   limits_fill(limits_in, &lim);
@@ -536,14 +536,14 @@ ftl_err ftl_package_verify_memory(const void *bytes, size_t size, const ftl_pack
 
 /* ---- canonicalize -------------------------------------------------------------------------- */
 
-void ftl_package_info_release(ftl_package_info *info) {
+void pl_package_info_release(ftl_package_info *info) {
   if (!info) return;
   ftl_free(info->manifest);
   info->manifest = NULL;
   info->manifest_size = 0;
 }
 
-ftl_err ftl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
+ftl_err pl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
                                  const ftl_package_limits *limits_in, const char *crash_name, ftl_package_info *info,
                                  ftl_diag *d) {
   ftl_package_limits lim;
@@ -565,7 +565,7 @@ ftl_err ftl_package_canonicalize(const char *offered_path, int out_fd, const cha
   rc = pl_aw_finish_fd(w, &info->canonical_bytes, canon_hex, d);
   w = NULL;
   if (rc) goto out;
-  if (ftl_fs_table.fsync(out_fd)) {
+  if (core_fs_table.fsync(out_fd)) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync the canonical package: %s", strerror(errno));
     goto out;
   }
@@ -573,11 +573,11 @@ ftl_err ftl_package_canonicalize(const char *offered_path, int out_fd, const cha
 out:
   pl_aw_abort(w);
   pl_ar_close(r);
-  if (rc) ftl_package_info_release(info);
+  if (rc) pl_package_info_release(info);
   return rc;
 }
 
-ftl_err ftl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
+ftl_err pl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
                                     const ftl_package_limits *limits, ftl_package_info *info, ftl_diag *d) {
   char tmp[4096];
   int fd = -1;
@@ -587,12 +587,12 @@ ftl_err ftl_package_canonicalize_to(const char *offered_path, const char *out_pa
   /* An unpredictable temporary name, created exclusively: nobody can have put a file or a link
    * there first. */
   if ((rc = core_fs_create_tmp(out_path, CORE_TMP_UNPREDICTABLE, tmp, sizeof tmp, &fd, d))) return rc;
-  if ((rc = ftl_package_canonicalize(offered_path, fd, expected_id, limits, "package.canonicalize.write", info, d)))
+  if ((rc = pl_package_canonicalize(offered_path, fd, expected_id, limits, "package.canonicalize.write", info, d)))
     goto out;
-  rc = ftl_fs_commit_tmp(&fd, tmp, out_path, false, &renamed, d);
+  rc = core_fs_commit_tmp(&fd, tmp, out_path, false, &renamed, d);
 out:
-  if (fd >= 0) ftl_fs_table.close(fd);
-  if (rc && !renamed) ftl_fs_table.unlink(tmp);
-  if (rc) ftl_package_info_release(info);
+  if (fd >= 0) core_fs_table.close(fd);
+  if (rc && !renamed) core_fs_table.unlink(tmp);
+  if (rc) pl_package_info_release(info);
   return rc;
 }

@@ -11,7 +11,7 @@
  * SHA-256 (64 hex digits) of the MANIFEST.json bytes, so it names the content, not the
  * compression. Two packages of the same inputs are byte-identical.
  *
- * Reading (ftl_package_unpack) trusts nothing: only regular files named in the manifest, in its
+ * Reading (pl_package_unpack) trusts nothing: only regular files named in the manifest, in its
  * order, with its sizes; no '/', '..', absolute names, links, devices or FIFOs; no entry beyond the
  * declared ones; every SHA-256 checked; the total bounded (a zstd bomb stops at the declared
  * sizes); nothing hidden where libarchive reads past (zstd inside zstd, a NUL in a pax path, a
@@ -19,7 +19,7 @@
  * O_EXCL|O_NOFOLLOW into a fresh mkdtemp folder next to the target, which must then hold exactly
  * the declared files, and is renamed into place only when everything checked out.
  *
- * Taking a package in (ftl_package_canonicalize): the offered bytes are never stored; ftl's writer
+ * Taking a package in (pl_package_canonicalize): the offered bytes are never stored; ftl's writer
  * re-makes the package from the verified entries, so packaging noise (modes, owners, times, pax
  * records, a pax global header, zstd frames, skippable frames, padding, compression level) is
  * dropped, and an untampered ftl-made package comes out byte-identical (same version id anyway).
@@ -60,7 +60,7 @@ typedef struct ftl_package_limits {
  * verdict file (must hold "version": 1 and "passed": true, else FTL_ERR_STATE) and provenance
  * (borrowed; written as provenance.json, sorted keys). Writes out_path atomically; the version id
  * into id_out. */
-ftl_err ftl_package_build(const char *export_dir, const char *verdict_path, const json_t *provenance,
+ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const json_t *provenance,
                           const char *out_path, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* A parsed MANIFEST.json. */
@@ -77,34 +77,34 @@ typedef struct ftl_package_manifest {
 
 /* Parses manifest bytes strictly (format, version, names from the allowed set of characters,
  * sorted and unique, sizes within limits, the required files present). limits may be NULL. */
-ftl_err ftl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits,
+ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits,
                                    ftl_package_manifest **out, ftl_diag *d);
-void ftl_package_manifest_free(ftl_package_manifest *m);
+void pl_package_manifest_free(ftl_package_manifest *m);
 
 /* Reads and checks the package at pkg_path. target_dir NULL: verify only (nothing written).
  * Otherwise target_dir must not exist; it appears, complete and verified, or not at all.
  * expected_id (or NULL) must equal the manifest's SHA-256. The id into id_out (may be NULL), the
  * manifest bytes into *manifest_out (may be NULL; freed with ftl_free). Refusals are
  * FTL_ERR_CORRUPT with a sentence naming the entry. */
-ftl_err ftl_package_unpack(const char *pkg_path, const char *target_dir, const char *expected_id,
+ftl_err pl_package_unpack(const char *pkg_path, const char *target_dir, const char *expected_id,
                            const ftl_package_limits *limits, char id_out[FTL_SHA256_HEX_LEN + 1], char **manifest_out,
                            size_t *manifest_size_out, ftl_diag *d);
 
 /* The same checks over a package held in memory, verify only (the fuzz target's entry). */
-ftl_err ftl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits,
+ftl_err pl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits,
                                   char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
-/* What ftl_package_canonicalize made. */
+/* What pl_package_canonicalize made. */
 typedef struct ftl_package_info {
   char id[FTL_SHA256_HEX_LEN + 1]; /* the version id (SHA-256 of MANIFEST.json) */
-  char *manifest;                  /* the MANIFEST.json bytes; owned, ftl_package_info_release */
+  char *manifest;                  /* the MANIFEST.json bytes; owned, pl_package_info_release */
   size_t manifest_size;
   uint64_t offered_bytes;   /* size of the offered file */
   uint64_t canonical_bytes; /* bytes written */
   int identical;            /* the offered file was already byte for byte canonical */
 } ftl_package_info;
 
-/* Takes a package in: reads the package at offered_path with ftl_package_unpack's checks (all of
+/* Takes a package in: reads the package at offered_path with pl_package_unpack's checks (all of
  * them: a refusal is FTL_ERR_CORRUPT with a sentence naming offered_path and the entry or the
  * problem), and writes into out_fd the bytes ftl's own writer makes of the verified entries:
  * MANIFEST.json then the declared files, each mode 0644, uid/gid 0, no names, mtime 0, one zstd
@@ -119,18 +119,18 @@ typedef struct ftl_package_info {
  * check passed: only FTL_OK makes them a package.
  * expected_id (or NULL): the manifest's SHA-256 must be this. limits may be NULL (defaults).
  * crash_name (or NULL): a crash point (FTL_CRASH_AT) after the first bytes reach out_fd.
- * info: filled on FTL_OK (release it with ftl_package_info_release); zeroed, nothing to release,
+ * info: filled on FTL_OK (release it with pl_package_info_release); zeroed, nothing to release,
  * on failure. Thread-safety: reentrant. */
-ftl_err ftl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
+ftl_err pl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
                                  const ftl_package_limits *limits, const char *crash_name, ftl_package_info *info,
                                  ftl_diag *d);
 /* The same into out_path, replaced atomically: a temporary file next to it with an unpredictable
  * name (O_EXCL|O_NOFOLLOW), fsync, rename, fsync of the folder, all through the file seam; the
  * temporary file is removed on every failure. Crash point: package.canonicalize.write. */
-ftl_err ftl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
+ftl_err pl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
                                     const ftl_package_limits *limits, ftl_package_info *info, ftl_diag *d);
 /* Frees what info holds; accepts NULL and a zeroed info. */
-void ftl_package_info_release(ftl_package_info *info);
+void pl_package_info_release(ftl_package_info *info);
 
 #ifdef __cplusplus
 }

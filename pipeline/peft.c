@@ -41,20 +41,20 @@ static int module_index(const char *m) {
   return -1;
 }
 
-ftl_err ftl_peft_module_path(const char *module, int layer, char *out, size_t size) {
+ftl_err pl_peft_module_path(const char *module, int layer, char *out, size_t size) {
   int k = module_index(module);
   if (k < 0 || layer < 0) return FTL_ERR_INVAL;
   return ftl_fmt(out, size, "transformer.h.%d.%s", layer, modules[k].path);
 }
 
-const char *ftl_peft_target_name(const char *module) {
+const char *pl_peft_target_name(const char *module) {
   int k = module_index(module);
   return k < 0 ? NULL : modules[k].target;
 }
 
 static int str_cmp(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
-ftl_err ftl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
+ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
   static const char *const required[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
   char path[4096], base_name[128];
   char *text = NULL, *cfg_text = NULL;
@@ -64,7 +64,7 @@ ftl_err ftl_peft_export(const char *final_dir, const char *out_dir, const ftl_pe
   ftl_st_tensor *out_t = NULL;
   char(*names)[160] = NULL;
   ftl_err rc;
-  if ((rc = ftl_adapter_commit_verify(final_dir, required, 2, d))) return rc;
+  if ((rc = pl_adapter_commit_verify(final_dir, required, 2, d))) return rc;
   if (ftl_fmt(path, sizeof path, "%s/%s", final_dir, FTL_ADAPTER_JSON))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", final_dir);
   if ((rc = ftl_read_file(path, 1u << 20, &text, &size, d))) goto out;
@@ -100,10 +100,10 @@ ftl_err ftl_peft_export(const char *final_dir, const char *out_dir, const ftl_pe
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", final_dir);
     goto out;
   }
-  if ((rc = ftl_st_load(path, (size_t)1 << 34, NULL, &st, d))) goto out;
+  if ((rc = pl_st_load(path, (size_t)1 << 34, NULL, &st, d))) goto out;
   size_t n = (size_t)layers * (size_t)__builtin_popcount(seen) * 2;
-  if (ftl_st_count(st) != n) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s has %zu tensors; adapter.json implies %zu", path, ftl_st_count(st), n);
+  if (pl_st_count(st) != n) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s has %zu tensors; adapter.json implies %zu", path, pl_st_count(st), n);
     goto out;
   }
   out_t = ftl_calloc(n, sizeof *out_t);
@@ -119,7 +119,7 @@ ftl_err ftl_peft_export(const char *final_dir, const char *out_dir, const ftl_pe
       for (int ab = 0; ab < 2; ab++) {
         char src[96];
         snprintf(src, sizeof src, "layers.%d.%s.lora_%c", (int)l, modules[k].module, ab ? 'B' : 'A');
-        const ftl_st_tensor *t = ftl_st_find(st, src);
+        const ftl_st_tensor *t = pl_st_find(st, src);
         int64_t in = embd * modules[k].in_mult, outf = embd * modules[k].out_mult;
         int64_t want0 = ab ? outf : rank, want1 = ab ? rank : in;
         if (!t || t->dtype != FTL_ST_F32 || t->ndim != 2 || t->shape[0] != want0 || t->shape[1] != want1) {
@@ -186,7 +186,7 @@ ftl_err ftl_peft_export(const char *final_dir, const char *out_dir, const ftl_pe
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
     goto out;
   }
-  if ((rc = ftl_st_write(path, out_t, n, meta, 1, d))) goto out;
+  if ((rc = pl_st_write(path, out_t, n, meta, 1, d))) goto out;
   if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, FTL_PEFT_CONFIG_NAME)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
     goto out;
@@ -197,16 +197,16 @@ out:
   json_decref(cfg);
   ftl_free(names);
   ftl_free(out_t);
-  ftl_st_free(st);
+  pl_st_free(st);
   json_decref(j);
   ftl_free(text);
   return rc;
 }
 
-ftl_err ftl_peft_export_run(const char *run_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
+ftl_err pl_peft_export_run(const char *run_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
   char final_dir[4096], export_dir[4096];
-  ftl_err rc = ftl_rundir_path(final_dir, sizeof final_dir, run_dir, FTL_RUNDIR_FINAL);
-  if (!rc && !out_dir) rc = ftl_rundir_path(export_dir, sizeof export_dir, run_dir, FTL_RUNDIR_EXPORT);
+  ftl_err rc = core_rundir_path(final_dir, sizeof final_dir, run_dir, FTL_RUNDIR_FINAL);
+  if (!rc && !out_dir) rc = core_rundir_path(export_dir, sizeof export_dir, run_dir, FTL_RUNDIR_EXPORT);
   if (rc) return ftl_diag_fail(d, rc, "run directory path too long: %s", run_dir);
-  return ftl_peft_export(final_dir, out_dir ? out_dir : export_dir, opts, d);
+  return pl_peft_export(final_dir, out_dir ? out_dir : export_dir, opts, d);
 }

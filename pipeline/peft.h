@@ -30,9 +30,9 @@ extern "C" {
 
 /* The PEFT module path (without "base_model.model." and the lora suffix) of the example's short
  * module name ("q", "fc"...) in block `layer`, into out. FTL_ERR_INVAL for an unknown module. */
-ftl_err ftl_peft_module_path(const char *module, int layer, char *out, size_t size);
+ftl_err pl_peft_module_path(const char *module, int layer, char *out, size_t size);
 /* The PEFT target_modules suffix of a short name ("q" -> "q_proj"); NULL for an unknown one. */
-const char *ftl_peft_target_name(const char *module);
+const char *pl_peft_target_name(const char *module);
 
 typedef struct ftl_peft_opts {
   /* base_model_name_or_path; NULL: "ftl-finetune-base-<base_model_hash>". Servers (vLLM's
@@ -42,10 +42,10 @@ typedef struct ftl_peft_opts {
 
 /* Exports final_dir (verified first: its commit marker must be valid) into out_dir (created if
  * missing; both files written atomically). opts may be NULL. */
-ftl_err ftl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
+ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
 
 /* The same for a run directory: RUNDIR/final -> RUNDIR/export (out_dir NULL) or out_dir. */
-ftl_err ftl_peft_export_run(const char *run_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
+ftl_err pl_peft_export_run(const char *run_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@
 #include "pipeline/registry.h"
 #include "pipeline/verdict_sign.h"
 
-const char ftl_export_help[] =
+const char pl_export_help[] =
     "ftl export: the run's final adapter in PEFT's layout (docs/formats/peft-export.md).\n"
     "\n"
     "  ftl export RUNDIR [-o DIR] [--base-name NAME]\n"
@@ -26,7 +26,7 @@ const char ftl_export_help[] =
     "wants it to equal the served base model's name.\n"
     "Exit codes: 0 written, 1 refused or failed (the reason on stderr), 2 usage.\n";
 
-const char ftl_registry_help[] =
+const char pl_registry_help[] =
     "ftl registry: the adapter registry, a folder (docs/formats/registry.md).\n"
     "\n"
     "  ftl registry ls [NAME]                     adapters, their versions and channels\n"
@@ -51,7 +51,7 @@ const char ftl_registry_help[] =
     "VERSION is an id or a unique prefix of 8+ hex digits.\n"
     "Exit codes: 0 success, 1 failed (the reason on stderr), 2 usage.\n";
 
-const char ftl_promote_help[] =
+const char pl_promote_help[] =
     "ftl promote: point a channel at a published version.\n"
     "\n"
     "  ftl promote NAME VERSION --to CHANNEL [--why TEXT] [--registry DIR] [--who TEXT]\n"
@@ -60,7 +60,7 @@ const char ftl_promote_help[] =
     "the registry's lock and the move is appended to NAME/audit.jsonl.\n"
     "Exit codes: 0 success, 1 failed, 2 usage.\n";
 
-const char ftl_rollback_help[] = "ftl rollback: move a channel back to the version it pointed at before.\n"
+const char pl_rollback_help[] = "ftl rollback: move a channel back to the version it pointed at before.\n"
                                  "\n"
                                  "  ftl rollback NAME --channel CHANNEL [--why TEXT] [--registry DIR] [--who TEXT]\n"
                                  "\n"
@@ -77,7 +77,7 @@ static int fail(const char *what, ftl_err rc, const ftl_diag *d) {
   return 1;
 }
 
-int ftl_cmd_export(int argc, char **argv) {
+int pl_cmd_export(int argc, char **argv) {
   static const char *use = "ftl export RUNDIR [-o DIR] [--base-name NAME]";
   static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                        {"base-name", required_argument, NULL, 'b'},
@@ -100,7 +100,7 @@ int ftl_cmd_export(int argc, char **argv) {
   }
   if (optind != argc - 1) return usage(use);
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_peft_export_run(argv[optind], out, &po, &d);
+  ftl_err rc = pl_peft_export_run(argv[optind], out, &po, &d);
   if (rc) return fail("export", rc, &d);
   printf("exported %s/final to %s\n", argv[optind], out ? out : "RUNDIR/export");
   return 0;
@@ -125,8 +125,8 @@ static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
   memset(ra, 0, sizeof *ra);
   /* Test-only fault injection (FTL_FAULT, core/fs.h) reaches the registry's writes as it reaches
    * the checkpoint's. */
-  ftl_fault_from_env();
-  ra->ref.root = ftl_registry_root_from_env();
+  core_fault_from_env();
+  ra->ref.root = pl_registry_root_from_env();
   optind = 0; /* 0, not 1: glibc then also forgets the state of an earlier getopt scan */
   while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
     int64_t v;
@@ -157,7 +157,7 @@ static int need_registry(const reg_args *ra) {
   return 2;
 }
 
-int ftl_cmd_promote(int argc, char **argv) {
+int pl_cmd_promote(int argc, char **argv) {
   static const char *use = "ftl promote NAME VERSION --to CHANNEL [--why TEXT] [--registry DIR]";
   reg_args ra;
   int r = parse_reg(argc, argv, &ra, use);
@@ -165,13 +165,13 @@ int ftl_cmd_promote(int argc, char **argv) {
   if ((r = need_registry(&ra))) return r;
   if (optind != argc - 2 || !ra.to) return usage(use);
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_registry_promote(&ra.ref, argv[optind], argv[optind + 1], ra.to, ra.why, &d);
+  ftl_err rc = pl_registry_promote(&ra.ref, argv[optind], argv[optind + 1], ra.to, ra.why, &d);
   if (rc) return fail("promote", rc, &d);
   printf("%s@%s -> %s\n", argv[optind], ra.to, argv[optind + 1]);
   return 0;
 }
 
-int ftl_cmd_rollback(int argc, char **argv) {
+int pl_cmd_rollback(int argc, char **argv) {
   static const char *use = "ftl rollback NAME --channel CHANNEL [--why TEXT] [--registry DIR]";
   reg_args ra;
   int r = parse_reg(argc, argv, &ra, use);
@@ -180,13 +180,13 @@ int ftl_cmd_rollback(int argc, char **argv) {
   if (optind != argc - 1 || !ra.channel) return usage(use);
   char to[FTL_SHA256_HEX_LEN + 1];
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_registry_rollback(&ra.ref, argv[optind], ra.channel, ra.why, to, &d);
+  ftl_err rc = pl_registry_rollback(&ra.ref, argv[optind], ra.channel, ra.why, to, &d);
   if (rc) return fail("rollback", rc, &d);
   printf("%s@%s -> %s (rolled back)\n", argv[optind], ra.channel, to);
   return 0;
 }
 
-int ftl_cmd_registry(int argc, char **argv) {
+int pl_cmd_registry(int argc, char **argv) {
   static const char *use =
       "ftl registry ls [NAME] | routes [--channel C] | fetch NAME@VERSION|NAME@CHANNEL DIR | check NAME |\n"
       "       publish NAME PACKAGE [--channel C] [--why TEXT] [--signature SIG | --unverified] | trust KEY.pub |\n"
@@ -194,7 +194,7 @@ int ftl_cmd_registry(int argc, char **argv) {
       "       (the registry commands take --registry DIR, default $FTL_REGISTRY)";
   if (argc < 2) return usage(use);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    fputs(ftl_registry_help, stdout);
+    fputs(pl_registry_help, stdout);
     return 0;
   }
   /* Options may come before or after the subcommand: getopt moves the words to the end. */
@@ -211,7 +211,7 @@ int ftl_cmd_registry(int argc, char **argv) {
   if (!strcmp(sub, "keygen")) {
     char kid[FTL_SHA256_HEX_LEN + 1];
     if (n != 1) return usage(use);
-    rc = ftl_verdict_keygen(pos[0], kid, &d);
+    rc = pl_verdict_keygen(pos[0], kid, &d);
     if (rc) return fail("registry keygen", rc, &d);
     printf("%s.key %s.pub key id %s\n", pos[0], pos[0], kid);
     return 0;
@@ -226,7 +226,7 @@ int ftl_cmd_registry(int argc, char **argv) {
       fprintf(stderr, "ftl registry sign-verdict: path too long\n");
       return 1;
     }
-    rc = ftl_verdict_sign(ra.key, pos[0], pos[1], out, kid, &d);
+    rc = pl_verdict_sign(ra.key, pos[0], pos[1], out, kid, &d);
     if (rc) return fail("registry sign-verdict", rc, &d);
     printf("%s (key id %s)\n", out, kid);
     return 0;
@@ -235,26 +235,26 @@ int ftl_cmd_registry(int argc, char **argv) {
   if (!strcmp(sub, "trust")) {
     char kid[FTL_SHA256_HEX_LEN + 1];
     if (n != 1) return usage(use);
-    rc = ftl_verdict_trust(ra.ref.root, pos[0], kid, &d);
+    rc = pl_verdict_trust(ra.ref.root, pos[0], kid, &d);
     if (rc) return fail("registry trust", rc, &d);
     printf("trusted gate key %s (%s/%s/%s.pub)\n", kid, ra.ref.root, FTL_REGISTRY_TRUSTED_KEYS, kid);
     return 0;
   }
   if (!strcmp(sub, "ls")) {
     if (n > 1) return usage(use);
-    rc = ftl_registry_list(&ra.ref, n ? pos[0] : NULL, stdout, &d);
+    rc = pl_registry_list(&ra.ref, n ? pos[0] : NULL, stdout, &d);
   } else if (!strcmp(sub, "routes")) {
     if (n) return usage(use);
-    rc = ftl_registry_routes(&ra.ref, ra.channel, stdout, stderr, &d);
+    rc = pl_registry_routes(&ra.ref, ra.channel, stdout, stderr, &d);
     if (rc) return 1; /* each failed channel was reported on stderr */
   } else if (!strcmp(sub, "fetch")) {
     if (n != 2) return usage(use);
-    rc = ftl_registry_fetch(&ra.ref, pos[0], pos[1], &d);
+    rc = pl_registry_fetch(&ra.ref, pos[0], pos[1], &d);
     if (!rc) printf("fetched %s into %s\n", pos[0], pos[1]);
   } else if (!strcmp(sub, "check")) {
     size_t lines = 0;
     if (n != 1) return usage(use);
-    rc = ftl_registry_check(&ra.ref, pos[0], &lines, &d);
+    rc = pl_registry_check(&ra.ref, pos[0], &lines, &d);
     if (!rc) printf("%s: consistent (%zu audit records)\n", pos[0], lines);
   } else if (!strcmp(sub, "publish")) {
     char id[FTL_SHA256_HEX_LEN + 1];
@@ -263,7 +263,7 @@ int ftl_cmd_registry(int argc, char **argv) {
                                     .why = ra.why,
                                     .trust = ra.unverified ? FTL_REGISTRY_TRUST_UNVERIFIED : FTL_REGISTRY_TRUST_SIGNED,
                                     .signature_path = ra.signature};
-    rc = ftl_registry_publish_ex(&ra.ref, pos[0], pos[1], &po, id, &d);
+    rc = pl_registry_publish_ex(&ra.ref, pos[0], pos[1], &po, id, &d);
     if (!rc) printf("%s%s\n", id, ra.unverified ? " (UNVERIFIED: recorded as published without a gate signature)" : "");
   } else {
     return usage(use);

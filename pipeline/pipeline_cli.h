@@ -18,15 +18,15 @@ extern "C" {
 #endif
 
 /* `ftl help NAME` texts. */
-extern const char ftl_export_help[];
-extern const char ftl_registry_help[];
-extern const char ftl_promote_help[];
-extern const char ftl_rollback_help[];
+extern const char pl_export_help[];
+extern const char pl_registry_help[];
+extern const char pl_promote_help[];
+extern const char pl_rollback_help[];
 
-int ftl_cmd_export(int argc, char **argv);
-int ftl_cmd_registry(int argc, char **argv);
-int ftl_cmd_promote(int argc, char **argv);
-int ftl_cmd_rollback(int argc, char **argv);
+int pl_cmd_export(int argc, char **argv);
+int pl_cmd_registry(int argc, char **argv);
+int pl_cmd_promote(int argc, char **argv);
+int pl_cmd_rollback(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,7 @@ char *pl_json_text(const json_t *j, int newline, size_t *len_out) {
 }
 
 void pl_crash_point(const char *name) {
-  if (name && name[0]) ftl_crash_point(name, -1, -1);
+  if (name && name[0]) core_crash_point(name, -1, -1);
 }
 
 ftl_err pl_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d) {
@@ -80,7 +80,7 @@ ftl_err pl_read_regular(const char *path, size_t max_bytes, char **data_out, siz
     close(fd);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", path);
   }
-  rc = ftl_fs_pread_all(fd, buf, (size_t)size, 0);
+  rc = core_fs_pread_all(fd, buf, (size_t)size, 0);
   close(fd);
   if (rc) {
     ftl_free(buf);
@@ -99,47 +99,47 @@ ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], ui
   ftl_sha256 *h = NULL;
   ftl_err rc = pl_open_regular(path, max_bytes, &fd, &size, d);
   if (rc) return rc;
-  if ((rc = ftl_sha256_begin(&h))) {
+  if ((rc = pl_sha256_begin(&h))) {
     rc = ftl_diag_fail(d, rc, "out of memory hashing %s", path);
     goto out;
   }
   /* Exactly the recorded size: a file that grows while it is read is not read further. */
   while (at < size) {
     size_t n = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
-    if ((rc = ftl_fs_pread_all(fd, buf, n, at))) {
+    if ((rc = core_fs_pread_all(fd, buf, n, at))) {
       rc = ftl_diag_fail(d, rc, "cannot read %s", path);
       goto out;
     }
-    ftl_sha256_update(h, buf, n);
+    pl_sha256_update(h, buf, n);
     at += n;
   }
-  rc = ftl_sha256_end(h, hex);
+  rc = pl_sha256_end(h, hex);
   h = NULL;
   if (size_out) *size_out = size;
 out:
-  ftl_sha256_abort(h);
+  pl_sha256_abort(h);
   close(fd);
   return rc;
 }
 
 /* Removals go through the file seam (core/fs.h) like the writes they undo. */
 static void rm_tree_at(int parent, const char *name, int depth) {
-  int dfd = ftl_fs_table.openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+  int dfd = core_fs_table.openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
   if (dfd >= 0) {
     DIR *dp = fdopendir(dfd);
     if (dp) {
       struct dirent *e;
       while ((e = readdir(dp))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (ftl_fs_table.unlinkat(dfd, e->d_name, 0) != 0 && errno == EISDIR && depth > 0)
+        if (core_fs_table.unlinkat(dfd, e->d_name, 0) != 0 && errno == EISDIR && depth > 0)
           rm_tree_at(dfd, e->d_name, depth - 1);
       }
       closedir(dp);
     } else {
-      ftl_fs_table.close(dfd);
+      core_fs_table.close(dfd);
     }
   }
-  ftl_fs_table.unlinkat(parent, name, AT_REMOVEDIR);
+  core_fs_table.unlinkat(parent, name, AT_REMOVEDIR);
 }
 
 void pl_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 4); }
@@ -147,15 +147,15 @@ void pl_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 4); }
 ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d) {
   *fd_out = -1;
   struct stat st;
-  int fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
+  int fd = core_fs_table.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open the lock %s: %s", path, strerror(errno));
   if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the lock %s is not a regular file; refused", path);
   }
-  ftl_err rc = ftl_flock_deadline(fd, LOCK_EX, timeout_ms, path, d);
+  ftl_err rc = core_flock_deadline(fd, LOCK_EX, timeout_ms, path, d);
   if (rc) {
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     return rc;
   }
   *fd_out = fd;
@@ -163,28 +163,28 @@ ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d) 
 }
 
 void pl_unlock(int fd) {
-  if (fd >= 0) ftl_fs_table.close(fd); /* closing the descriptor releases the flock */
+  if (fd >= 0) core_fs_table.close(fd); /* closing the descriptor releases the flock */
 }
 
 ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeout_ms, ftl_diag *d) {
   ftl_jsonl_opts o = {.lock = true, .lock_timeout_ms = lock_timeout_ms, .fsync = true};
-  return ftl_jsonl_append(path, rec, &o, d);
+  return core_jsonl_append(path, rec, &o, d);
 }
 
 void pl_rmdir_files(const char *dir) {
-  int dfd = ftl_fs_table.open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+  int dfd = core_fs_table.open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
   if (dfd >= 0) {
     DIR *dp = fdopendir(dfd);
     if (dp) {
       struct dirent *e;
       while ((e = readdir(dp)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ftl_fs_table.unlinkat(dfd, e->d_name, 0);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) core_fs_table.unlinkat(dfd, e->d_name, 0);
       closedir(dp);
     } else {
-      ftl_fs_table.close(dfd);
+      core_fs_table.close(dfd);
     }
   }
-  ftl_fs_table.unlinkat(AT_FDCWD, dir, AT_REMOVEDIR);
+  core_fs_table.unlinkat(AT_FDCWD, dir, AT_REMOVEDIR);
 }
 
 int pl_safe_name(const char *name, int allow_dot) {

@@ -17,7 +17,7 @@
 char *pl_json_text(const json_t *j, int newline, size_t *len_out);
 
 /* The pipeline's durable writes are core's (core/fs.h): core_fs_replace with
- * CORE_TMP_UNPREDICTABLE (the registry's folders may be writable by others), ftl_fs_fsync_dir,
+ * CORE_TMP_UNPREDICTABLE (the registry's folders may be writable by others), core_fs_fsync_dir,
  * core_fs_write_new_at, core_fs_mkdtemp. */
 /* A named crash point (FTL_CRASH_AT=name kills the process here); a no-op otherwise. */
 void pl_crash_point(const char *name);

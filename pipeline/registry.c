@@ -49,16 +49,16 @@ typedef char id_t_[ID_LEN + 1];
 
 /* ---- names and paths ----------------------------------------------------------------------- */
 
-const char *ftl_registry_root_from_env(void) {
+const char *pl_registry_root_from_env(void) {
   const char *s = getenv("FTL_REGISTRY");
   return s && s[0] ? s : NULL;
 }
 
-int ftl_registry_name_ok(const char *s) {
+int pl_registry_name_ok(const char *s) {
   return s && pl_safe_name(s, 0) && s[0] != '-' && strlen(s) <= FTL_REGISTRY_NAME_MAX;
 }
 
-int ftl_registry_channel_ok(const char *s) { return ftl_registry_name_ok(s) && !ftl_sha256_is_hex(s); }
+int pl_registry_channel_ok(const char *s) { return pl_registry_name_ok(s) && !pl_sha256_is_hex(s); }
 
 static int64_t lock_ms(const ftl_registry_ref *reg) { return reg->lock_timeout_ms > 0 ? reg->lock_timeout_ms : 30000; }
 
@@ -116,8 +116,8 @@ static ftl_err pointer_parse(const char *bytes, size_t size, pointer *p, ftl_dia
                        (long long)json_integer_value(ver), FTL_REGISTRY_VERSION);
     goto out;
   }
-  if (!ftl_sha256_is_hex(json_string_value(cur)) ||
-      !(json_is_null(prev) || ftl_sha256_is_hex(json_string_value(prev))) || !json_is_array(hist) ||
+  if (!pl_sha256_is_hex(json_string_value(cur)) ||
+      !(json_is_null(prev) || pl_sha256_is_hex(json_string_value(prev))) || !json_is_array(hist) ||
       json_array_size(hist) > HISTORY_MAX || (seq && (!json_is_integer(seq) || json_integer_value(seq) < 1))) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "channel pointer: current, previous, history or seq is malformed");
     goto out;
@@ -130,7 +130,7 @@ static ftl_err pointer_parse(const char *bytes, size_t size, pointer *p, ftl_dia
   }
   for (size_t i = 0; i < n; i++) {
     const char *h = json_string_value(json_array_get(hist, i));
-    if (!ftl_sha256_is_hex(h)) {
+    if (!pl_sha256_is_hex(h)) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "channel pointer: history entry %zu is not a version id", i);
       goto out;
     }
@@ -152,7 +152,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_registry_channel_parse(const char *bytes, size_t size, char current[FTL_SHA256_HEX_LEN + 1],
+ftl_err pl_registry_channel_parse(const char *bytes, size_t size, char current[FTL_SHA256_HEX_LEN + 1],
                                    char previous[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   pointer p;
   ftl_err rc = pointer_parse(bytes, size, &p, d);
@@ -378,7 +378,7 @@ static ftl_err replay_line(const char *line, size_t len, size_t line_no, void *c
     rc = ftl_diag_fail(r->d, FTL_ERR_CORRUPT, "%s: line %zu has an unknown action \"%s\"", r->path, line_no, action);
     goto out;
   }
-  if (!ftl_sha256_is_hex(to) || !(json_is_null(from_j) || ftl_sha256_is_hex(from)) ||
+  if (!pl_sha256_is_hex(to) || !(json_is_null(from_j) || pl_sha256_is_hex(from)) ||
       (seq_j && (!json_is_integer(seq_j) || json_integer_value(seq_j) < 1)) || (!move && !seq_j)) {
     rc = ftl_diag_fail(r->d, FTL_ERR_CORRUPT, "%s: line %zu: from, to or seq is malformed", r->path, line_no);
     goto out;
@@ -469,14 +469,14 @@ static ftl_err version_complete(const ftl_registry_ref *reg, const char *name, c
   struct stat st;
   ftl_diag rd;
   if (man) *man = NULL;
-  if (!ftl_sha256_is_hex(id)) return ftl_diag_fail(d, FTL_ERR_INVAL, "%s is not a version id", id);
+  if (!pl_sha256_is_hex(id)) return ftl_diag_fail(d, FTL_ERR_INVAL, "%s is not a version id", id);
   snprintf(rel, sizeof rel, "versions/%s/%s", id, FTL_PACKAGE_MANIFEST);
   ftl_err rc = path_of(path, sizeof path, reg, name, rel, d);
   if (rc) return rc;
   rc = pl_read_regular(path, MANIFEST_MAX_BYTES, &text, &size, &rd);
   if (rc == FTL_ERR_NOTFOUND) return ftl_diag_fail(d, rc, "%s has no version %s", name, id);
   if (rc) return ftl_diag_fail(d, rc, "%s", rd.msg);
-  ftl_sha256_hex(text, size, hex);
+  pl_sha256_hex(text, size, hex);
   if (strcmp(hex, id)) {
     ftl_free(text);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: its SHA-256 is %s, not the version id", path, hex);
@@ -513,7 +513,7 @@ static void each_prefixed(const char *dir, const char *prefix, void (*fn)(const 
   closedir(dp);
 }
 
-static void unlink_path(const char *p) { ftl_fs_table.unlink(p); }
+static void unlink_path(const char *p) { core_fs_table.unlink(p); }
 
 /* Removes what writers that died left behind: versions/.tmp-* (a publish), versions/<id>/adapter.tmp-*
  * (an unpack), channels/<channel>.json.tmp-* (a pointer write). Only under the lock: every writer
@@ -527,7 +527,7 @@ static void clean_stale(const ftl_registry_ref *reg, const char *name) {
     struct dirent *e;
     while ((e = readdir(dp))) {
       char v[4096];
-      if (!ftl_sha256_is_hex(e->d_name) || ftl_fmt(v, sizeof v, "%s/%s", dir, e->d_name)) continue;
+      if (!pl_sha256_is_hex(e->d_name) || ftl_fmt(v, sizeof v, "%s/%s", dir, e->d_name)) continue;
       each_prefixed(v, "adapter.tmp-", pl_rm_tree);
     }
     closedir(dp);
@@ -613,13 +613,13 @@ static ftl_err check_content(const char *dir, const char *what, ftl_diag *d) {
     goto out;
   }
   if ((rc = pl_read_regular(path, ADAPTER_FILE_MAX_BYTES, &text, &size, d))) goto out;
-  if (ftl_st_parse((const uint8_t *)text, size, NULL, &st, &rd)) {
+  if (pl_st_parse((const uint8_t *)text, size, NULL, &st, &rd)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: adapter_model.safetensors is not a valid safetensors file: %s; refused",
                        what, rd.msg);
     goto out;
   }
 out:
-  ftl_st_free(st);
+  pl_st_free(st);
   json_decref(j);
   ftl_free(text);
   return rc;
@@ -741,13 +741,13 @@ static ftl_err verify_unpacked(const char *dir, const char *id, ftl_diag *d);
  * not declare stays out; then MANIFEST.json. Every write through the file seam, read back. */
 static ftl_err store_package(int dirfd, const char *tmp, const char *package_path, const char *id, const char *man,
                              size_t man_size, ftl_diag *d) {
-  int pfd = ftl_fs_table.openat(dirfd, FTL_PACKAGE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+  int pfd = core_fs_table.openat(dirfd, FTL_PACKAGE_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (pfd < 0)
-    return ftl_diag_fail(d, ftl_errno_to_err(errno), "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE, strerror(errno));
+    return ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE, strerror(errno));
   ftl_package_info info;
   ftl_diag cd;
-  ftl_err rc = ftl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, &cd);
-  ftl_fs_table.close(pfd);
+  ftl_err rc = pl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, &cd);
+  core_fs_table.close(pfd);
   if (rc) {
     /* A failure of the offered package names its path; one of the copy being written (a write,
      * its fsync) is named here. */
@@ -755,7 +755,7 @@ static ftl_err store_package(int dirfd, const char *tmp, const char *package_pat
     return ftl_diag_fail(d, rc, "%s/%s: %s", tmp, FTL_PACKAGE_FILE, cd.msg);
   }
   int same_manifest = info.manifest_size == man_size && !memcmp(info.manifest, man, man_size);
-  ftl_package_info_release(&info);
+  pl_package_info_release(&info);
   if (!same_manifest) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s changed while it was being published", package_path);
   return core_fs_write_new_at(dirfd, tmp, FTL_PACKAGE_MANIFEST, man, man_size, 0644, d);
 }
@@ -769,7 +769,7 @@ static ftl_err unpack_and_check(const char *tmp, const char *package_path, const
   ftl_err rc;
   if (ftl_fmt(pkg, sizeof pkg, "%s/%s", tmp, FTL_PACKAGE_FILE) || ftl_fmt(adir, sizeof adir, "%s/adapter", tmp))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", tmp);
-  if ((rc = ftl_package_unpack(pkg, adir, id, NULL, NULL, NULL, NULL, &ud))) {
+  if ((rc = pl_package_unpack(pkg, adir, id, NULL, NULL, NULL, NULL, &ud))) {
     /* The copy was verified as it was written: one that does not read back was damaged on its way
      * to the disk. */
     if (rc == FTL_ERR_CORRUPT)
@@ -804,7 +804,7 @@ static ftl_err write_publication(int dirfd, const char *tmp, const char *id, ftl
   return rc;
 }
 
-ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, const char *package_path,
+ftl_err pl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, const char *package_path,
                                 const ftl_registry_publish_opts *opts, char id_out[FTL_SHA256_HEX_LEN + 1],
                                 ftl_diag *d) {
   char id[ID_LEN + 1], versions[4096], vdir[4096], tmp[4096] = "", who_buf[256], sig_path[4096];
@@ -819,8 +819,8 @@ ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, c
   ftl_registry_publish_opts o = opts ? *opts : (ftl_registry_publish_opts){0};
   const char *who = who_of(reg, who_buf, sizeof who_buf);
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
-  if (!ftl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
-  if (o.channel && !ftl_registry_channel_ok(o.channel))
+  if (!pl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
+  if (o.channel && !pl_registry_channel_ok(o.channel))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid channel name", o.channel);
   if (o.trust != FTL_REGISTRY_TRUST_SIGNED && o.trust != FTL_REGISTRY_TRUST_LOCAL_GATE &&
       o.trust != FTL_REGISTRY_TRUST_UNVERIFIED)
@@ -829,8 +829,8 @@ ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, c
    * waited on) before anything reads it; what is stored is re-made from its verified entries and
    * checked again below, so what is stored is what was checked. */
   if ((rc = pl_open_regular(package_path, PACKAGE_MAX_BYTES, &in, &in_size, d))) return rc;
-  if ((rc = ftl_package_unpack(package_path, NULL, NULL, NULL, id, &man, &man_size, d))) goto out;
-  if ((rc = ftl_package_manifest_parse(man, man_size, NULL, &m, d))) goto out;
+  if ((rc = pl_package_unpack(package_path, NULL, NULL, NULL, id, &man, &man_size, d))) goto out;
+  if ((rc = pl_package_manifest_parse(man, man_size, NULL, &m, d))) goto out;
   if (o.trust == FTL_REGISTRY_TRUST_SIGNED) {
     ftl_verdict_digests dg;
     const char *v = manifest_digest(m, FTL_PACKAGE_VERDICT), *c = manifest_digest(m, "adapter_config.json"),
@@ -861,7 +861,7 @@ ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, c
       goto out;
     }
     ftl_diag vd;
-    if ((rc = ftl_verdict_verify(trusted, sig, sig_size, &dg, key_id, &vd))) {
+    if ((rc = pl_verdict_verify(trusted, sig, sig_size, &dg, key_id, &vd))) {
       rc = ftl_diag_fail(d, rc, "%s: %s", sig_path, vd.msg);
       goto out;
     }
@@ -902,40 +902,40 @@ ftl_err ftl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, c
     if ((rc = store_package(dirfd, tmp, package_path, id, man, man_size, d))) goto out;
     if ((rc = unpack_and_check(tmp, package_path, id, d))) goto out;
     if ((rc = write_publication(dirfd, tmp, id, o.trust, key_id, sig_json, who, d))) goto out;
-    if (ftl_fs_table.fsync(dirfd)) {
+    if (core_fs_table.fsync(dirfd)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
       goto out;
     }
     pl_crash_point("publish.before_rename");
-    if (ftl_fs_table.rename(tmp, vdir)) {
+    if (core_fs_table.rename(tmp, vdir)) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot rename %s to %s: %s", tmp, vdir, strerror(errno));
       goto out;
     }
     tmp[0] = '\0';
-    if ((rc = ftl_fs_fsync_dir(versions, d))) goto out;
+    if ((rc = core_fs_fsync_dir(versions, d))) goto out;
     pl_crash_point("publish.after_rename");
     if ((rc = audit(reg, name, "publish", NULL, NULL, id, who, o.why, -1, extra, d))) goto out;
   }
   if (o.channel) rc = move_locked(reg, name, id, o.channel, who, o.why, NULL, d);
 out:
-  if (dirfd >= 0) ftl_fs_table.close(dirfd);
+  if (dirfd >= 0) core_fs_table.close(dirfd);
   if (in >= 0) close(in);
   if (tmp[0]) pl_rm_tree(tmp);
   pl_unlock(lock);
   if (!rc && id_out) memcpy(id_out, id, ID_LEN + 1);
   json_decref(extra);
   json_decref(sig_json);
-  ftl_package_manifest_free(m);
+  pl_package_manifest_free(m);
   ftl_free(sig);
   ftl_free(have);
   ftl_free(man);
   return rc;
 }
 
-ftl_err ftl_registry_publish(const ftl_registry_ref *reg, const char *name, const char *package_path,
+ftl_err pl_registry_publish(const ftl_registry_ref *reg, const char *name, const char *package_path,
                              const char *channel, const char *why, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   ftl_registry_publish_opts o = {.channel = channel, .why = why, .trust = FTL_REGISTRY_TRUST_LOCAL_GATE};
-  return ftl_registry_publish_ex(reg, name, package_path, &o, id_out, d);
+  return pl_registry_publish_ex(reg, name, package_path, &o, id_out, d);
 }
 
 /* A version given as an id or a unique prefix (>= 8 hex digits) -> the id. */
@@ -954,7 +954,7 @@ static ftl_err version_lookup(const ftl_registry_ref *reg, const char *name, con
   int found = 0;
   struct dirent *e;
   while ((e = readdir(dp)))
-    if (ftl_sha256_is_hex(e->d_name) && !strncmp(e->d_name, v, n)) {
+    if (pl_sha256_is_hex(e->d_name) && !strncmp(e->d_name, v, n)) {
       if (found++) break;
       memcpy(id, e->d_name, ID_LEN + 1);
     }
@@ -964,13 +964,13 @@ static ftl_err version_lookup(const ftl_registry_ref *reg, const char *name, con
   return FTL_OK;
 }
 
-ftl_err ftl_registry_promote(const ftl_registry_ref *reg, const char *name, const char *version, const char *channel,
+ftl_err pl_registry_promote(const ftl_registry_ref *reg, const char *name, const char *version, const char *channel,
                              const char *why, ftl_diag *d) {
   char id[ID_LEN + 1], who_buf[256];
   int lock = -1;
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
-  if (!ftl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
-  if (!ftl_registry_channel_ok(channel))
+  if (!pl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
+  if (!pl_registry_channel_ok(channel))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid channel name", channel ? channel : "");
   ftl_err rc = version_lookup(reg, name, version, id, d);
   if (rc) return rc;
@@ -981,13 +981,13 @@ ftl_err ftl_registry_promote(const ftl_registry_ref *reg, const char *name, cons
   return rc;
 }
 
-ftl_err ftl_registry_rollback(const ftl_registry_ref *reg, const char *name, const char *channel, const char *why,
+ftl_err pl_registry_rollback(const ftl_registry_ref *reg, const char *name, const char *channel, const char *why,
                               char to_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   char who_buf[256];
   int lock = -1;
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
-  if (!ftl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
-  if (!ftl_registry_channel_ok(channel))
+  if (!pl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
+  if (!pl_registry_channel_ok(channel))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid channel name", channel ? channel : "");
   /* An unknown adapter is refused before anything is created for it. */
   ftl_err rc = lock_adapter(reg, name, 0, &lock, d);
@@ -1000,7 +1000,7 @@ ftl_err ftl_registry_rollback(const ftl_registry_ref *reg, const char *name, con
 
 /* ---- resolve, unpack, fetch ---------------------------------------------------------------- */
 
-ftl_err ftl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char *name_out,
+ftl_err pl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char *name_out,
                              char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
   const char *at = spec ? strchr(spec, '@') : NULL;
@@ -1010,8 +1010,8 @@ ftl_err ftl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char
   memcpy(name, spec, (size_t)(at - spec));
   name[at - spec] = '\0';
   const char *rest = at + 1;
-  if (!ftl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
-  if (ftl_registry_channel_ok(rest)) {
+  if (!pl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
+  if (pl_registry_channel_ok(rest)) {
     pointer p;
     ftl_err rc = pointer_read(reg, name, rest, &p, d);
     if (rc == FTL_OK) {
@@ -1023,7 +1023,7 @@ ftl_err ftl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char
     if (rc != FTL_ERR_NOTFOUND) return rc;
   }
   ftl_err rc = version_lookup(reg, name, rest, id_out, d);
-  if (rc == FTL_ERR_INVAL && ftl_registry_channel_ok(rest))
+  if (rc == FTL_ERR_INVAL && pl_registry_channel_ok(rest))
     return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s has no channel or version %s", name, rest);
   if (rc) return rc;
   snprintf(name_out, FTL_REGISTRY_NAME_MAX + 1, "%s", name);
@@ -1045,7 +1045,7 @@ static ftl_err verify_unpacked(const char *dir, const char *id, ftl_diag *d) {
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_PACKAGE_MANIFEST))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
   if ((rc = pl_read_regular(path, MANIFEST_MAX_BYTES, &text, &size, d))) return rc;
-  if ((rc = ftl_package_manifest_parse(text, size, NULL, &m, d))) goto out;
+  if ((rc = pl_package_manifest_parse(text, size, NULL, &m, d))) goto out;
   if (strcmp(m->id, id)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s does not belong to version %s", path, id);
     goto out;
@@ -1083,12 +1083,12 @@ static ftl_err verify_unpacked(const char *dir, const char *id, ftl_diag *d) {
   }
 out:
   if (dp) closedir(dp);
-  ftl_package_manifest_free(m);
+  pl_package_manifest_free(m);
   ftl_free(text);
   return rc;
 }
 
-ftl_err ftl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, const char *id, char *out, size_t size,
+ftl_err pl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, const char *id, char *out, size_t size,
                                  ftl_diag *d) {
   char rel[160], pkg[4096];
   int lock = -1;
@@ -1104,7 +1104,7 @@ ftl_err ftl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, 
      * stale adapter.tmp-* a crashed unpacker leaves can be removed safely by whoever holds it. */
     if ((rc = lock_adapter(reg, name, 0, &lock, d))) return rc;
     clean_stale(reg, name);
-    if (lstat(out, &st) != 0) rc = ftl_package_unpack(pkg, out, id, NULL, NULL, NULL, NULL, d);
+    if (lstat(out, &st) != 0) rc = pl_package_unpack(pkg, out, id, NULL, NULL, NULL, NULL, d);
     pl_unlock(lock);
     if (rc) return rc;
   } else if (!S_ISDIR(st.st_mode)) {
@@ -1113,13 +1113,13 @@ ftl_err ftl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, 
   return verify_unpacked(out, id, d);
 }
 
-ftl_err ftl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir, ftl_diag *d) {
+ftl_err pl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir, ftl_diag *d) {
   char name[FTL_REGISTRY_NAME_MAX + 1], id[ID_LEN + 1], rel[160], pkg[4096];
-  ftl_err rc = ftl_registry_resolve(reg, spec, name, id, d);
+  ftl_err rc = pl_registry_resolve(reg, spec, name, id, d);
   if (rc) return rc;
   snprintf(rel, sizeof rel, "versions/%s/%s", id, FTL_PACKAGE_FILE);
   if ((rc = path_of(pkg, sizeof pkg, reg, name, rel, d))) return rc;
-  if ((rc = ftl_package_unpack(pkg, dir, id, NULL, NULL, NULL, NULL, d))) return rc;
+  if ((rc = pl_package_unpack(pkg, dir, id, NULL, NULL, NULL, NULL, d))) return rc;
   return verify_unpacked(dir, id, d);
 }
 
@@ -1181,7 +1181,7 @@ static ftl_err list_dir(const char *dir, const char *suffix, int (*keep)(const c
   return FTL_OK;
 }
 
-static int is_version(const char *s) { return ftl_sha256_is_hex(s); }
+static int is_version(const char *s) { return pl_sha256_is_hex(s); }
 
 
 /* The publication record of a version (NULL when it has none: published before records existed). */
@@ -1203,20 +1203,20 @@ static json_t *publication_read(const ftl_registry_ref *reg, const char *name, c
   return j;
 }
 
-ftl_err ftl_registry_list(const ftl_registry_ref *reg, const char *name, FILE *out, ftl_diag *d) {
+ftl_err pl_registry_list(const ftl_registry_ref *reg, const char *name, FILE *out, ftl_diag *d) {
   names adapters = {0}, vers = {0}, chans = {0};
   char path[4096];
   ftl_err rc = FTL_OK;
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
   if (name) {
-    if (!ftl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
+    if (!pl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
     adapters.v = ftl_calloc(1, sizeof *adapters.v);
     if (!adapters.v || !(adapters.v[0] = ftl_strdup(name))) {
       ftl_free(adapters.v);
       return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     }
     adapters.n = 1;
-  } else if ((rc = list_dir(reg->root, NULL, ftl_registry_name_ok, &adapters, d))) {
+  } else if ((rc = list_dir(reg->root, NULL, pl_registry_name_ok, &adapters, d))) {
     return rc;
   }
   for (size_t a = 0; a < adapters.n; a++) {
@@ -1224,7 +1224,7 @@ ftl_err ftl_registry_list(const ftl_registry_ref *reg, const char *name, FILE *o
     if ((rc = path_of(path, sizeof path, reg, nm, "versions", d)) || (rc = list_dir(path, NULL, is_version, &vers, d)))
       goto out;
     if ((rc = path_of(path, sizeof path, reg, nm, "channels", d)) ||
-        (rc = list_dir(path, ".json", ftl_registry_channel_ok, &chans, d)))
+        (rc = list_dir(path, ".json", pl_registry_channel_ok, &chans, d)))
       goto out;
     if (name && !vers.n && !chans.n) {
       rc = ftl_diag_fail(d, FTL_ERR_NOTFOUND, "no adapter %s in %s", nm, reg->root);
@@ -1281,20 +1281,20 @@ out:
   return rc;
 }
 
-ftl_err ftl_registry_routes(const ftl_registry_ref *reg, const char *channel, FILE *out, FILE *err, ftl_diag *d) {
+ftl_err pl_registry_routes(const ftl_registry_ref *reg, const char *channel, FILE *out, FILE *err, ftl_diag *d) {
   names adapters = {0}, chans = {0};
   char path[4096], dir[4096], abs_dir[PATH_MAX];
   ftl_err rc = FTL_OK, first = FTL_OK;
   size_t bad = 0;
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
-  if ((rc = list_dir(reg->root, NULL, ftl_registry_name_ok, &adapters, d))) return rc;
+  if ((rc = list_dir(reg->root, NULL, pl_registry_name_ok, &adapters, d))) return rc;
   /* One bad channel (a torn pointer, a changed folder) is reported and skipped: the others are
    * still listed, and the result is its error. */
   for (size_t a = 0; a < adapters.n; a++) {
     const char *nm = adapters.v[a];
     ftl_diag cd = {{0}};
     if ((rc = path_of(path, sizeof path, reg, nm, "channels", &cd)) ||
-        (rc = list_dir(path, ".json", ftl_registry_channel_ok, &chans, &cd))) {
+        (rc = list_dir(path, ".json", pl_registry_channel_ok, &chans, &cd))) {
       if (err) fprintf(err, "ftl registry routes: %s: %s\n", nm, cd.msg);
       if (!bad++) first = ftl_diag_fail(d, rc, "%s: %s", nm, cd.msg);
       continue;
@@ -1304,7 +1304,7 @@ ftl_err ftl_registry_routes(const ftl_registry_ref *reg, const char *channel, FI
       pointer p;
       rc = pointer_read(reg, nm, chans.v[c], &p, &cd);
       if (!rc) {
-        rc = ftl_registry_adapter_dir(reg, nm, p.current, dir, sizeof dir, &cd);
+        rc = pl_registry_adapter_dir(reg, nm, p.current, dir, sizeof dir, &cd);
         pointer_free(&p);
       }
       if (!rc && !realpath(dir, abs_dir)) rc = ftl_diag_fail(&cd, FTL_ERR_IO, "cannot resolve %s: %s", dir, strerror(errno));
@@ -1365,7 +1365,7 @@ static ftl_err scan_line(const char *line, size_t len, size_t line_no, void *ctx
   return rc;
 }
 
-ftl_err ftl_registry_check(const ftl_registry_ref *reg, const char *name, size_t *audit_lines, ftl_diag *d) {
+ftl_err pl_registry_check(const ftl_registry_ref *reg, const char *name, size_t *audit_lines, ftl_diag *d) {
   names vers = {0}, chans = {0};
   char path[4096], audit_path[4096], ptr_path[4096], rel[160];
   char *text = NULL;
@@ -1377,7 +1377,7 @@ ftl_err ftl_registry_check(const ftl_registry_ref *reg, const char *name, size_t
   struct stat st;
   ftl_err rc;
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
-  if (!ftl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
+  if (!pl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
   if ((rc = path_of(path, sizeof path, reg, name, NULL, d))) return rc;
   if (lstat(path, &st) || !S_ISDIR(st.st_mode)) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "no adapter %s in %s", name, reg->root);
   /* Every stored version, byte for byte: its manifest is its id, its package reads back whole
@@ -1394,7 +1394,7 @@ ftl_err ftl_registry_check(const ftl_registry_ref *reg, const char *name, size_t
     if ((rc = path_of(pkg, sizeof pkg, reg, name, rel, d))) goto out;
     if ((rc = pl_open_regular(pkg, PACKAGE_MAX_BYTES, &fd, &psize, d))) goto out;
     close(fd);
-    if ((rc = ftl_package_unpack(pkg, NULL, vers.v[v], NULL, NULL, NULL, NULL, &vd))) {
+    if ((rc = pl_package_unpack(pkg, NULL, vers.v[v], NULL, NULL, NULL, NULL, &vd))) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not the package of version %.12s: %s", pkg, vers.v[v], vd.msg);
       goto out;
     }
@@ -1426,7 +1426,7 @@ ftl_err ftl_registry_check(const ftl_registry_ref *reg, const char *name, size_t
    * running meanwhile can only leave a line whose pointer is not there yet (pending, accepted),
    * never a pointer without its line. */
   if ((rc = path_of(path, sizeof path, reg, name, "channels", d)) ||
-      (rc = list_dir(path, ".json", ftl_registry_channel_ok, &chans, d)))
+      (rc = list_dir(path, ".json", pl_registry_channel_ok, &chans, d)))
     goto out;
   if (!(r = ftl_calloc(1, sizeof *r)) || !(ptrs = ftl_calloc(chans.n ? chans.n : 1, sizeof *ptrs))) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -1456,7 +1456,7 @@ ftl_err ftl_registry_check(const ftl_registry_ref *reg, const char *name, size_t
     for (size_t k = 0; !has_pointer && k < chans.n; k++)
       has_pointer = !strcmp(chans.v[k], as.channels.v[c]);
     if (has_pointer) continue;
-    if (!ftl_registry_channel_ok(as.channels.v[c])) {
+    if (!pl_registry_channel_ok(as.channels.v[c])) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s names a channel \"%s\" that is not a valid name", audit_path,
                          as.channels.v[c]);
       goto out;

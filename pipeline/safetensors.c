@@ -25,25 +25,25 @@ _Static_assert(FTL_ST_DTYPE_COUNT_ == (int)CORE_DT_COUNT && FTL_ST_BOOL == (int)
                    FTL_ST_F32 == (int)CORE_DT_F32 && FTL_ST_C64 == (int)CORE_DT_C64 && FTL_ST_U64 == (int)CORE_DT_U64,
                "ftl_st_dtype and core_dtype_id number the same rows");
 
-const char *ftl_st_dtype_name(ftl_st_dtype t) {
+const char *pl_st_dtype_name(ftl_st_dtype t) {
   const core_dtype_row *r = core_dtype_row_at((int)t);
   return r ? r->safetensors : NULL;
 }
 
-int ftl_st_dtype_bits(ftl_st_dtype t) {
+int pl_st_dtype_bits(ftl_st_dtype t) {
   const core_dtype_row *r = core_dtype_row_at((int)t);
   return r ? r->bits : 0;
 }
 
-ftl_err ftl_st_dtype_parse(const char *name, ftl_st_dtype *out) {
+ftl_err pl_st_dtype_parse(const char *name, ftl_st_dtype *out) {
   const core_dtype_row *r = core_dtype_find(name, CORE_DT_NAMED_SAFETENSORS);
   if (!r) return FTL_ERR_INVAL;
   *out = (ftl_st_dtype)r->id;
   return FTL_OK;
 }
 
-ftl_err ftl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {
-  int bits = ftl_st_dtype_bits(dtype);
+ftl_err pl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {
+  int bits = pl_st_dtype_bits(dtype);
   if (!bits || ndim < 0 || ndim > FTL_ST_MAX_DIMS) return FTL_ERR_INVAL;
   uint64_t n = 1;
   for (int i = 0; i < ndim; i++) {
@@ -104,7 +104,7 @@ static int kv_by_key(const void *x, const void *y) {
   return strcmp((*(const ftl_st_kv *const *)x)->key, (*(const ftl_st_kv *const *)y)->key);
 }
 
-ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
+ftl_err pl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
                       size_t *out_size, ftl_diag *d) {
   ftl_err rc = FTL_ERR_NOMEM;
   const ftl_st_tensor **order = NULL;
@@ -124,7 +124,7 @@ ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *m
       rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %zu has no name or the reserved name __metadata__", i);
       goto out;
     }
-    if (ftl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &bytes) || bytes != t->size_bytes || (bytes && !t->data)) {
+    if (pl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &bytes) || bytes != t->size_bytes || (bytes && !t->data)) {
       rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %s: dtype, shape and size (%" PRIu64 " bytes) do not agree", t->name,
                          t->size_bytes);
       goto out;
@@ -168,7 +168,7 @@ ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *m
   for (size_t i = 0; i < n; i++) {
     if (i || n_meta) core_buf_addc(&h, ',');
     put_json_string(&h, order[i]->name);
-    core_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", ftl_st_dtype_name(order[i]->dtype));
+    core_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", pl_st_dtype_name(order[i]->dtype));
     for (int k = 0; k < order[i]->ndim; k++)
       core_buf_printf(&h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
     core_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
@@ -213,11 +213,11 @@ out:
   return rc;
 }
 
-ftl_err ftl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
+ftl_err pl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
                      ftl_diag *d) {
   uint8_t *img = NULL;
   size_t size = 0;
-  ftl_err rc = ftl_st_encode(tensors, n, meta, n_meta, &img, &size, d);
+  ftl_err rc = pl_st_encode(tensors, n, meta, n_meta, &img, &size, d);
   if (rc == FTL_OK) rc = core_fs_replace(path, img, size, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d);
   ftl_free(img);
   return rc;
@@ -233,7 +233,7 @@ struct ftl_st_file {
   size_t n_meta;
 };
 
-void ftl_st_free(ftl_st_file *f) {
+void pl_st_free(ftl_st_file *f) {
   if (!f) return;
   for (size_t i = 0; i < f->n; i++)
     ftl_free((void *)(uintptr_t)f->t[i].name);
@@ -274,7 +274,7 @@ static int64_t json_u48(const json_t *v) {
   return x < 0 || x > FTL_ST_MAX_VALUE ? -1 : (int64_t)x;
 }
 
-ftl_err ftl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
+ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
   ftl_err rc = FTL_ERR_CORRUPT;
   json_t *h = NULL;
   ftl_st_file *f = NULL;
@@ -356,7 +356,7 @@ ftl_err ftl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *lim
       goto out;
     }
     ftl_st_tensor *t = &f->t[f->n];
-    if (ftl_st_dtype_parse(json_string_value(dt), &t->dtype)) {
+    if (pl_st_dtype_parse(json_string_value(dt), &t->dtype)) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has an unknown dtype %s", name, json_string_value(dt));
       goto out;
     }
@@ -371,7 +371,7 @@ ftl_err ftl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *lim
         rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: dimension %d is not an integer in [0, 2^48)", name, k);
         goto out;
       }
-    if (ftl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &t->size_bytes)) {
+    if (pl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &t->size_bytes)) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: its size overflows or does not end on a byte boundary", name);
       goto out;
     }
@@ -421,18 +421,18 @@ nomem:
   rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory parsing a safetensors header");
 out:
   ftl_free(sp);
-  ftl_st_free(f);
+  pl_st_free(f);
   json_decref(h);
   return rc;
 }
 
-ftl_err ftl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
+ftl_err pl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
   *out = NULL;
   ftl_err rc = ftl_read_file(path, max_bytes, &data, &size, d);
   if (rc) return rc;
-  rc = ftl_st_parse((const uint8_t *)data, size, limits, out, d);
+  rc = pl_st_parse((const uint8_t *)data, size, limits, out, d);
   if (rc) {
     ftl_diag_prefix(d, rc, "%s", path);
     ftl_free(data);
@@ -442,16 +442,16 @@ ftl_err ftl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *lim
   return FTL_OK;
 }
 
-size_t ftl_st_count(const ftl_st_file *f) { return f ? f->n : 0; }
-const ftl_st_tensor *ftl_st_at(const ftl_st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
-const ftl_st_tensor *ftl_st_find(const ftl_st_file *f, const char *name) {
+size_t pl_st_count(const ftl_st_file *f) { return f ? f->n : 0; }
+const ftl_st_tensor *pl_st_at(const ftl_st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
+const ftl_st_tensor *pl_st_find(const ftl_st_file *f, const char *name) {
   if (!f || !name || !f->n) return NULL;
   ftl_st_tensor key = {.name = name};
   return bsearch(&key, f->t, f->n, sizeof *f->t, tensor_by_name);
 }
-size_t ftl_st_meta_count(const ftl_st_file *f) { return f ? f->n_meta : 0; }
-const ftl_st_kv *ftl_st_meta_at(const ftl_st_file *f, size_t i) { return f && i < f->n_meta ? &f->meta[i] : NULL; }
-const char *ftl_st_meta_get(const ftl_st_file *f, const char *key) {
+size_t pl_st_meta_count(const ftl_st_file *f) { return f ? f->n_meta : 0; }
+const ftl_st_kv *pl_st_meta_at(const ftl_st_file *f, size_t i) { return f && i < f->n_meta ? &f->meta[i] : NULL; }
+const char *pl_st_meta_get(const ftl_st_file *f, const char *key) {
   if (!f || !key || !f->n_meta) return NULL;
   ftl_st_kv k = {.key = key};
   const ftl_st_kv *r = bsearch(&k, f->meta, f->n_meta, sizeof *f->meta, kv_cmp);

@@ -5,13 +5,13 @@
  * "__metadata__" of string values, then one entry per tensor {"dtype","shape","data_offsets"});
  * then the byte buffer, offsets relative to its start.
  *
- * The writer (ftl_st_encode / ftl_st_write) produces exactly what the reference Rust writer does
+ * The writer (pl_st_encode / pl_st_write) produces exactly what the reference Rust writer does
  * for the same tensors: compact JSON, "__metadata__" first (its keys sorted), tensors laid out by
  * dtype in descending alignment and then by name (byte order), each entry's keys in the order
  * dtype, shape, data_offsets, the header padded with spaces so the buffer starts 8-byte aligned.
  * Same tensors -> same bytes.
  *
- * The reader (ftl_st_parse) is stricter than the reference: header length within the limit and
+ * The reader (pl_st_parse) is stricter than the reference: header length within the limit and
  * inside the file, first byte '{', only spaces after the JSON, no duplicate keys, "__metadata__"
  * values strings only, each tensor entry exactly the three keys, a known dtype, integer shape and
  * offsets <= 2^48-1 with overflow-checked sizes, end - begin equal to the tensor's size, and the
@@ -59,11 +59,11 @@ typedef enum ftl_st_dtype {
 } ftl_st_dtype;
 
 /* "F32" etc.; NULL for a bad value. */
-const char *ftl_st_dtype_name(ftl_st_dtype t);
+const char *pl_st_dtype_name(ftl_st_dtype t);
 /* Bits per element (4, 6, 8, 16, 32, 64); 0 for a bad value. */
-int ftl_st_dtype_bits(ftl_st_dtype t);
+int pl_st_dtype_bits(ftl_st_dtype t);
 /* FTL_OK and *out, or FTL_ERR_INVAL for an unknown name. */
-ftl_err ftl_st_dtype_parse(const char *name, ftl_st_dtype *out);
+ftl_err pl_st_dtype_parse(const char *name, ftl_st_dtype *out);
 
 #define FTL_ST_MAX_DIMS 8
 /* Sizes and offsets in the format are at most 2^48 - 1 (the reference's JSON schema). */
@@ -88,15 +88,15 @@ typedef struct ftl_st_kv {
 
 /* prod(shape) * bits / 8 into *out; FTL_ERR_RANGE on overflow or a size over FTL_ST_MAX_VALUE,
  * FTL_ERR_INVAL when the bits do not end on a byte boundary or a dimension is negative. */
-ftl_err ftl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out);
+ftl_err pl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out);
 
 /* Encodes tensors (any order; names unique) and metadata (may be NULL/0; keys unique) into a
  * new buffer (*out, freed by the caller with ftl_free). */
-ftl_err ftl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
+ftl_err pl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
                       size_t *out_size, ftl_diag *d);
 
 /* Encodes and writes path atomically and durably (tmp + fsync + rename + fsync of the folder). */
-ftl_err ftl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
+ftl_err pl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
                      ftl_diag *d);
 
 /* Reader limits; zero fields take the defaults. */
@@ -110,22 +110,22 @@ typedef struct ftl_st_file ftl_st_file;
 
 /* Parses bytes[0..size) strictly (limits may be NULL). The file borrows bytes: tensor data points
  * into them, so they must outlive it. Every refusal is FTL_ERR_CORRUPT with a sentence in d. */
-ftl_err ftl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d);
+ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d);
 
 /* Reads path (at most max_bytes) and parses it; the file owns the bytes. */
-ftl_err ftl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d);
+ftl_err pl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d);
 
-size_t ftl_st_count(const ftl_st_file *f);
+size_t pl_st_count(const ftl_st_file *f);
 /* The i-th tensor by name order (borrowed from f); NULL when i is out of range. */
-const ftl_st_tensor *ftl_st_at(const ftl_st_file *f, size_t i);
+const ftl_st_tensor *pl_st_at(const ftl_st_file *f, size_t i);
 /* The tensor of that name, or NULL. */
-const ftl_st_tensor *ftl_st_find(const ftl_st_file *f, const char *name);
-size_t ftl_st_meta_count(const ftl_st_file *f);
-const ftl_st_kv *ftl_st_meta_at(const ftl_st_file *f, size_t i);
+const ftl_st_tensor *pl_st_find(const ftl_st_file *f, const char *name);
+size_t pl_st_meta_count(const ftl_st_file *f);
+const ftl_st_kv *pl_st_meta_at(const ftl_st_file *f, size_t i);
 /* The metadata value of key, or NULL. */
-const char *ftl_st_meta_get(const ftl_st_file *f, const char *key);
+const char *pl_st_meta_get(const ftl_st_file *f, const char *key);
 /* Accepts NULL. */
-void ftl_st_free(ftl_st_file *f);
+void pl_st_free(ftl_st_file *f);
 
 #ifdef __cplusplus
 }

@@ -13,25 +13,25 @@ struct ftl_sha256 {
   EVP_MD_CTX *ctx;
 };
 
-ftl_err ftl_sha256_begin(ftl_sha256 **out) {
+ftl_err pl_sha256_begin(ftl_sha256 **out) {
   *out = NULL;
   ftl_sha256 *h = ftl_calloc(1, sizeof *h);
   if (!h) return FTL_ERR_NOMEM;
   h->ctx = EVP_MD_CTX_new();
   if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
-    ftl_sha256_abort(h);
+    pl_sha256_abort(h);
     return FTL_ERR_NOMEM;
   }
   *out = h;
   return FTL_OK;
 }
 
-ftl_err ftl_sha256_update(ftl_sha256 *h, const void *data, size_t size) {
+ftl_err pl_sha256_update(ftl_sha256 *h, const void *data, size_t size) {
   if (size == 0) return FTL_OK;
   return EVP_DigestUpdate(h->ctx, data, size) == 1 ? FTL_OK : FTL_ERR_IO;
 }
 
-ftl_err ftl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]) {
+ftl_err pl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   ftl_err rc = EVP_DigestFinal_ex(h->ctx, md, &n) == 1 && n == 32 ? FTL_OK : FTL_ERR_IO;
@@ -41,29 +41,29 @@ ftl_err ftl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]) {
     hex[2 * i + 1] = digits[md[i] & 15];
   }
   hex[FTL_SHA256_HEX_LEN] = '\0';
-  ftl_sha256_abort(h);
+  pl_sha256_abort(h);
   return rc;
 }
 
-void ftl_sha256_abort(ftl_sha256 *h) {
+void pl_sha256_abort(ftl_sha256 *h) {
   if (!h) return;
   EVP_MD_CTX_free(h->ctx);
   ftl_free(h);
 }
 
-ftl_err ftl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN + 1]) {
+ftl_err pl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN + 1]) {
   ftl_sha256 *h;
-  ftl_err rc = ftl_sha256_begin(&h);
+  ftl_err rc = pl_sha256_begin(&h);
   if (rc) return rc;
-  rc = ftl_sha256_update(h, data, size);
+  rc = pl_sha256_update(h, data, size);
   if (rc) {
-    ftl_sha256_abort(h);
+    pl_sha256_abort(h);
     return rc;
   }
-  return ftl_sha256_end(h, hex);
+  return pl_sha256_end(h, hex);
 }
 
-ftl_err ftl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out, ftl_diag *d) {
+ftl_err pl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out, ftl_diag *d) {
   ftl_sha256 *h = NULL;
   ftl_err rc = FTL_OK;
   uint64_t total = 0;
@@ -71,7 +71,7 @@ ftl_err ftl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint
   if (fd < 0)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
                          strerror(errno));
-  if ((rc = ftl_sha256_begin(&h))) {
+  if ((rc = pl_sha256_begin(&h))) {
     ftl_diag_fail(d, rc, "out of memory hashing %s", path);
     goto out;
   }
@@ -84,19 +84,19 @@ ftl_err ftl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint
       goto out;
     }
     if (n == 0) break;
-    ftl_sha256_update(h, buf, (size_t)n);
+    pl_sha256_update(h, buf, (size_t)n);
     total += (uint64_t)n;
   }
-  rc = ftl_sha256_end(h, hex);
+  rc = pl_sha256_end(h, hex);
   h = NULL;
   if (size_out) *size_out = total;
 out:
-  ftl_sha256_abort(h);
+  pl_sha256_abort(h);
   close(fd);
   return rc;
 }
 
-int ftl_sha256_is_hex(const char *s) {
+int pl_sha256_is_hex(const char *s) {
   if (!s) return 0;
   size_t i = 0;
   for (; s[i]; i++)

@@ -18,21 +18,21 @@ extern "C" {
 
 /* Incremental digest. */
 typedef struct ftl_sha256 ftl_sha256;
-ftl_err ftl_sha256_begin(ftl_sha256 **out);
-ftl_err ftl_sha256_update(ftl_sha256 *h, const void *data, size_t size);
+ftl_err pl_sha256_begin(ftl_sha256 **out);
+ftl_err pl_sha256_update(ftl_sha256 *h, const void *data, size_t size);
 /* Writes 64 hex digits and a NUL into hex[65]; destroys h. */
-ftl_err ftl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]);
+ftl_err pl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]);
 /* Destroys h without a digest; accepts NULL. */
-void ftl_sha256_abort(ftl_sha256 *h);
+void pl_sha256_abort(ftl_sha256 *h);
 
 /* One shot over a buffer. */
-ftl_err ftl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN + 1]);
+ftl_err pl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN + 1]);
 
 /* Of a whole file (its size into *size_out when not NULL). FTL_ERR_NOTFOUND when missing. */
-ftl_err ftl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out, ftl_diag *d);
+ftl_err pl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out, ftl_diag *d);
 
 /* True when s is exactly 64 lowercase hex digits. */
-int ftl_sha256_is_hex(const char *s);
+int pl_sha256_is_hex(const char *s);
 
 #ifdef __cplusplus
 }

@@ -48,7 +48,7 @@ static ftl_err hash_fd(int fd, const char *path, char hex_out[65], uint64_t *siz
   unsigned char *buf = ftl_malloc(1 << 20);
   uint64_t total = 0;
   struct stat st;
-  if (!buf || ftl_sha256_begin(&ctx) != FTL_OK) {
+  if (!buf || pl_sha256_begin(&ctx) != FTL_OK) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory hashing %s", path);
     goto out;
   }
@@ -75,13 +75,13 @@ static ftl_err hash_fd(int fd, const char *path, char hex_out[65], uint64_t *siz
                          want);
       goto out;
     }
-    if ((rc = ftl_sha256_update(ctx, buf, (size_t)got))) {
+    if ((rc = pl_sha256_update(ctx, buf, (size_t)got))) {
       ftl_diag_fail(d, rc, "SHA-256 of %s failed", path);
       goto out;
     }
     total += (uint64_t)got;
   }
-  rc = ftl_sha256_end(ctx, hex_out);
+  rc = pl_sha256_end(ctx, hex_out);
   ctx = NULL;
   if (rc) {
     ftl_diag_fail(d, rc, "SHA-256 of %s failed", path);
@@ -91,12 +91,12 @@ static ftl_err hash_fd(int fd, const char *path, char hex_out[65], uint64_t *siz
   if (mtime_ns_out) *mtime_ns_out = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 out:
   ftl_free(buf);
-  ftl_sha256_abort(ctx);
+  pl_sha256_abort(ctx);
   return rc;
 }
 
 static ftl_err sha256_text(const char *text, size_t len, char hex[65], ftl_diag *d) {
-  ftl_err rc = ftl_sha256_hex(text, len, hex);
+  ftl_err rc = pl_sha256_hex(text, len, hex);
   return rc ? ftl_diag_fail(d, rc, "SHA-256 failed") : FTL_OK;
 }
 
@@ -114,7 +114,7 @@ static ftl_err open_input(const char *path, int nofollow, int *fd_out, ftl_diag 
   return FTL_OK;
 }
 
-ftl_err ftl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
+ftl_err pl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
                                   ftl_diag *d) {
   int fd = -1;
   char *buf = NULL;
@@ -158,7 +158,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d) {
+ftl_err pl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d) {
   int fd = -1;
   ftl_err rc = open_input(path, 0, &fd, d);
   if (rc) return rc;
@@ -263,11 +263,11 @@ static ftl_err file_entry(const char *path, const char *label, int nofollow, jso
   return *out ? FTL_OK : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
 }
 
-/* A FLAT entry: {path, size, sha256}, the file opened without following a link (ftl_sha256_file). */
+/* A FLAT entry: {path, size, sha256}, the file opened without following a link (pl_sha256_file). */
 static ftl_err flat_entry(const char *path, const char *label, json_t **out, ftl_diag *d) {
   char hex[FTL_SHA256_HEX_LEN + 1];
   uint64_t size = 0;
-  ftl_err rc = ftl_sha256_file(path, hex, &size, d);
+  ftl_err rc = pl_sha256_file(path, hex, &size, d);
   if (rc) return rc;
   *out = json_pack("{s:s, s:I, s:s}", "path", label, "size", (json_int_t)size, "sha256", hex);
   return *out ? FTL_OK : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -276,7 +276,7 @@ static ftl_err flat_entry(const char *path, const char *label, json_t **out, ftl
 /* The digest of the listed files (see pl_folder_style): sha256sum's text, or the canonical JSON. */
 static ftl_err list_digest(const json_t *files, pl_folder_style style, char hex[65], ftl_diag *d) {
   if (style == PL_FOLDER_FLAT) {
-    char *text = ftl_snapshot_canonical(files);
+    char *text = pl_snapshot_canonical(files);
     if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     ftl_err rc = sha256_text(text, strlen(text), hex, d);
     free(text);
@@ -416,7 +416,7 @@ static ftl_err input_entry(const char *name, const char *path, json_t **out, ftl
   return FTL_OK;
 }
 
-char *ftl_snapshot_canonical(const json_t *j) {
+char *pl_snapshot_canonical(const json_t *j) {
   return json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 }
 
@@ -425,7 +425,7 @@ static ftl_err record_digest(const json_t *snap, char hex[65], ftl_diag *d) {
   json_t *copy = json_deep_copy(snap);
   if (!copy) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   json_object_del(copy, "digest");
-  char *text = ftl_snapshot_canonical(copy);
+  char *text = pl_snapshot_canonical(copy);
   json_decref(copy);
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   ftl_err rc = sha256_text(text, strlen(text), hex, d);
@@ -435,7 +435,7 @@ static ftl_err record_digest(const json_t *snap, char hex[65], ftl_diag *d) {
 
 /* SHA-256 of the canonical form of the gate spec: what gate_sha256 must be. */
 static ftl_err gate_digest(const json_t *gate, char hex[65], ftl_diag *d) {
-  char *text = ftl_snapshot_canonical(gate);
+  char *text = pl_snapshot_canonical(gate);
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   ftl_err rc = sha256_text(text, strlen(text), hex, d);
   free(text);
@@ -449,7 +449,7 @@ static void iso_time(int64_t wall_us, char out[32]) {
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-ftl_err ftl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
+ftl_err pl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
                            const char *job_spec_hash, const json_t *gate_spec, json_t **out, ftl_diag *d) {
   char when[32], hex[65];
   ftl_err rc = FTL_OK;
@@ -493,12 +493,12 @@ out:
   return rc;
 }
 
-ftl_err ftl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag *d) {
+ftl_err pl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag *d) {
   char hex[65];
   uint64_t size = 0;
   if (!abs_path || abs_path[0] != '/')
     return ftl_diag_fail(d, FTL_ERR_INVAL, "the evaluator's path must be absolute: %s", abs_path ? abs_path : "");
-  ftl_err rc = ftl_snapshot_hash_file(abs_path, hex, &size, d);
+  ftl_err rc = pl_snapshot_hash_file(abs_path, hex, &size, d);
   if (rc) return ftl_diag_prefix(d, rc, "the evaluator (field 'eval.program')");
   json_t *ev = json_pack("{s:s, s:s, s:I}", "path", abs_path, "sha256", hex, "size", (json_int_t)size);
   if (!ev || json_object_set_new(snap, "evaluator", ev)) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -507,15 +507,15 @@ ftl_err ftl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag 
   return FTL_OK;
 }
 
-ftl_err ftl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d) {
+ftl_err pl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d) {
   char path[PATH_MAX];
-  if (ftl_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_SNAPSHOT))
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_SNAPSHOT))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
   char *text = json_dumps(snap, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   size_t n = strlen(text);
   text[n] = '\n'; /* json_dumps leaves room for the NUL this replaces */
-  ftl_err rc = ftl_fs_write_atomic(path, text, n + 1, "snapshot_write", -1, -1, d);
+  ftl_err rc = core_fs_write_atomic(path, text, n + 1, "snapshot_write", -1, -1, d);
   free(text);
   return rc;
 }
@@ -545,7 +545,7 @@ static ftl_err check_file_entry(const json_t *f, const char *where, int top, ftl
   return FTL_OK;
 }
 
-ftl_err ftl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
+ftl_err pl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
   json_error_t jerr;
   ftl_err rc = FTL_OK;
   if (size > FTL_SNAPSHOT_MAX_BYTES) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "snapshot record too large");
@@ -555,7 +555,7 @@ ftl_err ftl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "not a JSON object");
     goto out;
   }
-  if ((rc = ftl_jsonl_check_version(snap, FTL_SNAPSHOT_VERSION, "", d))) goto out;
+  if ((rc = core_jsonl_check_version(snap, FTL_SNAPSHOT_VERSION, "", d))) goto out;
   static const char *const strings[] = {"created_at", "job", "job_spec_hash", "gate_sha256", "digest"};
   for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)
     if (!json_is_string(json_object_get(snap, strings[i]))) {
@@ -661,9 +661,9 @@ ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t 
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
-  if (ftl_rundir_path(path, sizeof path, run_dir, item))
+  if (core_rundir_path(path, sizeof path, run_dir, item))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  ftl_err rc = ftl_snapshot_read_regular(path, max_bytes, 1, &data, &size, d);
+  ftl_err rc = pl_snapshot_read_regular(path, max_bytes, 1, &data, &size, d);
   if (rc) return rc;
   rc = parse(data, size, out, d);
   ftl_free(data);
@@ -671,8 +671,8 @@ ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t 
   return rc;
 }
 
-ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
-  return pl_rundir_load_record(run_dir, FTL_RUNDIR_SNAPSHOT, FTL_SNAPSHOT_MAX_BYTES, ftl_snapshot_parse, 1, out, d);
+ftl_err pl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d) {
+  return pl_rundir_load_record(run_dir, FTL_RUNDIR_SNAPSHOT, FTL_SNAPSHOT_MAX_BYTES, pl_snapshot_parse, 1, out, d);
 }
 
 /* ---- verification ------------------------------------------------------------------------- */
@@ -699,7 +699,7 @@ static ftl_err compare_file(const char *input, const json_t *rec, const json_t *
   return FTL_OK;
 }
 
-ftl_err ftl_snapshot_verify(const json_t *snap, ftl_diag *d) {
+ftl_err pl_snapshot_verify(const json_t *snap, ftl_diag *d) {
   const json_t *inputs = json_object_get(snap, "inputs");
   for (size_t i = 0; i < json_array_size(inputs); i++) {
     const json_t *rec = json_array_get(inputs, i);
@@ -776,16 +776,16 @@ ftl_err ftl_snapshot_verify(const json_t *snap, ftl_diag *d) {
   return FTL_OK;
 }
 
-ftl_err ftl_snapshot_verify_run_dir(const char *run_dir, ftl_diag *d) {
+ftl_err pl_snapshot_verify_run_dir(const char *run_dir, ftl_diag *d) {
   json_t *snap = NULL;
-  ftl_err rc = ftl_snapshot_load(run_dir, &snap, d);
+  ftl_err rc = pl_snapshot_load(run_dir, &snap, d);
   if (rc) return rc;
-  rc = ftl_snapshot_verify(snap, d);
+  rc = pl_snapshot_verify(snap, d);
   json_decref(snap);
   return rc;
 }
 
-const json_t *ftl_snapshot_find_input(const json_t *snap, const char *name) {
+const json_t *pl_snapshot_find_input(const json_t *snap, const char *name) {
   const json_t *inputs = json_object_get(snap, "inputs");
   for (size_t i = 0; name && i < json_array_size(inputs); i++) {
     const json_t *e = json_array_get(inputs, i);
@@ -795,35 +795,35 @@ const json_t *ftl_snapshot_find_input(const json_t *snap, const char *name) {
   return NULL;
 }
 
-const char *ftl_snapshot_input_path(const json_t *snap, const char *name) {
-  return json_string_value(json_object_get(ftl_snapshot_find_input(snap, name), "path"));
+const char *pl_snapshot_input_path(const json_t *snap, const char *name) {
+  return json_string_value(json_object_get(pl_snapshot_find_input(snap, name), "path"));
 }
 
-const char *ftl_snapshot_input_sha256(const json_t *snap, const char *name) {
-  return json_string_value(json_object_get(ftl_snapshot_find_input(snap, name), "sha256"));
+const char *pl_snapshot_input_sha256(const json_t *snap, const char *name) {
+  return json_string_value(json_object_get(pl_snapshot_find_input(snap, name), "sha256"));
 }
 
-void ftl_snapshot_input_var(const json_t *input, char *out, size_t size) {
+void pl_snapshot_input_var(const json_t *input, char *out, size_t size) {
   const char *name = json_string_value(json_object_get(input, "name"));
   snprintf(out, size, "FTL_INPUT_%s", name ? name : "");
   for (char *p = out; *p; p++)
     if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
 }
 
-const char *ftl_snapshot_digest(const json_t *snap) { return json_string_value(json_object_get(snap, "digest")); }
+const char *pl_snapshot_digest(const json_t *snap) { return json_string_value(json_object_get(snap, "digest")); }
 
-const json_t *ftl_snapshot_gate(const json_t *snap) {
+const json_t *pl_snapshot_gate(const json_t *snap) {
   const json_t *g = json_object_get(snap, "gate");
   return json_is_object(g) ? g : NULL;
 }
 
-const char *ftl_snapshot_gate_sha256(const json_t *snap) {
+const char *pl_snapshot_gate_sha256(const json_t *snap) {
   return json_string_value(json_object_get(snap, "gate_sha256"));
 }
 
-const char *ftl_snapshot_run_id(const json_t *snap) { return json_string_value(json_object_get(snap, "run_id")); }
+const char *pl_snapshot_run_id(const json_t *snap) { return json_string_value(json_object_get(snap, "run_id")); }
 
-const json_t *ftl_snapshot_evaluator(const json_t *snap) {
+const json_t *pl_snapshot_evaluator(const json_t *snap) {
   const json_t *e = json_object_get(snap, "evaluator");
   return json_is_object(e) ? e : NULL;
 }

@@ -35,59 +35,59 @@ typedef struct ftl_snapshot_input {
 /* Hashes every input and returns the record (a new reference, *out): inputs, job spec hash,
  * gate spec (borrowed, may be NULL: the run has no gate) and its SHA-256, and the record's digest.
  * A missing or unreadable input is FTL_ERR_NOTFOUND/FTL_ERR_IO naming it. */
-ftl_err ftl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
+ftl_err pl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
                            const char *job_spec_hash, const json_t *gate_spec, json_t **out, ftl_diag *d);
 
 /* Pins the evaluator into a built record: `evaluator` = {path, sha256, size} of the executable at
  * abs_path (a regular file, hashed), and the record's digest refreshed. */
-ftl_err ftl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag *d);
+ftl_err pl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag *d);
 
 /* SHA-256 of a regular file (opened without blocking, links followed, read no further than its
  * size), for the evaluator's bytes. FTL_ERR_INVAL naming a FIFO or device. */
-ftl_err ftl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d);
+ftl_err pl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d);
 
 /* Reads a whole file from outside: opened with O_NONBLOCK (and O_NOFOLLOW when nofollow), checked
  * with fstat to be a regular file of at most max_bytes, read no further than that size.
  * NUL-terminated; *data_out freed with ftl_free. FTL_ERR_NOTFOUND when absent, FTL_ERR_INVAL for
  * a FIFO or a device, FTL_ERR_RANGE when too large, FTL_ERR_CORRUPT for a link under nofollow. */
-ftl_err ftl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
+ftl_err pl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
                                   ftl_diag *d);
 
 /* Writes a record to RUNDIR/snapshot.json atomically (through core/fs.h). */
-ftl_err ftl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d);
+ftl_err pl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d);
 
 /* Parses and checks a record from bytes: the version, every field's type, and the digest.
  * FTL_ERR_CORRUPT (with the reason) for anything wrong. A new reference in *out. */
-ftl_err ftl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag *d);
+ftl_err pl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag *d);
 
 /* Reads RUNDIR/snapshot.json and parses it. FTL_ERR_NOTFOUND when the run has none. */
-ftl_err ftl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d);
+ftl_err pl_snapshot_load(const char *run_dir, json_t **out, ftl_diag *d);
 
 /* Re-hashes every input of the record and compares it with what was recorded at submission.
  * FTL_ERR_CORRUPT naming the input and the file that changed (content, size, a file added to or
  * removed from a folder, a file that vanished, a FIFO or device in its place, a recorded link that
- * resolves elsewhere or nowhere now). Never FTL_ERR_NOTFOUND, which ftl_snapshot_verify_run_dir
+ * resolves elsewhere or nowhere now). Never FTL_ERR_NOTFOUND, which pl_snapshot_verify_run_dir
  * keeps for "this run has no snapshot". */
-ftl_err ftl_snapshot_verify(const json_t *snap, ftl_diag *d);
+ftl_err pl_snapshot_verify(const json_t *snap, ftl_diag *d);
 
 /* Loads and verifies RUNDIR/snapshot.json in one call (the relaunch check). FTL_ERR_NOTFOUND when
  * the run has no snapshot. */
-ftl_err ftl_snapshot_verify_run_dir(const char *run_dir, ftl_diag *d);
+ftl_err pl_snapshot_verify_run_dir(const char *run_dir, ftl_diag *d);
 
 /* Borrowed views into a parsed record (NULL when absent). */
-const json_t *ftl_snapshot_find_input(const json_t *snap, const char *name);
-const char *ftl_snapshot_input_path(const json_t *snap, const char *name);
-const char *ftl_snapshot_input_sha256(const json_t *snap, const char *name);
-const char *ftl_snapshot_digest(const json_t *snap);
-const json_t *ftl_snapshot_gate(const json_t *snap);
-const char *ftl_snapshot_gate_sha256(const json_t *snap);
-const char *ftl_snapshot_run_id(const json_t *snap);     /* NULL in a record made before run ids */
-const json_t *ftl_snapshot_evaluator(const json_t *snap); /* {path, sha256, size}, or NULL */
+const json_t *pl_snapshot_find_input(const json_t *snap, const char *name);
+const char *pl_snapshot_input_path(const json_t *snap, const char *name);
+const char *pl_snapshot_input_sha256(const json_t *snap, const char *name);
+const char *pl_snapshot_digest(const json_t *snap);
+const json_t *pl_snapshot_gate(const json_t *snap);
+const char *pl_snapshot_gate_sha256(const json_t *snap);
+const char *pl_snapshot_run_id(const json_t *snap);     /* NULL in a record made before run ids */
+const json_t *pl_snapshot_evaluator(const json_t *snap); /* {path, sha256, size}, or NULL */
 
 /* The environment variable that hands the ranks and the evaluator one entry of 'inputs':
  * FTL_INPUT_<NAME> with the name upper-cased (docs/job-spec.md), into out (truncated to size).
  * The one place that spells the rule, so `ftl run` and `ftl gate` cannot drift apart. */
-void ftl_snapshot_input_var(const json_t *input, char *out, size_t size);
+void pl_snapshot_input_var(const json_t *input, char *out, size_t size);
 
 /* The one folder digest of the tree, in the two styles whose values are stored (in locked
  * snapshots and in verdicts), so neither may change:
@@ -104,14 +104,14 @@ typedef enum pl_folder_style { PL_FOLDER_TREE = 0, PL_FOLDER_FLAT = 1 } pl_folde
 ftl_err pl_folder_digest(const char *dir, pl_folder_style style, json_t **files_out, char hex_out[65], ftl_diag *d);
 
 /* A JSON record of the run directory (the snapshot, the verdict): RUNDIR/<item> read as a regular
- * file of at most max_bytes, not through a link (ftl_snapshot_read_regular), then parsed; with
+ * file of at most max_bytes, not through a link (pl_snapshot_read_regular), then parsed; with
  * name_path, a parse error is prefixed with the file's path. FTL_ERR_NOTFOUND when there is none. */
 typedef ftl_err (*pl_record_parse_fn)(const char *data, size_t size, json_t **out, ftl_diag *d);
 ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
                               int name_path, json_t **out, ftl_diag *d);
 
 /* The canonical form used for digests: compact JSON with sorted keys (caller frees with free()). */
-char *ftl_snapshot_canonical(const json_t *j);
+char *pl_snapshot_canonical(const json_t *j);
 
 #ifdef __cplusplus
 }

@@ -43,7 +43,7 @@ static ftl_err key_id_of(EVP_PKEY *k, char id[FTL_SHA256_HEX_LEN + 1], ftl_diag 
   size_t n = sizeof raw;
   if (EVP_PKEY_get_raw_public_key(k, raw, &n) != 1 || n != 32)
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "cannot get the raw Ed25519 public key");
-  return ftl_sha256_hex(raw, n, id);
+  return pl_sha256_hex(raw, n, id);
 }
 
 /* A PEM file (bounded, regular) as a key: private when want_private, else public (a private key
@@ -81,7 +81,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_verdict_key_id_file(const char *pem_path, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
+ftl_err pl_verdict_key_id_file(const char *pem_path, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   EVP_PKEY *k = NULL;
   ftl_err rc = load_key(pem_path, 0, &k, d);
   if (!rc) rc = key_id_of(k, key_id, d);
@@ -119,7 +119,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_verdict_keygen(const char *out_prefix, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
+ftl_err pl_verdict_keygen(const char *out_prefix, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   char priv_path[4096], pub_path[4096];
   char *priv = NULL, *pub = NULL;
   size_t priv_size = 0, pub_size = 0;
@@ -135,7 +135,7 @@ ftl_err ftl_verdict_keygen(const char *out_prefix, char key_id[FTL_SHA256_HEX_LE
     goto out;
   if ((rc = write_new(priv_path, priv, priv_size, 0600, d))) goto out;
   if ((rc = write_new(pub_path, pub, pub_size, 0644, d))) {
-    ftl_fs_table.unlink(priv_path);
+    core_fs_table.unlink(priv_path);
     goto out;
   }
 out:
@@ -186,8 +186,8 @@ static ftl_err target_digests(const char *target, ftl_verdict_digests *dg, int *
   }
   if (!S_ISREG(st.st_mode)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is neither a package file nor an adapter folder", target);
   *is_package = 1;
-  if ((rc = ftl_package_unpack(target, NULL, NULL, NULL, NULL, &man, &man_size, d))) goto out;
-  if ((rc = ftl_package_manifest_parse(man, man_size, NULL, &m, d))) goto out;
+  if ((rc = pl_package_unpack(target, NULL, NULL, NULL, NULL, &man, &man_size, d))) goto out;
+  if ((rc = pl_package_manifest_parse(man, man_size, NULL, &m, d))) goto out;
   const char *v = manifest_digest(m, FTL_PACKAGE_VERDICT), *c = manifest_digest(m, "adapter_config.json"),
              *w = manifest_digest(m, "adapter_model.safetensors");
   if (!v || !c || !w) {
@@ -198,7 +198,7 @@ static ftl_err target_digests(const char *target, ftl_verdict_digests *dg, int *
   memcpy(dg->config, c, sizeof dg->config);
   memcpy(dg->model, w, sizeof dg->model);
 out:
-  ftl_package_manifest_free(m);
+  pl_package_manifest_free(m);
   ftl_free(man);
   return rc;
 }
@@ -212,7 +212,7 @@ static void hex_of(const unsigned char *b, size_t n, char *out) {
   out[2 * n] = '\0';
 }
 
-ftl_err ftl_verdict_sign(const char *key_path, const char *verdict_path, const char *target, const char *out_path,
+ftl_err pl_verdict_sign(const char *key_path, const char *verdict_path, const char *target, const char *out_path,
                          char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   char *verdict = NULL, *text = NULL, msg[512], id[FTL_SHA256_HEX_LEN + 1], vhex[FTL_SHA256_HEX_LEN + 1];
   char sig_hex[SIG_HEX_LEN + 1];
@@ -228,7 +228,7 @@ ftl_err ftl_verdict_sign(const char *key_path, const char *verdict_path, const c
   if ((rc = load_key(key_path, 1, &k, d))) return rc;
   if ((rc = pl_read_regular(verdict_path, VERDICT_MAX_BYTES, &verdict, &verdict_size, d))) goto out;
   if ((rc = verdict_shape(verdict, verdict_size, verdict_path, d))) goto out;
-  ftl_sha256_hex(verdict, verdict_size, vhex);
+  pl_sha256_hex(verdict, verdict_size, vhex);
   if ((rc = target_digests(target, &dg, &is_package, d))) goto out;
   if (is_package && strcmp(dg.verdict, vhex)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not the verdict.json inside %s (its SHA-256 differs); refused", verdict_path,
@@ -278,7 +278,7 @@ static int unhex(const char *s, unsigned char *out, size_t n) {
   return 1;
 }
 
-ftl_err ftl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const ftl_verdict_digests *dg,
+ftl_err pl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const ftl_verdict_digests *dg,
                            char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   static const char *const keys[] = {"adapter_config_sha256", "adapter_model_sha256", "format", "key_id",
                                      "signature", "verdict_sha256", "version"};
@@ -301,8 +301,8 @@ ftl_err ftl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_
   for (size_t i = 0; shape && i < sizeof keys / sizeof keys[0]; i++)
     shape = json_object_get(j, keys[i]) != NULL;
   if (!shape || !fmt || strcmp(fmt, FTL_VERDICT_SIG_FORMAT) || !json_is_integer(ver) ||
-      json_integer_value(ver) != FTL_VERDICT_SIG_VERSION || !ftl_sha256_is_hex(id) || !unhex(s, raw, 64) ||
-      !ftl_sha256_is_hex(v) || !ftl_sha256_is_hex(c) || !ftl_sha256_is_hex(w)) {
+      json_integer_value(ver) != FTL_VERDICT_SIG_VERSION || !pl_sha256_is_hex(id) || !unhex(s, raw, 64) ||
+      !pl_sha256_is_hex(v) || !pl_sha256_is_hex(c) || !pl_sha256_is_hex(w)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "not a verdict signature of format %s version %d", FTL_VERDICT_SIG_FORMAT,
                        FTL_VERDICT_SIG_VERSION);
     goto out;
@@ -351,7 +351,7 @@ out:
 
 /* ---- trust --------------------------------------------------------------------------------- */
 
-ftl_err ftl_verdict_trust(const char *registry_root, const char *pub_path, char key_id[FTL_SHA256_HEX_LEN + 1],
+ftl_err pl_verdict_trust(const char *registry_root, const char *pub_path, char key_id[FTL_SHA256_HEX_LEN + 1],
                           ftl_diag *d) {
   char dir[4096], path[4096];
   char *pem = NULL;

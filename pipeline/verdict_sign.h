@@ -44,26 +44,26 @@ typedef struct ftl_verdict_digests {
 
 /* Makes a key pair: out_prefix.key (private, 0600) and out_prefix.pub; neither may exist. The key
  * id into key_id. */
-ftl_err ftl_verdict_keygen(const char *out_prefix, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+ftl_err pl_verdict_keygen(const char *out_prefix, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* The key id of a public (or private) key PEM file. */
-ftl_err ftl_verdict_key_id_file(const char *pem_path, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
+ftl_err pl_verdict_key_id_file(const char *pem_path, char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* Signs verdict_path for target: a package (its manifest's digests; verdict_path must be the
  * package's verdict.json byte for byte) or an adapter folder (adapter_config.json and
  * adapter_model.safetensors hashed there). The verdict must be a verdict (version 1, boolean
  * passed). Writes the signature to out_path atomically; the key id into key_id (may be NULL). */
-ftl_err ftl_verdict_sign(const char *key_path, const char *verdict_path, const char *target, const char *out_path,
+ftl_err pl_verdict_sign(const char *key_path, const char *verdict_path, const char *target, const char *out_path,
                          char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* Verifies signature bytes against the digests and a key of trusted_dir (<key id>.pub, whose own
  * key id must match its name). FTL_OK and the key id; FTL_ERR_CORRUPT when the signature is
  * malformed, binds other digests or does not verify; FTL_ERR_STATE when its key is not trusted. */
-ftl_err ftl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const ftl_verdict_digests *dg,
+ftl_err pl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const ftl_verdict_digests *dg,
                            char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* Adds a public key to registry_root/keys/trusted/ under its key id (a no-op when there). */
-ftl_err ftl_verdict_trust(const char *registry_root, const char *pub_path, char key_id[FTL_SHA256_HEX_LEN + 1],
+ftl_err pl_verdict_trust(const char *registry_root, const char *pub_path, char key_id[FTL_SHA256_HEX_LEN + 1],
                           ftl_diag *d);
 
 #ifdef __cplusplus

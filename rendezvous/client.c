@@ -22,7 +22,7 @@ static ftl_err env_int(const char *name, int64_t min, int64_t max, int64_t fallb
   return FTL_OK;
 }
 
-ftl_err ftl_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
+ftl_err rz_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
   memset(env, 0, sizeof *env);
   ftl_err rc;
   int64_t v;
@@ -50,19 +50,19 @@ ftl_err ftl_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
   return FTL_OK;
 }
 
-ftl_err ftl_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
                              int64_t deadline_ms, ftl_diag *d) {
-  return ftl_rdzv_client_open_with(c, env, role, rank, NULL, deadline_ms, d);
+  return rz_rdzv_client_open_with(c, env, role, rank, NULL, deadline_ms, d);
 }
 
-ftl_err ftl_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
                                   const json_t *extra, int64_t deadline_ms, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_t *msg = NULL;
   ftl_linebuf lb = {0};
   c->fd = -1;
   pthread_mutex_init(&c->send_lock, NULL);
-  rc = ftl_tcp_connect(env->addr, deadline_ms, &c->fd, d);
+  rc = rz_tcp_connect(env->addr, deadline_ms, &c->fd, d);
   if (rc) goto out;
   msg = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:I}", "type", role, "version", FTL_WIRE_VERSION, "token",
                   env->token, "rank", rank, "world_size", env->world_size, "host", ftl_hostname(), "pid",
@@ -72,7 +72,7 @@ ftl_err ftl_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env,
     goto out;
   }
   if (extra) json_object_update_missing(msg, (json_t *)(uintptr_t)extra); /* only read */
-  rc = ftl_wire_send(c->fd, msg, deadline_ms, d);
+  rc = rz_wire_send(c->fd, msg, deadline_ms, d);
   json_decref(msg);
   msg = NULL;
   if (rc) goto out;
@@ -80,7 +80,7 @@ ftl_err ftl_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env,
 
   /* Wait for the verdict: "go" once every rank joined, "fail" when the deadline passed first. */
   for (;;) {
-    ftl_err nrc = ftl_linebuf_next(&lb, &msg, d);
+    ftl_err nrc = rz_linebuf_next(&lb, &msg, d);
     if (nrc == FTL_OK) break;
     if (nrc != FTL_ERR_NOTFOUND) {
       rc = nrc;
@@ -95,7 +95,7 @@ ftl_err ftl_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env,
     }
     if (poll(&pfd, 1, left) < 0) continue;
     bool eof = false;
-    rc = ftl_linebuf_fill(&lb, c->fd, &eof);
+    rc = rz_linebuf_fill(&lb, c->fd, &eof);
     if (rc) goto out;
     if (eof && !memchr(lb.data ? lb.data : "", '\n', lb.len)) {
       rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher at %s closed the connection during the rendezvous",
@@ -103,16 +103,16 @@ ftl_err ftl_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env,
       goto out;
     }
   }
-  const char *type = ftl_wire_str(msg, "type", "");
+  const char *type = rz_wire_str(msg, "type", "");
   if (strcmp(type, "go") == 0) goto out;
   if (strcmp(type, "fail") == 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_RDZV, "%s", ftl_wire_str(msg, "reason", "the launcher failed the rendezvous"));
+    rc = ftl_diag_fail(d, FTL_ERR_RDZV, "%s", rz_wire_str(msg, "reason", "the launcher failed the rendezvous"));
     goto out;
   }
   rc = ftl_diag_fail(d, FTL_ERR_PROTO, "unexpected '%s' from the launcher during the rendezvous", type);
 out:
   json_decref(msg);
-  ftl_linebuf_free(&lb);
+  rz_linebuf_free(&lb);
   if (rc && c->fd >= 0) {
     close(c->fd);
     c->fd = -1;
@@ -120,19 +120,19 @@ out:
   return rc;
 }
 
-ftl_err ftl_rdzv_client_send(ftl_rdzv_client *c, json_t *msg, int nowait, ftl_diag *d) {
+ftl_err rz_rdzv_client_send(ftl_rdzv_client *c, json_t *msg, int nowait, ftl_diag *d) {
   if (!msg) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   ftl_err rc = FTL_OK;
   if (c->fd < 0) goto out;
   pthread_mutex_lock(&c->send_lock);
-  rc = nowait ? ftl_wire_send_nowait(c->fd, msg, d) : ftl_wire_send(c->fd, msg, ftl_deadline_after_ms(10000), d);
+  rc = nowait ? rz_wire_send_nowait(c->fd, msg, d) : rz_wire_send(c->fd, msg, ftl_deadline_after_ms(10000), d);
   pthread_mutex_unlock(&c->send_lock);
 out:
   json_decref(msg);
   return rc;
 }
 
-void ftl_rdzv_client_close(ftl_rdzv_client *c) {
+void rz_rdzv_client_close(ftl_rdzv_client *c) {
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   pthread_mutex_destroy(&c->send_lock);

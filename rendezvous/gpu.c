@@ -21,14 +21,14 @@ struct ftl_gpu_comm {
   int broken;   /* aborted: never used or destroyed again */
 };
 
-const ftl_gpu_ops *ftl_gpu_current = &ftl_gpu_build_ops;
+const ftl_gpu_ops *rz_gpu_current = &rz_gpu_build_ops;
 
-void ftl_gpu_set_ops(const ftl_gpu_ops *ops) { ftl_gpu_current = ops ? ops : &ftl_gpu_build_ops; }
+void rz_gpu_set_ops(const ftl_gpu_ops *ops) { rz_gpu_current = ops ? ops : &rz_gpu_build_ops; }
 
-int ftl_gpu_compiled(void) { return ftl_gpu()->compiled; }
-int ftl_gpu_nccl_compiled(void) { return ftl_gpu()->nccl_compiled; }
+int rz_gpu_compiled(void) { return ftl_gpu()->compiled; }
+int rz_gpu_nccl_compiled(void) { return ftl_gpu()->nccl_compiled; }
 
-ftl_err ftl_gpu_fail(int status, const char *what, ftl_diag *d) {
+ftl_err rz_gpu_fail(int status, const char *what, ftl_diag *d) {
   const char *text = ftl_gpu()->last_error();
   ftl_err code = status == FTL_GPU_NO_DEVICE ? FTL_ERR_UNSUPPORTED : FTL_ERR_CUDA;
   return ftl_diag_fail(d, code, "%s failed: %s", what, text && *text ? text : "unknown CUDA error");
@@ -39,7 +39,7 @@ static ftl_err nccl_fail(const char *what, ftl_diag *d) {
   return ftl_diag_fail(d, FTL_ERR_NCCL, "%s failed: %s", what, text && *text ? text : "unknown NCCL error");
 }
 
-int ftl_gpu_probe(int *count, char *why, size_t why_size) {
+int rz_gpu_probe(int *count, char *why, size_t why_size) {
   const ftl_gpu_ops *g = ftl_gpu();
   int n = 0;
   int st = g->device_count(&n);
@@ -56,13 +56,13 @@ int ftl_gpu_probe(int *count, char *why, size_t why_size) {
   return st == FTL_GPU_NO_DEVICE ? FTL_GPU_NO_DEVICE : FTL_GPU_FAILED;
 }
 
-int ftl_gpu_device_count(char *why, size_t why_size) {
+int rz_gpu_device_count(char *why, size_t why_size) {
   int n = 0;
-  ftl_gpu_probe(&n, why, why_size);
+  rz_gpu_probe(&n, why, why_size);
   return n;
 }
 
-ftl_gpu_mem ftl_gpu_mem_kind(const void *p, int *device) {
+ftl_gpu_mem rz_gpu_mem_kind(const void *p, int *device) {
   ftl_gpu_mem kind = FTL_GPU_MEM_HOST;
   int dev = -1;
   /* A pointer CUDA cannot describe is not one NCCL can use: host. */
@@ -71,7 +71,7 @@ ftl_gpu_mem ftl_gpu_mem_kind(const void *p, int *device) {
   return kind;
 }
 
-ftl_err ftl_gpu_unique_id(unsigned char id[FTL_NCCL_ID_BYTES], ftl_diag *d) {
+ftl_err rz_gpu_unique_id(unsigned char id[FTL_NCCL_ID_BYTES], ftl_diag *d) {
   if (ftl_gpu()->nccl_unique_id(id) != FTL_GPU_OK) return nccl_fail("ncclGetUniqueId", d);
   return FTL_OK;
 }
@@ -95,19 +95,19 @@ static ftl_err nccl_wait_ready(void *comm, int64_t deadline_ms, const char *what
   }
 }
 
-ftl_err ftl_gpu_event_wait(void *event, int64_t deadline_ms, const char *what, ftl_diag *d) {
+ftl_err rz_gpu_event_wait(void *event, int64_t deadline_ms, const char *what, ftl_diag *d) {
   const ftl_gpu_ops *g = ftl_gpu();
   for (unsigned spins = 0;; spins++) {
     int st = g->event_query(event);
     if (st == FTL_GPU_OK) return FTL_OK;
-    if (st != FTL_GPU_NOT_READY) return ftl_gpu_fail(st, what, d);
+    if (st != FTL_GPU_NOT_READY) return rz_gpu_fail(st, what, d);
     if (ftl_deadline_left_ms(deadline_ms) == 0)
       return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s: the GPU work did not finish before its deadline", what);
     pause_after(spins);
   }
 }
 
-ftl_err ftl_gpu_comm_create(int device, int world_size, int rank, const unsigned char id[FTL_NCCL_ID_BYTES],
+ftl_err rz_gpu_comm_create(int device, int world_size, int rank, const unsigned char id[FTL_NCCL_ID_BYTES],
                             int64_t deadline_ms, ftl_gpu_comm **out, ftl_diag *d) {
   const ftl_gpu_ops *g = ftl_gpu();
   ftl_err rc = FTL_OK;
@@ -117,15 +117,15 @@ ftl_err ftl_gpu_comm_create(int device, int world_size, int rank, const unsigned
   if (!c) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   c->device = device;
   if ((st = g->set_device(device)) != FTL_GPU_OK) {
-    rc = ftl_gpu_fail(st, "cudaSetDevice", d);
+    rc = rz_gpu_fail(st, "cudaSetDevice", d);
     goto out;
   }
   if ((st = g->stream_create(&c->stream)) != FTL_GPU_OK) {
-    rc = ftl_gpu_fail(st, "cudaStreamCreateWithFlags", d);
+    rc = rz_gpu_fail(st, "cudaStreamCreateWithFlags", d);
     goto out;
   }
   if ((st = g->event_create(&c->ready)) != FTL_GPU_OK) {
-    rc = ftl_gpu_fail(st, "cudaEventCreateWithFlags", d);
+    rc = rz_gpu_fail(st, "cudaEventCreateWithFlags", d);
     goto out;
   }
   st = g->nccl_init(&c->comm, world_size, id, rank);
@@ -149,15 +149,15 @@ out:
   return rc;
 }
 
-int ftl_gpu_comm_broken(const ftl_gpu_comm *c) { return c && c->broken; }
+int rz_gpu_comm_broken(const ftl_gpu_comm *c) { return c && c->broken; }
 
-void ftl_gpu_comm_abort(ftl_gpu_comm *c) {
+void rz_gpu_comm_abort(ftl_gpu_comm *c) {
   if (!c || c->broken) return;
   ftl_gpu()->nccl_abort(c->comm);
   c->broken = 1;
 }
 
-ftl_err ftl_gpu_allreduce(ftl_gpu_comm *c, const void *send, void *recv, size_t count, ftl_dtype dtype,
+ftl_err rz_gpu_allreduce(ftl_gpu_comm *c, const void *send, void *recv, size_t count, ftl_dtype dtype,
                           ftl_op op, void *stream, int64_t deadline_ms, ftl_diag *d) {
   const ftl_gpu_ops *g = ftl_gpu();
   ftl_err rc = FTL_OK;
@@ -166,11 +166,11 @@ ftl_err ftl_gpu_allreduce(ftl_gpu_comm *c, const void *send, void *recv, size_t 
   /* Order after the caller's work: ftl's stream is non-blocking, so without this NCCL could read
    * gradients a kernel on the caller's stream is still writing. */
   if ((st = g->event_record(c->ready, stream)) != FTL_GPU_OK) {
-    rc = ftl_gpu_fail(st, "cudaEventRecord (caller's stream)", d);
+    rc = rz_gpu_fail(st, "cudaEventRecord (caller's stream)", d);
     goto out;
   }
   if ((st = g->stream_wait_event(c->stream, c->ready)) != FTL_GPU_OK) {
-    rc = ftl_gpu_fail(st, "cudaStreamWaitEvent", d);
+    rc = rz_gpu_fail(st, "cudaStreamWaitEvent", d);
     goto out;
   }
   st = g->nccl_allreduce(send, recv, count, dtype, op, c->comm, c->stream);
@@ -188,7 +188,7 @@ ftl_err ftl_gpu_allreduce(ftl_gpu_comm *c, const void *send, void *recv, size_t 
     st = g->stream_query(c->stream);
     if (st == FTL_GPU_OK) break;
     if (st != FTL_GPU_NOT_READY) {
-      rc = ftl_gpu_fail(st, "cudaStreamQuery (NCCL allreduce)", d);
+      rc = rz_gpu_fail(st, "cudaStreamQuery (NCCL allreduce)", d);
       goto out;
     }
     int async = g->nccl_async_error(c->comm);
@@ -205,11 +205,11 @@ ftl_err ftl_gpu_allreduce(ftl_gpu_comm *c, const void *send, void *recv, size_t 
 out:
   /* Any failure leaves the communicator in an unknown state (peers may be inside the collective):
    * abort it now, so no one waits on it again. */
-  if (rc) ftl_gpu_comm_abort(c);
+  if (rc) rz_gpu_comm_abort(c);
   return rc;
 }
 
-void ftl_gpu_comm_destroy(ftl_gpu_comm *c, int64_t deadline_ms) {
+void rz_gpu_comm_destroy(ftl_gpu_comm *c, int64_t deadline_ms) {
   if (!c) return;
   const ftl_gpu_ops *g = ftl_gpu();
   if (!c->broken) {

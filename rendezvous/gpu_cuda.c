@@ -210,7 +210,7 @@ static void r_nccl_abort(void *comm) { (void)comm; }
 #endif
 static const char *r_last_error(void) { return last_text; }
 
-const ftl_gpu_ops ftl_gpu_build_ops = {
+const ftl_gpu_ops rz_gpu_build_ops = {
     .compiled = 1,
 #ifdef FTL_HAVE_NCCL
     .nccl_compiled = 1,

@@ -38,7 +38,7 @@ static int n_allreduce(const void *send, void *recv, size_t count, ftl_dtype dty
 }
 static const char *n_last_error(void) { return none_text; }
 
-const ftl_gpu_ops ftl_gpu_build_ops = {
+const ftl_gpu_ops rz_gpu_build_ops = {
     .compiled = 0,
     .device_count = n_device_count,
     .set_device = n_fail_int,

@@ -75,42 +75,42 @@ typedef struct ftl_gpu_ops {
 } ftl_gpu_ops;
 
 /* The table in use (the build's own unless a test replaced it). */
-extern const ftl_gpu_ops *ftl_gpu_current;
-static inline const ftl_gpu_ops *ftl_gpu(void) { return ftl_gpu_current; }
+extern const ftl_gpu_ops *rz_gpu_current;
+static inline const ftl_gpu_ops *ftl_gpu(void) { return rz_gpu_current; }
 /* The build's own table (gpu_cuda.c or gpu_none.c). */
-extern const ftl_gpu_ops ftl_gpu_build_ops;
+extern const ftl_gpu_ops rz_gpu_build_ops;
 
 /* Test hook: replaces the table (NULL restores the build's). Not thread-safe; call before
  * ftl_init. */
-void ftl_gpu_set_ops(const ftl_gpu_ops *ops);
+void rz_gpu_set_ops(const ftl_gpu_ops *ops);
 
 /* ---- gpu.c: the logic over the table ---------------------------------------------------- */
 
 typedef struct ftl_gpu_comm ftl_gpu_comm;
 
 /* Whether this build has the CUDA runtime (and NCCL) compiled in. */
-int ftl_gpu_compiled(void);
-int ftl_gpu_nccl_compiled(void);
+int rz_gpu_compiled(void);
+int rz_gpu_nccl_compiled(void);
 
 /* Number of usable GPUs in *count. Returns FTL_GPU_OK (count may be 0), FTL_GPU_NO_DEVICE (no
  * device, no driver: *count 0) or FTL_GPU_FAILED (a device is there but the driver is too old
  * or broken: *count 0); why says which. */
-int ftl_gpu_probe(int *count, char *why, size_t why_size);
+int rz_gpu_probe(int *count, char *why, size_t why_size);
 
 /* The count alone (0 when none or broken, with why). */
-int ftl_gpu_device_count(char *why, size_t why_size);
+int rz_gpu_device_count(char *why, size_t why_size);
 
 /* Where p lives; pageable host memory when the build has no CUDA or CUDA does not know p. */
-ftl_gpu_mem ftl_gpu_mem_kind(const void *p, int *device);
+ftl_gpu_mem rz_gpu_mem_kind(const void *p, int *device);
 
 /* Rank 0 makes the NCCL unique id; it is then broadcast over MPI. */
-ftl_err ftl_gpu_unique_id(unsigned char id[FTL_NCCL_ID_BYTES], ftl_diag *d);
+ftl_err rz_gpu_unique_id(unsigned char id[FTL_NCCL_ID_BYTES], ftl_diag *d);
 
 /* Selects the device, creates ftl's stream and event and the communicator (non-blocking init),
  * and polls it until it is ready or deadline_ms passes: then, or on an error, the communicator is
  * aborted and FTL_ERR_TIMEOUT / FTL_ERR_NCCL returned. Not collective by itself: the caller agrees
  * on the outcome across ranks before using the communicator. */
-ftl_err ftl_gpu_comm_create(int device, int world_size, int rank, const unsigned char id[FTL_NCCL_ID_BYTES],
+ftl_err rz_gpu_comm_create(int device, int world_size, int rank, const unsigned char id[FTL_NCCL_ID_BYTES],
                             int64_t deadline_ms, ftl_gpu_comm **out, ftl_diag *d);
 
 /* Allreduce of device memory. Ordering: ftl's stream first waits for an event recorded on
@@ -118,23 +118,23 @@ ftl_err ftl_gpu_comm_create(int device, int world_size, int rank, const unsigned
  * kernels wrote; the call returns once the result is in recv. Polls the stream and NCCL's
  * asynchronous error until deadline_ms; on a deadline or an error the communicator is aborted and
  * every later call returns FTL_ERR_STATE. */
-ftl_err ftl_gpu_allreduce(ftl_gpu_comm *comm, const void *send, void *recv, size_t count, ftl_dtype dtype,
+ftl_err rz_gpu_allreduce(ftl_gpu_comm *comm, const void *send, void *recv, size_t count, ftl_dtype dtype,
                           ftl_op op, void *stream, int64_t deadline_ms, ftl_diag *d);
 
 /* 1 after an abort (a failed collective): the communicator must not be used again. */
-int ftl_gpu_comm_broken(const ftl_gpu_comm *comm);
+int rz_gpu_comm_broken(const ftl_gpu_comm *comm);
 
 /* Aborts the communicator (ncclCommAbort: never waits on peers). Idempotent. */
-void ftl_gpu_comm_abort(ftl_gpu_comm *comm);
+void rz_gpu_comm_abort(ftl_gpu_comm *comm);
 
 /* Releases the communicator: ncclCommFinalize polled until deadline_ms then ncclCommDestroy, or
  * ncclCommAbort when it was broken or the finalize did not finish. Accepts NULL. */
-void ftl_gpu_comm_destroy(ftl_gpu_comm *comm, int64_t deadline_ms);
+void rz_gpu_comm_destroy(ftl_gpu_comm *comm, int64_t deadline_ms);
 
 /* Waits for an event (polling: every wait has a deadline). FTL_ERR_TIMEOUT / FTL_ERR_CUDA. */
-ftl_err ftl_gpu_event_wait(void *event, int64_t deadline_ms, const char *what, ftl_diag *d);
+ftl_err rz_gpu_event_wait(void *event, int64_t deadline_ms, const char *what, ftl_diag *d);
 
 /* FTL_ERR_CUDA with the seam's last error text, naming the call. */
-ftl_err ftl_gpu_fail(int status, const char *what, ftl_diag *d);
+ftl_err rz_gpu_fail(int status, const char *what, ftl_diag *d);
 
 #endif

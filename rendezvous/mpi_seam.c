@@ -66,13 +66,13 @@ static const ftl_mpi_ops real_ops = {
     .ibcast = real_ibcast,
 };
 
-const ftl_mpi_ops *ftl_mpi_current = &real_ops;
+const ftl_mpi_ops *rz_mpi_current = &real_ops;
 
-void ftl_mpi_set_ops(const ftl_mpi_ops *ops) { ftl_mpi_current = ops ? ops : &real_ops; }
+void rz_mpi_set_ops(const ftl_mpi_ops *ops) { rz_mpi_current = ops ? ops : &real_ops; }
 
-ftl_err ftl_mpi_fail(int mpi_rc, const char *what, ftl_diag *d) {
+ftl_err rz_mpi_fail(int mpi_rc, const char *what, ftl_diag *d) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  if (ftl_mpi_current->error_string(mpi_rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "code %d", mpi_rc);
+  if (rz_mpi_current->error_string(mpi_rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "code %d", mpi_rc);
   return ftl_diag_fail(d, FTL_ERR_MPI, "%s failed: %s", what, text);
 }

@@ -38,17 +38,17 @@ typedef struct ftl_mpi_ops {
 
 /* The ops in use (the real MPI unless a test replaced them). Inline: it sits on the path of every
  * collective, where a call costs a visible share of a small allreduce. */
-extern const ftl_mpi_ops *ftl_mpi_current;
-static inline const ftl_mpi_ops *ftl_mpi(void) { return ftl_mpi_current; }
+extern const ftl_mpi_ops *rz_mpi_current;
+static inline const ftl_mpi_ops *ftl_mpi(void) { return rz_mpi_current; }
 
 /* Test hook: replaces the table (NULL restores the real MPI). Not thread-safe; call before
  * ftl_init. */
-void ftl_mpi_set_ops(const ftl_mpi_ops *ops);
+void rz_mpi_set_ops(const ftl_mpi_ops *ops);
 
 /* Turns an MPI return code into FTL_ERR_MPI with MPI_Error_string's text in d. */
-ftl_err ftl_mpi_fail(int mpi_rc, const char *what, ftl_diag *d);
+ftl_err rz_mpi_fail(int mpi_rc, const char *what, ftl_diag *d);
 static inline ftl_err ftl_mpi_check(int mpi_rc, const char *what, ftl_diag *d) {
-  return mpi_rc == MPI_SUCCESS ? FTL_OK : ftl_mpi_fail(mpi_rc, what, d);
+  return mpi_rc == MPI_SUCCESS ? FTL_OK : rz_mpi_fail(mpi_rc, what, d);
 }
 
 #endif

@@ -15,13 +15,13 @@
 static void poll_launcher(ftl_ctx *ctx) {
   if (!ctx->have_client || ctx->client.fd < 0) return;
   bool eof = false;
-  if (ftl_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK) return;
+  if (rz_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK) return;
   json_t *msg = NULL;
   ftl_diag ignored;
-  while (ftl_linebuf_next(&ctx->from_launcher, &msg, &ignored) == FTL_OK) {
-    if (!strcmp(ftl_wire_str(msg, "type", ""), "stop")) {
+  while (rz_linebuf_next(&ctx->from_launcher, &msg, &ignored) == FTL_OK) {
+    if (!strcmp(rz_wire_str(msg, "type", ""), "stop")) {
       ctx->stop_requested = 1;
-      snprintf(ctx->stop_reason, sizeof ctx->stop_reason, "%s", ftl_wire_str(msg, "reason", "stop requested"));
+      snprintf(ctx->stop_reason, sizeof ctx->stop_reason, "%s", rz_wire_str(msg, "reason", "stop requested"));
     }
     json_decref(msg);
   }
@@ -52,7 +52,7 @@ int ftl_stop_pending(ftl_ctx *ctx, const char **reason_out) {
 ftl_err ftl_progress_section(ftl_ctx *ctx, const char *section) {
   if (!ctx->have_client) return FTL_OK;
   ftl_diag ignored;
-  return ftl_rdzv_client_send(&ctx->client, json_pack("{s:s, s:s}", "type", "section", "name", section), 0, &ignored);
+  return rz_rdzv_client_send(&ctx->client, json_pack("{s:s, s:s}", "type", "section", "name", section), 0, &ignored);
 }
 
 ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
@@ -70,7 +70,7 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
     ctx->sampling = 1;
     ctx->sample_t0_ns = ftl_clock_ns();
     ctx->collective_ns = 0;
-    return ftl_rdzv_client_send(&ctx->client,
+    return rz_rdzv_client_send(&ctx->client,
                                 json_pack("{s:s, s:I, s:f}", "type", "first_step", "step", (json_int_t)step,
                                           "first_step_ms", rz_ms_since(ctx->ready_ns)),
                                 0, &ignored);
@@ -84,7 +84,7 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
   ctx->collective_ns = 0;
   ctx->sample_t0_ns = ftl_clock_ns();
   /* A heartbeat that does not fit in the socket is dropped: the next one says the same, later. */
-  ftl_err rc = ftl_rdzv_client_send(
+  ftl_err rc = rz_rdzv_client_send(
       &ctx->client, json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)step, "compute_ms", compute_ms), 1,
       &ignored);
   return rc == FTL_ERR_TIMEOUT ? FTL_OK : rc;
@@ -107,7 +107,7 @@ ftl_err ftl_progress_report(ftl_ctx *ctx, int64_t step, int64_t total_steps, dou
   ftl_diag ignored;
   /* The heartbeat message (wire version 2 adds these fields): it also counts as progress for the
    * hang detector. Dropped when the socket is full, like any heartbeat. */
-  ftl_err rc = ftl_rdzv_client_send(&ctx->client,
+  ftl_err rc = rz_rdzv_client_send(&ctx->client,
                                     json_pack("{s:s, s:I, s:I, s:o, s:I, s:f}", "type", "step", "step", (json_int_t)step,
                                               "total_steps", (json_int_t)total_steps, "loss", jl, "tokens",
                                               (json_int_t)tokens, "tokens_per_s", tps),
@@ -132,5 +132,5 @@ ftl_err ftl_ctx_emit_event(ftl_ctx *ctx, const char *event, const char *fields_j
     return FTL_OK;
   }
   json_t *msg = json_pack("{s:s, s:s, s:o}", "type", "event", "event", event, "fields", fields ? fields : json_object());
-  return ftl_rdzv_client_send(&ctx->client, msg, 0, &d);
+  return rz_rdzv_client_send(&ctx->client, msg, 0, &d);
 }

@@ -92,9 +92,9 @@ static ftl_err stage_sync(ftl_ctx *ctx, void *stream, int64_t deadline, const ch
   const ftl_gpu_ops *g = ftl_gpu();
   int st = FTL_GPU_OK;
   if (!ctx->stage_event && (st = g->event_create(&ctx->stage_event)) != FTL_GPU_OK)
-    return ftl_gpu_fail(st, "cudaEventCreateWithFlags", d);
-  if ((st = g->event_record(ctx->stage_event, stream)) != FTL_GPU_OK) return ftl_gpu_fail(st, "cudaEventRecord", d);
-  return ftl_gpu_event_wait(ctx->stage_event, deadline, what, d);
+    return rz_gpu_fail(st, "cudaEventCreateWithFlags", d);
+  if ((st = g->event_record(ctx->stage_event, stream)) != FTL_GPU_OK) return rz_gpu_fail(st, "cudaEventRecord", d);
+  return rz_gpu_event_wait(ctx->stage_event, deadline, what, d);
 }
 
 /* Device buffers on the MPI path (Open MPI here is not CUDA-aware): copied to host after the
@@ -111,13 +111,13 @@ static ftl_err mpi_allreduce_staged(ftl_ctx *ctx, const void *send, void *recv, 
     ctx->stage_bytes = bytes;
   }
   int st = g->memcpy_async(ctx->stage, send, bytes, 0, stream);
-  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "cudaMemcpyAsync (device to host, staging)", d);
+  if (st != FTL_GPU_OK) return rz_gpu_fail(st, "cudaMemcpyAsync (device to host, staging)", d);
   ftl_err rc = stage_sync(ctx, stream, deadline, "staging copy to host", d);
   if (rc) return rc;
   rc = mpi_allreduce_host(ctx, ctx->stage, ctx->stage, count, t, elem, op, d);
   if (rc) return rc;
   st = g->memcpy_async(recv, ctx->stage, bytes, 1, stream);
-  if (st != FTL_GPU_OK) return ftl_gpu_fail(st, "cudaMemcpyAsync (host to device, staging)", d);
+  if (st != FTL_GPU_OK) return rz_gpu_fail(st, "cudaMemcpyAsync (host to device, staging)", d);
   return stage_sync(ctx, stream, deadline, "staging copy to the device", d);
 }
 
@@ -136,7 +136,7 @@ static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t
   int device = 0;
   if (ctx->local_gpus > 0) {
     int sdev = -1, rdev = -1;
-    ftl_gpu_mem sk = ftl_gpu_mem_kind(send, &sdev), rk = ftl_gpu_mem_kind(recv, &rdev);
+    ftl_gpu_mem sk = rz_gpu_mem_kind(send, &sdev), rk = rz_gpu_mem_kind(recv, &rdev);
     if (on_device(sk) != on_device(rk))
       return rz_ctx_fail(ctx,
                       ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_allreduce: send is %s memory and recv is %s memory: both must be "
@@ -151,7 +151,7 @@ static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t
                       &d);
   }
   if (device && ctx->info.backend == FTL_BACKEND_NCCL) {
-    ftl_err rc = ftl_gpu_allreduce(ctx->gpu, send, recv, count, dtype, op, stream,
+    ftl_err rc = rz_gpu_allreduce(ctx->gpu, send, recv, count, dtype, op, stream,
                                    ftl_deadline_after_ms(ctx->collective_timeout_ms), &d);
     return rc ? ctx_break(ctx, rc, &d) : FTL_OK;
   }

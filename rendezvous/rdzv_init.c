@@ -37,14 +37,14 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   int want_nccl = forced && strcmp(forced, "nccl") == 0;
   /* Probed even under FTL_BACKEND=mpi: where there are GPUs, device buffers must be recognised
    * (and staged) on the MPI path too. */
-  int local_gpus = ftl_gpu_device_count(why, sizeof why);
+  int local_gpus = rz_gpu_device_count(why, sizeof why);
   ctx->local_gpus = local_gpus;
   if (forced && strcmp(forced, "mpi") == 0) {
     local_gpus = 0;
     snprintf(why, sizeof why, "FTL_BACKEND=mpi");
   }
   /* MIN over ranks of {GPUs, one GPU per local rank}: 0 in either means the MPI path. */
-  int own_device = local_gpus > 0 && ctx->info.local_world_size <= local_gpus && ftl_gpu_nccl_compiled();
+  int own_device = local_gpus > 0 && ctx->info.local_world_size <= local_gpus && rz_gpu_nccl_compiled();
   int mine[2] = {local_gpus, own_device}, all[2] = {0, 0};
   rc = ftl_mpi_check(mpi->allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm), "MPI_Allreduce (GPU count)", d);
   if (rc) return rc;
@@ -61,14 +61,14 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
     return FTL_OK;
   }
   if (!all[1]) {
-    if (want_nccl && !ftl_gpu_nccl_compiled())
+    if (want_nccl && !rz_gpu_nccl_compiled())
       return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "FTL_BACKEND=nccl but ftl was built without NCCL");
     if (want_nccl)
       return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED,
                            "FTL_BACKEND=nccl but a host has more ranks than GPUs (here %d ranks, %d GPUs): NCCL "
                            "cannot put two ranks on one device",
                            ctx->info.local_world_size, local_gpus);
-    if (ctx->info.rank == 0 && !ftl_gpu_nccl_compiled())
+    if (ctx->info.rank == 0 && !rz_gpu_nccl_compiled())
       FTL_LOG(FTL_LOG_WARN, "rdzv", "GPUs but no NCCL in this build: using the MPI path (device buffers are staged)");
     else if (ctx->info.rank == 0)
       FTL_LOG(FTL_LOG_WARN, "rdzv",
@@ -80,7 +80,7 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   ctx->info.device = ctx->info.local_rank; /* < local_gpus: every local rank has its own */
   unsigned char id[FTL_NCCL_ID_BYTES] = {0};
   int id_rc = FTL_OK;
-  if (ctx->info.rank == 0) id_rc = (int)ftl_gpu_unique_id(id, d);
+  if (ctx->info.rank == 0) id_rc = (int)rz_gpu_unique_id(id, d);
   /* Agree on rank 0's result before using the id, so every rank fails together. */
   int any_fail = id_rc;
   rc = ftl_mpi_check(mpi->bcast(&any_fail, 1, MPI_INT, 0, ctx->comm), "MPI_Bcast", d);
@@ -89,7 +89,7 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   rc = ftl_mpi_check(mpi->bcast(id, FTL_NCCL_ID_BYTES, MPI_BYTE, 0, ctx->comm), "MPI_Bcast (NCCL id)", d);
   if (rc) return rc;
   ftl_diag cd = {{0}};
-  ftl_err crc = ftl_gpu_comm_create(ctx->info.device, ctx->info.world_size, ctx->info.rank, id,
+  ftl_err crc = rz_gpu_comm_create(ctx->info.device, ctx->info.world_size, ctx->info.rank, id,
                                     ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)), &ctx->gpu, &cd);
   /* Agree before anyone uses the communicator: a rank whose set-up failed or timed out must not
    * leave the others inside their first collective. Each rank's wait above had a deadline, so every
@@ -107,8 +107,8 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
     }
   }
   if (rc) {
-    if (ctx->gpu) ftl_gpu_comm_abort(ctx->gpu);
-    ftl_gpu_comm_destroy(ctx->gpu, 0);
+    if (ctx->gpu) rz_gpu_comm_abort(ctx->gpu);
+    rz_gpu_comm_destroy(ctx->gpu, 0);
     ctx->gpu = NULL;
     ctx->info.device = -1;
     return rc;
@@ -176,7 +176,7 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ctx->startup = (ftl_startup_ms){-1, -1, -1};
   *ctx_out = ctx;
 
-  rc = ftl_launch_env_read(&ctx->env, &d);
+  rc = rz_launch_env_read(&ctx->env, &d);
   if (rc) goto out;
   ctx->info.attempt = ctx->env.attempt;
   ctx->info.under_launcher = ctx->env.present;
@@ -194,7 +194,7 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
       goto out;
     }
     /* The launcher's verdict normally comes first; the extra second covers a slow launcher. */
-    rc = ftl_rdzv_client_open(&ctx->client, &ctx->env, "rank", ctx->env.rank,
+    rc = rz_rdzv_client_open(&ctx->client, &ctx->env, "rank", ctx->env.rank,
                               ftl_deadline_after_ms(ctx->env.timeout_ms + 1000), &d);
     if (rc) goto out;
     ctx->have_client = 1;
@@ -234,7 +234,7 @@ ftl_err ftl_finalize(ftl_ctx *ctx) {
   ftl_diag d = {{0}};
   /* A communicator broken by an error was aborted then; a healthy one is finalized, with a
    * deadline (a peer that died makes the finalize wait: then it is aborted). */
-  if (ctx->gpu) ftl_gpu_comm_destroy(ctx->gpu, ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)));
+  if (ctx->gpu) rz_gpu_comm_destroy(ctx->gpu, ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)));
   if (ctx->stage_event) ftl_gpu()->event_destroy(ctx->stage_event);
   ftl_free(ctx->stage);
   const ftl_mpi_ops *mpi = ftl_mpi();
@@ -246,9 +246,9 @@ ftl_err ftl_finalize(ftl_ctx *ctx) {
   }
   if (ctx->have_client) {
     rz_report(ctx, json_pack("{s:s}", "type", "bye"));
-    ftl_rdzv_client_close(&ctx->client);
+    rz_rdzv_client_close(&ctx->client);
   }
-  ftl_linebuf_free(&ctx->from_launcher);
+  rz_linebuf_free(&ctx->from_launcher);
   pthread_mutex_destroy(&ctx->err_lock);
   ftl_free(ctx);
   return rc;

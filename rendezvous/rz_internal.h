@@ -90,7 +90,7 @@ static inline void rz_report(ftl_ctx *ctx, json_t *msg) {
   ftl_diag ignored;
   /* A launcher that went away is noticed by the launcher's own bookkeeping, not here: a failed
    * report must not fail the training step. */
-  ftl_rdzv_client_send(&ctx->client, msg, 0, &ignored);
+  rz_rdzv_client_send(&ctx->client, msg, 0, &ignored);
 }
 
 #endif

@@ -36,7 +36,7 @@ struct ftl_rdzv_server {
   char fail_reason[1024];
 };
 
-ftl_err ftl_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
+ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
                                ftl_diag *d) {
   ftl_err rc = FTL_OK;
   ftl_rdzv_server *s = ftl_calloc(1, sizeof *s);
@@ -53,20 +53,20 @@ ftl_err ftl_rdzv_server_create(const char *bind_addr, int world_size, const char
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  rc = ftl_tcp_listen(bind_addr, &s->listen_fd, &s->port, d);
+  rc = rz_tcp_listen(bind_addr, &s->listen_fd, &s->port, d);
   if (rc) goto out;
   *out = s;
   s = NULL;
 out:
-  ftl_rdzv_server_destroy(s);
+  rz_rdzv_server_destroy(s);
   return rc;
 }
 
-void ftl_rdzv_server_destroy(ftl_rdzv_server *s) {
+void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nconns; i++) {
     close(s->conns[i].fd);
-    ftl_linebuf_free(&s->conns[i].lb);
+    rz_linebuf_free(&s->conns[i].lb);
   }
   if (s->listen_fd >= 0) close(s->listen_fd);
   ftl_free(s->conns);
@@ -75,22 +75,22 @@ void ftl_rdzv_server_destroy(ftl_rdzv_server *s) {
   ftl_free(s);
 }
 
-int ftl_rdzv_server_port(const ftl_rdzv_server *s) { return s->port; }
-int ftl_rdzv_server_joined(const ftl_rdzv_server *s) { return s->joined_count; }
-size_t ftl_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns; }
-size_t ftl_rdzv_server_rank_connections(const ftl_rdzv_server *s) {
+int rz_rdzv_server_port(const ftl_rdzv_server *s) { return s->port; }
+int rz_rdzv_server_joined(const ftl_rdzv_server *s) { return s->joined_count; }
+size_t rz_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns; }
+size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s) {
   size_t n = 0;
   for (size_t i = 0; i < s->nconns; i++) n += s->conns[i].role == ROLE_RANK;
   return n;
 }
-bool ftl_rdzv_server_went(const ftl_rdzv_server *s) { return s->went; }
+bool rz_rdzv_server_went(const ftl_rdzv_server *s) { return s->went; }
 
-const char *ftl_rdzv_server_host(const ftl_rdzv_server *s, int rank) {
+const char *rz_rdzv_server_host(const ftl_rdzv_server *s, int rank) {
   if (rank < 0 || rank >= s->world_size || !s->hosts[rank][0]) return NULL;
   return s->hosts[rank];
 }
 
-size_t ftl_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap) {
+size_t rz_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap) {
   size_t n = 0;
   if (n < cap) fds[n++] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
   for (size_t i = 0; i < s->nconns && n < cap; i++) fds[n++] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
@@ -99,7 +99,7 @@ size_t ftl_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, siz
 
 static void send_to(conn *c, json_t *msg) {
   ftl_diag ignored;
-  if (msg) ftl_wire_send(c->fd, msg, ftl_deadline_after_ms(2000), &ignored);
+  if (msg) rz_wire_send(c->fd, msg, ftl_deadline_after_ms(2000), &ignored);
   json_decref(msg);
 }
 
@@ -125,8 +125,8 @@ static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
 static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type, ftl_rdzv_event_fn fn,
                          void *user) {
   char why[256];
-  const char *token = ftl_wire_str(msg, "token", "");
-  int64_t rank = ftl_wire_int(msg, "rank", -1);
+  const char *token = rz_wire_str(msg, "token", "");
+  int64_t rank = rz_wire_int(msg, "rank", -1);
   if (strcmp(token, s->token) != 0) {
     snprintf(why, sizeof why, "%s of rank %lld has token '%.60s', not this attempt's: a process of another attempt",
              type, (long long)rank, token);
@@ -137,7 +137,7 @@ static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const c
     goto reject;
   }
   c->rank = (int)rank;
-  const char *host = ftl_wire_str(msg, "host", "?");
+  const char *host = rz_wire_str(msg, "host", "?");
   if (!s->hosts[rank][0]) snprintf(s->hosts[rank], sizeof s->hosts[rank], "%s", host);
   if (strcmp(type, "agent") == 0) {
     c->role = ROLE_AGENT;
@@ -171,7 +171,7 @@ reject:
 }
 
 static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
-  const char *type = ftl_wire_str(msg, "type", "");
+  const char *type = rz_wire_str(msg, "type", "");
   if (c->role == ROLE_UNKNOWN) {
     if (strcmp(type, "agent") == 0 || strcmp(type, "rank") == 0) return handle_hello(s, c, msg, type, fn, user);
     emit(fn, user, FTL_RDZV_REJECTED, c, msg, "first message is not a hello");
@@ -199,7 +199,7 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
 
 static void drop_conn(ftl_rdzv_server *s, size_t i) {
   close(s->conns[i].fd);
-  ftl_linebuf_free(&s->conns[i].lb);
+  rz_linebuf_free(&s->conns[i].lb);
   s->conns[i] = s->conns[s->nconns - 1];
   s->nconns--;
 }
@@ -222,7 +222,7 @@ static void accept_all(ftl_rdzv_server *s) {
   }
 }
 
-void ftl_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user) {
+void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user) {
   /* Read the connections that were polled first (by fd: the array may have been rebuilt), then
    * accept, so indexes into s->conns stay valid while we work. */
   for (size_t k = 0; k < n; k++) {
@@ -232,12 +232,12 @@ void ftl_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t
     if (i == s->nconns) continue;
     conn *c = &s->conns[i];
     bool eof = false;
-    bool keep = ftl_linebuf_fill(&c->lb, c->fd, &eof) == FTL_OK;
+    bool keep = rz_linebuf_fill(&c->lb, c->fd, &eof) == FTL_OK;
     for (;;) {
       if (!keep) break;
       json_t *msg = NULL;
       ftl_diag d;
-      ftl_err rc = ftl_linebuf_next(&c->lb, &msg, &d);
+      ftl_err rc = rz_linebuf_next(&c->lb, &msg, &d);
       if (rc == FTL_ERR_NOTFOUND) break;
       if (rc) {
         emit(fn, user, FTL_RDZV_REJECTED, c, NULL, d.msg);
@@ -256,7 +256,7 @@ void ftl_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t
     if (fds[k].fd == s->listen_fd && (fds[k].revents & POLLIN)) accept_all(s);
 }
 
-void ftl_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size) {
+void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size) {
   size_t used = 0;
   int listed = 0, missing = 0;
   buf[0] = '\0';
@@ -273,28 +273,28 @@ void ftl_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_
   if (missing > listed) snprintf(buf + used, size - used, " and %d more", missing - listed);
 }
 
-void ftl_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal) {
+void rz_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal) {
   for (size_t i = 0; i < s->nconns; i++)
     if (s->conns[i].role == ROLE_AGENT) send_to(&s->conns[i], json_pack("{s:s, s:i}", "type", "signal", "signal", signal));
 }
 
-void ftl_rdzv_server_ping_agents(ftl_rdzv_server *s) {
+void rz_rdzv_server_ping_agents(ftl_rdzv_server *s) {
   for (size_t i = 0; i < s->nconns; i++)
     if (s->conns[i].role == ROLE_AGENT) {
       /* A ping that does not fit in the socket buffer is dropped: the next one says the same. */
       json_t *msg = json_pack("{s:s}", "type", "ping");
       ftl_diag ignored;
-      if (msg) ftl_wire_send_nowait(s->conns[i].fd, msg, &ignored);
+      if (msg) rz_wire_send_nowait(s->conns[i].fd, msg, &ignored);
       json_decref(msg);
     }
 }
 
-void ftl_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason) {
+void rz_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason) {
   for (size_t i = 0; i < s->nconns; i++)
     if (s->conns[i].role == ROLE_RANK) send_to(&s->conns[i], json_pack("{s:s, s:s}", "type", "stop", "reason", reason));
 }
 
-void ftl_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {
+void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {
   if (s->failed || s->went) return;
   s->failed = true;
   snprintf(s->fail_reason, sizeof s->fail_reason, "%s", reason);

@@ -43,39 +43,39 @@ typedef struct ftl_rdzv_event {
 
 typedef void (*ftl_rdzv_event_fn)(void *user, const ftl_rdzv_event *ev);
 
-ftl_err ftl_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
+ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
                                ftl_diag *d);
-void ftl_rdzv_server_destroy(ftl_rdzv_server *s);
-int ftl_rdzv_server_port(const ftl_rdzv_server *s);
+void rz_rdzv_server_destroy(ftl_rdzv_server *s);
+int rz_rdzv_server_port(const ftl_rdzv_server *s);
 
 /* Fills fds (capacity cap) with what to poll; returns how many. */
-size_t ftl_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap);
+size_t rz_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap);
 /* Handles what poll reported on those fds, calling fn for each event. */
-void ftl_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user);
+void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user);
 
-int ftl_rdzv_server_joined(const ftl_rdzv_server *s);
+int rz_rdzv_server_joined(const ftl_rdzv_server *s);
 /* Open connections from agents and ranks. */
-size_t ftl_rdzv_server_connections(const ftl_rdzv_server *s);
+size_t rz_rdzv_server_connections(const ftl_rdzv_server *s);
 /* Open connections from ranks (in ftl_init or after it). */
-size_t ftl_rdzv_server_rank_connections(const ftl_rdzv_server *s);
-bool ftl_rdzv_server_went(const ftl_rdzv_server *s);
+size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s);
+bool rz_rdzv_server_went(const ftl_rdzv_server *s);
 /* The host a rank reported (agent or rank), or NULL when nothing was heard from it. */
-const char *ftl_rdzv_server_host(const ftl_rdzv_server *s, int rank);
+const char *rz_rdzv_server_host(const ftl_rdzv_server *s, int rank);
 
 /* Describes the ranks that have not joined: "rank 3 (host n1), rank 5 (never started)". */
-void ftl_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size);
+void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size);
 
 /* Tells every rank agent to pass `signal` to its program's process group (and to SIGKILL the group
  * after its grace period). Faster than going through mpirun, and it reaches every host. */
-void ftl_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal);
+void rz_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal);
 
 /* Sends every agent a heartbeat, so an agent cut off from the launcher notices and ends its rank. */
-void ftl_rdzv_server_ping_agents(ftl_rdzv_server *s);
+void rz_rdzv_server_ping_agents(ftl_rdzv_server *s);
 
 /* Asks every rank that uses the library to stop (ftl_stop_requested returns 1), with a reason. */
-void ftl_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason);
+void rz_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason);
 
 /* Tells every joined rank that the rendezvous failed, with the reason; no rank gets "go" after. */
-void ftl_rdzv_server_fail(ftl_rdzv_server *s, const char *reason);
+void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason);
 
 #endif

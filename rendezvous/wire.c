@@ -14,13 +14,13 @@
 
 #include "ftl/core.h"
 
-void ftl_linebuf_free(ftl_linebuf *lb) {
+void rz_linebuf_free(ftl_linebuf *lb) {
   ftl_free(lb->data);
   lb->data = NULL;
   lb->len = lb->cap = 0;
 }
 
-ftl_err ftl_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof) {
+ftl_err rz_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof) {
   *eof = false;
   for (;;) {
     if (lb->cap - lb->len < 4096) {
@@ -47,7 +47,7 @@ ftl_err ftl_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof) {
   }
 }
 
-ftl_err ftl_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag *d) {
+ftl_err rz_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag *d) {
   json_error_t jerr;
   json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!msg) return ftl_diag_fail(d, FTL_ERR_PROTO, "malformed message: %s", jerr.text);
@@ -59,14 +59,14 @@ ftl_err ftl_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag 
   return FTL_OK;
 }
 
-ftl_err ftl_linebuf_next(ftl_linebuf *lb, json_t **msg_out, ftl_diag *d) {
+ftl_err rz_linebuf_next(ftl_linebuf *lb, json_t **msg_out, ftl_diag *d) {
   char *nl = lb->len ? memchr(lb->data, '\n', lb->len) : NULL;
   if (!nl) {
     if (lb->len > FTL_WIRE_MAX_LINE) return ftl_diag_fail(d, FTL_ERR_PROTO, "message longer than %d bytes", FTL_WIRE_MAX_LINE);
     return FTL_ERR_NOTFOUND;
   }
   size_t line_len = (size_t)(nl - lb->data);
-  ftl_err rc = ftl_wire_parse(lb->data, line_len, msg_out, d);
+  ftl_err rc = rz_wire_parse(lb->data, line_len, msg_out, d);
   memmove(lb->data, nl + 1, lb->len - line_len - 1);
   lb->len -= line_len + 1;
   return rc;
@@ -115,15 +115,15 @@ out:
   return rc;
 }
 
-ftl_err ftl_wire_send(int fd, const json_t *msg, int64_t deadline_ms, ftl_diag *d) {
+ftl_err rz_wire_send(int fd, const json_t *msg, int64_t deadline_ms, ftl_diag *d) {
   return wire_send(fd, msg, deadline_ms, false, d);
 }
 
-ftl_err ftl_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d) {
+ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d) {
   return wire_send(fd, msg, FTL_NO_DEADLINE, true, d);
 }
 
-ftl_err ftl_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
+ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
   char host[256];
   const char *colon = strrchr(host_port, ':');
   if (!colon || colon == host_port || (size_t)(colon - host_port) >= sizeof host)
@@ -174,7 +174,7 @@ out:
   return rc;
 }
 
-ftl_err ftl_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d) {
+ftl_err rz_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d) {
   struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
   int gai = getaddrinfo(addr && *addr ? addr : NULL, "0", &hints, &res);
   if (gai != 0) return ftl_diag_fail(d, FTL_ERR_INVAL, "cannot resolve listen address %s: %s", addr, gai_strerror(gai));
@@ -203,17 +203,17 @@ out:
   return rc;
 }
 
-int64_t ftl_wire_int(const json_t *msg, const char *key, int64_t fallback) {
+int64_t rz_wire_int(const json_t *msg, const char *key, int64_t fallback) {
   const json_t *v = json_object_get(msg, key);
   return json_is_integer(v) ? (int64_t)json_integer_value(v) : fallback;
 }
 
-double ftl_wire_num(const json_t *msg, const char *key, double fallback) {
+double rz_wire_num(const json_t *msg, const char *key, double fallback) {
   const json_t *v = json_object_get(msg, key);
   return json_is_number(v) ? json_number_value(v) : fallback;
 }
 
-const char *ftl_wire_str(const json_t *msg, const char *key, const char *fallback) {
+const char *rz_wire_str(const json_t *msg, const char *key, const char *fallback) {
   const json_t *v = json_object_get(msg, key);
   return json_is_string(v) ? json_string_value(v) : fallback;
 }

@@ -23,37 +23,37 @@ typedef struct ftl_linebuf {
   size_t cap;
 } ftl_linebuf;
 
-void ftl_linebuf_free(ftl_linebuf *lb);
+void rz_linebuf_free(ftl_linebuf *lb);
 
 /* Reads what is available on a non-blocking fd into lb. FTL_OK with *eof set when the peer closed;
  * FTL_ERR_PROTO when a line grew past FTL_WIRE_MAX_LINE. */
-ftl_err ftl_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof);
+ftl_err rz_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof);
 
 /* Takes the next complete line out of lb and parses it as a JSON object. FTL_ERR_NOTFOUND when
  * no complete line is buffered; FTL_ERR_PROTO (with detail) when the line is not a JSON object.
  * *msg_out is a new reference on success. */
-ftl_err ftl_linebuf_next(ftl_linebuf *lb, json_t **msg_out, ftl_diag *d);
+ftl_err rz_linebuf_next(ftl_linebuf *lb, json_t **msg_out, ftl_diag *d);
 
-/* Parses one line (without its newline) as a message object: used by ftl_linebuf_next and by the
+/* Parses one line (without its newline) as a message object: used by rz_linebuf_next and by the
  * fuzz target. */
-ftl_err ftl_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag *d);
+ftl_err rz_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag *d);
 
 /* Sends msg as one line, waiting at most until deadline_ms for the socket to take it. */
-ftl_err ftl_wire_send(int fd, const json_t *msg, int64_t deadline_ms, ftl_diag *d);
+ftl_err rz_wire_send(int fd, const json_t *msg, int64_t deadline_ms, ftl_diag *d);
 
 /* Sends without waiting: FTL_ERR_TIMEOUT when the socket buffer is full (the caller may drop a
  * message that the next one supersedes, such as a progress heartbeat). */
-ftl_err ftl_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d);
+ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d);
 
 /* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. */
-ftl_err ftl_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d);
+ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d);
 
 /* Listens on addr (NULL or "" = all addresses) at an ephemeral port; returns fd and port. */
-ftl_err ftl_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d);
+ftl_err rz_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d);
 
 /* Small typed getters: absent or wrong-typed fields give the fallback. */
-int64_t ftl_wire_int(const json_t *msg, const char *key, int64_t fallback);
-double ftl_wire_num(const json_t *msg, const char *key, double fallback);
-const char *ftl_wire_str(const json_t *msg, const char *key, const char *fallback);
+int64_t rz_wire_int(const json_t *msg, const char *key, int64_t fallback);
+double rz_wire_num(const json_t *msg, const char *key, double fallback);
+const char *rz_wire_str(const json_t *msg, const char *key, const char *fallback);
 
 #endif

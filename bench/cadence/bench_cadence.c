@@ -69,7 +69,7 @@ static int run_fixed(double mtbf_s, int seeds, int64_t steps, agg *a) {
   for (int i = 0; i < seeds; i++) {
     ftl_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
     ftl_cadence_sim_result r;
-    if (ftl_cadence_sim_run(&p, NULL, steps, &r)) return 1;
+    if (cd_cadence_sim_run(&p, NULL, steps, &r)) return 1;
     add(a, &r, STEP_S);
   }
   return 0;
@@ -95,7 +95,7 @@ static int run_adaptive(double mtbf_s, int seeds, double prior_factor, double pr
     ftl_cadence_observe_steps(c, 1, STEP_S);
     ftl_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
     ftl_cadence_sim_result r;
-    ftl_err rc = ftl_cadence_sim_run(&p, c, 0, &r);
+    ftl_err rc = cd_cadence_sim_run(&p, c, 0, &r);
     ftl_cadence_destroy(c);
     if (rc) return 1;
     add(a, &r, STEP_S);

@@ -39,9 +39,9 @@ int main(void) {
   double sum = 0;
   for (int i = 0; i < 200000; i++) {
     CHECK(ftl_sim_rng_next(&a) == ftl_sim_rng_next(&b));
-    double u = ftl_sim_rng_uniform(&a);
+    double u = cd_sim_rng_uniform(&a);
     CHECK(u >= 0 && u < 1);
-    sum += ftl_sim_rng_exp(&b, 3.0);
+    sum += cd_sim_rng_exp(&b, 3.0);
   }
   CHECK(fabs(sum / 200000 / 3.0 - 1) < 0.01);
 
@@ -52,16 +52,16 @@ int main(void) {
     ftl_cadence_sim_params p = base(m, 7 + i);
     int64_t steps = (int64_t)(ftl_cadence_daly_s(p.stall_s, m) / p.step_s + 0.5);
     ftl_cadence_sim_result r, r2;
-    CHECK_OK(ftl_cadence_sim_run(&p, NULL, steps, &r), "sim");
+    CHECK_OK(cd_cadence_sim_run(&p, NULL, steps, &r), "sim");
     check_books(&r, &p);
     double model = ftl_cadence_waste((double)steps * p.step_s, p.stall_s, 0, p.restart_s, m);
     printf("M = %6.0f s: simulated waste %.4f, model %.4f, %lld failures\n", m, r.waste, model, (long long)r.failures);
     CHECK(fabs(r.waste / model - 1) < 0.06);
     /* Same seed, same run; another seed, another. */
-    CHECK_OK(ftl_cadence_sim_run(&p, NULL, steps, &r2), "sim");
+    CHECK_OK(cd_cadence_sim_run(&p, NULL, steps, &r2), "sim");
     CHECK(r2.wall_s == r.wall_s && r2.failures == r.failures);
     p.seed++;
-    CHECK_OK(ftl_cadence_sim_run(&p, NULL, steps, &r2), "sim");
+    CHECK_OK(cd_cadence_sim_run(&p, NULL, steps, &r2), "sim");
     CHECK(r2.wall_s != r.wall_s);
   }
 
@@ -71,14 +71,14 @@ int main(void) {
     p.durable_s = 60;
     int64_t steps = (int64_t)(ftl_cadence_daly_s(p.stall_s, p.mtbf_s) / p.step_s + 0.5);
     ftl_cadence_sim_result r;
-    CHECK_OK(ftl_cadence_sim_run(&p, NULL, steps, &r), "sim");
+    CHECK_OK(cd_cadence_sim_run(&p, NULL, steps, &r), "sim");
     check_books(&r, &p);
     double model = ftl_cadence_waste((double)steps * p.step_s, p.stall_s, p.durable_s, p.restart_s, p.mtbf_s);
     printf("W = 60 s: simulated waste %.4f, model %.4f\n", r.waste, model);
     CHECK(fabs(r.waste / model - 1) < 0.08);
     /* An interval shorter than W makes each save wait for the previous one: the wait is stall. */
     ftl_cadence_sim_result r_short;
-    CHECK_OK(ftl_cadence_sim_run(&p, NULL, 10, &r_short), "sim");
+    CHECK_OK(cd_cadence_sim_run(&p, NULL, 10, &r_short), "sim");
     check_books(&r_short, &p);
     CHECK(r_short.stall_s > (double)r_short.checkpoints * (p.durable_s - 15 - 1));
   }
@@ -97,7 +97,7 @@ int main(void) {
     ftl_diag d;
     CHECK_OK(ftl_cadence_create(&cfg, &c, &d), d.msg);
     ftl_cadence_sim_result r;
-    CHECK_OK(ftl_cadence_sim_run(&p, c, 0, &r), "sim");
+    CHECK_OK(cd_cadence_sim_run(&p, c, 0, &r), "sim");
     check_books(&r, &p);
     double want = ftl_cadence_daly_s(p.stall_s, p.mtbf_s);
     double got = (double)r.last_interval_steps * p.step_s;
@@ -117,9 +117,9 @@ int main(void) {
   /* Bad parameters. */
   ftl_cadence_sim_params p = base(3600, 1);
   ftl_cadence_sim_result r;
-  CHECK_INT_EQ(ftl_cadence_sim_run(&p, NULL, 0, &r), FTL_ERR_INVAL);
+  CHECK_INT_EQ(cd_cadence_sim_run(&p, NULL, 0, &r), FTL_ERR_INVAL);
   p.mtbf_s = 0;
-  CHECK_INT_EQ(ftl_cadence_sim_run(&p, NULL, 10, &r), FTL_ERR_INVAL);
+  CHECK_INT_EQ(cd_cadence_sim_run(&p, NULL, 10, &r), FTL_ERR_INVAL);
   printf("ok\n");
   return 0;
 }

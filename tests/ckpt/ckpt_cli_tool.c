@@ -2,4 +2,4 @@
  * not depend on the launcher binary: `ckpt_cli_tool ckpt ls RUNDIR` runs `ftl ckpt ls RUNDIR`. */
 #include "checkpoint/ckpt_cli.h"
 
-int main(int argc, char **argv) { return argc < 2 ? 2 : ftl_ckpt_cli_main(argc - 1, argv + 1); }
+int main(int argc, char **argv) { return argc < 2 ? 2 : ck_ckpt_cli_main(argc - 1, argv + 1); }

@@ -345,11 +345,11 @@ static int mode_faults(ftl_ctx *ctx, const char *rundir) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     step += 10;
     fill_state(&st, step);
-    if (rank == world - 1) ftl_fault_set(cases[c].op, 1, cases[c].err);
+    if (rank == world - 1) core_fault_set(cases[c].op, 1, cases[c].err);
     CHECK_OK(ftl_ckpt_save(ck, step), ftl_ckpt_errmsg(ck)); /* starting is fine: the failure is async */
     ftl_ckpt_stats s;
     ftl_err rc = ftl_ckpt_wait(ck, -1, &s);
-    ftl_fault_clear();
+    core_fault_clear();
     if (rank == 0) printf("step %lld: %s: %s\n", (long long)step, ftl_err_name(rc), s.errmsg);
     RCHECK(rc == cases[c].want && s.err == cases[c].want && s.step == step);
     CHECK_STR_CONTAINS(s.errmsg, cases[c].text);
@@ -441,7 +441,7 @@ static int mode_flip(const char *rundir, const char *step_text, const char *rank
   int64_t step, r;
   CHECK_OK(ftl_parse_i64(step_text, 0, INT64_MAX, &step), step_text);
   CHECK_OK(ftl_parse_i64(rank_text, 0, 1 << 20, &r), rank_text);
-  CHECK_OK(ftl_rundir_path(base, sizeof base, rundir, FTL_RUNDIR_CHECKPOINTS), "path");
+  CHECK_OK(core_rundir_path(base, sizeof base, rundir, FTL_RUNDIR_CHECKPOINTS), "path");
   ck_manifest *m = NULL;
   ftl_diag d = {{0}};
   CHECK_OK(ck_read_manifest(base, step, &m, NULL, NULL, &d), d.msg);

@@ -182,7 +182,7 @@ int main(void) {
   unsetenv("FTL_CKPT_FAULT");
   unsetenv("FTL_CKPT_CRASH_AT");
   setenv("FTL_BACKEND", "mpi", 1);
-  ftl_mpi_set_ops(&fake);
+  rz_mpi_set_ops(&fake);
 
   char run_dir[PATH_MAX];
   const char *t = getenv("TMPDIR");

@@ -93,7 +93,7 @@ static void write_step(const char *base, ck_manifest *m, void **data) {
   CHECK_OK(ck_manifest_to_json(m, &text, &len, &d), d.msg);
   char mp[PATH_MAX];
   CHECK_OK(ftl_fmt(mp, sizeof mp, "%s/manifest.json", sd), "path");
-  CHECK_OK(ftl_fs_write_atomic(mp, text, len, "mid_manifest", 0, m->step, &d), d.msg);
+  CHECK_OK(core_fs_write_atomic(mp, text, len, "mid_manifest", 0, m->step, &d), d.msg);
   ftl_free(text);
 }
 
@@ -241,30 +241,30 @@ static void test_faults(void) {
       {FTL_FAULT_RENAME, 1, EIO, FTL_ERR_IO, "rename of"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    ftl_fault_set(cases[c].op, cases[c].nth, cases[c].err);
+    core_fault_set(cases[c].op, cases[c].nth, cases[c].err);
     ftl_err rc = ck_shard_write(sd, m, &m->shards[0], (const void *const *)data, 64, bounce, BOUNCE, 7, 1, &d);
-    ftl_fault_clear();
+    core_fault_clear();
     CHECK_INT_EQ(rc, cases[c].want);
     CHECK_STR_CONTAINS(d.msg, cases[c].text);
     CHECK(access(path, F_OK) != 0);
     CHECK(access(tmp, F_OK) != 0);
   }
   /* A torn write: the writer cannot tell, the reader's checksum can. */
-  ftl_fault_set(FTL_FAULT_TEAR, 2, 0);
+  core_fault_set(FTL_FAULT_TEAR, 2, 0);
   CHECK_OK(ck_shard_write(sd, m, &m->shards[0], (const void *const *)data, 64, bounce, BOUNCE, 7, 1, &d), d.msg);
-  ftl_fault_clear();
+  core_fault_clear();
   ftl_err rc = ck_shard_verify_read(sd, m, &m->shards[0], NULL, 0, 4096, bounce, BOUNCE, &d);
   CHECK_INT_EQ(rc, FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "checksum mismatch in tensor");
   /* The atomic write: failures leave the old file in place. */
   char mp[PATH_MAX];
   CHECK_OK(ftl_fmt(mp, sizeof mp, "%s/manifest.json", sd), "p");
-  CHECK_OK(ftl_fs_write_atomic(mp, "old\n", 4, NULL, 0, 7, &d), d.msg);
-  ftl_fault_set(FTL_FAULT_FSYNC, 1, EIO);
-  CHECK_INT_EQ(ftl_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
-  ftl_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
-  CHECK_INT_EQ(ftl_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_NOSPC);
-  ftl_fault_clear();
+  CHECK_OK(core_fs_write_atomic(mp, "old\n", 4, NULL, 0, 7, &d), d.msg);
+  core_fault_set(FTL_FAULT_FSYNC, 1, EIO);
+  CHECK_INT_EQ(core_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
+  core_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
+  CHECK_INT_EQ(core_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_NOSPC);
+  core_fault_clear();
   char *text = NULL;
   size_t len = 0;
   CHECK_OK(ftl_read_file(mp, 100, &text, &len, &d), d.msg);
@@ -272,11 +272,11 @@ static void test_faults(void) {
   ftl_free(text);
   /* Environment parsing of faults. */
   setenv("FTL_CKPT_FAULT", "rename:1:EIO,bogus:2,write:x", 1);
-  ftl_fault_from_env();
+  core_fault_from_env();
   unsetenv("FTL_CKPT_FAULT");
-  CHECK_INT_EQ(ftl_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
+  CHECK_INT_EQ(core_fs_write_atomic(mp, "new\n", 4, NULL, 0, 7, &d), FTL_ERR_IO);
   CHECK_STR_CONTAINS(d.msg, "rename");
-  ftl_fault_clear();
+  core_fault_clear();
   ck_manifest_free(m);
   for (int i = 0; i < 12; i++)
     free(data[i]);

@@ -1,6 +1,6 @@
 /* tests/core/fuzz_failure_record.c: libFuzzer harness for the failure ledger's record codec
  * (core/failure_record.c): arbitrary bytes (a corrupt, torn or hostile ledger) split into lines
- * as the readers split them (ftl_jsonl_each_line), each parsed; a record that parses must have terminated strings, a
+ * as the readers split them (core_jsonl_each_line), each parsed; a record that parses must have terminated strings, a
  * known kind, its bounded numbers in bounds, and encode again into a line that parses to the same
  * fields. Broken promises trap so the fuzzer keeps the input. */
 #include <stdint.h>
@@ -42,7 +42,7 @@ static void check_again(const core_failure_record *r) {
   require(!strcmp(b.cause, r->cause) && !strcmp(b.job, r->job) && !strcmp(b.host, r->host));
 }
 
-/* One line, as the readers hand it over (ftl_jsonl_each_line). */
+/* One line, as the readers hand it over (core_jsonl_each_line). */
 static ftl_err one_line(const char *line, size_t len, size_t line_no, void *ctx) {
   (void)line_no;
   (void)ctx;
@@ -56,6 +56,6 @@ static ftl_err one_line(const char *line, size_t len, size_t line_no, void *ctx)
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  (void)ftl_jsonl_each_line((const char *)data, size, one_line, NULL);
+  (void)core_jsonl_each_line((const char *)data, size, one_line, NULL);
   return 0;
 }

@@ -24,7 +24,7 @@ static int append(const char *path, const char *attempt) {
   rec.world_size = 1;
   rec.step = -1;
   rec.rank_hours = 1.0;
-  ftl_fault_from_env();
+  core_fault_from_env();
   if (ftl_cadence_fleet_append(path, &rec, 10000, &d)) {
     fprintf(stderr, "ledger_tool: %s\n", d.msg);
     return 1;

@@ -36,38 +36,38 @@ static void check_content(const char *path, const char *want) {
 static int exists(const char *path) { return access(path, F_OK) == 0; }
 
 static void test_errno_map(void) {
-  CHECK_INT_EQ(ftl_errno_to_err(ENOSPC), FTL_ERR_NOSPC);
-  CHECK_INT_EQ(ftl_errno_to_err(EDQUOT), FTL_ERR_NOSPC);
-  CHECK_INT_EQ(ftl_errno_to_err(EIO), FTL_ERR_IO);
-  CHECK_INT_EQ(ftl_errno_to_err(EROFS), FTL_ERR_IO);
+  CHECK_INT_EQ(core_errno_to_err(ENOSPC), FTL_ERR_NOSPC);
+  CHECK_INT_EQ(core_errno_to_err(EDQUOT), FTL_ERR_NOSPC);
+  CHECK_INT_EQ(core_errno_to_err(EIO), FTL_ERR_IO);
+  CHECK_INT_EQ(core_errno_to_err(EROFS), FTL_ERR_IO);
 }
 
 static void test_nth_write_and_tear(void) {
   char path[512];
   path_in(path, sizeof path, "raw.bin");
-  int fd = ftl_fs_table.open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  int fd = core_fs_table.open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
   CHECK(fd >= 0);
   char buf[100];
   memset(buf, 'x', sizeof buf);
-  ftl_fault_set(FTL_FAULT_WRITE, 2, ENOSPC); /* the second write from now */
-  CHECK_OK(ftl_fs_pwrite_all(fd, buf, sizeof buf, 0), "first write");
+  core_fault_set(FTL_FAULT_WRITE, 2, ENOSPC); /* the second write from now */
+  CHECK_OK(core_fs_pwrite_all(fd, buf, sizeof buf, 0), "first write");
   errno = 0;
-  CHECK_INT_EQ(ftl_fs_pwrite_all(fd, buf, sizeof buf, 100), FTL_ERR_NOSPC);
+  CHECK_INT_EQ(core_fs_pwrite_all(fd, buf, sizeof buf, 100), FTL_ERR_NOSPC);
   CHECK_INT_EQ(errno, ENOSPC);
-  CHECK_OK(ftl_fs_pwrite_all(fd, buf, sizeof buf, 100), "the fault fires once");
+  CHECK_OK(core_fs_pwrite_all(fd, buf, sizeof buf, 100), "the fault fires once");
   /* A torn write reports all its bytes written but leaves half. */
-  CHECK_OK(ftl_fs_table.ftruncate(fd, 0), "truncate");
-  ftl_fault_set(FTL_FAULT_TEAR, 1, 0);
-  CHECK_OK(ftl_fs_pwrite_all(fd, buf, sizeof buf, 0), "torn write reports success");
+  CHECK_OK(core_fs_table.ftruncate(fd, 0), "truncate");
+  core_fault_set(FTL_FAULT_TEAR, 1, 0);
+  CHECK_OK(core_fs_pwrite_all(fd, buf, sizeof buf, 0), "torn write reports success");
   struct stat st;
   CHECK(fstat(fd, &st) == 0);
   CHECK_INT_EQ(st.st_size, 50);
   /* Reading past the end is a short file: FTL_ERR_CORRUPT with errno 0. */
-  CHECK_INT_EQ(ftl_fs_pread_all(fd, buf, sizeof buf, 0), FTL_ERR_CORRUPT);
+  CHECK_INT_EQ(core_fs_pread_all(fd, buf, sizeof buf, 0), FTL_ERR_CORRUPT);
   CHECK_INT_EQ(errno, 0);
-  CHECK_OK(ftl_fs_pread_all(fd, buf, 50, 0), "whole read");
-  ftl_fs_table.close(fd);
-  ftl_fault_clear();
+  CHECK_OK(core_fs_pread_all(fd, buf, 50, 0), "whole read");
+  core_fs_table.close(fd);
+  core_fault_clear();
 }
 
 /* Each failure of an atomic replace leaves the old file as it was and no temporary file. */
@@ -76,7 +76,7 @@ static void test_atomic_failures(void) {
   path_in(path, sizeof path, "state.json");
   CHECK_OK(ftl_fmt(tmp, sizeof tmp, "%s.tmp", path), "tmp");
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_fs_write_atomic(path, "old", 3, NULL, -1, -1, &d), d.msg);
+  CHECK_OK(core_fs_write_atomic(path, "old", 3, NULL, -1, -1, &d), d.msg);
   check_content(path, "old");
   const struct {
     ftl_fault_op op;
@@ -89,22 +89,22 @@ static void test_atomic_failures(void) {
       {FTL_FAULT_RENAME, EIO, FTL_ERR_IO},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    ftl_fault_set(cases[i].op, 1, cases[i].err);
+    core_fault_set(cases[i].op, 1, cases[i].err);
     d.msg[0] = '\0';
-    CHECK_INT_EQ(ftl_fs_write_atomic(path, "new contents", 12, NULL, -1, -1, &d), cases[i].want);
+    CHECK_INT_EQ(core_fs_write_atomic(path, "new contents", 12, NULL, -1, -1, &d), cases[i].want);
     CHECK_STR_CONTAINS(d.msg, "state.json");
     check_content(path, "old");
     CHECK(!exists(tmp));
-    ftl_fault_clear();
+    core_fault_clear();
   }
-  CHECK_OK(ftl_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), d.msg);
+  CHECK_OK(core_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), d.msg);
   check_content(path, "new");
   CHECK(!exists(tmp));
   /* The public helper is the seam's too: an injected ENOSPC reaches it. */
-  ftl_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
+  core_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
   CHECK_INT_EQ(ftl_write_file_atomic(path, "public", 6, &d), FTL_ERR_NOSPC);
   check_content(path, "new");
-  ftl_fault_clear();
+  core_fault_clear();
   CHECK_OK(ftl_write_file_atomic(path, "public", 6, &d), d.msg);
   check_content(path, "public");
 }
@@ -118,7 +118,7 @@ static void crash_child(const char *path, const char *at_var, const char *rank_v
     setenv(at_var, "test_mid", 1);
     if (rank_var) setenv(rank_var, rank, 1);
     ftl_diag d = {{0}};
-    ftl_err rc = ftl_fs_write_atomic(path, "0123456789", 10, "test_mid", 3, 7, &d);
+    ftl_err rc = core_fs_write_atomic(path, "0123456789", 10, "test_mid", 3, 7, &d);
     _exit(rc == FTL_OK ? 0 : 1);
   }
   int st = 0;
@@ -138,7 +138,7 @@ static void test_crash_point(void) {
   ftl_diag d = {{0}};
   const char *names[][2] = {{"FTL_CRASH_AT", "FTL_CRASH_RANK"}, {"FTL_CKPT_CRASH_AT", "FTL_CKPT_CRASH_RANK"}};
   for (int i = 0; i < 2; i++) {
-    CHECK_OK(ftl_fs_write_atomic(path, "old", 3, NULL, -1, -1, &d), d.msg);
+    CHECK_OK(core_fs_write_atomic(path, "old", 3, NULL, -1, -1, &d), d.msg);
     crash_child(path, names[i][0], NULL, NULL);
     check_content(path, "old");
     check_content(tmp, "01234");
@@ -148,7 +148,7 @@ static void test_crash_point(void) {
     check_content(path, "0123456789");
   }
   /* Not named: the point is passed. */
-  CHECK_OK(ftl_fs_write_atomic(path, "abc", 3, "test_mid", 0, 0, &d), d.msg);
+  CHECK_OK(core_fs_write_atomic(path, "abc", 3, "test_mid", 0, 0, &d), d.msg);
   check_content(path, "abc");
 }
 
@@ -156,18 +156,18 @@ static void test_fault_from_env(void) {
   char path[512];
   ftl_diag d = {{0}};
   path_in(path, sizeof path, "env.json");
-  CHECK_OK(ftl_fs_write_atomic(path, "old", 3, NULL, -1, -1, &d), d.msg);
+  CHECK_OK(core_fs_write_atomic(path, "old", 3, NULL, -1, -1, &d), d.msg);
   setenv("FTL_FAULT", "write:1:ENOSPC", 1);
-  ftl_fault_from_env();
+  core_fault_from_env();
   unsetenv("FTL_FAULT");
-  CHECK_INT_EQ(ftl_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), FTL_ERR_NOSPC);
+  CHECK_INT_EQ(core_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), FTL_ERR_NOSPC);
   setenv("FTL_CKPT_FAULT", "rename:1:EIO,bogus:1,write:x", 1); /* the old name; bad entries are skipped */
-  ftl_fault_from_env();
+  core_fault_from_env();
   unsetenv("FTL_CKPT_FAULT");
-  CHECK_INT_EQ(ftl_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), FTL_ERR_IO);
+  CHECK_INT_EQ(core_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), FTL_ERR_IO);
   CHECK_STR_CONTAINS(d.msg, "rename");
   check_content(path, "old");
-  CHECK_OK(ftl_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), d.msg);
+  CHECK_OK(core_fs_write_atomic(path, "new", 3, NULL, -1, -1, &d), d.msg);
   check_content(path, "new");
 }
 
@@ -181,15 +181,15 @@ static void test_table(void) {
   char path[512];
   ftl_diag d = {{0}};
   path_in(path, sizeof path, "table.json");
-  ftl_fs_table.pwrite = counting_pwrite;
-  CHECK_OK(ftl_fs_write_atomic(path, "abcd", 4, NULL, -1, -1, &d), d.msg);
+  core_fs_table.pwrite = counting_pwrite;
+  CHECK_OK(core_fs_write_atomic(path, "abcd", 4, NULL, -1, -1, &d), d.msg);
   CHECK_INT_EQ(pwrite_calls, 2); /* two halves, around the crash point */
-  ftl_fs_reset();
-  CHECK_OK(ftl_fs_write_atomic(path, "abcd", 4, NULL, -1, -1, &d), d.msg);
+  core_fs_reset();
+  CHECK_OK(core_fs_write_atomic(path, "abcd", 4, NULL, -1, -1, &d), d.msg);
   CHECK_INT_EQ(pwrite_calls, 2);
-  CHECK_OK(ftl_fs_fsync_dir(dir, &d), d.msg);
+  CHECK_OK(core_fs_fsync_dir(dir, &d), d.msg);
   path_in(path, sizeof path, "no-such-folder");
-  CHECK_INT_EQ(ftl_fs_fsync_dir(path, &d), FTL_ERR_IO);
+  CHECK_INT_EQ(core_fs_fsync_dir(path, &d), FTL_ERR_IO);
   CHECK_STR_CONTAINS(d.msg, "no-such-folder");
 }
 
@@ -200,34 +200,34 @@ static void test_widened(void) {
   char path[512], tmp[600], other[512];
   ftl_diag d = {{0}};
   path_in(path, sizeof path, "append.log");
-  int fd = ftl_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  int fd = core_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
   CHECK(fd >= 0);
-  ftl_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
+  core_fault_set(FTL_FAULT_WRITE, 1, ENOSPC);
   errno = 0;
-  CHECK(ftl_fs_table.write(fd, "0123456789", 10) == -1 && errno == ENOSPC);
-  ftl_fault_set(FTL_FAULT_TEAR, 1, 0);
-  CHECK(ftl_fs_table.write(fd, "0123456789", 10) == 10); /* reported whole */
-  ftl_fs_table.close(fd);
+  CHECK(core_fs_table.write(fd, "0123456789", 10) == -1 && errno == ENOSPC);
+  core_fault_set(FTL_FAULT_TEAR, 1, 0);
+  CHECK(core_fs_table.write(fd, "0123456789", 10) == 10); /* reported whole */
+  core_fs_table.close(fd);
   check_content(path, "01234");
   /* Each naming; a torn write never reaches the target. */
   const core_tmp_naming namings[] = {CORE_TMP_FIXED, CORE_TMP_PER_PROCESS, CORE_TMP_UNPREDICTABLE};
   for (size_t i = 0; i < 3; i++) {
     path_in(path, sizeof path, "named.json");
     CHECK_OK(core_fs_replace(path, "old", 3, namings[i], NULL, -1, -1, &d), d.msg);
-    ftl_fault_set(FTL_FAULT_TEAR, 2, 0);
+    core_fault_set(FTL_FAULT_TEAR, 2, 0);
     CHECK_INT_EQ(core_fs_replace(path, "new contents", 12, namings[i], NULL, -1, -1, &d), FTL_ERR_IO);
     CHECK_STR_CONTAINS(d.msg, "torn");
     CHECK_STR_CONTAINS(d.msg, "named.json.tmp");
-    ftl_fault_clear();
+    core_fault_clear();
     check_content(path, "old");
     CHECK_OK(core_fs_create_tmp(path, namings[i], tmp, sizeof tmp, &fd, &d), d.msg);
-    ftl_fs_table.close(fd);
+    core_fs_table.close(fd);
     CHECK(strncmp(tmp, path, strlen(path)) == 0);
     const char *suffix = tmp + strlen(path);
     if (namings[i] == CORE_TMP_FIXED) CHECK_STR_EQ(suffix, ".tmp");
     if (namings[i] == CORE_TMP_PER_PROCESS) CHECK(strncmp(suffix, ".tmp.", 5) == 0);
     if (namings[i] == CORE_TMP_UNPREDICTABLE) CHECK(strncmp(suffix, ".tmp-", 5) == 0 && strlen(suffix) == 17);
-    ftl_fs_table.unlink(tmp);
+    core_fs_table.unlink(tmp);
   }
   /* A new file: exclusive, written whole or removed. */
   path_in(path, sizeof path, "new.json");
@@ -235,26 +235,26 @@ static void test_widened(void) {
   check_content(path, "abc");
   CHECK(core_fs_write_new_at(AT_FDCWD, NULL, path, "abc", 3, 0600, &d) != FTL_OK); /* exists */
   path_in(path, sizeof path, "new2.json");
-  ftl_fault_set(FTL_FAULT_TEAR, 1, 0);
+  core_fault_set(FTL_FAULT_TEAR, 1, 0);
   CHECK_INT_EQ(core_fs_write_new_at(AT_FDCWD, dir, "new2.json", "abcdef", 6, 0644, &d), FTL_ERR_IO);
   CHECK_STR_CONTAINS(d.msg, path);
-  ftl_fault_clear();
+  core_fault_clear();
   CHECK(!exists(path));
   /* A temporary folder, 0755, and a rename that never replaces. */
   path_in(tmp, sizeof tmp, "folder.tmp-XXXXXX");
   CHECK_OK(core_fs_mkdtemp(tmp, 0755, &fd, &d), d.msg);
   struct stat st;
   CHECK(fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0755);
-  ftl_fs_table.close(fd);
+  core_fs_table.close(fd);
   path_in(other, sizeof other, "folder");
-  CHECK(ftl_fs_table.rename_noreplace(tmp, other) == 0);
-  CHECK(ftl_fs_table.mkdir(tmp, 0755) == 0);
+  CHECK(core_fs_table.rename_noreplace(tmp, other) == 0);
+  CHECK(core_fs_table.mkdir(tmp, 0755) == 0);
   errno = 0;
-  CHECK(ftl_fs_table.rename_noreplace(tmp, other) != 0 && (errno == EEXIST || errno == ENOTEMPTY));
-  ftl_fault_set(FTL_FAULT_RENAME, 1, EIO);
-  CHECK(ftl_fs_table.rename_noreplace(tmp, other) != 0 && errno == EIO);
-  CHECK(ftl_fs_table.unlinkat(AT_FDCWD, tmp, AT_REMOVEDIR) == 0);
-  CHECK(ftl_fs_table.unlinkat(AT_FDCWD, other, AT_REMOVEDIR) == 0);
+  CHECK(core_fs_table.rename_noreplace(tmp, other) != 0 && (errno == EEXIST || errno == ENOTEMPTY));
+  core_fault_set(FTL_FAULT_RENAME, 1, EIO);
+  CHECK(core_fs_table.rename_noreplace(tmp, other) != 0 && errno == EIO);
+  CHECK(core_fs_table.unlinkat(AT_FDCWD, tmp, AT_REMOVEDIR) == 0);
+  CHECK(core_fs_table.unlinkat(AT_FDCWD, other, AT_REMOVEDIR) == 0);
   char hex[13];
   CHECK_OK(core_random_hex(hex, 6, &d), d.msg);
   CHECK_INT_EQ(strlen(hex), 12);

@@ -22,7 +22,7 @@ static void path_in(char *buf, size_t size, const char *name) {
 static char *read_all(const char *path, size_t *size) {
   char *data = NULL;
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_jsonl_read(path, 64u << 20, 1000, &data, size, &d), d.msg);
+  CHECK_OK(core_jsonl_read(path, 64u << 20, 1000, &data, size, &d), d.msg);
   return data;
 }
 
@@ -64,7 +64,7 @@ static void check_tally(const char *path, int writers, int per_writer) {
   tally t = {writers, per_writer, 0, calloc((size_t)(writers * per_writer), sizeof(int))};
   CHECK(t.seen != NULL);
   CHECK(size > 0 && data[size - 1] == '\n');
-  CHECK_OK(ftl_jsonl_each_line(data, size, count_line, &t), "each line");
+  CHECK_OK(core_jsonl_each_line(data, size, count_line, &t), "each line");
   CHECK_INT_EQ(t.bad, 0);
   for (int i = 0; i < writers * per_writer; i++)
     CHECK_INT_EQ(t.seen[i], 1);
@@ -78,8 +78,8 @@ static void test_round_trip(void) {
   ftl_diag d = {{0}};
   const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 1000, .fsync = true};
   json_t *rec = json_pack("{s:i, s:s}", "version", FTL_RECORD_VERSION, "text", "line\nbreak");
-  CHECK_OK(ftl_jsonl_append(path, rec, &opts, &d), d.msg);
-  CHECK_OK(ftl_jsonl_append(path, rec, NULL, &d), d.msg);
+  CHECK_OK(core_jsonl_append(path, rec, &opts, &d), d.msg);
+  CHECK_OK(core_jsonl_append(path, rec, NULL, &d), d.msg);
   json_decref(rec);
   size_t size = 0;
   char *data = read_all(path, &size);
@@ -89,11 +89,11 @@ static void test_round_trip(void) {
   ftl_free(data);
   char *none = NULL;
   path_in(path, sizeof path, "missing.jsonl");
-  CHECK_INT_EQ(ftl_jsonl_read(path, 1024, 100, &none, &size, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(core_jsonl_read(path, 1024, 100, &none, &size, &d), FTL_ERR_NOTFOUND);
   CHECK(none == NULL);
   path_in(path, sizeof path, "no-such-folder/x.jsonl");
   json_t *empty = json_object();
-  CHECK_INT_EQ(ftl_jsonl_append(path, empty, NULL, &d), FTL_ERR_IO);
+  CHECK_INT_EQ(core_jsonl_append(path, empty, NULL, &d), FTL_ERR_IO);
   CHECK_STR_CONTAINS(d.msg, "no-such-folder");
   json_decref(empty);
 }
@@ -114,13 +114,13 @@ static ftl_err note_line(const char *line, size_t len, size_t line_no, void *ctx
 static void test_each_line(void) {
   const char *text = "a\n\nbb\nccc"; /* an empty line is skipped; the last needs no newline */
   lines_seen s = {0, 0, 0};
-  CHECK_OK(ftl_jsonl_each_line(text, strlen(text), note_line, &s), "each");
+  CHECK_OK(core_jsonl_each_line(text, strlen(text), note_line, &s), "each");
   CHECK_INT_EQ(s.count, 3);
   CHECK_INT_EQ(s.last_no, 4);
   lines_seen stop = {0, 0, 3};
-  CHECK_INT_EQ(ftl_jsonl_each_line(text, strlen(text), note_line, &stop), FTL_ERR_CORRUPT);
+  CHECK_INT_EQ(core_jsonl_each_line(text, strlen(text), note_line, &stop), FTL_ERR_CORRUPT);
   CHECK_INT_EQ(stop.count, 2);
-  CHECK_OK(ftl_jsonl_each_line(NULL, 0, note_line, &s), "empty");
+  CHECK_OK(core_jsonl_each_line(NULL, 0, note_line, &s), "empty");
 }
 
 /* Several processes append at once, with and without the lock: every line whole, none lost. */
@@ -136,14 +136,14 @@ static void test_processes(bool lock) {
       const ftl_jsonl_opts opts = {.lock = lock, .lock_timeout_ms = 10000, .fsync = false};
       ftl_jsonl *log = NULL;
       ftl_diag d = {{0}};
-      int rc = ftl_jsonl_open(path, &opts, &log, &d) != FTL_OK;
+      int rc = core_jsonl_open(path, &opts, &log, &d) != FTL_OK;
       for (int i = 0; i < PER_WRITER && !rc; i++) {
         json_t *rec = big_record(w, i);
-        rc = ftl_jsonl_write(log, rec, &d) != FTL_OK;
+        rc = core_jsonl_write(log, rec, &d) != FTL_OK;
         json_decref(rec);
       }
       if (rc) fprintf(stderr, "writer %d: %s\n", w, d.msg);
-      ftl_jsonl_close(log);
+      core_jsonl_close(log);
       _exit(rc);
     }
   }
@@ -167,7 +167,7 @@ static void *thread_main(void *p) {
   ftl_diag d = {{0}};
   for (int i = 0; i < PER_THREAD; i++) {
     json_t *rec = big_record(a->id, i);
-    if (ftl_jsonl_write(a->log, rec, &d) != FTL_OK) a->failed = 1;
+    if (core_jsonl_write(a->log, rec, &d) != FTL_OK) a->failed = 1;
     json_decref(rec);
   }
   return NULL;
@@ -179,7 +179,7 @@ static void test_threads(void) {
   const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 10000, .fsync = false};
   ftl_jsonl *log = NULL;
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_jsonl_open(path, &opts, &log, &d), d.msg);
+  CHECK_OK(core_jsonl_open(path, &opts, &log, &d), d.msg);
   pthread_t th[THREADS];
   thread_arg args[THREADS];
   for (int i = 0; i < THREADS; i++) {
@@ -190,7 +190,7 @@ static void test_threads(void) {
     CHECK(pthread_join(th[i], NULL) == 0);
     CHECK_INT_EQ(args[i].failed, 0);
   }
-  ftl_jsonl_close(log);
+  core_jsonl_close(log);
   check_tally(path, THREADS, PER_THREAD);
 }
 
@@ -207,8 +207,8 @@ static void test_torn_repair(void) {
   ftl_diag d = {{0}};
   const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 1000, .fsync = true};
   json_t *rec = json_pack("{s:i, s:b}", "version", FTL_RECORD_VERSION, "after", 1);
-  CHECK_OK(ftl_jsonl_append(path, rec, &opts, &d), d.msg);
-  CHECK_OK(ftl_jsonl_append(path, rec, &opts, &d), d.msg); /* a whole last line: no extra newline */
+  CHECK_OK(core_jsonl_append(path, rec, &opts, &d), d.msg);
+  CHECK_OK(core_jsonl_append(path, rec, &opts, &d), d.msg); /* a whole last line: no extra newline */
   json_decref(rec);
   size_t size = 0;
   char *data = read_all(path, &size);
@@ -224,7 +224,7 @@ static void test_lock_deadline(void) {
   path_in(path, sizeof path, "locked.jsonl");
   ftl_diag d = {{0}};
   json_t *rec = json_pack("{s:i}", "version", FTL_RECORD_VERSION);
-  CHECK_OK(ftl_jsonl_append(path, rec, NULL, &d), d.msg);
+  CHECK_OK(core_jsonl_append(path, rec, NULL, &d), d.msg);
   int ready[2], release[2];
   CHECK(pipe(ready) == 0 && pipe(release) == 0);
   pid_t pid = fork();
@@ -241,17 +241,17 @@ static void test_lock_deadline(void) {
   CHECK(read(ready[0], &c, 1) == 1);
   const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 100, .fsync = false};
   int64_t t0 = ftl_clock_ms();
-  CHECK_INT_EQ(ftl_jsonl_append(path, rec, &opts, &d), FTL_ERR_TIMEOUT);
+  CHECK_INT_EQ(core_jsonl_append(path, rec, &opts, &d), FTL_ERR_TIMEOUT);
   CHECK(ftl_clock_ms() - t0 >= 100);
   CHECK_STR_CONTAINS(d.msg, path);
   char *data = NULL;
   size_t size = 0;
-  CHECK_INT_EQ(ftl_jsonl_read(path, 1024, 50, &data, &size, &d), FTL_ERR_TIMEOUT);
+  CHECK_INT_EQ(core_jsonl_read(path, 1024, 50, &data, &size, &d), FTL_ERR_TIMEOUT);
   CHECK(data == NULL);
   CHECK(write(release[1], "x", 1) == 1);
   int st = 0;
   CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  CHECK_OK(ftl_jsonl_append(path, rec, &opts, &d), d.msg);
+  CHECK_OK(core_jsonl_append(path, rec, &opts, &d), d.msg);
   json_decref(rec);
   data = read_all(path, &size);
   CHECK_STR_EQ(data, "{\"version\":1}\n{\"version\":1}\n");

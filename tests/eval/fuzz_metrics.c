@@ -11,19 +11,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_metrics *m = NULL;
   ftl_diag d = {{0}};
-  if (ftl_metrics_parse((const char *)data, size, &m, &d) != FTL_OK) {
+  if (ev_metrics_parse((const char *)data, size, &m, &d) != FTL_OK) {
     if (!d.msg[0]) abort(); /* a refusal always says why */
     return 0;
   }
   const char *key;
   json_t *value;
   double v;
-  json_t *obj = (json_t *)(uintptr_t)ftl_metrics_object(m); /* jansson's iterator takes a non-const object */
+  json_t *obj = (json_t *)(uintptr_t)ev_metrics_object(m); /* jansson's iterator takes a non-const object */
   json_object_foreach(obj, key, value) {
-    ftl_metric_state s = ftl_metrics_get(m, key, &v);
+    ftl_metric_state s = ev_metrics_get(m, key, &v);
     if (s == FTL_METRIC_MISSING) abort(); /* every listed key is found */
   }
-  (void)ftl_metrics_get(m, "exact_match", &v);
-  ftl_metrics_destroy(m);
+  (void)ev_metrics_get(m, "exact_match", &v);
+  ev_metrics_destroy(m);
   return 0;
 }

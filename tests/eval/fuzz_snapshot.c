@@ -12,13 +12,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   json_t *s = NULL;
   ftl_diag d = {{0}};
-  if (ftl_snapshot_parse((const char *)data, size, &s, &d) != FTL_OK) {
+  if (pl_snapshot_parse((const char *)data, size, &s, &d) != FTL_OK) {
     if (!d.msg[0]) abort();
     return 0;
   }
-  if (!ftl_snapshot_digest(s)) abort();
-  (void)ftl_snapshot_input_path(s, "heldout");
-  (void)ftl_snapshot_gate(s);
+  if (!pl_snapshot_digest(s)) abort();
+  (void)pl_snapshot_input_path(s, "heldout");
+  (void)pl_snapshot_gate(s);
   json_decref(s);
   return 0;
 }

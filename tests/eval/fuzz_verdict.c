@@ -14,12 +14,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   json_t *v = NULL;
   ftl_diag d = {{0}};
-  if (ftl_verdict_parse((const char *)data, size, &v, &d) != FTL_OK) {
+  if (ev_verdict_parse((const char *)data, size, &v, &d) != FTL_OK) {
     if (!d.msg[0]) abort();
     return 0;
   }
   char line[512];
-  ftl_verdict_summary(v, line, sizeof line);
+  ev_verdict_summary(v, line, sizeof line);
   json_decref(v);
   return 0;
 }

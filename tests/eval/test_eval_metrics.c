@@ -13,14 +13,14 @@
 static ftl_metrics *parse_ok(const char *text) {
   ftl_metrics *m = NULL;
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_metrics_parse(text, strlen(text), &m, &d), d.msg);
+  CHECK_OK(ev_metrics_parse(text, strlen(text), &m, &d), d.msg);
   return m;
 }
 
 static void parse_bad(const char *text, const char *why) {
   ftl_metrics *m = NULL;
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_metrics_parse(text, strlen(text), &m, &d);
+  ftl_err rc = ev_metrics_parse(text, strlen(text), &m, &d);
   if (rc != FTL_ERR_CORRUPT) FTL_TEST_FAIL_("'%s' parsed (rc %d), expected a refusal", text, (int)rc);
   CHECK(m == NULL);
   CHECK_STR_CONTAINS(d.msg, why);
@@ -30,25 +30,25 @@ int main(void) {
   double v = -1;
   ftl_metrics *m = parse_ok("{\"version\": 1, \"metrics\": {\"exact_match\": 0.998, \"loss\": 4, \"note\": \"x\"},"
                             " \"evaluator\": {\"name\": \"ftl-finetune-eval\"}}");
-  CHECK_INT_EQ(ftl_metrics_get(m, "exact_match", &v), FTL_METRIC_OK);
+  CHECK_INT_EQ(ev_metrics_get(m, "exact_match", &v), FTL_METRIC_OK);
   CHECK(fabs(v - 0.998) < 1e-12);
-  CHECK_INT_EQ(ftl_metrics_get(m, "loss", &v), FTL_METRIC_OK);
+  CHECK_INT_EQ(ev_metrics_get(m, "loss", &v), FTL_METRIC_OK);
   CHECK(v == 4.0);
-  CHECK_INT_EQ(ftl_metrics_get(m, "note", &v), FTL_METRIC_NOT_NUMBER);
-  CHECK_INT_EQ(ftl_metrics_get(m, "accuracy", &v), FTL_METRIC_MISSING);
-  ftl_metrics_destroy(m);
+  CHECK_INT_EQ(ev_metrics_get(m, "note", &v), FTL_METRIC_NOT_NUMBER);
+  CHECK_INT_EQ(ev_metrics_get(m, "accuracy", &v), FTL_METRIC_MISSING);
+  ev_metrics_destroy(m);
 
   /* Python's json.dump writes these for non-finite floats: a failed gate, not an unreadable file. */
   m = parse_ok("{\"version\":1,\"metrics\":{\"a\":NaN,\"b\":Infinity,\"c\":-Infinity,\"d\":\"NaN inside\",\"NaN\":1}}");
-  CHECK_INT_EQ(ftl_metrics_get(m, "a", &v), FTL_METRIC_NONFINITE);
-  CHECK_INT_EQ(ftl_metrics_get(m, "b", &v), FTL_METRIC_NONFINITE);
-  CHECK_INT_EQ(ftl_metrics_get(m, "c", &v), FTL_METRIC_NONFINITE);
-  CHECK_INT_EQ(ftl_metrics_get(m, "d", &v), FTL_METRIC_NOT_NUMBER);
-  CHECK_INT_EQ(ftl_metrics_get(m, "NaN", &v), FTL_METRIC_OK); /* a key is a string, left alone */
-  ftl_metrics_destroy(m);
+  CHECK_INT_EQ(ev_metrics_get(m, "a", &v), FTL_METRIC_NONFINITE);
+  CHECK_INT_EQ(ev_metrics_get(m, "b", &v), FTL_METRIC_NONFINITE);
+  CHECK_INT_EQ(ev_metrics_get(m, "c", &v), FTL_METRIC_NONFINITE);
+  CHECK_INT_EQ(ev_metrics_get(m, "d", &v), FTL_METRIC_NOT_NUMBER);
+  CHECK_INT_EQ(ev_metrics_get(m, "NaN", &v), FTL_METRIC_OK); /* a key is a string, left alone */
+  ev_metrics_destroy(m);
   m = parse_ok("{\"version\":1,\"metrics\":{}}");
-  CHECK_INT_EQ(ftl_metrics_get(m, "x", &v), FTL_METRIC_MISSING);
-  ftl_metrics_destroy(m);
+  CHECK_INT_EQ(ev_metrics_get(m, "x", &v), FTL_METRIC_MISSING);
+  ev_metrics_destroy(m);
 
   parse_bad("", "not JSON");
   parse_bad("[1]", "expected a JSON object");
@@ -66,7 +66,7 @@ int main(void) {
   {
     ftl_metrics *x = NULL;
     ftl_diag d = {{0}};
-    CHECK_INT_EQ(ftl_metrics_parse(nul, sizeof nul - 1, &x, &d), FTL_ERR_CORRUPT);
+    CHECK_INT_EQ(ev_metrics_parse(nul, sizeof nul - 1, &x, &d), FTL_ERR_CORRUPT);
     CHECK_STR_CONTAINS(d.msg, "NUL");
   }
 
@@ -77,31 +77,31 @@ int main(void) {
   close(fd);
   json_t *obj = json_pack("{s:f, s:i}", "exact_match", 0.5, "n", 3);
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_metrics_write(path, obj, &d), d.msg);
+  CHECK_OK(ev_metrics_write(path, obj, &d), d.msg);
   json_decref(obj);
   m = NULL;
-  CHECK_OK(ftl_metrics_load(path, &m, &d), d.msg);
-  CHECK_INT_EQ(ftl_metrics_get(m, "exact_match", &v), FTL_METRIC_OK);
+  CHECK_OK(ev_metrics_load(path, &m, &d), d.msg);
+  CHECK_INT_EQ(ev_metrics_get(m, "exact_match", &v), FTL_METRIC_OK);
   CHECK(v == 0.5);
-  CHECK_INT_EQ(ftl_metrics_get(m, "n", &v), FTL_METRIC_OK);
-  ftl_metrics_destroy(m);
+  CHECK_INT_EQ(ev_metrics_get(m, "n", &v), FTL_METRIC_OK);
+  ev_metrics_destroy(m);
   unlink(path);
-  CHECK_INT_EQ(ftl_metrics_load(path, &m, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ev_metrics_load(path, &m, &d), FTL_ERR_NOTFOUND);
 
   /* Too large for a double: not finite, as Infinity is; jansson alone calls it "not JSON". */
   m = parse_ok("{\"version\":1,\"metrics\":{\"a\":1e309,\"b\":-1e309,\"c\":1e-400,\"d\":[2e400],\"e\":12}}");
-  CHECK_INT_EQ(ftl_metrics_get(m, "a", &v), FTL_METRIC_NONFINITE);
-  CHECK_INT_EQ(ftl_metrics_get(m, "b", &v), FTL_METRIC_NONFINITE);
-  CHECK_INT_EQ(ftl_metrics_get(m, "c", &v), FTL_METRIC_OK);
+  CHECK_INT_EQ(ev_metrics_get(m, "a", &v), FTL_METRIC_NONFINITE);
+  CHECK_INT_EQ(ev_metrics_get(m, "b", &v), FTL_METRIC_NONFINITE);
+  CHECK_INT_EQ(ev_metrics_get(m, "c", &v), FTL_METRIC_OK);
   CHECK(v == 0.0);
-  CHECK_INT_EQ(ftl_metrics_get(m, "d", &v), FTL_METRIC_NOT_NUMBER);
-  CHECK_INT_EQ(ftl_metrics_get(m, "e", &v), FTL_METRIC_OK);
+  CHECK_INT_EQ(ev_metrics_get(m, "d", &v), FTL_METRIC_NOT_NUMBER);
+  CHECK_INT_EQ(ev_metrics_get(m, "e", &v), FTL_METRIC_OK);
   CHECK(v == 12.0);
-  ftl_metrics_destroy(m);
+  ev_metrics_destroy(m);
 
   /* A FIFO where the metrics file belongs: refused at once (opening it would wait for a writer). */
   CHECK(mkfifo(path, 0600) == 0);
-  ftl_err frc = ftl_metrics_load(path, &m, &d);
+  ftl_err frc = ev_metrics_load(path, &m, &d);
   CHECK(frc != FTL_OK);
   CHECK_STR_CONTAINS(d.msg, "not a regular file");
   unlink(path);

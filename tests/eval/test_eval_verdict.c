@@ -29,7 +29,7 @@ static void verdict_bad(json_t *v, const char *why) {
   char *text = json_dumps(v, 0);
   json_t *out = NULL;
   ftl_diag d = {{0}};
-  CHECK_INT_EQ(ftl_verdict_parse(text, strlen(text), &out, &d), FTL_ERR_CORRUPT);
+  CHECK_INT_EQ(ev_verdict_parse(text, strlen(text), &out, &d), FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, why);
   free(text);
   json_decref(v);
@@ -50,21 +50,21 @@ int main(void) {
 
   /* Round trip through RUNDIR/verdict.json. */
   json_t *v = sample_verdict(1), *back = NULL;
-  CHECK_OK(ftl_verdict_write(dir, v, &d), d.msg);
-  CHECK_OK(ftl_verdict_load(dir, &back, &d), d.msg);
+  CHECK_OK(ev_verdict_write(dir, v, &d), d.msg);
+  CHECK_OK(ev_verdict_load(dir, &back, &d), d.msg);
   CHECK(json_equal(v, back));
   char line[512];
-  ftl_verdict_summary(back, line, sizeof line);
+  ev_verdict_summary(back, line, sizeof line);
   CHECK_STR_CONTAINS(line, "gate passed: exact_match 0.998 (threshold >= 0.9");
   json_decref(back);
   json_decref(v);
   v = sample_verdict(0);
-  ftl_verdict_summary(v, line, sizeof line);
+  ev_verdict_summary(v, line, sizeof line);
   CHECK_STR_CONTAINS(line, "gate FAILED: exact_match 0.5");
   CHECK_STR_CONTAINS(line, "below the threshold 0.9");
   json_object_set_new(v, "value", json_null());
   json_object_set_new(v, "value_state", json_string("not finite (NaN or infinite)"));
-  ftl_verdict_summary(v, line, sizeof line);
+  ev_verdict_summary(v, line, sizeof line);
   CHECK_STR_CONTAINS(line, "exact_match is not finite");
   json_decref(v);
 
@@ -89,21 +89,21 @@ int main(void) {
   json_object_set_new(v, "baseline", json_pack("{s:s}", "channel", "prod"));
   verdict_bad(v, "'baseline'");
   v = NULL;
-  CHECK_INT_EQ(ftl_verdict_parse("{\"a\":1,\"a\":1}", 13, &v, &d), FTL_ERR_CORRUPT);
+  CHECK_INT_EQ(ev_verdict_parse("{\"a\":1,\"a\":1}", 13, &v, &d), FTL_ERR_CORRUPT);
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/verdict.json", dir);
   unlink(path);
-  CHECK_INT_EQ(ftl_verdict_load(dir, &v, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ev_verdict_load(dir, &v, &d), FTL_ERR_NOTFOUND);
   rmdir(dir);
 
   /* Gate specs: equal, or the first differing field named with both values. */
   json_t *a = gate_spec(0.9), *b = gate_spec(0.9);
   char field[128] = "";
-  CHECK_OK(ftl_gate_spec_check(a, &d), d.msg);
-  CHECK_OK(ftl_gate_spec_compare(a, b, field, sizeof field, &d), d.msg);
+  CHECK_OK(ev_gate_spec_check(a, &d), d.msg);
+  CHECK_OK(ev_gate_spec_compare(a, b, field, sizeof field, &d), d.msg);
   json_decref(b);
   b = gate_spec(0.95);
-  CHECK_INT_EQ(ftl_gate_spec_compare(a, b, field, sizeof field, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ev_gate_spec_compare(a, b, field, sizeof field, &d), FTL_ERR_SPEC);
   CHECK_STR_EQ(field, "eval.threshold");
   CHECK_STR_CONTAINS(d.msg, "field 'eval.threshold'");
   CHECK_STR_CONTAINS(d.msg, "locked 0.9");
@@ -112,16 +112,16 @@ int main(void) {
   b = gate_spec(0.9);
   json_object_set_new(json_object_get(b, "registry"), "channel", json_string("prod"));
   json_array_set_new(json_object_get(json_object_get(b, "eval"), "args"), 1, json_string("{data}"));
-  CHECK_INT_EQ(ftl_gate_spec_compare(a, b, field, sizeof field, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ev_gate_spec_compare(a, b, field, sizeof field, &d), FTL_ERR_SPEC);
   CHECK_STR_EQ(field, "eval.args[1]"); /* depth first, keys sorted: eval before registry */
   json_decref(b);
   b = gate_spec(0.9);
   json_object_set_new(json_object_get(b, "eval"), "env", json_object());
-  CHECK_INT_EQ(ftl_gate_spec_compare(a, b, field, sizeof field, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ev_gate_spec_compare(a, b, field, sizeof field, &d), FTL_ERR_SPEC);
   CHECK_STR_EQ(field, "eval.env.OMP_NUM_THREADS");
   CHECK_STR_CONTAINS(d.msg, "given (absent)");
   json_object_del(json_object_get(b, "eval"), "env");
-  CHECK_INT_EQ(ftl_gate_spec_check(b, &d), FTL_ERR_CORRUPT);
+  CHECK_INT_EQ(ev_gate_spec_check(b, &d), FTL_ERR_CORRUPT);
   json_decref(b);
   json_decref(a);
 
@@ -129,13 +129,13 @@ int main(void) {
   ftl_gate_placeholders ph = {
       .adapter = "/r/final", .data = "/d/h.txt", .metrics = "/r/gate/m.json", .base = "/d/b.h5", .run_dir = "/r"};
   char *x = NULL;
-  CHECK_OK(ftl_gate_expand("--out={metrics}", &ph, &x, &d), d.msg);
+  CHECK_OK(ev_gate_expand("--out={metrics}", &ph, &x, &d), d.msg);
   CHECK_STR_EQ(x, "--out=/r/gate/m.json");
   ftl_free(x);
-  CHECK_OK(ftl_gate_expand("{adapter}:{data}:{base}:{run_dir}:{}:{A}:{ x}:{", &ph, &x, &d), d.msg);
+  CHECK_OK(ev_gate_expand("{adapter}:{data}:{base}:{run_dir}:{}:{A}:{ x}:{", &ph, &x, &d), d.msg);
   CHECK_STR_EQ(x, "/r/final:/d/h.txt:/d/b.h5:/r:{}:{A}:{ x}:{");
   ftl_free(x);
-  CHECK_INT_EQ(ftl_gate_expand("{adaptor}", &ph, &x, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ev_gate_expand("{adaptor}", &ph, &x, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "unknown placeholder {adaptor}");
   puts("ok");
   return 0;

@@ -55,8 +55,8 @@ int main(void) {
   /* The snapshot's: through a folder input, as `ftl run` records it, and through the function. */
   ftl_snapshot_input in[] = {{"folder", root}};
   json_t *snap = NULL;
-  CHECK_OK(ftl_snapshot_build(in, 1, "job", "", NULL, &snap, &d), d.msg);
-  CHECK_STR_EQ(ftl_snapshot_input_sha256(snap, "folder"), TREE_HEX);
+  CHECK_OK(pl_snapshot_build(in, 1, "job", "", NULL, &snap, &d), d.msg);
+  CHECK_STR_EQ(pl_snapshot_input_sha256(snap, "folder"), TREE_HEX);
   json_decref(snap);
   json_t *files = NULL;
   char hex[65];

@@ -3,7 +3,7 @@
  * Any bytes must give either hosts that keep the promises of hostfile.h (at least one, each with a
  * valid name, 1..FTL_HOSTFILE_SLOTS_MAX slots, max_slots 0 or >= slots, distinct names) or an error
  * with a message, never a crash, a leak or a hang. Broken promises trap so the fuzzer keeps the input.
- * Not covered here: ftl_hostfile_read (the same parser behind a read). */
+ * Not covered here: ln_hostfile_read (the same parser behind a read). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_hostfile_parse((const char *)data, size, "fuzz-hosts", &hosts, &count, &d);
+  ftl_err rc = ln_hostfile_parse((const char *)data, size, "fuzz-hosts", &hosts, &count, &d);
   if (rc != FTL_OK) {
     require(hosts == NULL && count == 0);
     require(d.msg[0] != '\0');
@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     require(h->line_no >= 1);
     for (size_t j = 0; j < i; j++) require(strcmp(hosts[j].name, h->name) != 0);
   }
-  require(ftl_hostfile_total_slots(hosts, count) >= (int)count);
+  require(ln_hostfile_total_slots(hosts, count) >= (int)count);
   ftl_free(hosts);
   return 0;
 }

@@ -2,7 +2,7 @@
  *
  * Any bytes must give either a job that keeps the promises of jobspec.h or an error with a
  * message, never a crash, a leak or a hang. Broken promises trap so the fuzzer keeps the input.
- * Not covered here: ftl_job_parse_file (the same parser behind a read) and ftl_job_from_argv. */
+ * Not covered here: ln_job_parse_file (the same parser behind a read) and ln_job_from_argv. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -24,7 +24,7 @@ static void check_strv(char **v, size_t count) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_job *job = NULL;
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_job_parse_bytes((const char *)data, size, "fuzz.yaml", "/spec", &job, &d);
+  ftl_err rc = ln_job_parse_bytes((const char *)data, size, "fuzz.yaml", "/spec", &job, &d);
   if (rc != FTL_OK) {
     require(job == NULL);
     require(d.msg[0] != '\0');
@@ -42,6 +42,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   require(strlen(job->spec_hash) == 32);
   require(job->launcher == FTL_LAUNCH_AUTO || job->launcher == FTL_LAUNCH_MPIRUN ||
           job->launcher == FTL_LAUNCH_SRUN);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   return 0;
 }

@@ -23,24 +23,24 @@ static void require(int ok) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_runview rv;
-  ftl_runview_init(&rv, 1);
-  ftl_runview_add_log(&rv, (const char *)data, size);
+  ln_runview_init(&rv, 1);
+  ln_runview_add_log(&rv, (const char *)data, size);
   require(rv.n_attempts >= 0 && rv.n_attempts <= rv.cap_attempts);
   require(rv.n_samples <= rv.cap_samples);
   char line[512];
   memset(line, 'x', sizeof line);
-  ftl_progress_format(&rv, rv.last_us, line, sizeof line);
+  ln_progress_format(&rv, rv.last_us, line, sizeof line);
   require(memchr(line, '\0', sizeof line) != NULL);
-  ftl_rv_goodput g = ftl_runview_goodput(&rv, rv.last_us);
+  ftl_rv_goodput g = ln_runview_goodput(&rv, rv.last_us);
   (void)g;
   char *text = NULL;
   size_t len = 0;
   ftl_diag d = {{0}};
-  if (ftl_prom_format(&rv, "fuzz\"job\\\n", 1, rv.last_us, &text, &len, &d) == FTL_OK) {
+  if (ln_prom_format(&rv, "fuzz\"job\\\n", 1, rv.last_us, &text, &len, &d) == FTL_OK) {
     require(text != NULL && strlen(text) == len);
     require(strstr(text, "{ftl_job=\"fuzz\\\"job\\\\\\n\"}") != NULL); /* the label escaped */
     ftl_free(text);
   }
-  ftl_runview_free(&rv);
+  ln_runview_free(&rv);
   return 0;
 }

@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 #ifdef FTL_HAVE_CUDA
-  if (!ftl_gpu_nccl_compiled()) FTL_SKIP("ftl was built without NCCL");
+  if (!rz_gpu_nccl_compiled()) FTL_SKIP("ftl was built without NCCL");
   setenv("FTL_BACKEND", "nccl", 1);
   ftl_ctx *ctx = NULL;
   CHECK_OK(ftl_init(&argc, &argv, &ctx), ftl_ctx_errmsg(ctx));

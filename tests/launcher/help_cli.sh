@@ -29,7 +29,7 @@ expect_contains ver "ftl "
 run_ftl env help env
 vars=$(grep -rhoE '(getenv|setenv)\("[A-Z][A-Z0-9_]*"' "$SRC"/core "$SRC"/rendezvous "$SRC"/launcher "$SRC"/checkpoint \
          "$SRC"/cadence "$SRC"/pipeline "$SRC"/eval 2>/dev/null | sed -E 's/.*\("//; s/"$//' | sort -u)
-vars="$vars $(sed -n '/ftl_gang_env_names\[\] = {/,/};/p' "$SRC"/launcher/gang.c | grep -oE '"[A-Z][A-Z0-9_]*"' | tr -d '"')"
+vars="$vars $(sed -n '/ln_gang_env_names\[\] = {/,/};/p' "$SRC"/launcher/gang.c | grep -oE '"[A-Z][A-Z0-9_]*"' | tr -d '"')"
 for v in $vars RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE; do
   case $v in
     OMPI_COMM_WORLD_*) v=OMPI_COMM_WORLD_RANK ;;

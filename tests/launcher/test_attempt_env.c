@@ -1,8 +1,8 @@
 /* tests/launcher/test_attempt_env.c: an attempt's rendezvous token and address reach its ranks
- * through the environment built for that attempt (ftl_gang_build_env), never through the
+ * through the environment built for that attempt (ln_gang_build_env), never through the
  * launcher's own: after an attempt, a child the launcher starts must not see that attempt's token.
  * The first part checks the builder alone; the second runs two real attempts (mpirun, one rank,
- * /bin/sh) through ftl_attempt_run and a later child after each. */
+ * /bin/sh) through ln_attempt_run and a later child after each. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,54 +32,54 @@ static void test_builder(void) {
                     .spec_hash = "", .kill_grace_ms = 2000, .node_timeout_ms = 10000, .preempt_grace_ms = 30000,
                     .master_addr = "n0", .master_port = 29500, .job_env = job_env, .allow_root = 1};
   char **envp = NULL;
-  CHECK_OK(ftl_gang_build_env(base, &e, &envp, &d), d.msg);
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a0");
+  CHECK_OK(ln_gang_build_env(base, &e, &envp, &d), d.msg);
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a0");
   CHECK_INT_EQ(count_name(envp, "FTL_RDZV_TOKEN"), 1);
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "FTL_RDZV_ADDR"), "127.0.0.1:4000");
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_RDZV_ADDR"), "127.0.0.1:4000");
   /* The job's env is carried for the program, not applied to mpirun and the agents. */
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "PATH"), "/usr/bin:/bin");
-  CHECK(ftl_gang_env_get(envp, "OMP_NUM_THREADS") == NULL);
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "FTL_JOB_ENV_OMP_NUM_THREADS"), "1");
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "FTL_JOB_ENV_PATH"), "/nonexistent");
-  CHECK(ftl_gang_env_get(envp, "FTL_JOB_ENV_STALE") == NULL); /* inherited from elsewhere: dropped */
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "MASTER_PORT"), "29500");
+  CHECK_STR_EQ(ln_gang_env_get(envp, "PATH"), "/usr/bin:/bin");
+  CHECK(ln_gang_env_get(envp, "OMP_NUM_THREADS") == NULL);
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_JOB_ENV_OMP_NUM_THREADS"), "1");
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_JOB_ENV_PATH"), "/nonexistent");
+  CHECK(ln_gang_env_get(envp, "FTL_JOB_ENV_STALE") == NULL); /* inherited from elsewhere: dropped */
+  CHECK_STR_EQ(ln_gang_env_get(envp, "MASTER_PORT"), "29500");
   CHECK_INT_EQ(count_name(envp, "MASTER_PORT"), 1);
   /* mpirun exports the carried names to every host. */
   char **names = NULL;
-  CHECK_OK(ftl_gang_export_names(job_env, &names, &d), d.msg);
+  CHECK_OK(ln_gang_export_names(job_env, &names, &d), d.msg);
   size_t n_names = 0;
   while (names[n_names]) n_names++;
   CHECK_STR_EQ(names[n_names - 2], "FTL_JOB_ENV_OMP_NUM_THREADS");
   CHECK_STR_EQ(names[n_names - 1], "FTL_JOB_ENV_PATH");
-  CHECK_STR_EQ(names[0], ftl_gang_env_names[0]);
-  ftl_argv_free(names);
+  CHECK_STR_EQ(names[0], ln_gang_env_names[0]);
+  ln_argv_free(names);
   /* The agent's program gets the job's env back under its own names, after the agent's own, with
    * its place last; nothing of how it travelled. */
   char **prog = NULL;
   static char place0[] = "RANK=3";
   char *place[] = {place0, NULL};
-  CHECK_OK(ftl_gang_program_env(envp, place, &prog, &d), d.msg);
-  CHECK_STR_EQ(ftl_gang_env_get(prog, "PATH"), "/nonexistent");
-  CHECK_STR_EQ(ftl_gang_env_get(prog, "OMP_NUM_THREADS"), "1");
-  CHECK_STR_EQ(ftl_gang_env_get(prog, "RANK"), "3");
-  CHECK_STR_EQ(ftl_gang_env_get(prog, "FTL_RDZV_TOKEN"), "tok-a0");
+  CHECK_OK(ln_gang_program_env(envp, place, &prog, &d), d.msg);
+  CHECK_STR_EQ(ln_gang_env_get(prog, "PATH"), "/nonexistent");
+  CHECK_STR_EQ(ln_gang_env_get(prog, "OMP_NUM_THREADS"), "1");
+  CHECK_STR_EQ(ln_gang_env_get(prog, "RANK"), "3");
+  CHECK_STR_EQ(ln_gang_env_get(prog, "FTL_RDZV_TOKEN"), "tok-a0");
   CHECK_INT_EQ(count_name(prog, "PATH"), 1);
   for (char **p = prog; *p; p++) CHECK(strncmp(*p, "FTL_JOB_ENV_", 12) != 0);
-  ftl_argv_free(prog);
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "FTL_FLEET_LEDGER"), "");
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
-  for (int i = 0; ftl_gang_env_names[i]; i++) CHECK(ftl_gang_env_get(envp, ftl_gang_env_names[i]) != NULL);
-  ftl_argv_free(envp);
+  ln_argv_free(prog);
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_FLEET_LEDGER"), "");
+  CHECK_STR_EQ(ln_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
+  for (int i = 0; ln_gang_env_names[i]; i++) CHECK(ln_gang_env_get(envp, ln_gang_env_names[i]) != NULL);
+  ln_argv_free(envp);
 
   /* The next attempt's environment, built from the same base, holds only its own token. */
   e.rdzv_token = "tok-a1";
   e.attempt = 1;
   e.allow_root = 0;
-  CHECK_OK(ftl_gang_build_env(base, &e, &envp, &d), d.msg);
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a1");
-  CHECK_STR_EQ(ftl_gang_env_get(envp, "FTL_ATTEMPT"), "1");
-  CHECK(ftl_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT") == NULL);
-  ftl_argv_free(envp);
+  CHECK_OK(ln_gang_build_env(base, &e, &envp, &d), d.msg);
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a1");
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_ATTEMPT"), "1");
+  CHECK(ln_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT") == NULL);
+  ln_argv_free(envp);
   CHECK_STR_EQ(getenv("PATH") ? "set" : "unset", "set"); /* the builder never touched ours */
 }
 
@@ -114,7 +114,7 @@ static void test_attempts(void) {
   static char a0[] = "/bin/sh", a1[] = "-c",
               a2[] = "printf '%s %s' \"$FTL_RDZV_TOKEN\" \"$FTL_RDZV_ADDR\" > \"$FTL_ATTEMPT_DIR/seen.txt\"";
   char *argv[] = {a0, a1, a2, NULL};
-  CHECK_OK(ftl_job_from_argv(1, 3, argv, &job, &d), d.msg);
+  CHECK_OK(ln_job_from_argv(1, 3, argv, &job, &d), d.msg);
   job->rendezvous_timeout_ms = 30000;
   char seen[2][256], child[256];
   for (int attempt = 0; attempt < 2; attempt++) {
@@ -122,7 +122,7 @@ static void test_attempts(void) {
                           .program = "/bin/sh", .rdzv_bind = "127.0.0.1", .rdzv_host = "127.0.0.1",
                           .kill_grace_ms = 2000, .events = NULL};
     ftl_attempt_result res;
-    CHECK_OK(ftl_attempt_run(&o, &res, &d), d.msg);
+    CHECK_OK(ln_attempt_run(&o, &res, &d), d.msg);
     if (res.outcome != FTL_ATTEMPT_SUCCEEDED) FTL_TEST_FAIL_("attempt %d: %s", attempt, res.summary);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/attempt-%04d/seen.txt", tmpl, attempt);
@@ -140,7 +140,7 @@ static void test_attempts(void) {
     CHECK_STR_EQ(child, "unset");
   }
   CHECK(strcmp(seen[0], seen[1]) != 0); /* each attempt had its own token and address */
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   char cmd[PATH_MAX + 16];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
   CHECK_INT_EQ(system(cmd), 0);

@@ -31,7 +31,7 @@ static void test_lost_host(void) {
   for (int64_t t = 1000; t <= 30000; t += 1000) {
     for (int i = 0; i < 4; i++)
       if (i < 2 || t <= 3000) r[i].alive_ms = t;
-    int found = ftl_detect_lost_host(r, 4, &limits, t, &f);
+    int found = ln_detect_lost_host(r, 4, &limits, t, &f);
     if (t < 3000 + limits.node_ms) {
       CHECK_INT_EQ(found, 0);
       continue;
@@ -57,15 +57,15 @@ static void test_agents_a_moment_apart(void) {
   r[2].alive_ms = 2000;
   r[3].alive_ms = 2800; /* 0.8 s later */
   r[0].alive_ms = r[1].alive_ms = 11990;
-  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 11999, &f), 0);
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 11999, &f), 0);
   r[0].alive_ms = r[1].alive_ms = 12000;
-  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000, &f), 1);
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 12000, &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
   CHECK_STR_EQ(f.host, "h1");
 
   /* The neighbour still reports: the first agent alone is silent (stopped or starved). */
   r[3].alive_ms = 11500;
-  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000, &f), 1);
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 12000, &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
   CHECK_INT_EQ(f.rank, 2);
   CHECK(f.host == NULL);
@@ -73,7 +73,7 @@ static void test_agents_a_moment_apart(void) {
 
   /* An agent that exited or whose connection closed is not silent. */
   r[2].exited = 1;
-  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000, &f), 0);
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 12000, &f), 0);
 }
 
 static void test_hang_per_section(void) {
@@ -86,23 +86,23 @@ static void test_hang_per_section(void) {
   r[1].progress_ms = 3000;
   for (int i = 0; i < 4; i++)
     if (i != 1) r[i].progress_ms = 2000;
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 6999, &f), 0);
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 7000, &f), 1); /* rank 0: step section, 5 s */
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 6999, &f), 0);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 7000, &f), 1); /* rank 0: step section, 5 s */
   CHECK_INT_EQ(f.kind, FTL_FAIL_HANG);
   CHECK_INT_EQ(f.rank, 0); /* all at step 7: the first silent one */
   CHECK_STR_CONTAINS(f.message, "hung: no progress for 5.0 s in its step section (timeout 5.0 s; last step 7)");
 
   /* The rank furthest behind is the culprit of a hung collective. */
   r[3].last_step = 6;
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 7000, &f), 1);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 7000, &f), 1);
   CHECK_INT_EQ(f.rank, 3);
 
   /* Only the checkpoint section is silent: its longer timeout applies. */
   r[3].last_step = 7;
   for (int i = 0; i < 4; i++)
     if (i != 1) r[i].progress_ms = 22000;
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 22999, &f), 0);
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 23000, &f), 1);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 22999, &f), 0);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 23000, &f), 1);
   CHECK_STR_CONTAINS(f.message, "in its checkpoint section (timeout 20.0 s");
 
   /* Start-up: ranks that never made a step get the start-up timeout; ranks that never joined
@@ -110,8 +110,8 @@ static void test_hang_per_section(void) {
   gang(r, 2);
   r[0].section = r[1].section = FTL_SECTION_STARTUP;
   r[1].progress_ms = 0;
-  CHECK_INT_EQ(ftl_detect_hang(r, 2, &limits, 1000 + 599999, &f), 0);
-  CHECK_INT_EQ(ftl_detect_hang(r, 2, &limits, 1000 + 600000, &f), 1);
+  CHECK_INT_EQ(ln_detect_hang(r, 2, &limits, 1000 + 599999, &f), 0);
+  CHECK_INT_EQ(ln_detect_hang(r, 2, &limits, 1000 + 600000, &f), 1);
   CHECK_INT_EQ(f.rank, 0);
   CHECK_STR_CONTAINS(f.message, "start-up section");
 }
@@ -123,12 +123,12 @@ static void test_stopped_process(void) {
   for (int i = 0; i < 4; i++) r[i].last_step = 10;
   r[0].last_step = 9;  /* behind, but running */
   r[2].state = 'T';    /* SIGSTOPped: the evidence wins over "furthest behind" */
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 1000 + 5000, &f), 1);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 1000 + 5000, &f), 1);
   CHECK_INT_EQ(f.rank, 2);
   CHECK_STR_CONTAINS(f.message, "its process is stopped");
   /* An exited rank is never named. */
   r[2].exited = 1;
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &limits, 1000 + 5000, &f), 1);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 1000 + 5000, &f), 1);
   CHECK_INT_EQ(f.rank, 0);
 }
 
@@ -138,27 +138,27 @@ static void test_stragglers(void) {
   gang(r, 4);
   /* Nine reports each: not a full window yet. */
   for (int k = 0; k < FTL_STRAGGLER_WINDOW - 1; k++)
-    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 30.0 : 10.0 + k % 2);
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
-  for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 30.0 : 10.0);
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 1);
+    for (int i = 0; i < 4; i++) ln_detect_note_compute(&r[i], i == 3 ? 30.0 : 10.0 + k % 2);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+  for (int i = 0; i < 4; i++) ln_detect_note_compute(&r[i], i == 3 ? 30.0 : 10.0);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 1);
   CHECK_INT_EQ(s[0].rank, 3);
   CHECK(s[0].compute_ms == 30.0);
   CHECK(s[0].others_median_ms >= 10.0 && s[0].others_median_ms <= 11.0);
   r[3].straggler_reported = 1; /* reported once */
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
 
   /* 1.5x but under the absolute floor (2 ms more): a fast step's noise, not a straggler. */
   gang(r, 4);
   for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
-    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 3.5 : 2.0);
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+    for (int i = 0; i < 4; i++) ln_detect_note_compute(&r[i], i == 3 ? 3.5 : 2.0);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
   /* Only the last window counts: a rank that was slow and recovered is not a straggler. */
   for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
-    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], 20.0);
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
+    for (int i = 0; i < 4; i++) ln_detect_note_compute(&r[i], 20.0);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 0);
   /* One rank alone has nobody to be compared with. */
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 1, FTL_STRAGGLER_RATIO, s, 4), 0);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 1, FTL_STRAGGLER_RATIO, s, 4), 0);
 }
 
 /* Host h's agents (ranks 2h, 2h+1) lose their connections at t_ns, having said they were asked
@@ -181,13 +181,13 @@ static void test_vanished(void) {
   ftl_rank_watch r[6];
   ftl_detection f;
   gang(r, 6);
-  CHECK_INT_EQ(ftl_detect_vanished(r, 6, -1, "h0", &f), 0);
+  CHECK_INT_EQ(ln_detect_vanished(r, 6, -1, "h0", &f), 0);
   /* h2 dies; h1's agents are torn down and say so. Read with h1 first, then with h2 first. */
   for (int order = 0; order < 2; order++) {
     gang(r, 6);
     vanish(r, 1, order == 0 ? 5000000000 : 9000000000, 1);
     vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
-    CHECK_INT_EQ(ftl_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
+    CHECK_INT_EQ(ln_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
     CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
     CHECK_INT_EQ(f.rank, -1);
     CHECK_STR_EQ(f.host, "h2");
@@ -195,21 +195,21 @@ static void test_vanished(void) {
     /* Both in the same instant (one wake-up, equal clocks): the same answer. */
     vanish(r, 1, 7000000000, 1);
     vanish(r, 2, 7000000000, 0);
-    CHECK_INT_EQ(ftl_detect_vanished(r, 6, 2, "h0", &f), 1);
+    CHECK_INT_EQ(ln_detect_vanished(r, 6, 2, "h0", &f), 1);
     CHECK_STR_EQ(f.host, "h2");
   }
   /* h1 torn down and gone, h2's agents not yet read as gone (still connected): nothing to blame
    * yet, since every agent that went said why. */
   gang(r, 6);
   vanish(r, 1, 5000000000, 1);
-  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 2, "h0", &f), 0);
+  CHECK_INT_EQ(ln_detect_vanished(r, 6, 2, "h0", &f), 0);
   /* Without the teardown's words, in either order: the evidence is ambiguous and no host is blamed
    * (a restart without exclusion is better than excluding a good host and keeping a bad one). */
   for (int order = 0; order < 2; order++) {
     gang(r, 6);
     vanish(r, 1, order == 0 ? 5000000000 : 9000000000, 0);
     vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
-    CHECK_INT_EQ(ftl_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
+    CHECK_INT_EQ(ln_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
     CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
     CHECK(f.host == NULL);
     CHECK_INT_EQ(f.rank, order == 0 ? 2 : 4); /* the first to go is named, as a lost agent */
@@ -221,21 +221,21 @@ static void test_vanished(void) {
   gang(r, 6);
   vanish(r, 1, 9000000000, 0);
   vanish(r, 2, 5000000000, 0);
-  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 4, "h2", &f), 1);
+  CHECK_INT_EQ(ln_detect_vanished(r, 6, 4, "h2", &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
   CHECK_STR_EQ(f.host, "h1");
   /* One agent of a host gone, its neighbour still there: that agent is lost, not the host. */
   gang(r, 6);
   r[3].has_agent = 0;
   r[3].lost_ns = 7000000000;
-  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 3, "h0", &f), 1);
+  CHECK_INT_EQ(ln_detect_vanished(r, 6, 3, "h0", &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
   CHECK_INT_EQ(f.rank, 3);
   CHECK(f.host == NULL);
   /* An agent that reported its exit and then closed did not vanish. */
   r[2].has_agent = 0;
   r[2].exited = 1;
-  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 3, "h0", &f), 1);
+  CHECK_INT_EQ(ln_detect_vanished(r, 6, 3, "h0", &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
   CHECK_INT_EQ(f.rank, 3);
   /* A silent agent beside torn-down ones elsewhere is the lost one, not the torn-down agents that
@@ -244,7 +244,7 @@ static void test_vanished(void) {
   vanish(r, 2, 3000000000, 1);
   r[1].has_agent = 0;
   r[1].lost_ns = 8000000000;
-  CHECK_INT_EQ(ftl_detect_vanished(r, 6, 4, "h0", &f), 1);
+  CHECK_INT_EQ(ln_detect_vanished(r, 6, 4, "h0", &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
   CHECK_INT_EQ(f.rank, 1);
 }
@@ -262,11 +262,11 @@ static void test_finished_agent_not_lost(void) {
   r[0].has_agent = r[1].has_agent = r[3].has_agent = 0;
   r[2].exited = 1;
   r[2].alive_ms = 20500; /* the exit report is its last word */
-  for (int64_t t = 20000; t <= 60000; t += 500) CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, t, &f), 0);
+  for (int64_t t = 20000; t <= 60000; t += 500) CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, t, &f), 0);
   /* Still connected after its exit report (the close not read yet): not silent either. */
   r[2].has_agent = 1;
-  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 60000, &f), 0);
-  CHECK_INT_EQ(ftl_detect_vanished(r, 4, -1, "h0", &f), 0);
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 60000, &f), 0);
+  CHECK_INT_EQ(ln_detect_vanished(r, 4, -1, "h0", &f), 0);
 
   /* h1: rank 2 finished at 12 s (its exit report heard then); rank 3 silent since 2 s. The host
    * answered 0.5 s ago: rank 3's agent is lost, not the host. */
@@ -275,13 +275,13 @@ static void test_finished_agent_not_lost(void) {
   r[2].exited = 1;
   r[2].has_agent = 0;
   r[3].alive_ms = 2000;
-  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12500, &f), 1);
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 12500, &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
   CHECK_INT_EQ(f.rank, 3);
   CHECK(f.host == NULL);
   /* Nothing heard from h1 for node_s since (rank 2's exit long ago): now the host is lost. */
   r[0].alive_ms = r[1].alive_ms = 12000 + limits.node_ms;
-  CHECK_INT_EQ(ftl_detect_lost_host(r, 4, &limits, 12000 + limits.node_ms, &f), 1);
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 12000 + limits.node_ms, &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
   CHECK_STR_EQ(f.host, "h1");
 }
@@ -297,8 +297,8 @@ static void test_stopped_without_timeout(void) {
   r[1].state = 'T';
   r[1].stopped_ms = 2000;
   r[1].last_step = 10;
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 2000 + FTL_DETECT_STOPPED_MS - 1, &f), 0);
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 2000 + FTL_DETECT_STOPPED_MS, &f), 1);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &slow, 2000 + FTL_DETECT_STOPPED_MS - 1, &f), 0);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &slow, 2000 + FTL_DETECT_STOPPED_MS, &f), 1);
   CHECK_INT_EQ(f.kind, FTL_FAIL_HANG);
   CHECK_INT_EQ(f.rank, 1);
   CHECK_STR_CONTAINS(f.message, "hung: its process is stopped (state T for 3.0 s");
@@ -306,13 +306,13 @@ static void test_stopped_without_timeout(void) {
   /* Running again: nothing. */
   r[1].state = 'S';
   r[1].stopped_ms = 0;
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 60000, &f), 0);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &slow, 60000, &f), 0);
   /* Stopped before it ever reported progress (a plain program, or before ftl_init). */
   gang(r, 4);
   r[0].progress_ms = 0;
   r[0].state = 'T';
   r[0].stopped_ms = 5000;
-  CHECK_INT_EQ(ftl_detect_hang(r, 4, &slow, 9000, &f), 1);
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &slow, 9000, &f), 1);
   CHECK_INT_EQ(f.rank, 0);
   CHECK_STR_CONTAINS(f.message, "no progress reported yet");
 }
@@ -322,19 +322,19 @@ static void test_one_host_stragglers(void) {
   ftl_rank_watch r[4];
   ftl_straggler s[4];
   gang(r, 4);
-  CHECK_INT_EQ(ftl_detect_one_host(r, 4), 0);
+  CHECK_INT_EQ(ln_detect_one_host(r, 4), 0);
   for (int i = 0; i < 4; i++) r[i].host = "vm";
-  CHECK_INT_EQ(ftl_detect_one_host(r, 4), 1);
+  CHECK_INT_EQ(ln_detect_one_host(r, 4), 1);
   r[3].host = NULL; /* not known yet: does not make a second host */
-  CHECK_INT_EQ(ftl_detect_one_host(r, 4), 1);
+  CHECK_INT_EQ(ln_detect_one_host(r, 4), 1);
   /* 4 ranks on 2 cores: one rank twice as slow for a window is time slicing, not a straggler. */
   for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
-    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 40.0 : 20.0);
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 1);
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO_SHARED, s, 4), 0);
+    for (int i = 0; i < 4; i++) ln_detect_note_compute(&r[i], i == 3 ? 40.0 : 20.0);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO, s, 4), 1);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO_SHARED, s, 4), 0);
   for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
-    for (int i = 0; i < 4; i++) ftl_detect_note_compute(&r[i], i == 3 ? 60.0 : 20.0);
-  CHECK_INT_EQ(ftl_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO_SHARED, s, 4), 1);
+    for (int i = 0; i < 4; i++) ln_detect_note_compute(&r[i], i == 3 ? 60.0 : 20.0);
+  CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO_SHARED, s, 4), 1);
 }
 
 int main(void) {

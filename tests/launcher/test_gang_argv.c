@@ -34,7 +34,7 @@ int main(void) {
                      .cpu_count = 2,
                      .sigkill_grace_s = 6};
   char **argv = NULL;
-  CHECK_OK(ftl_gang_build_argv(&o, &argv, &d), d.msg);
+  CHECK_OK(ln_gang_build_argv(&o, &argv, &d), d.msg);
   CHECK_STR_EQ(argv[0], "mpirun");
   CHECK(has_seq(argv, "-n", "4"));
   CHECK(has_seq(argv, "--allow-run-as-root", NULL));
@@ -51,45 +51,45 @@ int main(void) {
   CHECK_STR_EQ(argv[agent + 3], "--iterations");
   CHECK_STR_EQ(argv[agent + 4], "3");
   CHECK(argv[agent + 5] == NULL);
-  ftl_argv_free(argv);
+  ln_argv_free(argv);
 
   /* With a hostfile: no oversubscription decided by ftl; the hostfile is passed. Not root. */
   o.hostfile = "hosts.txt";
   o.running_as_root = 0;
-  CHECK_OK(ftl_gang_build_argv(&o, &argv, &d), d.msg);
+  CHECK_OK(ln_gang_build_argv(&o, &argv, &d), d.msg);
   CHECK(has_seq(argv, "--hostfile", "hosts.txt"));
   CHECK(!has_seq(argv, "--oversubscribe", NULL));
   CHECK(!has_seq(argv, "--allow-run-as-root", NULL));
-  ftl_argv_free(argv);
+  ln_argv_free(argv);
 
   /* srun inside Slurm. */
   o.kind = FTL_LAUNCH_SRUN;
   o.hostfile = NULL;
-  CHECK_OK(ftl_gang_build_argv(&o, &argv, &d), d.msg);
+  CHECK_OK(ln_gang_build_argv(&o, &argv, &d), d.msg);
   CHECK_STR_EQ(argv[0], "srun");
   CHECK(has_seq(argv, "--ntasks", "4"));
   CHECK(has_seq(argv, "--kill-on-bad-exit=1", NULL));
   CHECK(!has_seq(argv, "-x", NULL));
-  ftl_argv_free(argv);
+  ln_argv_free(argv);
 
   o.ranks = 0;
-  CHECK_INT_EQ(ftl_gang_build_argv(&o, &argv, &d), FTL_ERR_INVAL);
+  CHECK_INT_EQ(ln_gang_build_argv(&o, &argv, &d), FTL_ERR_INVAL);
 
-  CHECK_INT_EQ(ftl_gang_resolve_kind(FTL_LAUNCH_AUTO, "1234"), FTL_LAUNCH_SRUN);
-  CHECK_INT_EQ(ftl_gang_resolve_kind(FTL_LAUNCH_AUTO, NULL), FTL_LAUNCH_MPIRUN);
-  CHECK_INT_EQ(ftl_gang_resolve_kind(FTL_LAUNCH_AUTO, ""), FTL_LAUNCH_MPIRUN);
-  CHECK_INT_EQ(ftl_gang_resolve_kind(FTL_LAUNCH_MPIRUN, "1234"), FTL_LAUNCH_MPIRUN);
+  CHECK_INT_EQ(ln_gang_resolve_kind(FTL_LAUNCH_AUTO, "1234"), FTL_LAUNCH_SRUN);
+  CHECK_INT_EQ(ln_gang_resolve_kind(FTL_LAUNCH_AUTO, NULL), FTL_LAUNCH_MPIRUN);
+  CHECK_INT_EQ(ln_gang_resolve_kind(FTL_LAUNCH_AUTO, ""), FTL_LAUNCH_MPIRUN);
+  CHECK_INT_EQ(ln_gang_resolve_kind(FTL_LAUNCH_MPIRUN, "1234"), FTL_LAUNCH_MPIRUN);
 
   /* Program lookup. */
   char *found = NULL;
-  CHECK_OK(ftl_gang_find_program("sh", "/nonexistent:/bin:/usr/bin", &found, &d), d.msg);
+  CHECK_OK(ln_gang_find_program("sh", "/nonexistent:/bin:/usr/bin", &found, &d), d.msg);
   CHECK(found[0] == '/');
   free(found);
-  CHECK_INT_EQ(ftl_gang_find_program("definitely-not-a-program", "/bin:/usr/bin", &found, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ln_gang_find_program("definitely-not-a-program", "/bin:/usr/bin", &found, &d), FTL_ERR_NOTFOUND);
   CHECK_STR_CONTAINS(d.msg, "definitely-not-a-program");
-  CHECK_INT_EQ(ftl_gang_find_program("./nope/x", "/bin", &found, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ln_gang_find_program("./nope/x", "/bin", &found, &d), FTL_ERR_NOTFOUND);
   /* A folder is not a program. */
-  CHECK_INT_EQ(ftl_gang_find_program("/tmp", "/bin", &found, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ln_gang_find_program("/tmp", "/bin", &found, &d), FTL_ERR_NOTFOUND);
   CHECK_STR_CONTAINS(d.msg, "not an executable");
 
   /* Hostfile: the first host, with comments and slots. */
@@ -100,10 +100,10 @@ int main(void) {
   CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
   close(fd);
   char host[64];
-  CHECK_OK(ftl_gang_first_host(path, host, sizeof host, &d), d.msg);
+  CHECK_OK(ln_gang_first_host(path, host, sizeof host, &d), d.msg);
   CHECK_STR_EQ(host, "node7");
   unlink(path);
-  CHECK_INT_EQ(ftl_gang_first_host(path, host, sizeof host, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ln_gang_first_host(path, host, sizeof host, &d), FTL_ERR_NOTFOUND);
   printf("ok\n");
   return 0;
 }

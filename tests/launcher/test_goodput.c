@@ -23,13 +23,13 @@ static ftl_attempt_result attempt(ftl_attempt_outcome outcome) {
 int main(void) {
   /* Two saves of 100 ms, each with 40 ms of waiting for the previous one inside it. */
   ftl_attempt_result ok = attempt(FTL_ATTEMPT_SUCCEEDED);
-  ok.ckpt_stall_ms += ftl_goodput_saved_stall_ms(100, 40);
-  ok.ckpt_stall_ms += ftl_goodput_saved_stall_ms(100, 40);
+  ok.ckpt_stall_ms += ln_goodput_saved_stall_ms(100, 40);
+  ok.ckpt_stall_ms += ln_goodput_saved_stall_ms(100, 40);
   CHECK_MS(ok.ckpt_stall_ms, 200);
-  CHECK_MS(ftl_goodput_saved_stall_ms(-1, 0), 0);
+  CHECK_MS(ln_goodput_saved_stall_ms(-1, 0), 0);
   ok.first_step_ms = 1000;
   ok.end_ms = 11000;
-  ftl_goodput g = ftl_goodput_of_attempt(&ok, 0);
+  ftl_goodput g = ln_goodput_of_attempt(&ok, 0);
   CHECK_MS(g.startup_ms, 1000);
   CHECK_MS(g.stall_ms, 200);
   CHECK_MS(g.productive_ms, 10000 - 200);
@@ -43,7 +43,7 @@ int main(void) {
   bad.failure_ms = 8000;
   bad.end_ms = 8500;
   bad.ckpt_stall_ms = 300;
-  ftl_goodput f = ftl_goodput_of_attempt(&bad, 250);
+  ftl_goodput f = ln_goodput_of_attempt(&bad, 250);
   CHECK_MS(f.startup_ms, 1000);
   CHECK_MS(f.lost_ms, 3000);
   CHECK_MS(f.productive_ms, 7000 - 3000 - 300);
@@ -54,19 +54,19 @@ int main(void) {
   ftl_attempt_result early = attempt(FTL_ATTEMPT_RDZV_FAILED);
   early.failure_ms = 5000;
   early.end_ms = 5200;
-  ftl_goodput e = ftl_goodput_of_attempt(&early, 0);
+  ftl_goodput e = ln_goodput_of_attempt(&early, 0);
   CHECK_MS(e.startup_ms, 5000);
   CHECK_MS(e.teardown_ms, 200);
   CHECK_MS(e.productive_ms, 0);
 
   ftl_goodput per[3] = {e, f, g};
-  ftl_goodput t = ftl_goodput_sum(per, 3);
+  ftl_goodput t = ln_goodput_sum(per, 3);
   CHECK_MS(t.wall_ms, 5200 + 8500 + 250 + 11000);
   CHECK_MS(t.productive_ms, 3700 + 9800);
   CHECK_MS(t.stall_ms, 500);
-  CHECK_MS(ftl_goodput_pct(&t), 100.0 * 13500 / 24950);
+  CHECK_MS(ln_goodput_pct(&t), 100.0 * 13500 / 24950);
   ftl_goodput none = {0};
-  CHECK_MS(ftl_goodput_pct(&none), 0);
+  CHECK_MS(ln_goodput_pct(&none), 0);
   printf("ok\n");
   return 0;
 }

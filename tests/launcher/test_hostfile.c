@@ -13,7 +13,7 @@ static const char *parse_err(const char *text) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
   memset(&d, 0, sizeof d);
-  ftl_err rc = ftl_hostfile_parse(text, strlen(text), "hosts.txt", &hosts, &count, &d);
+  ftl_err rc = ln_hostfile_parse(text, strlen(text), "hosts.txt", &hosts, &count, &d);
   if (rc != FTL_ERR_SPEC) FTL_TEST_FAIL_("<<%s>> gave %s, expected FTL_ERR_SPEC", text, ftl_err_name(rc));
   CHECK(hosts == NULL && count == 0);
   return d.msg;
@@ -30,7 +30,7 @@ static void test_good(void) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_hostfile_parse(text, strlen(text), "hosts.txt", &hosts, &count, &d), d.msg);
+  CHECK_OK(ln_hostfile_parse(text, strlen(text), "hosts.txt", &hosts, &count, &d), d.msg);
   CHECK_INT_EQ(count, 5);
   CHECK_STR_EQ(hosts[0].name, "node1");
   CHECK_INT_EQ(hosts[0].slots, 8);
@@ -46,7 +46,7 @@ static void test_good(void) {
   CHECK_INT_EQ(hosts[3].slots, 1);
   CHECK_STR_EQ(hosts[4].name, "n_5");
   CHECK_INT_EQ(hosts[4].line_no, 7);
-  CHECK_INT_EQ(ftl_hostfile_total_slots(hosts, count), 8 + 4 + 1 + 1 + 1);
+  CHECK_INT_EQ(ln_hostfile_total_slots(hosts, count), 8 + 4 + 1 + 1 + 1);
   ftl_free(hosts);
 }
 
@@ -74,7 +74,7 @@ static void test_refused(void) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
-  CHECK_INT_EQ(ftl_hostfile_parse(with_nul, sizeof with_nul - 1, "hosts.txt", &hosts, &count, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_hostfile_parse(with_nul, sizeof with_nul - 1, "hosts.txt", &hosts, &count, &d), FTL_ERR_SPEC);
   CHECK_STR_EQ(d.msg, "hostfile hosts.txt:1: control character (byte 0x00) in 'node1\\x00 slots=2'; a hostfile is text");
   CHECK_STR_EQ(parse_err("n\xc3\xa9ud\n"),
                "hostfile hosts.txt:1: expected a host name or address (then slots=N, max_slots=N), got 'n\\xc3\\xa9ud'");
@@ -92,9 +92,9 @@ static void test_read(void) {
   ftl_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
-  CHECK_INT_EQ(ftl_hostfile_read("/nonexistent/hosts", &hosts, &count, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ln_hostfile_read("/nonexistent/hosts", &hosts, &count, &d), FTL_ERR_NOTFOUND);
   CHECK_STR_EQ(d.msg, "cannot read hostfile /nonexistent/hosts: No such file or directory");
-  CHECK_INT_EQ(ftl_hostfile_read("/", &hosts, &count, &d), FTL_ERR_IO);
+  CHECK_INT_EQ(ln_hostfile_read("/", &hosts, &count, &d), FTL_ERR_IO);
   CHECK_STR_CONTAINS(d.msg, "cannot read hostfile /: ");
 }
 

@@ -10,24 +10,24 @@
 #include "launcher/hostprobe.h"
 
 int main(void) {
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(0), 0);            /* accepted */
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(ECONNREFUSED), 0); /* refused: the host answered */
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(ETIMEDOUT), 1);
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(EHOSTUNREACH), 1);
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(ENETUNREACH), 1);
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(ENETDOWN), 0); /* this host's network, not that host */
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(EACCES), 0);
-  CHECK_INT_EQ(ftl_hostprobe_unreachable(EMFILE), 0);
+  CHECK_INT_EQ(ln_hostprobe_unreachable(0), 0);            /* accepted */
+  CHECK_INT_EQ(ln_hostprobe_unreachable(ECONNREFUSED), 0); /* refused: the host answered */
+  CHECK_INT_EQ(ln_hostprobe_unreachable(ETIMEDOUT), 1);
+  CHECK_INT_EQ(ln_hostprobe_unreachable(EHOSTUNREACH), 1);
+  CHECK_INT_EQ(ln_hostprobe_unreachable(ENETUNREACH), 1);
+  CHECK_INT_EQ(ln_hostprobe_unreachable(ENETDOWN), 0); /* this host's network, not that host */
+  CHECK_INT_EQ(ln_hostprobe_unreachable(EACCES), 0);
+  CHECK_INT_EQ(ln_hostprobe_unreachable(EMFILE), 0);
 
   /* This host (by address and by name) and a name that does not resolve: nothing to report, and
    * quickly (no connection waits for the deadline). */
   const char *hosts[] = {"127.0.0.1", ftl_hostname(), "ftl-no-such-host.invalid"};
   int err[3] = {-1, -1, -1};
   int64_t t0 = ftl_clock_ms();
-  ftl_hostprobe_run(hosts, 3, 22, 2000, err);
+  ln_hostprobe_run(hosts, 3, 22, 2000, err);
   for (int i = 0; i < 3; i++) CHECK_INT_EQ(err[i], 0);
   CHECK(ftl_clock_ms() - t0 < 1900);
-  ftl_hostprobe_run(hosts, 0, 22, 2000, err); /* no hosts */
+  ln_hostprobe_run(hosts, 0, 22, 2000, err); /* no hosts */
   printf("ok\n");
   return 0;
 }

@@ -130,14 +130,14 @@ static void check_row(const row *t) {
     hosts[i].slots = 2;
   }
   ftl_policy_state h;
-  ftl_policy_state_init(&h, &t->cfg);
+  ln_policy_state_init(&h, &t->cfg);
   h.restarts = t->restarts;
   snprintf(h.suspect, sizeof h.suspect, "%s", t->suspect);
   ftl_attempt_result r = make_result(t->result);
   ftl_policy_decision dec;
-  ftl_policy_decide(&t->cfg, &h, &r, hosts, (size_t)t->hosts, "job", "/runs/job", &dec);
+  ln_policy_decide(&t->cfg, &h, &r, hosts, (size_t)t->hosts, "job", "/runs/job", &dec);
   fprintf(stderr, "%-45s -> %s %s exit %d backoff %lld world %d exclude '%s': %s\n", t->name,
-          dec.action == FTL_POLICY_RESTART ? "restart" : "stop", ftl_policy_stop_name(dec.why), dec.exit_code,
+          dec.action == FTL_POLICY_RESTART ? "restart" : "stop", ln_policy_stop_name(dec.why), dec.exit_code,
           (long long)dec.backoff_ms, dec.world_size, dec.exclude_host, dec.message);
   CHECK_INT_EQ(dec.action, t->action);
   CHECK_INT_EQ(dec.why, t->why);
@@ -150,9 +150,9 @@ static void check_row(const row *t) {
     CHECK_INT_EQ(dec.next.restarts, t->restarts + 1);
     CHECK_STR_EQ(dec.exclude_host, t->exclude);
     CHECK_INT_EQ(dec.excluded, t->excluded);
-    ftl_policy_apply_hosts(&dec, &r, hosts, (size_t)t->hosts);
+    ln_policy_apply_hosts(&dec, &r, hosts, (size_t)t->hosts);
     int world = 0, slots = 0;
-    CHECK_INT_EQ(ftl_policy_world_size(&t->cfg, hosts, (size_t)t->hosts, &world, &slots), 0);
+    CHECK_INT_EQ(ln_policy_world_size(&t->cfg, hosts, (size_t)t->hosts, &world, &slots), 0);
     CHECK_INT_EQ(world, t->world);
   }
   CHECK(dec.message[0] != '\0');
@@ -163,9 +163,9 @@ static void check_row(const row *t) {
 static int run_sequence(const ftl_policy_config *cfg, const ftl_attempt_result *results, int n, int64_t *backoffs,
                         ftl_policy_decision *last) {
   ftl_policy_state h;
-  ftl_policy_state_init(&h, cfg);
+  ln_policy_state_init(&h, cfg);
   for (int i = 0; i < n; i++) {
-    ftl_policy_decide(cfg, &h, &results[i], NULL, 0, "job", "/runs/job", last);
+    ln_policy_decide(cfg, &h, &results[i], NULL, 0, "job", "/runs/job", last);
     h = last->next;
     if (last->action == FTL_POLICY_STOP) return i;
     backoffs[i] = last->backoff_ms;
@@ -212,17 +212,17 @@ static void test_crash_loop_by_commits(void) {
 }
 
 static void test_backoff_signals(void) {
-  CHECK_INT_EQ(ftl_policy_backoff_signal_exit(SIGTERM), FTL_EXIT_PREEMPTED);
-  CHECK_INT_EQ(ftl_policy_backoff_signal_exit(SIGUSR1), FTL_EXIT_PREEMPTED);
-  CHECK_INT_EQ(ftl_policy_backoff_signal_exit(SIGINT), FTL_EXIT_SIGINT);
-  CHECK_INT_EQ(ftl_policy_backoff_signal_exit(SIGHUP), FTL_EXIT_SIGTERM);
+  CHECK_INT_EQ(ln_policy_backoff_signal_exit(SIGTERM), FTL_EXIT_PREEMPTED);
+  CHECK_INT_EQ(ln_policy_backoff_signal_exit(SIGUSR1), FTL_EXIT_PREEMPTED);
+  CHECK_INT_EQ(ln_policy_backoff_signal_exit(SIGINT), FTL_EXIT_SIGINT);
+  CHECK_INT_EQ(ln_policy_backoff_signal_exit(SIGHUP), FTL_EXIT_SIGTERM);
 }
 
 static void test_host_matches(void) {
-  CHECK(ftl_policy_host_matches("h1", "h1", ""));
-  CHECK(ftl_policy_host_matches("10.0.0.1", "node", "127.0.0.1 10.0.0.1"));
-  CHECK(!ftl_policy_host_matches("10.0.0.1", "node", "10.0.0.10 10.0.0.11"));
-  CHECK(!ftl_policy_host_matches("h1", "h10", NULL));
+  CHECK(ln_policy_host_matches("h1", "h1", ""));
+  CHECK(ln_policy_host_matches("10.0.0.1", "node", "127.0.0.1 10.0.0.1"));
+  CHECK(!ln_policy_host_matches("10.0.0.1", "node", "10.0.0.10 10.0.0.11"));
+  CHECK(!ln_policy_host_matches("h1", "h10", NULL));
 }
 
 int main(void) {

@@ -15,17 +15,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_diag d = {{0}};
   ftl_package_manifest *m = NULL;
   ftl_package_limits lim = {.max_total_bytes = 1 << 24};
-  if (ftl_package_manifest_parse(data, size, &lim, &m, &d) == FTL_OK) {
+  if (pl_package_manifest_parse(data, size, &lim, &m, &d) == FTL_OK) {
     for (size_t i = 1; i < m->n_files; i++)
       if (strcmp(m->files[i - 1].name, m->files[i].name) >= 0) abort();
-    ftl_package_manifest_free(m);
+    pl_package_manifest_free(m);
   } else if (!d.msg[0]) {
     abort();
   }
   char id[FTL_SHA256_HEX_LEN + 1];
   d.msg[0] = '\0';
-  if (ftl_package_verify_memory(data, size, &lim, id, &d) == FTL_OK) {
-    if (!ftl_sha256_is_hex(id)) abort();
+  if (pl_package_verify_memory(data, size, &lim, id, &d) == FTL_OK) {
+    if (!pl_sha256_is_hex(id)) abort();
   } else if (!d.msg[0]) {
     abort();
   }

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(dg.config, 'b', FTL_SHA256_HEX_LEN);
   memset(dg.model, 'c', FTL_SHA256_HEX_LEN);
   dg.verdict[FTL_SHA256_HEX_LEN] = dg.config[FTL_SHA256_HEX_LEN] = dg.model[FTL_SHA256_HEX_LEN] = '\0';
-  if (ftl_verdict_verify("/nonexistent-ftl-trusted-keys", (const char *)data, size, &dg, key_id, &d) == FTL_OK) abort();
+  if (pl_verdict_verify("/nonexistent-ftl-trusted-keys", (const char *)data, size, &dg, key_id, &d) == FTL_OK) abort();
   if (!d.msg[0]) abort();
   return 0;
 }

@@ -60,17 +60,17 @@ int main(int argc, char **argv) {
   ftl_diag d = {{0}};
   char id[FTL_SHA256_HEX_LEN + 1];
   ftl_log_init_from_env();
-  ftl_fault_from_env();
+  core_fault_from_env();
   if (argc < 2) return 2;
   const char *cmd = argv[1];
   if (!strcmp(cmd, "make-final") && argc >= 3)
     return make_final(argv[2], argc > 3 ? strtoull(argv[3], NULL, 10) : 1, argc > 4 ? argv[4] : "q,v,fc",
                       argc > 5 ? (int)strtol(argv[5], NULL, 10) : 1);
-  if (!strcmp(cmd, "export") && argc == 4) return report(ftl_peft_export(argv[2], argv[3], NULL, &d), &d);
+  if (!strcmp(cmd, "export") && argc == 4) return report(pl_peft_export(argv[2], argv[3], NULL, &d), &d);
   if (!strcmp(cmd, "package") && argc >= 5) {
     json_t *prov = json_pack("{s:s, s:s, s:i}", "tag", argc > 5 ? argv[5] : "test", "base_model_hash",
                              "0123456789abcdef", "checkpoint_step", 10);
-    ftl_err rc = ftl_package_build(argv[2], argv[3], prov, argv[4], id, &d);
+    ftl_err rc = pl_package_build(argv[2], argv[3], prov, argv[4], id, &d);
     json_decref(prov);
     if (!rc) printf("%s\n", id);
     return report(rc, &d);
@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "unpack") && argc >= 4) {
     ftl_package_limits lim = {0};
     if (argc > 4) lim.max_total_bytes = strtoull(argv[4], NULL, 10);
-    ftl_err rc = ftl_package_unpack(argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, NULL, &lim, id, NULL, NULL, &d);
+    ftl_err rc = pl_package_unpack(argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, NULL, &lim, id, NULL, NULL, &d);
     if (!rc) printf("%s\n", id);
     return report(rc, &d);
   }
@@ -87,35 +87,35 @@ int main(int argc, char **argv) {
     ftl_package_limits lim = {0};
     if (argc > 5) lim.max_total_bytes = strtoull(argv[5], NULL, 10);
     const char *want = argc > 4 && strcmp(argv[4], "-") ? argv[4] : NULL;
-    ftl_err rc = ftl_package_canonicalize_to(argv[2], argv[3], want, &lim, &info, &d);
+    ftl_err rc = pl_package_canonicalize_to(argv[2], argv[3], want, &lim, &info, &d);
     if (!rc)
       printf("%s %s %llu %llu\n", info.id, info.identical ? "identical" : "rewritten",
              (unsigned long long)info.offered_bytes, (unsigned long long)info.canonical_bytes);
-    ftl_package_info_release(&info);
+    pl_package_info_release(&info);
     return report(rc, &d);
   }
   ftl_registry_ref reg = {.root = argc > 2 ? argv[2] : NULL, .who = "pipeline_tool", .lock_timeout_ms = 60000};
   if (!strcmp(cmd, "publish") && argc >= 5) {
-    ftl_err rc = ftl_registry_publish(&reg, argv[3], argv[4], argc > 5 ? argv[5] : NULL, "test", id, &d);
+    ftl_err rc = pl_registry_publish(&reg, argv[3], argv[4], argc > 5 ? argv[5] : NULL, "test", id, &d);
     if (!rc) printf("%s\n", id);
     return report(rc, &d);
   }
   if (!strcmp(cmd, "promote") && argc == 6)
-    return report(ftl_registry_promote(&reg, argv[3], argv[4], argv[5], "test", &d), &d);
+    return report(pl_registry_promote(&reg, argv[3], argv[4], argv[5], "test", &d), &d);
   if (!strcmp(cmd, "rollback") && argc == 5) {
-    ftl_err rc = ftl_registry_rollback(&reg, argv[3], argv[4], "test", id, &d);
+    ftl_err rc = pl_registry_rollback(&reg, argv[3], argv[4], "test", id, &d);
     if (!rc) printf("%s\n", id);
     return report(rc, &d);
   }
   if (!strcmp(cmd, "resolve") && argc == 4) {
     char name[FTL_REGISTRY_NAME_MAX + 1];
-    ftl_err rc = ftl_registry_resolve(&reg, argv[3], name, id, &d);
+    ftl_err rc = pl_registry_resolve(&reg, argv[3], name, id, &d);
     if (!rc) printf("%s\n", id);
     return report(rc, &d);
   }
   if (!strcmp(cmd, "check") && argc == 4) {
     size_t lines = 0;
-    ftl_err rc = ftl_registry_check(&reg, argv[3], &lines, &d);
+    ftl_err rc = pl_registry_check(&reg, argv[3], &lines, &d);
     if (!rc) printf("%zu\n", lines);
     return report(rc, &d);
   }

@@ -68,7 +68,7 @@ int main(void) {
 
   /* The commit marker. */
   static const char *const files[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
-  CHECK_OK(ftl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
+  CHECK_OK(pl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
   ft_adapter_meta m2;
   CHECK_OK(ft_adapter_load(final_dir, &cfg, &b, &m2, msg, sizeof msg), msg);
   ft_lora_destroy(&b);
@@ -80,29 +80,29 @@ int main(void) {
   snprintf(j1, sizeof j1, "%s/adapter.json", final_dir);
   snprintf(j2, sizeof j2, "%s/adapter.json.keep", root);
   CHECK(rename(j1, j2) == 0);
-  CHECK(ftl_adapter_commit_verify(final_dir, files, 2, &d) == FTL_ERR_NOTFOUND);
+  CHECK(pl_adapter_commit_verify(final_dir, files, 2, &d) == FTL_ERR_NOTFOUND);
   CHECK_STR_CONTAINS(d.msg, "no commit marker");
   CHECK_STR_CONTAINS(d.msg, "present: adapter.safetensors");
   CHECK_STR_CONTAINS(d.msg, "missing: adapter.json, COMMIT");
   CHECK(ft_adapter_load(final_dir, &cfg, &b, &m2, msg, sizeof msg) != 0);
   CHECK_STR_CONTAINS(msg, "no commit marker");
-  CHECK(ftl_peft_export(final_dir, exp1, NULL, &d) == FTL_ERR_NOTFOUND);
+  CHECK(pl_peft_export(final_dir, exp1, NULL, &d) == FTL_ERR_NOTFOUND);
   CHECK_STR_CONTAINS(d.msg, "not completely written");
   CHECK(rename(j2, j1) == 0);
-  CHECK(ftl_adapter_commit_verify(final_dir, files, 2, &d) == FTL_ERR_NOTFOUND);
+  CHECK(pl_adapter_commit_verify(final_dir, files, 2, &d) == FTL_ERR_NOTFOUND);
   CHECK(rename(q, p) == 0);
-  CHECK_OK(ftl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
+  CHECK_OK(pl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
   /* A file changed after the commit. */
   size_t jn;
   char *jtext = slurp(j1, &jn);
   put(j1, "{}\n");
-  CHECK(ftl_adapter_commit_verify(final_dir, files, 2, &d) == FTL_ERR_CORRUPT);
+  CHECK(pl_adapter_commit_verify(final_dir, files, 2, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "adapter.json does not match its commit marker");
   CHECK(ft_adapter_load(final_dir, &cfg, &b, &m2, msg, sizeof msg) != 0);
   CHECK_STR_CONTAINS(msg, "does not match");
   ftl_write_file_atomic(j1, jtext, jn, &d);
   ftl_free(jtext);
-  CHECK_OK(ftl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
+  CHECK_OK(pl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
   /* The marker itself is deterministic: saving again gives the same bytes. */
   size_t c1n, c2n;
   char *c1 = slurp(p, &c1n);
@@ -114,8 +114,8 @@ int main(void) {
   ftl_free(c2);
 
   /* The PEFT export. */
-  CHECK_OK(ftl_peft_export(final_dir, exp1, NULL, &d), d.msg);
-  CHECK_OK(ftl_peft_export(final_dir, exp2, NULL, &d), d.msg);
+  CHECK_OK(pl_peft_export(final_dir, exp1, NULL, &d), d.msg);
+  CHECK_OK(pl_peft_export(final_dir, exp2, NULL, &d), d.msg);
   char e1[4096], e2[4096];
   snprintf(e1, sizeof e1, "%s/adapter_config.json", exp1);
   snprintf(e2, sizeof e2, "%s/adapter_config.json", exp2);
@@ -131,10 +131,10 @@ int main(void) {
   snprintf(e2, sizeof e2, "%s/adapter_model.safetensors", exp2);
   CHECK(same_file(e1, e2));
   ftl_st_file *st = NULL;
-  CHECK_OK(ftl_st_load(e1, 1 << 26, NULL, &st, &d), d.msg);
-  CHECK_STR_EQ(ftl_st_meta_get(st, "format"), "pt");
-  CHECK_INT_EQ(ftl_st_meta_count(st), 1);
-  CHECK_INT_EQ(ftl_st_count(st), 6);
+  CHECK_OK(pl_st_load(e1, 1 << 26, NULL, &st, &d), d.msg);
+  CHECK_STR_EQ(pl_st_meta_get(st, "format"), "pt");
+  CHECK_INT_EQ(pl_st_meta_count(st), 1);
+  CHECK_INT_EQ(pl_st_count(st), 6);
   static const struct {
     const char *peft, *ours;
     int64_t s0, s1;
@@ -147,7 +147,7 @@ int main(void) {
       {"base_model.model.transformer.h.0.mlp.fc_in.lora_B.weight", "layers.0.fc.lora_B", 32, 2},
   };
   for (size_t i = 0; i < 6; i++) {
-    const ftl_st_tensor *t = ftl_st_find(st, want[i].peft);
+    const ftl_st_tensor *t = pl_st_find(st, want[i].peft);
     if (!t) FTL_TEST_FAIL_("export lacks %s", want[i].peft);
     CHECK(t->dtype == FTL_ST_F32 && t->ndim == 2 && t->shape[0] == want[i].s0 && t->shape[1] == want[i].s1);
     const ft_tensor *o = NULL;
@@ -155,11 +155,11 @@ int main(void) {
       if (!strcmp(a.tensors[k].name, want[i].ours)) o = &a.tensors[k];
     CHECK(o && memcmp(o->data, t->data, o->count * sizeof(float)) == 0);
   }
-  ftl_st_free(st);
+  pl_st_free(st);
   ftl_peft_opts po = {.base_model_name = "org/base-model"};
   char exp3[1024];
   snprintf(exp3, sizeof exp3, "%s/export3", root);
-  CHECK_OK(ftl_peft_export(final_dir, exp3, &po, &d), d.msg);
+  CHECK_OK(pl_peft_export(final_dir, exp3, &po, &d), d.msg);
   snprintf(p, sizeof p, "%s/adapter_config.json", exp3);
   size_t n3;
   char *t3 = slurp(p, &n3);
@@ -174,17 +174,17 @@ int main(void) {
   snprintf(pk2, sizeof pk2, "%s/p2.tar.zst", root);
   json_t *prov = json_pack("{s:s, s:[s], s:i, s:f}", "base_model_hash", "0123456789abcdef", "snapshot_digests", "aa",
                            "checkpoint_step", 10, "goodput", 0.9);
-  CHECK_OK(ftl_package_build(exp1, verdict, prov, pk1, id1, &d), d.msg);
-  CHECK_OK(ftl_package_build(exp2, verdict, prov, pk2, id2, &d), d.msg);
+  CHECK_OK(pl_package_build(exp1, verdict, prov, pk1, id1, &d), d.msg);
+  CHECK_OK(pl_package_build(exp2, verdict, prov, pk2, id2, &d), d.msg);
   CHECK(same_file(pk1, pk2));
   CHECK_STR_EQ(id1, id2);
   char out[1024], *man = NULL;
   size_t man_size = 0;
   snprintf(out, sizeof out, "%s/unpacked", root);
-  CHECK_OK(ftl_package_unpack(pk1, out, id1, NULL, id3, &man, &man_size, &d), d.msg);
+  CHECK_OK(pl_package_unpack(pk1, out, id1, NULL, id3, &man, &man_size, &d), d.msg);
   CHECK_STR_EQ(id3, id1);
   char mh[65];
-  ftl_sha256_hex(man, man_size, mh);
+  pl_sha256_hex(man, man_size, mh);
   CHECK_STR_EQ(mh, id1);
   CHECK_STR_CONTAINS(man, "\"name\": \"adapter_config.json\"");
   ftl_free(man);
@@ -195,22 +195,22 @@ int main(void) {
   snprintf(p, sizeof p, "%s/MANIFEST.json", out);
   CHECK(access(p, F_OK) == 0);
   /* Unpacking onto an existing folder, or with the wrong expected id, is refused. */
-  CHECK(ftl_package_unpack(pk1, out, NULL, NULL, NULL, NULL, NULL, &d) == FTL_ERR_STATE);
+  CHECK(pl_package_unpack(pk1, out, NULL, NULL, NULL, NULL, NULL, &d) == FTL_ERR_STATE);
   snprintf(out, sizeof out, "%s/unpacked2", root);
-  CHECK(ftl_package_unpack(pk1, out, "00000000000000000000000000000000000000000000000000000000000000ff", NULL, NULL,
+  CHECK(pl_package_unpack(pk1, out, "00000000000000000000000000000000000000000000000000000000000000ff", NULL, NULL,
                            NULL, NULL, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "not the expected");
   CHECK(access(out, F_OK) != 0);
   /* Another provenance is another version. */
   json_object_set_new(prov, "checkpoint_step", json_integer(11));
-  CHECK_OK(ftl_package_build(exp1, verdict, prov, pk2, id2, &d), d.msg);
+  CHECK_OK(pl_package_build(exp1, verdict, prov, pk2, id2, &d), d.msg);
   CHECK(strcmp(id1, id2) != 0);
   /* Verdicts that do not allow packaging. */
   put(verdict, "{\"passed\": false, \"version\": 1}\n");
-  CHECK(ftl_package_build(exp1, verdict, prov, pk2, id2, &d) == FTL_ERR_STATE);
+  CHECK(pl_package_build(exp1, verdict, prov, pk2, id2, &d) == FTL_ERR_STATE);
   CHECK_STR_CONTAINS(d.msg, "did not pass");
   put(verdict, "{\"passed\": true, \"version\": 2}\n");
-  CHECK(ftl_package_build(exp1, verdict, prov, pk2, id2, &d) == FTL_ERR_CORRUPT);
+  CHECK(pl_package_build(exp1, verdict, prov, pk2, id2, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "version 1");
   json_decref(prov);
   ft_lora_destroy(&a);

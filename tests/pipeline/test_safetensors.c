@@ -26,7 +26,7 @@ static void expect_refused(const char *header, size_t data, const char *needle) 
   uint8_t *b = make(header, data, &size);
   ftl_st_file *f = NULL;
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_st_parse(b, size, NULL, &f, &d);
+  ftl_err rc = pl_st_parse(b, size, NULL, &f, &d);
   if (rc != FTL_ERR_CORRUPT) FTL_TEST_FAIL_("accepted (rc %d): %s", (int)rc, header);
   CHECK(f == NULL);
   CHECK_STR_CONTAINS(d.msg, needle);
@@ -49,7 +49,7 @@ int main(void) {
   uint8_t *img = NULL;
   size_t size = 0;
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_st_encode(t, 3, meta, 1, &img, &size, &d), d.msg);
+  CHECK_OK(pl_st_encode(t, 3, meta, 1, &img, &size, &d), d.msg);
   const char *want = "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":"
                      "[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},\"c\":{\"dtype\":\"F16\","
                      "\"shape\":[1,2],\"data_offsets\":[16,20]}}";
@@ -68,21 +68,21 @@ int main(void) {
   ftl_st_tensor t2[3] = {t[2], t[0], t[1]};
   uint8_t *img2 = NULL;
   size_t size2 = 0;
-  CHECK_OK(ftl_st_encode(t2, 3, meta, 1, &img2, &size2, &d), d.msg);
+  CHECK_OK(pl_st_encode(t2, 3, meta, 1, &img2, &size2, &d), d.msg);
   CHECK(size2 == size && memcmp(img, img2, size) == 0);
   ftl_free(img2);
 
   /* 2. Round trip: parse what was written. */
   ftl_st_file *f = NULL;
-  CHECK_OK(ftl_st_parse(img, size, NULL, &f, &d), d.msg);
-  CHECK_INT_EQ(ftl_st_count(f), 3);
-  CHECK_STR_EQ(ftl_st_at(f, 0)->name, "a");
-  CHECK_STR_EQ(ftl_st_meta_get(f, "format"), "pt");
-  const ftl_st_tensor *c = ftl_st_find(f, "c");
+  CHECK_OK(pl_st_parse(img, size, NULL, &f, &d), d.msg);
+  CHECK_INT_EQ(pl_st_count(f), 3);
+  CHECK_STR_EQ(pl_st_at(f, 0)->name, "a");
+  CHECK_STR_EQ(pl_st_meta_get(f, "format"), "pt");
+  const ftl_st_tensor *c = pl_st_find(f, "c");
   CHECK(c && c->dtype == FTL_ST_F16 && c->ndim == 2 && c->shape[0] == 1 && c->shape[1] == 2 && c->size_bytes == 4);
   CHECK(memcmp(c->data, hc, 4) == 0);
-  CHECK(ftl_st_find(f, "zz") == NULL);
-  ftl_st_free(f);
+  CHECK(pl_st_find(f, "zz") == NULL);
+  pl_st_free(f);
   ftl_free(img);
 
   /* Every dtype, a scalar, an empty tensor, a 4-bit tensor of an even count, names that need
@@ -96,8 +96,8 @@ int main(void) {
   for (int k = 0; k < FTL_ST_DTYPE_COUNT_; k++) {
     int64_t shape[1] = {4};
     uint64_t nb = 0;
-    CHECK_OK(ftl_st_tensor_bytes((ftl_st_dtype)k, 1, shape, &nb), ftl_st_dtype_name((ftl_st_dtype)k));
-    snprintf(names[k], sizeof names[k], "t.%s", ftl_st_dtype_name((ftl_st_dtype)k));
+    CHECK_OK(pl_st_tensor_bytes((ftl_st_dtype)k, 1, shape, &nb), pl_st_dtype_name((ftl_st_dtype)k));
+    snprintf(names[k], sizeof names[k], "t.%s", pl_st_dtype_name((ftl_st_dtype)k));
     all[n++] = (ftl_st_tensor){
         .name = names[k], .dtype = (ftl_st_dtype)k, .ndim = 1, .shape = {4}, .data = bytes, .size_bytes = nb};
   }
@@ -111,61 +111,61 @@ int main(void) {
                              .data = bytes,
                              .size_bytes = 3};
   ftl_st_kv m3[] = {{"z", "last"}, {"format", "pt"}, {"a", "first \"q\""}};
-  CHECK_OK(ftl_st_encode(all, n, m3, 3, &img, &size, &d), d.msg);
-  CHECK_OK(ftl_st_parse(img, size, NULL, &f, &d), d.msg);
-  CHECK_INT_EQ(ftl_st_count(f), n);
-  CHECK_INT_EQ(ftl_st_meta_count(f), 3);
-  CHECK_STR_EQ(ftl_st_meta_at(f, 0)->key, "a");
-  CHECK_STR_EQ(ftl_st_meta_get(f, "a"), "first \"q\"");
+  CHECK_OK(pl_st_encode(all, n, m3, 3, &img, &size, &d), d.msg);
+  CHECK_OK(pl_st_parse(img, size, NULL, &f, &d), d.msg);
+  CHECK_INT_EQ(pl_st_count(f), n);
+  CHECK_INT_EQ(pl_st_meta_count(f), 3);
+  CHECK_STR_EQ(pl_st_meta_at(f, 0)->key, "a");
+  CHECK_STR_EQ(pl_st_meta_get(f, "a"), "first \"q\"");
   for (size_t i = 0; i < n; i++) {
-    const ftl_st_tensor *x = ftl_st_find(f, all[i].name);
+    const ftl_st_tensor *x = pl_st_find(f, all[i].name);
     CHECK(x != NULL);
     CHECK_INT_EQ(x->dtype, all[i].dtype);
     CHECK_INT_EQ(x->ndim, all[i].ndim);
     CHECK_INT_EQ(x->size_bytes, all[i].size_bytes);
     if (x->size_bytes) CHECK(memcmp(x->data, all[i].data, (size_t)x->size_bytes) == 0);
   }
-  ftl_st_free(f);
+  pl_st_free(f);
   ftl_free(img);
-  CHECK_OK(ftl_st_encode(all, 2, NULL, 0, &img, &size, &d), d.msg);
+  CHECK_OK(pl_st_encode(all, 2, NULL, 0, &img, &size, &d), d.msg);
   CHECK(img[8] == '{' && img[9] == '"' && img[10] == 't'); /* no __metadata__ */
-  CHECK_OK(ftl_st_parse(img, size, NULL, &f, &d), d.msg);
-  CHECK_INT_EQ(ftl_st_meta_count(f), 0);
-  ftl_st_free(f);
+  CHECK_OK(pl_st_parse(img, size, NULL, &f, &d), d.msg);
+  CHECK_INT_EQ(pl_st_meta_count(f), 0);
+  pl_st_free(f);
   ftl_free(img);
 
   /* The writer refuses what it cannot write faithfully. */
   ftl_st_tensor bad = {.name = "x", .dtype = FTL_ST_F32, .ndim = 1, .shape = {3}, .data = bytes, .size_bytes = 8};
-  CHECK(ftl_st_encode(&bad, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
+  CHECK(pl_st_encode(&bad, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
   ftl_st_tensor odd = {.name = "x", .dtype = FTL_ST_F4, .ndim = 1, .shape = {3}, .data = bytes, .size_bytes = 1};
-  CHECK(ftl_st_encode(&odd, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
+  CHECK(pl_st_encode(&odd, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
   ftl_st_tensor dup[2] = {t[0], t[0]};
   dup[1].dtype = FTL_ST_F32;
-  CHECK(ftl_st_encode(dup, 2, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
+  CHECK(pl_st_encode(dup, 2, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
   CHECK_STR_CONTAINS(d.msg, "twice");
   ftl_st_tensor reserved = t[0];
   reserved.name = "__metadata__";
-  CHECK(ftl_st_encode(&reserved, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
+  CHECK(pl_st_encode(&reserved, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
 
   /* 3. Refusals, each with its reason. */
   const char *ok = "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
   size_t okn;
   uint8_t *okb = make(ok, 8, &okn);
-  CHECK_OK(ftl_st_parse(okb, okn, NULL, &f, &d), d.msg);
-  ftl_st_free(f);
-  CHECK(ftl_st_parse(okb, 7, NULL, &f, &d) == FTL_ERR_CORRUPT);
+  CHECK_OK(pl_st_parse(okb, okn, NULL, &f, &d), d.msg);
+  pl_st_free(f);
+  CHECK(pl_st_parse(okb, 7, NULL, &f, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "8-byte");
-  CHECK(ftl_st_parse(okb, okn - 1, NULL, &f, &d) == FTL_ERR_CORRUPT); /* truncated data */
+  CHECK(pl_st_parse(okb, okn - 1, NULL, &f, &d) == FTL_ERR_CORRUPT); /* truncated data */
   CHECK_STR_CONTAINS(d.msg, "past the");
   ftl_st_limits lim = {.max_header_bytes = 16};
-  CHECK(ftl_st_parse(okb, okn, &lim, &f, &d) == FTL_ERR_CORRUPT);
+  CHECK(pl_st_parse(okb, okn, &lim, &f, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "over the limit");
   okb[7] = 0x01; /* header length 2^56 + ... */
-  CHECK(ftl_st_parse(okb, okn, NULL, &f, &d) == FTL_ERR_CORRUPT);
+  CHECK(pl_st_parse(okb, okn, NULL, &f, &d) == FTL_ERR_CORRUPT);
   free(okb);
   okb = make(ok, 8, &okn);
   okb[0] = (uint8_t)(okn); /* header length runs past the file */
-  CHECK(ftl_st_parse(okb, okn, NULL, &f, &d) == FTL_ERR_CORRUPT);
+  CHECK(pl_st_parse(okb, okn, NULL, &f, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "past the end");
   free(okb);
   expect_refused("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 12, "cover 8 of the 12");
@@ -206,9 +206,9 @@ int main(void) {
   /* An empty header object with no data is a valid (empty) file. */
   size_t en;
   uint8_t *eb = make("{}      ", 0, &en);
-  CHECK_OK(ftl_st_parse(eb, en, NULL, &f, &d), d.msg);
-  CHECK_INT_EQ(ftl_st_count(f), 0);
-  ftl_st_free(f);
+  CHECK_OK(pl_st_parse(eb, en, NULL, &f, &d), d.msg);
+  CHECK_INT_EQ(pl_st_count(f), 0);
+  pl_st_free(f);
   free(eb);
   printf("ok\n");
   return 0;

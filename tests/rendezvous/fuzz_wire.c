@@ -19,16 +19,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (;;) {
     json_t *msg = NULL;
     ftl_diag d;
-    ftl_err rc = ftl_linebuf_next(&lb, &msg, &d);
+    ftl_err rc = rz_linebuf_next(&lb, &msg, &d);
     if (rc == FTL_ERR_NOTFOUND) break;
     if (rc != FTL_OK) continue; /* a bad line is dropped; the next one is still read */
-    (void)ftl_wire_str(msg, "type", "");
-    (void)ftl_wire_str(msg, "token", "");
-    (void)ftl_wire_int(msg, "rank", -1);
-    (void)ftl_wire_int(msg, "signal", 0);
-    (void)ftl_wire_num(msg, "mpi_init_ms", 0);
+    (void)rz_wire_str(msg, "type", "");
+    (void)rz_wire_str(msg, "token", "");
+    (void)rz_wire_int(msg, "rank", -1);
+    (void)rz_wire_int(msg, "signal", 0);
+    (void)rz_wire_num(msg, "mpi_init_ms", 0);
     json_decref(msg);
   }
-  ftl_linebuf_free(&lb);
+  rz_linebuf_free(&lb);
   return 0;
 }

@@ -16,7 +16,7 @@ int main(int argc, char **argv) {
   unsetenv("FTL_RDZV_ADDR");
   setenv("FTL_BACKEND", "mpi", 1); /* the gang's backend does not matter here */
   setenv("FTL_LOG_LEVEL", "error", 1);
-  ftl_gpu_set_ops(&fake_gpu);
+  rz_gpu_set_ops(&fake_gpu);
   fake_gpu_reset(1);
   ftl_ctx *ctx = NULL;
   CHECK_OK(ftl_init(&argc, &argv, &ctx), ftl_ctx_errmsg(ctx));
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   CHECK(system(cmd) == 0);
-  ftl_gpu_set_ops(NULL);
+  rz_gpu_set_ops(NULL);
   printf("ok\n");
   return 0;
 }

@@ -133,7 +133,7 @@ static void test_backend_choice(void) {
   CHECK_OK(ftl_finalize(ctx), "finalize");
   char why[256];
   int n = 0;
-  CHECK_INT_EQ(ftl_gpu_probe(&n, why, sizeof why), FTL_GPU_FAILED);
+  CHECK_INT_EQ(rz_gpu_probe(&n, why, sizeof why), FTL_GPU_FAILED);
   CHECK_STR_CONTAINS(why, "InsufficientDriver");
   printf("backend choice: ok\n");
 }
@@ -316,15 +316,15 @@ static void test_broken_after_error(void) {
 int main(void) {
   unsetenv("FTL_RDZV_ADDR"); /* no launcher: the rendezvous is skipped */
   setenv("FTL_LOG_LEVEL", "error", 1);
-  ftl_mpi_set_ops(&fake_mpi);
-  ftl_gpu_set_ops(&fake_gpu);
+  rz_mpi_set_ops(&fake_mpi);
+  rz_gpu_set_ops(&fake_gpu);
   test_backend_choice();
   test_memory_kinds();
   test_init_deadline();
   test_ordering();
   test_broken_after_error();
-  ftl_gpu_set_ops(NULL);
-  ftl_mpi_set_ops(NULL);
+  rz_gpu_set_ops(NULL);
+  rz_mpi_set_ops(NULL);
   printf("ok\n");
   return 0;
 }

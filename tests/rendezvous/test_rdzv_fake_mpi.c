@@ -43,7 +43,7 @@ static const ftl_mpi_ops fake = {FAKE_MPI_SHARED_OPS,
 int main(void) {
   unsetenv("FTL_RDZV_ADDR"); /* no launcher: the rendezvous is skipped */
   setenv("FTL_BACKEND", "mpi", 1);
-  ftl_mpi_set_ops(&fake);
+  rz_mpi_set_ops(&fake);
 
   /* A failing MPI_Init fails ftl_init with MPI's text; the context still reports it. */
   fake_init_fails = 1;

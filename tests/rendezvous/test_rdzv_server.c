@@ -43,7 +43,7 @@ static pid_t spawn_client(int port, const char *token, const char *role, int ran
   snprintf(env.token, sizeof env.token, "%s", token);
   ftl_rdzv_client c;
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_rdzv_client_open(&c, &env, role, rank, ftl_deadline_after_ms(5000), &d);
+  ftl_err rc = rz_rdzv_client_open(&c, &env, role, rank, ftl_deadline_after_ms(5000), &d);
   if (rc == FTL_OK && !strcmp(role, "agent")) {
     sleep(1); /* stay connected while the test runs */
     _exit(0);
@@ -57,8 +57,8 @@ static pid_t spawn_client(int port, const char *token, const char *role, int ran
 static void pump(ftl_rdzv_server *s, counts *c, int64_t deadline, int (*done)(const counts *)) {
   struct pollfd fds[64];
   while (!done(c) && ftl_deadline_left_ms(deadline) > 0) {
-    size_t n = ftl_rdzv_server_pollfds(s, fds, 64);
-    if (poll(fds, (nfds_t)n, 50) > 0) ftl_rdzv_server_handle(s, fds, n, on_event, c);
+    size_t n = rz_rdzv_server_pollfds(s, fds, 64);
+    if (poll(fds, (nfds_t)n, 50) > 0) rz_rdzv_server_handle(s, fds, n, on_event, c);
   }
 }
 
@@ -79,15 +79,15 @@ int main(void) {
 
   /* 1. Both ranks join: "go" for both, and the agent hello is counted. */
   counts c = {0};
-  CHECK_OK(ftl_rdzv_server_create("127.0.0.1", 2, "tok-a0", &s, &d), d.msg);
-  int port = ftl_rdzv_server_port(s);
+  CHECK_OK(rz_rdzv_server_create("127.0.0.1", 2, "tok-a0", &s, &d), d.msg);
+  int port = rz_rdzv_server_port(s);
   pid_t agent = spawn_client(port, "tok-a0", "agent", 0, 2);
   pid_t r0 = spawn_client(port, "tok-a0", "rank", 0, 2);
   pid_t r1 = spawn_client(port, "tok-a0", "rank", 1, 2);
   pump(s, &c, ftl_deadline_after_ms(10000), two_joined_one_go);
   CHECK_INT_EQ(c.go, 1);
   CHECK_INT_EQ(c.joined, 2);
-  CHECK(ftl_rdzv_server_went(s));
+  CHECK(rz_rdzv_server_went(s));
   /* Let the children read "go" before the server goes away. */
   int64_t settle = ftl_deadline_after_ms(1500);
   pump(s, &c, settle, never);
@@ -95,12 +95,12 @@ int main(void) {
   CHECK_INT_EQ(exit_code(r1), 0);
   CHECK_INT_EQ(exit_code(agent), 0);
   CHECK_INT_EQ(c.hello, 1);
-  ftl_rdzv_server_destroy(s);
+  rz_rdzv_server_destroy(s);
 
   /* 2. Another attempt's token is refused, and the client is told why. */
   memset(&c, 0, sizeof c);
-  CHECK_OK(ftl_rdzv_server_create("127.0.0.1", 2, "tok-a1", &s, &d), d.msg);
-  port = ftl_rdzv_server_port(s);
+  CHECK_OK(rz_rdzv_server_create("127.0.0.1", 2, "tok-a1", &s, &d), d.msg);
+  port = rz_rdzv_server_port(s);
   pid_t stale = spawn_client(port, "tok-a0", "rank", 0, 2);
   pump(s, &c, ftl_deadline_after_ms(10000), one_rejected);
   CHECK_INT_EQ(c.rejected, 1);
@@ -114,9 +114,9 @@ int main(void) {
   pump(s, &c, ftl_deadline_after_ms(10000), one_joined);
   CHECK_INT_EQ(c.joined, 1);
   char missing[256];
-  ftl_rdzv_server_describe_missing(s, missing, sizeof missing);
+  rz_rdzv_server_describe_missing(s, missing, sizeof missing);
   CHECK_STR_EQ(missing, "rank 0 (never started)");
-  ftl_rdzv_server_fail(s, "deadline passed: rank 0 (never started)");
+  rz_rdzv_server_fail(s, "deadline passed: rank 0 (never started)");
   CHECK_INT_EQ(exit_code(lonely), 1);
 
   /* 4. After fail(), a late rank is told the same, never "go"; a duplicate rank is refused. */
@@ -132,7 +132,7 @@ int main(void) {
   while (ftl_deadline_left_ms(until) > 0 && c.rejected == rejected_before) pump(s, &c, ftl_deadline_after_ms(100), never);
   CHECK_STR_CONTAINS(c.last_reject, "joined twice");
   CHECK_INT_EQ(exit_code(dup), 1);
-  ftl_rdzv_server_destroy(s);
+  rz_rdzv_server_destroy(s);
   printf("ok\n");
   return 0;
 }

@@ -28,7 +28,7 @@
 static ftl_job *parse_ok(const char *text) {
   ftl_job *job = NULL;
   ftl_diag d = {{0}};
-  ftl_err rc = ftl_job_parse_bytes(text, strlen(text), "job.yaml", "/base", &job, &d);
+  ftl_err rc = ln_job_parse_bytes(text, strlen(text), "job.yaml", "/base", &job, &d);
   if (rc != FTL_OK) FTL_TEST_FAIL_("parse of <<%s>> failed: %s: %s", text, ftl_err_name(rc), d.msg);
   CHECK(job != NULL);
   return job;
@@ -39,7 +39,7 @@ static const char *parse_err(const char *text) {
   static ftl_diag d;
   ftl_job *job = (ftl_job *)1;
   memset(&d, 0, sizeof d);
-  ftl_err rc = ftl_job_parse_bytes(text, strlen(text), "job.yaml", "/base", &job, &d);
+  ftl_err rc = ln_job_parse_bytes(text, strlen(text), "job.yaml", "/base", &job, &d);
   if (rc != FTL_ERR_SPEC)
     FTL_TEST_FAIL_("parse of <<%s>> returned %s, expected FTL_ERR_SPEC (%s)", text, ftl_err_name(rc), d.msg);
   CHECK(job == NULL);
@@ -108,7 +108,7 @@ static void test_minimal_defaults(void) {
   CHECK_INT_EQ(job->rendezvous_timeout_ms, 300000);
   CHECK(job->spec_path == NULL);
   CHECK_INT_EQ(strlen(job->spec_hash), 32);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 }
 
 static void test_full(void) {
@@ -129,26 +129,26 @@ static void test_full(void) {
   CHECK_STR_EQ(job->run_dir, "runs/x");
   CHECK_STR_EQ(job->working_dir, "/some/dir");
   CHECK_INT_EQ(job->rendezvous_timeout_ms, 500);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 }
 
 static void test_flow_style_and_block_lists(void) {
   ftl_job *job = parse_ok("{ranks: 2, program: p, args: [a, b]}");
   CHECK_INT_EQ(job->ranks, 2);
   CHECK_INT_EQ(job->args_count, 2);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 2\nprogram: p\nargs:\n  - --lr\n  - 0.001\n  - true\n  - 'x y'\n  - \"\"\n");
   CHECK_INT_EQ(job->args_count, 5);
   CHECK_STR_EQ(job->args[1], "0.001");
   CHECK_STR_EQ(job->args[2], "true");
   CHECK_STR_EQ(job->args[3], "x y");
   CHECK_STR_EQ(job->args[4], "");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 1\nprogram: p\nargs: []\nenv: {}\nrendezvous: {}\n");
   CHECK_INT_EQ(job->args_count, 0);
   CHECK_INT_EQ(job->env_count, 0);
   CHECK_INT_EQ(job->rendezvous_timeout_ms, 300000);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 }
 
 static void test_launcher_values(void) {
@@ -159,26 +159,26 @@ static void test_launcher_values(void) {
     snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\nlauncher: %s\n", words[i]);
     ftl_job *job = parse_ok(spec);
     CHECK_INT_EQ(job->launcher, kinds[i]);
-    CHECK_STR_EQ(ftl_launch_kind_name(job->launcher), words[i]);
-    ftl_job_destroy(job);
+    CHECK_STR_EQ(ln_launch_kind_name(job->launcher), words[i]);
+    ln_job_destroy(job);
   }
-  CHECK_STR_EQ(ftl_launch_kind_name((ftl_launch_kind)42), "unknown");
+  CHECK_STR_EQ(ln_launch_kind_name((ftl_launch_kind)42), "unknown");
 }
 
 static void test_ranks_bounds(void) {
   ftl_job *job = parse_ok("ranks: 1\nprogram: p\n");
   CHECK_INT_EQ(job->ranks, 1);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 65536\nprogram: p\n");
   CHECK_INT_EQ(job->ranks, 65536);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: +8\nprogram: p\n");
   CHECK_INT_EQ(job->ranks, 8);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   /* Tags are ignored: libyaml cannot tell `!!str 4` from `4`. */
   job = parse_ok("ranks: !!int 3\nprogram: p\n");
   CHECK_INT_EQ(job->ranks, 3);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 }
 
 static void test_timeout_values(void) {
@@ -192,7 +192,7 @@ static void test_timeout_values(void) {
     snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\nrendezvous:\n  timeout_s: %s\n", cases[i].text);
     ftl_job *job = parse_ok(spec);
     CHECK_INT_EQ(job->rendezvous_timeout_ms, cases[i].ms);
-    ftl_job_destroy(job);
+    ln_job_destroy(job);
   }
 }
 
@@ -200,48 +200,48 @@ static void test_paths(void) {
   ftl_job *job = parse_ok("ranks: 1\nprogram: bin/train\nhostfile: ./conf/hosts\n");
   CHECK_STR_EQ(job->program, "/base/bin/train");
   CHECK_STR_EQ(job->hostfile, "/base/conf/hosts");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 1\nprogram: ./train\nhostfile: /etc/hosts.ftl\n");
   CHECK_STR_EQ(job->program, "/base/train");
   CHECK_STR_EQ(job->hostfile, "/etc/hosts.ftl");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 1\nprogram: /usr/bin/python3\nhostfile: ../hosts\n");
   CHECK_STR_EQ(job->program, "/usr/bin/python3");
   CHECK_STR_EQ(job->hostfile, "/base/../hosts");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   /* A bare name is for PATH; run_dir and working_dir are kept as written. */
   job = parse_ok("ranks: 1\nprogram: python3\nrun_dir: out\nworking_dir: work\n");
   CHECK_STR_EQ(job->program, "python3");
   CHECK_STR_EQ(job->run_dir, "out");
   CHECK_STR_EQ(job->working_dir, "work");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 
   /* No base folder: relative paths stay relative to the current one. */
   ftl_diag d = {{0}};
   const char *spec = "ranks: 1\nprogram: ./bin/x\nhostfile: hosts\n";
-  CHECK_OK(ftl_job_parse_bytes(spec, strlen(spec), "job.yaml", NULL, &job, &d), d.msg);
+  CHECK_OK(ln_job_parse_bytes(spec, strlen(spec), "job.yaml", NULL, &job, &d), d.msg);
   CHECK_STR_EQ(job->program, "./bin/x");
   CHECK_STR_EQ(job->hostfile, "hosts");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   /* A base folder given with a trailing slash does not double it. */
-  CHECK_OK(ftl_job_parse_bytes(spec, strlen(spec), "job.yaml", "/srv/", &job, &d), d.msg);
+  CHECK_OK(ln_job_parse_bytes(spec, strlen(spec), "job.yaml", "/srv/", &job, &d), d.msg);
   CHECK_STR_EQ(job->program, "/srv/bin/x");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 }
 
 static void test_names(void) {
   ftl_job *job = parse_ok("name: a.B_c-9\nranks: 1\nprogram: p\n");
   CHECK_STR_EQ(job->name, "a.B_c-9");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   char spec[256];
   snprintf(spec, sizeof spec, "name: %0100d\nranks: 1\nprogram: p\n", 7);
   job = parse_ok(spec);
   CHECK_INT_EQ(strlen(job->name), 100);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   /* A name that reads as a number is still a name. */
   job = parse_ok("name: 2024\nranks: 1\nprogram: p\n");
   CHECK_STR_EQ(job->name, "2024");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 
   /* Defaults come from the name given for errors. */
   struct {
@@ -251,9 +251,9 @@ static void test_names(void) {
                {"/x/.yaml", "yaml"},          {NULL, "job"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ftl_diag d = {{0}};
-    CHECK_OK(ftl_job_parse_bytes(minimal, strlen(minimal), cases[i].file, NULL, &job, &d), d.msg);
+    CHECK_OK(ln_job_parse_bytes(minimal, strlen(minimal), cases[i].file, NULL, &job, &d), d.msg);
     CHECK_STR_EQ(job->name, cases[i].name);
-    ftl_job_destroy(job);
+    ln_job_destroy(job);
   }
 }
 
@@ -263,11 +263,11 @@ static void test_aliases(void) {
   CHECK_STR_EQ(job->args[0], "prog");
   CHECK_STR_EQ(job->args[1], "prog");
   CHECK_STR_EQ(job->env[0], "A=prog");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   /* A whole section by alias. */
   job = parse_ok("ranks: 2\nprogram: p\nenv: &e {A: 1}\nrendezvous: &r {timeout_s: 5}\n");
   CHECK_INT_EQ(job->rendezvous_timeout_ms, 5000);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 }
 
 /* ---- errors: their exact form ------------------------------------------------------------ */
@@ -332,7 +332,7 @@ static void test_pipeline_sections(void) {
   CHECK_INT_EQ(job->registry.present, 0);
   CHECK_INT_EQ(job->inputs_count, 0);
   CHECK(job->inputs && !job->inputs[0]);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 1\nprogram: p\ninputs: {train: data/t.txt, heldout: /d/h.txt}\n"
                  "eval:\n  program: bin/eval\n  args: [--a, \"{adapter}\"]\n  env: {X: 1}\n  data: heldout\n"
                  "  metric: exact_match\n  threshold: 0.9\n  direction: lower\n  min_gain: -1e-3\n  timeout_s: 2.5\n"
@@ -351,13 +351,13 @@ static void test_pipeline_sections(void) {
   CHECK(job->eval.base == NULL);
   CHECK_INT_EQ(job->registry.present, 1);
   CHECK(job->registry.path == NULL && job->registry.channel == NULL);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: 1}\n");
   CHECK_INT_EQ(job->eval.direction, FTL_EVAL_HIGHER);
   CHECK_INT_EQ(job->eval.timeout_ms, 600000);
   CHECK_INT_EQ(job->eval.has_min_gain, 0);
   CHECK(job->eval.threshold == 1.0);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   CHECK_ERR_HAS("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m}\n",
                 "field 'eval.threshold': required field is missing");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: 1, treshold: 2}\n",
@@ -470,7 +470,7 @@ static void test_syntax_errors(void) {
   const char with_nul[] = "ranks: 1\nprog\0ram: p\n";
   ftl_job *job = NULL;
   ftl_diag d = {{0}};
-  CHECK_INT_EQ(ftl_job_parse_bytes(with_nul, sizeof with_nul - 1, "job.yaml", NULL, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_parse_bytes(with_nul, sizeof with_nul - 1, "job.yaml", NULL, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "job.yaml:2:5: cannot read the text: control characters are not allowed");
   CHECK(job == NULL);
 }
@@ -542,7 +542,7 @@ static void test_list_limits(void) {
   ftl_job *job = parse_ok(t.p);
   CHECK_INT_EQ(job->args_count, 4096);
   CHECK_STR_EQ(job->args[4095], "y");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   free(t.p);
   t = (text){0};
   text_add(&t, "ranks: 1\nprogram: p\nargs: [");
@@ -562,7 +562,7 @@ static void test_list_limits(void) {
   text_add(&t, "]\n");
   job = parse_ok(t.p);
   CHECK_INT_EQ(strlen(job->args[1]), 131071);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   free(t.p);
   t = (text){0};
   text_add(&t, "ranks: 1\nprogram: p\nargs: [a, ");
@@ -626,7 +626,7 @@ static void test_reserved_env(void) {
                           "FTL_CKPT_CRASH_STEP: 3, FTL_COLLECTIVE_TIMEOUT_MS: 5, RANKS: 2, ftl_x: 1, FTL: 1, "
                           "MY_RANK: 1, PATH: /nonexistent}\n");
   CHECK_INT_EQ(job->env_count, 10);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 }
 
 static void test_size_limits(void) {
@@ -670,7 +670,7 @@ static void test_size_limits(void) {
   memcpy(huge, "ranks: 1\nprogram: p\n", 20);
   huge[big - 1] = '\0';
   job = parse_ok(huge);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   free(huge);
 }
 
@@ -689,9 +689,9 @@ static void test_spec_hash(void) {
   char expect[33];
   for (int i = 0; i < 16; i++) snprintf(expect + 2 * i, 3, "%02x", canon.digest[i]);
   CHECK_STR_EQ(a->spec_hash, expect);
-  ftl_job_destroy(a);
-  ftl_job_destroy(b);
-  ftl_job_destroy(c);
+  ln_job_destroy(a);
+  ln_job_destroy(b);
+  ln_job_destroy(c);
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
@@ -704,50 +704,50 @@ static void test_parse_file(void) {
   write_file(path, "ranks: 2\nprogram: bin/train\nhostfile: hosts\n");
   ftl_job *job = NULL;
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_job_parse_file(path, &job, &d), d.msg);
+  CHECK_OK(ln_job_parse_file(path, &job, &d), d.msg);
   CHECK_STR_EQ(job->spec_path, path);
   CHECK_STR_EQ(job->name, "my.job");
   snprintf(expect, sizeof expect, "%s/bin/train", sub);
   CHECK_STR_EQ(job->program, expect);
   snprintf(expect, sizeof expect, "%s/hosts", sub);
   CHECK_STR_EQ(job->hostfile, expect);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 
   /* A relative spec path: its folder is made absolute against the current folder. */
   char old_cwd[PATH_MAX];
   CHECK(getcwd(old_cwd, sizeof old_cwd) != NULL);
   CHECK(chdir(tmp_dir) == 0);
-  CHECK_OK(ftl_job_parse_file("specs/my.job.yaml", &job, &d), d.msg);
+  CHECK_OK(ln_job_parse_file("specs/my.job.yaml", &job, &d), d.msg);
   CHECK_STR_EQ(job->spec_path, "specs/my.job.yaml");
   snprintf(expect, sizeof expect, "%s/bin/train", sub);
   CHECK_STR_EQ(job->program, expect);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   CHECK(chdir(sub) == 0);
-  CHECK_OK(ftl_job_parse_file("my.job.yaml", &job, &d), d.msg);
+  CHECK_OK(ln_job_parse_file("my.job.yaml", &job, &d), d.msg);
   CHECK_STR_EQ(job->program, expect);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   CHECK(chdir(old_cwd) == 0);
 
   /* Errors name the path as given. */
   snprintf(path, sizeof path, "%s/bad.yaml", sub);
   write_file(path, "ranks: 2\nprogram: p\nranks: 3\n");
-  CHECK_INT_EQ(ftl_job_parse_file(path, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_parse_file(path, &job, &d), FTL_ERR_SPEC);
   snprintf(expect, sizeof expect, "%s:3:1: field 'ranks': duplicate key (first at line 1)", path);
   CHECK_STR_EQ(d.msg, expect);
   CHECK(job == NULL);
 
   snprintf(path, sizeof path, "%s/nope.yaml", sub);
-  CHECK_INT_EQ(ftl_job_parse_file(path, &job, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(ln_job_parse_file(path, &job, &d), FTL_ERR_NOTFOUND);
   snprintf(expect, sizeof expect, "cannot read %s: No such file or directory", path);
   CHECK_STR_EQ(d.msg, expect);
-  CHECK_INT_EQ(ftl_job_parse_file(sub, &job, &d), FTL_ERR_IO);
+  CHECK_INT_EQ(ln_job_parse_file(sub, &job, &d), FTL_ERR_IO);
   snprintf(expect, sizeof expect, "cannot read %s: Is a directory", sub);
   CHECK_STR_EQ(d.msg, expect);
   if (geteuid() != 0) {
     snprintf(path, sizeof path, "%s/secret.yaml", sub);
     write_file(path, minimal);
     CHECK(chmod(path, 0) == 0);
-    CHECK_INT_EQ(ftl_job_parse_file(path, &job, &d), FTL_ERR_IO);
+    CHECK_INT_EQ(ln_job_parse_file(path, &job, &d), FTL_ERR_IO);
     CHECK_STR_CONTAINS(d.msg, "Permission denied");
   }
 
@@ -761,15 +761,15 @@ static void test_parse_file(void) {
     CHECK(fwrite(line, 1, sizeof line, f) == sizeof line);
   }
   CHECK(fclose(f) == 0);
-  CHECK_INT_EQ(ftl_job_parse_file(path, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_parse_file(path, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "too large for a job spec");
 
-  CHECK_INT_EQ(ftl_job_parse_file(NULL, &job, &d), FTL_ERR_INVAL);
-  CHECK_INT_EQ(ftl_job_parse_file(path, NULL, &d), FTL_ERR_INVAL);
-  CHECK_INT_EQ(ftl_job_parse_bytes(NULL, 3, "x", NULL, &job, &d), FTL_ERR_INVAL);
-  CHECK_INT_EQ(ftl_job_parse_bytes("x", 1, "x", NULL, NULL, &d), FTL_ERR_INVAL);
+  CHECK_INT_EQ(ln_job_parse_file(NULL, &job, &d), FTL_ERR_INVAL);
+  CHECK_INT_EQ(ln_job_parse_file(path, NULL, &d), FTL_ERR_INVAL);
+  CHECK_INT_EQ(ln_job_parse_bytes(NULL, 3, "x", NULL, &job, &d), FTL_ERR_INVAL);
+  CHECK_INT_EQ(ln_job_parse_bytes("x", 1, "x", NULL, NULL, &d), FTL_ERR_INVAL);
   /* d may be NULL. */
-  CHECK_INT_EQ(ftl_job_parse_bytes("x", 1, "x", NULL, &job, NULL), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_parse_bytes("x", 1, "x", NULL, &job, NULL), FTL_ERR_SPEC);
 }
 
 /* Golden files: ok-*.yaml parse; bad-*.yaml fail with exactly the message in bad-*.err (with the
@@ -793,7 +793,7 @@ static void test_golden_files(void) {
     ftl_diag d = {{0}};
     CHECK_OK(ftl_read_file(path, 1 << 20, &data, &size, &d), d.msg);
     ftl_job *job = NULL;
-    ftl_err rc = ftl_job_parse_bytes(data, size, e->d_name, "/specs", &job, &d);
+    ftl_err rc = ln_job_parse_bytes(data, size, e->d_name, "/specs", &job, &d);
     if (strncmp(e->d_name, "ok-", 3) == 0) {
       if (rc != FTL_OK) FTL_TEST_FAIL_("%s: %s", e->d_name, d.msg);
       CHECK(job->ranks > 0 && job->program && job->name);
@@ -811,7 +811,7 @@ static void test_golden_files(void) {
       ftl_free(expect);
       bad++;
     }
-    ftl_job_destroy(job);
+    ln_job_destroy(job);
     ftl_free(data);
   }
   closedir(dir);
@@ -826,7 +826,7 @@ static void test_from_argv(void) {
   char *argv[] = {a0, a1, a2, a3, NULL};
   ftl_job *job = NULL;
   ftl_diag d = {{0}};
-  CHECK_OK(ftl_job_from_argv(8, 4, argv, &job, &d), d.msg);
+  CHECK_OK(ln_job_from_argv(8, 4, argv, &job, &d), d.msg);
   CHECK_STR_EQ(job->name, "python3.11");
   CHECK_INT_EQ(job->ranks, 8);
   CHECK_STR_EQ(job->program, "/usr/bin/python3.11");
@@ -841,36 +841,36 @@ static void test_from_argv(void) {
   CHECK_INT_EQ(job->launcher, FTL_LAUNCH_AUTO);
   CHECK_INT_EQ(job->rendezvous_timeout_ms, 300000);
   CHECK(job->hostfile == NULL && job->run_dir == NULL && job->working_dir == NULL);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 
   char prog_with_space[] = "./my prog", only_dots[] = "/x/...", nothing[] = "";
   char *one[] = {prog_with_space, NULL};
-  CHECK_OK(ftl_job_from_argv(1, 1, one, &job, &d), d.msg);
+  CHECK_OK(ln_job_from_argv(1, 1, one, &job, &d), d.msg);
   CHECK_STR_EQ(job->name, "my_prog");
   CHECK_STR_EQ(job->program, "./my prog");
   CHECK_INT_EQ(job->args_count, 0);
   CHECK(job->args && job->args[0] == NULL);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   char *dots[] = {only_dots, NULL};
-  CHECK_OK(ftl_job_from_argv(1, 1, dots, &job, &d), d.msg);
+  CHECK_OK(ln_job_from_argv(1, 1, dots, &job, &d), d.msg);
   CHECK_STR_EQ(job->name, "cli");
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
 
   job = (ftl_job *)1;
-  CHECK_INT_EQ(ftl_job_from_argv(0, 4, argv, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_from_argv(0, 4, argv, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_EQ(d.msg, "-n: expected an integer > 0, got 0");
   CHECK(job == NULL);
-  CHECK_INT_EQ(ftl_job_from_argv(-3, 4, argv, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_from_argv(-3, 4, argv, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "-n: expected an integer > 0");
-  CHECK_INT_EQ(ftl_job_from_argv(65537, 4, argv, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_from_argv(65537, 4, argv, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_EQ(d.msg, "-n: expected an integer <= 65536, got 65537");
-  CHECK_INT_EQ(ftl_job_from_argv(2, 0, argv, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_from_argv(2, 0, argv, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "no program given");
   char *empty[] = {nothing, NULL};
-  CHECK_INT_EQ(ftl_job_from_argv(2, 1, empty, &job, &d), FTL_ERR_SPEC);
-  CHECK_INT_EQ(ftl_job_from_argv(2, 1, NULL, &job, &d), FTL_ERR_SPEC);
-  CHECK_INT_EQ(ftl_job_from_argv(2, 1, argv, NULL, &d), FTL_ERR_INVAL);
-  ftl_job_destroy(NULL);
+  CHECK_INT_EQ(ln_job_from_argv(2, 1, empty, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_from_argv(2, 1, NULL, &job, &d), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_job_from_argv(2, 1, argv, NULL, &d), FTL_ERR_INVAL);
+  ln_job_destroy(NULL);
 }
 
 /* ---- allocation failures ----------------------------------------------------------------- */
@@ -882,17 +882,17 @@ typedef ftl_err (*job_call)(ftl_job **job, ftl_diag *d);
 static const char *sweep_path;
 
 static ftl_err call_bytes(ftl_job **job, ftl_diag *d) {
-  return ftl_job_parse_bytes(full, strlen(full), "job.yaml", "/base", job, d);
+  return ln_job_parse_bytes(full, strlen(full), "job.yaml", "/base", job, d);
 }
-static ftl_err call_file(ftl_job **job, ftl_diag *d) { return ftl_job_parse_file(sweep_path, job, d); }
+static ftl_err call_file(ftl_job **job, ftl_diag *d) { return ln_job_parse_file(sweep_path, job, d); }
 static ftl_err call_argv(ftl_job **job, ftl_diag *d) {
   char a0[] = "prog", a1[] = "a", a2[] = "b";
   char *argv[] = {a0, a1, a2, NULL};
-  return ftl_job_from_argv(3, 3, argv, job, d);
+  return ln_job_from_argv(3, 3, argv, job, d);
 }
 static ftl_err call_bad(ftl_job **job, ftl_diag *d) {
   const char *spec = "ranks: 1\nprogram: p\nargs: [a, b]\nenv: {A: 1, B: 2}\nlauncher: pbs\n";
-  return ftl_job_parse_bytes(spec, strlen(spec), "job.yaml", "/base", job, d);
+  return ln_job_parse_bytes(spec, strlen(spec), "job.yaml", "/base", job, d);
 }
 
 static void sweep(const char *what, job_call call, ftl_err final_rc) {
@@ -908,7 +908,7 @@ static void sweep(const char *what, job_call call, ftl_err final_rc) {
       continue;
     }
     if (rc != final_rc) FTL_TEST_FAIL_("%s: allocation %ld failing gave %s (%s)", what, nth, ftl_err_name(rc), d.msg);
-    ftl_job_destroy(job);
+    ln_job_destroy(job);
     if (nth < 3) FTL_TEST_FAIL_("%s: the sweep ended after %ld allocations", what, nth);
     break;
   }
@@ -958,7 +958,7 @@ static void test_fault_tolerance_fields(void) {
   CHECK_INT_EQ(job->checkpoint_timeout_ms, 420000);
   CHECK_INT_EQ(job->node_timeout_ms, 10000);
   CHECK_INT_EQ(job->preempt_grace_ms, 30000);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   job = parse_ok("ranks: 4\nprogram: p\nmin_ranks: 2\n"
                  "restart: {max_restarts: 0, backoff_s: 0.5, max_backoff_s: 8, crash_loop: 1, probe_port: 2222}\n"
                  "timeouts: {startup_s: 60, step_s: 2.5, checkpoint_s: 30, node_s: 4}\n"
@@ -974,7 +974,7 @@ static void test_fault_tolerance_fields(void) {
   CHECK_INT_EQ(job->checkpoint_timeout_ms, 30000);
   CHECK_INT_EQ(job->node_timeout_ms, 4000);
   CHECK_INT_EQ(job->preempt_grace_ms, 90000);
-  ftl_job_destroy(job);
+  ln_job_destroy(job);
   CHECK_ERR("ranks: 2\nprogram: p\nmin_ranks: 3\n", "job.yaml:3:12: field 'min_ranks': expected at most ranks (2), got 3");
   CHECK_ERR_HAS("ranks: 2\nprogram: p\nrestart: {max_restarts: -1}\n", "field 'restart.max_restarts'");
   CHECK_ERR_HAS("ranks: 2\nprogram: p\nrestart: {crash_loop: 0}\n", "field 'restart.crash_loop'");

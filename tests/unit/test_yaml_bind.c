@@ -48,15 +48,15 @@ static const ftl_yb_schema gate_schema = {.root = &gate_section, .noun = "gate c
 static void cfg_free(gate_cfg *c) {
   ftl_free(c->name);
   ftl_free(c->evaluator);
-  ftl_yb_free_strv(c->args);
-  ftl_yb_free_strv(c->env);
+  ln_yb_free_strv(c->args);
+  ln_yb_free_strv(c->env);
   memset(c, 0, sizeof *c);
 }
 
 static ftl_err parse(const char *text, gate_cfg *c, ftl_diag *d) {
   memset(c, 0, sizeof *c);
-  ftl_yb_apply_defaults(&gate_section, c);
-  return ftl_yb_parse(text, strlen(text), &gate_schema, "gate.yaml", "/specs", c, NULL, d);
+  ln_yb_apply_defaults(&gate_section, c);
+  return ln_yb_parse(text, strlen(text), &gate_schema, "gate.yaml", "/specs", c, NULL, d);
 }
 
 static void expect_error(const char *text, const char *message) {
@@ -101,14 +101,14 @@ int main(void) {
   ftl_yb_doc *doc = NULL;
   memset(&c, 0, sizeof c);
   const char *text = "evaluator: e\nlimits:\n  min_samples: 7\n";
-  CHECK_OK(ftl_yb_parse(text, strlen(text), &gate_schema, "gate.yaml", NULL, &c, &doc, &d), d.msg);
+  CHECK_OK(ln_yb_parse(text, strlen(text), &gate_schema, "gate.yaml", NULL, &c, &doc, &d), d.msg);
   CHECK_STR_EQ(c.evaluator, "e");
-  CHECK_INT_EQ(ftl_yb_fail_field(doc, "limits.min_samples", &d, "must be even, got %d", c.min_samples), FTL_ERR_SPEC);
+  CHECK_INT_EQ(ln_yb_fail_field(doc, "limits.min_samples", &d, "must be even, got %d", c.min_samples), FTL_ERR_SPEC);
   CHECK_STR_EQ(d.msg, "gate.yaml:3:16: field 'limits.min_samples': must be even, got 7");
-  ftl_yb_doc_free(doc);
+  ln_yb_doc_free(doc);
   cfg_free(&c);
 
-  char *joined = ftl_yb_join_path("/a", "./b/c");
+  char *joined = ln_yb_join_path("/a", "./b/c");
   CHECK_STR_EQ(joined, "/a/b/c");
   ftl_free(joined);
   printf("ok\n");

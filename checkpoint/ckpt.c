@@ -7,7 +7,9 @@
  * and the commit (ckpt_writer.c), restore (ckpt_restore.c), file formats (shard.c, manifest.c),
  * CUDA calls (device.c), deciding when to save.
  *
- * Map: small shared helpers; options; accessors; create/destroy. */
+ * Map: options; accessors; create/destroy. The helpers every file of the API shares (the last
+ * error, events, elapsed time) are checkpoint/ckpt_shared.c's, a leaf, so this file calls the
+ * others and none of them calls back into it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,34 +19,6 @@
 #include "checkpoint/h5.h"
 #include "core/fs.h"
 #include "core/rundir.h"
-
-ftl_err ck_fail(ftl_ckpt *ck, ftl_err rc, const char *msg) {
-  if (rc) {
-    snprintf(ck->errmsg, sizeof ck->errmsg, "%s", msg);
-    FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", msg);
-  }
-  return rc;
-}
-
-void ck_copy_text(char *dst, size_t size, const char *src) {
-  size_t n = strnlen(src, size - 1);
-  memcpy(dst, src, n);
-  dst[n] = '\0';
-}
-
-double ck_ms_since(int64_t t0_ns) { return (double)(ftl_clock_ns() - t0_ns) / 1e6; }
-
-void ck_emit(ftl_ckpt *ck, const char *event, json_t *fields) {
-  if (!fields) return;
-  char *text = json_dumps(fields, JSON_COMPACT);
-  json_decref(fields);
-  if (!text) return;
-  if (ck->ctx) {
-    ftl_err rc = ftl_ctx_emit_event(ck->ctx, event, text);
-    if (rc) FTL_LOG(FTL_LOG_DEBUG, "ckpt", "event %s not sent: %s", event, ftl_strerror(rc));
-  }
-  free(text);
-}
 
 void ftl_ckpt_options_init(ftl_ckpt_options *o) {
   memset(o, 0, sizeof *o);

@@ -3,7 +3,8 @@
  * points. Private to checkpoint/ckpt*.c; nothing else includes it.
  *
  * The files and their one job each:
- *   ckpt.c          the handle: create/destroy, options, errors, events, accessors
+ *   ckpt.c          the handle: create/destroy, options, accessors
+ *   ckpt_shared.c   the helpers all of them call (last error, events, elapsed time): a leaf
  *   ckpt_state.c    the registry of tensors and blobs, the staging buffers, the snapshot into them
  *   ckpt_coll.c     the collectives with deadlines, every MPI call of the module, over the MPI seam
  *   ckpt_save.c     ftl_ckpt_save/wait/last: the training thread's hand-over to the writer
@@ -113,7 +114,7 @@ struct ftl_ckpt {
   char errmsg[1024];
 };
 
-/* ---- ckpt.c ------------------------------------------------------------------------------ */
+/* ---- ckpt_shared.c ----------------------------------------------------------------------- */
 
 /* Keeps msg as the handle's last error and logs it when rc is not FTL_OK; returns rc. */
 ftl_err ck_fail(ftl_ckpt *ck, ftl_err rc, const char *msg);

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""tests/unit/no_call_circles.py BUILD_DIR: no circle of calls between the source files of the
+library's modules (docs/architecture.md: "no include circles"), checked on the compiled objects so
+a declaration in some third header cannot hide one. File A depends on file B when A's object uses
+a symbol B's object defines; a circle is a strongly connected set of two or more files (Tarjan).
+A file's static functions are its own business; only global symbols count."""
+import glob
+import os
+import subprocess
+import sys
+
+MODULES = ("core", "launcher", "rendezvous", "checkpoint", "cadence", "pipeline", "eval")
+
+
+def main():
+    build = sys.argv[1]
+    defs, uses = {}, {}
+    for obj in glob.glob(os.path.join(build, "*", "CMakeFiles", "*.dir", "*.o")):
+        module = obj[len(build) + 1:].split(os.sep)[0]
+        if module not in MODULES:
+            continue
+        src = module + "/" + os.path.basename(obj)[:-2]
+        for line in subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[1] in "TDBRVW":
+                defs.setdefault(f[2], set()).add(src)
+            elif len(f) == 2 and f[0] == "U":
+                uses.setdefault(src, set()).add(f[1])
+    if len(uses) < 50:
+        print(f"FAIL: only {len(uses)} objects under {build}: is it a build tree?", file=sys.stderr)
+        return 1
+    graph = {s: {d for u in us for d in defs.get(u, ()) if d != s} for s, us in uses.items()}
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components (recursion depth: a few hundred files)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    for c in circles:
+        print("FAIL: these files call each other in a circle: " + " -> ".join(c), file=sys.stderr)
+    if circles:
+        return 1
+    print(f"ok: {len(graph)} source files, no circle of calls")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,7 +3,8 @@
 library's modules (docs/architecture.md: "no include circles"), checked on the compiled objects so
 a declaration in some third header cannot hide one. File A depends on file B when A's object uses
 a symbol B's object defines; a circle is a strongly connected set of two or more files (Tarjan).
-A file's static functions are its own business; only global symbols count."""
+A file's static functions are its own business; only global symbols count. An object whose
+source file is gone (a build folder older than a file's removal) is not counted."""
 import glob
 import os
 import subprocess
@@ -14,12 +15,15 @@ MODULES = ("core", "launcher", "rendezvous", "checkpoint", "cadence", "pipeline"
 
 def main():
     build = sys.argv[1]
+    source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     defs, uses = {}, {}
     for obj in glob.glob(os.path.join(build, "*", "CMakeFiles", "*.dir", "*.o")):
         module = obj[len(build) + 1:].split(os.sep)[0]
         if module not in MODULES:
             continue
         src = module + "/" + os.path.basename(obj)[:-2]
+        if not os.path.exists(os.path.join(source, src)):
+            continue
         for line in subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout.splitlines():
             f = line.split()
             if len(f) == 3 and f[1] in "TDBRVW":

@@ -56,10 +56,10 @@ static int str_cmp(const void *x, const void *y) { return strcmp(*(const char *c
 
 /* What adapter.json says, checked: the numbers in range, the targets known and distinct. */
 typedef struct example_config {
-  json_t *j;             /* the parsed file (owned; base_hash borrows from it) */
+  json_t *j; /* the parsed file (owned; base_hash borrows from it) */
   int64_t rank, layers, embd;
   double alpha;
-  unsigned seen;         /* bit k: modules[k] is a target */
+  unsigned seen; /* bit k: modules[k] is a target */
   const char *base_hash;
 } example_config;
 
@@ -88,8 +88,8 @@ static ftl_err read_example_config(const char *final_dir, example_config *c, ftl
   c->embd = json_integer_value(embd_j);
   c->alpha = json_number_value(al);
   c->base_hash = json_string_value(bh);
-  if (c->rank < 1 || c->rank > 65536 || c->layers < 1 || c->layers > MAX_LAYERS || c->embd < 1 ||
-      c->embd > (1 << 20) || !isfinite(c->alpha) || json_array_size(tm) < 1 || json_array_size(tm) > N_MODULES)
+  if (c->rank < 1 || c->rank > 65536 || c->layers < 1 || c->layers > MAX_LAYERS || c->embd < 1 || c->embd > (1 << 20) ||
+      !isfinite(c->alpha) || json_array_size(tm) < 1 || json_array_size(tm) > N_MODULES)
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: rank, layers, embd, lora_alpha or target_modules out of range", path);
   for (size_t i = 0; i < json_array_size(tm); i++) {
     int k = module_index(json_string_value(json_array_get(tm, i)));

@@ -172,7 +172,7 @@ static ftl_err encode_header(core_buf *h, const ftl_st_tensor *const *order, siz
 }
 
 ftl_err pl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
-                      size_t *out_size, ftl_diag *d) {
+                     size_t *out_size, ftl_diag *d) {
   ftl_err rc = FTL_ERR_NOMEM;
   const ftl_st_tensor **order = NULL;
   const ftl_st_kv **mo = NULL;
@@ -344,9 +344,9 @@ static ftl_err parse_entry(const char *name, const json_t *o, const uint8_t *dat
   json_t *dt = json_object_get(o, "dtype"), *sh = json_object_get(o, "shape"), *of = json_object_get(o, "data_offsets");
   if (!json_is_object(o) || json_object_size(o) != 3 || !json_is_string(dt) || !json_is_array(sh) ||
       !json_is_array(of) || json_array_size(of) != 2)
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT,
-                         "tensor %s is not exactly {\"dtype\": string, \"shape\": array, \"data_offsets\": [begin, end]}",
-                         name);
+    return ftl_diag_fail(
+        d, FTL_ERR_CORRUPT,
+        "tensor %s is not exactly {\"dtype\": string, \"shape\": array, \"data_offsets\": [begin, end]}", name);
   ftl_st_tensor *t = &f->t[f->n];
   if (pl_st_dtype_parse(json_string_value(dt), &t->dtype))
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has an unknown dtype %s", name, json_string_value(dt));
@@ -367,8 +367,8 @@ static ftl_err parse_entry(const char *name, const json_t *o, const uint8_t *dat
                          "tensor %s: data_offsets span %" PRId64 " bytes, its dtype and shape need %" PRIu64, name,
                          b1 - b0, t->size_bytes);
   if ((uint64_t)b1 > buf)
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: data_offsets end at %" PRId64 ", past the %" PRIu64 " data bytes",
-                         name, b1, buf);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "tensor %s: data_offsets end at %" PRId64 ", past the %" PRIu64 " data bytes", name, b1, buf);
   t->name = ftl_strdup(name);
   f->n++;
   if (!t->name) return ftl_diag_fail(d, FTL_ERR_NOMEM, NOMEM_PARSING);

@@ -331,15 +331,94 @@ static ftl_err scan_line(const char *line, size_t len, size_t line_no, void *ctx
   return rc;
 }
 
-ftl_err pl_registry_check(const ftl_registry_ref *reg, const char *name, size_t *audit_lines, ftl_diag *d) {
-  names vers = {0}, chans = {0};
-  char path[4096], audit_path[4096], ptr_path[4096], rel[160];
+/* One stored version, byte for byte: its manifest is its id, its package reads back whole under
+ * that id (every entry's digest), its unpacked folder (if any) holds exactly the declared files,
+ * its publication record (if any) names it. */
+static ftl_err check_version(const ftl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
+  char path[4096], rel[160], pkg[4096], adir[4096];
+  struct stat st;
+  ftl_diag vd;
+  int fd = -1;
+  uint64_t psize = 0;
+  ftl_err rc;
+  if ((rc = pl_reg_version_complete(reg, name, id, NULL, NULL, d))) return rc;
+  snprintf(rel, sizeof rel, "versions/%s/%s", id, FTL_PACKAGE_FILE);
+  if ((rc = pl_reg_path(pkg, sizeof pkg, reg, name, rel, d))) return rc;
+  if ((rc = pl_open_regular(pkg, PL_REG_PACKAGE_MAX_BYTES, &fd, &psize, d))) return rc;
+  close(fd);
+  if ((rc = pl_package_unpack(pkg, NULL, id, NULL, NULL, NULL, NULL, &vd)))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not the package of version %.12s: %s", pkg, id, vd.msg);
+  snprintf(rel, sizeof rel, "versions/%s/adapter", id);
+  if ((rc = pl_reg_path(adir, sizeof adir, reg, name, rel, d))) return rc;
+  if (lstat(adir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a folder", adir);
+    if ((rc = pl_reg_verify_unpacked(adir, id, d))) return rc;
+  }
+  snprintf(rel, sizeof rel, "versions/%s/%s", id, PL_REG_PUBLICATION_FILE);
+  if ((rc = pl_reg_path(path, sizeof path, reg, name, rel, d))) return rc;
+  if (lstat(path, &st) == 0) {
+    ftl_diag pd = {{0}};
+    json_t *pub = publication_read(reg, name, id, &pd);
+    const char *pid = json_string_value(json_object_get(pub, "id"));
+    int ok = pub && pid && !strcmp(pid, id);
+    json_decref(pub);
+    if (!ok)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: %s", path,
+                           pd.msg[0] ? pd.msg : "not this version's publication record");
+  }
+  return FTL_OK;
+}
+
+/* The audit log against the pointers already read (ptrs[i] is chans->v[i]'s): every line a whole
+ * record; each channel's pointer exactly the replay of its moves; a channel the log names without
+ * a pointer must have no applied move. r is scratch. The number of lines into *audit_lines (may
+ * be NULL). */
+static ftl_err check_log(const ftl_registry_ref *reg, const char *name, const names *chans, const pl_reg_pointer *ptrs,
+                         pl_reg_replay *r, size_t *audit_lines, ftl_diag *d) {
+  char audit_path[4096], ptr_path[4096], rel[160];
   char *text = NULL;
   size_t size = 0;
+  audit_scan as = {0};
+  ftl_err rc;
+  if ((rc = pl_reg_audit_read(reg, name, audit_path, sizeof audit_path, &text, &size, d))) goto out;
+  as.path = audit_path;
+  as.d = d;
+  if (text && (rc = pl_reg_each_line(text, size, scan_line, &as))) goto out;
+  for (size_t c = 0; c < chans->n; c++) {
+    int unapplied = 0;
+    snprintf(rel, sizeof rel, "channels/%s.json", chans->v[c]);
+    if ((rc = pl_reg_path(ptr_path, sizeof ptr_path, reg, name, rel, d)) ||
+        (rc = pl_reg_replay_channel(text, size, audit_path, ptr_path, chans->v[c], &ptrs[c], r, &unapplied, d)))
+      goto out;
+  }
+  for (size_t c = 0; c < as.channels.n; c++) {
+    int has_pointer = 0, unapplied = 0;
+    for (size_t k = 0; !has_pointer && k < chans->n; k++)
+      has_pointer = !strcmp(chans->v[k], as.channels.v[c]);
+    if (has_pointer) continue;
+    if (!pl_registry_channel_ok(as.channels.v[c])) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s names a channel \"%s\" that is not a valid name", audit_path,
+                         as.channels.v[c]);
+      goto out;
+    }
+    snprintf(rel, sizeof rel, "channels/%s.json", as.channels.v[c]);
+    if ((rc = pl_reg_path(ptr_path, sizeof ptr_path, reg, name, rel, d)) ||
+        (rc = pl_reg_replay_channel(text, size, audit_path, ptr_path, as.channels.v[c], NULL, r, &unapplied, d)))
+      goto out;
+  }
+  if (audit_lines) *audit_lines = as.lines;
+out:
+  ftl_free(text);
+  names_free(&as.channels);
+  return rc;
+}
+
+ftl_err pl_registry_check(const ftl_registry_ref *reg, const char *name, size_t *audit_lines, ftl_diag *d) {
+  names vers = {0}, chans = {0};
+  char path[4096];
   pl_reg_replay *r = NULL;
   pl_reg_pointer *ptrs = NULL;
   size_t n_ptrs = 0;
-  audit_scan as = {0};
   struct stat st;
   ftl_err rc;
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
@@ -347,49 +426,11 @@ ftl_err pl_registry_check(const ftl_registry_ref *reg, const char *name, size_t 
   if ((rc = pl_reg_path(path, sizeof path, reg, name, NULL, d))) return rc;
   if (lstat(path, &st) || !S_ISDIR(st.st_mode))
     return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "no adapter %s in %s", name, reg->root);
-  /* Every stored version, byte for byte: its manifest is its id, its package reads back whole
-   * under that id (every entry's digest), its unpacked folder holds exactly the declared files. */
   if ((rc = pl_reg_path(path, sizeof path, reg, name, "versions", d)) ||
       (rc = list_dir(path, NULL, is_version, &vers, d)))
     goto out;
-  for (size_t v = 0; v < vers.n; v++) {
-    char pkg[4096], adir[4096];
-    ftl_diag vd;
-    int fd = -1;
-    uint64_t psize = 0;
-    if ((rc = pl_reg_version_complete(reg, name, vers.v[v], NULL, NULL, d))) goto out;
-    snprintf(rel, sizeof rel, "versions/%s/%s", vers.v[v], FTL_PACKAGE_FILE);
-    if ((rc = pl_reg_path(pkg, sizeof pkg, reg, name, rel, d))) goto out;
-    if ((rc = pl_open_regular(pkg, PL_REG_PACKAGE_MAX_BYTES, &fd, &psize, d))) goto out;
-    close(fd);
-    if ((rc = pl_package_unpack(pkg, NULL, vers.v[v], NULL, NULL, NULL, NULL, &vd))) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not the package of version %.12s: %s", pkg, vers.v[v], vd.msg);
-      goto out;
-    }
-    snprintf(rel, sizeof rel, "versions/%s/adapter", vers.v[v]);
-    if ((rc = pl_reg_path(adir, sizeof adir, reg, name, rel, d))) goto out;
-    if (lstat(adir, &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) {
-        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a folder", adir);
-        goto out;
-      }
-      if ((rc = pl_reg_verify_unpacked(adir, vers.v[v], d))) goto out;
-    }
-    snprintf(rel, sizeof rel, "versions/%s/%s", vers.v[v], PL_REG_PUBLICATION_FILE);
-    if ((rc = pl_reg_path(path, sizeof path, reg, name, rel, d))) goto out;
-    if (lstat(path, &st) == 0) {
-      ftl_diag pd = {{0}};
-      json_t *pub = publication_read(reg, name, vers.v[v], &pd);
-      const char *pid = json_string_value(json_object_get(pub, "id"));
-      int ok = pub && pid && !strcmp(pid, vers.v[v]);
-      json_decref(pub);
-      if (!ok) {
-        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: %s", path,
-                           pd.msg[0] ? pd.msg : "not this version's publication record");
-        goto out;
-      }
-    }
-  }
+  for (size_t v = 0; v < vers.n; v++)
+    if ((rc = check_version(reg, name, vers.v[v], d))) goto out;
   /* Every pointer names complete versions and is exactly what the log's moves give. The pointers
    * are read before the log: a move appends its line before it writes its pointer, so a writer
    * running meanwhile can only leave a line whose pointer is not there yet (pending, accepted),
@@ -409,40 +450,12 @@ ftl_err pl_registry_check(const ftl_registry_ref *reg, const char *name, size_t 
       rc = pl_reg_version_complete(reg, name, ptrs[c].history[i], NULL, NULL, d);
     if (rc) goto out;
   }
-  if ((rc = pl_reg_audit_read(reg, name, audit_path, sizeof audit_path, &text, &size, d))) goto out;
-  as.path = audit_path;
-  as.d = d;
-  if (text && (rc = pl_reg_each_line(text, size, scan_line, &as))) goto out;
-  for (size_t c = 0; c < chans.n; c++) {
-    int unapplied = 0;
-    snprintf(rel, sizeof rel, "channels/%s.json", chans.v[c]);
-    if ((rc = pl_reg_path(ptr_path, sizeof ptr_path, reg, name, rel, d)) ||
-        (rc = pl_reg_replay_channel(text, size, audit_path, ptr_path, chans.v[c], &ptrs[c], r, &unapplied, d)))
-      goto out;
-  }
-  for (size_t c = 0; c < as.channels.n; c++) {
-    int has_pointer = 0, unapplied = 0;
-    for (size_t k = 0; !has_pointer && k < chans.n; k++)
-      has_pointer = !strcmp(chans.v[k], as.channels.v[c]);
-    if (has_pointer) continue;
-    if (!pl_registry_channel_ok(as.channels.v[c])) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s names a channel \"%s\" that is not a valid name", audit_path,
-                         as.channels.v[c]);
-      goto out;
-    }
-    snprintf(rel, sizeof rel, "channels/%s.json", as.channels.v[c]);
-    if ((rc = pl_reg_path(ptr_path, sizeof ptr_path, reg, name, rel, d)) ||
-        (rc = pl_reg_replay_channel(text, size, audit_path, ptr_path, as.channels.v[c], NULL, r, &unapplied, d)))
-      goto out;
-  }
-  if (audit_lines) *audit_lines = as.lines;
+  rc = check_log(reg, name, &chans, ptrs, r, audit_lines, d);
 out:
   for (size_t c = 0; c < n_ptrs; c++)
     pl_reg_pointer_free(&ptrs[c]);
   ftl_free(ptrs);
   ftl_free(r);
-  ftl_free(text);
-  names_free(&as.channels);
   names_free(&vers);
   names_free(&chans);
   return rc;

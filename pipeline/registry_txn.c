@@ -383,15 +383,94 @@ static ftl_err write_publication(int dirfd, const char *tmp, const char *id, ftl
   return rc;
 }
 
+/* Trust SIGNED: the verdict signature (opts->signature_path, else PACKAGE.sig) binds this package's
+ * verdict.json, adapter_config.json and adapter_model.safetensors (their digests in m) and
+ * verifies with a key in REGISTRY/keys/trusted/. The key's id into key_id, the signature's JSON
+ * into *sig_json (for the publication record). */
+static ftl_err verify_signature(const ftl_registry_ref *reg, const char *package_path,
+                                const ftl_registry_publish_opts *o, const ftl_package_manifest *m,
+                                char key_id[PL_REG_ID_LEN + 1], json_t **sig_json, ftl_diag *d) {
+  char sig_path[4096], trusted[4096];
+  char *sig = NULL;
+  size_t sig_size = 0;
+  ftl_verdict_digests dg;
+  ftl_err rc;
+  const char *v = manifest_digest(m, FTL_PACKAGE_VERDICT), *c = manifest_digest(m, "adapter_config.json"),
+             *w = manifest_digest(m, "adapter_model.safetensors");
+  if (!v || !c || !w)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s lacks verdict.json or the adapter's files", package_path);
+  memcpy(dg.verdict, v, sizeof dg.verdict);
+  memcpy(dg.config, c, sizeof dg.config);
+  memcpy(dg.model, w, sizeof dg.model);
+  if (o->signature_path ? ftl_fmt(sig_path, sizeof sig_path, "%s", o->signature_path)
+                        : ftl_fmt(sig_path, sizeof sig_path, "%s.sig", package_path))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", package_path);
+  rc = pl_read_regular(sig_path, FTL_VERDICT_SIG_MAX_BYTES, &sig, &sig_size, d);
+  if (rc == FTL_ERR_NOTFOUND)
+    return ftl_diag_fail(d, FTL_ERR_STATE,
+                         "%s has no verdict signature (%s): sign it with `ftl registry sign-verdict`, or publish with "
+                         "--unverified (recorded forever)",
+                         package_path, sig_path);
+  if (rc) return rc;
+  if (ftl_fmt(trusted, sizeof trusted, "%s/%s", reg->root, FTL_REGISTRY_TRUSTED_KEYS)) {
+    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", reg->root);
+    goto out;
+  }
+  ftl_diag vd;
+  if ((rc = pl_verdict_verify(trusted, sig, sig_size, &dg, key_id, &vd))) {
+    rc = ftl_diag_fail(d, rc, "%s: %s", sig_path, vd.msg);
+    goto out;
+  }
+  json_error_t jerr;
+  *sig_json = json_loadb(sig, sig_size, 0, &jerr);
+out:
+  ftl_free(sig);
+  return rc;
+}
+
+/* A version not stored yet, under the held lock: made whole in versions/.tmp-*, fsynced, renamed
+ * to vdir (versions/<id>), then its "publish" audit line. On failure nothing is left behind. */
+static ftl_err store_version(const ftl_registry_ref *reg, const char *name, const char *versions, const char *vdir,
+                             const char *package_path, const char *id, const char *man, size_t man_size,
+                             const ftl_registry_publish_opts *o, const char *key_id, json_t *sig_json, const char *who,
+                             json_t *extra, ftl_diag *d) {
+  char tmp[4096] = "";
+  int dirfd = -1;
+  ftl_err rc;
+  if (ftl_fmt(tmp, sizeof tmp, "%s/.tmp-%.12s-XXXXXX", versions, id))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", versions);
+  /* mkdtemp makes it 0700; a published version is readable by the servers that load it. */
+  if ((rc = core_fs_mkdtemp(tmp, 0755, &dirfd, d))) goto out; /* clears tmp when it made nothing */
+  if ((rc = store_package(dirfd, tmp, package_path, id, man, man_size, d))) goto out;
+  if ((rc = unpack_and_check(tmp, package_path, id, d))) goto out;
+  if ((rc = write_publication(dirfd, tmp, id, o->trust, key_id, sig_json, who, d))) goto out;
+  if (core_fs_table.fsync(dirfd)) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  pl_crash_point("publish.before_rename");
+  if (core_fs_table.rename(tmp, vdir)) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot rename %s to %s: %s", tmp, vdir, strerror(errno));
+    goto out;
+  }
+  tmp[0] = '\0';
+  if ((rc = core_fs_fsync_dir(versions, d))) goto out;
+  pl_crash_point("publish.after_rename");
+  rc = audit(reg, name, "publish", NULL, NULL, id, who, o->why, -1, extra, d);
+out:
+  if (dirfd >= 0) core_fs_table.close(dirfd);
+  if (tmp[0]) pl_rm_tree(tmp);
+  return rc;
+}
+
 ftl_err pl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, const char *package_path,
                                const ftl_registry_publish_opts *opts, char id_out[FTL_SHA256_HEX_LEN + 1],
                                ftl_diag *d) {
-  char id[PL_REG_ID_LEN + 1], versions[4096], vdir[4096], tmp[4096] = "", who_buf[256], sig_path[4096];
-  char trusted[4096], key_id[PL_REG_ID_LEN + 1] = "";
-  char *man = NULL, *have = NULL, *sig = NULL;
-  size_t man_size = 0, have_size = 0, sig_size = 0;
+  char id[PL_REG_ID_LEN + 1], versions[4096], vdir[4096], who_buf[256], key_id[PL_REG_ID_LEN + 1] = "";
+  char *man = NULL, *have = NULL;
+  size_t man_size = 0, have_size = 0;
   uint64_t in_size = 0;
-  int lock = -1, dirfd = -1, in = -1;
+  int lock = -1, in = -1;
   ftl_package_manifest *m = NULL;
   json_t *extra = NULL, *sig_json = NULL;
   ftl_err rc;
@@ -410,43 +489,8 @@ ftl_err pl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, co
   if ((rc = pl_open_regular(package_path, PL_REG_PACKAGE_MAX_BYTES, &in, &in_size, d))) return rc;
   if ((rc = pl_package_unpack(package_path, NULL, NULL, NULL, id, &man, &man_size, d))) goto out;
   if ((rc = pl_package_manifest_parse(man, man_size, NULL, &m, d))) goto out;
-  if (o.trust == FTL_REGISTRY_TRUST_SIGNED) {
-    ftl_verdict_digests dg;
-    const char *v = manifest_digest(m, FTL_PACKAGE_VERDICT), *c = manifest_digest(m, "adapter_config.json"),
-               *w = manifest_digest(m, "adapter_model.safetensors");
-    if (!v || !c || !w) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s lacks verdict.json or the adapter's files", package_path);
-      goto out;
-    }
-    memcpy(dg.verdict, v, sizeof dg.verdict);
-    memcpy(dg.config, c, sizeof dg.config);
-    memcpy(dg.model, w, sizeof dg.model);
-    if (o.signature_path ? ftl_fmt(sig_path, sizeof sig_path, "%s", o.signature_path)
-                         : ftl_fmt(sig_path, sizeof sig_path, "%s.sig", package_path)) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", package_path);
-      goto out;
-    }
-    rc = pl_read_regular(sig_path, FTL_VERDICT_SIG_MAX_BYTES, &sig, &sig_size, d);
-    if (rc == FTL_ERR_NOTFOUND) {
-      rc = ftl_diag_fail(d, FTL_ERR_STATE,
-                         "%s has no verdict signature (%s): sign it with `ftl registry sign-verdict`, or publish with "
-                         "--unverified (recorded forever)",
-                         package_path, sig_path);
-      goto out;
-    }
-    if (rc) goto out;
-    if (ftl_fmt(trusted, sizeof trusted, "%s/%s", reg->root, FTL_REGISTRY_TRUSTED_KEYS)) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", reg->root);
-      goto out;
-    }
-    ftl_diag vd;
-    if ((rc = pl_verdict_verify(trusted, sig, sig_size, &dg, key_id, &vd))) {
-      rc = ftl_diag_fail(d, rc, "%s: %s", sig_path, vd.msg);
-      goto out;
-    }
-    json_error_t jerr;
-    sig_json = json_loadb(sig, sig_size, 0, &jerr);
-  }
+  if (o.trust == FTL_REGISTRY_TRUST_SIGNED && (rc = verify_signature(reg, package_path, &o, m, key_id, &sig_json, d)))
+    goto out;
   extra = json_pack("{s:s}", "trust", trust_name(o.trust));
   if (key_id[0]) json_object_set_new(extra, "key_id", json_string(key_id));
   if ((rc = pl_reg_lock_adapter(reg, name, 1, &lock, d))) goto out;
@@ -470,42 +514,18 @@ ftl_err pl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, co
     /* The same version again: nothing to store (its publication record stays as it was); record
      * it only if an interrupted attempt did not. */
     if ((rc = audit_repair_publish(reg, name, id, who, o.why, extra, d))) goto out;
-  } else {
-    if (ftl_fmt(tmp, sizeof tmp, "%s/.tmp-%.12s-XXXXXX", versions, id)) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", versions);
-      tmp[0] = '\0';
-      goto out;
-    }
-    /* mkdtemp makes it 0700; a published version is readable by the servers that load it. */
-    if ((rc = core_fs_mkdtemp(tmp, 0755, &dirfd, d))) goto out;
-    if ((rc = store_package(dirfd, tmp, package_path, id, man, man_size, d))) goto out;
-    if ((rc = unpack_and_check(tmp, package_path, id, d))) goto out;
-    if ((rc = write_publication(dirfd, tmp, id, o.trust, key_id, sig_json, who, d))) goto out;
-    if (core_fs_table.fsync(dirfd)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", tmp, strerror(errno));
-      goto out;
-    }
-    pl_crash_point("publish.before_rename");
-    if (core_fs_table.rename(tmp, vdir)) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot rename %s to %s: %s", tmp, vdir, strerror(errno));
-      goto out;
-    }
-    tmp[0] = '\0';
-    if ((rc = core_fs_fsync_dir(versions, d))) goto out;
-    pl_crash_point("publish.after_rename");
-    if ((rc = audit(reg, name, "publish", NULL, NULL, id, who, o.why, -1, extra, d))) goto out;
+  } else if ((rc = store_version(reg, name, versions, vdir, package_path, id, man, man_size, &o, key_id, sig_json, who,
+                                 extra, d))) {
+    goto out;
   }
   if (o.channel) rc = move_locked(reg, name, id, o.channel, who, o.why, NULL, d);
 out:
-  if (dirfd >= 0) core_fs_table.close(dirfd);
   if (in >= 0) close(in);
-  if (tmp[0]) pl_rm_tree(tmp);
   pl_unlock(lock);
   if (!rc && id_out) memcpy(id_out, id, PL_REG_ID_LEN + 1);
   json_decref(extra);
   json_decref(sig_json);
   pl_package_manifest_free(m);
-  ftl_free(sig);
   ftl_free(have);
   ftl_free(man);
   return rc;

@@ -138,6 +138,8 @@ ftl_err pl_reg_pointer_read(const ftl_registry_ref *reg, const char *name, const
   return rc;
 }
 
+/* ---- the audit log: reading, replay of a channel ------------------------------------------- */
+
 /* The whole log (empty when there is none yet): a regular file, bounded. */
 ftl_err pl_reg_audit_read(const ftl_registry_ref *reg, const char *name, char *path, size_t path_size, char **text,
                           size_t *size, ftl_diag *d) {

@@ -139,6 +139,8 @@ static ftl_err audit_repair_publish(const ftl_registry_ref *reg, const char *nam
   return audit(reg, name, "publish", NULL, NULL, to, who, why2, -1, extra, d);
 }
 
+/* ---- publish ------------------------------------------------------------------------------- */
+
 /* What the files of an unpacked package must be besides their digests: the verdict a verdict that
  * passed, the config a JSON object with peft_type (PEFT's one required key), the weights a
  * safetensors file our strict reader accepts. */
@@ -214,6 +216,8 @@ static const char *manifest_digest(const ftl_package_manifest *m, const char *na
     if (!strcmp(m->files[i].name, name)) return m->files[i].sha256;
   return NULL;
 }
+
+/* ---- channel moves ------------------------------------------------------------------------- */
 
 /* Points channel at id (complete, checked here) or rolls it back (id NULL) under the held lock:
  * settles the channel's last move first (see the top of the file), appends the move's line, then

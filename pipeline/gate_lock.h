@@ -11,7 +11,7 @@
  * A record is written once and never replaced.
  *
  * Not here: the comparison of a snapshot with the record (eval/gate.c, ev_gate_lock_check), the
- * rest of the registry (pipeline/registry.c). Reentrant; processes coordinate through the lock. */
+ * rest of the registry (pipeline/registry_txn.c, registry_query.c). Reentrant; processes coordinate through the lock. */
 #ifndef FTL_PIPELINE_GATE_LOCK_H
 #define FTL_PIPELINE_GATE_LOCK_H
 

@@ -54,79 +54,69 @@ const char *pl_peft_target_name(const char *module) {
 
 static int str_cmp(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
-ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
-  static const char *const required[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
-  char path[4096], base_name[128];
-  char *text = NULL, *cfg_text = NULL;
-  size_t size = 0, cfg_len = 0;
-  json_t *j = NULL, *cfg = NULL;
-  ftl_st_file *st = NULL;
-  ftl_st_tensor *out_t = NULL;
-  char(*names)[160] = NULL;
+/* What adapter.json says, checked: the numbers in range, the targets known and distinct. */
+typedef struct example_config {
+  json_t *j; /* the parsed file (owned; base_hash borrows from it) */
+  int64_t rank, layers, embd;
+  double alpha;
+  unsigned seen; /* bit k: modules[k] is a target */
+  const char *base_hash;
+} example_config;
+
+static ftl_err read_example_config(const char *final_dir, example_config *c, ftl_diag *d) {
+  char path[4096];
+  char *text = NULL;
+  size_t size = 0;
   ftl_err rc;
-  if ((rc = pl_adapter_commit_verify(final_dir, required, 2, d))) return rc;
+  memset(c, 0, sizeof *c);
   if (ftl_fmt(path, sizeof path, "%s/%s", final_dir, FTL_ADAPTER_JSON))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", final_dir);
-  if ((rc = ftl_read_file(path, 1u << 20, &text, &size, d))) goto out;
+  if ((rc = ftl_read_file(path, 1u << 20, &text, &size, d))) return rc;
   json_error_t jerr;
-  j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
+  json_t *j = c->j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
+  ftl_free(text);
   json_t *fmt = json_object_get(j, "format"), *ver = json_object_get(j, "version"), *r = json_object_get(j, "r");
   json_t *al = json_object_get(j, "lora_alpha"), *tm = json_object_get(j, "target_modules");
   json_t *bh = json_object_get(j, "base_model_hash"), *bc = json_object_get(j, "base_config");
   json_t *layers_j = json_object_get(bc, "layers"), *embd_j = json_object_get(bc, "embd");
   if (!json_is_string(fmt) || strcmp(json_string_value(fmt), EXAMPLE_FORMAT) || !json_is_integer(ver) ||
       json_integer_value(ver) != 1 || !json_is_integer(r) || !json_is_number(al) || !json_is_array(tm) ||
-      !json_is_string(bh) || !json_is_integer(layers_j) || !json_is_integer(embd_j)) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not an adapter.json of format %s version 1", path, EXAMPLE_FORMAT);
-    goto out;
-  }
-  int64_t rank = json_integer_value(r), layers = json_integer_value(layers_j), embd = json_integer_value(embd_j);
-  double alpha = json_number_value(al);
-  if (rank < 1 || rank > 65536 || layers < 1 || layers > MAX_LAYERS || embd < 1 || embd > (1 << 20) ||
-      !isfinite(alpha) || json_array_size(tm) < 1 || json_array_size(tm) > N_MODULES) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: rank, layers, embd, lora_alpha or target_modules out of range", path);
-    goto out;
-  }
-  unsigned seen = 0;
+      !json_is_string(bh) || !json_is_integer(layers_j) || !json_is_integer(embd_j))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not an adapter.json of format %s version 1", path, EXAMPLE_FORMAT);
+  c->rank = json_integer_value(r);
+  c->layers = json_integer_value(layers_j);
+  c->embd = json_integer_value(embd_j);
+  c->alpha = json_number_value(al);
+  c->base_hash = json_string_value(bh);
+  if (c->rank < 1 || c->rank > 65536 || c->layers < 1 || c->layers > MAX_LAYERS || c->embd < 1 || c->embd > (1 << 20) ||
+      !isfinite(c->alpha) || json_array_size(tm) < 1 || json_array_size(tm) > N_MODULES)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: rank, layers, embd, lora_alpha or target_modules out of range", path);
   for (size_t i = 0; i < json_array_size(tm); i++) {
     int k = module_index(json_string_value(json_array_get(tm, i)));
-    if (k < 0 || (seen & (1u << k))) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: target_modules entry %zu is unknown or repeated", path, i);
-      goto out;
-    }
-    seen |= 1u << k;
+    if (k < 0 || (c->seen & (1u << k)))
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: target_modules entry %zu is unknown or repeated", path, i);
+    c->seen |= 1u << k;
   }
-  if (ftl_fmt(path, sizeof path, "%s/%s", final_dir, FTL_ADAPTER_SAFETENSORS)) {
-    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", final_dir);
-    goto out;
-  }
-  if ((rc = pl_st_load(path, (size_t)1 << 34, NULL, &st, d))) goto out;
-  size_t n = (size_t)layers * (size_t)__builtin_popcount(seen) * 2;
-  if (pl_st_count(st) != n) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s has %zu tensors; adapter.json implies %zu", path, pl_st_count(st), n);
-    goto out;
-  }
-  out_t = ftl_calloc(n, sizeof *out_t);
-  names = ftl_calloc(n, sizeof *names);
-  if (!out_t || !names) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-    goto out;
-  }
+  return FTL_OK;
+}
+
+/* Every tensor the config implies, checked (F32, PEFT's shape) and given its PEFT name: into
+ * out_t[0..n), named from names (both n long). path names the file in messages. */
+static ftl_err map_tensors(const example_config *c, const ftl_st_file *st, const char *path, ftl_st_tensor *out_t,
+                           char (*names)[160], ftl_diag *d) {
   size_t at = 0;
-  for (int64_t l = 0; l < layers; l++)
+  for (int64_t l = 0; l < c->layers; l++)
     for (size_t k = 0; k < N_MODULES; k++) {
-      if (!(seen & (1u << k))) continue;
+      if (!(c->seen & (1u << k))) continue;
       for (int ab = 0; ab < 2; ab++) {
         char src[96];
         snprintf(src, sizeof src, "layers.%d.%s.lora_%c", (int)l, modules[k].module, ab ? 'B' : 'A');
         const ftl_st_tensor *t = pl_st_find(st, src);
-        int64_t in = embd * modules[k].in_mult, outf = embd * modules[k].out_mult;
-        int64_t want0 = ab ? outf : rank, want1 = ab ? rank : in;
-        if (!t || t->dtype != FTL_ST_F32 || t->ndim != 2 || t->shape[0] != want0 || t->shape[1] != want1) {
-          rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: tensor %s is missing or not F32 [%" PRId64 ", %" PRId64 "]", path,
-                             src, want0, want1);
-          goto out;
-        }
+        int64_t in = c->embd * modules[k].in_mult, outf = c->embd * modules[k].out_mult;
+        int64_t want0 = ab ? outf : c->rank, want1 = ab ? c->rank : in;
+        if (!t || t->dtype != FTL_ST_F32 || t->ndim != 2 || t->shape[0] != want0 || t->shape[1] != want1)
+          return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: tensor %s is missing or not F32 [%" PRId64 ", %" PRId64 "]",
+                               path, src, want0, want1);
         snprintf(names[at], sizeof names[at], "base_model.model.transformer.h.%d.%s.lora_%c.weight", (int)l,
                  modules[k].path, ab ? 'B' : 'A');
         out_t[at] = *t;
@@ -134,17 +124,18 @@ ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_pef
         at++;
       }
     }
-  if (opts && opts->base_model_name && opts->base_model_name[0])
-    snprintf(base_name, sizeof base_name, "%s", opts->base_model_name);
-  else
-    snprintf(base_name, sizeof base_name, "ftl-finetune-base-%s", json_string_value(bh));
-  /* adapter_config.json: the keys PEFT's LoraConfig writes that servers look at; PEFT's own
-   * save_pretrained writes json.dumps(indent=2, sort_keys=True) and no final newline. */
-  cfg = json_object();
+  return FTL_OK;
+}
+
+/* adapter_config.json: the keys PEFT's LoraConfig writes that servers look at; PEFT's own
+ * save_pretrained writes json.dumps(indent=2, sort_keys=True) and no final newline. NULL when out
+ * of memory. */
+static char *peft_config_text(const example_config *c, const char *base_name, size_t *len) {
+  json_t *cfg = json_object();
   const char *targets[N_MODULES];
   size_t nt = 0;
   for (size_t k = 0; k < N_MODULES; k++)
-    if (seen & (1u << k)) targets[nt++] = modules[k].target;
+    if (c->seen & (1u << k)) targets[nt++] = modules[k].target;
   qsort(targets, nt, sizeof *targets, str_cmp);
   json_t *tlist = json_array();
   for (size_t i = 0; i < nt; i++)
@@ -160,46 +151,85 @@ ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_pef
   json_object_set_new(cfg, "layer_replication", json_null());
   json_object_set_new(cfg, "layers_pattern", json_null());
   json_object_set_new(cfg, "layers_to_transform", json_null());
-  if (alpha == floor(alpha) && fabs(alpha) < 1e15)
-    json_object_set_new(cfg, "lora_alpha", json_integer((json_int_t)alpha));
+  if (c->alpha == floor(c->alpha) && fabs(c->alpha) < 1e15)
+    json_object_set_new(cfg, "lora_alpha", json_integer((json_int_t)c->alpha));
   else
-    json_object_set_new(cfg, "lora_alpha", json_real(alpha));
+    json_object_set_new(cfg, "lora_alpha", json_real(c->alpha));
   json_object_set_new(cfg, "lora_bias", json_false());
   json_object_set_new(cfg, "lora_dropout", json_real(0.0));
   json_object_set_new(cfg, "modules_to_save", json_null());
   json_object_set_new(cfg, "peft_type", json_string("LORA"));
-  json_object_set_new(cfg, "r", json_integer((json_int_t)rank));
+  json_object_set_new(cfg, "r", json_integer((json_int_t)c->rank));
   json_object_set_new(cfg, "rank_pattern", json_object());
   json_object_set_new(cfg, "revision", json_null());
   json_object_set_new(cfg, "target_modules", tlist);
   json_object_set_new(cfg, "task_type", json_string("CAUSAL_LM"));
   json_object_set_new(cfg, "use_dora", json_false());
   json_object_set_new(cfg, "use_rslora", json_false());
-  cfg_text = pl_json_text(cfg, 0, &cfg_len);
-  if (!cfg_text) {
+  char *text = pl_json_text(cfg, 0, len);
+  json_decref(cfg);
+  return text;
+}
+
+/* The export's two files into out_dir (made if missing): the weights, then the config. */
+static ftl_err write_export(const char *out_dir, const ftl_st_tensor *out_t, size_t n, const char *cfg_text,
+                            size_t cfg_len, ftl_diag *d) {
+  char path[4096];
+  ftl_err rc;
+  if ((rc = ftl_mkdir_p(out_dir, d))) return rc;
+  static const ftl_st_kv meta[] = {{"format", "pt"}};
+  if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, FTL_PEFT_WEIGHTS_NAME))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
+  if ((rc = pl_st_write(path, out_t, n, meta, 1, d))) return rc;
+  if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, FTL_PEFT_CONFIG_NAME))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
+  return core_fs_replace(path, cfg_text, cfg_len, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d);
+}
+
+ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
+  static const char *const required[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
+  char path[4096], base_name[128];
+  char *cfg_text = NULL;
+  size_t cfg_len = 0;
+  example_config c = {0};
+  ftl_st_file *st = NULL;
+  ftl_st_tensor *out_t = NULL;
+  char(*names)[160] = NULL;
+  ftl_err rc;
+  if ((rc = pl_adapter_commit_verify(final_dir, required, 2, d))) return rc;
+  if ((rc = read_example_config(final_dir, &c, d))) goto out;
+  if (ftl_fmt(path, sizeof path, "%s/%s", final_dir, FTL_ADAPTER_SAFETENSORS)) {
+    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", final_dir);
+    goto out;
+  }
+  if ((rc = pl_st_load(path, (size_t)1 << 34, NULL, &st, d))) goto out;
+  size_t n = (size_t)c.layers * (size_t)__builtin_popcount(c.seen) * 2;
+  if (pl_st_count(st) != n) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s has %zu tensors; adapter.json implies %zu", path, pl_st_count(st), n);
+    goto out;
+  }
+  out_t = ftl_calloc(n, sizeof *out_t);
+  names = ftl_calloc(n, sizeof *names);
+  if (!out_t || !names) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((rc = ftl_mkdir_p(out_dir, d))) goto out;
-  static const ftl_st_kv meta[] = {{"format", "pt"}};
-  if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, FTL_PEFT_WEIGHTS_NAME)) {
-    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
+  if ((rc = map_tensors(&c, st, path, out_t, names, d))) goto out;
+  if (opts && opts->base_model_name && opts->base_model_name[0])
+    snprintf(base_name, sizeof base_name, "%s", opts->base_model_name);
+  else
+    snprintf(base_name, sizeof base_name, "ftl-finetune-base-%s", c.base_hash);
+  if (!(cfg_text = peft_config_text(&c, base_name, &cfg_len))) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((rc = pl_st_write(path, out_t, n, meta, 1, d))) goto out;
-  if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, FTL_PEFT_CONFIG_NAME)) {
-    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
-    goto out;
-  }
-  rc = core_fs_replace(path, cfg_text, cfg_len, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d);
+  rc = write_export(out_dir, out_t, n, cfg_text, cfg_len, d);
 out:
   ftl_free(cfg_text);
-  json_decref(cfg);
   ftl_free(names);
   ftl_free(out_t);
   pl_st_free(st);
-  json_decref(j);
-  ftl_free(text);
+  json_decref(c.j);
   return rc;
 }
 

@@ -104,38 +104,23 @@ static int kv_by_key(const void *x, const void *y) {
   return strcmp((*(const ftl_st_kv *const *)x)->key, (*(const ftl_st_kv *const *)y)->key);
 }
 
-ftl_err pl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
-                      size_t *out_size, ftl_diag *d) {
-  ftl_err rc = FTL_ERR_NOMEM;
-  const ftl_st_tensor **order = NULL;
-  const ftl_st_kv **mo = NULL;
-  core_buf h;
-  core_buf_init(&h, (size_t)FTL_ST_MAX_VALUE); /* a header is a value of the format like any */
-  uint8_t *img = NULL;
-  *out = NULL;
-  *out_size = 0;
-  order = ftl_calloc(n ? n : 1, sizeof *order);
-  mo = ftl_calloc(n_meta ? n_meta : 1, sizeof *mo);
-  if (!order || !mo) goto fail_nomem;
+/* The inputs checked (names, sizes, metadata present and unique) and ordered: order[] in layout
+ * order, mo[] by key. */
+static ftl_err encode_order(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
+                            const ftl_st_tensor **order, const ftl_st_kv **mo, ftl_diag *d) {
   for (size_t i = 0; i < n; i++) {
     uint64_t bytes;
     const ftl_st_tensor *t = &tensors[i];
-    if (!t->name || strcmp(t->name, "__metadata__") == 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %zu has no name or the reserved name __metadata__", i);
-      goto out;
-    }
-    if (pl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &bytes) || bytes != t->size_bytes || (bytes && !t->data)) {
-      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %s: dtype, shape and size (%" PRIu64 " bytes) do not agree", t->name,
-                         t->size_bytes);
-      goto out;
-    }
+    if (!t->name || strcmp(t->name, "__metadata__") == 0)
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %zu has no name or the reserved name __metadata__", i);
+    if (pl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &bytes) || bytes != t->size_bytes || (bytes && !t->data))
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %s: dtype, shape and size (%" PRIu64 " bytes) do not agree",
+                           t->name, t->size_bytes);
     order[i] = t;
   }
   for (size_t i = 0; i < n_meta; i++) {
-    if (!meta[i].key || !meta[i].value) {
-      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "metadata entry %zu has no key or value", i);
-      goto out;
-    }
+    if (!meta[i].key || !meta[i].value)
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "metadata entry %zu has no key or value", i);
     mo[i] = &meta[i];
   }
   qsort(order, n, sizeof *order, by_layout);
@@ -143,44 +128,65 @@ ftl_err pl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *me
   /* Names unique: checked in name order (the layout order groups by dtype first). */
   qsort(order, n, sizeof *order, by_name_only);
   for (size_t i = 1; i < n; i++)
-    if (strcmp(order[i - 1]->name, order[i]->name) == 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor name %s appears twice", order[i]->name);
-      goto out;
-    }
+    if (strcmp(order[i - 1]->name, order[i]->name) == 0)
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "tensor name %s appears twice", order[i]->name);
   qsort(order, n, sizeof *order, by_layout);
   for (size_t i = 1; i < n_meta; i++)
-    if (strcmp(mo[i - 1]->key, mo[i]->key) == 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_INVAL, "metadata key %s appears twice", mo[i]->key);
-      goto out;
-    }
-  core_buf_addc(&h, '{');
+    if (strcmp(mo[i - 1]->key, mo[i]->key) == 0)
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "metadata key %s appears twice", mo[i]->key);
+  return FTL_OK;
+}
+
+/* The header JSON into h, padded with spaces to a multiple of 8; the data bytes' total into *data.
+ * A full buffer is left in h->err for the caller. */
+static ftl_err encode_header(core_buf *h, const ftl_st_tensor *const *order, size_t n, const ftl_st_kv *const *mo,
+                             size_t n_meta, uint64_t *data, ftl_diag *d) {
+  core_buf_addc(h, '{');
   if (n_meta) {
-    core_buf_adds(&h, "\"__metadata__\":{");
+    core_buf_adds(h, "\"__metadata__\":{");
     for (size_t i = 0; i < n_meta; i++) {
-      if (i) core_buf_addc(&h, ',');
-      put_json_string(&h, mo[i]->key);
-      core_buf_addc(&h, ':');
-      put_json_string(&h, mo[i]->value);
+      if (i) core_buf_addc(h, ',');
+      put_json_string(h, mo[i]->key);
+      core_buf_addc(h, ':');
+      put_json_string(h, mo[i]->value);
     }
-    core_buf_addc(&h, '}');
+    core_buf_addc(h, '}');
   }
   uint64_t off = 0;
   for (size_t i = 0; i < n; i++) {
-    if (i || n_meta) core_buf_addc(&h, ',');
-    put_json_string(&h, order[i]->name);
-    core_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", pl_st_dtype_name(order[i]->dtype));
+    if (i || n_meta) core_buf_addc(h, ',');
+    put_json_string(h, order[i]->name);
+    core_buf_printf(h, ":{\"dtype\":\"%s\",\"shape\":[", pl_st_dtype_name(order[i]->dtype));
     for (int k = 0; k < order[i]->ndim; k++)
-      core_buf_printf(&h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
-    core_buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
+      core_buf_printf(h, "%s%" PRId64, k ? "," : "", order[i]->shape[k]);
+    core_buf_printf(h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + order[i]->size_bytes);
     off += order[i]->size_bytes;
-    if (off > (uint64_t)FTL_ST_MAX_VALUE) {
-      rc = ftl_diag_fail(d, FTL_ERR_RANGE, "the tensors add up to more than 2^48 bytes");
-      goto out;
-    }
+    if (off > (uint64_t)FTL_ST_MAX_VALUE)
+      return ftl_diag_fail(d, FTL_ERR_RANGE, "the tensors add up to more than 2^48 bytes");
   }
-  core_buf_addc(&h, '}');
-  while (!h.err && h.len % 8)
-    core_buf_addc(&h, ' ');
+  core_buf_addc(h, '}');
+  while (!h->err && h->len % 8)
+    core_buf_addc(h, ' ');
+  *data = off;
+  return FTL_OK;
+}
+
+ftl_err pl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
+                     size_t *out_size, ftl_diag *d) {
+  ftl_err rc = FTL_ERR_NOMEM;
+  const ftl_st_tensor **order = NULL;
+  const ftl_st_kv **mo = NULL;
+  core_buf h;
+  core_buf_init(&h, (size_t)FTL_ST_MAX_VALUE); /* a header is a value of the format like any */
+  uint8_t *img = NULL;
+  uint64_t off = 0;
+  *out = NULL;
+  *out_size = 0;
+  order = ftl_calloc(n ? n : 1, sizeof *order);
+  mo = ftl_calloc(n_meta ? n_meta : 1, sizeof *mo);
+  if (!order || !mo) goto fail_nomem;
+  if ((rc = encode_order(tensors, n, meta, n_meta, order, mo, d))) goto out;
+  if ((rc = encode_header(&h, order, n, mo, n_meta, &off, d))) goto out;
   if (h.err == FTL_ERR_RANGE) {
     rc = core_buf_check(&h, "safetensors header", d);
     goto out;
@@ -274,14 +280,13 @@ static int64_t json_u48(const json_t *v) {
   return x < 0 || x > FTL_ST_MAX_VALUE ? -1 : (int64_t)x;
 }
 
-ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
-  ftl_err rc = FTL_ERR_CORRUPT;
-  json_t *h = NULL;
-  ftl_st_file *f = NULL;
-  span *sp = NULL;
-  uint64_t max_header = limits && limits->max_header_bytes ? limits->max_header_bytes : 100000000u;
-  size_t max_tensors = limits && limits->max_tensors ? limits->max_tensors : 1000000u;
-  *out = NULL;
+#define NOMEM_PARSING "out of memory parsing a safetensors header"
+
+/* The 8-byte length and the header it gives: bounded, a JSON object, followed only by space
+ * padding. The object into *h; its length into *hl. */
+static ftl_err parse_header(const uint8_t *bytes, size_t size, uint64_t max_header, json_t **h, uint64_t *hl_out,
+                            ftl_diag *d) {
+  *h = NULL;
   if (size < 8) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "shorter than the 8-byte header length (%zu bytes)", size);
   uint64_t hl = 0;
   for (int i = 0; i < 8; i++)
@@ -294,21 +299,110 @@ ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limi
                          size);
   if (hl < 2 || bytes[8] != '{') return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header does not start with '{'");
   json_error_t jerr;
-  h = json_loadb((const char *)bytes + 8, (size_t)hl, JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK, &jerr);
-  if (!h) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header is not valid JSON: %s (at byte %d)", jerr.text, jerr.position);
-    goto out;
-  }
-  if (!json_is_object(h)) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header is not a JSON object");
-    goto out;
+  json_t *j = json_loadb((const char *)bytes + 8, (size_t)hl, JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK, &jerr);
+  if (!j)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header is not valid JSON: %s (at byte %d)", jerr.text, jerr.position);
+  if (!json_is_object(j)) {
+    json_decref(j);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the header is not a JSON object");
   }
   /* With JSON_DISABLE_EOF_CHECK, position is how far the parser read; only padding may follow. */
   for (size_t i = (size_t)jerr.position; i < hl; i++)
     if (bytes[8 + i] != ' ') {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "byte %zu of the header after the JSON object is not a space padding", i);
-      goto out;
+      json_decref(j);
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "byte %zu of the header after the JSON object is not a space padding",
+                           i);
     }
+  *h = j;
+  *hl_out = hl;
+  return FTL_OK;
+}
+
+/* __metadata__: an object of strings, into f->meta sorted by key. */
+static ftl_err parse_meta(json_t *meta, ftl_st_file *f, ftl_diag *d) {
+  if (!json_is_object(meta)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "__metadata__ is not an object");
+  f->meta = ftl_calloc(json_object_size(meta) ? json_object_size(meta) : 1, sizeof *f->meta);
+  if (!f->meta) return ftl_diag_fail(d, FTL_ERR_NOMEM, NOMEM_PARSING);
+  const char *k;
+  json_t *v;
+  json_object_foreach(meta, k, v) {
+    if (!json_is_string(v)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "__metadata__ value of %s is not a string", k);
+    f->meta[f->n_meta].key = ftl_strdup(k);
+    f->meta[f->n_meta].value = ftl_strdup(json_string_value(v));
+    f->n_meta++;
+    if (!f->meta[f->n_meta - 1].key || !f->meta[f->n_meta - 1].value)
+      return ftl_diag_fail(d, FTL_ERR_NOMEM, NOMEM_PARSING);
+  }
+  qsort(f->meta, f->n_meta, sizeof *f->meta, kv_cmp);
+  return FTL_OK;
+}
+
+/* One tensor entry o (named name) into f->t[f->n] and its byte range into sp[f->n]; data is the
+ * data section, buf its size. */
+static ftl_err parse_entry(const char *name, const json_t *o, const uint8_t *data, uint64_t buf, ftl_st_file *f,
+                           span *sp, ftl_diag *d) {
+  json_t *dt = json_object_get(o, "dtype"), *sh = json_object_get(o, "shape"), *of = json_object_get(o, "data_offsets");
+  if (!json_is_object(o) || json_object_size(o) != 3 || !json_is_string(dt) || !json_is_array(sh) ||
+      !json_is_array(of) || json_array_size(of) != 2)
+    return ftl_diag_fail(
+        d, FTL_ERR_CORRUPT,
+        "tensor %s is not exactly {\"dtype\": string, \"shape\": array, \"data_offsets\": [begin, end]}", name);
+  ftl_st_tensor *t = &f->t[f->n];
+  if (pl_st_dtype_parse(json_string_value(dt), &t->dtype))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has an unknown dtype %s", name, json_string_value(dt));
+  if (json_array_size(sh) > FTL_ST_MAX_DIMS)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has %zu dimensions (at most %d)", name, json_array_size(sh),
+                         FTL_ST_MAX_DIMS);
+  t->ndim = (int)json_array_size(sh);
+  for (int k = 0; k < t->ndim; k++)
+    if ((t->shape[k] = json_u48(json_array_get(sh, (size_t)k))) < 0)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: dimension %d is not an integer in [0, 2^48)", name, k);
+  if (pl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &t->size_bytes))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: its size overflows or does not end on a byte boundary", name);
+  int64_t b0 = json_u48(json_array_get(of, 0)), b1 = json_u48(json_array_get(of, 1));
+  if (b0 < 0 || b1 < b0)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: data_offsets are not integers 0 <= begin <= end < 2^48", name);
+  if ((uint64_t)(b1 - b0) != t->size_bytes)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "tensor %s: data_offsets span %" PRId64 " bytes, its dtype and shape need %" PRIu64, name,
+                         b1 - b0, t->size_bytes);
+  if ((uint64_t)b1 > buf)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "tensor %s: data_offsets end at %" PRId64 ", past the %" PRIu64 " data bytes", name, b1, buf);
+  t->name = ftl_strdup(name);
+  f->n++;
+  if (!t->name) return ftl_diag_fail(d, FTL_ERR_NOMEM, NOMEM_PARSING);
+  t->data = data + b0;
+  sp[f->n - 1] = (span){(uint64_t)b0, (uint64_t)b1, f->n - 1};
+  return FTL_OK;
+}
+
+/* The tensors' ranges (sp, f->n of them; sorted here) tile the buf data bytes exactly. */
+static ftl_err check_contiguous(const ftl_st_file *f, span *sp, uint64_t buf, ftl_diag *d) {
+  if (f->n) qsort(sp, f->n, sizeof *sp, span_cmp);
+  uint64_t at = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    if (sp[i].begin != at)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                           "tensor %s starts at %" PRIu64 ", not where the previous one ends (%" PRIu64 "): %s",
+                           f->t[sp[i].idx].name, sp[i].begin, at, sp[i].begin < at ? "overlap" : "a hole");
+    at = sp[i].end;
+  }
+  if (at != buf)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the tensors cover %" PRIu64 " of the %" PRIu64 " data bytes", at, buf);
+  return FTL_OK;
+}
+
+ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
+  ftl_err rc;
+  json_t *h = NULL;
+  ftl_st_file *f = NULL;
+  span *sp = NULL;
+  uint64_t hl = 0;
+  uint64_t max_header = limits && limits->max_header_bytes ? limits->max_header_bytes : 100000000u;
+  size_t max_tensors = limits && limits->max_tensors ? limits->max_tensors : 1000000u;
+  *out = NULL;
+  if ((rc = parse_header(bytes, size, max_header, &h, &hl, d))) return rc;
   json_t *meta = json_object_get(h, "__metadata__");
   size_t n = json_object_size(h) - (meta ? 1 : 0);
   if (n > max_tensors) {
@@ -320,105 +414,22 @@ ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limi
   f->t = ftl_calloc(n ? n : 1, sizeof *f->t);
   sp = ftl_calloc(n ? n : 1, sizeof *sp);
   if (!f->t || !sp) goto nomem;
-  if (meta) {
-    if (!json_is_object(meta)) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "__metadata__ is not an object");
-      goto out;
-    }
-    f->meta = ftl_calloc(json_object_size(meta) ? json_object_size(meta) : 1, sizeof *f->meta);
-    if (!f->meta) goto nomem;
-    const char *k;
-    json_t *v;
-    json_object_foreach(meta, k, v) {
-      if (!json_is_string(v)) {
-        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "__metadata__ value of %s is not a string", k);
-        goto out;
-      }
-      f->meta[f->n_meta].key = ftl_strdup(k);
-      f->meta[f->n_meta].value = ftl_strdup(json_string_value(v));
-      f->n_meta++;
-      if (!f->meta[f->n_meta - 1].key || !f->meta[f->n_meta - 1].value) goto nomem;
-    }
-    qsort(f->meta, f->n_meta, sizeof *f->meta, kv_cmp);
-  }
+  if (meta && (rc = parse_meta(meta, f, d))) goto out;
   uint64_t buf = size - 8 - hl;
   const char *name;
   json_t *o;
   json_object_foreach(h, name, o) {
     if (o == meta) continue;
-    json_t *dt = json_object_get(o, "dtype"), *sh = json_object_get(o, "shape"),
-           *of = json_object_get(o, "data_offsets");
-    if (!json_is_object(o) || json_object_size(o) != 3 || !json_is_string(dt) || !json_is_array(sh) ||
-        !json_is_array(of) || json_array_size(of) != 2) {
-      rc = ftl_diag_fail(
-          d, FTL_ERR_CORRUPT,
-          "tensor %s is not exactly {\"dtype\": string, \"shape\": array, \"data_offsets\": [begin, end]}", name);
-      goto out;
-    }
-    ftl_st_tensor *t = &f->t[f->n];
-    if (pl_st_dtype_parse(json_string_value(dt), &t->dtype)) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has an unknown dtype %s", name, json_string_value(dt));
-      goto out;
-    }
-    if (json_array_size(sh) > FTL_ST_MAX_DIMS) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has %zu dimensions (at most %d)", name, json_array_size(sh),
-                         FTL_ST_MAX_DIMS);
-      goto out;
-    }
-    t->ndim = (int)json_array_size(sh);
-    for (int k = 0; k < t->ndim; k++)
-      if ((t->shape[k] = json_u48(json_array_get(sh, (size_t)k))) < 0) {
-        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: dimension %d is not an integer in [0, 2^48)", name, k);
-        goto out;
-      }
-    if (pl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &t->size_bytes)) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: its size overflows or does not end on a byte boundary", name);
-      goto out;
-    }
-    int64_t b0 = json_u48(json_array_get(of, 0)), b1 = json_u48(json_array_get(of, 1));
-    if (b0 < 0 || b1 < b0) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s: data_offsets are not integers 0 <= begin <= end < 2^48", name);
-      goto out;
-    }
-    if ((uint64_t)(b1 - b0) != t->size_bytes) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
-                         "tensor %s: data_offsets span %" PRId64 " bytes, its dtype and shape need %" PRIu64, name,
-                         b1 - b0, t->size_bytes);
-      goto out;
-    }
-    if ((uint64_t)b1 > buf) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
-                         "tensor %s: data_offsets end at %" PRId64 ", past the %" PRIu64 " data bytes", name, b1, buf);
-      goto out;
-    }
-    t->name = ftl_strdup(name);
-    f->n++;
-    if (!t->name) goto nomem;
-    t->data = bytes + 8 + hl + b0;
-    sp[f->n - 1] = (span){(uint64_t)b0, (uint64_t)b1, f->n - 1};
+    if ((rc = parse_entry(name, o, bytes + 8 + hl, buf, f, sp, d))) goto out;
   }
-  if (f->n) qsort(sp, f->n, sizeof *sp, span_cmp);
-  uint64_t at = 0;
-  for (size_t i = 0; i < f->n; i++) {
-    if (sp[i].begin != at) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
-                         "tensor %s starts at %" PRIu64 ", not where the previous one ends (%" PRIu64 "): %s",
-                         f->t[sp[i].idx].name, sp[i].begin, at, sp[i].begin < at ? "overlap" : "a hole");
-      goto out;
-    }
-    at = sp[i].end;
-  }
-  if (at != buf) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the tensors cover %" PRIu64 " of the %" PRIu64 " data bytes", at, buf);
-    goto out;
-  }
+  if ((rc = check_contiguous(f, sp, buf, d))) goto out;
   if (f->n) qsort(f->t, f->n, sizeof *f->t, tensor_by_name);
   *out = f;
   f = NULL;
   rc = FTL_OK;
   goto out;
 nomem:
-  rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory parsing a safetensors header");
+  rc = ftl_diag_fail(d, FTL_ERR_NOMEM, NOMEM_PARSING);
 out:
   ftl_free(sp);
   pl_st_free(f);

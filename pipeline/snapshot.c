@@ -14,7 +14,7 @@
  *
  * Deliberately not here: any cache of hashes keyed by mtime (every verification re-reads every
  * byte: an mtime can be restored with `touch -r`, and the inputs of a fine-tune are small next to
- * its run time), and the registry's own content addressing (pipeline/registry.c). */
+ * its run time), and the registry's own content addressing (pipeline/registry_store.c). */
 #include "pipeline/snapshot.h"
 
 #include <dirent.h>

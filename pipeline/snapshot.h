@@ -5,7 +5,7 @@
  * (an attempt relaunch, `ftl gate`, `ftl publish`) re-verify the inputs against it, so an input
  * changed after submission is refused with its file named. Format: docs/formats/snapshot.md.
  *
- * Not here: what the gate spec holds (eval/gate.c), the registry and packages (pipeline/registry.c, package.c).
+ * Not here: what the gate spec holds (eval/gate.c), the registry and packages (pipeline/registry_*.c, package.c).
  * Internal to ftl. Not thread-safe with respect to the same run directory; not collective (the
  * launcher and the gate, never ranks, call it). */
 #ifndef FTL_PIPELINE_SNAPSHOT_H

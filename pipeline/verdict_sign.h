@@ -15,7 +15,7 @@
  * in REGISTRY/keys/trusted/<key id>.pub.
  *
  * Not here: whether a verdict passed (the registry checks that too, signed or not), the
- * registry's use of the result (pipeline/registry.c). Thread-safety: reentrant. */
+ * registry's use of the result (pipeline/registry_txn.c). Thread-safety: reentrant. */
 #ifndef FTL_PIPELINE_VERDICT_SIGN_H
 #define FTL_PIPELINE_VERDICT_SIGN_H
 

@@ -9,3 +9,11 @@ printf '{"passed": true, "version": 1, "metric": "exact_match", "value": 0.9}\n'
 make_package() {
   pipeline_tool package export verdict.json "$1" "$2" || fail "package $1 failed"
 }
+
+# use_registry: skips the test (77) when this build's ftl has no registry command; else $REG, a
+# registry in the scratch folder, is the one ftl and its children use (FTL_REGISTRY).
+use_registry() {
+  ftl registry help >/dev/null 2>&1 || { echo "skipped: this build's ftl has no registry command"; exit 77; }
+  REG=$SCRATCH/registry
+  export FTL_REGISTRY=$REG
+}

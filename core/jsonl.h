@@ -84,6 +84,14 @@ ftl_err core_jsonl_check_version(const json_t *rec, int want, const char *what, 
 ftl_err core_jsonl_load_object(const char *data, size_t size, size_t max_bytes, int want, const char *what,
                                json_t **out, ftl_diag *d);
 
+/* A document reader's refusal: FTL_ERR_CORRUPT with the message (printf-style) into the reader's
+ * `d` and `rc`, then to its `out:` cleanup. The readers name it BAD (#define BAD CORE_JSON_BAD). */
+#define CORE_JSON_BAD(...)                                                                                             \
+  do {                                                                                                                 \
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, __VA_ARGS__);                                                               \
+    goto out;                                                                                                          \
+  } while (0)
+
 /* flock(fd, op) with a deadline (LOCK_NB in a loop with short sleeps); `what` names the file. */
 ftl_err core_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d);
 

@@ -39,11 +39,7 @@ ftl_err ev_verdict_parse(const char *data, size_t size, json_t **out, ftl_diag *
   json_t *v = NULL;
   ftl_err rc = core_jsonl_load_object(data, size, FTL_VERDICT_MAX_BYTES, FTL_VERDICT_VERSION, "verdict: ", &v, d);
   if (rc) return rc;
-#define BAD(...)                                                                                                       \
-  do {                                                                                                                 \
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, __VA_ARGS__);                                                               \
-    goto out;                                                                                                          \
-  } while (0)
+#define BAD CORE_JSON_BAD
   if (!json_is_boolean(json_object_get(v, "passed"))) BAD("verdict: 'passed' is not a boolean");
   static const char *const strings[] = {"metric", "direction", "value_state", "reason", "started_at", "ended_at"};
   for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)

@@ -180,11 +180,7 @@ ftl_err pl_gate_lock_parse(const char *data, size_t size, json_t **out, ftl_diag
   /* The version is checked after the format, with the lock's own message. */
   ftl_err rc = core_jsonl_load_object(data, size, FTL_GATE_LOCK_MAX_BYTES, -1, "gate lock: ", &rec, d);
   if (rc) return rc;
-#define BAD(...)                                                                                                       \
-  do {                                                                                                                 \
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, __VA_ARGS__);                                                               \
-    goto out;                                                                                                          \
-  } while (0)
+#define BAD CORE_JSON_BAD
   const char *fmt = json_string_value(json_object_get(rec, "format"));
   if (!fmt || strcmp(fmt, FTL_GATE_LOCK_FORMAT)) BAD("gate lock: 'format' is not \"%s\"", FTL_GATE_LOCK_FORMAT);
   if (!json_is_integer(json_object_get(rec, "version")) ||

@@ -36,3 +36,13 @@ probe_job() {
     printf '%s\n' "$@"
   } >"$file"
 }
+
+# expect_host_left_out RUNDIR HOST: the run's second attempt left HOST out of its hostfile, and the
+# failure ledger and the event log name it as the host that could not be reached.
+expect_host_left_out() {
+  local run=$1 host=$2
+  expect_contains "$run/attempt-0001/hostfile" "# left out: $host slots=2"
+  grep '"record":"failure"' "$run/failures.jsonl" | grep -q "\"bad_host\":\"$host\"" ||
+    fail "the ledger does not name $host as the bad host"
+  grep -q "\"event\":\"host_unreachable\".*\"host\":\"$host\"" "$run/events.jsonl" || fail "no host_unreachable event"
+}

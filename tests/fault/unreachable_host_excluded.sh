@@ -17,10 +17,7 @@ run_job out job.yaml
 expect_rc 0 out
 expect_contains out "host $bad cannot be reached: its name does not resolve"
 expect_contains out "probe: finished 20 steps"
-expect_contains runs/unreachable/attempt-0001/hostfile "# left out: $bad slots=2"
-grep '"record":"failure"' runs/unreachable/failures.jsonl | grep -q "\"bad_host\":\"$bad\"" ||
-  fail "the ledger does not name $bad as the bad host"
-grep -q "\"event\":\"host_unreachable\".*\"host\":\"$bad\"" runs/unreachable/events.jsonl || fail "no host_unreachable event"
+expect_host_left_out runs/unreachable "$bad"
 [ "$(ls -d runs/unreachable/attempt-* | wc -l)" -eq 2 ] || fail "expected one failed attempt and one that completes"
 
 # No spare: 4 ranks need both hosts; the job stops naming the unreachable one.

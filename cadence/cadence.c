@@ -18,6 +18,7 @@
 
 #include "cadence/controller.h"
 #include "core/failure_cause.h"
+#include "core/failure_record.h"
 #include "ftl/core.h"
 
 #define DEFAULT_FLEET_RATE 2e-5 /* failures per rank-hour (Llama 3: 419 in 16,384 GPUs × 54 days) */
@@ -73,25 +74,19 @@ double ftl_cadence_waste(double interval_s, double stall_s, double durable_s, do
 
 ftl_cadence_cause_class ftl_cadence_classify(const char *cause, int64_t step) {
   /* The causes and their classes are core/failure_cause.h's, the table the launcher names its
-   * failures from. */
-  static const struct {
-    const char *name;
-    ftl_cadence_cause_class cls;
-  } table[] = {
-#define FTL_CAUSE_ROW_(kind, name, cls) {name, FTL_CADENCE_CAUSE_##cls},
-      FTL_FAILURE_CAUSE_MAP(FTL_CAUSE_ROW_)
-#undef FTL_CAUSE_ROW_
+   * failures from; a name is looked up by core's record codec, in the table's order. */
+  static const ftl_cadence_cause_class class_of[] = {
+#define FTL_CAUSE_CLASS_(kind, name, cls) FTL_CADENCE_CAUSE_##cls,
+      FTL_FAILURE_CAUSE_MAP(FTL_CAUSE_CLASS_)
+#undef FTL_CAUSE_CLASS_
   };
-  if (!cause) return FTL_CADENCE_CAUSE_UNKNOWN;
-  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-    if (strcmp(cause, table[i].name) != 0) continue;
-    /* A program that dies before its first step failed to start: a bug or a bad argument, which a
-     * shorter interval would not have saved any work from. */
-    if ((strcmp(cause, "exit_code") == 0 || strcmp(cause, "signal") == 0) && step < 0)
-      return FTL_CADENCE_CAUSE_NOT_FAILURE;
-    return table[i].cls;
-  }
-  return FTL_CADENCE_CAUSE_UNKNOWN;
+  int i = core_failure_cause_index(cause);
+  if (i < 0 || (size_t)i >= sizeof class_of / sizeof class_of[0]) return FTL_CADENCE_CAUSE_UNKNOWN;
+  /* A program that dies before its first step failed to start: a bug or a bad argument, which a
+   * shorter interval would not have saved any work from. */
+  if ((strcmp(cause, "exit_code") == 0 || strcmp(cause, "signal") == 0) && step < 0)
+    return FTL_CADENCE_CAUSE_NOT_FAILURE;
+  return class_of[i];
 }
 
 /* ---- the controller ------------------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/dtype_table.h"
+#include "core/jsonl.h"
 #include "ftl/core.h"
 
 /* ---- tables ------------------------------------------------------------------------------ */
@@ -259,11 +260,7 @@ static int cmp_extent(const void *a, const void *b) {
 
 /* ---- parse ------------------------------------------------------------------------------- */
 
-#define BAD(...)                                                                                                       \
-  do {                                                                                                                 \
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, __VA_ARGS__);                                                               \
-    goto out;                                                                                                          \
-  } while (0)
+#define BAD CORE_JSON_BAD
 
 static ftl_err validate(ck_manifest *m, ftl_diag *d);
 

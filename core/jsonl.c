@@ -249,6 +249,23 @@ ftl_err core_jsonl_check_version(const json_t *rec, int want, const char *what, 
   return FTL_OK;
 }
 
+ftl_err core_jsonl_load_object(const char *data, size_t size, size_t max_bytes, int want, const char *what,
+                               json_t **out, ftl_diag *d) {
+  json_error_t jerr;
+  *out = NULL;
+  if (size > max_bytes) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%slarger than %zu bytes", what, max_bytes);
+  json_t *j = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
+  if (!j) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%snot JSON: %s (line %d)", what, jerr.text, jerr.line);
+  ftl_err rc = json_is_object(j) ? FTL_OK : ftl_diag_fail(d, FTL_ERR_CORRUPT, "%snot a JSON object", what);
+  if (!rc && want >= 0) rc = core_jsonl_check_version(j, want, what, d);
+  if (rc) {
+    json_decref(j);
+    return rc;
+  }
+  *out = j;
+  return FTL_OK;
+}
+
 ftl_err core_jsonl_each_line(const char *data, size_t size, ftl_jsonl_line_fn fn, void *ctx) {
   ftl_err rc = FTL_OK;
   size_t pos = 0, line_no = 0;

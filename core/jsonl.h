@@ -77,6 +77,21 @@ bool core_jsonl_line_torn(const char *line, size_t len);
  * "verdict: ", or ""). */
 ftl_err core_jsonl_check_version(const json_t *rec, int want, const char *what, ftl_diag *d);
 
+/* The start of every reader of a whole versioned JSON document (the snapshot, the verdict, the
+ * gate lock): at most max_bytes, JSON with no duplicate key, an object, and (want >= 0) of version
+ * want as core_jsonl_check_version checks it. *out: a new reference. FTL_ERR_CORRUPT with
+ * "<what>larger than N bytes", "<what>not JSON: ... (line L)" or "<what>not a JSON object". */
+ftl_err core_jsonl_load_object(const char *data, size_t size, size_t max_bytes, int want, const char *what,
+                               json_t **out, ftl_diag *d);
+
+/* A document reader's refusal: FTL_ERR_CORRUPT with the message (printf-style) into the reader's
+ * `d` and `rc`, then to its `out:` cleanup. The readers name it BAD (#define BAD CORE_JSON_BAD). */
+#define CORE_JSON_BAD(...)                                                                                             \
+  do {                                                                                                                 \
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, __VA_ARGS__);                                                               \
+    goto out;                                                                                                          \
+  } while (0)
+
 /* flock(fd, op) with a deadline (LOCK_NB in a loop with short sleeps); `what` names the file. */
 ftl_err core_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d);
 

@@ -36,18 +36,10 @@ static int hex64(const json_t *v) { return json_is_string(v) && pl_sha256_is_hex
 static int num_or_null(const json_t *v) { return json_is_null(v) || json_is_number(v); }
 
 ftl_err ev_verdict_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
-  json_error_t jerr;
-  ftl_err rc = FTL_OK;
-  if (size > FTL_VERDICT_MAX_BYTES) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "verdict larger than 1 MiB");
-  json_t *v = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
-  if (!v) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "verdict is not JSON: %s (line %d)", jerr.text, jerr.line);
-#define BAD(...)                                                                                                       \
-  do {                                                                                                                 \
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, __VA_ARGS__);                                                               \
-    goto out;                                                                                                          \
-  } while (0)
-  if (!json_is_object(v)) BAD("verdict is not a JSON object");
-  if ((rc = core_jsonl_check_version(v, FTL_VERDICT_VERSION, "verdict: ", d))) goto out;
+  json_t *v = NULL;
+  ftl_err rc = core_jsonl_load_object(data, size, FTL_VERDICT_MAX_BYTES, FTL_VERDICT_VERSION, "verdict: ", &v, d);
+  if (rc) return rc;
+#define BAD CORE_JSON_BAD
   if (!json_is_boolean(json_object_get(v, "passed"))) BAD("verdict: 'passed' is not a boolean");
   static const char *const strings[] = {"metric", "direction", "value_state", "reason", "started_at", "ended_at"};
   for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "core/jsonl.h"
 #include "ftl/core.h"
 #include "pipeline/pl_util.h"
 #include "pipeline/registry.h"
@@ -174,18 +175,12 @@ static int digest_ref(const json_t *v) {
 }
 
 ftl_err pl_gate_lock_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
-  json_error_t jerr;
-  ftl_err rc = FTL_OK;
   char hex[65];
-  if (size > FTL_GATE_LOCK_MAX_BYTES) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "gate lock larger than 1 MiB");
-  json_t *rec = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
-  if (!rec) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "gate lock is not JSON: %s (line %d)", jerr.text, jerr.line);
-#define BAD(...)                                                                                                       \
-  do {                                                                                                                 \
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, __VA_ARGS__);                                                               \
-    goto out;                                                                                                          \
-  } while (0)
-  if (!json_is_object(rec)) BAD("gate lock: not a JSON object");
+  json_t *rec = NULL;
+  /* The version is checked after the format, with the lock's own message. */
+  ftl_err rc = core_jsonl_load_object(data, size, FTL_GATE_LOCK_MAX_BYTES, -1, "gate lock: ", &rec, d);
+  if (rc) return rc;
+#define BAD CORE_JSON_BAD
   const char *fmt = json_string_value(json_object_get(rec, "format"));
   if (!fmt || strcmp(fmt, FTL_GATE_LOCK_FORMAT)) BAD("gate lock: 'format' is not \"%s\"", FTL_GATE_LOCK_FORMAT);
   if (!json_is_integer(json_object_get(rec, "version")) ||

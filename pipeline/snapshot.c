@@ -546,16 +546,9 @@ static ftl_err check_file_entry(const json_t *f, const char *where, int top, ftl
 }
 
 ftl_err pl_snapshot_parse(const char *data, size_t size, json_t **out, ftl_diag *d) {
-  json_error_t jerr;
-  ftl_err rc = FTL_OK;
-  if (size > FTL_SNAPSHOT_MAX_BYTES) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "snapshot record too large");
-  json_t *snap = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
-  if (!snap) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "not JSON: %s (line %d)", jerr.text, jerr.line);
-  if (!json_is_object(snap)) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "not a JSON object");
-    goto out;
-  }
-  if ((rc = core_jsonl_check_version(snap, FTL_SNAPSHOT_VERSION, "", d))) goto out;
+  json_t *snap = NULL;
+  ftl_err rc = core_jsonl_load_object(data, size, FTL_SNAPSHOT_MAX_BYTES, FTL_SNAPSHOT_VERSION, "", &snap, d);
+  if (rc) return rc;
   static const char *const strings[] = {"created_at", "job", "job_spec_hash", "gate_sha256", "digest"};
   for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)
     if (!json_is_string(json_object_get(snap, strings[i]))) {

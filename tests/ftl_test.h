@@ -55,4 +55,13 @@
     exit(77);                                  \
   } while (0)
 
+/* Removes a scratch folder the test made, and all below it (rm -rf): the shell's exit status, 0
+ * when removed; -1 for a path with a quote in it or too long. */
+static inline int ftl_test_rm_rf(const char *path) {
+  char cmd[4200];
+  int n = snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+  if (strchr(path, '\'') || n < 0 || (size_t)n >= sizeof cmd) return -1;
+  return system(cmd);
+}
+
 #endif

@@ -20,6 +20,16 @@ static ftl_cadence *make(const ftl_cadence_config *cfg) {
   return c;
 }
 
+/* A controller that has seen one checkpoint (step 1: its stall and its time to durable), and its
+ * decision then. */
+static ftl_cadence *make_saved(const ftl_cadence_config *cfg, double stall_s, double durable_s,
+                               ftl_cadence_decision *dec) {
+  ftl_cadence *c = make(cfg);
+  CHECK_OK(ftl_cadence_observe_checkpoint(c, 1, stall_s, durable_s), "ckpt");
+  CHECK_OK(ftl_cadence_decide(c, dec), "decide");
+  return c;
+}
+
 static void test_estimator(void) {
   ftl_cadence_config cfg;
   ftl_cadence_config_init(&cfg);
@@ -167,9 +177,7 @@ static void test_clamps(void) {
   cfg.world_size = 10000;
   cfg.fleet_rate = 1e-2;
   cfg.step_s = 0.1;
-  ftl_cadence *c = make(&cfg);
-  CHECK_OK(ftl_cadence_observe_checkpoint(c, 1, 0.01, 5), "ckpt");
-  CHECK_OK(ftl_cadence_decide(c, &dec), "decide");
+  ftl_cadence *c = make_saved(&cfg, 0.01, 5, &dec);
   CHECK_NEAR(dec.mtbf_h * 3600, 36, 1e-9);
   CHECK(dec.daly_s < 1);
   CHECK_INT_EQ(dec.interval_steps, 50);
@@ -179,9 +187,7 @@ static void test_clamps(void) {
 
   /* Whole steps ≥ 1: a step longer than the optimum. */
   cfg.step_s = 30;
-  c = make(&cfg);
-  CHECK_OK(ftl_cadence_observe_checkpoint(c, 1, 0.01, 0), "ckpt");
-  CHECK_OK(ftl_cadence_decide(c, &dec), "decide");
+  c = make_saved(&cfg, 0.01, 0, &dec);
   CHECK_INT_EQ(dec.interval_steps, 1);
   CHECK(dec.clamps == FTL_CADENCE_CLAMP_ONE_STEP);
   CHECK_STR_CONTAINS(ftl_cadence_explain(c), "checkpoint every 1 step (about 30 s)");
@@ -195,9 +201,7 @@ static void test_clamps(void) {
   cfg.step_s = 1.5;
   cfg.preempt_notice_s = 30;
   cfg.preempt_max_loss_s = 600;
-  c = make(&cfg);
-  CHECK_OK(ftl_cadence_observe_checkpoint(c, 1, 1, 40), "ckpt");
-  CHECK_OK(ftl_cadence_decide(c, &dec), "decide");
+  c = make_saved(&cfg, 1, 40, &dec);
   CHECK(dec.daly_s > 2000);
   CHECK_INT_EQ(dec.interval_steps, 400);
   CHECK(dec.clamps == FTL_CADENCE_CLAMP_PREEMPT);
@@ -213,9 +217,7 @@ static void test_clamps(void) {
   ftl_cadence_destroy(c);
   /* No notice at all: the bound applies whatever the save costs. */
   cfg.preempt_notice_s = 0;
-  c = make(&cfg);
-  CHECK_OK(ftl_cadence_observe_checkpoint(c, 1, 1, 2), "ckpt");
-  CHECK_OK(ftl_cadence_decide(c, &dec), "decide");
+  c = make_saved(&cfg, 1, 2, &dec);
   CHECK_INT_EQ(dec.interval_steps, 400);
   CHECK_STR_CONTAINS(ftl_cadence_explain(c), "no preemption notice to save in");
   /* W beats the preemption bound: two saves in flight would stall anyway. */
@@ -240,10 +242,8 @@ static void test_pinned(void) {
   cfg.world_size = 1024;
   cfg.step_s = 1.5;
   cfg.pin_steps = 1000;
-  ftl_cadence *c = make(&cfg);
-  CHECK_OK(ftl_cadence_observe_checkpoint(c, 1, 5, 20), "ckpt");
   ftl_cadence_decision dec;
-  CHECK_OK(ftl_cadence_decide(c, &dec), "decide");
+  ftl_cadence *c = make_saved(&cfg, 5, 20, &dec);
   CHECK(dec.pinned);
   CHECK_INT_EQ(dec.interval_steps, 1000);
   double m_s = dec.mtbf_h * 3600;

@@ -254,6 +254,19 @@ static void test_append(void) {
   CHECK_STR_CONTAINS(d.msg, "no/such/dir.jsonl");
 }
 
+/* A restart record of JOB on a world of 4. */
+static ftl_cadence_record restart_record(const char *job, int64_t wall_us, int64_t attempt, int64_t step,
+                                         double restart_s) {
+  ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_RESTART,
+                            .wall_us = wall_us,
+                            .attempt = attempt,
+                            .step = step,
+                            .world_size = 4,
+                            .restart_s = restart_s};
+  ftl_fmt(rec.job, sizeof rec.job, "%s", job);
+  return rec;
+}
+
 /* The launcher's restart records: appended with the one encoder to the run's ledger and the fleet's,
  * read back into R (the median of the newest window, each restart once however many ledgers repeat
  * it), and what a new run starts from when only the fleet ledger holds earlier runs' restarts. */
@@ -264,13 +277,7 @@ static void test_restarts(void) {
   ftl_diag d = {{0}};
   /* An older run of another job in the fleet ledger only: slow restarts. */
   for (int i = 0; i < 3; i++) {
-    ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_RESTART,
-                              .wall_us = 1000 + i,
-                              .attempt = i + 1,
-                              .step = 10,
-                              .world_size = 4,
-                              .restart_s = 100 + i};
-    ftl_fmt(rec.job, sizeof rec.job, "old");
+    ftl_cadence_record rec = restart_record("old", 1000 + i, i + 1, 10, 100 + i);
     CHECK_OK(ftl_cadence_fleet_append(fleet, &rec, 1000, &d), d.msg);
   }
   /* This run: a failure, then its restart, in both ledgers with the same wall_us (as run.c does). */
@@ -281,13 +288,7 @@ static void test_restarts(void) {
   CHECK_OK(ftl_cadence_fleet_append(run, &fail, 1000, &d), d.msg);
   CHECK_OK(ftl_cadence_fleet_append(fleet, &fail, 1000, &d), d.msg);
   for (int i = 0; i < 2; i++) {
-    ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_RESTART,
-                              .wall_us = 6000 + i,
-                              .attempt = i + 1,
-                              .step = 20,
-                              .world_size = 4,
-                              .restart_s = 2.5 + i};
-    ftl_fmt(rec.job, sizeof rec.job, "ft");
+    ftl_cadence_record rec = restart_record("ft", 6000 + i, i + 1, 20, 2.5 + i);
     ftl_fmt(rec.host, sizeof rec.host, "launcher-host");
     ftl_fmt(rec.cause, sizeof rec.cause, "signal");
     CHECK_OK(ftl_cadence_fleet_append(run, &rec, 1000, &d), d.msg);

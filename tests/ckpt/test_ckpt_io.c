@@ -443,9 +443,7 @@ int main(void) {
   test_manifest();
   test_catalog();
   free(bounce);
-  char cmd[PATH_MAX + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", root);
+  if (ftl_test_rm_rf(root) != 0) fprintf(stderr, "warning: could not remove %s\n", root);
   printf("ok\n");
   return 0;
 }

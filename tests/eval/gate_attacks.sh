@@ -23,13 +23,7 @@ chmod +x bin/gate-fake-eval bin2/gate-fake-eval
 mv data/heldout.txt data/heldout.real
 ln -s heldout.real data/heldout.txt
 echo "value:0.95" >mode
-write_job atk.yaml gatk "program: gate-fake-eval
-args: [\"{metrics}\", \"$SCRATCH/mode\"]
-data: heldout
-metric: score
-direction: higher
-threshold: 0.9
-timeout_s: 5" 'path: reg'
+write_job atk.yaml gatk "$(fake_eval gate-fake-eval 5)" 'path: reg'
 PATH="$SCRATCH/bin:$PATH" run_ftl out.run run --run-dir ra atk.yaml
 expect_rc 0 out.run
 expect_contains out.run "gate locked in the registry"
@@ -185,15 +179,7 @@ wait $first
 # min_gain with a baseline channel: the first publish has none; a deleted baseline version or a
 # missing registry root is an error, not "no baseline".
 echo "value:0.95" >mode
-write_job min.yaml gmin "program: gate-fake-eval
-args: [\"{metrics}\", \"$SCRATCH/mode\"]
-data: heldout
-metric: score
-direction: higher
-threshold: 0.9
-min_gain: 0.01
-baseline_channel: prod
-timeout_s: 5" 'path: reg2'
+write_job min.yaml gmin "$(fake_eval gate-fake-eval 5 "min_gain: 0.01" "baseline_channel: prod")" 'path: reg2'
 PATH="$SCRATCH/bin:$PATH" run_ftl out.m0 run --run-dir rb min.yaml
 expect_rc 0 out.m0
 mid=$(sed -n 's/.*published gmin version \([0-9a-f]\{64\}\).*/\1/p' out.m0)

@@ -5,15 +5,7 @@
 . "$(dirname "$0")/lib.sh" || exit 1
 FAKE="$FTL_SOURCE_DIR/tests/eval/fake_eval.sh"
 echo "value:0.95" >mode
-write_job cases.yaml gcases "program: $FAKE
-args: [\"{metrics}\", \"$SCRATCH/mode\"]
-env: {EVAL_SETTING: \"7\"}
-data: heldout
-metric: score
-direction: higher
-threshold: 0.9
-min_gain: 0.01
-timeout_s: 2" 'path: reg'
+write_job cases.yaml gcases "$(fake_eval "$FAKE" 2 'env: {EVAL_SETTING: "7"}' "min_gain: 0.01")" 'path: reg'
 export FTL_TEST_NOT_FOR_THE_EVALUATOR=secret
 run_ftl out1 run --run-dir rc cases.yaml
 expect_rc 0 out1

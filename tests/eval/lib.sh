@@ -1,15 +1,8 @@
 # tests/eval/lib.sh: shared set-up of the gate's script tests: the fine-tune's small data set and
-# base model (tests/finetune/lib.sh), and write_job, which writes a job spec that trains the small
+# base model (tests/finetune/lib.sh), yaml_list (tests/launcher/lib.sh), and write_job, which writes a job spec that trains the small
 # adapter on 2 ranks with inputs:, eval: and registry: sections.
 FT_STEPS=${FT_STEPS:-60}
 . "$FTL_SOURCE_DIR/tests/finetune/lib.sh" || exit 1
-
-# yaml_list ARGS...: a YAML flow sequence of the arguments, each double-quoted.
-yaml_list() {
-  local out="" a
-  for a in "$@"; do out+="${out:+, }\"$a\""; done
-  printf '[%s]' "$out"
-}
 
 # write_job FILE NAME EVAL_BLOCK [REGISTRY_BLOCK]: the small fine-tune with the given eval: (and
 # registry:) sections, indented by two spaces.
@@ -41,3 +34,15 @@ args: ["--base", "{base}", "--adapter", "{adapter}", "--data", "{data}", "--metr
 data: heldout
 base: base
 timeout_s: 120'
+
+# fake_eval PROGRAM TIMEOUT_S [LINE...]: an eval: block for an evaluator run as fake_eval.sh is
+# (the metrics file, then $SCRATCH/mode, which selects its behaviour) on heldout, passing at a
+# score of 0.9 or more, with the extra lines.
+fake_eval() {
+  local program=$1 timeout=$2
+  shift 2
+  printf 'program: %s\nargs: ["{metrics}", "%s/mode"]\n' "$program" "$SCRATCH"
+  printf 'data: heldout\nmetric: score\ndirection: higher\nthreshold: 0.9\n'
+  [ $# -eq 0 ] || printf '%s\n' "$@"
+  printf 'timeout_s: %s' "$timeout"
+}

@@ -9,35 +9,25 @@ netns_up 4
 # Host 1 runs ftl and is not in the hostfile; hosts 2..4 hold 2 slots each, 4 ranks fit on two.
 printf '%s slots=2\n' $NET.2 $NET.3 $NET.4 > hosts
 link_down 3
-cat > job.yaml <<YAML
-name: blackholed
-ranks: 4
-program: fault_probe
-args: ["--steps", "20", "--step-ms", "20", "--marker", "$MARKER"]
-hostfile: hosts
-rendezvous: {timeout_s: 8}
-restart: {backoff_s: 0.1}  # restart.probe_port: 22 by default
-YAML
+probe_job job.yaml blackholed 4 "--steps 20 --step-ms 20" \
+  "hostfile: hosts" \
+  "rendezvous: {timeout_s: 8}" \
+  "restart: {backoff_s: 0.1}  # restart.probe_port: 22 by default"
 t0=$(date +%s)
-on_host 1 timeout -k 5 120 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1
-RC=$?
+run_job out job.yaml
 echo "the job took $(( $(date +%s) - t0 )) s"
 expect_rc 0 out
 expect_contains out "launch deadline of 8.0 s passed"
 expect_contains out "host $NET.3 cannot be reached: no answer on TCP port 22"
 expect_contains out "probe: finished 20 steps"
-expect_contains runs/blackholed/attempt-0001/hostfile "# left out: $NET.3 slots=2"
-grep '"record":"failure"' runs/blackholed/failures.jsonl | grep -q "\"bad_host\":\"$NET.3\"" ||
-  fail "the ledger does not name $NET.3 as the bad host"
-grep -q "\"event\":\"host_unreachable\".*\"host\":\"$NET.3\"" runs/blackholed/events.jsonl || fail "no host_unreachable event"
+expect_host_left_out runs/blackholed "$NET.3"
 [ "$(ls -d runs/blackholed/attempt-* | wc -l)" -eq 2 ] || fail "expected one launch-deadline attempt and one that completes"
 
 # No spare: 4 ranks need both hosts; the job stops after the first launch deadline, naming it
 # (exit 4, as for any launch deadline that ends a job).
 printf '%s slots=2\n' $NET.2 $NET.3 > hosts2
 sed -e 's/^name: blackholed/name: nospare/' -e 's/^hostfile: hosts/hostfile: hosts2/' job.yaml > job2.yaml
-on_host 1 timeout -k 5 120 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job2.yaml >out2 2>&1
-RC=$?
+run_job out2 job2.yaml
 expect_rc 4 out2
 expect_contains out2 "cannot go on: the hosts left hold 2 slots, fewer than the 4 ranks it needs"
 expect_contains out2 "left out: unreachable host $NET.3 (no answer on port 22)"

@@ -8,7 +8,6 @@
  * Its "checkpoint" is one line in RUNDIR/probe-step (rank 0 writes it on a stop request and every
  * --save-every steps; every rank reads it at start), enough to see that a relaunch resumes; the real
  * checkpoints are ftl_ckpt's and are tested with the example fine-tune. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "ftl/ftl.h"
+#include "probe.h"
 
 static int64_t read_saved_step(const char *run_dir) {
   char path[4096], *data = NULL;
@@ -43,47 +43,21 @@ int main(int argc, char **argv) {
   int64_t steps = 20, step_ms = 20, fail_rank = -1, fail_step = -1, fail_code = 3, fail_attempts = INT64_MAX;
   int64_t stop_rank = -1, stop_step = -1, save_every = 5, slow_rank = -1, slow_ms = 0;
   int per_attempt = 0;
-  static const struct option options[] = {{"steps", required_argument, NULL, 'n'},
-                                          {"step-ms", required_argument, NULL, 't'},
-                                          {"fail-rank", required_argument, NULL, 'r'},
-                                          {"fail-step", required_argument, NULL, 's'},
-                                          {"fail-code", required_argument, NULL, 'c'},
-                                          {"fail-attempts", required_argument, NULL, 'a'},
-                                          {"fail-step-per-attempt", no_argument, NULL, 'p'},
-                                          {"stop-rank", required_argument, NULL, 'R'},
-                                          {"stop-step", required_argument, NULL, 'S'},
-                                          {"save-every", required_argument, NULL, 'e'},
-                                          {"slow-rank", required_argument, NULL, 'w'},
-                                          {"slow-ms", required_argument, NULL, 'W'},
-                                          {"marker", required_argument, NULL, 'm'},
-                                          {NULL, 0, NULL, 0}};
-  int c;
-  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-    int64_t *target = NULL;
-    switch (c) {
-      case 'n': target = &steps; break;
-      case 't': target = &step_ms; break;
-      case 'r': target = &fail_rank; break;
-      case 's': target = &fail_step; break;
-      case 'c': target = &fail_code; break;
-      case 'a': target = &fail_attempts; break;
-      case 'R': target = &stop_rank; break;
-      case 'S': target = &stop_step; break;
-      case 'e': target = &save_every; break;
-      case 'w': target = &slow_rank; break;
-      case 'W': target = &slow_ms; break;
-      case 'p': per_attempt = 1; continue;
-      case 'm': continue;
-      default: return 2;
-    }
-    if (ftl_parse_i64(optarg, 0, INT64_MAX, target) != FTL_OK) return 2;
-  }
-  ftl_ctx *ctx = NULL;
-  if (ftl_init(&argc, &argv, &ctx) != FTL_OK) {
-    fprintf(stderr, "probe: ftl_init: %s\n", ftl_ctx_errmsg(ctx));
-    ftl_finalize(ctx);
-    return 10;
-  }
+  const probe_opt opts[] = {PROBE_NUM("steps", steps, 0, INT64_MAX),
+                            PROBE_NUM("step-ms", step_ms, 0, INT64_MAX),
+                            PROBE_NUM("fail-rank", fail_rank, 0, INT64_MAX),
+                            PROBE_NUM("fail-step", fail_step, 0, INT64_MAX),
+                            PROBE_NUM("fail-code", fail_code, 0, INT64_MAX),
+                            PROBE_NUM("fail-attempts", fail_attempts, 0, INT64_MAX),
+                            PROBE_FLAG("fail-step-per-attempt", per_attempt),
+                            PROBE_NUM("stop-rank", stop_rank, 0, INT64_MAX),
+                            PROBE_NUM("stop-step", stop_step, 0, INT64_MAX),
+                            PROBE_NUM("save-every", save_every, 0, INT64_MAX),
+                            PROBE_NUM("slow-rank", slow_rank, 0, INT64_MAX),
+                            PROBE_NUM("slow-ms", slow_ms, 0, INT64_MAX)};
+  if (probe_parse_opts(argc, argv, opts, (int)(sizeof opts / sizeof *opts))) return 2;
+  ftl_ctx *ctx = probe_join("probe", &argc, &argv);
+  if (!ctx) return 10;
   const ftl_info *me = ftl_ctx_info(ctx);
   int64_t start = read_saved_step(me->run_dir);
   if (me->rank == 0) printf("probe: attempt %d starts at step %lld of %lld\n", me->attempt, (long long)start, (long long)steps);

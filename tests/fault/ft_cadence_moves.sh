@@ -29,8 +29,7 @@ for i in $(seq 0 200); do
     tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=$rank" && { kill -KILL "$p" 2>/dev/null && kills=$((kills + 1)); break; }
   done
 done
-wait $pid
-RC=$?
+wait_rc $pid
 t_end=$(date +%s.%N)
 M_TRUE=$(awk -v a="$t_start" -v b="$t_end" -v k="$kills" 'BEGIN { printf "%.2f", (b - a) / (k > 0 ? k : 1) }')
 echo "killed $kills ranks in $(awk -v a="$t_start" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }') s: true MTBF $M_TRUE s"

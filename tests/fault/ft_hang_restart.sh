@@ -13,8 +13,7 @@ for p in $(pgrep -f -- "$MARKER"); do
 done
 [ -n "$victim" ] || fail "rank 2 not found"
 kill -STOP "$victim"
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 0 out
 expect_contains out "rank 2 on host $(hostname -s) hung"
 expect_contains out "its process is stopped"

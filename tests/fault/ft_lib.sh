@@ -12,14 +12,7 @@ write_job() {
     echo "name: $name"
     echo "ranks: $ranks"
     echo "program: ftl-finetune"
-    printf 'args: ['
-    local first=1
-    for a in "${FT_ARGS[@]}" --ckpt-every "$FT_EVERY" --throttle-ms 30; do
-      [ $first = 1 ] || printf ', '
-      printf '"%s"' "$a"
-      first=0
-    done
-    echo ']'
+    echo "args: $(yaml_list "${FT_ARGS[@]}" --ckpt-every "$FT_EVERY" --throttle-ms 30)"
     echo "env: {FTL_BACKEND: mpi}"
     printf '%s\n' "$@"
   } >"$file"

@@ -13,8 +13,7 @@ write_job job.yaml linkdown 6 "hostfile: hosts" "min_ranks: 4" "timeouts: {node_
 start_job job.yaml
 wait_first_commit runs/linkdown
 link_down 2
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 0 out
 expect_contains out "host $NS_PREFIX-h2 is lost"
 expect_contains out "continuing with 4 ranks instead of 6"

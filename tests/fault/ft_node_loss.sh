@@ -10,8 +10,7 @@ write_job job.yaml nodeloss 6 "hostfile: hosts" "timeouts: {node_s: 5, startup_s
 start_job job.yaml
 wait_first_commit runs/nodeloss
 kill_host 3
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 0 out
 expect_contains out "host $NS_PREFIX-h3 is lost"
 expect_contains runs/nodeloss/attempt-0001/hostfile "# left out: $NET.3 slots=2"

@@ -8,8 +8,7 @@ pid=$!
 wait_first_commit runs/preempt
 sleep 0.3
 kill -TERM $pid
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 75 out
 expect_contains out "checkpoint of step"
 expect_contains out "stopping"

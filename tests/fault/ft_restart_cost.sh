@@ -57,8 +57,7 @@ wait_until 60 "no restart record in runs/rcost/failures.jsonl" has_restart
 restored=$(newest_commit runs/rcost)
 wait_until 60 "attempt 1 committed nothing past step $restored" committed_past "$restored"
 kill_rank 1 || fail "no rank 1 to kill in attempt 1 (did it finish already?)"
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 0 out
 [ "$(ledger_count runs/rcost/failures.jsonl)" -eq 2 ] || { cat runs/rcost/failures.jsonl >&2; fail "expected two failures"; }
 [ "$(restarts_in runs/rcost/failures.jsonl)" -eq 2 ] || { cat runs/rcost/failures.jsonl >&2; fail "expected two restart records"; }

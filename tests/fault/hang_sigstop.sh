@@ -2,14 +2,9 @@
 # so ftl names that rank, says its process is stopped, ends the gang, and restarts; the second
 # attempt finishes. The detection latency must be within the timeout + 1 s.
 . "$(dirname "$0")/lib.sh" || exit 1
-cat > job.yaml <<YAML
-name: hang
-ranks: 3
-program: fault_probe
-args: ["--steps", "40", "--step-ms", "20", "--stop-rank", "1", "--stop-step", "10", "--marker", "$MARKER"]
-timeouts: {step_s: 2}
-restart: {backoff_s: 0.1}
-YAML
+probe_job job.yaml hang 3 "--steps 40 --step-ms 20 --stop-rank 1 --stop-step 10" \
+  "timeouts: {step_s: 2}" \
+  "restart: {backoff_s: 0.1}"
 run_ftl out run --kill-grace-ms 500 job.yaml
 expect_rc 0 out
 expect_contains out "rank 1 on host $(hostname -s) hung: no progress for"

@@ -2,13 +2,7 @@
 # stopped (state T), so ftl names it as hung after a few of the agent's reports, without waiting out
 # the timeout, ends the gang and restarts; the second attempt finishes.
 . "$(dirname "$0")/lib.sh" || exit 1
-cat > job.yaml <<YAML
-name: hang-default
-ranks: 3
-program: fault_probe
-args: ["--steps", "40", "--step-ms", "20", "--stop-rank", "1", "--stop-step", "10", "--marker", "$MARKER"]
-restart: {backoff_s: 0.1}
-YAML
+probe_job job.yaml hang-default 3 "--steps 40 --step-ms 20 --stop-rank 1 --stop-step 10" "restart: {backoff_s: 0.1}"
 start=$(date +%s)
 timeout 120 ftl run --kill-grace-ms 500 job.yaml >out 2>&1
 RC=$?

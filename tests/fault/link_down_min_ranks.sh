@@ -4,30 +4,23 @@
 . "$(dirname "$0")/netns_lib.sh" || exit 1
 netns_up 3
 netns_hostfile 3 > hosts
-cat > job.yaml <<YAML
-name: linkdown
-ranks: 6
-min_ranks: 4
-program: fault_probe
-args: ["--steps", "60", "--step-ms", "50", "--save-every", "5", "--marker", "$MARKER"]
-hostfile: hosts
-timeouts: {node_s: 3, startup_s: 60}
-rendezvous: {timeout_s: 30}
-restart: {backoff_s: 0.2}
-YAML
+probe_job job.yaml linkdown 6 "--steps 60 --step-ms 50 --save-every 5" \
+  "min_ranks: 4" \
+  "hostfile: hosts" \
+  "timeouts: {node_s: 3, startup_s: 60}" \
+  "rendezvous: {timeout_s: 30}" \
+  "restart: {backoff_s: 0.2}"
 start_job job.yaml
 wait_for_event runs/linkdown first_step
 sleep 1
 t0=$(date +%s%N)
 link_down 2
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 0 out
 expect_contains out "host $NS_PREFIX-h2 is lost"
 expect_contains out "continuing with 4 ranks instead of 6"
 expect_contains out "probe: finished 60 steps"
-failure_us=$(grep '"event":"failure"' runs/linkdown/events.jsonl | head -1 | sed 's/.*"t_us":\([0-9]*\).*/\1/')
-lag_ms=$(( (failure_us - t0 / 1000) / 1000 ))
+lag_ms=$(failure_lag_ms runs/linkdown "$t0")
 print_latency "node loss (link down, node_s 3 s)" "$lag_ms"
 [ "$lag_ms" -le 10000 ] || fail "link loss noticed after $lag_ms ms (goal: 10 s)"
 # The cut-off host's ranks ended themselves.

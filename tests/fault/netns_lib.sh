@@ -59,6 +59,13 @@ start_job() {
   pid=$!
 }
 
+# run_job OUTFILE SPEC: `ftl run SPEC` in the foreground on host 1, the rendezvous on its address,
+# its output in OUTFILE and its exit code in $RC (120 s at most).
+run_job() {
+  on_host 1 timeout -k 5 120 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 "$2" >"$1" 2>&1
+  RC=$?
+}
+
 # on_host I CMD...: runs CMD on host I, with that host's name.
 on_host() {
   local i=$1

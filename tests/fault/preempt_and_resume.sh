@@ -1,20 +1,13 @@
 # Preemption: SIGTERM to ftl asks the ranks to stop; they save and exit 0, and ftl exits 75
 # ("requeue me"). Running ftl again on the same run directory resumes where they stopped.
 . "$(dirname "$0")/lib.sh" || exit 1
-cat > job.yaml <<YAML
-name: preempt
-ranks: 2
-program: fault_probe
-args: ["--steps", "200", "--step-ms", "20", "--save-every", "0", "--marker", "$MARKER"]
-preemption: {grace_s: 10}
-YAML
+probe_job job.yaml preempt 2 "--steps 200 --step-ms 20 --save-every 0" "preemption: {grace_s: 10}"
 ftl run job.yaml >out 2>&1 &
 pid=$!
 wait_for_event runs/preempt first_step
 sleep 0.5
 kill -TERM $pid
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 75 out
 expect_contains out "preempted by SIGTERM: saved step"
 expect_contains out "stopped cleanly on SIGTERM"

@@ -1,13 +1,8 @@
 # Failures are restarted until the whole-job budget is spent; while they make no progress the
 # back-off doubles between attempts (progress would start it over).
 . "$(dirname "$0")/lib.sh" || exit 1
-cat > job.yaml <<YAML
-name: budget
-ranks: 2
-program: fault_probe
-args: ["--steps", "50", "--step-ms", "150", "--fail-rank", "0", "--fail-step", "3", "--save-every", "0", "--marker", "$MARKER"]
-restart: {max_restarts: 2, backoff_s: 0.2, max_backoff_s: 5, crash_loop: 10}
-YAML
+probe_job job.yaml budget 2 "--steps 50 --step-ms 150 --fail-rank 0 --fail-step 3 --save-every 0" \
+  "restart: {max_restarts: 2, backoff_s: 0.2, max_backoff_s: 5, crash_loop: 10}"
 run_ftl out run job.yaml
 expect_rc 1 out
 expect_contains out "the restart budget (2) is spent"

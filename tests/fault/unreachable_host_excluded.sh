@@ -9,31 +9,21 @@ on_host 1 getent hosts "$bad" >/dev/null && { echo "skipped: $bad resolves here"
 
 # The unreachable host between two live ones: 4 ranks fit on the live ones.
 printf '%s slots=2\n' $NET.1 $bad $NET.2 > hosts
-cat > job.yaml <<YAML
-name: unreachable
-ranks: 4
-program: fault_probe
-args: ["--steps", "20", "--step-ms", "20", "--marker", "$MARKER"]
-hostfile: hosts
-rendezvous: {timeout_s: 30}
-restart: {backoff_s: 0.1}
-YAML
-on_host 1 timeout -k 5 120 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job.yaml >out 2>&1
-RC=$?
+probe_job job.yaml unreachable 4 "--steps 20 --step-ms 20" \
+  "hostfile: hosts" \
+  "rendezvous: {timeout_s: 30}" \
+  "restart: {backoff_s: 0.1}"
+run_job out job.yaml
 expect_rc 0 out
 expect_contains out "host $bad cannot be reached: its name does not resolve"
 expect_contains out "probe: finished 20 steps"
-expect_contains runs/unreachable/attempt-0001/hostfile "# left out: $bad slots=2"
-grep '"record":"failure"' runs/unreachable/failures.jsonl | grep -q "\"bad_host\":\"$bad\"" ||
-  fail "the ledger does not name $bad as the bad host"
-grep -q "\"event\":\"host_unreachable\".*\"host\":\"$bad\"" runs/unreachable/events.jsonl || fail "no host_unreachable event"
+expect_host_left_out runs/unreachable "$bad"
 [ "$(ls -d runs/unreachable/attempt-* | wc -l)" -eq 2 ] || fail "expected one failed attempt and one that completes"
 
 # No spare: 4 ranks need both hosts; the job stops naming the unreachable one.
 printf '%s slots=2\n' $NET.1 $bad > hosts2
 sed -e 's/^name: unreachable/name: nospare/' -e 's/^hostfile: hosts/hostfile: hosts2/' job.yaml > job2.yaml
-on_host 1 timeout -k 5 120 ftl run --rdzv-host $NET.1 --kill-grace-ms 1000 job2.yaml >out2 2>&1
-RC=$?
+run_job out2 job2.yaml
 expect_rc 1 out2
 expect_contains out2 "host $bad cannot be reached"
 expect_contains out2 "cannot go on: the hosts left hold 2 slots, fewer than the 4 ranks it needs"

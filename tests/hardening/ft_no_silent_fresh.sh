@@ -8,6 +8,18 @@
 #     manifest.json.bad; with the shard put back, the next run resumes from that step.
 . "$FTL_SOURCE_DIR/tests/hardening/lib.sh" || exit 1
 
+# expect_refused OUT IF_ZERO IF_FRESH TEXT...: another run on r1 fails (else: IF_ZERO), saying that
+# no committed step is usable and each TEXT, and never trains from step 0 (else: IF_FRESH).
+expect_refused() {
+  local out=$1 if_zero=$2 if_fresh=$3 t
+  shift 3
+  ft_run "$out" r1 2
+  [ "$RC" -ne 0 ] || { cat "$out" >&2; fail "$if_zero"; }
+  expect_contains "$out" "none usable"
+  for t in "$@"; do expect_contains "$out" "$t"; done
+  if grep -q "starting at step 0" "$out"; then fail "$if_fresh"; fi
+}
+
 # a. Every committed step corrupt.
 ft_run ok.out r1 2
 expect_rc 0 ok.out
@@ -15,12 +27,8 @@ steps=$(committed_steps r1)
 [ -n "$steps" ] || fail "the first run committed nothing"
 for s in $steps; do flip_tensor_byte r1 "$s" 0; done
 ev0=$(wc -l <r1/events.jsonl)
-ft_run corrupt.out r1 2
-[ "$RC" -ne 0 ] || { cat corrupt.out >&2; fail "a run whose every step is corrupt exited 0"; }
-expect_contains corrupt.out "none usable"
-expect_contains corrupt.out "checksum mismatch"
-expect_contains corrupt.out "shard-00000.h5"
-grep -q "starting at step 0" corrupt.out && fail "the run started from scratch"
+expect_refused corrupt.out "a run whose every step is corrupt exited 0" "the run started from scratch" \
+  "checksum mismatch" "shard-00000.h5"
 tail -n +"$((ev0 + 1))" r1/events.jsonl | grep -q '"ckpt_fresh_start"' && fail "a fresh start was recorded in the events"
 for s in $steps; do
   sd=$(step_dir r1 "$s")
@@ -30,12 +38,8 @@ for s in $steps; do
 done
 [ -f r1/checkpoints/COMMITTED ] || fail "no commit marker in checkpoints/"
 # The rerun the docs recommend sees nothing committed any more: it must still refuse.
-ft_run rerun.out r1 2
-[ "$RC" -ne 0 ] || { cat rerun.out >&2; fail "the rerun started from scratch and exited 0"; }
-expect_contains rerun.out "none usable"
-expect_contains rerun.out "marked bad"
-expect_contains rerun.out "FTL_CKPT_ALLOW_FRESH"
-grep -q "starting at step 0" rerun.out && fail "the rerun started from scratch"
+expect_refused rerun.out "the rerun started from scratch and exited 0" "the rerun started from scratch" \
+  "marked bad" "FTL_CKPT_ALLOW_FRESH"
 
 # b. The documented flag: a fresh start, and the new run commits and finishes.
 FTL_CKPT_ALLOW_FRESH=1 ft_run fresh.out r1 2

@@ -61,12 +61,7 @@ for prog in ./prog-pc ./cm/build/prog-cmake; do
   name=$(basename "$prog")
   # Without an rpath: the library comes from LD_LIBRARY_PATH, the root's multiarch folder.
   ldd "$prog" | grep -q "$LIBDIR/libftl.so.0" || { ldd "$prog" >&2; fail "$name does not load the packaged libftl.so.0"; }
-  "$R/usr/bin/ftl" run -n 2 --run-dir "rd-$name" -- "$prog" >"$name.out" 2>&1
-  RC=$?
-  expect_rc 0 "$name.out"
-  for r in 0 1; do
-    expect_contains "rd-$name/attempt-0000/rank-0000$r.out" "prog ok rank $r of 2, sum 3, restored step 1"
-  done
+  expect_prog_runs "$R/usr/bin/ftl" "$prog"
 done
 
 # python3-ftl finds libftl0's library by the path it recorded.

@@ -5,7 +5,6 @@
  *   --check-env          every rank checks RANK/WORLD_SIZE/LOCAL_RANK/... against ftl_init's view
  *   --sleep-ms MS        every rank sleeps this long before finishing
  * RANK comes from the environment ftl run sets, so a rank that skips ftl_init still knows it. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "ftl/ftl.h"
+#include "probe.h"
 
 static int env_int(const char *name) {
   int64_t v = -1;
@@ -24,39 +24,17 @@ static int env_int(const char *name) {
 int main(int argc, char **argv) {
   int64_t no_init = -1, exit_rank = -1, code = 3, kill_rank = -1, sleep_ms = 0;
   int check_env = 0;
-  static const struct option options[] = {{"no-init-rank", required_argument, NULL, 'n'},
-                                          {"exit-rank", required_argument, NULL, 'e'},
-                                          {"code", required_argument, NULL, 'c'},
-                                          {"kill-rank", required_argument, NULL, 'k'},
-                                          {"check-env", no_argument, NULL, 'v'},
-                                          {"sleep-ms", required_argument, NULL, 's'},
-                                          {"marker", required_argument, NULL, 'm'},
-                                          {NULL, 0, NULL, 0}};
-  int c;
-  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-    switch (c) {
-      case 'n': ftl_parse_i64(optarg, 0, 1 << 20, &no_init); break;
-      case 'e': ftl_parse_i64(optarg, 0, 1 << 20, &exit_rank); break;
-      case 'c': ftl_parse_i64(optarg, 0, 255, &code); break;
-      case 'k': ftl_parse_i64(optarg, 0, 1 << 20, &kill_rank); break;
-      case 'v': check_env = 1; break;
-      case 's': ftl_parse_i64(optarg, 0, 3600000, &sleep_ms); break;
-      case 'm': break; /* only there so tests can find leftover processes by their command line */
-      default: return 2;
-    }
-  }
+  const probe_opt opts[] = {PROBE_NUM("no-init-rank", no_init, 0, 1 << 20), PROBE_NUM("exit-rank", exit_rank, 0, 1 << 20),
+                            PROBE_NUM("code", code, 0, 255),          PROBE_NUM("kill-rank", kill_rank, 0, 1 << 20),
+                            PROBE_FLAG("check-env", check_env),       PROBE_NUM("sleep-ms", sleep_ms, 0, 3600000)};
+  if (probe_parse_opts(argc, argv, opts, (int)(sizeof opts / sizeof *opts))) return 2;
   int env_rank = env_int("RANK");
   if (env_rank == no_init) {
     sleep(600);
     return 0;
   }
-  ftl_ctx *ctx = NULL;
-  ftl_err rc = ftl_init(&argc, &argv, &ctx);
-  if (rc) {
-    fprintf(stderr, "gang_probe: ftl_init: %s: %s\n", ftl_strerror(rc), ftl_ctx_errmsg(ctx));
-    ftl_finalize(ctx);
-    return 10;
-  }
+  ftl_ctx *ctx = probe_join("gang_probe", &argc, &argv);
+  if (!ctx) return 10;
   const ftl_info *info = ftl_ctx_info(ctx);
   int bad = 0;
   if (check_env) {
@@ -79,7 +57,7 @@ int main(int argc, char **argv) {
   if (info->rank == kill_rank) raise(SIGKILL);
   if (sleep_ms) usleep((useconds_t)sleep_ms * 1000);
   /* Waits for everyone: with a rank gone, the launcher must end this wait, not the deadline. */
-  rc = ftl_barrier(ctx, 120000);
+  ftl_err rc = ftl_barrier(ctx, 120000);
   ftl_finalize(ctx);
   return bad ? 20 : rc ? 11 : 0;
 }

@@ -17,11 +17,29 @@ fail() {
   exit 1
 }
 
+# yaml_list WORDS...: the words as a YAML flow list of double-quoted strings, ["a", "b"] (a job
+# spec's args); a word must not hold a double quote or a backslash.
+yaml_list() {
+  local sep='' w
+  printf '['
+  for w in "$@"; do
+    printf '%s"%s"' "$sep" "$w"
+    sep=', '
+  done
+  printf ']'
+}
+
 # run_ftl OUTFILE ARGS...: runs ftl, saving stdout+stderr to OUTFILE and the exit code to $RC.
 run_ftl() {
   local out=$1
   shift
   ftl "$@" >"$out" 2>&1
+  RC=$?
+}
+
+# wait_rc PID: waits for a job started in the background (PID: its $!), its exit code in $RC.
+wait_rc() {
+  wait "$1"
   RC=$?
 }
 

@@ -32,8 +32,7 @@ for _ in $(seq 300); do
   kill -0 $pid 2>/dev/null || break
   sleep 0.05
 done
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 0 lines.out
 [ $seen_up = 1 ] || fail "the metrics textfile never said ftl_up 1 with a step while the job ran"
 $CHECK mid.prom ftl_up=1 ftl_job=ftl-finetune ftl_step='*' ftl_restarts_total=0 || fail "bad textfile while running"

@@ -19,8 +19,7 @@ for _ in $(seq 400); do
   sleep 0.05
 done
 ftl status run >live.txt 2>&1 || fail "ftl status failed while the job ran"
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 0 run.out
 [ $seen = 1 ] || { cat live.json; fail "ftl status never said running (with progress) while the job ran"; }
 python3 - live.json <<'PY' || fail "bad status while running"

@@ -11,8 +11,7 @@ for _ in $(seq 1 100); do
 done
 [ "$(pgrep -fc "sleep 300 # $MARKER")" -ge 2 ] || fail "ranks did not start"
 kill -TERM $pid
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 143 out
 expect_contains out "stopped by SIGTERM"
 expect_no_leftovers

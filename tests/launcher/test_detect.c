@@ -177,6 +177,14 @@ static void vanish(ftl_rank_watch *r, int h, int64_t t_ns, int spoke) {
 /* Agents whose connections closed without an exit report. When one host dies mpirun tears down
  * the others, and one wake-up of the launcher can read every host's closing connections in any
  * order: the lost host is the one whose agents said nothing, whichever order they were read in. */
+/* A fresh gang of 6 in which hosts h1 and h2 vanish, h1 first (at 5 s, h2 at 9 s) when order is 0
+ * and last when it is 1; h1's agents say they were torn down when torn is set. */
+static void vanish_both(ftl_rank_watch *r, int order, int torn) {
+  gang(r, 6);
+  vanish(r, 1, order == 0 ? 5000000000 : 9000000000, torn);
+  vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
+}
+
 static void test_vanished(void) {
   ftl_rank_watch r[6];
   ftl_detection f;
@@ -184,9 +192,7 @@ static void test_vanished(void) {
   CHECK_INT_EQ(ln_detect_vanished(r, 6, -1, "h0", &f), 0);
   /* h2 dies; h1's agents are torn down and say so. Read with h1 first, then with h2 first. */
   for (int order = 0; order < 2; order++) {
-    gang(r, 6);
-    vanish(r, 1, order == 0 ? 5000000000 : 9000000000, 1);
-    vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
+    vanish_both(r, order, 1);
     CHECK_INT_EQ(ln_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
     CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
     CHECK_INT_EQ(f.rank, -1);
@@ -206,9 +212,7 @@ static void test_vanished(void) {
   /* Without the teardown's words, in either order: the evidence is ambiguous and no host is blamed
    * (a restart without exclusion is better than excluding a good host and keeping a bad one). */
   for (int order = 0; order < 2; order++) {
-    gang(r, 6);
-    vanish(r, 1, order == 0 ? 5000000000 : 9000000000, 0);
-    vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
+    vanish_both(r, order, 0);
     CHECK_INT_EQ(ln_detect_vanished(r, 6, order == 0 ? 2 : 4, "h0", &f), 1);
     CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
     CHECK(f.host == NULL);

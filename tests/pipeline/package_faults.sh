@@ -25,45 +25,41 @@ no_leftovers() {
   fi
 }
 
-# faults CMD SPEC WANT_TEXT: CMD under FTL_FAULT=SPEC with N = 1, 2, ... until a run succeeds.
-faults() {
-  local cmd=$1 spec=$2 want=$3 n=1 failed=0 rc
-  while [ $n -le 60 ]; do
-    local fs=${spec/N/$n}
-    rm -rf out out.tar.zst
-    case $cmd in
-    unpack) FTL_FAULT=$fs pipeline_tool unpack p1.tar.zst out >/dev/null 2>err ;;
-    fetch) FTL_FAULT=$fs ftl registry fetch --registry "$REG" chat@prod out >/dev/null 2>err ;;
-    build) FTL_FAULT=$fs pipeline_tool package export verdict.json out.tar.zst one >/dev/null 2>err ;;
-    esac
-    rc=$?
-    if [ $rc -eq 0 ]; then
-      # Beyond the command's last call: the command did all of its work.
-      if [ "$cmd" = build ]; then
-        cmp -s out.tar.zst p1.tar.zst || fail "$cmd $fs: success, but the package differs"
-      else
-        diff -r out good >/dev/null || fail "$cmd $fs: success, but the unpacked files differ"
-      fi
-      break
-    fi
-    failed=$((failed + 1))
-    grep -qF "$want" err || { cat err >&2; fail "$cmd $fs: the error does not say '$want'"; }
-    case $cmd in
-    build) grep -qF "out.tar.zst" err || { cat err >&2; fail "$cmd $fs: the error does not name the package"; }
-      # Only the fsync of the folder after the rename can leave the file, whole.
-      [ -e out.tar.zst ] && ! cmp -s out.tar.zst p1.tar.zst && fail "$cmd $fs: a partial package file exists" ;;
-    *) grep -qE "out|MANIFEST.json|adapter_|provenance.json|verdict.json" err ||
-      { cat err >&2; fail "$cmd $fs: the error names no file"; }
-      # Only the fsync of the parent folder after the rename can leave the target, whole.
-      [ -e out ] && ! diff -r out good >/dev/null && fail "$cmd $fs: a partial target exists after a failed unpack" ;;
-    esac
-    no_leftovers "$cmd $fs"
-    n=$((n + 1))
-  done
-  [ $n -le 60 ] || fail "$cmd $spec: still failing at N = 60"
-  [ $failed -ge 2 ] || fail "$cmd $spec: only $failed runs reached the fault"
-  echo "$cmd $spec: $failed failing runs checked"
+# The sweep's three steps (fault_sweep, tests/pipeline/lib.sh) for CMD: unpack, fetch or build.
+fault_try() {
+  rm -rf out out.tar.zst
+  case $1 in
+  unpack) FTL_FAULT=$2 pipeline_tool unpack p1.tar.zst out >/dev/null 2>err ;;
+  fetch) FTL_FAULT=$2 ftl registry fetch --registry "$REG" chat@prod out >/dev/null 2>err ;;
+  build) FTL_FAULT=$2 pipeline_tool package export verdict.json out.tar.zst one >/dev/null 2>err ;;
+  esac
 }
+
+fault_done() {
+  if [ "$1" = build ]; then
+    cmp -s out.tar.zst p1.tar.zst || fail "$1 $2: success, but the package differs"
+  else
+    diff -r out good >/dev/null || fail "$1 $2: success, but the unpacked files differ"
+  fi
+}
+
+fault_failed() {
+  local cmd=$1 fs=$2 want=$3
+  grep -qF "$want" err || { cat err >&2; fail "$cmd $fs: the error does not say '$want'"; }
+  case $cmd in
+  build) grep -qF "out.tar.zst" err || { cat err >&2; fail "$cmd $fs: the error does not name the package"; }
+    # Only the fsync of the folder after the rename can leave the file, whole.
+    [ -e out.tar.zst ] && ! cmp -s out.tar.zst p1.tar.zst && fail "$cmd $fs: a partial package file exists" ;;
+  *) grep -qE "out|MANIFEST.json|adapter_|provenance.json|verdict.json" err ||
+    { cat err >&2; fail "$cmd $fs: the error names no file"; }
+    # Only the fsync of the parent folder after the rename can leave the target, whole.
+    [ -e out ] && ! diff -r out good >/dev/null && fail "$cmd $fs: a partial target exists after a failed unpack" ;;
+  esac
+  no_leftovers "$cmd $fs"
+}
+
+# faults CMD SPEC WANT_TEXT: CMD under FTL_FAULT=SPEC with N = 1, 2, ... until a run succeeds.
+faults() { fault_sweep 60 "$@"; }
 
 faults unpack write:N:ENOSPC "No space left on device"
 faults unpack fsync:N:EIO "fsync"

@@ -4,9 +4,7 @@
 # those too), a pointer naming a version that is gone: each is reported, naming the file; serving
 # (routes) refuses a served folder with undeclared files. Restored, the registry is consistent.
 . "$FTL_SOURCE_DIR/tests/pipeline/lib.sh" || exit 1
-ftl registry help >/dev/null 2>&1 || { echo "skipped: this build's ftl has no registry command"; exit 77; }
-REG=$SCRATCH/registry
-export FTL_REGISTRY=$REG
+use_registry
 v1=$(make_package p1.tar.zst one)
 v2=$(make_package p2.tar.zst two)
 pipeline_tool publish "$REG" chat p1.tar.zst prod >/dev/null || fail "publish v1"

@@ -34,43 +34,43 @@ after_failure() {
   fi
 }
 
+# run_cmd CMD REG: CMD (publish or promote) moves REG's prod to v2.
+run_cmd() {
+  if [ "$1" = publish ]; then
+    ftl registry publish --registry "$2" chat p2.tar.zst --channel prod --unverified
+  else
+    ftl promote --registry "$2" chat "$v2" --to prod
+  fi
+}
+
+# The sweep's three steps (fault_sweep, tests/pipeline/lib.sh); each N has its own registry, a copy
+# of the starting one.
+fault_try() {
+  local reg=$SCRATCH/reg-$1-$FAULT_N
+  rm -rf "$reg"
+  if [ "$1" = publish ]; then cp -a "$BASE" "$reg"; else cp -a "$BASE2" "$reg"; fi
+  FTL_FAULT=$2 run_cmd "$1" "$reg" >out 2>err
+}
+
+fault_done() {
+  local reg=$SCRATCH/reg-$1-$FAULT_N
+  [ "$(pipeline_tool resolve "$reg" chat@prod)" = "$v2" ] || fail "$1 $2: success, but prod is not v2"
+  ftl registry check --registry "$reg" chat >/dev/null || fail "$1 $2: success, but check fails"
+}
+
+# Each failed run passes after_failure, and the user's retry then completes the move.
+fault_failed() {
+  local cmd=$1 fs=$2 want=$3 reg=$SCRATCH/reg-$1-$FAULT_N
+  after_failure "$reg" "$cmd $fs" err "$want"
+  run_cmd "$cmd" "$reg" >out 2>&1 || { cat out >&2; fail "$cmd $fs: the retry failed"; }
+  [ "$(pipeline_tool resolve "$reg" chat@prod)" = "$v2" ] || fail "$cmd $fs: prod is not v2 after the retry"
+  ftl registry check --registry "$reg" chat >check.out 2>&1 || { cat check.out >&2; fail "$cmd $fs: check after the retry"; }
+  rm -rf "$reg"
+}
+
 # faults CMD SPEC WANT_TEXT: CMD (publish or promote) under FTL_FAULT=SPEC with N = 1, 2, ... until
 # a run succeeds (the fault lies beyond the command's last call); every failed run is checked.
-faults() {
-  local cmd=$1 spec=$2 want=$3 n=1 failed=0
-  while [ $n -le 80 ]; do
-    local fs=${spec/N/$n} reg=$SCRATCH/reg-$cmd-$n
-    rm -rf "$reg"
-    if [ "$cmd" = publish ]; then
-      cp -a "$BASE" "$reg"
-      FTL_FAULT=$fs ftl registry publish --registry "$reg" chat p2.tar.zst --channel prod --unverified >out 2>err
-    else
-      cp -a "$BASE2" "$reg"
-      FTL_FAULT=$fs ftl promote --registry "$reg" chat "$v2" --to prod >out 2>err
-    fi
-    if [ $? -eq 0 ]; then
-      # The fault lay beyond the command's last call: the command did all of its work.
-      [ "$(pipeline_tool resolve "$reg" chat@prod)" = "$v2" ] || fail "$cmd $fs: success, but prod is not v2"
-      ftl registry check --registry "$reg" chat >/dev/null || fail "$cmd $fs: success, but check fails"
-      break
-    fi
-    failed=$((failed + 1))
-    after_failure "$reg" "$cmd $fs" err "$want"
-    if [ "$cmd" = publish ]; then
-      ftl registry publish --registry "$reg" chat p2.tar.zst --channel prod --unverified >out 2>&1 ||
-        { cat out >&2; fail "$cmd $fs: the retry failed"; }
-    else
-      ftl promote --registry "$reg" chat "$v2" --to prod >out 2>&1 || { cat out >&2; fail "$cmd $fs: the retry failed"; }
-    fi
-    [ "$(pipeline_tool resolve "$reg" chat@prod)" = "$v2" ] || fail "$cmd $fs: prod is not v2 after the retry"
-    ftl registry check --registry "$reg" chat >check.out 2>&1 || { cat check.out >&2; fail "$cmd $fs: check after the retry"; }
-    rm -rf "$reg"
-    n=$((n + 1))
-  done
-  [ $n -le 80 ] || fail "$cmd $spec: still failing at N = 80"
-  [ $failed -ge 2 ] || fail "$cmd $spec: only $failed runs reached the fault"
-  echo "$cmd $spec: $failed failing runs checked"
-}
+faults() { fault_sweep 80 "$@"; }
 
 faults publish write:N:ENOSPC "No space left on device"
 faults publish fsync:N:EIO "fsync"

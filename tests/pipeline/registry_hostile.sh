@@ -6,9 +6,7 @@
 # unknown adapter creates nothing; stale adapter.tmp-* folders of a crashed unpack are removed
 # under the lock; one torn pointer does not take `routes` down for the other adapters.
 . "$FTL_SOURCE_DIR/tests/pipeline/lib.sh" || exit 1
-ftl registry help >/dev/null 2>&1 || { echo "skipped: this build's ftl has no registry command"; exit 77; }
-REG=$SCRATCH/registry
-export FTL_REGISTRY=$REG
+use_registry
 T="timeout -k 5 30"
 # bounded OUT ARGS...: ftl ARGS under a deadline; a hang is a failure, not a stuck test.
 bounded() {

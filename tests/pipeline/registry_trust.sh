@@ -7,9 +7,7 @@
 # rotation: trust the new key, remove the old, old versions stay, the old key no longer publishes.
 . "$FTL_SOURCE_DIR/tests/pipeline/lib.sh" || exit 1
 command -v python3 >/dev/null && command -v zstd >/dev/null || { echo "skipped: needs python3 and zstd"; exit 77; }
-ftl registry help >/dev/null 2>&1 || { echo "skipped: this build's ftl has no registry command"; exit 77; }
-REG=$SCRATCH/registry
-export FTL_REGISTRY=$REG
+use_registry
 MK="python3 $FTL_SOURCE_DIR/tests/pipeline/mkpackage.py"
 nothing_stored() { # ID: no version folder, no temporary left
   [ -e "$REG/chat/versions/$1" ] && fail "version $1 was stored"

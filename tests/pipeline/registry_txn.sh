@@ -6,9 +6,7 @@
 # its own move. `ftl registry check` proves that the log's moves replay to each pointer exactly:
 # a pointer edited behind the registry's back, or a move line deleted, is reported.
 . "$FTL_SOURCE_DIR/tests/pipeline/lib.sh" || exit 1
-ftl registry help >/dev/null 2>&1 || { echo "skipped: this build's ftl has no registry command"; exit 77; }
-REG=$SCRATCH/registry
-export FTL_REGISTRY=$REG
+use_registry
 v1=$(make_package p1.tar.zst one)
 v2=$(make_package p2.tar.zst two)
 v3=$(make_package p3.tar.zst three)

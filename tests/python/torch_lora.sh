@@ -17,8 +17,7 @@ for _ in $(seq 600); do
   sleep 0.05
 done
 kill -TERM $pid
-wait $pid
-RC=$?
+wait_rc $pid
 expect_rc 75 pre.out
 expect_contains pre/attempt-0000/rank-00000.out "stop requested; checkpoint"
 run_ftl pre2.out run -n 2 --run-dir pre -- "$TL_TRAIN" --steps 120 --ckpt-every 10

@@ -477,6 +477,20 @@ static void test_syntax_errors(void) {
 
 /* ---- hostile inputs ---------------------------------------------------------------------- */
 
+/* Levels 1 to 9 of a billion laughs, after a level 0 anchored as &l0: each level an anchor &lN
+ * holding ten aliases of level N-1, one a line: "lN: &lN [...]" (keyed) or "  - &lN [...]" (items of
+ * a sequence). */
+static void add_laughs(text *t, int keyed) {
+  for (int level = 1; level <= 9; level++) {
+    char line[256];
+    int n = keyed ? snprintf(line, sizeof line, "l%d: ", level) : snprintf(line, sizeof line, "  - ");
+    n += snprintf(line + n, sizeof line - (size_t)n, "&l%d [", level);
+    for (int i = 0; i < 10; i++) n += snprintf(line + n, sizeof line - (size_t)n, "%s*l%d", i ? "," : "", level - 1);
+    snprintf(line + n, sizeof line - (size_t)n, "]\n");
+    text_add(t, line);
+  }
+}
+
 static void test_alias_cycles_and_bombs(void) {
   /* An anchor holding its own alias is a cycle: it never ends when expanded, and is refused where
    * the alias stands, naming the field. */
@@ -490,25 +504,14 @@ static void test_alias_cycles_and_bombs(void) {
    * expanded size where it passes the limit (level 5 holds 10^5 nodes). */
   text t = {0};
   text_add(&t, "ranks: 1\nprogram: p\nl0: &l0 [lol]\n");
-  for (int level = 1; level <= 9; level++) {
-    char line[256];
-    snprintf(line, sizeof line, "l%d: &l%d [*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d]\n", level, level,
-             level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1,
-             level - 1);
-    text_add(&t, line);
-  }
+  add_laughs(&t, 1);
   CHECK_ERR_HAS(t.p, "field 'l5[");
   CHECK_ERR_HAS(t.p, "with its aliases expanded the document has more than 100000 YAML nodes (the limit)");
   free(t.p);
   /* The same bomb inside args. */
   t = (text){0};
   text_add(&t, "ranks: 1\nprogram: p\nargs:\n  - &l0 [lol]\n");
-  for (int level = 1; level <= 9; level++) {
-    char line[256];
-    snprintf(line, sizeof line, "  - &l%d [*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d]\n", level, level - 1,
-             level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1, level - 1);
-    text_add(&t, line);
-  }
+  add_laughs(&t, 0);
   CHECK_ERR_HAS(t.p, "field 'args[5][");
   CHECK_ERR_HAS(t.p, "more than 100000 YAML nodes (the limit)");
   free(t.p);

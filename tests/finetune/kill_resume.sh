@@ -41,13 +41,13 @@ done
 # The kill step, and a committed checkpoint (written in the background: on a loaded machine its
 # fsync can lag the training by many steps), both before the kill.
 for _ in $(seq 3000); do
-  grep -q "^step $KILL_STEP/" "$log" 2>/dev/null && ls victim/checkpoints/step-*/manifest.json >/dev/null 2>&1 && break
+  grep -q "^step $KILL_STEP/" "$log" 2>/dev/null && has_commit victim && break
   sleep 0.01
 done
 grep -q "^step $KILL_STEP/" "$log" || { cat victim.out >&2; fail "the job never reached step $KILL_STEP"; }
-ls victim/checkpoints/step-*/manifest.json >/dev/null 2>&1 || fail "no committed checkpoint before step $KILL_STEP"
+has_commit victim || fail "no committed checkpoint before step $KILL_STEP"
 kill -KILL "$pid"
-echo "killed rank $KILL_RANK (pid $pid) at step $KILL_STEP; committed then:" $(ls -d victim/checkpoints/step-*/manifest.json | cut -d/ -f3)
+echo "killed rank $KILL_RANK (pid $pid) at step $KILL_STEP; committed then:" $(ls -d victim/checkpoints/step-*/manifest.json 2>/dev/null | cut -d/ -f3)
 wait $FTL_PID
 RC=$?
 if [ "$MODE" = auto ]; then

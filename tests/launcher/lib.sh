@@ -62,6 +62,17 @@ wait_for_event() {
   fail "no $2 event in $1/events.jsonl after 30 s"
 }
 
+# has_commit RUNDIR: the run has a committed checkpoint now. Not `ls step-*/manifest.json`'s exit
+# code: the keep rule may remove an older step between the glob and ls's look at it, and ls then
+# fails although a newer commit is there.
+has_commit() {
+  local m
+  for m in "$1"/checkpoints/step-*/manifest.json; do
+    [ -e "$m" ] && return 0
+  done
+  return 1
+}
+
 # No process whose command line carries this test's marker may be left running.
 expect_no_leftovers() {
   sleep 0.2

@@ -7,13 +7,13 @@ run_ftl out run --run-dir rd "$FTL_SOURCE_DIR/examples/torch-lora/job.yaml"
 expect_rc 0 out
 expect_contains rd/attempt-0000/rank-00000.out "done: 120 steps"
 check_peft rd/export
-[ -n "$(ls rd/checkpoints/step-*/manifest.json 2>/dev/null)" ] || fail "no committed checkpoint"
+has_commit rd || fail "no committed checkpoint"
 
 # Preemption: SIGTERM once a checkpoint is committed; the job saves, commits, and asks for a requeue.
 ftl run -n 2 --run-dir pre -- "$TL_TRAIN" --steps 120 --ckpt-every 10 --step-ms 40 >pre.out 2>&1 &
 pid=$!
 for _ in $(seq 600); do
-  ls pre/checkpoints/step-*/manifest.json >/dev/null 2>&1 && break
+  has_commit pre && break
   sleep 0.05
 done
 kill -TERM $pid

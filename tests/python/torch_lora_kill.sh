@@ -11,10 +11,10 @@ KILL_RANK=$((RANDOM % 2))
 ftl run -n 2 --max-restarts 2 --run-dir victim -- "$TL_TRAIN" "${TL_ARGS[@]}" --step-ms 40 >out 2>&1 &
 FTL_PID=$!
 for _ in $(seq 600); do
-  ls victim/checkpoints/step-*/manifest.json >/dev/null 2>&1 && break
+  has_commit victim && break
   sleep 0.05
 done
-ls victim/checkpoints/step-*/manifest.json >/dev/null 2>&1 || { cat out >&2; fail "no committed checkpoint after 30 s"; }
+has_commit victim || { cat out >&2; fail "no committed checkpoint after 30 s"; }
 pid=""
 for p in $(pgrep -f -- "$TL_TRAIN"); do
   tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "FTL_RUN_DIR=$SCRATCH/victim" || continue
@@ -22,7 +22,7 @@ for p in $(pgrep -f -- "$TL_TRAIN"); do
 done
 [ -n "$pid" ] || { cat out >&2; fail "rank $KILL_RANK's process not found"; }
 kill -KILL "$pid"
-echo "killed rank $KILL_RANK (pid $pid); committed then:" $(ls -d victim/checkpoints/step-*/manifest.json | cut -d/ -f3)
+echo "killed rank $KILL_RANK (pid $pid); committed then:" $(ls -d victim/checkpoints/step-*/manifest.json 2>/dev/null | cut -d/ -f3)
 wait $FTL_PID
 RC=$?
 expect_rc 0 out

@@ -97,149 +97,188 @@ static void piece_label(const ck_manifest *m, const ck_piece *pc, char *buf, siz
 
 /* ---- write ------------------------------------------------------------------------------- */
 
-ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, const void *const *data, size_t chunk_bytes,
-                       void *bounce, size_t bounce_bytes, int64_t step, int world_size, ftl_diag *d) {
-  ftl_err rc = FTL_OK;
+/* One shard write in progress: its paths, its scratch (freed by writer_free) and what the steps
+ * below learn on the way (the temporary file, its size, its segments). */
+typedef struct writer {
+  const ck_manifest *m;
+  ck_shard *sh;
+  int64_t step;
   char path[PATH_MAX], tmp[PATH_MAX];
-  ck_h5_dset *ds = NULL;
-  char(*names)[CK_NAME_MAX + 16] = NULL;
-  int64_t(*dims)[CK_MAX_DIMS] = NULL;
-  seg *segs = NULL;
-  uint64_t *hashes = NULL;
-  unsigned char *triples = NULL;
-  int fd = -1, np = sh->npieces;
-  if (ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file) || ftl_fmt(tmp, sizeof tmp, "%s/%s.tmp", dir, sh->file))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s/%s", dir, sh->file);
-  size_t cap = (size_t)np * 2 + 1;
-  ds = ftl_calloc((size_t)np + 1, sizeof *ds);
-  names = ftl_calloc((size_t)np + 1, sizeof *names);
-  dims = ftl_calloc((size_t)np + 1, sizeof *dims);
-  segs = ftl_calloc(cap, sizeof *segs);
-  hashes = ftl_calloc(cap, sizeof *hashes);
-  triples = ftl_calloc(cap, 24);
-  if (!ds || !names || !dims || !segs || !hashes || !triples) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing %s", path);
-    goto out;
-  }
-  uint64_t total = 0;
-  for (int p = 0; p < np; p++) {
-    ck_piece *pc = &sh->pieces[p];
-    const ck_item *it = &m->items[pc->item];
+  ck_h5_dset *ds;
+  char (*names)[CK_NAME_MAX + 16];
+  int64_t (*dims)[CK_MAX_DIMS];
+  seg *segs;
+  uint64_t *hashes;
+  unsigned char *triples;
+  int fd, np, nseg, crashed;
+  uint64_t total, fsize, written;
+} writer;
+
+static ftl_err writer_alloc(writer *w, ftl_diag *d) {
+  size_t cap = (size_t)w->np * 2 + 1;
+  w->ds = ftl_calloc((size_t)w->np + 1, sizeof *w->ds);
+  w->names = ftl_calloc((size_t)w->np + 1, sizeof *w->names);
+  w->dims = ftl_calloc((size_t)w->np + 1, sizeof *w->dims);
+  w->segs = ftl_calloc(cap, sizeof *w->segs);
+  w->hashes = ftl_calloc(cap, sizeof *w->hashes);
+  w->triples = ftl_calloc(cap, 24);
+  if (!w->ds || !w->names || !w->dims || !w->segs || !w->hashes || !w->triples)
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing %s", w->path);
+  return FTL_OK;
+}
+
+static void writer_free(writer *w) {
+  ftl_free(w->triples);
+  ftl_free(w->hashes);
+  ftl_free(w->segs);
+  ftl_free(w->dims);
+  ftl_free(w->names);
+  ftl_free(w->ds);
+}
+
+/* The HDF5 dataset of each piece (its path, shape and layout), each piece's size, and their total. */
+static void describe_datasets(writer *w) {
+  w->total = 0;
+  for (int p = 0; p < w->np; p++) {
+    ck_piece *pc = &w->sh->pieces[p];
+    const ck_item *it = &w->m->items[pc->item];
     int blob = it->kind == CK_KIND_BLOB_GLOBAL || it->kind == CK_KIND_BLOB_PER_RANK, ovf = 0;
-    snprintf(names[p], sizeof names[p], "/%s/%s", blob ? "blobs" : "tensors", it->name);
-    dims[p][0] = pc->row_count;
+    snprintf(w->names[p], sizeof w->names[p], "/%s/%s", blob ? "blobs" : "tensors", it->name);
+    w->dims[p][0] = pc->row_count;
     for (int k = 1; k < it->ndim; k++)
-      dims[p][k] = it->shape[k];
-    ds[p] = (ck_h5_dset){.path = names[p],
-                         .dtype = it->dtype,
-                         .ndim = it->ndim,
-                         .dims = dims[p],
-                         .global_shape = it->shape,
-                         .row_start = pc->row_start,
-                         .layout = ck_kind_name(it->kind)};
+      w->dims[p][k] = it->shape[k];
+    w->ds[p] = (ck_h5_dset){.path = w->names[p],
+                            .dtype = it->dtype,
+                            .ndim = it->ndim,
+                            .dims = w->dims[p],
+                            .global_shape = it->shape,
+                            .row_start = pc->row_start,
+                            .layout = ck_kind_name(it->kind)};
     pc->size_bytes = ck_item_row_bytes(it, &ovf) * (uint64_t)pc->row_count;
-    total += pc->size_bytes;
+    w->total += pc->size_bytes;
   }
-  int64_t t0 = ftl_clock_ns();
+}
+
+/* The temporary file with its HDF5 structure; each piece learns its offset in it. */
+static ftl_err create_structure(writer *w, int world_size, ftl_diag *d) {
   /* Whatever is in the way (a leftover, or a FIFO or link someone put there) goes first: HDF5
    * opens with O_CREAT|O_TRUNC and would write through a link or wait on a FIFO. */
-  if (core_fs_table.unlink(tmp) != 0 && errno != ENOENT) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot remove the leftover %s: %s", tmp, strerror(errno));
-    goto out;
+  if (core_fs_table.unlink(w->tmp) != 0 && errno != ENOENT)
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot remove the leftover %s: %s", w->tmp, strerror(errno));
+  ftl_err rc = ck_h5_create_shard(w->tmp, w->step, w->sh->rank, world_size, w->ds, w->np, d);
+  if (rc) return rc;
+  for (int p = 0; p < w->np; p++) {
+    if (w->ds[p].size_bytes != w->sh->pieces[p].size_bytes)
+      return ftl_diag_fail(d, FTL_ERR_HDF5, "HDF5 gave %s %llu bytes, expected %llu", w->names[p],
+                           (unsigned long long)w->ds[p].size_bytes, (unsigned long long)w->sh->pieces[p].size_bytes);
+    w->sh->pieces[p].file_offset = w->ds[p].file_offset;
   }
-  rc = ck_h5_create_shard(tmp, step, sh->rank, world_size, ds, np, d);
-  if (rc) goto out;
-  int64_t t1 = ftl_clock_ns();
-  for (int p = 0; p < np; p++) {
-    if (ds[p].size_bytes != sh->pieces[p].size_bytes) {
-      rc = ftl_diag_fail(d, FTL_ERR_HDF5, "HDF5 gave %s %llu bytes, expected %llu", names[p],
-                         (unsigned long long)ds[p].size_bytes, (unsigned long long)sh->pieces[p].size_bytes);
-      goto out;
-    }
-    sh->pieces[p].file_offset = ds[p].file_offset;
-  }
-  fd = core_fs_table.open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  return FTL_OK;
+}
+
+/* Reopens the temporary file, sets its final size and lays it out as segments. */
+static ftl_err open_and_size(writer *w, ftl_diag *d) {
+  w->fd = core_fs_table.open(w->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot reopen %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  uint64_t fsize = (uint64_t)st.st_size;
-  for (int p = 0; p < np; p++) {
-    uint64_t end = sh->pieces[p].file_offset + sh->pieces[p].size_bytes;
-    if (end > fsize) fsize = end;
+  if (w->fd < 0 || fstat(w->fd, &st) != 0)
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot reopen %s: %s", w->tmp, strerror(errno));
+  w->fsize = (uint64_t)st.st_size;
+  for (int p = 0; p < w->np; p++) {
+    uint64_t end = w->sh->pieces[p].file_offset + w->sh->pieces[p].size_bytes;
+    if (end > w->fsize) w->fsize = end;
   }
   /* Also when the size is right: the truncate gives back what h5.c reserved beyond the end. */
-  if (core_fs_table.ftruncate(fd, (off_t)fsize) != 0) {
-    rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot extend %s: %s", tmp, strerror(errno));
-    goto out;
+  if (core_fs_table.ftruncate(w->fd, (off_t)w->fsize) != 0)
+    return ftl_diag_fail(d, core_errno_to_err(errno), "cannot extend %s: %s", w->tmp, strerror(errno));
+  w->nseg = build_segments(w->sh, w->fsize, w->segs);
+  if (w->nseg < 0) return ftl_diag_fail(d, FTL_ERR_HDF5, "HDF5 placed datasets of %s on top of each other", w->tmp);
+  return FTL_OK;
+}
+
+/* Writes n bytes of a piece at off, hashing them on the way; the crash point "mid_shard" fires
+ * once half of all the pieces' bytes are written. */
+static ftl_err write_chunk(writer *w, XXH3_state_t *st3, const char *src, size_t n, uint64_t off, ftl_diag *d) {
+  CK_HASH_UPDATE(st3, src, n);
+  ftl_err rc = core_fs_pwrite_all(w->fd, src, n, off);
+  if (rc)
+    return ftl_diag_fail(d, rc, "write of %zu bytes at %llu to %s failed: %s", n, (unsigned long long)off, w->tmp,
+                         strerror(errno));
+  /* Start the disk on these bytes now, so the fsync below finds little left to do. A hint:
+   * its failure changes nothing (the fsync is what makes the bytes durable). */
+  (void)sync_file_range(w->fd, (off_t)off, (off_t)n, SYNC_FILE_RANGE_WRITE);
+  w->written += n;
+  if (!w->crashed && w->total > 0 && w->written * 2 >= w->total) {
+    w->crashed = 1;
+    core_crash_point("mid_shard", w->sh->rank, w->step);
   }
-  int nseg = build_segments(sh, fsize, segs);
-  if (nseg < 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_HDF5, "HDF5 placed datasets of %s on top of each other", tmp);
-    goto out;
-  }
-  uint64_t written = 0;
-  int crashed = 0;
-  for (int s = 0; s < nseg; s++) {
+  return FTL_OK;
+}
+
+/* One pass over the file in order: the pieces' bytes are written, the metadata between them read
+ * back, and every segment hashed; then the shard's size and checksums are set. */
+static ftl_err stream_segments(writer *w, const void *const *data, size_t chunk_bytes, void *bounce,
+                               size_t bounce_bytes, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  for (int s = 0; s < w->nseg; s++) {
+    const seg *sg = &w->segs[s];
     XXH3_state_t st3;
     XXH3_64bits_reset(&st3);
-    const char *src = segs[s].piece >= 0 ? data[segs[s].piece] : NULL;
-    for (uint64_t done = 0; done < segs[s].len;) {
-      size_t n = (size_t)(segs[s].len - done);
+    const char *src = sg->piece >= 0 ? data[sg->piece] : NULL;
+    for (uint64_t done = 0; done < sg->len;) {
+      size_t n = (size_t)(sg->len - done);
       if (src) {
         if (n > chunk_bytes) n = chunk_bytes;
-        CK_HASH_UPDATE(&st3, src + done, n);
-        rc = core_fs_pwrite_all(fd, src + done, n, segs[s].off + done);
-        if (rc) {
-          rc = ftl_diag_fail(d, rc, "write of %zu bytes at %llu to %s failed: %s", n,
-                             (unsigned long long)(segs[s].off + done), tmp, strerror(errno));
-          goto out;
-        }
-        /* Start the disk on these bytes now, so the fsync below finds little left to do. A hint:
-         * its failure changes nothing (the fsync is what makes the bytes durable). */
-        (void)sync_file_range(fd, (off_t)(segs[s].off + done), (off_t)n, SYNC_FILE_RANGE_WRITE);
-        written += n;
-        if (!crashed && total > 0 && written * 2 >= total) {
-          crashed = 1;
-          core_crash_point("mid_shard", sh->rank, step);
-        }
+        rc = write_chunk(w, &st3, src + done, n, sg->off + done, d);
+        if (rc) return rc;
       } else {
         if (n > bounce_bytes) n = bounce_bytes;
-        rc = core_fs_pread_all(fd, bounce, n, segs[s].off + done);
-        if (rc) {
-          rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read back HDF5 metadata of %s: %s", tmp,
-                             errno ? strerror(errno) : "short file");
-          goto out;
-        }
+        rc = core_fs_pread_all(w->fd, bounce, n, sg->off + done);
+        if (rc)
+          return ftl_diag_fail(d, FTL_ERR_IO, "cannot read back HDF5 metadata of %s: %s", w->tmp,
+                               errno ? strerror(errno) : "short file");
         CK_HASH_UPDATE(&st3, bounce, n);
       }
       done += n;
     }
-    hashes[s] = (uint64_t)XXH3_64bits_digest(&st3);
-    if (segs[s].piece >= 0) sh->pieces[segs[s].piece].checksum = hashes[s];
+    w->hashes[s] = (uint64_t)XXH3_64bits_digest(&st3);
+    if (sg->piece >= 0) w->sh->pieces[sg->piece].checksum = w->hashes[s];
   }
-  sh->size_bytes = fsize;
-  sh->checksum = file_checksum(segs, hashes, nseg, triples);
+  w->sh->size_bytes = w->fsize;
+  w->sh->checksum = file_checksum(w->segs, w->hashes, w->nseg, w->triples);
+  return FTL_OK;
+}
+
+ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, const void *const *data, size_t chunk_bytes,
+                       void *bounce, size_t bounce_bytes, int64_t step, int world_size, ftl_diag *d) {
+  writer w = {.m = m, .sh = sh, .step = step, .fd = -1, .np = sh->npieces};
+  if (ftl_fmt(w.path, sizeof w.path, "%s/%s", dir, sh->file) ||
+      ftl_fmt(w.tmp, sizeof w.tmp, "%s/%s.tmp", dir, sh->file))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s/%s", dir, sh->file);
+  ftl_err rc = writer_alloc(&w, d);
+  if (rc) goto out;
+  describe_datasets(&w);
+  int64_t t0 = ftl_clock_ns();
+  rc = create_structure(&w, world_size, d);
+  if (rc) goto out;
+  int64_t t1 = ftl_clock_ns();
+  rc = open_and_size(&w, d);
+  if (rc) goto out;
+  rc = stream_segments(&w, data, chunk_bytes, bounce, bounce_bytes, d);
+  if (rc) goto out;
   int64_t t2 = ftl_clock_ns();
   /* The training job will not read these bytes again before a restart: drop them from the cache. */
   bool renamed = false;
-  rc = core_fs_commit_tmp(&fd, tmp, path, true, &renamed, d);
+  rc = core_fs_commit_tmp(&w.fd, w.tmp, w.path, true, &renamed, d);
   /* A failed fsync of the folder comes after the rename: the shard is not durable, so it goes. */
-  if (rc && renamed) core_fs_table.unlink(path);
+  if (rc && renamed) core_fs_table.unlink(w.path);
   if (rc) goto out;
   FTL_LOG(FTL_LOG_DEBUG, "ckpt", "%s: %llu bytes: HDF5 structure %.1f ms, write+hash %.1f ms, fsync+rename %.1f ms",
-          path, (unsigned long long)fsize, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+          w.path, (unsigned long long)w.fsize, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
           (double)(ftl_clock_ns() - t2) / 1e6);
 out:
-  if (fd >= 0) core_fs_table.close(fd);
-  if (rc) core_fs_table.unlink(tmp);
-  ftl_free(triples);
-  ftl_free(hashes);
-  ftl_free(segs);
-  ftl_free(dims);
-  ftl_free(names);
-  ftl_free(ds);
+  if (w.fd >= 0) core_fs_table.close(w.fd);
+  if (rc) core_fs_table.unlink(w.tmp);
+  writer_free(&w);
   return rc;
 }
 

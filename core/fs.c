@@ -1,6 +1,6 @@
 /* core/fs.c: ftl's file seam (a table of syscalls), its fault injection and the crash points used
- * by the crash tests. See core/fs.h for the contract. Moved here from checkpoint/fileio.c so that
- * every durable file of ftl (checkpoints, the final adapter, run-directory records) goes through
+ * by the crash tests. See core/fs.h for the contract. Every durable file of ftl (checkpoints, the
+ * final adapter, run-directory records, packages, the registry, ledgers, logs) goes through this
  * one seam; the old FTL_CKPT_* variable names keep working for existing scripts.
  *
  * Not here: paths (core/rundir.c), appends of JSON lines (core/jsonl.c: O_APPEND and a lock, through

@@ -97,7 +97,7 @@ static const ftl_yb_field preemption_fields[] = {
 };
 static const ftl_yb_section preemption_section = FTL_YB_SECTION_OF(preemption_fields);
 
-/* `metrics:` where the run's Prometheus metrics go (launcher/metrics.h). The path is kept as
+/* `metrics:` where the run's Prometheus metrics go (launcher/prom.c writes them). The path is kept as
  * written (relative to the folder `ftl run` starts in), like run_dir: a node's textfile folder is
  * the node's, not the spec's. */
 static const ftl_yb_field metrics_fields[] = {

@@ -143,7 +143,10 @@ FTL_API int ftl_stop_pending(ftl_ctx *ctx, const char **reason_out);
 
 /* Not collective. Tells the launcher's hang detector which kind of work follows, so the right
  * silence timeout applies: "step" (training steps, the default after the first step) or
- * "checkpoint" (a blocking checkpoint or restore). */
+ * "checkpoint" (a blocking checkpoint or restore). Declare "checkpoint" too after the last step,
+ * before work that keeps ranks waiting on one another (rank 0 writing the final model, a held-out
+ * evaluation, the last commit): under "step" the waiting ranks would be called hung once it
+ * outlasts timeouts.step_s (examples/finetune/finetune.c and examples/torch-lora do so). */
 FTL_API ftl_err ftl_progress_section(ftl_ctx *ctx, const char *section);
 
 /* Not collective; thread-safe. Sends one machine-readable event to the run's event log (the

@@ -4,6 +4,7 @@
  *
  * Not here: the rendezvous at start-up (rdzv_init.c), the wire format (wire.c). */
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,12 @@
 
 #include "rendezvous/rz_internal.h"
 
-/* Reads what the launcher sent since last time, without waiting. */
-static void poll_launcher(ftl_ctx *ctx) {
-  if (!ctx->have_client || ctx->client.fd < 0) return;
+/* Reads what the launcher sent since last time, without waiting. False once the connection is
+ * closed or broken. */
+static bool poll_launcher(ftl_ctx *ctx) {
+  if (!ctx->have_client || ctx->client.fd < 0) return false;
   bool eof = false;
-  if (rz_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK) return;
+  if (rz_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK) return false;
   json_t *msg = NULL;
   ftl_diag ignored;
   while (rz_linebuf_next(&ctx->from_launcher, &msg, &ignored) == FTL_OK) {
@@ -26,6 +28,25 @@ static void poll_launcher(ftl_ctx *ctx) {
     json_decref(msg);
   }
   /* A launcher that closed the connection is gone: the rank agent ends this program. */
+  return !eof;
+}
+
+/* Another rank heard a stop this rank has not yet read: the launcher sends every rank the same
+ * message at once, so it is on its way. Waiting a little for it lets every rank report the real
+ * reason (a preemption, say) instead of a second-hand one; the wait is bounded, since a stop that
+ * came from one rank's own signal handler reaches no other rank. */
+#define STOP_REASON_WAIT_MS 250
+
+static void await_stop_message(ftl_ctx *ctx) {
+  if (!ctx->have_client || ctx->client.fd < 0) return;
+  int64_t deadline = ftl_clock_ms() + STOP_REASON_WAIT_MS;
+  while (!ctx->stop_requested) {
+    int64_t left = deadline - ftl_clock_ms();
+    if (left <= 0) return;
+    struct pollfd pfd = {.fd = ctx->client.fd, .events = POLLIN};
+    int n = poll(&pfd, 1, (int)left);
+    if (n <= 0 || !(pfd.revents & POLLIN) || !poll_launcher(ctx)) return;
+  }
 }
 
 ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out) {
@@ -33,10 +54,11 @@ ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out)
   *stop_out = 0;
   if (reason_out) *reason_out = "";
   if (!ctx->have_comm) return rz_ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_stop_requested before ftl_init succeeded"), &d);
-  poll_launcher(ctx);
+  (void)poll_launcher(ctx);
   int local = ctx->stop_requested, any = 0;
   ftl_err rc = ftl_mpi_check(ftl_mpi()->allreduce(&local, &any, 1, MPI_INT, MPI_MAX, ctx->comm), "MPI_Allreduce (stop)", &d);
   if (rc) return rz_ctx_fail(ctx, rc, &d);
+  if (any && !ctx->stop_requested) await_stop_message(ctx);
   if (any && !ctx->stop_reason[0]) snprintf(ctx->stop_reason, sizeof ctx->stop_reason, "another rank was asked to stop");
   *stop_out = any;
   if (reason_out) *reason_out = ctx->stop_reason;
@@ -44,7 +66,7 @@ ftl_err ftl_stop_requested(ftl_ctx *ctx, int *stop_out, const char **reason_out)
 }
 
 int ftl_stop_pending(ftl_ctx *ctx, const char **reason_out) {
-  poll_launcher(ctx);
+  (void)poll_launcher(ctx);
   if (reason_out) *reason_out = ctx->stop_reason;
   return ctx->stop_requested;
 }

@@ -88,6 +88,8 @@ struct ftl_ckpt {
   int have_comm;
   int rank, world;
   char base[PATH_MAX]; /* <run_dir>/checkpoints */
+  char run_dir[PATH_MAX]; /* whose fence (core/fence.h) every change to base is made under */
+  int attempt;            /* this process's attempt (FTL_ATTEMPT), which the fence must name */
   int keep;
   int allow_fresh; /* options.allow_fresh or FTL_CKPT_ALLOW_FRESH=1 */
   int64_t timeout_ms;

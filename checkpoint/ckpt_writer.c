@@ -29,6 +29,7 @@
 #include "checkpoint/catalog.h"
 #include "checkpoint/ckpt_internal.h"
 #include "checkpoint/shard.h"
+#include "core/fence.h"
 #include "core/fs.h"
 
 /* ---- manifest and garbage collection ----------------------------------------------------- */
@@ -243,8 +244,14 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
   j.step = step;
   j.deadline = ftl_deadline_after_ms(ck->timeout_ms);
 
+  /* 0. The fence, held until the job is over: every change this rank makes to checkpoints/ (its
+   * shard's rename, and on rank 0 the stale manifest's removal, the commit and the keep rule) is
+   * made while the fence names this attempt (core/fence.h). A process of an attempt the launcher
+   * has moved past only votes "no". */
+  core_fence_hold fence;
+  ftl_err local = core_fence_enter(ck->run_dir, ck->attempt, "writing a checkpoint", j.deadline, &fence, &d);
   /* 1. Folder, stale manifest of a re-used step number, barrier. */
-  ftl_err local = open_step(ck, &j, staged_err, staged_msg, &d);
+  if (!local) local = open_step(ck, &j, staged_err, staged_msg, &d);
   ftl_err rc = ck_coll_barrier(ck, "the commit's opening barrier", j.deadline, &d);
   if (rc) goto done;
   /* 2. This rank's shard. */
@@ -270,6 +277,7 @@ done:
   /* An abandoned step leaves no shard of this rank behind (the collectives already ran, so no
    * manifest can name it). Earlier steps were never touched. */
   if (rc && j.wrote && j.own[0]) core_fs_table.unlink(j.own);
+  core_fence_leave(&fence);
   st->step = step;
   st->err = rc;
   if (rc) snprintf(st->errmsg, sizeof st->errmsg, "checkpoint of step %lld abandoned: %.440s", (long long)step, d.msg);

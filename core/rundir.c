@@ -23,6 +23,7 @@ static const char *const item_names[FTL_RUNDIR_ITEMS_] = {
     [FTL_RUNDIR_VERDICT] = "verdict.json",
     [FTL_RUNDIR_EXPORT] = "export",
     [FTL_RUNDIR_PACKAGE] = "package",
+    [FTL_RUNDIR_FENCE] = "fence",
 };
 
 /* Attempt numbers are printed with at least four digits and ranks with five, so that folder

@@ -30,6 +30,7 @@ typedef enum ftl_rundir_item {
   FTL_RUNDIR_VERDICT,       /* verdict.json: the gate's verdict (eval) */
   FTL_RUNDIR_EXPORT,        /* export/: the adapter in PEFT layout (pipeline) */
   FTL_RUNDIR_PACKAGE,       /* package/: the publishable package (pipeline) */
+  FTL_RUNDIR_FENCE,         /* fence: the attempt allowed to write checkpoints (launcher; core/fence.h) */
   FTL_RUNDIR_ITEMS_
 } ftl_rundir_item;
 

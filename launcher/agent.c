@@ -6,6 +6,12 @@
  * rendezvous connection, how the program ended (exit code or signal) and on which host. That is
  * how ftl names the first failing rank exactly, for programs that never link ftl too.
  *
+ * In a standby gang (FTL_STANDBY=1, docs/fault-tolerance.md) the agent writes nothing under the
+ * run directory and shows nothing on the console until the launcher activates the gang: the
+ * program's output is held in memory (up to STANDBY_HELD_MAX bytes a stream) and released, to the
+ * console and the new attempt's log files, on activation. A standby never activated leaves no
+ * trace in the run directory.
+ *
  * It deliberately does not restart anything: the launcher decides, for the whole gang. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/fs.h"
 #include "core/proc.h"
 #include "core/rundir.h"
@@ -129,7 +136,12 @@ typedef struct out_stream {
   long console_dropped;  /* lines (or their ends) not shown on the console */
   char pending[8192];
   size_t pending_len;
+  int holding;           /* a parked standby: output goes to held, nowhere else */
+  core_buf held;
+  size_t held_dropped;   /* bytes past STANDBY_HELD_MAX */
 } out_stream;
+
+enum { STANDBY_HELD_MAX = 1 << 20 };
 
 enum { CONSOLE_STALL_MS = 250 };
 
@@ -213,10 +225,38 @@ static int pump(out_stream *s, const char *prefix) {
     s->pipe_fd = -1;
     return 0;
   }
+  if (s->holding) {
+    if (core_buf_add(&s->held, s->pending + s->pending_len, (size_t)n) != FTL_OK) s->held_dropped += (size_t)n;
+    return 1;
+  }
   if (s->log_fd >= 0) write_all(s->log_fd, s->pending + s->pending_len, (size_t)n);
   s->pending_len += (size_t)n;
   flush_pending(s, prefix, 0);
   return 1;
+}
+
+/* The activation: what the stream held goes to its log file and the console, in order, and later
+ * output flows as for any rank. */
+static void release_held(out_stream *s, const char *prefix) {
+  s->holding = 0;
+  const char *p = s->held.p ? s->held.p : "";
+  size_t left = s->held.len;
+  if (s->log_fd >= 0 && left) write_all(s->log_fd, p, left);
+  while (left > 0) {
+    size_t room = sizeof s->pending - s->pending_len, k = left < room ? left : room;
+    memcpy(s->pending + s->pending_len, p, k);
+    s->pending_len += k;
+    p += k;
+    left -= k;
+    flush_pending(s, prefix, 0);
+  }
+  if (s->held_dropped && s->log_fd >= 0) {
+    char note[160];
+    int len = snprintf(note, sizeof note, "ftl rank-agent: %zu bytes of output while parked as a standby were dropped\n",
+                       s->held_dropped);
+    if (len > 0) write_all(s->log_fd, note, (size_t)len);
+  }
+  core_buf_free(&s->held);
 }
 
 static int open_log(const char *attempt_dir, int rank, const char *suffix) {
@@ -238,6 +278,22 @@ static char process_state(pid_t pid) {
   buf[n] = '\0';
   const char *paren = strrchr(buf, ')'); /* the command name may itself hold ')' */
   return paren && paren[1] == ' ' && paren[2] ? paren[2] : '?';
+}
+
+/* A process's resident memory in KiB (/proc/PID/statm), or -1. */
+static long resident_kib(pid_t pid) {
+  char path[64], buf[128];
+  snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  long size = 0, resident = -1;
+  if (sscanf(buf, "%ld %ld", &size, &resident) != 2 || resident < 0) return -1;
+  long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? resident * (page / 1024) : -1;
 }
 
 /* Tells the launcher, once, that this agent was asked to stop (by: "signal" for a signal from
@@ -279,6 +335,8 @@ typedef struct agent {
   int64_t fence_ms;     /* FTL_NODE_TIMEOUT_MS: silence from the launcher that cuts this rank off */
   int64_t heard_ms, next_alive_ms;
   char prefix[32];
+  int standby;          /* FTL_STANDBY=1: parked until the launcher's activation */
+  char attempt_dir[PATH_MAX]; /* "" until known (a standby: its activation) */
 } agent;
 
 /* The rank's place, the program's environment, the parent-death signal and the launcher
@@ -388,6 +446,28 @@ static void on_signals(agent *ag) {
   }
 }
 
+/* The attempt's folder and the rank's log files in it (none for a parked standby). */
+static void open_attempt_logs(agent *ag) {
+  ftl_diag d = {{0}};
+  if (!ag->attempt_dir[0]) return;
+  if (ftl_mkdir_p(ag->attempt_dir, &d) != FTL_OK) {
+    FTL_LOG(FTL_LOG_WARN, "agent", "%s; rank output is not logged to files", d.msg);
+    ag->attempt_dir[0] = '\0';
+    return;
+  }
+  ag->out.log_fd = open_log(ag->attempt_dir, ag->pl.rank, "out");
+  ag->err.log_fd = open_log(ag->attempt_dir, ag->pl.rank, "err");
+}
+
+/* The launcher made this standby gang an attempt: its folder and logs now, and the held output. */
+static void activate(agent *ag, const char *attempt_dir) {
+  ag->standby = 0;
+  if (ftl_fmt(ag->attempt_dir, sizeof ag->attempt_dir, "%s", attempt_dir)) ag->attempt_dir[0] = '\0';
+  open_attempt_logs(ag);
+  release_held(&ag->out, ag->prefix);
+  release_held(&ag->err, ag->prefix);
+}
+
 /* The launcher's messages: signals to pass on (the pings only count as word from it); EOF: it is gone. */
 static void on_launcher(agent *ag) {
   bool eof = false;
@@ -397,8 +477,11 @@ static void on_launcher(agent *ag) {
   ag->heard_ms = ftl_clock_ms();
   while (rz_linebuf_next(&ag->from_launcher, &msg, &ignored) == FTL_OK) {
     int sig = (int)rz_wire_int(msg, "signal", 0);
-    if (!strcmp(rz_wire_str(msg, "type", ""), "signal") && sig > 0 && sig < 65)
+    const char *type = rz_wire_str(msg, "type", "");
+    if (!strcmp(type, "signal") && sig > 0 && sig < 65)
       pass_signal(ag, sig, sig == SIGTERM || sig == SIGINT, "launcher");
+    else if (!strcmp(type, "activate") && ag->standby)
+      activate(ag, rz_wire_str(msg, "attempt_dir", ""));
     json_decref(msg);
   }
   if (eof) {
@@ -422,7 +505,9 @@ static void agent_timers(agent *ag, ftl_diag *d) {
    * the pipes): until the exit report goes out, silence would read as a lost host. */
   if (client->fd >= 0 && ftl_clock_ms() >= ag->next_alive_ms) {
     char state[2] = {ag->proc.reaped ? 'X' : process_state(ag->proc.pid), '\0'};
-    rz_rdzv_client_send(client, json_pack("{s:s, s:s}", "type", "alive", "state", state), 1, d);
+    long rss = ag->proc.reaped ? -1 : resident_kib(ag->proc.pid);
+    rz_rdzv_client_send(client, json_pack("{s:s, s:s, s:I}", "type", "alive", "state", state, "rss_kb", (json_int_t)rss),
+                        1, d);
     ag->next_alive_ms = ftl_clock_ms() + 1000;
   }
 }
@@ -467,7 +552,8 @@ static void watch_program(agent *ag, ftl_diag *d) {
 }
 
 /* How the program ended: in the rank's exit record and to the launcher. Returns the agent's exit code. */
-static int report_exit(agent *ag, const char *attempt_dir, int64_t start_us, ftl_diag *d) {
+static int report_exit(agent *ag, int64_t start_us, ftl_diag *d) {
+  const char *attempt_dir = ag->attempt_dir[0] ? ag->attempt_dir : NULL;
   if (ag->out.console_dropped + ag->err.console_dropped > 0 && ag->err.log_fd >= 0) {
     char note[200];
     int len = snprintf(note, sizeof note,
@@ -481,6 +567,13 @@ static int report_exit(agent *ag, const char *attempt_dir, int64_t start_us, ftl
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   if (ag->exec_errno) code = 127;
   write_exit_record(attempt_dir, ag->pl.rank, code, sig, start_us);
+  if (ag->standby && ag->err.held.len) {
+    /* A standby rank that ended before its activation: the end of what it said on stderr is the
+     * one clue to why (the launcher logs that the standby was lost). */
+    size_t n = ag->err.held.len, keep = n < 2048 ? n : 2048;
+    fprintf(stderr, "ftl rank-agent: standby rank %d ended before its activation; the end of its stderr:\n%.*s%s",
+            ag->pl.rank, (int)keep, ag->err.held.p + n - keep, ag->err.held.p[n - 1] == '\n' ? "" : "\n");
+  }
   if (ag->client.fd >= 0) {
     rz_rdzv_client_send(&ag->client,
                          json_pack("{s:s, s:i, s:i, s:s, s:I}", "type", "exit", "exit_code", code, "signal", sig,
@@ -511,20 +604,25 @@ int ln_rank_agent_main(int argc, char **argv) {
     goto out;                    /* the launcher could not be reached (logged) */
   }
 
-  const char *attempt_dir = getenv("FTL_ATTEMPT_DIR");
-  if (attempt_dir && ftl_mkdir_p(attempt_dir, &d) != FTL_OK) {
-    FTL_LOG(FTL_LOG_WARN, "agent", "%s; rank output is not logged to files", d.msg);
-    attempt_dir = NULL;
+  const char *standby = getenv("FTL_STANDBY");
+  ag.standby = standby && strcmp(standby, "1") == 0 && ag.client.fd >= 0;
+  if (ag.standby) {
+    /* Nothing under the run directory, nothing on the console, until the activation. */
+    ag.out.holding = ag.err.holding = 1;
+    core_buf_init(&ag.out.held, STANDBY_HELD_MAX);
+    core_buf_init(&ag.err.held, STANDBY_HELD_MAX);
+  } else {
+    const char *attempt_dir = getenv("FTL_ATTEMPT_DIR");
+    if (attempt_dir && ftl_fmt(ag.attempt_dir, sizeof ag.attempt_dir, "%s", attempt_dir)) ag.attempt_dir[0] = '\0';
+    open_attempt_logs(&ag);
   }
-  ag.out.log_fd = open_log(attempt_dir, ag.pl.rank, "out");
-  ag.err.log_fd = open_log(attempt_dir, ag.pl.rank, "err");
   if (spawn_program(&ag, argv + 2, prog_env, &d)) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "%s", d.msg);
     goto out;
   }
   if (ag.pl.world_size > 1) snprintf(ag.prefix, sizeof ag.prefix, "[rank %d] ", ag.pl.rank);
   watch_program(&ag, &d);
-  exit_code = report_exit(&ag, attempt_dir, start_us, &d);
+  exit_code = report_exit(&ag, start_us, &d);
 out:
   rz_linebuf_free(&ag.from_launcher);
   ln_argv_free(prog_env);
@@ -533,6 +631,8 @@ out:
   if (ag.err.log_fd >= 0) close(ag.err.log_fd);
   if (ag.out.pipe_fd >= 0) close(ag.out.pipe_fd);
   if (ag.err.pipe_fd >= 0) close(ag.err.pipe_fd);
+  core_buf_free(&ag.out.held);
+  core_buf_free(&ag.err.held);
   core_proc_close(&ag.proc);
   return exit_code;
 }

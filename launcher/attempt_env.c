@@ -105,6 +105,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                        .master_addr = master_addr,
                        .master_port = free_port(),
                        .job_env = o->job->env,
+                       .standby = o->standby_launch,
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
                        .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
   if ((rc = ln_gang_build_env(environ, &genv, &L->envp, d))) return rc;

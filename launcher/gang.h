@@ -54,6 +54,7 @@ typedef struct ftl_gang_env {
   char *const *job_env;          /* the spec's `env`: "NAME=VALUE", NULL-terminated; may be NULL;
                                     carried for the program, not applied (FTL_GANG_JOB_ENV_PREFIX) */
   int allow_root;                /* add OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1: Open MPI refuses root without */
+  int standby;                   /* FTL_STANDBY=1: a standby gang, parked in ftl_init until activated */
 } ftl_gang_env;
 
 /* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */

@@ -34,6 +34,8 @@ typedef struct ftl_attempt_opts {
   const char *rdzv_host;    /* address ranks use to reach it */
   int kill_grace_ms;        /* TERM -> KILL */
   ftl_events *events;
+  struct ln_standby *standby; /* the job's standby gang (launcher/standby.h), or NULL: none */
+  int standby_launch;       /* these options start a standby gang for `attempt` (FTL_STANDBY=1) */
 } ftl_attempt_opts;
 
 typedef enum ftl_attempt_outcome {

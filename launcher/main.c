@@ -53,6 +53,8 @@ static const char run_help[] =
     "                              or this host's name with a hostfile)\n"
     "      --kill-grace-ms MS      between SIGTERM and SIGKILL when the gang is ended (default 5000)\n"
     "      --max-restarts N        restart budget for the whole job (overrides restart.max_restarts; default 3)\n"
+    "      --standby, --no-standby keep (or not) a standby gang parked for warm restarts (overrides\n"
+    "                              restart.standby; default on whenever restarts are allowed)\n"
     "      --wait-lock S           wait up to S seconds for the run directory's lock (RUNDIR/ftl.lock) held by\n"
     "                              another launcher (default 0: refuse at once, exit 2, naming its pid and host)\n"
     "      --progress MODE         auto | tty | lines | off: rank 0's progress (step, loss, tokens/s, ETA,\n"
@@ -336,6 +338,7 @@ static int parse_seconds_opt(const char *flag, const char *arg, int allow_zero, 
 /* `ftl run`'s options, as given. */
 typedef struct run_opts {
   int64_t ranks, grace_ms, max_restarts;
+  int standby; /* --standby (1), --no-standby (0), neither (-1) */
   double rdzv_timeout_s, wait_lock_s, progress_interval_s;
   ftl_progress_mode progress_mode;
   const char *metrics, *hostfile, *run_dir, *name, *launcher, *rdzv_host;
@@ -345,7 +348,7 @@ enum { RUN_GO_ON = -1 }; /* the step went well: no exit code yet */
 
 /* Reads the options; argv[optind..] is then the job (a spec, or -- PROGRAM ARGS). */
 static int parse_run_options(int argc, char **argv, run_opts *ro) {
-  enum { OPT_HOSTFILE = 1000, OPT_RUN_DIR, OPT_NAME, OPT_RDZV_TIMEOUT, OPT_LAUNCHER, OPT_RDZV_HOST, OPT_GRACE, OPT_RESTARTS, OPT_WAIT_LOCK, OPT_PROGRESS, OPT_PROGRESS_INTERVAL, OPT_METRICS };
+  enum { OPT_HOSTFILE = 1000, OPT_RUN_DIR, OPT_NAME, OPT_RDZV_TIMEOUT, OPT_LAUNCHER, OPT_RDZV_HOST, OPT_GRACE, OPT_RESTARTS, OPT_WAIT_LOCK, OPT_PROGRESS, OPT_PROGRESS_INTERVAL, OPT_METRICS, OPT_STANDBY, OPT_NO_STANDBY };
   static const struct option options[] = {
       {"ranks", required_argument, NULL, 'n'},
       {"hostfile", required_argument, NULL, OPT_HOSTFILE},
@@ -360,10 +363,12 @@ static int parse_run_options(int argc, char **argv, run_opts *ro) {
       {"progress", required_argument, NULL, OPT_PROGRESS},
       {"progress-interval", required_argument, NULL, OPT_PROGRESS_INTERVAL},
       {"metrics-textfile", required_argument, NULL, OPT_METRICS},
+      {"standby", no_argument, NULL, OPT_STANDBY},
+      {"no-standby", no_argument, NULL, OPT_NO_STANDBY},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  *ro = (run_opts){.ranks = -1, .grace_ms = 5000, .max_restarts = -1, .rdzv_timeout_s = -1, .progress_interval_s = 30,
+  *ro = (run_opts){.ranks = -1, .grace_ms = 5000, .max_restarts = -1, .standby = -1, .rdzv_timeout_s = -1, .progress_interval_s = 30,
                    .progress_mode = FTL_PROGRESS_AUTO};
   optind = 1;
   int c;
@@ -408,6 +413,8 @@ static int parse_run_options(int argc, char **argv, run_opts *ro) {
         if (parse_seconds_opt("--progress-interval", optarg, 0, 86400, &ro->progress_interval_s)) return FTL_EXIT_USAGE;
         break;
       case OPT_METRICS: ro->metrics = optarg; break;
+      case OPT_STANDBY: ro->standby = 1; break;
+      case OPT_NO_STANDBY: ro->standby = 0; break;
       case 'h': fputs(run_help, stdout); return FTL_EXIT_OK;
       default: print_usage(stderr); return FTL_EXIT_USAGE;
     }
@@ -468,6 +475,7 @@ static int apply_overrides(ftl_job *job, const run_opts *ro) {
     job->hostfile = copy;
   }
   if (ro->max_restarts >= 0) job->max_restarts = (int)ro->max_restarts;
+  if (ro->standby >= 0) job->standby = ro->standby;
   if (ro->rdzv_timeout_s > 0) job->rendezvous_timeout_ms = (int64_t)(ro->rdzv_timeout_s * 1000.0);
   if (ro->launcher) {
     if (!strcmp(ro->launcher, "auto")) job->launcher = FTL_LAUNCH_AUTO;

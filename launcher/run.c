@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "launcher/hostprobe.h"
 #include "launcher/launcher.h"
 #include "launcher/policy.h"
+#include "launcher/standby.h"
 #ifdef FTL_HAVE_SNAPSHOT
 #include "pipeline/snapshot.h"
 #endif
@@ -322,8 +324,9 @@ out:
 static volatile sig_atomic_t backoff_signal;
 static void on_backoff_signal(int sig) { backoff_signal = sig; }
 
-/* Sleeps ms unless SIGINT/SIGTERM/SIGUSR1/SIGHUP arrives first; returns that signal or 0. */
-static int backoff_sleep(int64_t ms) {
+/* Sleeps ms unless SIGINT/SIGTERM/SIGUSR1/SIGHUP arrives first; returns that signal or 0. A live
+ * standby gang is looked after meanwhile (its agents pinged, its death noticed). */
+static int backoff_sleep(int64_t ms, ln_standby *sb) {
   const int sigs[] = {SIGINT, SIGTERM, SIGUSR1, SIGHUP};
   struct sigaction sa = {.sa_handler = on_backoff_signal}, old[4];
   sigemptyset(&sa.sa_mask);
@@ -331,8 +334,11 @@ static int backoff_sleep(int64_t ms) {
   for (int i = 0; i < 4; i++) sigaction(sigs[i], &sa, &old[i]);
   int64_t deadline = ftl_deadline_after_ms(ms);
   while (!backoff_signal && ftl_deadline_left_ms(deadline) > 0) {
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    struct pollfd fds[256];
+    size_t n = ln_standby_pollfds(sb, fds, sizeof fds / sizeof *fds);
+    int left = ftl_deadline_left_ms(deadline);
+    int pr = poll(fds, (nfds_t)n, left < 20 ? left : 20);
+    ln_standby_turn(sb, fds, pr > 0 ? n : 0);
   }
   for (int i = 0; i < 4; i++) sigaction(sigs[i], &old[i], NULL);
   return backoff_signal;
@@ -422,6 +428,8 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
   const ftl_policy_config cfg = ln_policy_config_of(job);
   ftl_policy_state history;
   ln_policy_state_init(&history, &cfg);
+  ln_standby standby;
+  ln_standby_init(&standby, job, events);
 
   if (job->hostfile && read_hostfile(job->hostfile, &plan, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
@@ -463,7 +471,8 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
                           .rdzv_bind = rdzv_bind,
                           .rdzv_host = rdzv_host,
                           .kill_grace_ms = kill_grace_ms,
-                          .events = events};
+                          .events = events,
+                          .standby = &standby};
     ftl_attempt_result res;
     meter.world = world;
     if (ln_attempt_run(&o, &res, &d)) {
@@ -492,7 +501,11 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
                      json_pack("{s:i, s:i, s:I, s:s}", "restart", history.restarts, "max_restarts", job->max_restarts,
                                "backoff_ms", (json_int_t)dec.backoff_ms, "after", ln_failure_kind_name(res.kind)));
     int64_t t0 = ftl_clock_ms();
-    int sig = backoff_sleep(dec.backoff_ms);
+    /* The back-off is counted from the failure: the old gang's teardown is part of the pause (a
+     * warm restart's teardown is most of it). */
+    int64_t pause_ms = dec.backoff_ms;
+    if (res.failure_ms >= 0 && res.end_ms >= res.failure_ms) pause_ms -= (int64_t)(res.end_ms - res.failure_ms);
+    int sig = backoff_sleep(pause_ms > 0 ? pause_ms : 0, &standby);
     pending_backoff_ms = (double)(ftl_clock_ms() - t0);
     if (sig) {
       exit_code = ln_policy_backoff_signal_exit(sig);
@@ -514,6 +527,7 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
 #endif
     attempt++;
   }
+  ln_standby_drop(&standby, exit_code == FTL_EXIT_OK ? "the job is over" : "the job stopped");
   meter.active = 0;
   if (n_attempts > 0) report_goodput(events, first_attempt, per, n_attempts);
   ftl_free(per);

@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/fence.h"
 #include "core/proc.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
@@ -51,6 +52,7 @@
 #include "launcher/launcher.h"
 #include "launcher/progress.h"
 #include "launcher/sigpipe.h"
+#include "launcher/standby.h"
 #include "rendezvous/server.h"
 #include "rendezvous/wire.h"
 
@@ -109,6 +111,8 @@ typedef struct attempt {
   int64_t rdzv_end_ms;     /* the rendezvous failed and the joined ranks were told why: the gang is
                               ended once they have gone (they return from ftl_init with the reason,
                               which must reach their output first), or at this deadline */
+  int warm;                /* this attempt took over the standby gang (launcher/standby.h) */
+  json_t **standby_hello;  /* its agents' hellos, replayed as this attempt's (owned) */
 } attempt;
 
 static int was(const attempt *a, ln_attempt_phase p) { return ln_phase_was(&a->ph, p); }
@@ -190,7 +194,10 @@ static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int 
                              "exit_code", code, "signal", sig, "cause", ln_failure_kind_name(kind), "step",
                              (json_int_t)step, "detect_lag_ms", r->detect_lag_ms, "message", r->summary));
   FTL_LOG(FTL_LOG_ERROR, "launcher", "%s", r->summary);
-  terminate_gang(a, SIGTERM);
+  /* With a standby parked to take over, the survivors are killed at once: a failed attempt keeps
+   * nothing but its commits (a checkpoint in flight cannot finish without the failed rank), and
+   * every moment they linger delays the take-over. Without one they get the usual grace. */
+  terminate_gang(a, ln_standby_ready(a->o->standby, a->o->attempt) ? SIGKILL : SIGTERM);
 }
 
 static void log_startup_summary(attempt *a) {
@@ -420,6 +427,10 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       break;
     case FTL_RDZV_RANK_BYE:
       break;
+    case FTL_RDZV_RANK_PARKED:
+      /* A rank of the standby this attempt took over, parking late: the server activates it. */
+      if (w) note_progress(w);
+      break;
     case FTL_RDZV_CONN_LOST:
       if (!s) return;
       /* Not the root cause yet: when a rank fails, mpirun kills the other agents, and their
@@ -604,6 +615,22 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
                                   .step_ms = o->job->step_timeout_ms,
                                   .checkpoint_ms = o->job->checkpoint_timeout_ms,
                                   .node_ms = o->job->node_timeout_ms};
+  /* No process of an earlier attempt changes checkpoints/ from here on (core/fence.h). Their ranks
+   * have been ended; the wait covers one caught in the middle of a change. */
+  if ((rc = core_fence_advance(o->run_dir, o->attempt, ftl_deadline_after_ms(o->kill_grace_ms + 10000), d)))
+    return rc;
+  ln_standby *sb = o->standby;
+  if (sb && sb->live && ln_standby_fits(sb, o)) {
+    ln_standby_take(sb, o, a->attempt_dir, &a->server, &a->gang, token, token_size, &a->standby_hello);
+    a->warm = 1;
+    return FTL_OK;
+  }
+  if (sb && sb->live) {
+    char why[160];
+    snprintf(why, sizeof why, "it cannot serve attempt %d (%s)", o->attempt,
+             sb->world != o->world_size ? "another world size" : sb->attempt != o->attempt ? "another attempt" : "another placement");
+    ln_standby_drop(sb, why);
+  }
   if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;
   return rz_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
 }
@@ -615,8 +642,41 @@ enum { N_HANDLED = sizeof handled / sizeof *handled };
 /* Starts mpirun or srun in its own process group (a Ctrl-C at the terminal reaches ftl, which
  * decides), in the job's working folder. One that cannot start is the attempt's outcome
  * (launch_failed), not an error of ftl's. */
+static void on_event(void *user, const ftl_rdzv_event *ev);
+
+/* The warm path: the standby's gang is this attempt's. What its agents and ranks said while it
+ * was parked is replayed as this attempt's own start-up (hello, joined, the gang's go), so the
+ * detectors and the event log see a gang that formed now. */
+static void adopt_standby(attempt *a) {
+  const ftl_attempt_opts *o = a->o;
+  ln_events_write(o->events, "attempt_start", o->attempt,
+                   json_pack("{s:s, s:i, s:s, s:s, s:b}", "job", o->job->name, "world_size", a->world, "launcher",
+                             "standby", "attempt_dir", a->attempt_dir, "standby", 1));
+  FTL_LOG(FTL_LOG_INFO, "launcher", "job '%s': attempt %d takes over the parked standby gang (%d rank%s)", o->job->name,
+          o->attempt, a->world, a->world == 1 ? "" : "s");
+  a->start_ms = ftl_clock_ms();
+  a->rdzv_deadline_ms = a->start_ms + o->job->rendezvous_timeout_ms;
+  for (int i = 0; i < a->world; i++) {
+    if (!a->standby_hello || !a->standby_hello[i]) continue;
+    ftl_rdzv_event hello = {.kind = FTL_RDZV_AGENT_HELLO, .rank = i, .role = "agent", .msg = a->standby_hello[i]};
+    on_event(a, &hello);
+  }
+  for (int i = 0; i < a->world; i++) {
+    ftl_rdzv_event joined = {.kind = FTL_RDZV_RANK_JOINED, .rank = i, .role = "rank", .msg = NULL};
+    if (rz_rdzv_server_rank_joined(a->server, i)) on_event(a, &joined);
+  }
+  if (rz_rdzv_server_went(a->server)) {
+    ftl_rdzv_event go = {.kind = FTL_RDZV_GANG_GO, .rank = -1, .role = ""};
+    on_event(a, &go);
+  }
+}
+
 static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
   const ftl_attempt_opts *o = a->o;
+  if (a->warm) {
+    adopt_standby(a);
+    return FTL_OK;
+  }
   json_t *argv_json = json_array();
   for (char **p = L->argv; *p; p++) json_array_append_new(argv_json, json_string(*p));
   const char *tool = L->kind == FTL_LAUNCH_SRUN ? "srun" : "mpirun";
@@ -669,6 +729,8 @@ static void on_signals(attempt *a) {
       continue;
     }
     if (!a->res->interrupt_signal) a->res->interrupt_signal = sig;
+    /* A stop of the job stops both gangs: the standby has nothing to save. */
+    if (o->standby) ln_standby_drop(o->standby, sig == SIGINT ? "interrupted" : "the job was asked to stop");
     if (sig == SIGTERM || sig == SIGUSR1) {
       request_stop(a, sig); /* preemption: Slurm's --signal, scancel, a cluster's drain */
       continue;
@@ -723,10 +785,22 @@ static void check_running(attempt *a) {
   }
 }
 
+/* A failed attempt with a standby waiting: once every rank's program is known gone (its exit
+ * reported, or its agent lost), mpirun's own teardown is not waited for (it sleeps a full second
+ * between its SIGTERM and SIGKILL of the agents, FTL_MPIRUN_SIGKILL_GRACE_S): its group is killed
+ * and the take-over goes ahead. Nothing is lost: the agents have said all they had to say. */
+static int warm_restart_can_skip_teardown(const attempt *a) {
+  if (a->ph.phase != LN_PHASE_ENDING || !a->have_root || !ln_standby_ready(a->o->standby, a->o->attempt)) return 0;
+  for (int i = 0; i < a->world; i++)
+    if (!a->watch[i].exited && a->watch[i].has_agent) return 0;
+  return 1;
+}
+
 /* The poll loop: the rendezvous server's sockets, the self-pipe, and 100 ms timers, until mpirun
  * is reaped and the agents' last reports are read. */
 static ftl_err watch_gang(attempt *a, ftl_diag *d) {
-  size_t cap = (size_t)a->world * 2 + 16;
+  ln_standby *sb = a->o->standby;
+  size_t cap = (size_t)a->world * 4 + 32; /* this attempt's connections and the standby's */
   struct pollfd *fds = ftl_calloc(cap, sizeof *fds);
   if (!fds) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   ftl_err rc = FTL_OK;
@@ -738,20 +812,34 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
       check_stragglers(a);
       next_ping_ms = ftl_clock_ms() + 1000;
     }
-    size_t n = rz_rdzv_server_pollfds(a->server, fds, cap - 2);
+    size_t n = rz_rdzv_server_pollfds(a->server, fds, cap / 2);
+    size_t sb_first = n + 1;
     fds[n++] = (struct pollfd){.fd = ln_sigpipe_fd(), .events = POLLIN};
+    size_t sb_n = ln_standby_pollfds(sb, fds + sb_first, cap - sb_first);
+    size_t n_all = sb_first + sb_n;
     int timeout = 100;
     if (drain_until != FTL_NO_DEADLINE) timeout = ftl_deadline_left_ms(drain_until);
     if (timeout > 100) timeout = 100;
-    int pr = poll(fds, (nfds_t)n, timeout);
+    int pr = poll(fds, (nfds_t)n_all, timeout);
     if (pr < 0 && errno != EINTR) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "poll: %s", strerror(errno));
       break;
     }
     if (pr > 0 && (fds[n - 1].revents & POLLIN)) on_signals(a);
     if (pr > 0) rz_rdzv_server_handle(a->server, fds, n - 1, on_event, a);
+    if (sb) {
+      ln_standby_turn(sb, fds + sb_first, pr > 0 ? sb_n : 0);
+      /* The next standby once this attempt's ranks are past their first step: they call ftl_init
+       * (so a standby parks there), and their start-up no longer competes for the CPU. */
+      if (a->res->first_step_ms >= 0 && a->ph.phase == LN_PHASE_RUNNING && !a->have_root)
+        ln_standby_maybe_start(sb, a->o);
+    }
     if (!reaped(a) && core_proc_reap(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
     if (a->ph.phase < LN_PHASE_ENDING) check_running(a);
+    if (!reaped(a) && warm_restart_can_skip_teardown(a)) {
+      core_proc_kill_wait(&a->gang);
+      set_phase(a, LN_PHASE_DRAINING);
+    }
     /* Ending: mpirun's whole group is SIGKILLed at the deadline terminate_gang armed. */
     if (!reaped(a) && core_proc_step(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
     if (reaped(a)) {
@@ -804,7 +892,7 @@ ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_d
   char token[96];
   struct sigaction old[N_HANDLED];
   ftl_err rc = attempt_init(&a, token, sizeof token, d);
-  if (!rc) rc = ln_gang_launch_build(o, a.attempt_dir, rz_rdzv_server_port(a.server), token, &L, d);
+  if (!rc && !a.warm) rc = ln_gang_launch_build(o, a.attempt_dir, rz_rdzv_server_port(a.server), token, &L, d);
   if (rc) goto out;
   if ((rc = ln_sigpipe_open(handled, N_HANDLED, old, d))) goto out;
   rc = spawn_gang(&a, &L, d);
@@ -813,6 +901,7 @@ ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_d
   finish_attempt(&a, token, rc);
 out:
   ln_gang_launch_free(&L);
+  ln_standby_free_hellos(a.standby_hello, a.world);
   ftl_free(a.ranks);
   ftl_free(a.watch);
   rz_rdzv_server_destroy(a.server);

@@ -6,16 +6,21 @@
  *      the launcher first turns that into an error naming the missing ranks.
  *   2. MPI_Init_thread(MPI_THREAD_MULTIPLE), errors returned rather than aborting.
  *   3. local rank from MPI_Comm_split_type(SHARED), checked against the launcher's numbering.
+ *   3a. a standby gang (FTL_STANDBY=1, docs/fault-tolerance.md) parks here: it has paid for the
+ *      program's start-up and MPI_Init, and waits on the launcher's socket, touching no device
+ *      and no file of the run, until the launcher activates it as an attempt (or dismisses it).
  *   4. communicator: NCCL when every rank has a GPU of its own, MPI otherwise (one notice on
  *      rank 0); agreed by all ranks, with a deadline on NCCL's set-up (docs/gpu.md).
  * Each phase is timed and reported to the launcher, which writes the event log.
  *
  * Not here: the collectives (rdzv_coll.c), the launcher channel after start-up (rdzv_channel.c). */
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rendezvous/rz_internal.h"
 
@@ -162,6 +167,78 @@ static ftl_err check_gang(const ftl_ctx *ctx, ftl_diag *d) {
   return FTL_OK;
 }
 
+/* Resident memory of this process in KiB (/proc/self/statm), or -1. */
+static long resident_kib(void) {
+  FILE *f = fopen("/proc/self/statm", "re");
+  if (!f) return -1;
+  long size = 0, resident = -1;
+  if (fscanf(f, "%ld %ld", &size, &resident) != 2) resident = -1;
+  fclose(f);
+  long page = sysconf(_SC_PAGESIZE);
+  return resident < 0 || page <= 0 ? -1 : resident * (page / 1024);
+}
+
+/* A parked rank waits at most this long (FTL_STANDBY_PARK_TIMEOUT_MS, default a day): the launcher
+ * replaces a standby whose ranks gave up. */
+#define STANDBY_PARK_DEFAULT_MS (24LL * 3600 * 1000)
+
+/* Takes what the activation says: this gang is now attempt N, with its folder. The environment is
+ * updated too, for a program that reads FTL_ATTEMPT after ftl_init. */
+static ftl_err take_activation(ftl_ctx *ctx, const json_t *msg, ftl_diag *d) {
+  int64_t attempt = rz_wire_int(msg, "attempt", -1);
+  const char *attempt_dir = rz_wire_str(msg, "attempt_dir", "");
+  if (attempt < 0 || attempt > (1 << 24))
+    return ftl_diag_fail(d, FTL_ERR_PROTO, "the launcher's activation names no attempt");
+  ctx->env.attempt = (int)attempt;
+  ctx->info.attempt = (int)attempt;
+  int64_t timeout_ms = rz_wire_int(msg, "timeout_ms", -1);
+  if (timeout_ms > 0) ctx->env.timeout_ms = timeout_ms;
+  char num[24];
+  snprintf(num, sizeof num, "%d", (int)attempt);
+  setenv("FTL_ATTEMPT", num, 1);
+  if (*attempt_dir) setenv("FTL_ATTEMPT_DIR", attempt_dir, 1);
+  unsetenv("FTL_STANDBY");
+  return FTL_OK;
+}
+
+/* The standby's wait: "parked" to the launcher, then nothing but its socket until "activate"
+ * (FTL_OK), its close or a "stop" (FTL_ERR_RDZV: dismissed), or the park deadline. No busy-wait:
+ * one poll() a second. */
+static ftl_err park(ftl_ctx *ctx, ftl_diag *d) {
+  int64_t limit = STANDBY_PARK_DEFAULT_MS, parsed;
+  const char *pt = getenv("FTL_STANDBY_PARK_TIMEOUT_MS");
+  if (pt && ftl_parse_i64(pt, 1, INT64_MAX / 4, &parsed) == FTL_OK) limit = parsed;
+  int64_t deadline = ftl_deadline_after_ms(limit);
+  ftl_err rc = rz_rdzv_client_send(&ctx->client,
+                                    json_pack("{s:s, s:i, s:f, s:f}", "type", "parked", "rss_kb", (int)resident_kib(),
+                                              "rendezvous_ms", ctx->startup.rendezvous, "mpi_init_ms",
+                                              ctx->startup.mpi_init),
+                                    0, d);
+  if (rc) return rc;
+  for (;;) {
+    json_t *msg = NULL;
+    ftl_diag pd;
+    ftl_err nrc = rz_linebuf_next(&ctx->from_launcher, &msg, &pd);
+    if (nrc == FTL_OK) {
+      const char *type = rz_wire_str(msg, "type", "");
+      if (!strcmp(type, "activate")) rc = take_activation(ctx, msg, d);
+      else if (!strcmp(type, "stop")) rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher dismissed this standby gang");
+      int done = !strcmp(type, "activate") || !strcmp(type, "stop");
+      json_decref(msg);
+      if (done) return rc;
+      continue; /* pings and the like */
+    }
+    if (nrc != FTL_ERR_NOTFOUND) return ftl_diag_fail(d, nrc, "from the launcher while parked: %s", pd.msg);
+    int left = ftl_deadline_left_ms(deadline);
+    if (left == 0) return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "parked as a standby for %lld ms without activation", (long long)limit);
+    struct pollfd pfd = {.fd = ctx->client.fd, .events = POLLIN};
+    if (poll(&pfd, 1, left < 1000 ? left : 1000) <= 0) continue;
+    bool eof = false;
+    if (rz_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK || eof)
+      return ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher dismissed this standby gang (it closed the connection)");
+  }
+}
+
 ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ftl_err rc = FTL_OK;
   ftl_diag d = {{0}};
@@ -173,7 +250,7 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ctx->client.fd = -1;
   ctx->info.device = -1;
   ctx->info.host = ftl_hostname();
-  ctx->startup = (ftl_startup_ms){-1, -1, -1};
+  ctx->startup = (ftl_startup_ms){-1, -1, -1, -1};
   *ctx_out = ctx;
 
   rc = rz_launch_env_read(&ctx->env, &d);
@@ -208,6 +285,14 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ftl_log_set_identity(ctx->info.rank, ctx->info.world_size);
   rc = check_gang(ctx, &d);
   if (rc) goto out;
+  const char *standby = getenv("FTL_STANDBY");
+  if (ctx->have_client && standby && strcmp(standby, "1") == 0) {
+    int64_t parked_at = ftl_clock_ns();
+    rc = park(ctx, &d);
+    if (rc) goto out;
+    ctx->startup.parked = rz_ms_since(parked_at);
+    ftl_log_set_identity(ctx->info.rank, ctx->info.world_size);
+  }
 
   t0 = ftl_clock_ns();
   rc = init_communicator(ctx, &d);
@@ -215,7 +300,8 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ctx->startup.comm_init = rz_ms_since(t0);
   ctx->ready_ns = ftl_clock_ns();
 
-  rz_report(ctx, json_pack("{s:s, s:f, s:f, s:f, s:s, s:i, s:i, s:i}", "type", "ready", "rendezvous_ms",
+  rz_report(ctx, json_pack("{s:s, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:i}", "type", "ready", "parked_ms",
+                        ctx->startup.parked, "rendezvous_ms",
                         ctx->startup.rendezvous, "mpi_init_ms", ctx->startup.mpi_init, "comm_init_ms",
                         ctx->startup.comm_init, "backend", ctx->info.backend == FTL_BACKEND_NCCL ? "nccl" : "mpi",
                         "device", ctx->info.device, "local_rank", ctx->info.local_rank, "local_world_size",

@@ -18,6 +18,7 @@ typedef struct conn {
   enum conn_role role;
   int rank;
   bool said_bye;
+  bool parked;         /* a standby rank waiting for its activation */
   ftl_linebuf lb;
 } conn;
 
@@ -34,6 +35,7 @@ struct ftl_rdzv_server {
   bool went;
   bool failed;
   char fail_reason[1024];
+  json_t *activation;  /* the activate message of a standby gang, once activated (owned) */
 };
 
 ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
@@ -69,6 +71,7 @@ void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
     rz_linebuf_free(&s->conns[i].lb);
   }
   if (s->listen_fd >= 0) close(s->listen_fd);
+  json_decref(s->activation);
   ftl_free(s->conns);
   ftl_free(s->joined);
   ftl_free(s->hosts);
@@ -77,6 +80,9 @@ void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
 
 int rz_rdzv_server_port(const ftl_rdzv_server *s) { return s->port; }
 int rz_rdzv_server_joined(const ftl_rdzv_server *s) { return s->joined_count; }
+bool rz_rdzv_server_rank_joined(const ftl_rdzv_server *s, int rank) {
+  return rank >= 0 && rank < s->world_size && s->joined[rank];
+}
 size_t rz_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns; }
 size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s) {
   size_t n = 0;
@@ -101,6 +107,10 @@ static void send_to(conn *c, json_t *msg) {
   ftl_diag ignored;
   if (msg) rz_wire_send(c->fd, msg, ftl_deadline_after_ms(2000), &ignored);
   json_decref(msg);
+}
+
+static void send_activation(const ftl_rdzv_server *s, conn *c) {
+  if (s->activation) send_to(c, json_copy(s->activation));
 }
 
 static void emit(ftl_rdzv_event_fn fn, void *user, ftl_rdzv_event_kind kind, const conn *c, const json_t *msg,
@@ -142,6 +152,7 @@ static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const c
   if (strcmp(type, "agent") == 0) {
     c->role = ROLE_AGENT;
     emit(fn, user, FTL_RDZV_AGENT_HELLO, c, msg, NULL);
+    send_activation(s, c);
     return true;
   }
   c->role = ROLE_RANK;
@@ -184,7 +195,11 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
   else if (strcmp(type, "alive") == 0) emit(fn, user, FTL_RDZV_AGENT_ALIVE, c, msg, NULL);
   else if (strcmp(type, "section") == 0) emit(fn, user, FTL_RDZV_SECTION, c, msg, NULL);
   else if (strcmp(type, "stopping") == 0) emit(fn, user, FTL_RDZV_AGENT_STOPPING, c, msg, NULL);
-  else if (strcmp(type, "exit") == 0) {
+  else if (strcmp(type, "parked") == 0) {
+    c->parked = true;
+    emit(fn, user, FTL_RDZV_RANK_PARKED, c, msg, NULL);
+    send_activation(s, c); /* a rank that parks after the activation goes on at once */
+  } else if (strcmp(type, "exit") == 0) {
     c->said_bye = true;
     emit(fn, user, FTL_RDZV_AGENT_EXIT, c, msg, NULL);
   } else if (strcmp(type, "bye") == 0) {
@@ -302,3 +317,20 @@ void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {
     if (s->conns[i].role == ROLE_RANK)
       send_to(&s->conns[i], json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason));
 }
+
+void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields) {
+  if (s->activation) return;
+  s->activation = json_deep_copy(fields);
+  if (!json_is_object(s->activation)) {
+    json_decref(s->activation);
+    s->activation = json_object();
+  }
+  if (!s->activation) return;
+  json_object_set_new(s->activation, "type", json_string("activate"));
+  for (size_t i = 0; i < s->nconns; i++)
+    /* A rank still in its rendezvous or MPI_Init hears of it when it parks. */
+    if (s->conns[i].role == ROLE_AGENT || (s->conns[i].role == ROLE_RANK && s->conns[i].parked))
+      send_activation(s, &s->conns[i]);
+}
+
+bool rz_rdzv_server_activated(const ftl_rdzv_server *s) { return s->activation != NULL; }

@@ -31,6 +31,8 @@ typedef enum ftl_rdzv_event_kind {
   FTL_RDZV_AGENT_ALIVE, /* the agent's heartbeat (msg: state of its program, as /proc shows it) */
   FTL_RDZV_SECTION,     /* a rank entered a section of work (msg: name: "step" or "checkpoint") */
   FTL_RDZV_AGENT_STOPPING, /* the agent was asked to stop (msg: signal, by): its host is alive */
+  FTL_RDZV_RANK_PARKED, /* a standby rank finished its start-up and MPI_Init and waits in ftl_init
+                           for activation (msg: rss_kb) */
 } ftl_rdzv_event_kind;
 
 typedef struct ftl_rdzv_event {
@@ -54,6 +56,8 @@ size_t rz_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size
 void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user);
 
 int rz_rdzv_server_joined(const ftl_rdzv_server *s);
+/* Whether rank joined the rendezvous. */
+bool rz_rdzv_server_rank_joined(const ftl_rdzv_server *s, int rank);
 /* Open connections from agents and ranks. */
 size_t rz_rdzv_server_connections(const ftl_rdzv_server *s);
 /* Open connections from ranks (in ftl_init or after it). */
@@ -74,6 +78,11 @@ void rz_rdzv_server_ping_agents(ftl_rdzv_server *s);
 
 /* Asks every rank that uses the library to stop (ftl_stop_requested returns 1), with a reason. */
 void rz_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason);
+
+/* Activates a standby gang: every rank and agent gets {"type":"activate", ...fields} now or, if
+ * it parks or says hello later, then. fields (borrowed) say which attempt the gang now is. */
+void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields);
+bool rz_rdzv_server_activated(const ftl_rdzv_server *s);
 
 /* Tells every joined rank that the rendezvous failed, with the reason; no rank gets "go" after. */
 void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason);

@@ -38,7 +38,8 @@ extern "C" {
   X(UNSUPPORTED, 17, "not supported")                                       \
   X(INTERRUPTED, 18, "interrupted by a signal")                             \
   X(GANG, 19, "gang does not match the launch")                             \
-  X(RANGE, 20, "value out of range")
+  X(RANGE, 20, "value out of range")                                        \
+  X(FENCED, 21, "superseded by a newer attempt")
 
 typedef enum ftl_err {
 #define FTL_ERR_ENUM_(name, num, msg) FTL_ERR_##name = num,

@@ -60,6 +60,7 @@ typedef struct ftl_startup_ms {
   double rendezvous;
   double mpi_init;
   double comm_init;
+  double parked;        /* a standby rank: how long it waited, parked, for its activation */
 } ftl_startup_ms;
 
 /* Collective. Joins the gang and returns a context in *ctx_out (destroyed by ftl_finalize).

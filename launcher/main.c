@@ -100,6 +100,8 @@ static const char env_help[] =
     "  FTL_NODE_TIMEOUT_MS                              timeouts.node_s: an agent that hears nothing from\n"
     "                                                   ftl this long ends its rank\n"
     "  FTL_PREEMPT_GRACE_MS                             preemption.grace_s (bounds the checkpoint interval)\n"
+    "  FTL_STANDBY                                      1 in a standby gang: ftl_init parks after MPI_Init until\n"
+    "                                                   the launcher activates it (docs/fault-tolerance.md)\n"
     "  FTL_FLEET_LEDGER                                 the spec's fleet_ledger, or empty\n"
     "  and the spec's `env` (for the program only: mpirun, srun and the rank agent run without it;\n"
     "  it reaches the agents as FTL_JOB_ENV_<NAME>, which the program does not see; names ftl or\n"
@@ -107,7 +109,9 @@ static const char env_help[] =
     "  OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1.\n"
     "A job with `inputs:` also gives its ranks FTL_SNAPSHOT (the digests of its inputs) and\n"
     "FTL_INPUT_<NAME> (each input's path). The evaluation gate's evaluator gets FTL_RUN_DIR,\n"
-    "FTL_SNAPSHOT, FTL_INPUT_<NAME>, FTL_GATE_ADAPTER, FTL_GATE_BASE, FTL_GATE_DATA and FTL_GATE_METRICS.\n"
+    "FTL_SNAPSHOT, FTL_INPUT_<NAME>, FTL_GATE_ADAPTER, FTL_GATE_BASE, FTL_GATE_DATA and FTL_GATE_METRICS.\n";
+/* Two literals: one would pass the 4095 characters C17 promises to support. */
+static const char env_reads_help[] =
     "\n"
     "Variables ftl reads:\n"
     "  FTL_LOG_LEVEL=error|warn|info|debug              log verbosity (default info)\n"
@@ -115,6 +119,8 @@ static const char env_help[] =
     "                                                   every rank has a GPU of its own; docs/gpu.md)\n"
     "  FTL_COLLECTIVE_TIMEOUT_MS                        deadline of one collective on the GPU path (default 10 min;\n"
     "                                                   also bounds NCCL's set-up, at most 2 min without a launcher)\n"
+    "  FTL_STANDBY_PARK_TIMEOUT_MS                      how long a standby rank waits parked for its activation\n"
+    "                                                   before it gives up (default a day; ftl starts another)\n"
     "  FTL_CKPT_ALLOW_FRESH=1                           the ranks' checkpoint library may start fresh in a run\n"
     "                                                   directory whose checkpoints are all unusable\n"
     "  FTL_LIBRARY                                      the libftl.so the Python binding loads (docs/python.md)\n"
@@ -257,6 +263,7 @@ static int cmd_help(int argc, char **argv) {
   for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++) {
     if (!strcmp(topics[i].name, topic)) {
       fputs(topics[i].text, stdout);
+      if (topics[i].text == env_help) fputs(env_reads_help, stdout);
       return FTL_EXIT_OK;
     }
   }

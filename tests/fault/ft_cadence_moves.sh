@@ -24,10 +24,8 @@ for i in $(seq 0 200); do
   rank=$((i % 4))
   sleep "$GAP_S"
   kill -0 $pid 2>/dev/null || break
-  for p in $(pgrep -f -- "$MARKER"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl-finetune ] || continue
-    tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=$rank" && { kill -KILL "$p" 2>/dev/null && kills=$((kills + 1)); break; }
-  done
+  p=$(rank_pid runs/cadence "$MARKER" "$rank" ftl-finetune) # the running attempt's, not the standby's
+  [ -n "$p" ] && kill -KILL "$p" 2>/dev/null && kills=$((kills + 1))
 done
 wait_rc $pid
 t_end=$(date +%s.%N)

@@ -6,11 +6,7 @@ write_job job.yaml hang 4 "timeouts: {step_s: 2}"
 ftl run --kill-grace-ms 500 job.yaml >out 2>&1 &
 pid=$!
 wait_first_commit runs/hang
-victim=""
-for p in $(pgrep -f -- "$MARKER"); do
-  [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl-finetune ] || continue
-  tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=2" && victim=$p
-done
+victim=$(rank_pid runs/hang "$MARKER" 2 ftl-finetune) # the running attempt's, not the standby's
 [ -n "$victim" ] || fail "rank 2 not found"
 kill -STOP "$victim"
 wait_rc $pid

@@ -17,11 +17,9 @@ write_job job2.yaml rcost2 2 "fleet_ledger: fleet.jsonl"
 
 # kill_rank RANK: SIGKILL that rank's fine-tune (this test's, by its marker).
 kill_rank() {
-  for p in $(pgrep -f -- "$MARKER"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl-finetune ] || continue
-    tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=$1" && { kill -KILL "$p" && return 0; }
-  done
-  return 1
+  local p
+  p=$(rank_pid runs/rcost "$MARKER" "$1" ftl-finetune) # the running attempt's, not the standby's
+  [ -n "$p" ] && kill -KILL "$p"
 }
 # wait_until SECONDS WHAT COMMAND...: polls COMMAND (a function, so its tests are evaluated anew
 # each time) every 0.1 s.

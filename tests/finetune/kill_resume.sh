@@ -30,10 +30,7 @@ log=victim/attempt-0000/rank-00000.out
 # The victim rank's process, found first so that the kill follows the step at once.
 pid=""
 for _ in $(seq 1500); do
-  for p in $(pgrep -f -- "$MARKER"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl-finetune ] || continue
-    tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=$KILL_RANK" && pid=$p
-  done
+  pid=$(rank_pid victim "$MARKER" "$KILL_RANK" ftl-finetune) # the running attempt's, not a standby's
   [ -n "$pid" ] && break
   sleep 0.02
 done

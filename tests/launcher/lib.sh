@@ -10,7 +10,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ftl-test.XXXXXX")
 cd "$SCRATCH" || exit 1
 MARKER="ftl-test-marker-$$-$RANDOM"
-trap 'pkill -KILL -f "$MARKER" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+# FTL_TEST_KEEP=1 keeps the scratch folder, for a look at a failure.
+trap 'pkill -KILL -f "$MARKER" 2>/dev/null; [ "${FTL_TEST_KEEP:-0}" = 1 ] && echo "kept $SCRATCH" >&2 || rm -rf "$SCRATCH"' EXIT
 
 fail() {
   echo "FAIL: $*" >&2
@@ -80,4 +81,47 @@ expect_no_leftovers() {
     ps -ef | grep -F "$MARKER" | grep -v grep >&2
     fail "processes of the job are still running"
   fi
+}
+
+# current_attempt RUNDIR: the number of the newest attempt folder (the attempt running now; a
+# standby's folder does not exist until it is activated), or -1.
+current_attempt() {
+  local d n=-1
+  for d in "$1"/attempt-*; do
+    [ -d "$d" ] && n=$((10#${d##*attempt-}))
+  done
+  echo "$n"
+}
+
+# gang_pids RUNDIR PATTERN RANK ATTEMPT [COMM]: the pids of RANK's program in the gang started as
+# attempt ATTEMPT of the run in RUNDIR, found by PATTERN in the command line (COMM: the process
+# name, to pass over the rank agent). A standby gang for the next attempt carries that attempt's
+# number (FTL_ATTEMPT) from its start, so ATTEMPT = current + 1 finds the parked standby.
+gang_pids() {
+  local rundir=$1 pat=$2 rank=$3 attempt=$4 comm=${5:-} p env
+  for p in $(pgrep -f -- "$pat"); do
+    [ -n "$comm" ] && [ "$(cat /proc/$p/comm 2>/dev/null)" != "$comm" ] && continue
+    env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
+    grep -qx "RANK=$rank" <<<"$env" || continue
+    grep -qx "FTL_ATTEMPT=$attempt" <<<"$env" || continue
+    grep -qx "FTL_RUN_DIR=$(readlink -f "$rundir")" <<<"$env" || continue
+    echo "$p"
+  done
+}
+
+# rank_pid RUNDIR PATTERN RANK [COMM]: the pid of RANK's program in the running attempt (never a
+# parked standby's), or nothing.
+rank_pid() {
+  gang_pids "$1" "$2" "$3" "$(current_attempt "$1")" "${4:-}" | head -1
+}
+
+# standby_pid RUNDIR PATTERN RANK [COMM]: the pid of RANK's program in the standby gang parked for
+# the next attempt, or nothing.
+standby_pid() {
+  gang_pids "$1" "$2" "$3" "$(($(current_attempt "$1") + 1))" "${4:-}" | head -1
+}
+
+# count_events RUNDIR EVENT: how many EVENT records the run's event log holds.
+count_events() {
+  grep -c "\"event\":\"$2\"" "$1/events.jsonl" 2>/dev/null || true
 }

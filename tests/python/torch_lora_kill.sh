@@ -15,11 +15,7 @@ for _ in $(seq 600); do
   sleep 0.05
 done
 has_commit victim || { cat out >&2; fail "no committed checkpoint after 30 s"; }
-pid=""
-for p in $(pgrep -f -- "$TL_TRAIN"); do
-  tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "FTL_RUN_DIR=$SCRATCH/victim" || continue
-  tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx "RANK=$KILL_RANK" && pid=$p
-done
+pid=$(rank_pid victim "$TL_TRAIN" "$KILL_RANK") # the running attempt's, not the standby's
 [ -n "$pid" ] || { cat out >&2; fail "rank $KILL_RANK's process not found"; }
 kill -KILL "$pid"
 echo "killed rank $KILL_RANK (pid $pid); committed then:" $(ls -d victim/checkpoints/step-*/manifest.json 2>/dev/null | cut -d/ -f3)

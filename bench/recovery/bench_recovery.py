@@ -87,7 +87,7 @@ def lora_args():
     return ["--steps", str(STEPS), "--ckpt-every", "5", "--step-ms", str(STEP_MS)]
 
 
-def ftl_once(work, finetune_data=None, lora=False):
+def ftl_once(work, finetune_data=None, lora=False, standby=False):
     run = os.path.join(work, "ftl")
     spec = os.path.join(work, "job.yaml")
     if lora:
@@ -103,7 +103,7 @@ program: {program}
 args: {json.dumps(args)}
 env: {{FTL_BACKEND: mpi, OMP_NUM_THREADS: "1"}}
 run_dir: {run}
-restart: {{max_restarts: 1}}
+restart: {{max_restarts: 1, standby: {"on" if standby else "off"}}}
 """)
     log_path = os.path.join(work, "ftl.log")
     with open(log_path, "w") as log_file:
@@ -127,6 +127,8 @@ restart: {{max_restarts: 1}}
             return False
     try:
         wait_for(step_reached, proc=proc, what=f"step {KILL_AT}")
+        if standby:
+            wait_for(lambda: any(e["event"] == "standby_parked" for e in read()), 120, proc, "a parked standby")
         victim = [e for e in read() if e["event"] == "rank_started" and e["rank"] == 1][0]["pid"]
         # The agent's child is the program: kill the program, not the agent.
         child = int(open(f"/proc/{victim}/task/{victim}/children").read().split()[0])
@@ -220,7 +222,10 @@ def main():
     data = tempfile.mkdtemp(prefix="ftl-bench-recovery-data-")
     prepare_finetune(data)
     sides = [("torchrun", torch_once), ("ftl", ftl_once), ("ftl fine-tune", lambda w: ftl_once(w, data)),
-             ("lora torchrun", lambda w: torch_once(w, lora=True)), ("lora ftl", lambda w: ftl_once(w, lora=True))]
+             ("ftl standby", lambda w: ftl_once(w, standby=True)),
+             ("fine-tune standby", lambda w: ftl_once(w, data, standby=True)),
+             ("lora torchrun", lambda w: torch_once(w, lora=True)), ("lora ftl", lambda w: ftl_once(w, lora=True)),
+             ("lora standby", lambda w: ftl_once(w, lora=True, standby=True))]
     results = {name: [] for name, _ in sides}
     try:
         for i in range(runs):
@@ -246,20 +251,27 @@ def main():
         return f"{v:.3f}" if v == v else "n/a"
     print(f"recovery after SIGKILL of one of {RANKS} ranks (seconds after the kill, median of {runs});")
     print("torchrun and ftl run the same job (50 ms steps, one allreduce each, rank 0 saves every 5 steps);")
-    print("'ftl fine-tune' is the example fine-tune resuming from an ftl_ckpt checkpoint (HDF5 shards)")
-    print(f"{'phase':<20} {'torchrun':>9} {'ftl':>9} {'ftl/torchrun':>13} {'ftl fine-tune':>14}")
+    print("'ftl fine-tune' is the example fine-tune resuming from an ftl_ckpt checkpoint (HDF5 shards);")
+    print("'cold': restart.standby off (a new gang from mpirun on); 'standby': a parked standby takes over")
+    cols = [("torchrun", "torchrun"), ("ftl cold", "ftl"), ("ftl standby", "ftl standby"),
+            ("fine-tune cold", "ftl fine-tune"), ("fine-tune standby", "fine-tune standby")]
+    print(f"{'phase':<20}" + "".join(f" {c:>17}" for c, _ in cols) + f" {'standby/torchrun':>17}")
     for p in phases:
-        t, f, g = med("torchrun", p), med("ftl", p), med("ftl fine-tune", p)
-        ratio = f"{f / t:.3f}" if t == t and f == f and t > 0 else "-"
-        print(f"{p:<20} {fmt(t):>9} {fmt(f):>9} {ratio:>13} {fmt(g):>14}")
+        vals = [med(k, p) for _, k in cols]
+        t, w = vals[0], vals[2]
+        ratio = f"{w / t:.3f}" if t == t and w == w and t > 0 else "-"
+        print(f"{p:<20}" + "".join(f" {fmt(v):>17}" for v in vals) + f" {ratio:>17}")
     print()
     print("examples/torch-lora (PyTorch, gloo, the same 50 ms steps and a checkpoint every 5 steps): under ftl")
-    print("(checkpoints through the Python binding) and under torchrun (the same program, --torch-save)")
-    print(f"{'phase':<20} {'torchrun':>9} {'ftl':>9} {'ftl/torchrun':>13}")
+    print("(checkpoints through the Python binding; cold, and with a standby parked in ftl.init() after its")
+    print("imports) and under torchrun (the same program, --torch-save)")
+    lcols = [("torchrun", "lora torchrun"), ("ftl cold", "lora ftl"), ("ftl standby", "lora standby")]
+    print(f"{'phase':<20}" + "".join(f" {c:>12}" for c, _ in lcols) + f" {'cold/torchrun':>14} {'standby/torchrun':>17}")
     for p in phases:
-        t, f = med("lora torchrun", p), med("lora ftl", p)
-        ratio = f"{f / t:.3f}" if t == t and f == f and t > 0 else "-"
-        print(f"{p:<20} {fmt(t):>9} {fmt(f):>9} {ratio:>13}")
+        t, c, w = (med(k, p) for _, k in lcols)
+        rc = f"{c / t:.3f}" if t == t and c == c and t > 0 else "-"
+        rw = f"{w / t:.3f}" if t == t and w == w and t > 0 else "-"
+        print(f"{p:<20} {fmt(t):>12} {fmt(c):>12} {fmt(w):>12} {rc:>14} {rw:>17}")
     print()
     t_first = med("torchrun", "first resumed step")
     for name in ("ftl", "ftl fine-tune"):
@@ -267,6 +279,11 @@ def main():
         print(f"goals, {name}: new gang started <= 0.5 s after the kill: {f_new:.3f} s "
               f"({'met' if f_new <= 0.5 else 'NOT met'}); first resumed step <= half of torchrun's "
               f"({t_first / 2:.3f} s): {f_first:.3f} s ({'met' if f_first <= t_first / 2 else 'NOT met'})")
+    for name, key, goal in (("C job", "ftl standby", 0.15), ("fine-tune", "fine-tune standby", 0.15),
+                            ("torch-lora", "lora standby", 0.3)):
+        v = med(key, "first resumed step")
+        print(f"goals, standby, {name}: first resumed step <= {goal} s after the kill: {v:.3f} s "
+              f"({'met' if v <= goal else 'NOT met'})")
 
 
 if __name__ == "__main__":

@@ -423,7 +423,25 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     put_text(o, a->summary);
     put(o, "</td></tr>\n");
   }
-  put(o, "</table>\n<h2>Goodput</h2>\n");
+  put(o, "</table>\n");
+  /* The standby gang (launcher/standby.h): warm restarts, and what they cost while parked. */
+  const ftl_rv_standby *sb = &rv.standby;
+  if (sb->state[0]) {
+    stamp(t, sizeof t, sb->since_us);
+    put(o, "<p>Standby gang: ");
+    put_text(o, sb->state);
+    put(o, " for attempt %d since %s", sb->for_attempt, t);
+    if (sb->rss_kb >= 0) put(o, " (parked in %.2f s, %.1f MiB resident)", (double)sb->park_ms / 1e3, (double)sb->rss_kb / 1024);
+    put(o, "; %d started, %d parked, %d take-over%s, %d lost", sb->started, sb->parked, sb->activated,
+        sb->activated == 1 ? "" : "s", sb->lost);
+    if (sb->reason[0]) {
+      put(o, " (last: ");
+      put_text(o, sb->reason);
+      put(o, ")");
+    }
+    put(o, ".</p>\n");
+  }
+  put(o, "<h2>Goodput</h2>\n");
   plot_goodput(o, &g);
   put(o, "<h2>Checkpoint cadence</h2>\n");
   plot_cadence(o, &rv);

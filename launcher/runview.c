@@ -93,6 +93,37 @@ static ftl_rv_attempt *find_attempt(ftl_runview *rv, int n) {
   return NULL;
 }
 
+/* One standby_* event (what: the part after "standby_"). */
+static void add_standby(ftl_rv_standby *sb, const char *what, const json_t *line, int attempt, int64_t t) {
+  static const struct {
+    const char *event, *state;
+  } map[] = {{"started", "starting"}, {"parked", "parked"}, {"activated", "activated"}, {"lost", "lost"},
+             {"disabled", "off"}};
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+    if (strcmp(what, map[i].event) != 0) continue;
+    snprintf(sb->state, sizeof sb->state, "%s", map[i].state);
+    sb->for_attempt = attempt;
+    sb->since_us = t;
+    if (i == 0) {
+      sb->started++;
+      sb->rss_kb = -1;
+    } else if (i == 1) {
+      sb->parked++;
+      sb->rss_kb = jint(line, "rss_kb", -1);
+      sb->park_ms = jint(line, "park_ms", 0);
+    } else if (i == 2) {
+      sb->activated++;
+    } else {
+      /* A standby ended by ftl itself (the job is over, a stop, a placement it cannot serve) was
+       * dropped; one that died was lost. */
+      int died = i == 3 && json_is_true(json_object_get(line, "died"));
+      if (i == 3 && !died) snprintf(sb->state, sizeof sb->state, "dropped");
+      if (died) sb->lost++;
+      jstr(line, "reason", sb->reason, sizeof sb->reason);
+    }
+  }
+}
+
 void ln_runview_add(ftl_runview *rv, const json_t *line) {
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
@@ -144,6 +175,8 @@ void ln_runview_add(ftl_runview *rv, const json_t *line) {
       ftl_rv_mark *m = grow((void **)&rv->restart_marks, &rv->n_restart_marks, &rv->cap_restart_marks, sizeof *m);
       if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = a ? a->committed_step : -1};
     }
+  } else if (!strncmp(ev, "standby_", 8)) {
+    add_standby(&rv->standby, ev + 8, line, n, t);
   } else if (!strcmp(ev, "run_stopped")) {
     jstr(line, "reason", rv->stop_reason, sizeof rv->stop_reason);
   } else if (!strcmp(ev, "run_goodput")) {

@@ -52,6 +52,17 @@ typedef struct ftl_rv_cadence { /* a cadence event (the example fine-tune's chec
   double step_s, mtbf_h, daly_s, stall_s, waste;
 } ftl_rv_cadence;
 
+typedef struct ftl_rv_standby { /* the standby gang's events (launcher/standby.h) */
+  char state[16];     /* "" never had one; "starting", "parked", "activated", "lost" (it died),
+                         "dropped" (ended by ftl), "off" (turned off for the run) */
+  int for_attempt;    /* the attempt it was for */
+  int64_t since_us;   /* when it entered state */
+  int64_t rss_kb;     /* its parked ranks' resident memory (sum), -1 when not known */
+  int64_t park_ms;    /* start to parked */
+  int started, parked, activated, lost; /* how many of each (lost: deaths only) */
+  char reason[160];   /* the latest loss's or turning off's reason */
+} ftl_rv_standby;
+
 typedef struct ftl_runview {
   int keep_series; /* keep every sample/mark/cadence (report); else only the latest */
   char job[128];
@@ -76,6 +87,7 @@ typedef struct ftl_runview {
   ftl_rv_cadence latest_cadence; /* interval_steps 0: none */
   int64_t committed_step;        /* the highest committed step seen, -1 if none */
   int64_t committed_us;
+  ftl_rv_standby standby;
   /* The run_goodput event, when there is one (the run ended). */
   int have_goodput;
   double gp_wall_ms, gp_productive_ms, gp_startup_ms, gp_stall_ms, gp_lost_ms, gp_teardown_ms, gp_backoff_ms, gp_pct;

@@ -247,6 +247,15 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
                                               "committed_step", (json_int_t)a->committed_step, "summary", a->summary));
   }
   json_object_set_new(doc, "attempts", attempts);
+  const ftl_rv_standby *sb = &rv.standby;
+  json_object_set_new(doc, "standby",
+                      sb->state[0] ? json_pack("{s:s, s:i, s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:s}", "state", sb->state,
+                                               "for_attempt", sb->for_attempt, "since_us", (json_int_t)sb->since_us,
+                                               "rss_kb", sb->rss_kb >= 0 ? json_integer(sb->rss_kb) : json_null(),
+                                               "park_ms", (json_int_t)sb->park_ms, "started", sb->started, "parked",
+                                               sb->parked, "activated", sb->activated, "lost", sb->lost, "reason",
+                                               sb->reason)
+                                   : json_null());
   json_t *restarts = json_array();
   json_object_set_new(doc, "failures", failures_of(run_dir, restarts));
   json_t *cost = restart_cost_of(run_dir);
@@ -328,10 +337,22 @@ static void print_human(const json_t *doc) {
   json_array_foreach(attempts, i, a) {
     char t[64];
     when(t, sizeof t, (int64_t)num(a, "start_us"));
-    printf("  attempt %.0f  %-6s %s  %8.1f s  %-17s steps to %.0f, committed %.0f", num(a, "attempt"),
+    printf("  attempt %.0f  %-7s %s  %8.1f s  %-17s steps to %.0f, committed %.0f", num(a, "attempt"),
            str(a, "launcher"), t, num(a, "duration_s"), str(a, "outcome"), num(a, "last_step"),
            num(a, "committed_step"));
     if (*str(a, "summary")) printf(": %s", str(a, "summary"));
+    printf("\n");
+  }
+  const json_t *sb = json_object_get(doc, "standby");
+  if (json_is_object(sb)) {
+    char t[64];
+    when(t, sizeof t, (int64_t)num(sb, "since_us"));
+    printf("standby: %s for attempt %.0f since %s", str(sb, "state"), num(sb, "for_attempt"), t);
+    if (!strcmp(str(sb, "state"), "parked") && json_is_integer(json_object_get(sb, "rss_kb")))
+      printf(" (parked in %.2f s, %.1f MiB resident)", num(sb, "park_ms") / 1e3, num(sb, "rss_kb") / 1024);
+    printf("; %.0f started, %.0f take-over%s, %.0f lost", num(sb, "started"), num(sb, "activated"),
+           num(sb, "activated") == 1 ? "" : "s", num(sb, "lost"));
+    if (*str(sb, "reason")) printf(" (last: %s)", str(sb, "reason"));
     printf("\n");
   }
   const json_t *failures = json_object_get(doc, "failures");

@@ -127,6 +127,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                       * between to tell the launcher it was torn down (its host is alive), or
                       * it vanishes as silently as a dead host's (detect.h). ftl itself ends
                       * the gang through the agents, so this is not the programs' grace. */
-                     .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S};
+                     .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S,
+                     .standby = o->standby_launch};
   return ln_gang_build_argv(&g, &L->argv, d);
 }

@@ -82,6 +82,7 @@ ftl_err ln_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d
     push(&b, "--kill-on-bad-exit=1");
     push(&b, "--export=ALL");
     push(&b, "--unbuffered");
+    if (o->standby) push(&b, "--overlap"); /* the running attempt's step holds the allocation's CPUs */
   } else {
     push(&b, "mpirun");
     /* No "helpful" banners: ftl reports what failed itself, naming the rank and host. */

@@ -22,6 +22,8 @@ typedef struct ftl_gang_opts {
   int running_as_root;
   int cpu_count;                 /* of this machine, to decide on --oversubscribe */
   int sigkill_grace_s;           /* how long mpirun itself waits between TERM and KILL of ranks */
+  int standby;                   /* a standby gang beside a running step: srun --overlap shares its
+                                    allocation's resources instead of waiting for them */
 } ftl_gang_opts;
 
 /* AUTO becomes SRUN inside a Slurm allocation (SLURM_JOB_ID set) and MPIRUN elsewhere. */

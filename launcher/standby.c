@@ -256,6 +256,10 @@ int ln_standby_ready(const ln_standby *sb, int after_attempt) {
 
 int ln_standby_fits(const ln_standby *sb, const ftl_attempt_opts *o) {
   if (!sb || !sb->live || sb->attempt != o->attempt || sb->world != o->world_size) return 0;
+  /* Every agent up: mpirun or srun placed the whole gang. Ranks still in their start-up park soon
+   * and are activated then; a gang not even placed (srun waiting for resources, a host mpirun
+   * cannot reach) might never be, and the cold path is the sure one. */
+  if (sb->agents_up < sb->world) return 0;
   return same_hostfile(sb->hostfile, o->hostfile ? o->hostfile : "");
 }
 

@@ -72,7 +72,7 @@ void ln_standby_turn(ln_standby *sb, const struct pollfd *fds, size_t n);
 int ln_standby_ready(const ln_standby *sb, int after_attempt);
 
 /* Whether the live standby can become the attempt o describes: same attempt number, world size and
- * hostfile contents, and none of its ranks gone. */
+ * hostfile contents, every agent of it up, and none of its ranks gone. */
 int ln_standby_fits(const ln_standby *sb, const ftl_attempt_opts *o);
 
 /* Ends a live standby (its ranks killed, its processes swept) with the reason in the event log. */

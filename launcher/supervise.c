@@ -628,7 +628,10 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
   if (sb && sb->live) {
     char why[160];
     snprintf(why, sizeof why, "it cannot serve attempt %d (%s)", o->attempt,
-             sb->world != o->world_size ? "another world size" : sb->attempt != o->attempt ? "another attempt" : "another placement");
+             sb->world != o->world_size   ? "another world size"
+             : sb->attempt != o->attempt  ? "another attempt"
+             : sb->agents_up < sb->world ? "not every rank of it was placed yet"
+                                          : "another placement");
     ln_standby_drop(sb, why);
   }
   if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;

@@ -70,7 +70,14 @@ int main(void) {
   CHECK(has_seq(argv, "--ntasks", "4"));
   CHECK(has_seq(argv, "--kill-on-bad-exit=1", NULL));
   CHECK(!has_seq(argv, "-x", NULL));
+  CHECK(!has_seq(argv, "--overlap", NULL));
   ln_argv_free(argv);
+  /* A standby's srun shares the running step's resources of the allocation. */
+  o.standby = 1;
+  CHECK_OK(ln_gang_build_argv(&o, &argv, &d), d.msg);
+  CHECK(has_seq(argv, "--overlap", NULL));
+  ln_argv_free(argv);
+  o.standby = 0;
 
   o.ranks = 0;
   CHECK_INT_EQ(ln_gang_build_argv(&o, &argv, &d), FTL_ERR_INVAL);

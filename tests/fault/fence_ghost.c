@@ -18,6 +18,7 @@
 int main(int argc, char **argv) {
   const char *go_file = NULL;
   int64_t step = -1;
+  setvbuf(stdout, NULL, _IOLBF, 0); /* the test reads this output whatever ends the process */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--go-file")) go_file = argv[i + 1];
     else if (!strcmp(argv[i], "--step")) step = atoll(argv[i + 1]);

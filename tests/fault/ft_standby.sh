@@ -173,7 +173,8 @@ fence)
   # session: the sweep and the agents never reach it.
   ghost_env=$(tr '\0' '\n' <"/proc/$victim/environ" | grep -E '^(FTL_RUN_DIR|FTL_ATTEMPT|PATH|LD_LIBRARY_PATH|HOME)=')
   grep -qx "FTL_ATTEMPT=0" <<<"$ghost_env" || fail "rank 0 is not attempt 0's"
-  env -i $ghost_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  env -i $ghost_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LSAN_OPTIONS="${LSAN_OPTIONS:-}" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" TSAN_OPTIONS="${TSAN_OPTIONS:-}" \
     setsid "$FTL_BIN_DIR/fence_ghost" --go-file go >ghost.out 2>&1 &
   ghost=$!
   kill_running 0

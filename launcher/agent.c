@@ -575,11 +575,14 @@ static int report_exit(agent *ag, int64_t start_us, ftl_diag *d) {
             ag->pl.rank, (int)keep, ag->err.held.p + n - keep, ag->err.held.p[n - 1] == '\n' ? "" : "\n");
   }
   if (ag->client.fd >= 0) {
-    rz_rdzv_client_send(&ag->client,
-                         json_pack("{s:s, s:i, s:i, s:s, s:I}", "type", "exit", "exit_code", code, "signal", sig,
-                                   "exec_error", ag->exec_errno ? strerror(ag->exec_errno) : "", "wall_us",
-                                   (json_int_t)ftl_wall_us()),
-                         0, d);
+    json_t *msg = json_pack("{s:s, s:i, s:i, s:s, s:I}", "type", "exit", "exit_code", code, "signal", sig, "exec_error",
+                            ag->exec_errno ? strerror(ag->exec_errno) : "", "wall_us", (json_int_t)ftl_wall_us());
+    /* A standby rank that ended unactivated: the launcher names why from its last words. */
+    if (msg && ag->standby && ag->err.held.len) {
+      size_t n = ag->err.held.len, keep = n < 400 ? n : 400;
+      json_object_set_new(msg, "stderr_tail", json_stringn(ag->err.held.p + n - keep, keep));
+    }
+    rz_rdzv_client_send(&ag->client, msg, 0, d);
   }
   return sig ? 128 + sig : code;
 }

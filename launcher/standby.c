@@ -114,7 +114,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
   ln_standby *sb = user;
   if (!sb->live) return;
   int known = ev->rank >= 0 && ev->rank < sb->world;
-  char why[160];
+  char why[300];
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO:
       if (!known || sb->hello[ev->rank]) return;
@@ -144,11 +144,20 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
                                   (json_int_t)(sb->parked_ms - sb->start_ms), "rss_kb", (json_int_t)rss));
       }
       break;
-    case FTL_RDZV_AGENT_EXIT:
-      snprintf(why, sizeof why, "rank %d's program ended (exit code %d, signal %d)", ev->rank,
-               (int)rz_wire_int(ev->msg, "exit_code", -1), (int)rz_wire_int(ev->msg, "signal", 0));
+    case FTL_RDZV_AGENT_EXIT: {
+      /* Its last line on stderr, when it said something: why a program would not park. */
+      char tail[200] = "";
+      const char *t = rz_wire_str(ev->msg, "stderr_tail", "");
+      size_t len = strlen(t);
+      while (len && (t[len - 1] == '\n' || t[len - 1] == '\r')) len--;
+      size_t start = len;
+      while (start && t[start - 1] != '\n') start--;
+      if (len > start) snprintf(tail, sizeof tail, ": \"%.*s\"", (int)(len - start), t + start);
+      snprintf(why, sizeof why, "rank %d's program ended (exit code %d, signal %d)%s", ev->rank,
+               (int)rz_wire_int(ev->msg, "exit_code", -1), (int)rz_wire_int(ev->msg, "signal", 0), tail);
       doom(sb, why);
       break;
+    }
     case FTL_RDZV_CONN_LOST:
       snprintf(why, sizeof why, "the connection of rank %d's %s dropped", ev->rank, ev->role);
       doom(sb, why);
@@ -189,6 +198,10 @@ static ftl_err start(ln_standby *sb, const ftl_attempt_opts *run, ftl_diag *d) {
                        .search_path = 1,
                        .cwd = o.job->working_dir,
                        .new_group = 1,
+                       /* A standby has nothing to finish: when the launcher dies, so does its mpirun,
+                        * and with it the agents (their parent-death signal), even those still
+                        * trying to reach a rendezvous server that is gone. */
+                       .pdeath_signal = SIGKILL,
                        .reset_signals = reset,
                        .n_reset_signals = sizeof reset / sizeof *reset};
   sb->start_ms = ftl_clock_ms();

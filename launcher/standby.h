@@ -48,7 +48,7 @@ typedef struct ln_standby {
   int agents_up, parked, announced;
   int64_t start_ms, parked_ms;
   int doomed;             /* lost during the server's turn: ended after it */
-  char doom_reason[160];
+  char doom_reason[300];
   int ever_parked;        /* some standby of this run parked */
   /* restarts of a standby that died */
   int early_exits, deaths;

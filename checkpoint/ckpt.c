@@ -95,6 +95,7 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   /* Only a process the launcher started (FTL_ATTEMPT set) answers to the fence: a program run by
    * hand on a run directory is no attempt of it. */
   ck->attempt = getenv("FTL_ATTEMPT") ? inf->attempt : -1;
+  ck_l1_setup(&ck->l1, run_dir, o.l1_dir, o.l1_max_bytes);
   if (ftl_fmt(ck->run_dir, sizeof ck->run_dir, "%s", run_dir) ||
       core_rundir_path(ck->base, sizeof ck->base, run_dir, FTL_RUNDIR_CHECKPOINTS)) {
     rc = FTL_ERR_RANGE;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "checkpoint/device.h"
+#include "checkpoint/levels.h"
 #include "checkpoint/manifest.h"
 #include "ftl/ckpt.h"
 #include "ftl/core.h"
@@ -39,8 +40,9 @@
 /* What each rank tells the others after writing its shard. */
 typedef struct hdr {
   int32_t ok, err;
-  int32_t nregs, pad;
+  int32_t nregs, l1; /* l1: this rank's L1 copy of its shard is in place */
   uint64_t regsig, size, checksum;
+  char host[CK_HOST_MAX]; /* this rank's host, for the manifest's l1_host */
   char msg[CK_MSG];
 } hdr;
 
@@ -90,6 +92,8 @@ struct ftl_ckpt {
   char base[PATH_MAX]; /* <run_dir>/checkpoints */
   char run_dir[PATH_MAX]; /* whose fence (core/fence.h) every change to base is made under */
   int attempt;            /* this process's attempt (FTL_ATTEMPT), which the fence must name */
+  ck_l1 l1;               /* the node-local memory level (checkpoint/levels.h) */
+  int restore_l1, restore_l3; /* the last restore's shards read from each level on this rank */
   int keep;
   int allow_fresh; /* options.allow_fresh or FTL_CKPT_ALLOW_FRESH=1 */
   int64_t timeout_ms;

@@ -8,14 +8,43 @@
  * (ckpt_coll.c), CUDA calls (device.c).
  *
  * Map: plan; load on this rank; try one step (agreement); restore. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint/catalog.h"
 #include "checkpoint/ckpt_internal.h"
 #include "checkpoint/h5.h"
 #include "checkpoint/shard.h"
+
+/* ---- levels ------------------------------------------------------------------------------ */
+
+/* Whether this rank reads shard s of m from its host's L1 copy (checkpoint/levels.h): the manifest
+ * names this host for it, and the file is there at the manifest's size. The copy is verified in
+ * full before its bytes count; a copy that is missing, short or fails is passed over for the run
+ * directory's, named in the log. dir gets the copy's folder. */
+static int l1_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, char *dir, size_t size, int quiet) {
+  const ck_shard *sh = &m->shards[s];
+  if (!ck->l1.dir[0] || !sh->l1_host[0] || strcmp(sh->l1_host, ftl_hostname()) != 0) return 0;
+  char path[PATH_MAX];
+  struct stat st;
+  if (ck_l1_step_dir(&ck->l1, m->step, dir, size) || ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file)) return 0;
+  if (lstat(path, &st) != 0) {
+    if (!quiet)
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s is gone (%s): reading the run directory's",
+            (long long)m->step, path, strerror(errno));
+    return 0;
+  }
+  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sh->size_bytes) {
+    if (!quiet)
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s has %lld bytes, the manifest %llu: reading the run "
+            "directory's", (long long)m->step, path, (long long)st.st_size, (unsigned long long)sh->size_bytes);
+    return 0;
+  }
+  return 1;
+}
 
 /* ---- plan and load on this rank ---------------------------------------------------------- */
 
@@ -141,10 +170,25 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, landin
         needs[j] = plan[k0 + (size_t)j].need;
     }
     ftl_err rc = FTL_OK;
-    if (s % ck->world == ck->rank)
+    char l1d[PATH_MAX];
+    int assigned = s % ck->world == ck->rank, used_l1 = 0;
+    if ((assigned || n > 0) && l1_copy_of(ck, m, s, l1d, sizeof l1d, 0)) {
+      /* Every byte of the copy hashed against the manifest before any of it counts. */
+      ftl_diag ld = {{0}};
+      if (ck_shard_verify_read(l1d, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK) {
+        used_l1 = 1;
+      } else {
+        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s/%s failed verification (%s): reading the run "
+                "directory's", (long long)m->step, l1d, m->shards[s].file, ld.msg);
+      }
+    }
+    if (used_l1)
+      ck->restore_l1++;
+    else if (assigned)
       rc = ck_shard_verify_read(sd, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &d);
     else if (n > 0)
       rc = ck_shard_read(sd, &m->shards[s], needs, n, &d);
+    if (!used_l1 && (assigned || n > 0)) ck->restore_l3++;
     ftl_free(needs);
     if (rc) {
       ck_copy_text(msg, msg_size, d.msg);
@@ -230,8 +274,13 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
      * shard s by rank s % world, like its checksums): an edited manifest is proof of corruption
      * even when the edit made it match what this program registered. */
     for (int sh = ck->rank; sh < m->world_size && mine.why == WHY_OK; sh += ck->world) {
-      char path[PATH_MAX];
+      char path[PATH_MAX], l1d[PATH_MAX];
       ftl_diag hd = {{0}};
+      /* An L1 copy whose description checks spares the run directory's file this read; one that
+       * does not is passed over (load_local then verifies the run directory's). */
+      if (l1_copy_of(ck, m, sh, l1d, sizeof l1d, 1) && ftl_fmt(path, sizeof path, "%s/%s", l1d, m->shards[sh].file) == FTL_OK &&
+          ck_h5_check_shard(path, m, &m->shards[sh], &hd) == FTL_OK)
+        continue;
       ftl_err hrc = ftl_fmt(path, sizeof path, "%s/%s", sd, m->shards[sh].file)
                         ? ftl_diag_fail(&hd, FTL_ERR_RANGE, "path too long")
                         : ck_h5_check_shard(path, m, &m->shards[sh], &hd);
@@ -434,11 +483,14 @@ static ftl_err no_usable_step(ftl_ckpt *ck, const int64_t *steps, int64_t n, con
 /* The outcome, logged and sent as an event. */
 static void report_restore(ftl_ckpt *ck, ftl_err rc, ftl_ckpt_restore_info *info, const ftl_diag *d) {
   if (rc == FTL_OK) {
-    FTL_LOG(FTL_LOG_INFO, "ckpt", "restored step %lld (written by %d ranks) in %.1f ms", (long long)info->step,
-            info->written_world_size, info->restore_ms);
+    const char *level = ck->restore_l1 && !ck->restore_l3 ? "l1" : ck->restore_l1 ? "l1+l3" : "l3";
+    FTL_LOG(FTL_LOG_INFO, "ckpt", "restored step %lld (written by %d ranks) in %.1f ms from %s", (long long)info->step,
+            info->written_world_size, info->restore_ms,
+            !strcmp(level, "l1") ? "L1 (host memory)" : !strcmp(level, "l3") ? "L3 (the run directory)" : "L1 and L3");
     ck_emit(ck, "ckpt_restored",
-              json_pack("{sI si si sf}", "step", (json_int_t)info->step, "written_world_size", info->written_world_size,
-                        "bad_steps", info->bad_steps, "restore_ms", info->restore_ms));
+              json_pack("{sI si si sf ss si si}", "step", (json_int_t)info->step, "written_world_size",
+                        info->written_world_size, "bad_steps", info->bad_steps, "restore_ms", info->restore_ms, "level",
+                        level, "l1_shards", ck->restore_l1, "l3_shards", ck->restore_l3));
   } else if (rc == FTL_ERR_NOTFOUND) {
     ck_emit(ck, "ckpt_fresh_start",
               json_pack("{si sb}", "committed_found", info->committed_found, "allowed", ck->allow_fresh != 0));
@@ -470,6 +522,7 @@ ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
   if (rc) return ck_fail(ck, rc, "ftl_ckpt_restore: a checkpoint is still in flight");
   if (atomic_load(&s->broken)) return ck_fail(ck, FTL_ERR_STATE, "ftl_ckpt_restore: the handle is broken");
 
+  ck->restore_l1 = ck->restore_l3 = 0;
   if ((rc = alloc_landing(ck, &land, &d))) goto out;
   if ((rc = list_committed(ck, &head, &steps, &whys, &d))) goto out;
   int64_t n = head.n;

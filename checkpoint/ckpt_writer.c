@@ -55,6 +55,7 @@ static ftl_err write_manifest(ftl_ckpt *ck, int64_t step, const char *sd, const 
     ck_shard_file_name(r, sh->file);
     sh->size_bytes = hdrs[r].size;
     sh->checksum = hdrs[r].checksum;
+    if (hdrs[r].l1) snprintf(sh->l1_host, sizeof sh->l1_host, "%s", hdrs[r].host);
     total += sh->size_bytes;
     sh->pieces = ftl_calloc((size_t)ck->nregs + 1, sizeof *sh->pieces);
     if (!sh->pieces) {
@@ -174,8 +175,24 @@ static ftl_err write_own_shard(ftl_ckpt *ck, job *j, ftl_diag *d) {
     sh->pieces[sh->npieces] = (ck_piece){i, ck->regs[i].write_start, ck->regs[i].write_count, 0, 0, 0};
     data[sh->npieces++] = ck->stage + ck->regs[i].stage_off;
   }
-  local = ck_shard_write(j->sd, m, sh, data, ck->chunk, ck->bounce, CK_BOUNCE_BYTES, j->step, ck->world, d);
+  /* The L1 copy when L1 is on and there is room for it: about the bytes written plus HDF5's own. */
+  char l1_dir[PATH_MAX] = "", l1_why[256] = "";
+  uint64_t expect = 64 * 1024;
+  for (int p = 0; p < sh->npieces; p++) {
+    const reg *r = &ck->regs[sh->pieces[p].item];
+    expect += (uint64_t)r->write_count * r->row_bytes;
+  }
+  int want_l1 = ck->l1.dir[0] && ck_l1_make_room(&ck->l1, ck->rank, j->step, expect, l1_why, sizeof l1_why) &&
+                ck_l1_step_dir(&ck->l1, j->step, l1_dir, sizeof l1_dir) == FTL_OK;
+  int l1_written = 0;
+  local = ck_shard_write_tee(j->sd, want_l1 ? l1_dir : NULL, m, sh, data, ck->chunk, ck->bounce, CK_BOUNCE_BYTES, j->step,
+                             ck->world, want_l1 ? &l1_written : NULL, want_l1 ? l1_why : NULL,
+                             want_l1 ? sizeof l1_why : 0, d);
   if (local) goto out;
+  j->mine.l1 = l1_written;
+  if (ck->l1.dir[0] && !l1_written)
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: no L1 copy of this rank's shard (%s); the run directory has it",
+            (long long)j->step, l1_why[0] ? l1_why : "no room");
   j->wrote = 1;
   j->mine.size = sh->size_bytes;
   j->mine.checksum = sh->checksum;
@@ -200,6 +217,7 @@ static ftl_err agree(ftl_ckpt *ck, job *j, ftl_err local, const char *local_msg,
   j->mine.ok = local == FTL_OK;
   j->mine.err = (int32_t)local;
   j->mine.nregs = ck->nregs;
+  snprintf(j->mine.host, sizeof j->mine.host, "%s", ftl_hostname());
   j->mine.regsig = ck_registry_signature(ck);
   if (local) ck_copy_text(j->mine.msg, sizeof j->mine.msg, local_msg);
   ftl_err rc = ck_coll_allgather(ck, &j->mine, hdrs, (int)sizeof j->mine, "the commit agreement", j->deadline, d);
@@ -272,11 +290,14 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
       FTL_LOG(FTL_LOG_WARN, "ckpt", "could not write the commit marker: %s", kd.msg);
     collect_garbage(ck, step);
   }
+  /* L1 keeps the newest committed step only. */
+  if (j.mine.l1) ck_l1_keep_only(&ck->l1, ck->rank, step);
 
 done:
   /* An abandoned step leaves no shard of this rank behind (the collectives already ran, so no
    * manifest can name it). Earlier steps were never touched. */
   if (rc && j.wrote && j.own[0]) core_fs_table.unlink(j.own);
+  if (rc && j.mine.l1) ck_l1_drop(&ck->l1, ck->rank, step);
   core_fence_leave(&fence);
   st->step = step;
   st->err = rc;

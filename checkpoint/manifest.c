@@ -175,12 +175,18 @@ ftl_err ck_manifest_to_json(const ck_manifest *m, char **text_out, size_t *len_o
     bad |= json_object_set_new(o, "file", json_string(sh->file));
     bad |= json_object_set_new(o, "size_bytes", json_integer((json_int_t)sh->size_bytes));
     bad |= json_object_set_new(o, "checksum", hex64(sh->checksum));
+    if (sh->l1_host[0]) bad |= json_object_set_new(o, "l1_host", json_string(sh->l1_host));
     bad |= json_object_set_new(o, "pieces", pieces);
     bad |= json_array_append_new(shards, o);
   }
   if (bad) goto out;
   bad |= json_object_set(root, "items", items);
   bad |= json_object_set(root, "shards", shards);
+  /* The levels at which the step is complete: L3 always (this file commits it there), L1 when
+   * every shard has a copy in some host's L1. Readers take each shard's own l1_host. */
+  int all_l1 = m->world_size > 0;
+  for (int r = 0; r < m->world_size; r++) all_l1 &= m->shards[r].l1_host[0] != '\0';
+  bad |= json_object_set_new(root, "levels", all_l1 ? json_pack("[s, s]", "l1", "l3") : json_pack("[s]", "l3"));
   if (bad) goto out;
   char *js = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   if (!js) goto out;
@@ -341,6 +347,14 @@ ftl_err ck_manifest_parse(const char *text, size_t len, ck_manifest **out, ftl_d
     sh->size_bytes = (uint64_t)size;
     if (parse_hex64(get_str(o, "checksum"), &sh->checksum))
       BAD("manifest: shards[%d].checksum is not 16 lowercase hex digits", r);
+    /* Optional (manifests before levels have none): a host name, compared, never used as a path. */
+    json_t *l1h = json_object_get(o, "l1_host");
+    if (l1h) {
+      const char *h = json_string_value(l1h);
+      if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n"))
+        BAD("manifest: shards[%d].l1_host is not a host name", r);
+      snprintf(sh->l1_host, sizeof sh->l1_host, "%s", h);
+    }
     json_t *pieces = json_object_get(o, "pieces");
     if (!json_is_array(pieces)) BAD("manifest: shards[%d].pieces missing or not an array", r);
     if (json_array_size(pieces) > (size_t)m->nitems) BAD("manifest: shards[%d] has more pieces than items", r);

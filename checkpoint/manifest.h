@@ -47,9 +47,12 @@ typedef struct ck_piece {
   uint64_t file_offset, size_bytes, checksum;
 } ck_piece;
 
+#define CK_HOST_MAX 64
+
 typedef struct ck_shard {
   int rank;
   char file[CK_FILE_MAX];
+  char l1_host[CK_HOST_MAX]; /* the host whose L1 level holds a copy (checkpoint/levels.h); "" none */
   uint64_t size_bytes, checksum;
   int npieces;
   ck_piece *pieces; /* owned */

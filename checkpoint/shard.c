@@ -112,7 +112,24 @@ typedef struct writer {
   unsigned char *triples;
   int fd, np, nseg, crashed;
   uint64_t total, fsize, written;
+  /* The L1 copy (checkpoint/levels.h), written with the same bytes at the same offsets as they go
+   * to the run directory's file; -1 when there is none or it was given up. */
+  int l1_fd;
+  char l1_path[PATH_MAX], l1_tmp[PATH_MAX], l1_why[200];
 } writer;
+
+/* The L1 copy is best effort: a failure gives it up (and says why), never the shard. */
+static void l1_give_up(writer *w, const char *why) {
+  if (w->l1_fd < 0) return;
+  (void)ftl_fmt(w->l1_why, sizeof w->l1_why, "%s: %s", w->l1_tmp, why);
+  core_fs_table.close(w->l1_fd);
+  core_fs_table.unlink(w->l1_tmp);
+  w->l1_fd = -1;
+}
+
+static void l1_put(writer *w, const void *src, size_t n, uint64_t off) {
+  if (w->l1_fd >= 0 && core_fs_pwrite_all(w->l1_fd, src, n, off) != FTL_OK) l1_give_up(w, strerror(errno));
+}
 
 static ftl_err writer_alloc(writer *w, ftl_diag *d) {
   size_t cap = (size_t)w->np * 2 + 1;
@@ -199,6 +216,7 @@ static ftl_err open_and_size(writer *w, ftl_diag *d) {
  * once half of all the pieces' bytes are written. */
 static ftl_err write_chunk(writer *w, XXH3_state_t *st3, const char *src, size_t n, uint64_t off, ftl_diag *d) {
   CK_HASH_UPDATE(st3, src, n);
+  l1_put(w, src, n, off);
   ftl_err rc = core_fs_pwrite_all(w->fd, src, n, off);
   if (rc)
     return ftl_diag_fail(d, rc, "write of %zu bytes at %llu to %s failed: %s", n, (unsigned long long)off, w->tmp,
@@ -237,6 +255,7 @@ static ftl_err stream_segments(writer *w, const void *const *data, size_t chunk_
           return ftl_diag_fail(d, FTL_ERR_IO, "cannot read back HDF5 metadata of %s: %s", w->tmp,
                                errno ? strerror(errno) : "short file");
         CK_HASH_UPDATE(&st3, bounce, n);
+        l1_put(w, bounce, n, sg->off + done);
       }
       done += n;
     }
@@ -250,7 +269,50 @@ static ftl_err stream_segments(writer *w, const void *const *data, size_t chunk_
 
 ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, const void *const *data, size_t chunk_bytes,
                        void *bounce, size_t bounce_bytes, int64_t step, int world_size, ftl_diag *d) {
-  writer w = {.m = m, .sh = sh, .step = step, .fd = -1, .np = sh->npieces};
+  return ck_shard_write_tee(dir, NULL, m, sh, data, chunk_bytes, bounce, bounce_bytes, step, world_size, NULL, NULL, 0,
+                            d);
+}
+
+/* Opens the L1 copy's temporary file at the shard's final size (after open_and_size). */
+static void l1_open(writer *w, const char *l1_dir) {
+  if (!l1_dir) return;
+  if (ftl_fmt(w->l1_path, sizeof w->l1_path, "%s/%s", l1_dir, w->sh->file) ||
+      ftl_fmt(w->l1_tmp, sizeof w->l1_tmp, "%s/%s.tmp", l1_dir, w->sh->file)) {
+    (void)ftl_fmt(w->l1_why, sizeof w->l1_why, "path too long: %s", l1_dir);
+    return;
+  }
+  w->l1_fd = core_fs_table.open(w->l1_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (w->l1_fd < 0) {
+    (void)ftl_fmt(w->l1_why, sizeof w->l1_why, "cannot create %s: %s", w->l1_tmp, strerror(errno));
+    return;
+  }
+  if (core_fs_table.ftruncate(w->l1_fd, (off_t)w->fsize) != 0) l1_give_up(w, strerror(errno));
+}
+
+/* After the shard is committed in the run directory: the L1 copy takes its name. In memory, so no
+ * fsync: it does not outlive the host, and is never the only copy. */
+static void l1_commit(writer *w, int *l1_written) {
+  if (w->l1_fd < 0) return;
+  if (core_fs_table.close(w->l1_fd) != 0) {
+    w->l1_fd = -1;
+    core_fs_table.unlink(w->l1_tmp);
+    (void)ftl_fmt(w->l1_why, sizeof w->l1_why, "%s: close: %s", w->l1_tmp, strerror(errno));
+    return;
+  }
+  w->l1_fd = -1;
+  if (core_fs_table.rename(w->l1_tmp, w->l1_path) != 0) {
+    (void)ftl_fmt(w->l1_why, sizeof w->l1_why, "cannot rename %s: %s", w->l1_tmp, strerror(errno));
+    core_fs_table.unlink(w->l1_tmp);
+    return;
+  }
+  *l1_written = 1;
+}
+
+ftl_err ck_shard_write_tee(const char *dir, const char *l1_dir, const ck_manifest *m, ck_shard *sh,
+                           const void *const *data, size_t chunk_bytes, void *bounce, size_t bounce_bytes, int64_t step,
+                           int world_size, int *l1_written, char *l1_why, size_t l1_why_size, ftl_diag *d) {
+  writer w = {.m = m, .sh = sh, .step = step, .fd = -1, .np = sh->npieces, .l1_fd = -1};
+  if (l1_written) *l1_written = 0;
   if (ftl_fmt(w.path, sizeof w.path, "%s/%s", dir, sh->file) ||
       ftl_fmt(w.tmp, sizeof w.tmp, "%s/%s.tmp", dir, sh->file))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s/%s", dir, sh->file);
@@ -263,6 +325,7 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
   int64_t t1 = ftl_clock_ns();
   rc = open_and_size(&w, d);
   if (rc) goto out;
+  if (l1_written) l1_open(&w, l1_dir);
   rc = stream_segments(&w, data, chunk_bytes, bounce, bounce_bytes, d);
   if (rc) goto out;
   int64_t t2 = ftl_clock_ns();
@@ -272,12 +335,15 @@ ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, cons
   /* A failed fsync of the folder comes after the rename: the shard is not durable, so it goes. */
   if (rc && renamed) core_fs_table.unlink(w.path);
   if (rc) goto out;
+  if (l1_written) l1_commit(&w, l1_written);
   FTL_LOG(FTL_LOG_DEBUG, "ckpt", "%s: %llu bytes: HDF5 structure %.1f ms, write+hash %.1f ms, fsync+rename %.1f ms",
           w.path, (unsigned long long)w.fsize, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
           (double)(ftl_clock_ns() - t2) / 1e6);
 out:
   if (w.fd >= 0) core_fs_table.close(w.fd);
   if (rc) core_fs_table.unlink(w.tmp);
+  if (w.l1_fd >= 0) l1_give_up(&w, "the shard itself failed");
+  if (l1_why && l1_why_size) snprintf(l1_why, l1_why_size, "%s", w.l1_why);
   writer_free(&w);
   return rc;
 }

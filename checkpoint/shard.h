@@ -24,6 +24,14 @@ extern "C" {
 ftl_err ck_shard_write(const char *dir, const ck_manifest *m, ck_shard *sh, const void *const *data, size_t chunk_bytes,
                        void *bounce, size_t bounce_bytes, int64_t step, int world_size, ftl_diag *d);
 
+/* The same, with a copy in the L1 folder l1_dir (checkpoint/levels.h) when l1_written is given:
+ * the same bytes at the same offsets, so the copy verifies against the manifest like the shard.
+ * *l1_written: 1 when the copy is in place; otherwise l1_why says why not (the shard itself is
+ * unaffected by any failure of its copy). */
+ftl_err ck_shard_write_tee(const char *dir, const char *l1_dir, const ck_manifest *m, ck_shard *sh,
+                           const void *const *data, size_t chunk_bytes, void *bounce, size_t bounce_bytes, int64_t step,
+                           int world_size, int *l1_written, char *l1_why, size_t l1_why_size, ftl_diag *d);
+
 /* A byte range of a shard file a rank wants, and where it goes. */
 typedef struct ck_need {
   uint64_t file_offset, size_bytes;

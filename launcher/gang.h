@@ -57,6 +57,8 @@ typedef struct ftl_gang_env {
                                     carried for the program, not applied (FTL_GANG_JOB_ENV_PREFIX) */
   int allow_root;                /* add OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1: Open MPI refuses root without */
   int standby;                   /* FTL_STANDBY=1: a standby gang, parked in ftl_init until activated */
+  const char *ckpt_l1_dir;       /* FTL_CKPT_L1_DIR: the checkpoints' L1 folder ("" or NULL: no L1) */
+  int64_t ckpt_l1_max_bytes;     /* FTL_CKPT_L1_MAX_BYTES (0: the folder's free space) */
 } ftl_gang_env;
 
 /* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */

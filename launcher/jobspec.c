@@ -103,6 +103,15 @@ static const ftl_yb_field preemption_fields[] = {
 };
 static const ftl_yb_section preemption_section = FTL_YB_SECTION_OF(preemption_fields);
 
+static const ftl_yb_field checkpoint_fields[] = {
+    {.key = "levels", .kind = FTL_YB_ARGV, .offset = offsetof(ftl_job, ckpt_levels),
+     .count_offset = offsetof(ftl_job, ckpt_levels_count)},
+    {.key = "l1_dir", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, ckpt_l1_dir)},
+    {.key = "l1_max_mb", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, ckpt_l1_max_mb), .min = 0, .max = 1 << 30,
+     .def = 0},
+};
+static const ftl_yb_section checkpoint_section = FTL_YB_SECTION_OF(checkpoint_fields);
+
 /* `metrics:` where the run's Prometheus metrics go (launcher/prom.c writes them). The path is kept as
  * written (relative to the folder `ftl run` starts in), like run_dir: a node's textfile folder is
  * the node's, not the spec's. */
@@ -179,6 +188,7 @@ static const ftl_yb_field job_fields[] = {
     {.key = "restart", .kind = FTL_YB_SECTION, .sub = &restart_section},
     {.key = "timeouts", .kind = FTL_YB_SECTION, .sub = &timeout_section},
     {.key = "preemption", .kind = FTL_YB_SECTION, .sub = &preemption_section},
+    {.key = "checkpoint", .kind = FTL_YB_SECTION, .sub = &checkpoint_section},
     {.key = "metrics", .kind = FTL_YB_SECTION, .sub = &metrics_section},
     {.key = "inputs", .kind = FTL_YB_ENV, .offset = offsetof(ftl_job, inputs),
      .count_offset = offsetof(ftl_job, inputs_count)},
@@ -261,6 +271,33 @@ static ftl_err check_env_names(const ftl_job *job, const ftl_yb_doc *doc, ftl_di
   return FTL_OK;
 }
 
+/* checkpoint.levels: l1 and l3, l3 always (it is where a step is committed). */
+static ftl_err check_levels(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag *d) {
+  int l3 = job->ckpt_levels_count == 0;
+  for (size_t i = 0; i < job->ckpt_levels_count; i++) {
+    const char *l = job->ckpt_levels[i];
+    if (!strcmp(l, "l3")) {
+      l3 = 1;
+    } else if (!strcmp(l, "l2")) {
+      return ln_yb_fail_field(doc, "checkpoint.levels", d,
+                              "l2 (a copy on a partner host) is not available in this version of ftl: use l1 and l3");
+    } else if (strcmp(l, "l1") != 0) {
+      return ln_yb_fail_field(doc, "checkpoint.levels", d, "expected l1 or l3, got '%s'", l);
+    }
+  }
+  if (!l3)
+    return ln_yb_fail_field(doc, "checkpoint.levels", d,
+                            "must include l3: a step is committed in the run directory, the other levels are copies");
+  return FTL_OK;
+}
+
+int ln_job_ckpt_l1(const ftl_job *job) {
+  if (job->ckpt_levels_count == 0) return 1;
+  for (size_t i = 0; i < job->ckpt_levels_count; i++)
+    if (!strcmp(job->ckpt_levels[i], "l1")) return 1;
+  return 0;
+}
+
 /* ---- public functions -------------------------------------------------------------------- */
 
 /* A job name from a file or program name: the base name, less its extension when asked, with
@@ -291,7 +328,8 @@ static ftl_job *job_new(void) {
   job->inputs = ftl_calloc(1, sizeof *job->inputs);
   job->eval.args = ftl_calloc(1, sizeof *job->eval.args);
   job->eval.env = ftl_calloc(1, sizeof *job->eval.env);
-  if (!job->args || !job->env || !job->inputs || !job->eval.args || !job->eval.env) {
+  job->ckpt_levels = ftl_calloc(1, sizeof *job->ckpt_levels);
+  if (!job->args || !job->env || !job->inputs || !job->eval.args || !job->eval.env || !job->ckpt_levels) {
     ln_job_destroy(job);
     return NULL;
   }
@@ -315,6 +353,8 @@ void ln_job_destroy(ftl_job *job) {
   ftl_free(job->eval.program);
   ln_yb_free_strv(job->eval.args);
   ln_yb_free_strv(job->eval.env);
+  ln_yb_free_strv(job->ckpt_levels);
+  ftl_free(job->ckpt_l1_dir);
   ftl_free(job->eval.metric);
   ftl_free(job->eval.baseline_channel);
   ftl_free(job->eval.data);
@@ -355,6 +395,8 @@ static ftl_err parse_common(const char *data, size_t size, const char *file, con
   rc = ln_yb_parse(data, size, &job_schema, file, base_dir, job, &doc, d);
   if (rc) goto out;
   rc = check_env_names(job, doc, d);
+  if (rc) goto out;
+  rc = check_levels(job, doc, d);
   if (rc) goto out;
   if (job->min_ranks > job->ranks) {
     /* A rule across two fields: point at min_ranks, which the user set on purpose. */

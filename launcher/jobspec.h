@@ -58,6 +58,12 @@ typedef struct ftl_job {
   char *fleet_ledger;       /* `fleet_ledger`: a failure/exposure ledger shared by the fleet's jobs
                                (docs/formats/fleet-ledger.md); may be NULL */
   /* `preemption:` */
+  /* `checkpoint:` the levels of the ranks' checkpoints (docs/checkpoint.md, "Levels") */
+  char **ckpt_levels;       /* `checkpoint.levels`: NULL-terminated, each "l1" or "l3"; empty: the
+                               default, [l1, l3] */
+  size_t ckpt_levels_count;
+  char *ckpt_l1_dir;        /* `checkpoint.l1_dir`: node-local memory folder; NULL: /dev/shm */
+  int ckpt_l1_max_mb;       /* `checkpoint.l1_max_mb`: per rank; 0: the folder's free space */
   int64_t preempt_grace_ms; /* `preemption.grace_s`: time ranks get to checkpoint and stop after
                                SIGTERM/SIGUSR1 before they are killed; default 30 s */
   char *metrics_textfile;   /* `metrics.textfile`: Prometheus textfile, as written; may be NULL */
@@ -107,5 +113,8 @@ ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_
 void ln_job_destroy(ftl_job *job);
 
 const char *ln_launch_kind_name(ftl_launch_kind kind);
+
+/* Whether the job's checkpoints keep an L1 copy (checkpoint.levels names l1, or is not given). */
+int ln_job_ckpt_l1(const ftl_job *job);
 
 #endif

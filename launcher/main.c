@@ -100,6 +100,8 @@ static const char env_help[] =
     "  FTL_NODE_TIMEOUT_MS                              timeouts.node_s: an agent that hears nothing from\n"
     "                                                   ftl this long ends its rank\n"
     "  FTL_PREEMPT_GRACE_MS                             preemption.grace_s (bounds the checkpoint interval)\n"
+    "  FTL_CKPT_L1_DIR, FTL_CKPT_L1_MAX_BYTES           the checkpoints' L1 level: node-local memory folder (\"\": off)\n"
+    "                                                   and the most one rank keeps there (checkpoint.levels)\n"
     "  FTL_STANDBY                                      1 in a standby gang: ftl_init parks after MPI_Init until\n"
     "                                                   the launcher activates it (docs/fault-tolerance.md)\n"
     "  FTL_FLEET_LEDGER                                 the spec's fleet_ledger, or empty\n"

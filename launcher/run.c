@@ -21,6 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef FTL_HAVE_CKPT_IO
+#include "checkpoint/levels.h"
+#endif
 #include "core/failure_record.h"
 #include "core/jsonl.h"
 #include "core/rundir.h"
@@ -528,6 +531,13 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
     attempt++;
   }
   ln_standby_drop(&standby, exit_code == FTL_EXIT_OK ? "the job is over" : "the job stopped");
+#ifdef FTL_HAVE_CKPT_IO
+  /* A finished job restores from nothing more: its L1 copies on this host go (other hosts' are
+   * replaced by their next run's or gone with a reboot). A stopped job keeps them: a requeue on
+   * the same host restores from memory. */
+  if (exit_code == FTL_EXIT_OK && ln_job_ckpt_l1(job))
+    ck_l1_forget_run(job->ckpt_l1_dir ? job->ckpt_l1_dir : "/dev/shm", run_dir);
+#endif
   meter.active = 0;
   if (n_attempts > 0) report_goodput(events, first_attempt, per, n_attempts);
   ftl_free(per);

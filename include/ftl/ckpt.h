@@ -76,6 +76,13 @@ typedef struct ftl_ckpt_options {
    * unusable committed steps bad ("discarded by a fresh start"), so the data stays. Also set by
    * the environment variable FTL_CKPT_ALLOW_FRESH=1. Default 0. */
   int allow_fresh;
+  /* The L1 level (docs/checkpoint.md, "Levels"): a node-local folder in memory (a tmpfs such as
+   * /dev/shm) where each rank also keeps the newest committed copy of its own shard, restored from
+   * before the run directory when it verifies. NULL: the environment's FTL_CKPT_L1_DIR (set by
+   * `ftl run` from the job's checkpoint.levels); "": no L1. l1_max_bytes: the most one rank keeps
+   * there (0: FTL_CKPT_L1_MAX_BYTES, else only the folder's free space). */
+  const char *l1_dir;
+  uint64_t l1_max_bytes;
 } ftl_ckpt_options;
 
 /* Statistics of one checkpoint, as seen by this rank. */

@@ -1,0 +1,188 @@
+/* checkpoint/levels.c: the L1 level's folder, its size limit and its eviction (checkpoint/levels.h). */
+#include "checkpoint/levels.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "checkpoint/manifest.h"
+#include "core/fs.h"
+#include "ftl/core.h"
+
+/* ROOT/ftl-<XXH3 of the run directory's real path>: two spellings of one run share their copies. */
+static int run_folder(const char *root, const char *run_dir, char *out, size_t size) {
+  char real[PATH_MAX];
+  const char *key = realpath(run_dir, real) ? real : run_dir;
+  uint64_t h = (uint64_t)XXH3_64bits(key, strlen(key));
+  return ftl_fmt(out, size, "%s/ftl-%016" PRIx64, root, h) == FTL_OK;
+}
+
+void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_bytes) {
+  memset(l1, 0, sizeof *l1);
+  const char *root = want ? want : getenv("FTL_CKPT_L1_DIR");
+  if (!root || !*root || !run_dir || !*run_dir) return;
+  struct stat st;
+  if (root[0] != '/' || stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "L1 folder '%s' is not an absolute path to a folder: checkpoints go to the run "
+            "directory only", root);
+    return;
+  }
+  if (!run_folder(root, run_dir, l1->dir, sizeof l1->dir)) {
+    l1->dir[0] = '\0';
+    return;
+  }
+  int64_t v;
+  const char *mb = getenv("FTL_CKPT_L1_MAX_BYTES");
+  l1->max_bytes = max_bytes;
+  if (!max_bytes && mb && ftl_parse_i64(mb, 1, INT64_MAX, &v) == FTL_OK) l1->max_bytes = (uint64_t)v;
+  ftl_diag d = {{0}};
+  if (ftl_mkdir_p(l1->dir, &d) != FTL_OK) {
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "L1 off: %s", d.msg);
+    l1->dir[0] = '\0';
+  }
+}
+
+ftl_err ck_l1_step_dir(const ck_l1 *l1, int64_t step, char *out, size_t size) {
+  if (!l1->dir[0]) return FTL_ERR_STATE;
+  return ftl_fmt(out, size, "%s/step-%08lld", l1->dir, (long long)step);
+}
+
+/* The steps that have a copy of this rank's shard, and its size, through fn. */
+typedef void (*each_copy_fn)(const ck_l1 *l1, int rank, int64_t step, const char *path, uint64_t size, void *user);
+
+static void each_copy(const ck_l1 *l1, int rank, each_copy_fn fn, void *user) {
+  DIR *dir = opendir(l1->dir);
+  if (!dir) return;
+  char file[CK_FILE_MAX];
+  ck_shard_file_name(rank, file);
+  struct dirent *e;
+  while ((e = readdir(dir)) != NULL) {
+    long long step;
+    char tail;
+    if (sscanf(e->d_name, "step-%8lld%c", &step, &tail) != 1) continue;
+    char path[PATH_MAX];
+    struct stat st;
+    if (ftl_fmt(path, sizeof path, "%s/%s/%s", l1->dir, e->d_name, file) || lstat(path, &st) != 0) continue;
+    fn(l1, rank, step, path, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0, user);
+  }
+  closedir(dir);
+}
+
+/* Removes one copy, and its step folder once no rank's copy is left in it. */
+static void remove_copy(const ck_l1 *l1, int64_t step, const char *path) {
+  core_fs_table.unlink(path);
+  char sd[PATH_MAX];
+  if (ck_l1_step_dir(l1, step, sd, sizeof sd) == FTL_OK) rmdir(sd); /* fails while other ranks' copies are there */
+}
+
+typedef struct room {
+  int64_t step;
+  int64_t oldest;
+  const char *oldest_path;
+  char oldest_buf[PATH_MAX];
+  uint64_t held; /* bytes of this rank's copies of other steps */
+} room;
+
+static void find_oldest(const ck_l1 *l1, int rank, int64_t step, const char *path, uint64_t size, void *user) {
+  (void)l1;
+  (void)rank;
+  room *r = user;
+  if (step == r->step) return;
+  r->held += size;
+  if (r->oldest < 0 || step < r->oldest) {
+    r->oldest = step;
+    snprintf(r->oldest_buf, sizeof r->oldest_buf, "%s", path);
+    r->oldest_path = r->oldest_buf;
+  }
+}
+
+int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, char *why, size_t why_size) {
+  char sd[PATH_MAX];
+  ftl_diag d = {{0}};
+  if (ck_l1_step_dir(l1, step, sd, sizeof sd) != FTL_OK) {
+    snprintf(why, why_size, "L1 is off");
+    return 0;
+  }
+  if (l1->max_bytes && bytes > l1->max_bytes) {
+    snprintf(why, why_size, "the shard (%" PRIu64 " bytes) is larger than the L1 limit (%" PRIu64 " bytes)", bytes,
+             l1->max_bytes);
+    return 0;
+  }
+  /* The newest committed step's copy stays while this one is written: it is the one a failure
+   * now would restore. Older ones go first; the newest only if the space is needed. */
+  for (int guard = 0; guard < 100000; guard++) {
+    room r = {.step = step, .oldest = -1};
+    each_copy(l1, rank, find_oldest, &r);
+    struct statvfs vfs;
+    uint64_t free_bytes = statvfs(l1->dir, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize : UINT64_MAX;
+    int over_limit = l1->max_bytes && r.held + bytes > l1->max_bytes;
+    int no_space = bytes + (bytes >> 4) > free_bytes;
+    if (!over_limit && !no_space) break;
+    if (!r.oldest_path) {
+      snprintf(why, why_size, "%s has %" PRIu64 " bytes free, the shard needs %" PRIu64, l1->dir, free_bytes, bytes);
+      return 0;
+    }
+    remove_copy(l1, r.oldest, r.oldest_path);
+  }
+  if (ftl_mkdir_p(sd, &d) != FTL_OK) {
+    snprintf(why, why_size, "%s", d.msg);
+    return 0;
+  }
+  return 1;
+}
+
+static void drop_other(const ck_l1 *l1, int rank, int64_t step, const char *path, uint64_t size, void *user) {
+  (void)rank;
+  (void)size;
+  if (step != *(const int64_t *)user) remove_copy(l1, step, path);
+}
+
+void ck_l1_keep_only(const ck_l1 *l1, int rank, int64_t step) {
+  if (!l1->dir[0]) return;
+  each_copy(l1, rank, drop_other, &step);
+}
+
+void ck_l1_drop(const ck_l1 *l1, int rank, int64_t step) {
+  char sd[PATH_MAX], path[PATH_MAX], file[CK_FILE_MAX];
+  ck_shard_file_name(rank, file);
+  if (ck_l1_step_dir(l1, step, sd, sizeof sd) || ftl_fmt(path, sizeof path, "%s/%s", sd, file)) return;
+  remove_copy(l1, step, path);
+}
+
+void ck_l1_forget_run(const char *root, const char *run_dir) {
+  char top[PATH_MAX];
+  if (!root || !*root || !run_folder(root, run_dir, top, sizeof top)) return;
+  DIR *dir = opendir(top);
+  if (!dir) return;
+  struct dirent *e;
+  while ((e = readdir(dir)) != NULL) {
+    long long step;
+    char tail;
+    if (sscanf(e->d_name, "step-%8lld%c", &step, &tail) != 1) continue;
+    char sd[PATH_MAX];
+    if (ftl_fmt(sd, sizeof sd, "%s/%s", top, e->d_name)) continue;
+    DIR *inner = opendir(sd);
+    if (inner) {
+      struct dirent *f;
+      while ((f = readdir(inner)) != NULL) {
+        int rank;
+        char path[PATH_MAX];
+        /* shard-NNNNN.h5 and its .tmp */
+        if (sscanf(f->d_name, "shard-%5d.h5", &rank) != 1 || ftl_fmt(path, sizeof path, "%s/%s", sd, f->d_name)) continue;
+        core_fs_table.unlink(path);
+      }
+      closedir(inner);
+    }
+    rmdir(sd);
+  }
+  closedir(dir);
+  rmdir(top);
+}

@@ -1,0 +1,53 @@
+/* checkpoint/levels.h: the checkpoint levels below the run directory (docs/checkpoint.md, "Levels").
+ *
+ * L1 is a node-local folder in memory (a tmpfs such as /dev/shm) that outlives the rank processes:
+ * every rank keeps there a byte-identical copy of the shards it wrote of the newest committed step,
+ * within a size limit, the older steps evicted. L3 is the run directory's checkpoints/, as always:
+ * a step is committed by its manifest there, and the L1 copies only ever serve a restore after the
+ * manifest says which shard files (sizes, checksums) the step has. A copy that is missing, short or
+ * does not verify against the manifest is passed over for L3, with a message naming it.
+ *
+ * Layout: L1ROOT/ftl-<16 hex digits: XXH3 of the run directory's path>/step-<8 digits>/shard-<5
+ * digits>.h5, so two runs on one host never share a folder, and a new boot (the memory gone) simply
+ * finds nothing. Written through the file seam (core/fs.h).
+ *
+ * Not here: the shard bytes (shard.c tees them into the L1 file as it writes L3's). */
+#ifndef FTL_CKPT_LEVELS_H
+#define FTL_CKPT_LEVELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+
+/* The L1 level of one handle: its folder for this run ("" when L1 is off) and its size limit. */
+typedef struct ck_l1 {
+  char dir[4096];     /* L1ROOT/ftl-<hash>; "" when off */
+  uint64_t max_bytes; /* the most this rank keeps there (its own shards); 0: no limit of its own */
+} ck_l1;
+
+/* The L1 level for run_dir: root from want (NULL: the environment's FTL_CKPT_L1_DIR; "" or unset:
+ * off), limit from FTL_CKPT_L1_MAX_BYTES (or max_bytes when > 0). A root that is not an absolute
+ * folder turns L1 off with a warning (never an error: L3 is the level that must work). */
+void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_bytes);
+
+/* L1DIR/step-<step> into out. */
+ftl_err ck_l1_step_dir(const ck_l1 *l1, int64_t step, char *out, size_t size);
+
+/* Makes room for a shard of `bytes` of this rank (rank) at step: evicts this rank's copies of
+ * other steps, oldest first, and says whether the copy fits (the limit, and the folder's free
+ * space). 1: write it; 0: skip L1 for this step (why in why). Creates the step's folder. */
+int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, char *why, size_t why_size);
+
+/* After step committed: removes this rank's copies of every other step (and step folders left
+ * empty). */
+void ck_l1_keep_only(const ck_l1 *l1, int rank, int64_t step);
+
+/* Removes this rank's copy of step (an abandoned checkpoint's). */
+void ck_l1_drop(const ck_l1 *l1, int rank, int64_t step);
+
+/* Removes the L1 folder of run_dir under root, every copy in it (the launcher, once the job has
+ * succeeded: nothing will restore from it). Only ftl's own names are removed. */
+void ck_l1_forget_run(const char *root, const char *run_dir);
+
+#endif

@@ -4,6 +4,10 @@
  *   time to durable (manifest committed)  vs  raw write() + fsync() of the same bytes
  *   restore (verified, cold cache)        vs  raw read() of the same bytes (cold cache)
  *   stall                                 vs  a synchronous HDF5 write (+ fsync) of the same state
+ *   stall with the L1 level on            vs  memcpy (the shard also teed into a tmpfs copy)
+ *   restore from L1 (verified)            vs  raw read() of the same bytes from disk (cold cache)
+ * (L1: docs/checkpoint.md "Levels", a folder under /dev/shm here; the page cache is dropped before
+ * the L1 restore too, which leaves tmpfs alone: that is the point of the level.)
  * Run it with bench/ckpt/run.sh (2 ranks, 64 MiB and 512 MiB). Usage: ckpt_bench [--smoke] DIR [MiB];
  * --smoke is the smallest size (1 MiB, 3 repetitions, the page cache left alone: the rows say
  * warm), which the test suite runs (tests/bench, `bench/ckpt/run.sh --smoke`) to see that the bench
@@ -14,12 +18,14 @@
  *
  * The full run is not part of ctest: it takes tens of seconds and its numbers depend on the machine. */
 #include <fcntl.h>
+#include <ftw.h>
 #include <hdf5.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl/ckpt.h"
@@ -173,7 +179,15 @@ static double time_restore(ftl_ckpt *ck, int *cold) {
   return max_over_ranks(now_ms() - t0);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
 static void run_size(ftl_ctx *ctx, const char *dir, size_t bytes, row *rows, int *cold_out) {
+  /* rows: 6 entries (the table's rows for this size). */
   char raw[PATH_MAX], h5[PATH_MAX], rundir[PATH_MAX];
   const int64_t row_elems = 1024;
   int64_t global_rows = (int64_t)(bytes / (size_t)(row_elems * 4)) * world;
@@ -230,6 +244,41 @@ static void run_size(ftl_ctx *ctx, const char *dir, size_t bytes, row *rows, int
   for (size_t i = 0; i < bytes; i += 4093)
     if (state[i] != (char)(i * 131 + (size_t)rank)) die("restore returned other bytes");
   ftl_ckpt_destroy(ck);
+
+  /* The same state with L1 on: saves (their stall) and restores from the memory copies. */
+  char l1root[PATH_MAX];
+  snprintf(l1root, sizeof l1root, "/dev/shm/ftl-ckpt-bench-l1-%d", (int)getppid());
+  if (rank == 0) mkdir(l1root, 0700);
+  MPI_Barrier(comm);
+  char rundir_l1[PATH_MAX + 8];
+  snprintf(rundir_l1, sizeof rundir_l1, "%s-l1", rundir);
+  o.run_dir = rundir_l1;
+  o.l1_dir = l1root;
+  if (ftl_ckpt_create(ctx, &o, &ck)) die("ftl_ckpt_create (L1)");
+  if (ftl_ckpt_add_tensor(ck, "w", state, FTL_DTYPE_F32, 2, shape, FTL_CKPT_SPLIT, FTL_CKPT_HOST) ||
+      ftl_ckpt_prepare(ck))
+    die(ftl_ckpt_errmsg(ck));
+  double stall_l1[REPS], rs_l1[REPS], cp2[REPS], rd2[REPS];
+  time_save(ck, 1, &x, &y, &cold);
+  for (int r = 0; r < reps; r++) {
+    cp2[r] = time_memcpy(dst, state, bytes);
+    time_save(ck, r + 2, &stall_l1[r], &y, &cold);
+  }
+  for (int r = 0; r < reps; r++) {
+    if (r % 2 == 0) {
+      rd2[r] = time_raw_read(raw, dst, bytes, &cold);
+      rs_l1[r] = time_restore(ck, &cold);
+    } else {
+      rs_l1[r] = time_restore(ck, &cold);
+      rd2[r] = time_raw_read(raw, dst, bytes, &cold);
+    }
+  }
+  for (size_t i = 0; i < bytes; i += 4093)
+    if (state[i] != (char)(i * 131 + (size_t)rank)) die("restore from L1 returned other bytes");
+  ftl_ckpt_destroy(ck);
+  MPI_Barrier(comm);
+  if (rank == 0 && nftw(l1root, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    fprintf(stderr, "ckpt_bench: could not remove %s\n", l1root);
   unlink(raw);
   unlink(h5);
 
@@ -245,6 +294,10 @@ static void run_size(ftl_ctx *ctx, const char *dir, size_t bytes, row *rows, int
                   minimum(rs, reps)};
   rows[3] = (row){"stall vs sync HDF5+fsync", "-", median(hw, reps), median(stall, reps), minimum(hw, reps),
                   minimum(stall, reps)};
+  rows[4] = (row){"stall, L1 on, vs memcpy", "<= 1.3", median(cp2, reps), median(stall_l1, reps), minimum(cp2, reps),
+                  minimum(stall_l1, reps)};
+  rows[5] = (row){cold ? "restore L1 vs read (cold)" : "restore L1 vs read (warm)", "<= 0.2", median(rd2, reps),
+                  median(rs_l1, reps), minimum(rd2, reps), minimum(rs_l1, reps)};
   *cold_out = cold;
   free(state);
   free(dst);
@@ -280,7 +333,7 @@ int main(int argc, char **argv) {
   }
   if (rank == 0 && ftl_mkdir_p(dir, NULL)) die("cannot create the bench folder");
   MPI_Barrier(comm);
-  row rows[2][4];
+  row rows[2][6];
   int cold = 1;
   for (int s = 0; s < nsizes; s++)
     run_size(ctx, dir, sizes[s], rows[s], &cold);
@@ -291,7 +344,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < nsizes; s++) {
       char label[32];
       snprintf(label, sizeof label, "%zu MiB", sizes[s] >> 20);
-      for (int i = 0; i < 4; i++) {
+      for (int i = 0; i < 6; i++) {
         const row *w = &rows[s][i];
         printf("%-8s %-26s %10.1f %10.1f %6.2fx | %10.1f %10.1f %6.2fx | %6s\n", i == 0 ? label : "", w->what, w->base,
                w->ftl, w->ftl / w->base, w->base_min, w->ftl_min, w->ftl_min / w->base_min, w->goal);

@@ -122,6 +122,13 @@ struct ftl_cadence {
   bool dirty, have;
   ftl_cadence_decision dec;
   char text[768];
+  /* Levels (ftl_cadence_set_levels): per-level δ and W, failures by class (index: the lowest level
+   * that survives them, whatever levels the job has), and the per-level decision. */
+  bool have_levels, ldirty, lhave;
+  ftl_cadence_levels_config lc;
+  ring lstalls[FTL_CADENCE_MAX_LEVELS], ldurables[FTL_CADENCE_MAX_LEVELS];
+  double kcls[FTL_CADENCE_MAX_LEVELS];
+  ftl_cadence_level_decision ldec;
 };
 
 void ftl_cadence_config_init(ftl_cadence_config *cfg) {
@@ -173,7 +180,7 @@ ftl_err ftl_cadence_create(const ftl_cadence_config *cfg, ftl_cadence **out, ftl
   c->alpha0 = c->cfg.prior_events;
   c->beta0 = c->cfg.prior_events / c->cfg.fleet_rate;
   c->step_s = c->cfg.step_s;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   *out = c;
   return FTL_OK;
 }
@@ -228,14 +235,14 @@ ftl_err ftl_cadence_observe_checkpoint(ftl_cadence *c, int64_t step, double stal
   ring_push(&c->stalls, c->cfg.window, stall_s);
   if (durable_s >= 0) ring_push(&c->durables, c->cfg.window, durable_s);
   c->last_ckpt_step = step;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
 ftl_err ftl_cadence_observe_durable(ftl_cadence *c, double durable_s) {
   if (!c || !nonneg(durable_s)) return FTL_ERR_INVAL;
   ring_push(&c->durables, c->cfg.window, durable_s);
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -244,7 +251,7 @@ ftl_err ftl_cadence_observe_steps(ftl_cadence *c, int64_t n_steps, double total_
   double mean = total_s / (double)n_steps;
   if (c->step_s <= 0) {
     c->step_s = mean;
-    c->dirty = true; /* the first step time makes a decision possible */
+    c->dirty = c->ldirty = true; /* the first step time makes a decision possible */
   } else {
     /* n steps of the same mean weigh like n single updates of the EWMA. */
     double w = n_steps >= 200 ? 1.0 : 1.0 - pow(1.0 - STEP_EWMA, (double)n_steps);
@@ -262,7 +269,8 @@ ftl_err ftl_cadence_observe_exposure(ftl_cadence *c, double rank_hours) {
 ftl_err ftl_cadence_observe_failure(ftl_cadence *c) {
   if (!c) return FTL_ERR_INVAL;
   c->k += 1;
-  c->dirty = true;
+  c->kcls[FTL_CADENCE_LEVEL_L3 - 1] += 1; /* no class known: the safe side */
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -270,7 +278,7 @@ ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, doubl
   if (!c || restored_step < 0 || !isfinite(restart_s)) return FTL_ERR_INVAL;
   if (restart_s >= 0) timed_push(&c->restarts, c->cfg.window, IN_PROCESS_AT + c->restart_seq++, restart_s);
   c->last_ckpt_step = restored_step;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -284,7 +292,7 @@ ftl_err ftl_cadence_restart_estimate(ftl_cadence *c, double *restart_s_out, int 
 ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size) {
   if (!c || world_size < 1) return FTL_ERR_INVAL;
   c->cfg.world_size = world_size;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -292,7 +300,7 @@ ftl_err ftl_cadence_pin(ftl_cadence *c, int64_t steps, double seconds) {
   if (!c || steps < 0 || !nonneg(seconds)) return FTL_ERR_INVAL;
   c->cfg.pin_steps = steps;
   c->cfg.pin_s = steps > 0 ? 0 : seconds;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -466,6 +474,151 @@ const char *ftl_cadence_explain(ftl_cadence *c) {
   return c->text;
 }
 
+/* ---- levels --------------------------------------------------------------------------------- */
+
+/* The prior's split of the fleet rate among the classes when none is given: most interruptions
+ * take a process (a crash, a hang, an Xid that kills a rank), fewer a host, few the whole job. */
+static const double DEFAULT_SHARE[FTL_CADENCE_MAX_LEVELS] = {0.5, 0.4, 0.1};
+
+void ftl_cadence_levels_config_init(ftl_cadence_levels_config *lc) {
+  memset(lc, 0, sizeof *lc);
+  lc->levels = FTL_CADENCE_LEVELS_ALL;
+  memcpy(lc->prior_share, DEFAULT_SHARE, sizeof lc->prior_share);
+}
+
+ftl_err ftl_cadence_set_levels(ftl_cadence *c, const ftl_cadence_levels_config *lc) {
+  if (!c || !lc) return FTL_ERR_INVAL;
+  /* L3 is the shared run directory, the one level every job has. */
+  if ((lc->levels & ~FTL_CADENCE_LEVELS_ALL) || !(lc->levels & FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L3)))
+    return FTL_ERR_INVAL;
+  double shares = 0;
+  for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++) {
+    if (!nonneg(lc->stall_s[i]) || !nonneg(lc->durable_s[i]) || !nonneg(lc->restart_s[i]) ||
+        !nonneg(lc->prior_share[i]))
+      return FTL_ERR_INVAL;
+    shares += lc->prior_share[i];
+  }
+  c->lc = *lc;
+  if (shares == 0) memcpy(c->lc.prior_share, DEFAULT_SHARE, sizeof c->lc.prior_share);
+  c->have_levels = true;
+  c->ldirty = true;
+  return FTL_OK;
+}
+
+static bool has_level(const ftl_cadence *c, int level) {
+  return level >= FTL_CADENCE_LEVEL_L1 && level <= FTL_CADENCE_MAX_LEVELS &&
+         (c->lc.levels & FTL_CADENCE_LEVEL_BIT(level));
+}
+
+ftl_err ftl_cadence_observe_checkpoint_level(ftl_cadence *c, int level, double stall_s, double durable_s) {
+  if (!c || !c->have_levels || !has_level(c, level) || !nonneg(stall_s) || !isfinite(durable_s)) return FTL_ERR_INVAL;
+  ring_push(&c->lstalls[level - 1], c->cfg.window, stall_s);
+  if (durable_s >= 0) ring_push(&c->ldurables[level - 1], c->cfg.window, durable_s);
+  c->ldirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_observe_failure_level(ftl_cadence *c, int level) {
+  if (!c || level < FTL_CADENCE_LEVEL_L1 || level > FTL_CADENCE_MAX_LEVELS) return FTL_ERR_INVAL;
+  c->k += 1;
+  c->kcls[level - 1] += 1;
+  c->dirty = c->ldirty = true;
+  return FTL_OK;
+}
+
+static void derive_levels(ftl_cadence *c) {
+  ftl_cadence_level_decision *ld = &c->ldec;
+  memset(ld, 0, sizeof *ld);
+  ld->levels = c->lc.levels;
+  ld->step_s = c->step_s;
+  double restart_default;
+  (void)ftl_cadence_restart_estimate(c, &restart_default, NULL);
+  /* Per class, the same Gamma prior as the single-level estimate, split by the prior's shares:
+   * λ̂_i = (α₀·share_i + k_i)/(β₀ + E). With no failures seen the classes sum to the fleet rate. */
+  double shares = 0, class_rate[FTL_CADENCE_MAX_LEVELS];
+  for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++)
+    shares += c->lc.prior_share[i];
+  for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++)
+    class_rate[i] = (c->alpha0 * c->lc.prior_share[i] / shares + c->kcls[i]) / (c->beta0 + c->exposure_h);
+
+  /* The model's levels are the job's, lowest first; a class goes to the lowest one that survives it. */
+  ftl_cadence_level_cost lv[FTL_CADENCE_MAX_LEVELS];
+  int model_level[FTL_CADENCE_MAX_LEVELS], n = 0;
+  memset(lv, 0, sizeof lv);
+  for (int l = FTL_CADENCE_LEVEL_L1; l <= FTL_CADENCE_MAX_LEVELS; l++) {
+    if (!has_level(c, l)) continue;
+    int i = l - 1;
+    ld->stall_s[i] = c->lstalls[i].n > 0 ? ring_median(&c->lstalls[i])
+                     : c->lc.stall_s[i] > 0 ? c->lc.stall_s[i]
+                                            : c->cfg.stall_s;
+    ld->durable_s[i] = c->ldurables[i].n > 0 ? ring_median(&c->ldurables[i])
+                       : c->lc.durable_s[i] > 0 ? c->lc.durable_s[i]
+                                                : c->cfg.durable_s;
+    ld->restart_s[i] = c->lc.restart_s[i] > 0 ? c->lc.restart_s[i] : restart_default;
+    lv[n].stall_s = ld->stall_s[i];
+    lv[n].durable_s = ld->durable_s[i];
+    lv[n].restart_s = ld->restart_s[i];
+    model_level[n++] = l;
+  }
+  for (int cls = FTL_CADENCE_LEVEL_L1; cls <= FTL_CADENCE_MAX_LEVELS; cls++) {
+    int at = 0;
+    while (at < n - 1 && model_level[at] < cls)
+      at++;
+    int i = model_level[at] - 1;
+    ld->rate[i] += class_rate[cls - 1];
+    ld->failures[i] += c->kcls[cls - 1];
+    lv[at].rate += class_rate[cls - 1] * (double)c->cfg.world_size / 3600.0; /* per second of the gang */
+  }
+  if (ftl_cadence_pattern_optimize(lv, n, &ld->plan) != FTL_OK) return; /* no failure rate: nothing to plan */
+  ftl_cadence_pattern single;
+  if (ftl_cadence_pattern_single_level(lv, n, &single) == FTL_OK) ld->waste_single = single.waste;
+
+  /* Whole steps: level 1 rounded to nearest (at least one step, at least W: one save in flight), each
+   * level above a whole multiple of the one below, raised until it is at least its own W. */
+  double step = c->step_s;
+  int64_t steps = to_steps(fmin(ld->plan.tau_s, MAX_INTERVAL_S), step);
+  if (lv[0].durable_s > 0 && (double)steps * step < lv[0].durable_s) steps = (int64_t)ceil(lv[0].durable_s / step);
+  int64_t every[FTL_CADENCE_MAX_LEVELS] = {1, 0, 0};
+  ld->interval_steps[model_level[0] - 1] = steps;
+  for (int k = 1; k < n && ld->plan.every[k] > 0; k++) {
+    int64_t m = ld->plan.every[k];
+    while (lv[k].durable_s > 0 && (double)(steps * m) * step < lv[k].durable_s && steps * m < (int64_t)1e15)
+      m++;
+    if (steps > (int64_t)1e15 / m) break; /* as good as never */
+    every[k] = m;
+    steps *= m;
+    ld->interval_steps[model_level[k] - 1] = steps;
+  }
+  ld->waste = ftl_cadence_pattern_waste(lv, n, (double)ld->interval_steps[model_level[0] - 1] * step, every);
+  c->ldirty = false;
+  c->lhave = true;
+}
+
+ftl_err ftl_cadence_decide_levels(ftl_cadence *c, ftl_cadence_level_decision *out) {
+  if (!c) return FTL_ERR_INVAL;
+  if (!c->have_levels || !(c->step_s > 0)) return FTL_ERR_STATE;
+  if (c->ldirty || !c->lhave) derive_levels(c);
+  if (!c->lhave) return FTL_ERR_STATE;
+  if (out) *out = c->ldec;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_due_level(ftl_cadence *c, int64_t step, int *level_out) {
+  if (!level_out) return FTL_ERR_INVAL;
+  *level_out = FTL_CADENCE_LEVEL_NONE;
+  ftl_err rc = ftl_cadence_decide_levels(c, NULL);
+  if (rc) return rc;
+  if (step <= 0) return FTL_OK;
+  for (int l = FTL_CADENCE_MAX_LEVELS; l >= FTL_CADENCE_LEVEL_L1; l--) {
+    int64_t every = c->ldec.interval_steps[l - 1];
+    if (every > 0 && step % every == 0) {
+      *level_out = l;
+      break;
+    }
+  }
+  return FTL_OK;
+}
+
 /* ---- ledger records ------------------------------------------------------------------------- */
 
 /* FNV-1a over the fields that name one record, so the same failure (exposure, restart) read from the
@@ -525,8 +678,10 @@ int cd_take_record(ftl_cadence *c, const ftl_cadence_record *rec) {
     timed_push(&c->restarts, c->cfg.window, rec->wall_us > 0 ? rec->wall_us : IN_PROCESS_AT - 1, rec->restart_s);
   } else {
     c->k += 1;
+    int cls = ftl_cadence_cause_level(rec->cause, FTL_CADENCE_LEVELS_ALL);
+    c->kcls[(cls >= FTL_CADENCE_LEVEL_L1 ? cls : FTL_CADENCE_LEVEL_L3) - 1] += 1;
   }
   return 1;
 }
 
-void cd_rederive(ftl_cadence *c) { c->dirty = true; }
+void cd_rederive(ftl_cadence *c) { c->dirty = c->ldirty = true; }

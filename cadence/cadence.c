@@ -128,6 +128,7 @@ struct ftl_cadence {
   ftl_cadence_levels_config lc;
   ring lstalls[FTL_CADENCE_MAX_LEVELS], ldurables[FTL_CADENCE_MAX_LEVELS];
   double kcls[FTL_CADENCE_MAX_LEVELS];
+  int64_t since[FTL_CADENCE_MAX_LEVELS]; /* checkpoints since the last one of level ≥ i+1 */
   ftl_cadence_level_decision ldec;
 };
 
@@ -513,6 +514,8 @@ static bool has_level(const ftl_cadence *c, int level) {
 ftl_err ftl_cadence_observe_checkpoint_level(ftl_cadence *c, int level, double stall_s, double durable_s) {
   if (!c || !c->have_levels || !has_level(c, level) || !nonneg(stall_s) || !isfinite(durable_s)) return FTL_ERR_INVAL;
   ring_push(&c->lstalls[level - 1], c->cfg.window, stall_s);
+  for (int l = FTL_CADENCE_LEVEL_L1; l <= FTL_CADENCE_MAX_LEVELS; l++)
+    c->since[l - 1] = l <= level ? 0 : c->since[l - 1] + 1;
   if (durable_s >= 0) ring_push(&c->ldurables[level - 1], c->cfg.window, durable_s);
   c->ldirty = true;
   return FTL_OK;
@@ -573,17 +576,19 @@ static void derive_levels(ftl_cadence *c) {
   ftl_cadence_pattern single;
   if (ftl_cadence_pattern_single_level(lv, n, &single) == FTL_OK) ld->waste_single = single.waste;
 
-  /* Whole steps: level 1 rounded to nearest (at least one step, at least W: one save in flight), each
-   * level above a whole multiple of the one below, raised until it is at least its own W. */
+  /* Whole steps: level 1 rounded to nearest, at least one step and at least the W of every level
+   * written (one save in flight: the checkpoint after one of level k comes a level-1 interval later,
+   * and would wait for it), each level above a whole multiple of the one below. */
   double step = c->step_s;
   int64_t steps = to_steps(fmin(ld->plan.tau_s, MAX_INTERVAL_S), step);
-  if (lv[0].durable_s > 0 && (double)steps * step < lv[0].durable_s) steps = (int64_t)ceil(lv[0].durable_s / step);
+  double w_max = 0;
+  for (int k = 0; k < n && (k == 0 || ld->plan.every[k] > 0); k++)
+    w_max = fmax(w_max, lv[k].durable_s);
+  if (w_max > 0 && (double)steps * step < w_max) steps = (int64_t)ceil(w_max / step);
   int64_t every[FTL_CADENCE_MAX_LEVELS] = {1, 0, 0};
   ld->interval_steps[model_level[0] - 1] = steps;
   for (int k = 1; k < n && ld->plan.every[k] > 0; k++) {
     int64_t m = ld->plan.every[k];
-    while (lv[k].durable_s > 0 && (double)(steps * m) * step < lv[k].durable_s && steps * m < (int64_t)1e15)
-      m++;
     if (steps > (int64_t)1e15 / m) break; /* as good as never */
     every[k] = m;
     steps *= m;
@@ -608,14 +613,22 @@ ftl_err ftl_cadence_due_level(ftl_cadence *c, int64_t step, int *level_out) {
   *level_out = FTL_CADENCE_LEVEL_NONE;
   ftl_err rc = ftl_cadence_decide_levels(c, NULL);
   if (rc) return rc;
-  if (step <= 0) return FTL_OK;
-  for (int l = FTL_CADENCE_MAX_LEVELS; l >= FTL_CADENCE_LEVEL_L1; l--) {
+  int lowest = FTL_CADENCE_LEVEL_NONE;
+  for (int l = FTL_CADENCE_LEVEL_L1; l <= FTL_CADENCE_MAX_LEVELS && !lowest; l++)
+    if (c->ldec.interval_steps[l - 1] > 0) lowest = l;
+  if (!lowest || step <= 0) return FTL_OK;
+  /* The lowest level on an absolute grid: every rank that agrees on its interval agrees on the steps.
+   * The levels above it by count (checkpoints since the last one of that level or higher, from
+   * observe_checkpoint_level), not by dividing the step: the intervals move as δ, W and the rates
+   * are learned, and a grid of a moving multiple would seldom meet the step at all. */
+  int64_t base = c->ldec.interval_steps[lowest - 1];
+  if (step % base != 0) return FTL_OK;
+  int level = lowest;
+  for (int l = lowest + 1; l <= FTL_CADENCE_MAX_LEVELS; l++) {
     int64_t every = c->ldec.interval_steps[l - 1];
-    if (every > 0 && step % every == 0) {
-      *level_out = l;
-      break;
-    }
+    if (every > 0 && c->since[l - 1] + 1 >= every / base) level = l;
   }
+  *level_out = level;
   return FTL_OK;
 }
 

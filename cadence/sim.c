@@ -293,9 +293,11 @@ ftl_err cd_cadence_sim_ml_run(const cd_sim_ml_params *p, ftl_cadence *c, const i
     if (c && todo > 0) ml_check(&s, ftl_cadence_observe_steps(c, todo, compute_s));
     if (s.w >= total) break;
 
-    int level = 0; /* of this checkpoint: the highest whose interval divides the step */
-    for (int k = p->levels - 1; k >= 0 && !level; k--)
+    int level = 0; /* of this checkpoint: the controller's, or the highest whose interval divides the step */
+    if (c) ml_check(&s, ftl_cadence_due_level(c, s.w, &level));
+    for (int k = p->levels - 1; k >= 0 && !level && !c; k--)
       if (s.every[k] > 0 && s.w % s.every[k] == 0) level = k + 1;
+    if (level < 1) level = 1; /* the controller's grid moved under this step: a level-1 checkpoint */
     const ftl_cadence_level_cost *lc = &p->lv[level - 1];
     double wait = s.pend_w >= 0 && s.pend_at > s.t ? s.pend_at - s.t : 0;
     double stall = wait + lc->stall_s;

@@ -351,9 +351,11 @@ typedef struct ftl_cadence_level_decision {
 /* The per-level decision. FTL_ERR_STATE when no step time is known yet or no levels were set. */
 FTL_API ftl_err ftl_cadence_decide_levels(ftl_cadence *c, ftl_cadence_level_decision *out);
 
-/* The highest level due at `step` (> 0): the highest level whose interval divides step; 0 when none.
- * The grid is absolute (multiples of the intervals from step 0), so every rank that agrees on the
- * intervals agrees on the level without further exchange. FTL_ERR_STATE as decide_levels. */
+/* The highest level due at `step` (> 0); 0 when none. A checkpoint is due at the multiples of the
+ * lowest level's interval (an absolute grid from step 0); it is of level k when at least
+ * interval_steps[k−1] / (the lowest level's interval) checkpoints have passed since the last one of
+ * level ≥ k, counted from observe_checkpoint_level (so report each checkpoint with its level).
+ * FTL_ERR_STATE as decide_levels. */
 FTL_API ftl_err ftl_cadence_due_level(ftl_cadence *c, int64_t step, int *level_out);
 
 #ifdef __cplusplus

@@ -195,24 +195,31 @@ static void test_controller(const char *dir) {
   CHECK_NEAR(ld.rate[0] + ld.rate[1] + ld.rate[2], 1e-4, 1e-12);
   CHECK(ld.waste > 0 && ld.waste < ld.waste_single);
 
-  /* The level due at a step: the highest whose interval divides it. */
+  /* The level due at a step: checkpoints on level 1's grid, every s2/s1-th of level 2, every
+   * s3/s1-th of level 3 (counted from the last L3 above). */
   int level = -1;
-  CHECK_OK(ftl_cadence_due_level(c, ld.interval_steps[2], &level), "due");
-  CHECK_INT_EQ(level, FTL_CADENCE_LEVEL_L3);
-  if (ld.interval_steps[1] < ld.interval_steps[2]) {
-    CHECK_OK(ftl_cadence_due_level(c, ld.interval_steps[1], &level), "due");
-    CHECK_INT_EQ(level, FTL_CADENCE_LEVEL_L2);
-  }
-  if (ld.interval_steps[0] < ld.interval_steps[1]) {
-    CHECK_OK(ftl_cadence_due_level(c, ld.interval_steps[0], &level), "due");
-    CHECK_INT_EQ(level, FTL_CADENCE_LEVEL_L1);
-  }
-  if (ld.interval_steps[0] > 1) {
-    CHECK_OK(ftl_cadence_due_level(c, ld.interval_steps[0] + 1, &level), "due");
+  const int64_t s1 = ld.interval_steps[0], r2 = ld.interval_steps[1] / s1, r3 = ld.interval_steps[2] / s1;
+  if (s1 > 1) {
+    CHECK_OK(ftl_cadence_due_level(c, s1 + 1, &level), "due");
     CHECK_INT_EQ(level, FTL_CADENCE_LEVEL_NONE);
   }
   CHECK_OK(ftl_cadence_due_level(c, 0, &level), "due");
   CHECK_INT_EQ(level, FTL_CADENCE_LEVEL_NONE);
+  int64_t seen[4] = {0}, first3 = 0;
+  for (int64_t j = 1; j <= 3 * r3; j++) {
+    CHECK_OK(ftl_cadence_due_level(c, j * s1, &level), "due");
+    CHECK(level >= FTL_CADENCE_LEVEL_L1 && level <= FTL_CADENCE_LEVEL_L3);
+    if (level == FTL_CADENCE_LEVEL_L3 && !first3) first3 = j;
+    if (level == FTL_CADENCE_LEVEL_L3) CHECK(j % r3 == 0);
+    else if (level == FTL_CADENCE_LEVEL_L2) CHECK(j % r2 == 0);
+    seen[level]++;
+    CHECK_OK(ftl_cadence_observe_checkpoint_level(c, level, level == 3 ? 30 : level == 2 ? 4 : 0.5, -1), "observe");
+  }
+  CHECK_INT_EQ(first3, r3);
+  CHECK_INT_EQ(seen[3], 3);
+  CHECK_INT_EQ(seen[2], 3 * (r3 / r2) - 3);
+  CHECK_OK(ftl_cadence_decide_levels(c, &ld), "decide_levels"); /* the same medians: the same plan */
+  CHECK_INT_EQ(ld.interval_steps[0], s1);
 
   /* Failures by class from a ledger: host losses make L2 more frequent, process failures L1. */
   char ledger[512];

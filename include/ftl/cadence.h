@@ -1,7 +1,7 @@
 /* ftl/cadence.h: how often to checkpoint, derived from the measured checkpoint cost and the
  * measured failure rate (docs/cadence.md).
  *
- * Three parts:
+ * Four parts:
  *   1. the formulas: Young's and Daly's optimum interval and the expected waste of an interval;
  *   2. the controller (ftl_cadence): fed what a run observes (checkpoint stall δ, time to durable
  *      W, restart time R, step time, failures, exposure), it answers with an interval in whole
@@ -9,7 +9,10 @@
  *   3. failure ledgers: the run's RUNDIR/failures.jsonl (docs/formats/failures.md) and a fleet
  *      ledger shared by jobs (docs/formats/fleet-ledger.md), read into the controller's estimate
  *      (failures and exposure into M, measured restarts into R) and appended to safely by
- *      concurrent writers.
+ *      concurrent writers;
+ *   4. multi-level checkpoints (L1 node memory, L2 partner copy, L3 shared directory): the model of a
+ *      nested pattern of levels and its optimizer, failure causes to levels, and the controller's
+ *      per-level intervals (ftl_cadence_set_levels, ftl_cadence_decide_levels, ftl_cadence_due_level).
  *
  * Units: times in seconds (double), exposure in rank-hours (one rank for one hour of wall time;
  * with one GPU per rank this is a GPU-hour), failure rates per rank-hour, the gang's MTBF in hours.

@@ -14,6 +14,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/failure_cause.h"
+#include "core/failure_record.h"
+
 /* A period longer than this many level-1 checkpoints is not evaluated (the model is O(period)). */
 #define MAX_POSITIONS (1 << 24)
 /* The optimizer never proposes a period longer than this. */
@@ -38,8 +41,16 @@ int ftl_cadence_cause_level(const char *cause, unsigned levels) {
       {"hang", FTL_CADENCE_LEVEL_L1},       {"agent_lost", FTL_CADENCE_LEVEL_L1},
       {"node_lost", FTL_CADENCE_LEVEL_L2},  {"launcher", FTL_CADENCE_LEVEL_L3},
   };
-  /* Only causes that count as failures (the one table's class) have a level. */
-  if (ftl_cadence_classify(cause, 0) != FTL_CADENCE_CAUSE_FAILURE) return FTL_CADENCE_LEVEL_NONE;
+  /* Only causes that count as failures (the one table's class, core/failure_cause.h) have a level.
+   * Looked up here rather than through ftl_cadence_classify, which lives with the controller: the
+   * controller calls this file, and this file must not call back. */
+  static const bool counts[] = {
+#define FTL_CAUSE_COUNTS_(kind, name, cls) FTL_CADENCE_CAUSE_##cls == FTL_CADENCE_CAUSE_FAILURE,
+      FTL_FAILURE_CAUSE_MAP(FTL_CAUSE_COUNTS_)
+#undef FTL_CAUSE_COUNTS_
+  };
+  int at = core_failure_cause_index(cause);
+  if (at < 0 || (size_t)at >= sizeof counts / sizeof counts[0] || !counts[at]) return FTL_CADENCE_LEVEL_NONE;
   int need = FTL_CADENCE_LEVEL_NONE;
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (strcmp(cause, map[i].name) == 0) need = map[i].level;

@@ -299,7 +299,7 @@ FTL_API ftl_err ftl_cadence_pattern_optimize(const ftl_cadence_level_cost *lv, i
 
 /* The best pattern by exhaustive search: every[k] in 1..max_every for each level above the first
  * (and "never" for each), tau_s minimized for each. For checking the optimizer; cost grows like
- * max_every^(levels−1+1). FTL_ERR_INVAL as above, or max_every outside 1..256. */
+ * (max_every+1)^(levels−1) patterns. FTL_ERR_INVAL as above, or max_every outside 1..256. */
 FTL_API ftl_err ftl_cadence_pattern_brute_force(const ftl_cadence_level_cost *lv, int levels, int max_every,
                                                ftl_cadence_pattern *out);
 

@@ -1,9 +1,10 @@
 /* cadence/cadence.c: the checkpoint-interval formulas and the cadence controller.
  *
- * Map: formulas (Young, Daly, waste) · cause classes · the controller's state and estimators
+ * Map: cause classes · the controller's state and estimators
  * (Gamma-Poisson failure rate, moving medians of δ, W and R, EWMA of the step time) · derivation of
  * a decision and its sentence · what a ledger record adds to the estimate, counted once
- * (cadence/controller.h; reading, parsing and appending ledgers live in ledger.c).
+ * (cadence/controller.h; reading, parsing and appending ledgers live in ledger.c); the controller's
+ * per-level intervals (the model itself is multilevel.c; the formulas are formulas.c).
  *
  * Deliberately not here: any I/O, any agreement across ranks, any clock. The controller only knows what it is told, which is what lets the simulator (sim.c)
  * drive the very same code through simulated time. */
@@ -30,45 +31,6 @@
 #define STEP_EWMA 0.1
 /* An interval longer than this many seconds is as good as never (and keeps steps in range). */
 #define MAX_INTERVAL_S 1e12
-
-/* ---- formulas ------------------------------------------------------------------------------- */
-
-static bool valid_dm(double stall_s, double mtbf_s) {
-  return isfinite(stall_s) && isfinite(mtbf_s) && stall_s >= 0 && mtbf_s > 0;
-}
-
-double ftl_cadence_young_s(double stall_s, double mtbf_s) {
-  if (!valid_dm(stall_s, mtbf_s)) return 0;
-  return sqrt(2.0 * stall_s * mtbf_s);
-}
-
-double ftl_cadence_daly_s(double stall_s, double mtbf_s) {
-  if (!valid_dm(stall_s, mtbf_s)) return 0;
-  if (stall_s >= 2.0 * mtbf_s) return mtbf_s;
-  double x = stall_s / (2.0 * mtbf_s);
-  return sqrt(2.0 * stall_s * mtbf_s) * (1.0 + sqrt(x) / 3.0 + x / 9.0) - stall_s;
-}
-
-double ftl_cadence_waste_first_order(double interval_s, double stall_s, double durable_s, double restart_s,
-                                     double mtbf_s) {
-  if (!valid_dm(stall_s, mtbf_s) || !(interval_s > 0)) return 1.0;
-  if (!(durable_s > 0)) durable_s = 0;
-  if (!(restart_s > 0)) restart_s = 0;
-  return stall_s / interval_s + (interval_s / 2.0 + durable_s + restart_s) / mtbf_s;
-}
-
-double ftl_cadence_waste(double interval_s, double stall_s, double durable_s, double restart_s, double mtbf_s) {
-  if (!valid_dm(stall_s, mtbf_s) || !(interval_s > 0)) return 1.0;
-  if (!(durable_s > 0)) durable_s = 0;
-  if (!(restart_s > 0)) restart_s = 0;
-  /* log(wall/work) = log M + (R+W)/M + log(e^{(τ+δ)/M} − 1) − log τ, computed in logs so an
-   * interval many times M gives a waste near 1 rather than an overflow. */
-  double a = (interval_s + stall_s) / mtbf_s;
-  double log_expm1 = a > 30 ? a : log(expm1(a));
-  double log_ratio = log(mtbf_s) + (restart_s + durable_s) / mtbf_s + log_expm1 - log(interval_s);
-  if (!(log_ratio > 0)) return 0;
-  return -expm1(-log_ratio);
-}
 
 /* ---- cause classes -------------------------------------------------------------------------- */
 
@@ -122,6 +84,14 @@ struct ftl_cadence {
   bool dirty, have;
   ftl_cadence_decision dec;
   char text[768];
+  /* Levels (ftl_cadence_set_levels): per-level δ and W, failures by class (index: the lowest level
+   * that survives them, whatever levels the job has), and the per-level decision. */
+  bool have_levels, ldirty, lhave;
+  ftl_cadence_levels_config lc;
+  ring lstalls[FTL_CADENCE_MAX_LEVELS], ldurables[FTL_CADENCE_MAX_LEVELS];
+  double kcls[FTL_CADENCE_MAX_LEVELS];
+  int64_t since[FTL_CADENCE_MAX_LEVELS]; /* checkpoints since the last one of level ≥ i+1 */
+  ftl_cadence_level_decision ldec;
 };
 
 void ftl_cadence_config_init(ftl_cadence_config *cfg) {
@@ -173,7 +143,7 @@ ftl_err ftl_cadence_create(const ftl_cadence_config *cfg, ftl_cadence **out, ftl
   c->alpha0 = c->cfg.prior_events;
   c->beta0 = c->cfg.prior_events / c->cfg.fleet_rate;
   c->step_s = c->cfg.step_s;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   *out = c;
   return FTL_OK;
 }
@@ -228,14 +198,14 @@ ftl_err ftl_cadence_observe_checkpoint(ftl_cadence *c, int64_t step, double stal
   ring_push(&c->stalls, c->cfg.window, stall_s);
   if (durable_s >= 0) ring_push(&c->durables, c->cfg.window, durable_s);
   c->last_ckpt_step = step;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
 ftl_err ftl_cadence_observe_durable(ftl_cadence *c, double durable_s) {
   if (!c || !nonneg(durable_s)) return FTL_ERR_INVAL;
   ring_push(&c->durables, c->cfg.window, durable_s);
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -244,7 +214,7 @@ ftl_err ftl_cadence_observe_steps(ftl_cadence *c, int64_t n_steps, double total_
   double mean = total_s / (double)n_steps;
   if (c->step_s <= 0) {
     c->step_s = mean;
-    c->dirty = true; /* the first step time makes a decision possible */
+    c->dirty = c->ldirty = true; /* the first step time makes a decision possible */
   } else {
     /* n steps of the same mean weigh like n single updates of the EWMA. */
     double w = n_steps >= 200 ? 1.0 : 1.0 - pow(1.0 - STEP_EWMA, (double)n_steps);
@@ -262,7 +232,8 @@ ftl_err ftl_cadence_observe_exposure(ftl_cadence *c, double rank_hours) {
 ftl_err ftl_cadence_observe_failure(ftl_cadence *c) {
   if (!c) return FTL_ERR_INVAL;
   c->k += 1;
-  c->dirty = true;
+  c->kcls[FTL_CADENCE_LEVEL_L3 - 1] += 1; /* no class known: the safe side */
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -270,7 +241,7 @@ ftl_err ftl_cadence_observe_restart(ftl_cadence *c, int64_t restored_step, doubl
   if (!c || restored_step < 0 || !isfinite(restart_s)) return FTL_ERR_INVAL;
   if (restart_s >= 0) timed_push(&c->restarts, c->cfg.window, IN_PROCESS_AT + c->restart_seq++, restart_s);
   c->last_ckpt_step = restored_step;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -284,7 +255,7 @@ ftl_err ftl_cadence_restart_estimate(ftl_cadence *c, double *restart_s_out, int 
 ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size) {
   if (!c || world_size < 1) return FTL_ERR_INVAL;
   c->cfg.world_size = world_size;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -292,7 +263,7 @@ ftl_err ftl_cadence_pin(ftl_cadence *c, int64_t steps, double seconds) {
   if (!c || steps < 0 || !nonneg(seconds)) return FTL_ERR_INVAL;
   c->cfg.pin_steps = steps;
   c->cfg.pin_s = steps > 0 ? 0 : seconds;
-  c->dirty = true;
+  c->dirty = c->ldirty = true;
   return FTL_OK;
 }
 
@@ -466,6 +437,163 @@ const char *ftl_cadence_explain(ftl_cadence *c) {
   return c->text;
 }
 
+/* ---- levels --------------------------------------------------------------------------------- */
+
+/* The prior's split of the fleet rate among the classes when none is given: most interruptions
+ * take a process (a crash, a hang, an Xid that kills a rank), fewer a host, few the whole job. */
+static const double DEFAULT_SHARE[FTL_CADENCE_MAX_LEVELS] = {0.5, 0.4, 0.1};
+
+void ftl_cadence_levels_config_init(ftl_cadence_levels_config *lc) {
+  memset(lc, 0, sizeof *lc);
+  lc->levels = FTL_CADENCE_LEVELS_ALL;
+  memcpy(lc->prior_share, DEFAULT_SHARE, sizeof lc->prior_share);
+}
+
+ftl_err ftl_cadence_set_levels(ftl_cadence *c, const ftl_cadence_levels_config *lc) {
+  if (!c || !lc) return FTL_ERR_INVAL;
+  /* L3 is the shared run directory, the one level every job has. */
+  if ((lc->levels & ~FTL_CADENCE_LEVELS_ALL) || !(lc->levels & FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L3)))
+    return FTL_ERR_INVAL;
+  double shares = 0;
+  for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++) {
+    if (!nonneg(lc->stall_s[i]) || !nonneg(lc->durable_s[i]) || !nonneg(lc->restart_s[i]) ||
+        !nonneg(lc->prior_share[i]))
+      return FTL_ERR_INVAL;
+    shares += lc->prior_share[i];
+  }
+  c->lc = *lc;
+  if (shares == 0) memcpy(c->lc.prior_share, DEFAULT_SHARE, sizeof c->lc.prior_share);
+  c->have_levels = true;
+  c->ldirty = true;
+  return FTL_OK;
+}
+
+static bool has_level(const ftl_cadence *c, int level) {
+  return level >= FTL_CADENCE_LEVEL_L1 && level <= FTL_CADENCE_MAX_LEVELS &&
+         (c->lc.levels & FTL_CADENCE_LEVEL_BIT(level));
+}
+
+ftl_err ftl_cadence_observe_checkpoint_level(ftl_cadence *c, int level, double stall_s, double durable_s) {
+  if (!c || !c->have_levels || !has_level(c, level) || !nonneg(stall_s) || !isfinite(durable_s)) return FTL_ERR_INVAL;
+  ring_push(&c->lstalls[level - 1], c->cfg.window, stall_s);
+  for (int l = FTL_CADENCE_LEVEL_L1; l <= FTL_CADENCE_MAX_LEVELS; l++)
+    c->since[l - 1] = l <= level ? 0 : c->since[l - 1] + 1;
+  if (durable_s >= 0) ring_push(&c->ldurables[level - 1], c->cfg.window, durable_s);
+  c->ldirty = true;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_observe_failure_level(ftl_cadence *c, int level) {
+  if (!c || level < FTL_CADENCE_LEVEL_L1 || level > FTL_CADENCE_MAX_LEVELS) return FTL_ERR_INVAL;
+  c->k += 1;
+  c->kcls[level - 1] += 1;
+  c->dirty = c->ldirty = true;
+  return FTL_OK;
+}
+
+static void derive_levels(ftl_cadence *c) {
+  ftl_cadence_level_decision *ld = &c->ldec;
+  memset(ld, 0, sizeof *ld);
+  ld->levels = c->lc.levels;
+  ld->step_s = c->step_s;
+  double restart_default;
+  (void)ftl_cadence_restart_estimate(c, &restart_default, NULL);
+  /* Per class, the same Gamma prior as the single-level estimate, split by the prior's shares:
+   * λ̂_i = (α₀·share_i + k_i)/(β₀ + E). With no failures seen the classes sum to the fleet rate. */
+  double shares = 0, class_rate[FTL_CADENCE_MAX_LEVELS];
+  for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++)
+    shares += c->lc.prior_share[i];
+  for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++)
+    class_rate[i] = (c->alpha0 * c->lc.prior_share[i] / shares + c->kcls[i]) / (c->beta0 + c->exposure_h);
+
+  /* The model's levels are the job's, lowest first; a class goes to the lowest one that survives it. */
+  ftl_cadence_level_cost lv[FTL_CADENCE_MAX_LEVELS];
+  int model_level[FTL_CADENCE_MAX_LEVELS], n = 0;
+  memset(lv, 0, sizeof lv);
+  for (int l = FTL_CADENCE_LEVEL_L1; l <= FTL_CADENCE_MAX_LEVELS; l++) {
+    if (!has_level(c, l)) continue;
+    int i = l - 1;
+    ld->stall_s[i] = c->lstalls[i].n > 0 ? ring_median(&c->lstalls[i])
+                     : c->lc.stall_s[i] > 0 ? c->lc.stall_s[i]
+                                            : c->cfg.stall_s;
+    ld->durable_s[i] = c->ldurables[i].n > 0 ? ring_median(&c->ldurables[i])
+                       : c->lc.durable_s[i] > 0 ? c->lc.durable_s[i]
+                                                : c->cfg.durable_s;
+    ld->restart_s[i] = c->lc.restart_s[i] > 0 ? c->lc.restart_s[i] : restart_default;
+    lv[n].stall_s = ld->stall_s[i];
+    lv[n].durable_s = ld->durable_s[i];
+    lv[n].restart_s = ld->restart_s[i];
+    model_level[n++] = l;
+  }
+  for (int cls = FTL_CADENCE_LEVEL_L1; cls <= FTL_CADENCE_MAX_LEVELS; cls++) {
+    int at = 0;
+    while (at < n - 1 && model_level[at] < cls)
+      at++;
+    int i = model_level[at] - 1;
+    ld->rate[i] += class_rate[cls - 1];
+    ld->failures[i] += c->kcls[cls - 1];
+    lv[at].rate += class_rate[cls - 1] * (double)c->cfg.world_size / 3600.0; /* per second of the gang */
+  }
+  if (ftl_cadence_pattern_optimize(lv, n, &ld->plan) != FTL_OK) return; /* no failure rate: nothing to plan */
+  ftl_cadence_pattern single;
+  if (ftl_cadence_pattern_single_level(lv, n, &single) == FTL_OK) ld->waste_single = single.waste;
+
+  /* Whole steps: level 1 rounded to nearest, at least one step and at least the W of every level
+   * written (one save in flight: the checkpoint after one of level k comes a level-1 interval later,
+   * and would wait for it), each level above a whole multiple of the one below. */
+  double step = c->step_s;
+  int64_t steps = to_steps(fmin(ld->plan.tau_s, MAX_INTERVAL_S), step);
+  double w_max = 0;
+  for (int k = 0; k < n && (k == 0 || ld->plan.every[k] > 0); k++)
+    w_max = fmax(w_max, lv[k].durable_s);
+  if (w_max > 0 && (double)steps * step < w_max) steps = (int64_t)ceil(w_max / step);
+  int64_t every[FTL_CADENCE_MAX_LEVELS] = {1, 0, 0};
+  ld->interval_steps[model_level[0] - 1] = steps;
+  for (int k = 1; k < n && ld->plan.every[k] > 0; k++) {
+    int64_t m = ld->plan.every[k];
+    if (steps > (int64_t)1e15 / m) break; /* as good as never */
+    every[k] = m;
+    steps *= m;
+    ld->interval_steps[model_level[k] - 1] = steps;
+  }
+  ld->waste = ftl_cadence_pattern_waste(lv, n, (double)ld->interval_steps[model_level[0] - 1] * step, every);
+  c->ldirty = false;
+  c->lhave = true;
+}
+
+ftl_err ftl_cadence_decide_levels(ftl_cadence *c, ftl_cadence_level_decision *out) {
+  if (!c) return FTL_ERR_INVAL;
+  if (!c->have_levels || !(c->step_s > 0)) return FTL_ERR_STATE;
+  if (c->ldirty || !c->lhave) derive_levels(c);
+  if (!c->lhave) return FTL_ERR_STATE;
+  if (out) *out = c->ldec;
+  return FTL_OK;
+}
+
+ftl_err ftl_cadence_due_level(ftl_cadence *c, int64_t step, int *level_out) {
+  if (!level_out) return FTL_ERR_INVAL;
+  *level_out = FTL_CADENCE_LEVEL_NONE;
+  ftl_err rc = ftl_cadence_decide_levels(c, NULL);
+  if (rc) return rc;
+  int lowest = FTL_CADENCE_LEVEL_NONE;
+  for (int l = FTL_CADENCE_LEVEL_L1; l <= FTL_CADENCE_MAX_LEVELS && !lowest; l++)
+    if (c->ldec.interval_steps[l - 1] > 0) lowest = l;
+  if (!lowest || step <= 0) return FTL_OK;
+  /* The lowest level on an absolute grid: every rank that agrees on its interval agrees on the steps.
+   * The levels above it by count (checkpoints since the last one of that level or higher, from
+   * observe_checkpoint_level), not by dividing the step: the intervals move as δ, W and the rates
+   * are learned, and a grid of a moving multiple would seldom meet the step at all. */
+  int64_t base = c->ldec.interval_steps[lowest - 1];
+  if (step % base != 0) return FTL_OK;
+  int level = lowest;
+  for (int l = lowest + 1; l <= FTL_CADENCE_MAX_LEVELS; l++) {
+    int64_t every = c->ldec.interval_steps[l - 1];
+    if (every > 0 && c->since[l - 1] + 1 >= every / base) level = l;
+  }
+  *level_out = level;
+  return FTL_OK;
+}
+
 /* ---- ledger records ------------------------------------------------------------------------- */
 
 /* FNV-1a over the fields that name one record, so the same failure (exposure, restart) read from the
@@ -525,8 +653,10 @@ int cd_take_record(ftl_cadence *c, const ftl_cadence_record *rec) {
     timed_push(&c->restarts, c->cfg.window, rec->wall_us > 0 ? rec->wall_us : IN_PROCESS_AT - 1, rec->restart_s);
   } else {
     c->k += 1;
+    int cls = ftl_cadence_cause_level(rec->cause, FTL_CADENCE_LEVELS_ALL);
+    c->kcls[(cls >= FTL_CADENCE_LEVEL_L1 ? cls : FTL_CADENCE_LEVEL_L3) - 1] += 1;
   }
   return 1;
 }
 
-void cd_rederive(ftl_cadence *c) { c->dirty = true; }
+void cd_rederive(ftl_cadence *c) { c->dirty = c->ldirty = true; }

@@ -59,4 +59,35 @@ typedef struct ftl_cadence_sim_result {
 ftl_err cd_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
                             ftl_cadence_sim_result *out);
 
+/* ---- multi-level runs (docs/cadence.md, "Multi-level cadence") ----------------------------------
+ * The same model with levels: failures of each class (the lowest level that survives them) arrive
+ * as independent Poisson processes over wall time, each class from its own generator, so every
+ * policy run with one seed meets the same failures at the same wall times (the same trace). A
+ * checkpoint of level k is one of every level below it too and stalls lv[k−1].stall_s (plus any wait
+ * for the previous one); it is durable at those levels lv[k−1].durable_s after its start. A failure
+ * of class i rolls back to the newest durable checkpoint of level ≥ i and restarts in the R of the
+ * lowest level written at or above i (a checkpoint of a higher level is also in the lower ones). */
+typedef struct cd_sim_ml_params {
+  int levels;                                   /* 1..FTL_CADENCE_MAX_LEVELS: level k is lv[k−1] */
+  ftl_cadence_level_cost lv[FTL_CADENCE_MAX_LEVELS]; /* true costs, and each class's rate per second */
+  double step_s, work_s;
+  int64_t world_size; /* for the exposure reported to the controller */
+  uint64_t seed;
+  double max_wall_factor; /* give up past this × work_s (0 → 1000) */
+} cd_sim_ml_params;
+
+typedef struct cd_sim_ml_result {
+  double wall_s, work_s, waste, lost_s, stall_s, restart_s;
+  int64_t failures[FTL_CADENCE_MAX_LEVELS];    /* by class */
+  int64_t checkpoints[FTL_CADENCE_MAX_LEVELS]; /* by level */
+  bool completed;
+} cd_sim_ml_result;
+
+/* With c (borrowed; levels set on it, all of 1..p->levels) the intervals are the controller's
+ * (ftl_cadence_decide_levels, asked after every checkpoint and restart, fed every observation); with
+ * c NULL they are interval_steps[k−1] for level k (each a multiple of the one below; 0: not written;
+ * the top level must be written). FTL_ERR_INVAL for bad parameters. */
+ftl_err cd_cadence_sim_ml_run(const cd_sim_ml_params *p, ftl_cadence *c, const int64_t *interval_steps,
+                              cd_sim_ml_result *out);
+
 #endif

@@ -1,7 +1,7 @@
 /* ftl/cadence.h: how often to checkpoint, derived from the measured checkpoint cost and the
  * measured failure rate (docs/cadence.md).
  *
- * Three parts:
+ * Four parts:
  *   1. the formulas: Young's and Daly's optimum interval and the expected waste of an interval;
  *   2. the controller (ftl_cadence): fed what a run observes (checkpoint stall δ, time to durable
  *      W, restart time R, step time, failures, exposure), it answers with an interval in whole
@@ -9,7 +9,10 @@
  *   3. failure ledgers: the run's RUNDIR/failures.jsonl (docs/formats/failures.md) and a fleet
  *      ledger shared by jobs (docs/formats/fleet-ledger.md), read into the controller's estimate
  *      (failures and exposure into M, measured restarts into R) and appended to safely by
- *      concurrent writers.
+ *      concurrent writers;
+ *   4. multi-level checkpoints (L1 node memory, L2 partner copy, L3 shared directory): the model of a
+ *      nested pattern of levels and its optimizer, failure causes to levels, and the controller's
+ *      per-level intervals (ftl_cadence_set_levels, ftl_cadence_decide_levels, ftl_cadence_due_level).
  *
  * Units: times in seconds (double), exposure in rank-hours (one rank for one hour of wall time;
  * with one GPU per rank this is a GPU-hour), failure rates per rank-hour, the gang's MTBF in hours.
@@ -235,6 +238,128 @@ FTL_API ftl_err ftl_cadence_due(ftl_cadence *c, int64_t step, bool *due_out);
  * δ = 0.31 s, W = 2.1 s, R = 4.2 s (measured), M = 34 h from 3 failures in 96 rank-hours and the
  * prior; ..."; an estimate not measured yet says "(assumed)". Borrowed: valid until the next call on c. Never NULL. */
 FTL_API const char *ftl_cadence_explain(ftl_cadence *c);
+
+
+/* ---- multi-level checkpoints (docs/cadence.md, "Multi-level cadence") ---------------------------
+ *
+ * Levels: L1 = each host's newest shards in node-local memory, L2 = a copy of them on a partner
+ * host, L3 = the shared run directory. A checkpoint of level k is also one of every level below it
+ * (it is written there first), and a failure of class i (the lowest level that survives it) is
+ * restored from the newest checkpoint of level ≥ i. The model and its optimizer (cadence/
+ * multilevel.c) follow the Markov model of Moody, Bronevetsky, Mohror and de Supinski (SC'10): a
+ * periodic, nested pattern, failures of every class striking compute, checkpoints and restarts. */
+
+enum {
+  FTL_CADENCE_LEVEL_NONE = 0, /* not a failure; or, from ftl_cadence_due_level: no checkpoint due */
+  FTL_CADENCE_LEVEL_L1 = 1,   /* node-local memory: survives a process failure */
+  FTL_CADENCE_LEVEL_L2 = 2,   /* partner copy: survives the loss of one host (or link) */
+  FTL_CADENCE_LEVEL_L3 = 3,   /* shared run directory: survives the loss of the job */
+  FTL_CADENCE_MAX_LEVELS = 3,
+};
+/* A set of levels a job has: FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L1) | ... */
+#define FTL_CADENCE_LEVEL_BIT(level) (1u << ((level) - 1))
+#define FTL_CADENCE_LEVELS_ALL 7u
+
+/* The lowest level of `levels` (a set of FTL_CADENCE_LEVEL_BIT) that survives a failure of ledger
+ * cause `cause`: a process failure (exit_code, signal, hang, agent_lost) → L1; a lost host
+ * (node_lost) → L2; a lost job (launcher: the whole launch failed) → L3; each taken up to the
+ * lowest level the job has at or above it. FTL_CADENCE_LEVEL_NONE for a cause that is not a failure
+ * (ftl_cadence_classify's table, without its step rule), an unknown cause, or no level at or
+ * above it. Pure; thread-safe. */
+FTL_API int ftl_cadence_cause_level(const char *cause, unsigned levels);
+
+/* One level of the model, as seen by the pattern (index 0 is the lowest level the job writes). */
+typedef struct ftl_cadence_level_cost {
+  double stall_s;   /* δ_i: the loop blocked per checkpoint of this level (lower levels included) */
+  double durable_s; /* W_i: from the start of that save until it is durable at this level */
+  double restart_s; /* R_i: restart from this level */
+  double rate;      /* λ_i per second: failures for which this level is the lowest survivor */
+} ftl_cadence_level_cost;
+
+/* A periodic pattern: a checkpoint every tau_s seconds of compute; the j-th one (j = 1, 2, ...)
+ * is of level k+1 when j is a multiple of every[1]·…·every[k]. every[0] is 1; every[k] ≥ 1 for
+ * the levels written, 0 for a level never written (and every level above it). */
+typedef struct ftl_cadence_pattern {
+  int levels; /* levels in the model, 1..FTL_CADENCE_MAX_LEVELS */
+  double tau_s;
+  int64_t every[FTL_CADENCE_MAX_LEVELS];
+  double waste; /* the model's expected waste fraction of this pattern */
+} ftl_cadence_pattern;
+
+/* The model's expected waste fraction (1 − useful compute / wall time, in [0, 1]) of a pattern.
+ * Returns 1 for an invalid pattern or costs. Pure; thread-safe. */
+FTL_API double ftl_cadence_pattern_waste(const ftl_cadence_level_cost *lv, int levels, double tau_s,
+                                         const int64_t *every);
+
+/* The optimized pattern: the first-order optimum (each level's spacing at Young's interval for its
+ * own rate and the cost it adds over the level below), rounded to integer ratios and refined on the
+ * full model. With a single level written it is Daly's interval for that level. FTL_ERR_INVAL for
+ * bad input (levels outside 1..3, negative or non-finite figures, no failures at all). */
+FTL_API ftl_err ftl_cadence_pattern_optimize(const ftl_cadence_level_cost *lv, int levels, ftl_cadence_pattern *out);
+
+/* The best pattern by exhaustive search: every[k] in 1..max_every for each level above the first
+ * (and "never" for each), tau_s minimized for each. For checking the optimizer; cost grows like
+ * (max_every+1)^(levels−1) patterns. FTL_ERR_INVAL as above, or max_every outside 1..256. */
+FTL_API ftl_err ftl_cadence_pattern_brute_force(const ftl_cadence_level_cost *lv, int levels, int max_every,
+                                               ftl_cadence_pattern *out);
+
+/* The single-level plan on the same terms: only the top level (lv[levels−1]), at Daly's interval
+ * for the total failure rate; every failure restores from it. out->levels is 1 and out->waste is
+ * the model's waste of that plan. FTL_ERR_INVAL as above. */
+FTL_API ftl_err ftl_cadence_pattern_single_level(const ftl_cadence_level_cost *lv, int levels,
+                                                ftl_cadence_pattern *out);
+
+/* ---- the controller with levels --------------------------------------------------------------- */
+
+/* Levels for the controller (ftl_cadence_set_levels). */
+typedef struct ftl_cadence_levels_config {
+  unsigned levels;                                /* FTL_CADENCE_LEVEL_BIT set; must hold L3 */
+  double stall_s[FTL_CADENCE_MAX_LEVELS];         /* δ of level i+1 until measured; 0 → cfg.stall_s */
+  double durable_s[FTL_CADENCE_MAX_LEVELS];       /* W until measured; 0 → cfg.durable_s */
+  double restart_s[FTL_CADENCE_MAX_LEVELS];       /* R from that level until measured; 0 → cfg.restart_s */
+  double prior_share[FTL_CADENCE_MAX_LEVELS];     /* the prior's split of the fleet rate by class;
+                                                     all 0 → 0.5 / 0.4 / 0.1 */
+} ftl_cadence_levels_config;
+
+/* Fills the defaults above (all three levels). Thread-safe. */
+FTL_API void ftl_cadence_levels_config_init(ftl_cadence_levels_config *lc);
+
+/* Turns on per-level cadence (lc borrowed, copied). Failures already counted keep their classes.
+ * FTL_ERR_INVAL for a bad config. Re-derives. */
+FTL_API ftl_err ftl_cadence_set_levels(ftl_cadence *c, const ftl_cadence_levels_config *lc);
+
+/* A checkpoint of `level` blocked the loop stall_s and was durable at that level durable_s after its
+ * start (< 0: not known). Moving medians per level, as observe_checkpoint's. Does not move the
+ * single-level estimates. FTL_ERR_INVAL for a level the controller does not have. Re-derives. */
+FTL_API ftl_err ftl_cadence_observe_checkpoint_level(ftl_cadence *c, int level, double stall_s, double durable_s);
+
+/* A failure that counts, of a known class (the lowest level that survives it, 1..3); also counts as
+ * ftl_cadence_observe_failure does. (observe_failure alone, with no class, counts toward L3: the
+ * safe side.) Re-derives. */
+FTL_API ftl_err ftl_cadence_observe_failure_level(ftl_cadence *c, int level);
+
+typedef struct ftl_cadence_level_decision {
+  unsigned levels;                                /* the levels the controller has */
+  int64_t interval_steps[FTL_CADENCE_MAX_LEVELS]; /* level i+1 every this many steps (a multiple of the
+                                                     level below's); 0: not written (or not configured) */
+  double rate[FTL_CADENCE_MAX_LEVELS];            /* λ̂_i per rank-hour, prior included */
+  double failures[FTL_CADENCE_MAX_LEVELS];        /* counted failures of each class */
+  double stall_s[FTL_CADENCE_MAX_LEVELS], durable_s[FTL_CADENCE_MAX_LEVELS], restart_s[FTL_CADENCE_MAX_LEVELS];
+  ftl_cadence_pattern plan;                       /* the optimized pattern over the configured levels */
+  double waste;                                   /* the model's waste of interval_steps */
+  double waste_single;                            /* the single-level plan's (top level at Daly's) */
+  double step_s;
+} ftl_cadence_level_decision;
+
+/* The per-level decision. FTL_ERR_STATE when no step time is known yet or no levels were set. */
+FTL_API ftl_err ftl_cadence_decide_levels(ftl_cadence *c, ftl_cadence_level_decision *out);
+
+/* The highest level due at `step` (> 0); 0 when none. A checkpoint is due at the multiples of the
+ * lowest level's interval (an absolute grid from step 0); it is of level k when at least
+ * interval_steps[k−1] / (the lowest level's interval) checkpoints have passed since the last one of
+ * level ≥ k, counted from observe_checkpoint_level (so report each checkpoint with its level).
+ * FTL_ERR_STATE as decide_levels. */
+FTL_API ftl_err ftl_cadence_due_level(ftl_cadence *c, int64_t step, int *level_out);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 # tests/bench/cadence_smoke.sh: bench-cadence 1 (one seed, bench/cadence) completes and prints its
-# four tables, a row per true MTBF each.
+# four tables, a row per true MTBF each, then the multi-level table (a row per failure mix), its two
+# goal lines and the line about the paper's table.
 . "$(dirname "$0")/lib.sh" || exit 1
 run_bench 60 bench-cadence 1
 expect_line '^bench-cadence: .* G = 64 ranks, 1 seeds,$'
@@ -13,3 +14,11 @@ for m in '10 min' '1 h' '6 h' '24 h' '100 h' '1000 h'; do
   expect_lines 2 "^\| $m \| [^|]+ \| [^|]+ \| $NUM% \|( $ratio \|){5}$"
   expect_lines 1 "^\| $m \| $NUM% \|( $NUM% \($NUM×\) \|){3}$"
 done
+expect_line '^Multi-level checkpoints: L1 node memory'
+expect_lines 1 '^\| failure mix \(L1:L2:L3\) \| pattern \(τ1; L2, L3 every\) \| multi-level \| single-level \(Daly\) \| best single \| multi ÷ single \| controller \| model: pattern \| model: optimum \| pattern ÷ optimum \|$'
+for mix in 'mostly process' 'balanced' 'mostly host'; do
+  expect_lines 1 "^\| $mix \([0-9]+:[0-9]+:[0-9]+\) \| $NUM (min|h); [0-9]+, [0-9]+ \| $NUM% \| $NUM% \| $NUM% \| $NUM× \| $NUM% \| $NUM% \| $NUM% \| $NUM× \|$"
+done
+expect_line '^goal: multi-level waste lower than single-level at every mix: (met|NOT met)$'
+expect_line '^goal: the multi-level pattern within 1\.05× of the model.s optimum: (met|NOT met)$'
+expect_line '^Paper table \(Moody, Bronevetsky, Mohror, de Supinski, SC.10\)'

@@ -136,8 +136,12 @@ ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, 
   ftl_err rc = FTL_ERR_IO;
   int fd = -1;
   /* Retry until the deadline: the listener may be a moment behind (it never is for ftl's own
-   * launcher, which listens before it spawns, but a restarted one might be). */
+   * launcher, which listens before it spawns, but a restarted one might be). Refusals only for a
+   * second: nobody listening then means the launcher is gone (killed while it was starting a
+   * gang), and a rank or agent waiting the whole deadline for it would outlive it. */
+  int64_t refused_since = -1;
   for (;;) {
+    int refused = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
       fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
       if (fd < 0) continue;
@@ -159,10 +163,14 @@ ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, 
         rc = FTL_OK;
         goto out;
       }
+      refused |= errno == ECONNREFUSED;
       ftl_diag_fail(d, FTL_ERR_IO, "cannot connect to %s: %s", host_port, strerror(errno));
       close(fd);
       fd = -1;
     }
+    if (!refused) refused_since = -1;
+    else if (refused_since < 0) refused_since = ftl_clock_ms();
+    else if (ftl_clock_ms() - refused_since >= 1000) goto out; /* rc FTL_ERR_IO, d says refused */
     if (ftl_deadline_left_ms(deadline_ms) == 0) {
       rc = FTL_ERR_TIMEOUT;
       goto out;

@@ -311,7 +311,14 @@ static void test_unknown_fields(void) {
   CHECK_ERR("ranks: 1\nprogram: p\nfoo: 1\n",
             "job.yaml:3:1: field 'foo': unknown field (known fields: name, ranks, program, args, env, "
             "hostfile, launcher, run_dir, working_dir, rendezvous, fleet_ledger, min_ranks, restart, timeouts, preemption, "
-            "metrics, inputs, eval, registry)");
+            "checkpoint, metrics, inputs, eval, registry)");
+  /* checkpoint.levels: l1 and l3 only, l3 always. */
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l1]}\n", "field 'checkpoint.levels': must include l3");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l2, l3]}\n",
+                "field 'checkpoint.levels': l2 (a copy on a partner host) is not available");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l3, disk]}\n",
+                "field 'checkpoint.levels': expected l1 or l3, got 'disk'");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\nrestart: {standby: maybe}\n", "field 'restart.standby'");
   CHECK_ERR("ranks: 1\nprogram: p\nrendezvous:\n  timeout: 5\n",
             "job.yaml:4:3: field 'rendezvous.timeout': unknown field (known fields: timeout_s)");
   /* Case matters; YAML merge keys are not supported and read as an unknown key. */

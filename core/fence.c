@@ -65,9 +65,10 @@ ftl_err core_fence_advance(const char *run_dir, int attempt, int64_t deadline_ms
   char text[32];
   int len = snprintf(text, sizeof text, "%d\n", attempt);
   /* Readers parse under the shared lock, which this exclusive one excludes: no reader sees the
-   * file between the truncate and the write. */
-  if (core_fs_table.ftruncate(fd, 0) != 0 || core_fs_pwrite_all(fd, text, (size_t)len, 0) != FTL_OK ||
-      core_fs_table.fsync(fd) != 0) {
+   * file between the truncate and the write. No fsync: the fence guards against processes that are
+   * alive, and none of an older attempt is alive after the crash of the machine that would lose
+   * the write; the next launcher rewrites it before its first attempt anyway. */
+  if (core_fs_table.ftruncate(fd, 0) != 0 || core_fs_pwrite_all(fd, text, (size_t)len, 0) != FTL_OK) {
     rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot write %s: %s", path, strerror(errno));
     goto out;
   }

@@ -504,10 +504,13 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
                      json_pack("{s:i, s:i, s:I, s:s}", "restart", history.restarts, "max_restarts", job->max_restarts,
                                "backoff_ms", (json_int_t)dec.backoff_ms, "after", ln_failure_kind_name(res.kind)));
     int64_t t0 = ftl_clock_ms();
-    /* The back-off is counted from the failure: the old gang's teardown is part of the pause (a
-     * warm restart's teardown is most of it). */
+    /* The back-off is counted from the failure itself (its detection less the detection lag the
+     * agent measured): the detection and the old gang's teardown are part of the pause (a warm
+     * restart's teardown is most of it). */
     int64_t pause_ms = dec.backoff_ms;
-    if (res.failure_ms >= 0 && res.end_ms >= res.failure_ms) pause_ms -= (int64_t)(res.end_ms - res.failure_ms);
+    if (res.failure_ms >= 0 && res.end_ms >= res.failure_ms)
+      pause_ms -= (int64_t)(res.end_ms - res.failure_ms +
+                            (res.detect_lag_ms > 0 && res.detect_lag_ms < 1000 ? res.detect_lag_ms : 0)); /* clocks of two hosts */
     int sig = backoff_sleep(pause_ms > 0 ? pause_ms : 0, &standby);
     pending_backoff_ms = (double)(ftl_clock_ms() - t0);
     if (sig) {

@@ -265,6 +265,23 @@ class TorchSaveCheckpoint:
         pass
 
 
+def init_process_group(ctx, rank, world):
+    """gloo over a TCPStore on rank 0 (MASTER_ADDR/MASTER_PORT). Under ftl, rank 0's store listens
+    before any other rank connects (an ftl barrier between): a client that finds no listener yet
+    retries only after a second, which would be most of a warm restart (docs/fault-tolerance.md)."""
+    if isinstance(ctx, TorchrunContext):
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        return
+    import datetime
+    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    timeout = datetime.timedelta(seconds=300)
+    store = dist.TCPStore(addr, port, world, True, timeout, wait_for_workers=False) if rank == 0 else None
+    ctx.barrier()
+    if store is None:
+        store = dist.TCPStore(addr, port, world, False, timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(1)
@@ -279,7 +296,7 @@ def main():
     if args.batch % world:
         print(f"--batch {args.batch} is not a multiple of the {world} ranks", file=sys.stderr)
         return 2
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    init_process_group(ctx, rank, world)
 
     model = base_model(args)
     for b in model.h:

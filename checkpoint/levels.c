@@ -17,6 +17,18 @@
 #include "core/fs.h"
 #include "ftl/core.h"
 
+/* NULL when path is this user's own folder, private and not a link (an older ftl made them 0755:
+ * one writable by nobody else is made private); else why not. */
+static const char *not_private(const char *path) {
+  struct stat own;
+  if (lstat(path, &own) != 0) return strerror(errno);
+  if (!S_ISDIR(own.st_mode)) return "not a folder (a link?)";
+  if (own.st_uid != geteuid()) return "owned by another user";
+  if ((own.st_mode & 022) != 0) return "writable by other users";
+  if ((own.st_mode & 077) != 0 && chmod(path, 0700) != 0) return strerror(errno);
+  return NULL;
+}
+
 /* ROOT/ftl-<XXH3 of the run directory's real path>: two spellings of one run share their copies. */
 static int run_folder(const char *root, const char *run_dir, char *out, size_t size) {
   char real[PATH_MAX];
@@ -43,9 +55,14 @@ void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_
   const char *mb = getenv("FTL_CKPT_L1_MAX_BYTES");
   l1->max_bytes = max_bytes;
   if (!max_bytes && mb && ftl_parse_i64(mb, 1, INT64_MAX, &v) == FTL_OK) l1->max_bytes = (uint64_t)v;
-  ftl_diag d = {{0}};
-  if (ftl_mkdir_p(l1->dir, &d) != FTL_OK) {
-    FTL_LOG(FTL_LOG_WARN, "ckpt", "L1 off: %s", d.msg);
+  /* The root is shared (a world-writable /dev/shm) and the folder's name is predictable: it must be
+   * this user's own folder, private, and not a link, or another user could hand a restore their
+   * files (the checksums are not cryptographic). */
+  const char *why = NULL;
+  if (core_fs_table.mkdir(l1->dir, 0700) != 0 && errno != EEXIST) why = strerror(errno);
+  else why = not_private(l1->dir);
+  if (why) {
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "L1 off: %s is not a private folder of this user: %s", l1->dir, why);
     l1->dir[0] = '\0';
   }
 }
@@ -160,6 +177,7 @@ void ck_l1_drop(const ck_l1 *l1, int rank, int64_t step) {
 void ck_l1_forget_run(const char *root, const char *run_dir) {
   char top[PATH_MAX];
   if (!root || !*root || !run_folder(root, run_dir, top, sizeof top)) return;
+  if (not_private(top)) return; /* never deletes through a link someone put in a shared folder */
   DIR *dir = opendir(top);
   if (!dir) return;
   struct dirent *e;

@@ -9,7 +9,8 @@
  *
  * Layout: L1ROOT/ftl-<16 hex digits: XXH3 of the run directory's path>/step-<8 digits>/shard-<5
  * digits>.h5, so two runs on one host never share a folder, and a new boot (the memory gone) simply
- * finds nothing. Written through the file seam (core/fs.h).
+ * finds nothing. The run's folder must be a private (0700) folder of this user, not a link: the
+ * root is usually the world-writable /dev/shm. Written through the file seam (core/fs.h).
  *
  * Not here: the shard bytes (shard.c tees them into the L1 file as it writes L3's). */
 #ifndef FTL_CKPT_LEVELS_H

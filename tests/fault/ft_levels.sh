@@ -8,6 +8,9 @@
 #             naming each copy and what was wrong with it, and the intact one from L1
 #   gone      the same kill, then the whole L1 folder removed (a new boot): the relaunch restores
 #             from the run directory (l3)
+#   hostile   the same kill, then the run's L1 folder replaced by a link to a copy of it (another
+#             user could plant one in a shared /dev/shm): L1 is refused for the run, with a warning,
+#             and the relaunch restores from the run directory
 #   full      the L1 folder is a 64 KiB tmpfs: no room for a copy, the job runs on with a warning
 #             and restores from the run directory (skipped where a tmpfs cannot be mounted)
 MODE=${1:?usage: ft_levels.sh MODE}
@@ -59,7 +62,7 @@ kill)
   [ "$(levels_of 1)" = "l1 l1 l1 l1 " ] || { grep ckpt_restored "$RUN/events.jsonl" >&2; fail "attempt 1 did not restore from L1: $(levels_of 1)"; }
   expect_contains "$RUN/attempt-0001/rank-00000.err" "from L1 (host memory)"
   ;;
-damaged|gone)
+damaged|gone|hostile)
   job 0
   kill_after_commit
   expect_rc 1 out
@@ -79,6 +82,11 @@ with open(p, "r+b") as f:
 PY
     truncate -s 1000 "$step_dir/shard-00000.h5"
     rm "$step_dir/shard-00002.h5"
+  elif [ "$MODE" = hostile ]; then
+    run_l1=$(dirname "$step_dir")
+    cp -a "$run_l1" "$SCRATCH/planted"
+    rm -rf "$run_l1"
+    ln -s "$SCRATCH/planted" "$run_l1"
   else
     rm -rf "$L1"/ftl-*
   fi
@@ -89,6 +97,10 @@ PY
     expect_contains again.out "shard-00000.h5 has 1000 bytes"
     expect_contains again.out "shard-00002.h5 is gone"
     grep -q '"level":"l1+l3"\|"level":"l3"' "$RUN/events.jsonl" || fail "no rank fell back to the run directory"
+  elif [ "$MODE" = hostile ]; then
+    expect_contains again.out "is not a private folder of this user: not a folder (a link?)"
+    [ "$(levels_of 1)" = "l3 l3 l3 l3 " ] || fail "a planted L1 folder was read: $(levels_of 1)"
+    ls "$SCRATCH"/planted/step-*/shard-00000.h5 >/dev/null 2>&1 || fail "ftl deleted files through the planted link"
   else
     [ "$(levels_of 1)" = "l3 l3 l3 l3 " ] || fail "after the L1 folder was gone: $(levels_of 1)"
   fi

@@ -190,9 +190,12 @@ static ftl_err write_own_shard(ftl_ckpt *ck, job *j, ftl_diag *d) {
                              want_l1 ? sizeof l1_why : 0, d);
   if (local) goto out;
   j->mine.l1 = l1_written;
+  /* Said once per handle at warn (a small /dev/shm, as in a container, would say it every step),
+   * then at debug. */
   if (ck->l1.dir[0] && !l1_written)
-    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: no L1 copy of this rank's shard (%s); the run directory has it",
-            (long long)j->step, l1_why[0] ? l1_why : "no room");
+    FTL_LOG(ck->l1.warned++ ? FTL_LOG_DEBUG : FTL_LOG_WARN, "ckpt",
+            "step %lld: no L1 copy of this rank's shard (%s); the run directory has it", (long long)j->step,
+            l1_why[0] ? l1_why : "no room");
   j->wrote = 1;
   j->mine.size = sh->size_bytes;
   j->mine.checksum = sh->checksum;

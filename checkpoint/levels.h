@@ -25,6 +25,7 @@
 typedef struct ck_l1 {
   char dir[4096];     /* L1ROOT/ftl-<hash>; "" when off */
   uint64_t max_bytes; /* the most this rank keeps there (its own shards); 0: no limit of its own */
+  int warned;         /* a step without a copy was reported (once at warn level) */
 } ck_l1;
 
 /* The L1 level for run_dir: root from want (NULL: the environment's FTL_CKPT_L1_DIR; "" or unset:

@@ -68,12 +68,12 @@ static const ftl_yb_field rendezvous_fields[] = {
 static const ftl_yb_section rendezvous_section = FTL_YB_SECTION_OF(rendezvous_fields);
 
 static const ftl_yb_choice on_off_choices[] = {
-    {"on", 1}, {"off", 0}, {"true", 1}, {"false", 0}, {NULL, 0},
+    {"auto", -1}, {"on", 1}, {"off", 0}, {"true", 1}, {"false", 0}, {NULL, 0},
 };
 
 static const ftl_yb_field restart_fields[] = {
     /* The standby gang (launcher/standby.h); it only ever runs when restarts are allowed. */
-    {.key = "standby", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, standby), .def = 1, .choices = on_off_choices},
+    {.key = "standby", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, standby), .def = -1, .choices = on_off_choices},
     {.key = "max_restarts", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, max_restarts), .min = 0, .max = 100000,
      .def = 3},
     {.key = "backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, backoff_ms), .max = 3600, .def = 100},

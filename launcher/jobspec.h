@@ -42,8 +42,9 @@ typedef struct ftl_job {
                                0 (the default) means exactly `ranks` */
   /* `restart:` what ftl does when an attempt fails */
   int max_restarts;         /* `restart.max_restarts`: budget for the whole job; default 3 */
-  int standby;              /* `restart.standby`: on (1) or off (0): keep a standby gang parked for a
-                               warm restart (launcher/standby.h); default on */
+  int standby;              /* `restart.standby`: on (1), off (0) or auto (-1, the default: on for a
+                               job on one machine, off with a hostfile): keep a standby gang parked
+                               for a warm restart (launcher/standby.h) */
   int64_t backoff_ms;       /* `restart.backoff_s`: first pause before a relaunch; doubles; default 0.1 s */
   int64_t max_backoff_ms;   /* `restart.max_backoff_s`: cap of the pause; default 30 s */
   int crash_loop;           /* `restart.crash_loop`: failures in a row without progress past the

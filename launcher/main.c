@@ -54,7 +54,7 @@ static const char run_help[] =
     "      --kill-grace-ms MS      between SIGTERM and SIGKILL when the gang is ended (default 5000)\n"
     "      --max-restarts N        restart budget for the whole job (overrides restart.max_restarts; default 3)\n"
     "      --standby, --no-standby keep (or not) a standby gang parked for warm restarts (overrides\n"
-    "                              restart.standby; default on whenever restarts are allowed)\n"
+    "                              restart.standby; default: on for a job on one machine)\n"
     "      --wait-lock S           wait up to S seconds for the run directory's lock (RUNDIR/ftl.lock) held by\n"
     "                              another launcher (default 0: refuse at once, exit 2, naming its pid and host)\n"
     "      --progress MODE         auto | tty | lines | off: rank 0's progress (step, loss, tokens/s, ETA,\n"

@@ -1,3 +1,5 @@
+# Labelled long (not in CI): on these netns hosts, which share two cores, a standby's start-up has
+# been seen to stall the running gang on one host until it is called lost (docs/fault-tolerance.md).
 # A lost host with a standby parked (docs/fault-tolerance.md, warm restarts): 3 hosts x 2 ranks and
 # a spare, a standby gang parked on the 3 hosts, then every process of host 3 killed. The standby
 # loses its ranks there with the host: it is dropped, the cold path runs on the spare as without a
@@ -9,7 +11,7 @@ probe_job job.yaml sbloss 6 "--steps 200 --step-ms 50 --save-every 5" \
   "hostfile: hosts" \
   "timeouts: {node_s: 5, startup_s: 60}" \
   "rendezvous: {timeout_s: 30}" \
-  "restart: {backoff_s: 0.2}"
+  "restart: {backoff_s: 0.2, standby: on}"
 start_job job.yaml
 wait_for_event runs/sbloss standby_parked out
 kill_host 3

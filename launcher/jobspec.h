@@ -43,7 +43,7 @@ typedef struct ftl_job {
   /* `restart:` what ftl does when an attempt fails */
   int max_restarts;         /* `restart.max_restarts`: budget for the whole job; default 3 */
   int standby;              /* `restart.standby`: on (1), off (0) or auto (-1, the default: on for a
-                               job on one machine, off with a hostfile): keep a standby gang parked
+                               job on one machine, off on several hosts): keep a standby gang parked
                                for a warm restart (launcher/standby.h) */
   int64_t backoff_ms;       /* `restart.backoff_s`: first pause before a relaunch; doubles; default 0.1 s */
   int64_t max_backoff_ms;   /* `restart.max_backoff_s`: cap of the pause; default 30 s */

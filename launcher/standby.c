@@ -14,6 +14,7 @@
 
 #include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/gang.h"
 #include "rendezvous/wire.h"
 
 /* The back-off before a standby that died is started again: 1 s, doubling, at most 60 s. */
@@ -23,12 +24,21 @@ static int64_t restart_backoff_ms(int deaths) {
   return ms < 60000 ? ms : 60000;
 }
 
+/* The job runs on this machine alone: mpirun without a hostfile, or srun in a one-node allocation. */
+static int one_machine(const ftl_job *job) {
+  if (job->hostfile) return 0;
+  if (ln_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) != FTL_LAUNCH_SRUN) return 1;
+  const char *nodes = getenv("SLURM_JOB_NUM_NODES");
+  if (!nodes) nodes = getenv("SLURM_NNODES");
+  return nodes && strcmp(nodes, "1") == 0;
+}
+
 void ln_standby_init(ln_standby *sb, const ftl_job *job, ftl_events *events) {
   memset(sb, 0, sizeof *sb);
-  /* auto: on for a job on one machine. With a hostfile it is off unless asked for: in the netns
+  /* auto: on for a job on one machine. On several it is off unless asked for: in the netns
    * multi-host tests a standby's start-up has stalled the running gang on a shared host
    * (docs/fault-tolerance.md, "Warm restarts"), not understood yet. */
-  int on = job->standby > 0 || (job->standby < 0 && !job->hostfile);
+  int on = job->standby > 0 || (job->standby < 0 && one_machine(job));
   sb->enabled = on && job->max_restarts > 0;
   sb->events = events;
   sb->gang = (core_proc){.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE};

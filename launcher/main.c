@@ -128,6 +128,7 @@ static const char env_reads_help[] =
     "  FTL_LIBRARY                                      the libftl.so the Python binding loads (docs/python.md)\n"
     "  PATH                                             where `ftl run` looks up a program named without '/'\n"
     "  SLURM_JOB_ID                                     `--launcher auto` uses srun inside a Slurm allocation\n"
+    "  SLURM_JOB_NUM_NODES, SLURM_NNODES               restart.standby auto keeps a standby inside a one-node allocation\n"
     "  FTL_REGISTRY                                     the adapter registry's folder, when a command is given none\n"
     "  FTL_GATE_LOCK_TIMEOUT_S                          how long `ftl gate`/`ftl publish` wait for the run's gate lock\n"
     "                                                   (default 30; another gate of the same run holds it)\n"

@@ -189,7 +189,9 @@ fence)
   done
   [ -n "$s1" ] || s1=$(committed_steps "$RUN" | sort -n | tail -1)
   kill -0 $ghost 2>/dev/null || { cat ghost.out >&2; fail "the ghost is gone before the take-over"; }
-  echo "$s1" >go
+  # Written whole, then renamed: the ghost starts as soon as the name exists, and a file the shell
+  # has created but not yet written would read as empty.
+  echo "$s1" >go.tmp && mv go.tmp go
   wait $ghost
   grc=$?
   cat ghost.out

@@ -99,6 +99,10 @@ ftl_err ck_read_manifest_text(const char *base, int64_t step, char **text_out, s
   return rc;
 }
 
+int ck_parse_step_name(const char *name, int64_t *step) {
+  return strncmp(name, "step-", 5) == 0 && ftl_parse_i64(name + 5, 0, INT64_MAX, step) == FTL_OK;
+}
+
 ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   ck_step_entry *v = NULL;
@@ -112,9 +116,8 @@ ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_dia
   }
   struct dirent *e;
   while ((e = readdir(dir))) {
-    if (strncmp(e->d_name, "step-", 5) != 0) continue;
     int64_t step;
-    if (ftl_parse_i64(e->d_name + 5, 0, INT64_MAX, &step)) continue;
+    if (!ck_parse_step_name(e->d_name, &step)) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 16;
       ck_step_entry *nv = ftl_realloc(v, (size_t)cap * sizeof *v);

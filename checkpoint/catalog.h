@@ -37,6 +37,10 @@ typedef struct ck_step_entry {
 /* "<base>/step-00000100". */
 ftl_err ck_step_dir(const char *base, int64_t step, char *out, size_t size);
 
+/* 1 and *step when name is a step folder's name ("step-" and a decimal step); 0 otherwise. The one
+ * reader of the name ck_step_dir writes: the catalog, and the L1 level's folders (levels.c). */
+int ck_parse_step_name(const char *name, int64_t *step);
+
 /* Lists the step folders of base, newest first; *out freed with ftl_free. A missing base is an
  * empty list. */
 ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_diag *d);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "checkpoint/catalog.h"
 #include "checkpoint/manifest.h"
 #include "core/fs.h"
 #include "ftl/core.h"
@@ -69,7 +70,7 @@ void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_
 
 ftl_err ck_l1_step_dir(const ck_l1 *l1, int64_t step, char *out, size_t size) {
   if (!l1->dir[0]) return FTL_ERR_STATE;
-  return ftl_fmt(out, size, "%s/step-%08lld", l1->dir, (long long)step);
+  return ck_step_dir(l1->dir, step, out, size);
 }
 
 /* The steps that have a copy of this rank's shard, and its size, through fn. */
@@ -82,9 +83,8 @@ static void each_copy(const ck_l1 *l1, int rank, each_copy_fn fn, void *user) {
   ck_shard_file_name(rank, file);
   struct dirent *e;
   while ((e = readdir(dir)) != NULL) {
-    long long step;
-    char tail;
-    if (sscanf(e->d_name, "step-%8lld%c", &step, &tail) != 1) continue;
+    int64_t step;
+    if (!ck_parse_step_name(e->d_name, &step)) continue;
     char path[PATH_MAX];
     struct stat st;
     if (ftl_fmt(path, sizeof path, "%s/%s/%s", l1->dir, e->d_name, file) || lstat(path, &st) != 0) continue;
@@ -182,9 +182,8 @@ void ck_l1_forget_run(const char *root, const char *run_dir) {
   if (!dir) return;
   struct dirent *e;
   while ((e = readdir(dir)) != NULL) {
-    long long step;
-    char tail;
-    if (sscanf(e->d_name, "step-%8lld%c", &step, &tail) != 1) continue;
+    int64_t step;
+    if (!ck_parse_step_name(e->d_name, &step)) continue;
     char sd[PATH_MAX];
     if (ftl_fmt(sd, sizeof sd, "%s/%s", top, e->d_name)) continue;
     DIR *inner = opendir(sd);

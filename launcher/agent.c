@@ -504,6 +504,12 @@ static void agent_timers(agent *ag, ftl_diag *d) {
   /* Also after the program is reaped, while its last output drains (a stray grandchild may hold
    * the pipes): until the exit report goes out, silence would read as a lost host. */
   if (client->fd >= 0 && ftl_clock_ms() >= ag->next_alive_ms) {
+    /* A report seconds late means this agent was not scheduled, or was blocked: the launcher may
+     * call its host lost for it, so the log says which side was silent. */
+    int64_t late_ms = ftl_clock_ms() - ag->next_alive_ms;
+    if (ag->next_alive_ms > 0 && late_ms > 2000)
+      FTL_LOG(FTL_LOG_WARN, "agent", "this alive report is %.1f s late (the agent was not scheduled, or was blocked)",
+              (double)late_ms / 1000.0);
     char state[2] = {ag->proc.reaped ? 'X' : process_state(ag->proc.pid), '\0'};
     long rss = ag->proc.reaped ? -1 : resident_kib(ag->proc.pid);
     rz_rdzv_client_send(client, json_pack("{s:s, s:s, s:I}", "type", "alive", "state", state, "rss_kb", (json_int_t)rss),

@@ -808,8 +808,12 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
   if (!fds) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   ftl_err rc = FTL_OK;
   int64_t drain_until = FTL_NO_DEADLINE;
-  int64_t next_ping_ms = ftl_clock_ms();
+  int64_t next_ping_ms = ftl_clock_ms(), turn_ms = -1;
   for (;;) {
+    /* Every step of a turn is bounded well under a second; one that was not is worth a line. */
+    if (turn_ms >= 0 && ftl_clock_ms() - turn_ms > 1000)
+      FTL_LOG(FTL_LOG_WARN, "launcher", "a turn of the launcher's loop took %.1f s",
+              (double)(ftl_clock_ms() - turn_ms) / 1000.0);
     if (ftl_clock_ms() >= next_ping_ms) {
       rz_rdzv_server_ping_agents(a->server);
       check_stragglers(a);
@@ -823,11 +827,18 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
     int timeout = 100;
     if (drain_until != FTL_NO_DEADLINE) timeout = ftl_deadline_left_ms(drain_until);
     if (timeout > 100) timeout = 100;
+    int64_t polled_ms = ftl_clock_ms();
     int pr = poll(fds, (nfds_t)n_all, timeout);
     if (pr < 0 && errno != EINTR) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "poll: %s", strerror(errno));
       break;
     }
+    /* A wake-up seconds after its timeout: the launcher itself was not scheduled. Said, because
+     * the detectors that follow judge the agents' silence by this clock. */
+    int64_t overslept_ms = ftl_clock_ms() - polled_ms - timeout;
+    if (overslept_ms > 2000)
+      FTL_LOG(FTL_LOG_WARN, "launcher", "the launcher was not scheduled for %.1f s", (double)overslept_ms / 1000.0);
+    turn_ms = ftl_clock_ms();
     if (pr > 0 && (fds[n - 1].revents & POLLIN)) on_signals(a);
     if (pr > 0) rz_rdzv_server_handle(a->server, fds, n - 1, on_event, a);
     if (sb) {

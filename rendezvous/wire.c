@@ -78,7 +78,12 @@ static ftl_err send_all(int fd, const char *p, size_t left, int64_t deadline_ms,
     if (n > 0) {
       p += n;
       left -= (size_t)n;
-      nowait = false; /* once a message is started it must be finished, or framing breaks */
+      if (nowait && left > 0) {
+        /* Once a message is started it must be finished, or framing breaks; but a peer that
+         * takes none of the rest in a second is not waited for forever. */
+        nowait = false;
+        if (deadline_ms == FTL_NO_DEADLINE) deadline_ms = ftl_deadline_after_ms(1000);
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;

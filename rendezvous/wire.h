@@ -42,7 +42,8 @@ ftl_err rz_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag *
 ftl_err rz_wire_send(int fd, const json_t *msg, int64_t deadline_ms, ftl_diag *d);
 
 /* Sends without waiting: FTL_ERR_TIMEOUT when the socket buffer is full (the caller may drop a
- * message that the next one supersedes, such as a progress heartbeat). */
+ * message that the next one supersedes, such as a progress heartbeat). A message the socket took
+ * only in part is finished within a second (a line cut short would break the framing). */
 ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d);
 
 /* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. */

@@ -1,5 +1,6 @@
-# Labelled long (not in CI): on these netns hosts, which share two cores, a standby's start-up has
-# been seen to stall the running gang on one host until it is called lost (docs/fault-tolerance.md).
+# Labelled long (the normal build's suite only, not the sanitizer builds): on these netns hosts,
+# which share two cores, a standby's start-up has been seen to stall the running gang on one host
+# until it is called lost (docs/fault-tolerance.md, "Open: several hosts").
 # A lost host with a standby parked (docs/fault-tolerance.md, warm restarts): 3 hosts x 2 ranks and
 # a spare, a standby gang parked on the 3 hosts, then every process of host 3 killed. The standby
 # loses its ranks there with the host: it is dropped, the cold path runs on the spare as without a

@@ -133,7 +133,7 @@ static int absolute_path(const char *path, int keep_name, char *out) {
   int dir_len = slash ? (int)(slash - path) : 0;
   char dir[PATH_MAX], real[PATH_MAX];
   if (!*name || ftl_fmt(dir, sizeof dir, "%.*s", dir_len, path) != FTL_OK ||
-      !realpath(dir_len ? dir : slash ? "/" : ".", real))
+      !realpath(dir_len ? dir : (slash ? "/" : "."), real))
     return -1;
   return ftl_fmt(out, PATH_MAX, "%s%s%s", real, strcmp(real, "/") ? "/" : "", name) == FTL_OK ? 0 : -1;
 }

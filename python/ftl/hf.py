@@ -134,7 +134,18 @@ def export_adapter(model, out_dir):
     os.makedirs(parent, exist_ok=True)
     tmp = f"{out_dir}.tmp.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    # peft keeps target_modules (and other name lists) as sets and writes list(set): an order
+    # that follows the process's string-hash seed, so two runs of one job would write different
+    # adapter_config.json bytes. They are saved sorted, then put back as they were.
+    configs = list(getattr(model, "peft_config", {}).values())
+    saved = [(c, k, v) for c in configs for k, v in vars(c).items() if isinstance(v, set)]
+    try:
+        for c, k, v in saved:
+            setattr(c, k, sorted(v))
+        model.save_pretrained(tmp)
+    finally:
+        for c, k, v in saved:
+            setattr(c, k, v)
     _fsync_tree(tmp)
     if os.path.isdir(out_dir):  # an older export (a run started again from scratch): replaced
         old = f"{out_dir}.old.{os.getpid()}"

@@ -5,7 +5,10 @@
 . "$(dirname "$0")/hf_lib.sh" || exit 1
 ARGS=(--steps 40 --ckpt-every 5)
 FILES=(adapter_model.safetensors adapter_config.json README.md)
+# Different string-hash seeds for the two runs: peft keeps target_modules as a set, whose order
+# follows the seed; the adapter's bytes must not (ftl.hf.export_adapter writes them sorted).
 t0=$(date +%s%N)
+export PYTHONHASHSEED=1
 run_ftl ref.out run -n 2 --no-standby --run-dir ref -- "$HF_PY" "$HF_TRAIN" "${ARGS[@]}"
 expect_rc 0 ref.out
 expect_contains ref/attempt-0000/rank-00000.out "done: 40 steps"
@@ -26,6 +29,7 @@ PY
 [ -n "${SOAK_SEED:-}" ] && RANDOM=$SOAK_SEED
 KILL_RANK=$((RANDOM % 2))
 t1=$(date +%s%N)
+export PYTHONHASHSEED=2
 ftl run -n 2 --max-restarts 2 --run-dir victim -- "$HF_PY" "$HF_TRAIN" "${ARGS[@]}" --step-ms 60 >out 2>&1 &
 FTL_PID=$!
 for _ in $(seq 1200); do

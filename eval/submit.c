@@ -51,7 +51,7 @@ static ftl_err pin_gate(const json_t *gate, const char *run_dir, json_t *snap, f
   const json_t *reg = json_object_get(gate, "registry");
   char *prog = NULL, abs_run[PATH_MAX];
   json_t *rec = NULL;
-  ftl_err rc = ln_gang_find_program(json_string_value(json_object_get(ev, "program")), getenv("PATH"), &prog, d);
+  ftl_err rc = ln_gang_find_program(json_string_value(json_object_get(ev, "program")), getenv("PATH"), 0, &prog, d);
   if (rc) {
     ftl_diag_prefix(d, rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC, "field 'eval.program'");
     rc = rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC;

@@ -576,7 +576,7 @@ static int find_programs(const ftl_job *job, char **program, char *exe, size_t e
   ftl_diag d = {{0}};
   const char *lookup_path = ln_gang_env_get(job->env, "PATH");
   if (!lookup_path) lookup_path = getenv("PATH");
-  if (ln_gang_find_program(job->program, lookup_path, program, &d)) {
+  if (ln_gang_find_program(job->program, lookup_path, 1, program, &d)) {
     fprintf(stderr, "ftl run: %s%s%s\n", job->spec_path ? job->spec_path : "", job->spec_path ? ": field 'program': " : "",
             d.msg);
     return FTL_EXIT_LAUNCH;

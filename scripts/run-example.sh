@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-deps.sh
+bash scripts/setup-python.sh # .venv: the pinned Hugging Face stack (tests/python/hf_*)
 mkdir -p build
 bash scripts/build.sh build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >build/release.build.log 2>&1 ||
   { cat build/release.build.log >&2; exit 1; }

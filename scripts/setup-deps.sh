@@ -10,6 +10,7 @@ packages=(
   libarchive-dev libssl-dev libzstd-dev zstd
   libyaml-dev libjansson-dev libxxhash-dev
   python3-h5py python3-numpy python3-torch
+  python3-venv python3-yaml python3-requests python3-psutil # under the pins of scripts/setup-python.sh
   procps iproute2 util-linux
   slurmctld slurmd slurm-client munge
   chromium          # tests/launcher/ops_report.sh: opens `ftl report`'s page headless, screenshots it

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "adapter_io.h"
 #include "base_io.h"
@@ -69,7 +70,8 @@ static void usage(FILE *to, const char *argv0) {
           "                       adapter go to --out (or stdout) and, with --metrics, the gate's metrics file\n"
           "  --dump-logits FILE   the logits of the base (with the adapter when given) for the bytes of\n"
           "                       --text STRING (token id = byte value, positions 0..t-1, t <= the block):\n"
-          "                       raw little-endian float32 [t, 256], row-major, t * 1024 bytes\n",
+          "                       raw little-endian float32 [t, 256], row-major, t * 1024 bytes; FILE (a\n"
+          "                       regular file's path) is replaced atomically\n",
           argv0, argv0);
 }
 
@@ -80,6 +82,12 @@ static int dump_logits(const ft_params *base, const ft_lora *lora, const char *t
   int *tok = NULL;
   uint8_t *bytes = NULL;
   ft_acts *acts = NULL;
+  struct stat st;
+  /* The file is replaced by a rename: a device or a folder there (/dev/null) would be replaced too. */
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    fprintf(stderr, "ftl-finetune-eval: %s exists and is not a regular file; --dump-logits replaces it\n", path);
+    return -1;
+  }
   if (t < 1 || t > (size_t)base->cfg.block) {
     fprintf(stderr, "ftl-finetune-eval: --text must hold 1 to %d bytes (the base model's block), not %zu\n",
             base->cfg.block, t);

@@ -186,7 +186,10 @@ ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, char id_ou
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  if ((rc = pl_peft_export_run(run_dir, NULL, NULL, d))) goto out;
+  /* The package carries the base the gate evaluated (the snapshot's input, its SHA-256 checked
+   * again as it is read), so a consumer who fetches it has both. */
+  ftl_peft_opts po = {.base_path = base_name ? pl_snapshot_input_path(snap, base_name) : NULL, .base_sha256 = base_sha};
+  if ((rc = pl_peft_export_run(run_dir, NULL, &po, d))) goto out;
   if ((rc = ftl_mkdir_p(pkg_dir, d))) goto out;
   if ((rc = ev_verdict_write_package_copy(verdict, pkg_verdict, d))) goto out;
   char id[FTL_SHA256_HEX_LEN + 1];

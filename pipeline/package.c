@@ -19,12 +19,28 @@
 #include "core/fs.h"
 #include "ftl/core.h"
 #include "pipeline/archive_seam.h"
+#include "pipeline/hf_base.h"
 #include "pipeline/peft.h"
 #include "pipeline/pl_util.h"
 
 static const char *const required_files[] = {FTL_PEFT_CONFIG_NAME, FTL_PEFT_WEIGHTS_NAME, FTL_PACKAGE_PROVENANCE,
                                              FTL_PACKAGE_VERDICT};
 #define N_REQUIRED (sizeof required_files / sizeof required_files[0])
+
+/* The base model's folder (pipeline/hf_base.h), in byte order; a package holds all or none. */
+const char *const pl_package_base_files[PL_PACKAGE_N_BASE] = {
+    FTL_PACKAGE_BASE_DIR "/" PL_HF_CONFIG, FTL_PACKAGE_BASE_DIR "/" PL_HF_WEIGHTS,
+    FTL_PACKAGE_BASE_DIR "/" PL_HF_SPECIAL_TOKENS, FTL_PACKAGE_BASE_DIR "/" PL_HF_TOKENIZER,
+    FTL_PACKAGE_BASE_DIR "/" PL_HF_TOKENIZER_CONFIG};
+
+int pl_package_is_base_file(const char *name) {
+  for (size_t i = 0; name && i < PL_PACKAGE_N_BASE; i++)
+    if (!strcmp(name, pl_package_base_files[i])) return 1;
+  return 0;
+}
+
+/* The name a file has inside base/ ("config.json"), for a base file. */
+static const char *base_leaf(const char *name) { return name + sizeof FTL_PACKAGE_BASE_DIR; }
 
 static void limits_fill(const ftl_package_limits *in, ftl_package_limits *out) {
   out->max_total_bytes = in && in->max_total_bytes ? in->max_total_bytes : ((uint64_t)8 << 30);
@@ -73,9 +89,10 @@ ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_pack
                        FTL_PACKAGE_MANIFEST, FTL_PACKAGE_FORMAT);
     goto out;
   }
-  if (json_integer_value(ver) != FTL_PACKAGE_VERSION) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s has version %lld; this ftl reads version %d", FTL_PACKAGE_MANIFEST,
-                       (long long)json_integer_value(ver), FTL_PACKAGE_VERSION);
+  if (json_integer_value(ver) != FTL_PACKAGE_VERSION && json_integer_value(ver) != FTL_PACKAGE_VERSION_NO_BASE) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s has version %lld; this ftl reads versions %d and %d",
+                       FTL_PACKAGE_MANIFEST, (long long)json_integer_value(ver), FTL_PACKAGE_VERSION_NO_BASE,
+                       FTL_PACKAGE_VERSION);
     goto out;
   }
   size_t n = json_array_size(files);
@@ -100,11 +117,13 @@ ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_pack
       goto out;
     }
     const char *name = json_string_value(nm);
-    if (!pl_safe_name(name, 0) || !strcmp(name, FTL_PACKAGE_MANIFEST)) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: file %zu has a name that is not a plain file name",
+    int base = json_integer_value(ver) == FTL_PACKAGE_VERSION && pl_package_is_base_file(name);
+    if ((!pl_safe_name(name, 0) && !base) || !strcmp(name, FTL_PACKAGE_MANIFEST)) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: file %zu has a name that is not a plain file name or a base file",
                          FTL_PACKAGE_MANIFEST, i);
       goto out;
     }
+    m->n_base += base;
     if (i && strcmp(m->files[i - 1].name, name) >= 0) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: %s is out of order or repeated", FTL_PACKAGE_MANIFEST, name);
       goto out;
@@ -128,6 +147,11 @@ ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_pack
     m->n_files++;
     m->files[i].size = (uint64_t)s;
     memcpy(m->files[i].sha256, json_string_value(sh), FTL_SHA256_HEX_LEN + 1);
+  }
+  if (m->n_base != 0 && m->n_base != PL_PACKAGE_N_BASE) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s lists %zu of the %d base files; a package holds all or none",
+                       FTL_PACKAGE_MANIFEST, m->n_base, PL_PACKAGE_N_BASE);
+    goto out;
   }
   for (size_t k = 0; k < N_REQUIRED; k++) {
     size_t i = 0;
@@ -159,9 +183,27 @@ typedef struct pkg_file {
   size_t size;
 } pkg_file;
 
+/* The files of a package built from export_dir, in byte order of their names: the adapter's two,
+ * the base's five when export_dir holds base/, the provenance and the verdict. */
+static size_t build_names(const char *export_dir, const char **names, int *with_base) {
+  char path[4096];
+  struct stat st;
+  size_t n = 0;
+  *with_base = !ftl_fmt(path, sizeof path, "%s/%s", export_dir, FTL_PACKAGE_BASE_DIR) && lstat(path, &st) == 0;
+  names[n++] = required_files[0];
+  names[n++] = required_files[1];
+  for (size_t i = 0; *with_base && i < PL_PACKAGE_N_BASE; i++)
+    names[n++] = pl_package_base_files[i];
+  names[n++] = required_files[2];
+  names[n++] = required_files[3];
+  return n;
+}
+
 ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const json_t *provenance,
                           const char *out_path, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
-  pkg_file f[N_REQUIRED] = {{0}};
+  enum { MAX_FILES = N_REQUIRED + PL_PACKAGE_N_BASE };
+  pkg_file f[MAX_FILES] = {{0}};
+  const char *names[MAX_FILES];
   char path[4096], hex[FTL_SHA256_HEX_LEN + 1];
   json_t *verdict = NULL, *man = NULL, *list = NULL;
   char *man_text = NULL;
@@ -169,21 +211,23 @@ ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const
   uint8_t *img = NULL;
   size_t img_size = 0;
   pl_archive_w *w = NULL;
+  int with_base = 0;
   ftl_err rc;
   if (!json_is_object(provenance)) return ftl_diag_fail(d, FTL_ERR_INVAL, "the provenance record is not a JSON object");
-  /* Files in byte order of their names (the order of required_files). */
-  for (size_t i = 0; i < N_REQUIRED; i++)
-    f[i].name = required_files[i];
-  for (int i = 0; i < 2; i++) {
+  size_t n = build_names(export_dir, names, &with_base);
+  pkg_file *prov = &f[n - 2], *verd = &f[n - 1];
+  for (size_t i = 0; i < n; i++)
+    f[i].name = names[i];
+  for (size_t i = 0; i + 2 < n; i++) {
     if (ftl_fmt(path, sizeof path, "%s/%s", export_dir, f[i].name)) {
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", export_dir);
       goto out;
     }
     if ((rc = ftl_read_file(path, (size_t)4 << 30, &f[i].data, &f[i].size, d))) goto out;
   }
-  if ((rc = ftl_read_file(verdict_path, 16u << 20, &f[3].data, &f[3].size, d))) goto out;
+  if ((rc = ftl_read_file(verdict_path, 16u << 20, &verd->data, &verd->size, d))) goto out;
   json_error_t jerr;
-  verdict = json_loadb(f[3].data, f[3].size, JSON_REJECT_DUPLICATES, &jerr);
+  verdict = json_loadb(verd->data, verd->size, JSON_REJECT_DUPLICATES, &jerr);
   json_t *vv = json_object_get(verdict, "version"), *passed = json_object_get(verdict, "passed");
   if (!json_is_object(verdict) || !json_is_integer(vv) || json_integer_value(vv) != 1) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a verdict of version 1", verdict_path);
@@ -194,13 +238,13 @@ ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const
                        verdict_path);
     goto out;
   }
-  if (!(f[2].data = pl_json_text(provenance, 1, &f[2].size))) {
+  if (!(prov->data = pl_json_text(provenance, 1, &prov->size))) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
   man = json_object();
   list = json_array();
-  for (size_t i = 0; i < N_REQUIRED; i++) {
+  for (size_t i = 0; i < n; i++) {
     if ((rc = pl_sha256_hex(f[i].data, f[i].size, hex))) goto out;
     json_t *e = json_object();
     json_object_set_new(e, "name", json_string(f[i].name));
@@ -210,7 +254,8 @@ ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const
   }
   json_object_set(man, "files", list);
   json_object_set_new(man, "format", json_string(FTL_PACKAGE_FORMAT));
-  json_object_set_new(man, "version", json_integer(FTL_PACKAGE_VERSION));
+  /* A package without the base keeps version 1: its bytes (and id) are what earlier ftl made. */
+  json_object_set_new(man, "version", json_integer(with_base ? FTL_PACKAGE_VERSION : FTL_PACKAGE_VERSION_NO_BASE));
   if (!(man_text = pl_json_text(man, 1, &man_len))) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
@@ -218,7 +263,7 @@ ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const
   if ((rc = pl_sha256_hex(man_text, man_len, id_out))) goto out;
   if ((rc = pl_aw_open(&w, d))) goto out;
   if ((rc = pl_aw_add(w, FTL_PACKAGE_MANIFEST, man_text, man_len, d))) goto out;
-  for (size_t i = 0; i < N_REQUIRED; i++)
+  for (size_t i = 0; i < n; i++)
     if ((rc = pl_aw_add(w, f[i].name, f[i].data, f[i].size, d))) goto out;
   rc = pl_aw_finish(w, &img, &img_size, d);
   w = NULL;
@@ -231,7 +276,7 @@ out:
   json_decref(list);
   json_decref(man);
   json_decref(verdict);
-  for (size_t i = 0; i < N_REQUIRED; i++)
+  for (size_t i = 0; i < n; i++)
     ftl_free(f[i].data);
   return rc;
 }
@@ -250,7 +295,7 @@ static const char *type_name(pl_ar_type t) {
 
 /* Refuses an entry that is not a plain regular file named `want` of exactly `size` bytes. */
 static ftl_err check_entry(const pl_ar_entry *e, const char *want, uint64_t size, ftl_diag *d) {
-  if (e->name[0] == '/' || strstr(e->name, "..") || strchr(e->name, '/'))
+  if (e->name[0] == '/' || strstr(e->name, "..") || (strchr(e->name, '/') && !pl_package_is_base_file(e->name)))
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "entry \"%.200s\" has an absolute, '..' or nested path; refused", e->name);
   if (e->type != PL_AR_REGULAR)
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "entry \"%.200s\" is %s, not a regular file; refused", e->name,
@@ -304,12 +349,12 @@ out:
 }
 
 /* Refuses a folder that holds anything but MANIFEST.json and m's files, each a regular file with
- * one link: the unpack folder must hold what the package declares and nothing else, whoever else
- * can reach it. */
-static ftl_err check_folder(int dirfd, const ftl_package_manifest *m, ftl_diag *d) {
+ * one link (the base's inside the one folder base/, a real folder): the unpack folder must hold
+ * what the package declares and nothing else, whoever else can reach it. in_base: dirfd is base/. */
+static ftl_err check_folder_at(int dirfd, const ftl_package_manifest *m, int in_base, ftl_diag *d) {
   int fd = dup(dirfd);
   DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
-  size_t seen = 0;
+  size_t seen = 0, want = in_base ? m->n_base : m->n_files - m->n_base + 1 + (m->n_base ? 1 : 0);
   ftl_err rc = FTL_OK;
   if (!dp) {
     if (fd >= 0) close(fd);
@@ -319,35 +364,68 @@ static ftl_err check_folder(int dirfd, const ftl_package_manifest *m, ftl_diag *
   struct dirent *e;
   while ((e = readdir(dp))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    int known = !strcmp(e->d_name, FTL_PACKAGE_MANIFEST);
-    for (size_t i = 0; !known && i < m->n_files; i++)
-      known = !strcmp(e->d_name, m->files[i].name);
     struct stat st;
-    if (!known || fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    int known = !in_base && !strcmp(e->d_name, FTL_PACKAGE_MANIFEST);
+    int is_dir = !in_base && m->n_base && !strcmp(e->d_name, FTL_PACKAGE_BASE_DIR);
+    for (size_t i = 0; !known && !is_dir && i < m->n_files; i++) {
+      int base = pl_package_is_base_file(m->files[i].name);
+      known = base == in_base && !strcmp(e->d_name, base ? base_leaf(m->files[i].name) : m->files[i].name);
+    }
+    int bad = fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW);
+    if (!bad && is_dir) bad = !S_ISDIR(st.st_mode);
+    else if (!bad) bad = !known || !S_ISREG(st.st_mode) || st.st_nlink != 1;
+    if (bad) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
-                         "the unpack folder holds \"%.200s\", which is not a file the package "
+                         "the unpack folder holds \"%s%.200s\", which is not a file the package "
                          "declares; refused",
-                         e->d_name);
+                         in_base ? FTL_PACKAGE_BASE_DIR "/" : "", e->d_name);
       goto out;
+    }
+    if (is_dir) {
+      int bfd = core_fs_table.openat(dirfd, FTL_PACKAGE_BASE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+      if (bfd < 0) {
+        rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open the unpack folder's base/: %s", strerror(errno));
+        goto out;
+      }
+      rc = check_folder_at(bfd, m, 1, d);
+      core_fs_table.close(bfd);
+      if (rc) goto out;
     }
     seen++;
   }
-  if (seen != m->n_files + 1)
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the unpack folder holds %zu files, the package declares %zu; refused", seen,
-                       m->n_files + 1);
+  if (seen != want)
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the unpack folder%s holds %zu entries, the package declares %zu; refused",
+                       in_base ? "'s base/" : "", seen, want);
 out:
   closedir(dp);
   return rc;
+}
+
+static ftl_err check_folder(int dirfd, const ftl_package_manifest *m, ftl_diag *d) {
+  return check_folder_at(dirfd, m, 0, d);
+}
+
+/* The folder base/ made in the unpack folder dir_path (dirfd), opened into *basefd, once. */
+static ftl_err open_base_dir(const char *dir_path, int dirfd, int *basefd, ftl_diag *d) {
+  char path[4096];
+  if (*basefd >= 0) return FTL_OK;
+  if (!dir_path || ftl_fmt(path, sizeof path, "%s/%s", dir_path, FTL_PACKAGE_BASE_DIR))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "no or too long a path for the unpack folder's base/");
+  if (core_fs_table.mkdir(path, 0755))
+    return ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s: %s", path, strerror(errno));
+  *basefd = core_fs_table.openat(dirfd, FTL_PACKAGE_BASE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+  if (*basefd < 0) return ftl_diag_fail(d, core_errno_to_err(errno), "cannot open %s: %s", path, strerror(errno));
+  return FTL_OK;
 }
 
 /* Reads a whole package from r: MANIFEST.json first, then exactly its files, in its order. With
  * dirfd >= 0 the files (and the manifest) are created in that folder; with w, each entry is
  * written into w as it is read (w's bytes are only good once this returned FTL_OK). */
 static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package_limits *lim, const char *expected_id,
-                            int dirfd, pl_archive_w *w, char id_out[FTL_SHA256_HEX_LEN + 1], char **man_out,
-                            size_t *man_size_out, ftl_diag *d) {
+                            int dirfd, const char *dir_path, pl_archive_w *w, char id_out[FTL_SHA256_HEX_LEN + 1],
+                            char **man_out, size_t *man_size_out, ftl_diag *d) {
   pl_ar_entry e;
-  int eof = 0, fd = -1;
+  int eof = 0, fd = -1, basefd = -1;
   char *man = NULL;
   size_t man_size = 0;
   ftl_package_manifest *m = NULL;
@@ -412,7 +490,11 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
     }
     if ((rc = check_entry(&e, pf->name, pf->size, d))) goto out;
     if (dirfd >= 0) {
-      fd = core_fs_table.openat(dirfd, pf->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+      int base = pl_package_is_base_file(pf->name);
+      /* A base file is created in base/ by its leaf name: no path with a slash reaches openat. */
+      if (base && (rc = open_base_dir(dir_path, dirfd, &basefd, d))) goto out;
+      fd = core_fs_table.openat(base ? basefd : dirfd, base ? base_leaf(pf->name) : pf->name,
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
       if (fd < 0) {
         rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s: %s", pf->name, strerror(errno));
         goto out;
@@ -443,6 +525,10 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
                        e.name, m->n_files, FTL_PACKAGE_MANIFEST);
     goto out;
   }
+  if (basefd >= 0 && core_fs_table.fsync(basefd)) {
+    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync the unpack folder's base/: %s", strerror(errno));
+    goto out;
+  }
   if (dirfd >= 0 && (rc = check_folder(dirfd, m, d))) goto out;
   if (id_out) memcpy(id_out, m->id, FTL_SHA256_HEX_LEN + 1);
   if (man_out) {
@@ -453,6 +539,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
   rc = FTL_OK;
 out:
   if (fd >= 0) core_fs_table.close(fd);
+  if (basefd >= 0) core_fs_table.close(basefd);
   pl_package_manifest_free(m);
   ftl_free(man);
   return rc;
@@ -479,7 +566,8 @@ ftl_err pl_package_unpack(const char *pkg_path, const char *target_dir, const ch
     if ((rc = core_fs_mkdtemp(tmp, 0755, &dirfd, d))) goto out;
   }
   if ((rc = pl_ar_open_file(pkg_path, lim.max_package_bytes, &r, d))) goto out;
-  rc = read_package(r, 1, &lim, expected_id, dirfd, NULL, id_out, manifest_out, manifest_size_out, &rd);
+  rc = read_package(r, 1, &lim, expected_id, dirfd, target_dir ? tmp : NULL, NULL, id_out, manifest_out,
+                    manifest_size_out, &rd);
   if (rc) {
     ftl_diag_fail(d, rc, "%s: %s", pkg_path, rd.msg);
     goto out;
@@ -529,7 +617,7 @@ ftl_err pl_package_verify_memory(const void *bytes, size_t size, const ftl_packa
   ftl_err rc = pl_ar_open_memory(bytes, size, &r, d);
   if (rc) return rc;
   /* An uncompressed tar is accepted here (the fuzzer reaches the entry rules that way). */
-  rc = read_package(r, 0, &lim, NULL, -1, NULL, id_out, NULL, NULL, d);
+  rc = read_package(r, 0, &lim, NULL, -1, NULL, NULL, id_out, NULL, NULL, d);
   pl_ar_close(r);
   return rc;
 }
@@ -556,7 +644,7 @@ ftl_err pl_package_canonicalize(const char *offered_path, int out_fd, const char
   memset(info, 0, sizeof *info);
   if ((rc = pl_ar_open_file(offered_path, lim.max_package_bytes, &r, d))) goto out;
   if ((rc = pl_aw_open_fd(out_fd, crash_name, &w, d))) goto out;
-  rc = read_package(r, 1, &lim, expected_id, -1, w, info->id, &info->manifest, &info->manifest_size, &rd);
+  rc = read_package(r, 1, &lim, expected_id, -1, NULL, w, info->id, &info->manifest, &info->manifest_size, &rd);
   if (!rc) rc = pl_ar_input_digest(r, &info->offered_bytes, offered_hex, &rd);
   if (rc) {
     ftl_diag_fail(d, rc, "%s: %s", offered_path, rd.msg);

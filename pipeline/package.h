@@ -41,11 +41,22 @@ extern "C" {
 
 #define FTL_PACKAGE_MANIFEST "MANIFEST.json"
 #define FTL_PACKAGE_FORMAT "ftl-package"
-#define FTL_PACKAGE_VERSION 1
+/* Version 2 may carry the base model (FTL_PACKAGE_BASE_DIR); version 1, which ftl still reads and
+ * writes for a package without it, may not. */
+#define FTL_PACKAGE_VERSION 2
+#define FTL_PACKAGE_VERSION_NO_BASE 1
+/* The one folder a package may hold: the base model's Hugging Face files, all of them or none. */
+#define FTL_PACKAGE_BASE_DIR "base"
 #define FTL_PACKAGE_VERDICT "verdict.json"
 #define FTL_PACKAGE_PROVENANCE "provenance.json"
 /* The file name packages get in the registry and in RUNDIR/package/. */
 #define FTL_PACKAGE_FILE "package.tar.zst"
+
+/* The base files a package may hold, in byte order ("base/config.json", ...), and their count. */
+extern const char *const pl_package_base_files[];
+#define PL_PACKAGE_N_BASE 5
+/* 1 when name is one of pl_package_base_files. */
+int pl_package_is_base_file(const char *name);
 
 /* Limits of the reader; zero fields take the defaults. */
 typedef struct ftl_package_limits {
@@ -72,6 +83,7 @@ typedef struct ftl_package_file {
 typedef struct ftl_package_manifest {
   ftl_package_file *files; /* sorted by name, unique */
   size_t n_files;
+  size_t n_base; /* how many of files are base files: 0 or PL_PACKAGE_N_BASE */
   char id[FTL_SHA256_HEX_LEN + 1]; /* SHA-256 of the bytes parsed */
 } ftl_package_manifest;
 

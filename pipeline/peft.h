@@ -3,15 +3,13 @@
  * {"format":"pt"} metadata, and adapter_config.json as PEFT writes it (sorted keys, 2-space
  * indent). Deterministic bytes: the same final/ gives the same export.
  *
- * Module path mapping (this example's byte-level transformer, named as GPT-J names the same
- * layers, nn.Linear with separate q/k/v and a C -> 4C -> C MLP):
- *   layers.<i>.q    -> base_model.model.transformer.h.<i>.attn.q_proj
- *   layers.<i>.k    -> base_model.model.transformer.h.<i>.attn.k_proj
- *   layers.<i>.v    -> base_model.model.transformer.h.<i>.attn.v_proj
- *   layers.<i>.o    -> base_model.model.transformer.h.<i>.attn.out_proj
- *   layers.<i>.fc   -> base_model.model.transformer.h.<i>.mlp.fc_in
- *   layers.<i>.proj -> base_model.model.transformer.h.<i>.mlp.fc_out
- * each followed by .lora_A.weight / .lora_B.weight.
+ * Module path mapping (this example's byte-level Llama decoder, Hugging Face's LlamaForCausalLM):
+ *   model.layers.<i>.self_attn.{q,k,v,o}_proj.lora_{A,B}.weight   (the example's adapter.safetensors)
+ *   -> base_model.model.model.layers.<i>.self_attn.{q,k,v,o}_proj.lora_{A,B}.weight
+ *   model.layers.<i>.mlp.{gate,up,down}_proj.lora_{A,B}.weight
+ *   -> base_model.model.model.layers.<i>.mlp.{gate,up,down}_proj.lora_{A,B}.weight
+ * target_modules are the short names (q_proj ... down_proj). With a base (opts->base_path or
+ * with_base), OUT/base/ gets the base model as a Hugging Face folder (hf_base.h).
  *
  * Not here: training, evaluation. Thread-safety: reentrant. */
 #ifndef FTL_PIPELINE_PEFT_H
@@ -27,17 +25,26 @@ extern "C" {
 
 #define FTL_PEFT_WEIGHTS_NAME "adapter_model.safetensors"
 #define FTL_PEFT_CONFIG_NAME "adapter_config.json"
+#define FTL_PEFT_BASE_DIR "base" /* the base model's Hugging Face folder inside an export */
 
-/* The PEFT module path (without "base_model.model." and the lora suffix) of the example's short
- * module name ("q", "fc"...) in block `layer`, into out. FTL_ERR_INVAL for an unknown module. */
+/* The module path (without PEFT's "base_model.model." and the lora suffix) of a module name
+ * ("q_proj", "gate_proj"...) in layer `layer`, into out: "model.layers.0.self_attn.q_proj".
+ * FTL_ERR_INVAL for an unknown module. */
 ftl_err pl_peft_module_path(const char *module, int layer, char *out, size_t size);
-/* The PEFT target_modules suffix of a short name ("q" -> "q_proj"); NULL for an unknown one. */
+/* The PEFT target_modules entry of a module name (itself: "q_proj"); NULL for an unknown one. */
 const char *pl_peft_target_name(const char *module);
 
 typedef struct ftl_peft_opts {
   /* base_model_name_or_path; NULL: "ftl-finetune-base-<base_model_hash>". Servers (vLLM's
    * resolver) require it to equal the served base model's id exactly. */
   const char *base_model_name;
+  /* The base model file (the example's HDF5, docs/formats/base-model.md) to export as OUT/base/;
+   * NULL: none, unless with_base. Its recorded content hash must be the adapter's. */
+  const char *base_path;
+  /* When not NULL, the SHA-256 (hex) base_path must have (the run's snapshot's). */
+  const char *base_sha256;
+  /* pl_peft_export_run only: find the base in the run's snapshot when base_path is NULL. */
+  int with_base;
 } ftl_peft_opts;
 
 /* Exports final_dir (verified first: its commit marker must be valid) into out_dir (created if

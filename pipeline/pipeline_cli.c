@@ -18,10 +18,16 @@
 const char pl_export_help[] =
     "ftl export: the run's final adapter in PEFT's layout (docs/formats/peft-export.md).\n"
     "\n"
-    "  ftl export RUNDIR [-o DIR] [--base-name NAME]\n"
+    "  ftl export RUNDIR [-o DIR] [--base-name NAME] [--base | --base-file FILE]\n"
     "\n"
     "Reads RUNDIR/final (refused without a valid commit marker, final/COMMIT) and writes\n"
-    "adapter_model.safetensors and adapter_config.json into DIR (default RUNDIR/export).\n"
+    "adapter_model.safetensors and adapter_config.json into DIR (default RUNDIR/export): PEFT's\n"
+    "LoRA for a Hugging Face LlamaForCausalLM (base_model.model.model.layers.N.self_attn.q_proj...).\n"
+    "--base also writes the base model as a Hugging Face folder DIR/base/ (config.json,\n"
+    "model.safetensors, tokenizer.json, tokenizer_config.json, special_tokens_map.json), taken\n"
+    "from the run's snapshot (the input the gate names as its base; its SHA-256 must still match);\n"
+    "--base-file FILE takes it from FILE instead. Either way the base's content hash must be the one\n"
+    "the adapter was trained on.\n"
     "--base-name sets base_model_name_or_path (default ftl-finetune-base-<base model hash>); vLLM\n"
     "wants it to equal the served base model's name.\n"
     "Exit codes: 0 written, 1 refused or failed (the reason on stderr), 2 usage.\n";
@@ -78,9 +84,11 @@ static int fail(const char *what, ftl_err rc, const ftl_diag *d) {
 }
 
 int pl_cmd_export(int argc, char **argv) {
-  static const char *use = "ftl export RUNDIR [-o DIR] [--base-name NAME]";
+  static const char *use = "ftl export RUNDIR [-o DIR] [--base-name NAME] [--base | --base-file FILE]";
   static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
                                        {"base-name", required_argument, NULL, 'b'},
+                                       {"base", no_argument, NULL, 'B'},
+                                       {"base-file", required_argument, NULL, 'F'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *out = NULL;
@@ -92,6 +100,10 @@ int pl_cmd_export(int argc, char **argv) {
       out = optarg;
     else if (c == 'b')
       po.base_model_name = optarg;
+    else if (c == 'B')
+      po.with_base = 1;
+    else if (c == 'F')
+      po.base_path = optarg;
     else if (c == 'h') {
       printf("%s\n", use);
       return 0;

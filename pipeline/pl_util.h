@@ -46,7 +46,8 @@ void pl_effective_user(char *buf, size_t size);
  * never following links. Errors are ignored: it is cleanup. */
 void pl_rm_tree(const char *dir);
 
-/* Removes a folder that holds only plain files (what the pipeline's temporary folders hold),
+/* Removes a folder that holds only plain files and folders of plain files (what the pipeline's
+ * temporary folders hold: an unpacked package has base/),
  * without following links. Errors are ignored: it is cleanup. */
 void pl_rmdir_files(const char *dir);
 

@@ -438,6 +438,25 @@ ftl_err pl_reg_version_lookup(const ftl_registry_ref *reg, const char *name, con
  * exactly MANIFEST.json and the declared files, each a regular file of its declared size and
  * SHA-256. Servers read more than the weights (a pickle adapter_model.bin, a tokenizer config with
  * a chat template), so an undeclared file is refused as firmly as a changed one. */
+/* 1 when dir/base is a folder (not a link) whose entries are all base files (the caller's
+ * manifest lists base files, so it lists them all: its parser's rule). */
+static int base_folder_ok(const char *dir) {
+  char path[4096], name[300];
+  struct stat st;
+  if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_PACKAGE_BASE_DIR) || lstat(path, &st) || !S_ISDIR(st.st_mode))
+    return 0;
+  DIR *dp = opendir(path);
+  if (!dp) return 0;
+  int ok = 1;
+  struct dirent *e;
+  while (ok && (e = readdir(dp))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    ok = !ftl_fmt(name, sizeof name, "%s/%s", FTL_PACKAGE_BASE_DIR, e->d_name) && pl_package_is_base_file(name);
+  }
+  closedir(dp);
+  return ok;
+}
+
 ftl_err pl_reg_verify_unpacked(const char *dir, const char *id, ftl_diag *d) {
   char path[4096], hex[PL_REG_ID_LEN + 1];
   char *text = NULL;
@@ -464,6 +483,9 @@ ftl_err pl_reg_verify_unpacked(const char *dir, const char *id, ftl_diag *d) {
     int declared = 0;
     for (size_t i = 0; !declared && i < m->n_files; i++)
       declared = !strcmp(e->d_name, m->files[i].name);
+    /* The base's folder: a real folder holding exactly the base files' leaves. */
+    if (!declared && m->n_base && !strcmp(e->d_name, FTL_PACKAGE_BASE_DIR))
+      declared = base_folder_ok(dir);
     if (!declared) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
                          "%s/%s is not declared in its manifest; a served folder holds exactly its declared files "

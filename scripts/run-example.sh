@@ -15,6 +15,14 @@ export PATH="$PWD/build/release/bin:$PATH"
 # The data is made once (deterministic). The base model is one of the job's inputs, so it must exist
 # (and is hashed) when the job is submitted: it is pre-trained once, by the same program on the same
 # 4 ranks with no fine-tune steps, and reused after.
+# A base model from an earlier release (format version 1, the GPT-2 shaped model) is refused by
+# this one: then the data (whose pre-training corpus changed with it) and the base are made again.
+if [ -f runs/finetune-data/base.h5 ] && ! ftl-finetune-eval --base runs/finetune-data/base.h5 \
+    --dump-logits runs/finetune-data/probe.logits --text a >/dev/null 2>&1; then
+  echo "runs/finetune-data/base.h5 is from an earlier release: making the data and the base model again"
+  rm -rf runs/finetune-data
+fi
+rm -f runs/finetune-data/probe.logits
 [ -f runs/finetune-data/heldout.txt ] || ftl-finetune-data --out runs/finetune-data
 if [ ! -f runs/finetune-data/base.h5 ]; then
   rm -rf runs/finetune-base

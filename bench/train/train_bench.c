@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
   x.b = (int)batch;
   x.t = 18;
   ft_run_key key = {.seed = 1, .global_batch = batch, .rank = 8, .lr = 1e-3, .alpha = 16};
-  unsigned targets = ft_lora_parse_targets("q,v,o,fc");
+  unsigned targets = ft_lora_parse_targets("q_proj,v_proj,o_proj,gate_proj,up_proj");
   ft_params dp = {0};
   int fail = ft_params_create(&x.p, &cfg) || ft_params_create(&dp, &cfg) ||
              ft_state_create(&x.st, &cfg, 8, 16.0f, targets, 64, &key) ||
@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
 
   /* Part 1: throughput. The three passes are interleaved and each reported by its median, so a
    * busy neighbour on a shared machine slows all three alike. */
-  printf("CPU path, one process: %d layers, %d channels, %d heads, %d positions, batch %d, LoRA r=8 on q,v,o,fc\n",
+  printf("CPU path, one process: %d layers, %d channels, %d heads, %d positions, batch %d, LoRA r=8 on q,v,o,gate,up_proj\n",
          cfg.layers, cfg.embd, cfg.heads, x.t, x.b);
   printf("  %-36s %12s %12s\n", "pass", "ms/batch", "tokens/s");
   const char *names[3] = {"forward (evaluation)", "forward + backward (fine-tune)", "forward + backward (pre-train)"};

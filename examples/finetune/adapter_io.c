@@ -14,7 +14,7 @@
 #include "ftl/core.h"
 
 #define FT_ADAPTER_FORMAT "ftl-finetune-adapter"
-#define FT_ADAPTER_VERSION 1
+#define FT_ADAPTER_VERSION 2
 
 /* The tensors as the door takes them (names and data borrowed from a). */
 static ftl_adapter_tensor *door_tensors(const ft_lora *a) {
@@ -50,6 +50,10 @@ int ft_adapter_save(const char *dir, const ft_lora *a, const ft_adapter_meta *m,
   json_object_set_new(cfg, "layers", json_integer(a->cfg.layers));
   json_object_set_new(cfg, "heads", json_integer(a->cfg.heads));
   json_object_set_new(cfg, "embd", json_integer(a->cfg.embd));
+  json_object_set_new(cfg, "intermediate", json_integer(a->cfg.intermediate));
+  json_object_set_new(cfg, "kv_heads", json_integer(a->cfg.kv_heads));
+  json_object_set_new(cfg, "rms_norm_eps", json_real(a->cfg.rms_eps));
+  json_object_set_new(cfg, "rope_theta", json_real(a->cfg.rope_theta));
   json_object_set(j, "base_config", cfg);
   snprintf(hex, sizeof hex, "%016" PRIx64, m->data_hash);
   json_object_set_new(tr, "data_hash", json_string(hex));
@@ -148,16 +152,31 @@ int ft_adapter_load(const char *dir, const ft_config *cfg, ft_lora *a, ft_adapte
   j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
   json_t *fmt = json_object_get(j, "format"), *r = json_object_get(j, "r"), *al = json_object_get(j, "lora_alpha");
   json_t *tm = json_object_get(j, "target_modules"), *bh = json_object_get(j, "base_model_hash");
-  json_t *bc = json_object_get(j, "base_config");
+  json_t *bc = json_object_get(j, "base_config"), *ver = json_object_get(j, "version");
   if (!json_is_string(fmt) || strcmp(json_string_value(fmt), FT_ADAPTER_FORMAT) != 0 || !json_is_integer(r) ||
-      !json_is_number(al) || !json_is_array(tm) || !json_is_string(bh) || !json_is_object(bc)) {
+      !json_is_number(al) || !json_is_array(tm) || !json_is_string(bh) || !json_is_object(bc) ||
+      !json_is_integer(ver)) {
     snprintf(msg, msg_size, "%s: not an adapter.json of format %s", path, FT_ADAPTER_FORMAT);
     goto out;
   }
-  ft_config c2 = {
-      (int)json_integer_value(json_object_get(bc, "block")), (int)json_integer_value(json_object_get(bc, "layers")),
-      (int)json_integer_value(json_object_get(bc, "heads")), (int)json_integer_value(json_object_get(bc, "embd"))};
-  if (memcmp(&c2, cfg, sizeof c2) != 0) {
+  if (json_integer_value(ver) != FT_ADAPTER_VERSION) {
+    snprintf(msg, msg_size,
+             "%s: adapter format version %" JSON_INTEGER_FORMAT ", this program reads version %d (the Llama "
+             "decoder's names; version 1 was the GPT-2 shaped model of earlier releases)",
+             path, json_integer_value(ver), FT_ADAPTER_VERSION);
+    goto out;
+  }
+  ft_config c2 = {.block = (int)json_integer_value(json_object_get(bc, "block")),
+                  .layers = (int)json_integer_value(json_object_get(bc, "layers")),
+                  .heads = (int)json_integer_value(json_object_get(bc, "heads")),
+                  .embd = (int)json_integer_value(json_object_get(bc, "embd")),
+                  .intermediate = (int)json_integer_value(json_object_get(bc, "intermediate")),
+                  .kv_heads = (int)json_integer_value(json_object_get(bc, "kv_heads")),
+                  .rms_eps = json_number_value(json_object_get(bc, "rms_norm_eps")),
+                  .rope_theta = json_number_value(json_object_get(bc, "rope_theta"))};
+  /* Every field is required: a missing one reads as 0, which ft_config_equal would take as the
+   * default. */
+  if (!c2.intermediate || !c2.kv_heads || !(c2.rms_eps > 0) || !(c2.rope_theta > 0) || !ft_config_equal(&c2, cfg)) {
     snprintf(msg, msg_size, "%s: made for another base configuration", path);
     goto out;
   }

@@ -1,9 +1,12 @@
 /* examples/finetune/base_io.c: the base model in HDF5 (base_io.h, docs/formats/base-model.md).
  *
  * One file, at the root: one float32 little-endian dataset per tensor named as in model.h's table
- * ("wte", "layers.0.q.weight", ...), and attributes format, version, vocab, block, layers, heads,
- * embd, content_hash (16 hex digits) and provenance. HDF5's automatic error printing is turned
- * off; failures are reported with the file and the tensor at fault. */
+ * (Hugging Face's LlamaForCausalLM names: "model.embed_tokens.weight",
+ * "model.layers.0.self_attn.q_proj.weight", ...), and attributes format, version (2), vocab, block,
+ * layers, heads, embd, intermediate, kv_heads, rms_norm_eps, rope_theta, tie_word_embeddings,
+ * content_hash (16 hex digits) and provenance. Version 1 (the GPT-2 shaped model of earlier
+ * releases) is refused with a message saying so. HDF5's automatic error printing is turned off;
+ * failures are reported with the file and the tensor at fault. */
 #include "base_io.h"
 
 #include <errno.h>
@@ -18,14 +21,17 @@
 #include "ftl/core.h"
 
 #define FT_BASE_FORMAT "ftl-finetune-base"
-#define FT_BASE_VERSION 1
+#define FT_BASE_VERSION 2
 
 uint64_t ft_params_hash(const ft_params *p) {
   XXH3_state_t *st = XXH3_createState();
   if (!st) return 0;
   XXH3_64bits_reset(st);
-  int32_t cfg[5] = {FT_VOCAB, p->cfg.block, p->cfg.layers, p->cfg.heads, p->cfg.embd};
+  int32_t cfg[7] = {FT_VOCAB,      p->cfg.block, p->cfg.layers, p->cfg.heads, p->cfg.embd, p->cfg.intermediate,
+                    p->cfg.kv_heads};
+  double fcfg[2] = {p->cfg.rms_eps, p->cfg.rope_theta};
   XXH3_64bits_update(st, cfg, sizeof cfg);
+  XXH3_64bits_update(st, fcfg, sizeof fcfg);
   for (int i = 0; i < p->n_tensors; i++) {
     const ft_tensor *t = &p->tensors[i];
     XXH3_64bits_update(st, t->name, strlen(t->name) + 1);
@@ -43,6 +49,22 @@ static int put_int(hid_t obj, const char *name, int value) {
   int rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT, &value) < 0 ? -1 : 0;
   if (a >= 0) H5Aclose(a);
   if (sp >= 0) H5Sclose(sp);
+  return rc;
+}
+
+static int put_f64(hid_t obj, const char *name, double value) {
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  int rc = a < 0 || H5Awrite(a, H5T_NATIVE_DOUBLE, &value) < 0 ? -1 : 0;
+  if (a >= 0) H5Aclose(a);
+  if (sp >= 0) H5Sclose(sp);
+  return rc;
+}
+
+static int get_f64(hid_t obj, const char *name, double *value) {
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+  int rc = a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, value) < 0 ? -1 : 0;
+  if (a >= 0) H5Aclose(a);
   return rc;
 }
 
@@ -107,7 +129,10 @@ int ft_base_save(const char *path, const ft_params *p, const char *provenance, c
   }
   if (put_str(f, "format", FT_BASE_FORMAT) || put_int(f, "version", FT_BASE_VERSION) || put_int(f, "vocab", FT_VOCAB) ||
       put_int(f, "block", p->cfg.block) || put_int(f, "layers", p->cfg.layers) || put_int(f, "heads", p->cfg.heads) ||
-      put_int(f, "embd", p->cfg.embd) || put_str(f, "content_hash", hex) ||
+      put_int(f, "embd", p->cfg.embd) || put_int(f, "intermediate", p->cfg.intermediate) ||
+      put_int(f, "kv_heads", p->cfg.kv_heads) || put_f64(f, "rms_norm_eps", p->cfg.rms_eps) ||
+      put_f64(f, "rope_theta", p->cfg.rope_theta) || put_int(f, "tie_word_embeddings", 1) ||
+      put_str(f, "content_hash", hex) ||
       put_str(f, "provenance", provenance ? provenance : "")) {
     snprintf(msg, msg_size, "%s: cannot write the attributes", path);
     goto out;
@@ -146,9 +171,9 @@ out:
 
 int ft_base_load(const char *path, ft_params *p, uint64_t *hash_out, char *msg, size_t msg_size) {
   hid_t f = -1;
-  int rc = -1, version = 0, vocab = 0;
+  int rc = -1, version = 0, vocab = 0, tied = 0;
   char format[64], hex[32], want[17];
-  ft_config cfg;
+  ft_config cfg = {0};
   memset(p, 0, sizeof *p);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   if (access(path, F_OK) != 0) {
@@ -161,13 +186,22 @@ int ft_base_load(const char *path, ft_params *p, uint64_t *hash_out, char *msg, 
     goto out;
   }
   if (get_str(f, "format", format, sizeof format) || strcmp(format, FT_BASE_FORMAT) != 0 ||
-      get_int(f, "version", &version) || version != FT_BASE_VERSION) {
-    snprintf(msg, msg_size, "%s: not a base model of format %s version %d", path, FT_BASE_FORMAT, FT_BASE_VERSION);
+      get_int(f, "version", &version)) {
+    snprintf(msg, msg_size, "%s: not a base model of format %s", path, FT_BASE_FORMAT);
+    goto out;
+  }
+  if (version != FT_BASE_VERSION) {
+    snprintf(msg, msg_size,
+             "%s: base model format version %d, this program reads version %d (the Llama decoder; version 1 was "
+             "the GPT-2 shaped model of earlier releases): delete the file and let ftl-finetune pre-train it again",
+             path, version, FT_BASE_VERSION);
     goto out;
   }
   if (get_int(f, "vocab", &vocab) || vocab != FT_VOCAB || get_int(f, "block", &cfg.block) ||
       get_int(f, "layers", &cfg.layers) || get_int(f, "heads", &cfg.heads) || get_int(f, "embd", &cfg.embd) ||
-      get_str(f, "content_hash", hex, sizeof hex)) {
+      get_int(f, "intermediate", &cfg.intermediate) || get_int(f, "kv_heads", &cfg.kv_heads) ||
+      get_f64(f, "rms_norm_eps", &cfg.rms_eps) || get_f64(f, "rope_theta", &cfg.rope_theta) ||
+      get_int(f, "tie_word_embeddings", &tied) || tied != 1 || get_str(f, "content_hash", hex, sizeof hex)) {
     snprintf(msg, msg_size, "%s: missing or bad configuration attributes", path);
     goto out;
   }

@@ -42,7 +42,7 @@ typedef struct opts {
   int ckpt_auto; /* --ckpt-every auto: the cadence controller decides */
   double ckpt_every_s; /* --ckpt-every 30s: pinned in seconds */
   double fleet_rate; /* --fleet-rate: the controller's prior failure rate per rank-hour */
-  int64_t pretrain_steps, pretrain_batch, layers, embd, heads;
+  int64_t pretrain_steps, pretrain_batch, layers, embd, heads, intermediate;
   double lr, alpha, pretrain_lr;
   int64_t seed;
   unsigned targets;
@@ -52,7 +52,8 @@ static void usage(FILE *to, const char *argv0) {
   fprintf(to,
           "usage: %s --data DIR --base FILE.h5 [options]\n"
           "  fine-tune:  --steps N (300) --batch B (32, global) --lr X (3e-3) --rank R (8) --alpha A (16)\n"
-          "              --targets q,v[,k,o,fc,proj] (q,v,o,fc) --seed S (1) --ckpt-every N|Ss|auto (50; 0: never;\n"
+          "              --targets LIST of q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj\n"
+          "              (q_proj,v_proj,o_proj,gate_proj,up_proj) --seed S (1) --ckpt-every N|Ss|auto (50; 0: never;\n"
           "              30s: every 30 s of steps; auto: derived from the measured stall and failure rate,\n"
           "              docs/cadence.md; pinned cadences get their expected waste against the optimum)\n"
           "              --fleet-rate X (the cadence's prior failure rate per rank-hour; 2e-5)\n"
@@ -60,6 +61,7 @@ static void usage(FILE *to, const char *argv0) {
           "              --device auto|cpu|cuda (auto: the CUDA path when built with it and a GPU is visible)\n"
           "  base model (built only when FILE.h5 is missing): --pretrain-steps N (400) --pretrain-batch B (32)\n"
           "              --pretrain-lr X (3e-3) --layers L (2) --embd C (64) --heads H (4)\n"
+          "              --intermediate I (the SwiGLU MLP's width; 0: 8/3 C rounded up to a multiple of 8)\n"
           "  tests:      --throttle-ms MS (sleep after each step) --marker STR (ignored; finds the processes)\n",
           argv0);
 }
@@ -95,6 +97,7 @@ static const opt_spec opt_specs[] = {
     {"layers", OPT_I64, OPT_FIELD(layers), 1, FT_MAX_LAYERS},
     {"embd", OPT_I64, OPT_FIELD(embd), 1, 4096},
     {"heads", OPT_I64, OPT_FIELD(heads), 1, 4096},
+    {"intermediate", OPT_I64, OPT_FIELD(intermediate), 0, 16384},
     {"lr", OPT_POS_F64, OPT_FIELD(lr), 0, 0},
     {"alpha", OPT_POS_F64, OPT_FIELD(alpha), 0, 0},
     {"pretrain-lr", OPT_POS_F64, OPT_FIELD(pretrain_lr), 0, 0},
@@ -154,7 +157,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
               .pretrain_lr = 3e-3,
               .seed = 1,
               .device = "auto",
-              .targets = ft_lora_parse_targets("q,v,o,fc")};
+              .targets = ft_lora_parse_targets("q_proj,v_proj,o_proj,gate_proj,up_proj")};
   struct option options[NOPT_SPECS + 2];
   for (size_t i = 0; i < NOPT_SPECS; i++)
     options[i] = (struct option){opt_specs[i].name, required_argument, NULL, OPT_VAL0 + (int)i};
@@ -206,7 +209,12 @@ static void slice(int64_t n, int rank, int world, int64_t *begin, int64_t *end) 
 static int pretrain(ftl_ctx *ctx, const opts *o, const ft_data *d, ft_params *p, char *msg, size_t msg_size) {
   const ftl_info *me = ftl_ctx_info(ctx);
   int T = ft_data_seq_len(d), B = (int)o->pretrain_batch, rc = -1;
-  ft_config cfg = {.block = T, .layers = (int)o->layers, .heads = (int)o->heads, .embd = (int)o->embd};
+  ft_config cfg = {.block = T,
+                   .layers = (int)o->layers,
+                   .heads = (int)o->heads,
+                   .embd = (int)o->embd,
+                   .intermediate = (int)o->intermediate};
+  ft_config_resolve(&cfg);
   ft_params g = {0};
   float *m = NULL, *v = NULL;
   int32_t *idx = NULL;

@@ -3,11 +3,15 @@
  *   ftl-finetune-data --out DIR [--seed S] [--len K] [--pretrain N] [--train N] [--heldout N]
  *
  * Writes three files of one example a line (docs/finetune.md), each atomically:
- *   DIR/pretrain.txt  the base model's corpus: copy a random word ("qwertyui=qwertyui");
+ *   DIR/pretrain.txt  the base model's corpus: copy a random word ("qwertyui>qwertyui");
  *   DIR/train.txt     the fine-tune task: shift every letter by one ("qwertyui>rxfsuzvj", z -> a);
  *   DIR/heldout.txt   more of the fine-tune task, drawn from a different stream, for the metric.
- * A base model trained on the corpus answers the fine-tune task with the copy (exact match near
- * 0%); the adapter has to learn the shift. The same arguments always give the same bytes. */
+ * The prompt's format (the '>' after the word) is the same in all three: a base model trained on
+ * the corpus answers the fine-tune task with the copy (exact match near 0%), and the adapter has to
+ * learn the shift, not where to look. (The Llama decoder has no absolute positions: its query at
+ * the operator byte comes from that byte's embedding, which a separator unseen in pre-training
+ * leaves random, and a LoRA adapter cannot train an embedding.) The same arguments always give the
+ * same bytes. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,7 +20,7 @@
 #include "ftl/core.h"
 #include "model.h"
 
-static int write_task(const char *dir, const char *name, int64_t n, int len, char op, uint64_t seed) {
+static int write_task(const char *dir, const char *name, int64_t n, int len, int shift, uint64_t seed) {
   char path[4096];
   size_t line = (size_t)2 * len + 2;
   char *buf = ftl_malloc((size_t)n * line);
@@ -32,9 +36,9 @@ static int write_task(const char *dir, const char *name, int64_t n, int len, cha
     for (int k = 0; k < len; k++) {
       int c = (int)ft_rng_below(&r, 26);
       l[k] = (char)('a' + c);
-      l[len + 1 + k] = (char)('a' + (op == '=' ? c : (c + 1) % 26));
+      l[len + 1 + k] = (char)('a' + (c + shift) % 26);
     }
-    l[len] = op;
+    l[len] = '>';
     l[2 * len + 1] = '\n';
   }
   ftl_diag d;
@@ -82,9 +86,9 @@ int main(int argc, char **argv) {
   }
   /* Three independent streams of the seed, so the held-out examples are not the training ones. */
   uint64_t s = (uint64_t)seed;
-  if (write_task(out, "pretrain.txt", npre, (int)len, '=', s * 3 + 1) ||
-      write_task(out, "train.txt", ntrain, (int)len, '>', s * 3 + 2) ||
-      write_task(out, "heldout.txt", nheld, (int)len, '>', s * 3 + 3))
+  if (write_task(out, "pretrain.txt", npre, (int)len, 0, s * 3 + 1) ||
+      write_task(out, "train.txt", ntrain, (int)len, 1, s * 3 + 2) ||
+      write_task(out, "heldout.txt", nheld, (int)len, 1, s * 3 + 3))
     return 1;
   printf("data written to %s/: pretrain.txt (%" PRId64 "), train.txt (%" PRId64 "), heldout.txt (%" PRId64 ")\n", out,
          npre, ntrain, nheld);

@@ -1,16 +1,20 @@
-/* examples/finetune/model.h: a small decoder-only transformer (GPT-2 shaped, byte-level) with
- * frozen base weights and LoRA adapters, in plain C, for the example fine-tune.
+/* examples/finetune/model.h: a small byte-level Llama decoder (exactly Hugging Face transformers'
+ * LlamaForCausalLM: RMSNorm, rotary embeddings, causal softmax attention, a SwiGLU MLP, no biases,
+ * the LM head tied to the token embedding) with frozen base weights and LoRA adapters, in plain C,
+ * for the example fine-tune.
  *
  * What is here: the configuration, the base parameters and the adapter as flat float arrays with
- * a table of named tensors (for files, checkpoints and hashing), the forward pass with a masked
- * cross-entropy, the backward pass (gradients of the adapter, and of the base when pre-training),
- * AdamW, and a small deterministic random number generator.
+ * a table of named tensors (Hugging Face's names, for files, checkpoints and hashing), the forward
+ * pass with a masked cross-entropy, the backward pass (gradients of the adapter, and of the base
+ * when pre-training), AdamW, and a small deterministic random number generator.
  * What is not: files (base_io.h, adapter_io.h), data (data.h), ranks and checkpoints (state.h),
- * the GPU (model_cuda.h).
+ * the GPU (model_cuda.h), grouped-query attention (num_key_value_heads is kept as a field and must
+ * equal heads), rope scaling.
  *
- * Conventions (PEFT's, docs/formats/adapter.md): a linear layer's weight is [out, in] and
- * y = x W^T + b; a LoRA adapter on it adds scale * (x A^T) B^T with A [r, in], B [out, r],
- * scale = alpha / r, and B starts at zero so a fresh adapter leaves the base model unchanged.
+ * Conventions (Hugging Face's and PEFT's, docs/formats/base-model.md and adapter.md): a linear
+ * layer's weight is [out, in] and y = x W^T (no bias); a LoRA adapter on it adds
+ * scale * (x A^T) B^T with A [r, in], B [out, r], scale = alpha / r, and B starts at zero so a fresh
+ * adapter leaves the base model unchanged. The vocabulary is the 256 byte values (token = byte).
  *
  * Determinism: every loop has a fixed order and no threads, so the same binary on the same inputs
  * gives the same bytes. Nothing here is thread-safe across one ft_model/ft_acts. */
@@ -25,30 +29,52 @@
 #define FT_VOCAB 256 /* bytes */
 #define FT_MAX_LAYERS 16
 #define FT_NAME_MAX 64
+#define FT_DEFAULT_RMS_EPS 1e-5
+#define FT_DEFAULT_ROPE_THETA 10000.0
 
-/* The linear layers of one transformer block, in the order of the adapter's tensors. */
+/* The linear layers of one decoder layer, in the order of the adapter's tensors. */
 typedef enum ft_lin {
-  FT_LIN_Q = 0,
-  FT_LIN_K = 1,
-  FT_LIN_V = 2,
-  FT_LIN_O = 3,    /* attention output projection */
-  FT_LIN_FC = 4,   /* MLP up, C -> 4C */
-  FT_LIN_PROJ = 5, /* MLP down, 4C -> C */
-  FT_LIN_COUNT = 6,
+  FT_LIN_Q = 0,    /* self_attn.q_proj, C -> C */
+  FT_LIN_K = 1,    /* self_attn.k_proj */
+  FT_LIN_V = 2,    /* self_attn.v_proj */
+  FT_LIN_O = 3,    /* self_attn.o_proj */
+  FT_LIN_GATE = 4, /* mlp.gate_proj, C -> intermediate */
+  FT_LIN_UP = 5,   /* mlp.up_proj, C -> intermediate */
+  FT_LIN_DOWN = 6, /* mlp.down_proj, intermediate -> C */
+  FT_LIN_COUNT = 7,
 } ft_lin;
 
-/* Short names used in tensor names, file metadata and --targets: q k v o fc proj. */
+/* PEFT's module names, used in --targets, adapter.json and target_modules: "q_proj" ... "down_proj". */
 const char *ft_lin_name(ft_lin lin);
+/* The module's path inside a decoder layer: "self_attn.q_proj", "mlp.gate_proj"... */
+const char *ft_lin_path(ft_lin lin);
 
+/* The configuration. A zero in intermediate, kv_heads, rms_eps or rope_theta means its default
+ * (ft_config_resolve), so a caller may name only the shape. */
 typedef struct ft_config {
-  int block; /* positions (context length) */
-  int layers;
-  int heads;
-  int embd; /* channels C; a multiple of heads */
+  int block;        /* positions (context length; max_position_embeddings) */
+  int layers;       /* num_hidden_layers */
+  int heads;        /* num_attention_heads */
+  int embd;         /* hidden_size C; a multiple of heads, with an even head size (rotary halves) */
+  int intermediate; /* intermediate_size of the SwiGLU MLP; default ft_default_intermediate(embd) */
+  int kv_heads;     /* num_key_value_heads; default heads (no GQA: it must equal heads) */
+  double rms_eps;   /* rms_norm_eps; default FT_DEFAULT_RMS_EPS */
+  double rope_theta; /* rope_theta; default FT_DEFAULT_ROPE_THETA */
 } ft_config;
 
-/* 0 when cfg is usable; otherwise a non-zero value and one sentence in msg. */
+/* 8/3 C rounded up to a multiple of 8 (the SwiGLU MLP keeps about the parameters of a 4C one). */
+int ft_default_intermediate(int embd);
+/* Fills the defaulted (zero) fields. */
+void ft_config_resolve(ft_config *cfg);
+/* Equal after resolving both. */
+int ft_config_equal(const ft_config *a, const ft_config *b);
+
+/* 0 when cfg (resolved) is usable; otherwise a non-zero value and one sentence in msg. */
 int ft_config_check(const ft_config *cfg, char *msg, size_t msg_size);
+
+/* Features in and out of a linear layer. */
+int ft_lin_in(const ft_config *cfg, ft_lin lin);
+int ft_lin_out(const ft_config *cfg, ft_lin lin);
 
 /* A named tensor: a view into a flat array. */
 typedef struct ft_tensor {
@@ -60,31 +86,32 @@ typedef struct ft_tensor {
 } ft_tensor;
 
 typedef struct ft_block {
-  float *ln1_w, *ln1_b;
+  float *attn_norm;       /* input_layernorm [C] */
   float *w[FT_LIN_COUNT]; /* [out, in] */
-  float *b[FT_LIN_COUNT]; /* [out] */
-  float *ln2_w, *ln2_b;
+  float *mlp_norm;        /* post_attention_layernorm [C] */
 } ft_block;
 
 /* Base parameters (or their gradients: same layout). */
 typedef struct ft_params {
-  ft_config cfg;
-  float *wte; /* [VOCAB, C], also the output projection (tied) */
-  float *wpe; /* [block, C] */
+  ft_config cfg; /* resolved */
+  float *embed;  /* model.embed_tokens [VOCAB, C], also the LM head (tie_word_embeddings) */
   ft_block layer[FT_MAX_LAYERS];
-  float *lnf_w, *lnf_b;
-  float *mem; /* the flat array; owns everything above. It has count + 1 floats: the spare one
-                lets a caller send a scalar (the loss) in the same allreduce as the gradients. */
+  float *norm; /* model.norm [C] */
+  float *mem;  /* the flat array; owns everything above. It has count + 1 floats: the spare one
+                  lets a caller send a scalar (the loss) in the same allreduce as the gradients. */
   size_t count;
-  ft_tensor *tensors; /* named views, in file order */
+  ft_tensor *tensors; /* named views, in file order: model.embed_tokens.weight, then each layer's
+                         input_layernorm, q/k/v/o_proj, post_attention_layernorm, gate/up/down_proj,
+                         then model.norm.weight */
   int n_tensors;
 } ft_params;
 
-/* 0 on success, -1 out of memory. Zero-filled. */
+/* 0 on success, -1 out of memory. Zero-filled; p->cfg is cfg resolved. */
 int ft_params_create(ft_params *p, const ft_config *cfg);
 void ft_params_destroy(ft_params *p);
-/* GPT-2's initialisation from seed: N(0, 0.02), residual projections scaled by 1/sqrt(2 layers),
- * layer norms 1 and 0, biases 0. */
+/* The initialisation from seed: N(0, 0.02) (transformers' initializer_range), the residual
+ * projections (o_proj, down_proj) scaled by 1/sqrt(2 layers) as GPT-2 does (it keeps the residual
+ * stream's scale while pre-training this small model), norms 1. */
 void ft_params_init(ft_params *p, uint64_t seed);
 
 /* The LoRA adapter (or its gradients, or an optimizer moment: same layout). */
@@ -97,7 +124,8 @@ typedef struct ft_lora {
   float *B[FT_MAX_LAYERS][FT_LIN_COUNT]; /* [out, rank] */
   float *mem;                            /* count + 1 floats, as in ft_params */
   size_t count;
-  ft_tensor *tensors; /* layers.<l>.<lin>.lora_A / lora_B, by layer, then target, A before B */
+  ft_tensor *tensors; /* model.layers.<l>.<path>.lora_A.weight / lora_B.weight, by layer, then
+                         target, A before B */
   int n_tensors;
 } ft_lora;
 
@@ -106,10 +134,16 @@ void ft_lora_destroy(ft_lora *a);
 /* PEFT's default: A ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform with a = sqrt(5)), B = 0. */
 void ft_lora_init(ft_lora *a, uint64_t seed);
 float ft_lora_scale(const ft_lora *a);
-/* Parses "q,v,o" into target bits; 0 on a bad name. */
+/* Parses "q_proj,v_proj,o_proj" into target bits; 0 on a bad name or an empty list. */
 unsigned ft_lora_parse_targets(const char *list);
-/* Writes "q,v,o" for target bits. */
+/* Writes "q_proj,v_proj" for target bits. */
 void ft_lora_format_targets(unsigned targets, char *buf, size_t size);
+
+/* The rotary tables of Hugging Face's default rope for positions 0..T-1: cos and sin [T, head/2]
+ * (the second half of HF's cat(freqs, freqs) repeats the first), angle = pos * inv_freq[i],
+ * inv_freq[i] = 1 / theta^(2i / head), all in float32 as transformers computes them. Both the CPU
+ * and the CUDA path use this table. */
+void ft_rope_table(const ft_config *cfg, int T, float *cos_out, float *sin_out);
 
 /* Activations of one forward pass, kept for the backward pass, sized for up to max_b sequences. */
 typedef struct ft_acts ft_acts;

@@ -34,7 +34,7 @@ extern "C" {
 /* ---- device buffers ------------------------------------------------------------------------ */
 
 typedef struct dev_layer {
-  float *in, *ln1, *ln1_mean, *ln1_rstd, *q, *k, *v, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fcg;
+  float *in, *n1, *n1_rstd, *q, *k, *v, *att, *atty, *res2, *n2, *n2_rstd, *g, *up, *m;
   float *u[FT_LIN_COUNT];
 } dev_layer;
 
@@ -50,9 +50,10 @@ struct ft_cuda {
   float *grad; /* adapter gradients, count + 1 floats */
   float *pool;
   dev_layer l[FT_MAX_LAYERS];
-  float *out, *lnf, *lnf_mean, *lnf_rstd, *probs;
+  float *rope_cos, *rope_sin; /* [block, head/2], model.c's table (ft_rope_table) */
+  float *out, *nf, *nf_rstd, *probs;
   double *losses;
-  float *d_res, *d_res2, *d_a, *d_b, *d_q, *d_k, *d_v, *d_fc, *d_fc2, *dpre;
+  float *d_res, *d_res2, *d_a, *d_b, *d_atty, *d_q, *d_k, *d_v, *d_m, *d_g, *d_up, *dpre;
   int *tokens, *targets_d;
   int *targets_h;
 };
@@ -62,8 +63,6 @@ static float *LW(const ft_cuda *g, const float *host_ptr, float *base) {
   return base + (host_ptr - g->lora_layout.mem);
 }
 
-static int lin_in(const ft_config *c, int lin) { return lin == FT_LIN_PROJ ? 4 * c->embd : c->embd; }
-static int lin_out(const ft_config *c, int lin) { return lin == FT_LIN_FC ? 4 * c->embd : c->embd; }
 
 /* ---- kernels: forward ---------------------------------------------------------------------- */
 
@@ -79,39 +78,41 @@ __device__ float dot8(const float *a, const float *b, int n) {
   return s;
 }
 
-__global__ void k_encode(float *out, const int *tok, const float *wte, const float *wpe, int N, int T, int C) {
+__global__ void k_encode(float *out, const int *tok, const float *embed, int N, int C) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= N * C) return;
   int n = i / C, c = i % C;
-  out[i] = wte[(size_t)tok[n] * C + c] + wpe[(size_t)(n % T) * C + c];
+  out[i] = embed[(size_t)tok[n] * C + c];
 }
 
-__global__ void k_layernorm(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
-                            int N, int C) {
+__global__ void k_rmsnorm(float *out, float *rstd, const float *inp, const float *w, float eps, int N, int C) {
   int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   const float *x = inp + (size_t)n * C;
-  float m = 0.0f;
-  for (int i = 0; i < C; i++)
-    m += x[i];
-  m /= (float)C;
-  float v = 0.0f;
-  for (int i = 0; i < C; i++)
-    v += (x[i] - m) * (x[i] - m);
-  v /= (float)C;
-  float s = 1.0f / sqrtf(v + 1e-5f);
+  float s = 1.0f / sqrtf(dot8(x, x, C) / (float)C + eps);
   float *o = out + (size_t)n * C;
   for (int i = 0; i < C; i++)
-    o[i] = (s * (x[i] - m)) * w[i] + b[i];
-  mean[n] = m;
+    o[i] = w[i] * (x[i] * s);
   rstd[n] = s;
 }
 
-__global__ void k_linear(float *out, const float *inp, const float *w, const float *bias, int N, int IC, int OC) {
+__global__ void k_linear(float *out, const float *inp, const float *w, int N, int IC, int OC) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= N * OC) return;
   int n = i / OC, o = i % OC;
-  out[i] = bias[o] + dot8(inp + (size_t)n * IC, w + (size_t)o * IC, IC);
+  out[i] = dot8(inp + (size_t)n * IC, w + (size_t)o * IC, IC);
+}
+
+/* One thread per (position, head, pair i < head/2); dir -1: the inverse rotation (backward). */
+__global__ void k_rope(float *x, const float *cosv, const float *sinv, int N, int T, int C, int H, float dir) {
+  int hs = C / H, half = hs / 2;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= N * H * half) return;
+  int j = i % half, h = (i / half) % H, n = i / (half * H), t = n % T;
+  float *v = x + (size_t)n * C + h * hs;
+  float x1 = v[j], x2 = v[j + half], c = cosv[(size_t)t * half + j], s = dir * sinv[(size_t)t * half + j];
+  v[j] = x1 * c - x2 * s;
+  v[j + half] = x2 * c + x1 * s;
 }
 
 __global__ void k_lora_u(float *u, const float *inp, const float *A, int N, int IC, int r) {
@@ -159,11 +160,11 @@ __global__ void k_attention(float *out, float *att, const float *q, const float 
   }
 }
 
-__global__ void k_gelu(float *out, const float *inp, int n) {
+__global__ void k_swiglu(float *m, const float *g, const float *up, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  float x = inp[i];
-  out[i] = 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+  float x = g[i];
+  m[i] = (x / (1.0f + expf(-x))) * up[i];
 }
 
 __global__ void k_add_inplace(float *y, const float *x, int n) {
@@ -171,11 +172,11 @@ __global__ void k_add_inplace(float *y, const float *x, int n) {
   if (i < n) y[i] += x[i];
 }
 
-__global__ void k_logits(float *logits, const float *lnf, const float *wte, const int *targets, int N, int C) {
+__global__ void k_logits(float *logits, const float *nf, const float *embed, const int *targets, int N, int C) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= N * FT_VOCAB) return;
   int n = i / FT_VOCAB, v = i % FT_VOCAB;
-  logits[i] = targets[n] < 0 ? 0.0f : dot8(lnf + (size_t)n * C, wte + (size_t)v * C, C);
+  logits[i] = targets[n] < 0 ? 0.0f : dot8(nf + (size_t)n * C, embed + (size_t)v * C, C);
 }
 
 __global__ void k_softmax_loss(float *probs, double *losses, const int *targets, int N) {
@@ -203,7 +204,8 @@ __global__ void k_softmax_loss(float *probs, double *losses, const int *targets,
 
 /* ---- kernels: backward --------------------------------------------------------------------- */
 
-__global__ void k_dlnf(float *dx, const float *probs, const int *targets, const float *wte, float scale, int N, int C) {
+__global__ void k_dnf(float *dx, const float *probs, const int *targets, const float *embed, float scale, int N,
+                      int C) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= N * C) return;
   int n = i / C, c = i % C, y = targets[n];
@@ -211,29 +213,24 @@ __global__ void k_dlnf(float *dx, const float *probs, const int *targets, const 
   if (y >= 0) {
     const float *p = probs + (size_t)n * FT_VOCAB;
     for (int v = 0; v < FT_VOCAB; v++)
-      s += ((p[v] - (v == y ? 1.0f : 0.0f)) * scale) * wte[(size_t)v * C + c];
+      s += ((p[v] - (v == y ? 1.0f : 0.0f)) * scale) * embed[(size_t)v * C + c];
   }
   dx[i] = s;
 }
 
-__global__ void k_layernorm_bwd(float *dinp, const float *dout, const float *inp, const float *w, const float *mean,
-                                const float *rstd, int N, int C) {
+__global__ void k_rmsnorm_bwd(float *dinp, const float *dout, const float *inp, const float *w, const float *rstd,
+                              int N, int C) {
   int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   const float *dy = dout + (size_t)n * C, *x = inp + (size_t)n * C;
   float *dx = dinp + (size_t)n * C;
-  float m = mean[n], s = rstd[n], dmean = 0.0f, dnmean = 0.0f;
-  for (int i = 0; i < C; i++) {
-    float norm = (x[i] - m) * s, dnorm = w[i] * dy[i];
-    dmean += dnorm;
-    dnmean += dnorm * norm;
-  }
-  dmean /= (float)C;
-  dnmean /= (float)C;
-  for (int i = 0; i < C; i++) {
-    float norm = (x[i] - m) * s, dnorm = w[i] * dy[i];
-    dx[i] += (dnorm - dmean - norm * dnmean) * s;
-  }
+  float s = rstd[n], m = 0.0f;
+  for (int i = 0; i < C; i++)
+    m += w[i] * dy[i] * x[i];
+  m /= (float)C;
+  float s3m = s * s * s * m;
+  for (int i = 0; i < C; i++)
+    dx[i] += s * w[i] * dy[i] - s3m * x[i];
 }
 
 __global__ void k_linear_bwd_dx(float *dinp, const float *dout, const float *w, int N, int IC, int OC) {
@@ -287,13 +284,12 @@ __global__ void k_lora_dB(float *dB, const float *dout, const float *u, float sc
   dB[i] = s;
 }
 
-__global__ void k_gelu_bwd(float *dinp, const float *inp, const float *dout, int n) {
+__global__ void k_swiglu_bwd(float *dg, float *dup, const float *dm, const float *g, const float *up, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  float x = inp[i], s = 0.7978845608f;
-  float th = tanhf(s * (x + 0.044715f * x * x * x));
-  float local = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * s * (1.0f + 3.0f * 0.044715f * x * x);
-  dinp[i] = local * dout[i];
+  float x = g[i], s = 1.0f / (1.0f + expf(-x));
+  dg[i] = dm[i] * up[i] * (s * (1.0f + x * (1.0f - s)));
+  dup[i] = dm[i] * (x * s);
 }
 
 /* dpre[b, h, t, t2] = att * (datt - sum(att * datt)) * scale, the gradient of the pre-softmax
@@ -346,7 +342,7 @@ __global__ void k_attn_dkv(float *dk, float *dv, const float *dpre, const float 
 /* ---- the passes ---------------------------------------------------------------------------- */
 
 typedef struct dlin {
-  const float *w, *bias, *A, *B;
+  const float *w, *A, *B;
   float *dA, *dB;
   int IC, OC;
 } dlin;
@@ -355,9 +351,8 @@ static dlin lin_of(ft_cuda *g, int use_lora, int layer, int k) {
   dlin d;
   memset(&d, 0, sizeof d);
   d.w = W(g, g->host_layout.layer[layer].w[k]);
-  d.bias = W(g, g->host_layout.layer[layer].b[k]);
-  d.IC = lin_in(&g->cfg, k);
-  d.OC = lin_out(&g->cfg, k);
+  d.IC = ft_lin_in(&g->cfg, (ft_lin)k);
+  d.OC = ft_lin_out(&g->cfg, (ft_lin)k);
   if (use_lora && g->lora_layout.A[layer][k]) {
     d.A = LW(g, g->lora_layout.A[layer][k], g->lora);
     d.B = LW(g, g->lora_layout.B[layer][k], g->lora);
@@ -369,7 +364,7 @@ static dlin lin_of(ft_cuda *g, int use_lora, int layer, int k) {
 
 static int linear(ft_cuda *g, float *out, float *u, const float *inp, const dlin *d, int N, char *msg,
                   size_t msg_size) {
-  LAUNCH(k_linear, N * d->OC, out, inp, d->w, d->bias, N, d->IC, d->OC);
+  LAUNCH(k_linear, N * d->OC, out, inp, d->w, N, d->IC, d->OC);
   if (d->A) {
     LAUNCH(k_lora_u, N * g->r, u, inp, d->A, N, d->IC, g->r);
     LAUNCH(k_lora_add, N * d->OC, out, u, d->B, g->scale, N, d->OC, g->r);
@@ -393,33 +388,38 @@ static int linear_bwd(ft_cuda *g, float *dinp, float *du, const float *dout, con
 static int forward(ft_cuda *g, int use_lora, int B, int T, char *msg, size_t msg_size) {
   const ft_config *c = &g->cfg;
   const ft_params *hp = &g->host_layout;
-  int C = c->embd, N = B * T;
-  LAUNCH(k_encode, N * C, g->l[0].in, g->tokens, W(g, hp->wte), W(g, hp->wpe), N, T, C);
+  int C = c->embd, N = B * T, I = c->intermediate, H = c->heads, half = C / H / 2;
+  float eps = (float)c->rms_eps;
+  LAUNCH(k_encode, N * C, g->l[0].in, g->tokens, W(g, hp->embed), N, C);
   for (int i = 0; i < c->layers; i++) {
     dev_layer *l = &g->l[i];
     const ft_block *w = &hp->layer[i];
     float *next = i + 1 < c->layers ? g->l[i + 1].in : g->out;
-    LAUNCH(k_layernorm, N, l->ln1, l->ln1_mean, l->ln1_rstd, l->in, W(g, w->ln1_w), W(g, w->ln1_b), N, C);
+    LAUNCH(k_rmsnorm, N, l->n1, l->n1_rstd, l->in, W(g, w->attn_norm), eps, N, C);
     dlin d = lin_of(g, use_lora, i, FT_LIN_Q);
-    if (linear(g, l->q, l->u[FT_LIN_Q], l->ln1, &d, N, msg, msg_size)) return -1;
+    if (linear(g, l->q, l->u[FT_LIN_Q], l->n1, &d, N, msg, msg_size)) return -1;
     d = lin_of(g, use_lora, i, FT_LIN_K);
-    if (linear(g, l->k, l->u[FT_LIN_K], l->ln1, &d, N, msg, msg_size)) return -1;
+    if (linear(g, l->k, l->u[FT_LIN_K], l->n1, &d, N, msg, msg_size)) return -1;
     d = lin_of(g, use_lora, i, FT_LIN_V);
-    if (linear(g, l->v, l->u[FT_LIN_V], l->ln1, &d, N, msg, msg_size)) return -1;
-    LAUNCH(k_attention, B * T * c->heads, l->atty, l->att, l->q, l->k, l->v, B, T, C, c->heads);
+    if (linear(g, l->v, l->u[FT_LIN_V], l->n1, &d, N, msg, msg_size)) return -1;
+    LAUNCH(k_rope, N * H * half, l->q, g->rope_cos, g->rope_sin, N, T, C, H, 1.0f);
+    LAUNCH(k_rope, N * H * half, l->k, g->rope_cos, g->rope_sin, N, T, C, H, 1.0f);
+    LAUNCH(k_attention, B * T * H, l->atty, l->att, l->q, l->k, l->v, B, T, C, H);
     d = lin_of(g, use_lora, i, FT_LIN_O);
     if (linear(g, l->res2, l->u[FT_LIN_O], l->atty, &d, N, msg, msg_size)) return -1;
     LAUNCH(k_add_inplace, N * C, l->res2, l->in, N * C);
-    LAUNCH(k_layernorm, N, l->ln2, l->ln2_mean, l->ln2_rstd, l->res2, W(g, w->ln2_w), W(g, w->ln2_b), N, C);
-    d = lin_of(g, use_lora, i, FT_LIN_FC);
-    if (linear(g, l->fch, l->u[FT_LIN_FC], l->ln2, &d, N, msg, msg_size)) return -1;
-    LAUNCH(k_gelu, N * 4 * C, l->fcg, l->fch, N * 4 * C);
-    d = lin_of(g, use_lora, i, FT_LIN_PROJ);
-    if (linear(g, next, l->u[FT_LIN_PROJ], l->fcg, &d, N, msg, msg_size)) return -1;
+    LAUNCH(k_rmsnorm, N, l->n2, l->n2_rstd, l->res2, W(g, w->mlp_norm), eps, N, C);
+    d = lin_of(g, use_lora, i, FT_LIN_GATE);
+    if (linear(g, l->g, l->u[FT_LIN_GATE], l->n2, &d, N, msg, msg_size)) return -1;
+    d = lin_of(g, use_lora, i, FT_LIN_UP);
+    if (linear(g, l->up, l->u[FT_LIN_UP], l->n2, &d, N, msg, msg_size)) return -1;
+    LAUNCH(k_swiglu, N * I, l->m, l->g, l->up, N * I);
+    d = lin_of(g, use_lora, i, FT_LIN_DOWN);
+    if (linear(g, next, l->u[FT_LIN_DOWN], l->m, &d, N, msg, msg_size)) return -1;
     LAUNCH(k_add_inplace, N * C, next, l->res2, N * C);
   }
-  LAUNCH(k_layernorm, N, g->lnf, g->lnf_mean, g->lnf_rstd, g->out, W(g, hp->lnf_w), W(g, hp->lnf_b), N, C);
-  LAUNCH(k_logits, N * FT_VOCAB, g->probs, g->lnf, W(g, hp->wte), g->targets_d, N, C);
+  LAUNCH(k_rmsnorm, N, g->nf, g->nf_rstd, g->out, W(g, hp->norm), eps, N, C);
+  LAUNCH(k_logits, N * FT_VOCAB, g->probs, g->nf, W(g, hp->embed), g->targets_d, N, C);
   LAUNCH(k_softmax_loss, N, g->probs, g->losses, g->targets_d, N);
   return 0;
 }
@@ -427,41 +427,46 @@ static int forward(ft_cuda *g, int use_lora, int B, int T, char *msg, size_t msg
 static int backward(ft_cuda *g, float loss_scale, char *msg, size_t msg_size) {
   const ft_config *c = &g->cfg;
   const ft_params *hp = &g->host_layout;
-  int C = c->embd, B = g->b, T = g->t, N = B * T;
-  size_t NC = (size_t)N * C * sizeof(float), N4C = (size_t)N * 4 * C * sizeof(float);
+  int C = c->embd, B = g->b, T = g->t, N = B * T, I = c->intermediate, H = c->heads, half = C / H / 2;
+  size_t NC = (size_t)N * C * sizeof(float), NI = (size_t)N * I * sizeof(float);
   float *du = g->d_b; /* [N, r] fits in [N, C] since r <= C is checked at create */
   CK(cudaMemset(g->grad, 0, g->lora_layout.count * sizeof(float)));
-  LAUNCH(k_dlnf, N * C, g->d_a, g->probs, g->targets_d, W(g, hp->wte), loss_scale, N, C);
+  LAUNCH(k_dnf, N * C, g->d_a, g->probs, g->targets_d, W(g, hp->embed), loss_scale, N, C);
   CK(cudaMemset(g->d_res, 0, NC));
-  LAUNCH(k_layernorm_bwd, N, g->d_res, g->d_a, g->out, W(g, hp->lnf_w), g->lnf_mean, g->lnf_rstd, N, C);
+  LAUNCH(k_rmsnorm_bwd, N, g->d_res, g->d_a, g->out, W(g, hp->norm), g->nf_rstd, N, C);
   for (int i = c->layers - 1; i >= 0; i--) {
     dev_layer *l = &g->l[i];
     const ft_block *w = &hp->layer[i];
     CK(cudaMemcpy(g->d_res2, g->d_res, NC, cudaMemcpyDeviceToDevice));
-    CK(cudaMemset(g->d_fc, 0, N4C));
-    dlin d = lin_of(g, 1, i, FT_LIN_PROJ);
-    if (linear_bwd(g, g->d_fc, du, g->d_res, l->fcg, l->u[FT_LIN_PROJ], &d, N, msg, msg_size)) return -1;
-    LAUNCH(k_gelu_bwd, N * 4 * C, g->d_fc2, l->fch, g->d_fc, N * 4 * C);
+    CK(cudaMemset(g->d_m, 0, NI));
+    dlin d = lin_of(g, 1, i, FT_LIN_DOWN);
+    if (linear_bwd(g, g->d_m, du, g->d_res, l->m, l->u[FT_LIN_DOWN], &d, N, msg, msg_size)) return -1;
+    LAUNCH(k_swiglu_bwd, N * I, g->d_g, g->d_up, g->d_m, l->g, l->up, N * I);
     CK(cudaMemset(g->d_a, 0, NC));
-    d = lin_of(g, 1, i, FT_LIN_FC);
-    if (linear_bwd(g, g->d_a, du, g->d_fc2, l->ln2, l->u[FT_LIN_FC], &d, N, msg, msg_size)) return -1;
-    LAUNCH(k_layernorm_bwd, N, g->d_res2, g->d_a, l->res2, W(g, w->ln2_w), l->ln2_mean, l->ln2_rstd, N, C);
+    d = lin_of(g, 1, i, FT_LIN_GATE);
+    if (linear_bwd(g, g->d_a, du, g->d_g, l->n2, l->u[FT_LIN_GATE], &d, N, msg, msg_size)) return -1;
+    d = lin_of(g, 1, i, FT_LIN_UP);
+    if (linear_bwd(g, g->d_a, du, g->d_up, l->n2, l->u[FT_LIN_UP], &d, N, msg, msg_size)) return -1;
+    LAUNCH(k_rmsnorm_bwd, N, g->d_res2, g->d_a, l->res2, W(g, w->mlp_norm), l->n2_rstd, N, C);
     CK(cudaMemcpy(g->d_res, g->d_res2, NC, cudaMemcpyDeviceToDevice));
-    float *datty = g->d_fc; /* free again: [N, C] fits in [N, 4C] */
+    float *datty = g->d_atty;
     CK(cudaMemset(datty, 0, NC));
     d = lin_of(g, 1, i, FT_LIN_O);
     if (linear_bwd(g, datty, du, g->d_res2, l->atty, l->u[FT_LIN_O], &d, N, msg, msg_size)) return -1;
-    LAUNCH(k_attn_dpre, B * T * c->heads, g->dpre, datty, l->v, l->att, B, T, C, c->heads);
-    LAUNCH(k_attn_dq, N * C, g->d_q, g->dpre, l->k, B, T, C, c->heads);
-    LAUNCH(k_attn_dkv, N * C, g->d_k, g->d_v, g->dpre, l->att, l->q, datty, B, T, C, c->heads);
+    LAUNCH(k_attn_dpre, B * T * H, g->dpre, datty, l->v, l->att, B, T, C, H);
+    LAUNCH(k_attn_dq, N * C, g->d_q, g->dpre, l->k, B, T, C, H);
+    LAUNCH(k_attn_dkv, N * C, g->d_k, g->d_v, g->dpre, l->att, l->q, datty, B, T, C, H);
+    /* Back through the rotation: its transpose is the inverse rotation. */
+    LAUNCH(k_rope, N * H * half, g->d_q, g->rope_cos, g->rope_sin, N, T, C, H, -1.0f);
+    LAUNCH(k_rope, N * H * half, g->d_k, g->rope_cos, g->rope_sin, N, T, C, H, -1.0f);
     CK(cudaMemset(g->d_a, 0, NC));
     d = lin_of(g, 1, i, FT_LIN_Q);
-    if (linear_bwd(g, g->d_a, du, g->d_q, l->ln1, l->u[FT_LIN_Q], &d, N, msg, msg_size)) return -1;
+    if (linear_bwd(g, g->d_a, du, g->d_q, l->n1, l->u[FT_LIN_Q], &d, N, msg, msg_size)) return -1;
     d = lin_of(g, 1, i, FT_LIN_K);
-    if (linear_bwd(g, g->d_a, du, g->d_k, l->ln1, l->u[FT_LIN_K], &d, N, msg, msg_size)) return -1;
+    if (linear_bwd(g, g->d_a, du, g->d_k, l->n1, l->u[FT_LIN_K], &d, N, msg, msg_size)) return -1;
     d = lin_of(g, 1, i, FT_LIN_V);
-    if (linear_bwd(g, g->d_a, du, g->d_v, l->ln1, l->u[FT_LIN_V], &d, N, msg, msg_size)) return -1;
-    LAUNCH(k_layernorm_bwd, N, g->d_res, g->d_a, l->in, W(g, w->ln1_w), l->ln1_mean, l->ln1_rstd, N, C);
+    if (linear_bwd(g, g->d_a, du, g->d_v, l->n1, l->u[FT_LIN_V], &d, N, msg, msg_size)) return -1;
+    LAUNCH(k_rmsnorm_bwd, N, g->d_res, g->d_a, l->in, W(g, w->attn_norm), l->n1_rstd, N, C);
   }
   CK(cudaDeviceSynchronize());
   return 0;
@@ -490,41 +495,43 @@ static size_t pool_take(ft_cuda *g, float **p, size_t n, size_t used) {
 
 static size_t layout_pool(ft_cuda *g) {
   const ft_config *c = &g->cfg;
-  size_t N = (size_t)g->max_b * c->block, C = c->embd, T = c->block, H = c->heads, u = 0;
+  size_t N = (size_t)g->max_b * c->block, C = c->embd, T = c->block, H = c->heads, I = c->intermediate, u = 0;
   for (int i = 0; i < c->layers; i++) {
     dev_layer *l = &g->l[i];
     u = pool_take(g, &l->in, N * C, u);
-    u = pool_take(g, &l->ln1, N * C, u);
-    u = pool_take(g, &l->ln1_mean, N, u);
-    u = pool_take(g, &l->ln1_rstd, N, u);
+    u = pool_take(g, &l->n1, N * C, u);
+    u = pool_take(g, &l->n1_rstd, N, u);
     u = pool_take(g, &l->q, N * C, u);
     u = pool_take(g, &l->k, N * C, u);
     u = pool_take(g, &l->v, N * C, u);
     u = pool_take(g, &l->att, (size_t)g->max_b * H * T * T, u);
     u = pool_take(g, &l->atty, N * C, u);
     u = pool_take(g, &l->res2, N * C, u);
-    u = pool_take(g, &l->ln2, N * C, u);
-    u = pool_take(g, &l->ln2_mean, N, u);
-    u = pool_take(g, &l->ln2_rstd, N, u);
-    u = pool_take(g, &l->fch, N * 4 * C, u);
-    u = pool_take(g, &l->fcg, N * 4 * C, u);
+    u = pool_take(g, &l->n2, N * C, u);
+    u = pool_take(g, &l->n2_rstd, N, u);
+    u = pool_take(g, &l->g, N * I, u);
+    u = pool_take(g, &l->up, N * I, u);
+    u = pool_take(g, &l->m, N * I, u);
     for (int k = 0; k < FT_LIN_COUNT; k++)
       u = pool_take(g, &l->u[k], N * (size_t)g->r, u);
   }
+  u = pool_take(g, &g->rope_cos, T * (C / H / 2), u);
+  u = pool_take(g, &g->rope_sin, T * (C / H / 2), u);
   u = pool_take(g, &g->out, N * C, u);
-  u = pool_take(g, &g->lnf, N * C, u);
-  u = pool_take(g, &g->lnf_mean, N, u);
-  u = pool_take(g, &g->lnf_rstd, N, u);
+  u = pool_take(g, &g->nf, N * C, u);
+  u = pool_take(g, &g->nf_rstd, N, u);
   u = pool_take(g, &g->probs, N * FT_VOCAB, u);
   u = pool_take(g, &g->d_res, N * C, u);
   u = pool_take(g, &g->d_res2, N * C, u);
   u = pool_take(g, &g->d_a, N * C, u);
   u = pool_take(g, &g->d_b, N * C, u);
+  u = pool_take(g, &g->d_atty, N * C, u);
   u = pool_take(g, &g->d_q, N * C, u);
   u = pool_take(g, &g->d_k, N * C, u);
   u = pool_take(g, &g->d_v, N * C, u);
-  u = pool_take(g, &g->d_fc, N * 4 * C, u);
-  u = pool_take(g, &g->d_fc2, N * 4 * C, u);
+  u = pool_take(g, &g->d_m, N * I, u);
+  u = pool_take(g, &g->d_g, N * I, u);
+  u = pool_take(g, &g->d_up, N * I, u);
   u = pool_take(g, &g->dpre, (size_t)g->max_b * H * T * T, u);
   return u;
 }
@@ -574,6 +581,21 @@ static int create(const ft_params *p, int r, float alpha, unsigned targets, int 
   size_t pool = layout_pool(g);
   CK(cudaMalloc((void **)&g->pool, pool * sizeof(float)));
   layout_pool(g);
+  {
+    /* The rotary table: model.c's, computed on the host, so both paths rotate by the same floats. */
+    size_t n = (size_t)p->cfg.block * (size_t)(p->cfg.embd / p->cfg.heads / 2);
+    float *tab = (float *)calloc(2 * n + 1, sizeof(float));
+    if (!tab) {
+      snprintf(msg, msg_size, "out of memory");
+      return -1;
+    }
+    ft_rope_table(&p->cfg, p->cfg.block, tab, tab + n);
+    cudaError_t e1 = cudaMemcpy(g->rope_cos, tab, n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaError_t e2 = cudaMemcpy(g->rope_sin, tab + n, n * sizeof(float), cudaMemcpyHostToDevice);
+    free(tab);
+    CK(e1);
+    CK(e2);
+  }
   CK(cudaMalloc((void **)&g->losses, N * sizeof(double)));
   CK(cudaMalloc((void **)&g->tokens, N * sizeof(int)));
   CK(cudaMalloc((void **)&g->targets_d, N * sizeof(int)));

@@ -1,12 +1,12 @@
 /* examples/finetune/model_cuda.h: the fine-tune's forward and backward passes on a CUDA GPU.
  *
- * The same model and arithmetic as model.c (the CPU path is the reference): the base weights and
+ * The same Llama decoder and arithmetic as model.c (the CPU path is the reference): the base weights and
  * the adapter are copied to the device, a forward pass computes the masked cross-entropy and
  * keeps the activations, and a backward pass computes the adapter's gradients (the base is
  * frozen: no base weight gradients, so pre-training stays on the CPU path). Every kernel gives
  * each thread one output and sums in a fixed order (no atomics), so results are reproducible run
  * to run on one GPU; they differ from the CPU's in the last bits (other summation order, fused
- * multiply-adds, the GPU's expf/tanhf), within the tolerance tests/finetune/test_finetune_cuda.c
+ * multiply-adds, the GPU's expf), within the tolerance tests/finetune/test_finetune_cuda.c
  * states.
  *
  * Compiled only when CMake finds the CUDA toolkit and a working nvcc (FTL_HAVE_CUDA, target

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ft_config cfg = {.block = 4, .layers = 1, .heads = 1, .embd = 4};
   ft_lora a;
   char msg[512];
-  if (ft_lora_create(&a, &cfg, 2, 4.0f, ft_lora_parse_targets("q,v"))) return 0;
+  if (ft_lora_create(&a, &cfg, 2, 4.0f, ft_lora_parse_targets("q_proj,v_proj"))) return 0;
   if (ft_adapter_parse_safetensors(data, size, &a, msg, sizeof msg) == 0) {
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++)

@@ -2,7 +2,7 @@
  * (model.c, the reference), on the example's model shape with an adapter on every linear layer
  * and a non-zero B. Skipped (77) without a GPU; failed when one is there and does not work.
  *
- * Tolerances (float32, different summation order, the GPU's expf/tanhf and fused multiply-adds):
+ * Tolerances (float32, different summation order, the GPU's expf and fused multiply-adds):
  *   summed loss:           |gpu - cpu| <= 1e-4 * |cpu|
  *   probabilities:         max |gpu - cpu| <= 1e-4
  *   adapter gradients:     ||gpu - cpu|| <= 1e-3 * ||cpu|| for every tensor

@@ -1,7 +1,7 @@
 /* tests/pipeline/pipeline_tool.c: the pipeline's library calls as a command, for the script
  * tests (the `ftl` subcommands cover export and the registry; this adds what only `ftl publish`
  * would do, and fixtures):
- *   pipeline_tool make-final DIR [SEED [TARGETS [LAYERS]]]  an example adapter (8 channels, r 2; q,v,fc; 1 block)
+ *   pipeline_tool make-final DIR [SEED [TARGETS [LAYERS]]]  an example adapter (8 channels, r 2; q_proj,v_proj,gate_proj; 1 layer)
  *   pipeline_tool export FINAL OUT                      PEFT export
  *   pipeline_tool package EXPORT VERDICT OUT [TAG]      a package, provenance {"tag": TAG}; prints the id
  *   pipeline_tool unpack PKG DIR [MAX_TOTAL_BYTES]      read back (DIR "-": verify only)
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *cmd = argv[1];
   if (!strcmp(cmd, "make-final") && argc >= 3)
-    return make_final(argv[2], argc > 3 ? strtoull(argv[3], NULL, 10) : 1, argc > 4 ? argv[4] : "q,v,fc",
+    return make_final(argv[2], argc > 3 ? strtoull(argv[3], NULL, 10) : 1, argc > 4 ? argv[4] : "q_proj,v_proj,gate_proj",
                       argc > 5 ? (int)strtol(argv[5], NULL, 10) : 1);
   if (!strcmp(cmd, "export") && argc == 4) return report(pl_peft_export(argv[2], argv[3], NULL, &d), &d);
   if (!strcmp(cmd, "package") && argc >= 5) {

@@ -19,10 +19,11 @@ import numpy as np
 DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64, "I32": np.int32,
           "U8": np.uint8, "I8": np.int8, "BOOL": np.bool_}
 
-# The export's module path mapping (docs/formats/peft-export.md).
-MODULES = {"q": "attn.q_proj", "k": "attn.k_proj", "v": "attn.v_proj", "o": "attn.out_proj",
-           "fc": "mlp.fc_in", "proj": "mlp.fc_out"}
-TARGETS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj", "fc": "fc_in", "proj": "fc_out"}
+# The export's module path mapping (docs/formats/peft-export.md): Llama's module paths, and the
+# features in and out of each ("C" hidden, "I" intermediate).
+MODULES = {"q_proj": ("self_attn", "C", "C"), "k_proj": ("self_attn", "C", "C"), "v_proj": ("self_attn", "C", "C"),
+           "o_proj": ("self_attn", "C", "C"), "gate_proj": ("mlp", "C", "I"), "up_proj": ("mlp", "C", "I"),
+           "down_proj": ("mlp", "I", "C")}
 
 
 def fail(msg):
@@ -82,15 +83,16 @@ def main():
     if len(ours) != len(theirs):
         fail(f"{len(theirs)} tensors exported, {len(ours)} in the adapter")
     r = cfg_ours["r"]
-    c = cfg_ours["base_config"]["embd"]
-    feats = {"q": (c, c), "k": (c, c), "v": (c, c), "o": (c, c), "fc": (c, 4 * c), "proj": (4 * c, c)}
+    dims = {"C": cfg_ours["base_config"]["embd"], "I": cfg_ours["base_config"]["intermediate"]}
     for name, (dtype, shape, values) in ours.items():
-        _, layer, module, ab = name.split(".")
-        peft = f"base_model.model.transformer.h.{layer}.{MODULES[module]}.{ab}.weight"
+        model, layers, layer, block, module, ab, weight = name.split(".")
+        if (model, layers, weight) != ("model", "layers", "weight") or MODULES.get(module, ("",))[0] != block:
+            fail(f"{name}: not a Llama LoRA tensor name")
+        peft = f"base_model.model.model.layers.{layer}.{block}.{module}.{ab}.weight"
         if peft not in theirs:
             fail(f"{peft} (from {name}) is missing from the export")
         pd, ps, pv = theirs[peft]
-        fin, fout = feats[module]
+        fin, fout = dims[MODULES[module][1]], dims[MODULES[module][2]]
         want = [r, fin] if ab == "lora_A" else [fout, r]
         if pd != "F32" or ps != want or shape != want:
             fail(f"{peft}: {pd} {ps}, expected F32 {want}")
@@ -103,7 +105,7 @@ def main():
     want = {"peft_type": "LORA", "r": r, "lora_alpha": cfg_ours["lora_alpha"], "task_type": "CAUSAL_LM",
             "bias": "none", "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True,
             "lora_dropout": 0.0, "use_dora": False, "use_rslora": False,
-            "target_modules": sorted(TARGETS[m] for m in cfg_ours["target_modules"]),
+            "target_modules": sorted(cfg_ours["target_modules"]),
             "base_model_name_or_path": "ftl-finetune-base-" + cfg_ours["base_model_hash"]}
     for k, v in want.items():
         if cfg.get(k) != v:

@@ -1,6 +1,6 @@
 /* tests/pipeline/test_adapter_export.c: the final adapter as a committed unit, the PEFT export
  * and the package (pipeline/adapter_commit.h, peft.h, package.h), on an adapter the example's own
- * writer makes (1 block, 8 channels, rank 2 on q, v, fc):
+ * writer makes (1 layer, 8 channels, intermediate 24, rank 2 on q_proj, v_proj, gate_proj):
  *   - final/COMMIT is written; a final/ without it (a crash between the files) or with a file
  *     changed after it is refused by the example's loader and by the export, naming the file;
  *   - the export's adapter_config.json equals the golden file (written by Python's json.dumps as
@@ -52,7 +52,7 @@ int main(void) {
 
   ft_config cfg = {.block = 8, .layers = 1, .heads = 2, .embd = 8};
   ft_lora a, b;
-  CHECK_OK(ft_lora_create(&a, &cfg, 2, 4.0f, ft_lora_parse_targets("q,v,fc")), "create");
+  CHECK_OK(ft_lora_create(&a, &cfg, 2, 4.0f, ft_lora_parse_targets("q_proj,v_proj,gate_proj")), "create");
   ft_lora_init(&a, 3);
   for (int i = 0; i < a.n_tensors; i++)
     for (size_t k = 0; k < a.tensors[i].count; k++)
@@ -139,12 +139,18 @@ int main(void) {
     const char *peft, *ours;
     int64_t s0, s1;
   } want[] = {
-      {"base_model.model.transformer.h.0.attn.q_proj.lora_A.weight", "layers.0.q.lora_A", 2, 8},
-      {"base_model.model.transformer.h.0.attn.q_proj.lora_B.weight", "layers.0.q.lora_B", 8, 2},
-      {"base_model.model.transformer.h.0.attn.v_proj.lora_A.weight", "layers.0.v.lora_A", 2, 8},
-      {"base_model.model.transformer.h.0.attn.v_proj.lora_B.weight", "layers.0.v.lora_B", 8, 2},
-      {"base_model.model.transformer.h.0.mlp.fc_in.lora_A.weight", "layers.0.fc.lora_A", 2, 8},
-      {"base_model.model.transformer.h.0.mlp.fc_in.lora_B.weight", "layers.0.fc.lora_B", 32, 2},
+      {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", "model.layers.0.self_attn.q_proj.lora_A.weight",
+       2, 8},
+      {"base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", "model.layers.0.self_attn.q_proj.lora_B.weight",
+       8, 2},
+      {"base_model.model.model.layers.0.self_attn.v_proj.lora_A.weight", "model.layers.0.self_attn.v_proj.lora_A.weight",
+       2, 8},
+      {"base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight", "model.layers.0.self_attn.v_proj.lora_B.weight",
+       8, 2},
+      {"base_model.model.model.layers.0.mlp.gate_proj.lora_A.weight", "model.layers.0.mlp.gate_proj.lora_A.weight", 2,
+       8},
+      {"base_model.model.model.layers.0.mlp.gate_proj.lora_B.weight", "model.layers.0.mlp.gate_proj.lora_B.weight", 24,
+       2},
   };
   for (size_t i = 0; i < 6; i++) {
     const ftl_st_tensor *t = pl_st_find(st, want[i].peft);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/dtype_table.h"
 #include "core/jsonl.h"
 #include "ftl/core.h"
@@ -113,104 +114,125 @@ int ck_manifest_find_item(const ck_manifest *m, const char *name) {
 
 /* ---- serialise --------------------------------------------------------------------------- */
 
-static json_t *hex64(uint64_t v) {
-  char buf[17];
-  snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return json_string(buf);
+/* The encoder writes the text directly (one item, one shard per line) rather than building a
+ * jansson tree: a manifest of 16,384 shards is some 600,000 JSON values, and the tree's one
+ * allocation per value made the commit of such a step cost a second (docs/scale.md). Keys, their
+ * order and the spelling of numbers are the tree's; ck_manifest_parse reads either. */
+
+/* A string as a JSON literal: plain ASCII (ftl's names, files, hex digests, host names) directly,
+ * anything else through jansson's encoder, which also refuses what is not UTF-8. */
+static ftl_err add_str(core_buf *b, const char *v) {
+  int plain = 1;
+  for (const unsigned char *p = (const unsigned char *)v; *p && plain; p++)
+    plain = *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\';
+  if (plain) {
+    ftl_err rc = core_buf_addc(b, '"');
+    if (!rc) rc = core_buf_adds(b, v);
+    if (!rc) rc = core_buf_addc(b, '"');
+    return rc;
+  }
+  json_t *js = json_string(v);
+  char *enc = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+  json_decref(js);
+  if (!enc) return FTL_ERR_INVAL;
+  ftl_err rc = core_buf_adds(b, enc);
+  free(enc); /* jansson's malloc */
+  return rc;
+}
+
+static ftl_err add_key_str(core_buf *b, const char *key, const char *v) {
+  ftl_err rc = core_buf_printf(b, "\"%s\": ", key);
+  return rc ? rc : add_str(b, v);
+}
+
+static ftl_err add_hex64(core_buf *b, const char *key, uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  char hex[18];
+  hex[0] = hex[17] = '"';
+  for (int i = 16; i >= 1; i--, v >>= 4) hex[i] = digits[v & 15];
+  ftl_err rc = core_buf_printf(b, "\"%s\": ", key);
+  return rc ? rc : core_buf_add(b, hex, sizeof hex);
+}
+
+/* ", \"key\": <v>" without printf: the pieces' numbers are most of a large manifest's text. */
+static ftl_err add_key_i64(core_buf *b, const char *key_lit, int64_t v) {
+  char digits[24];
+  int n = 0;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    digits[sizeof digits - 1 - n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) digits[sizeof digits - 1 - n++] = '-';
+  ftl_err rc = core_buf_adds(b, key_lit);
+  return rc ? rc : core_buf_add(b, digits + sizeof digits - n, (size_t)n);
+}
+
+static ftl_err encode(const ck_manifest *m, core_buf *b) {
+  ftl_err rc = core_buf_printf(b,
+                               "{\n \"format\": \"ftl-ckpt-manifest\",\n \"version\": %d,\n \"step\": %" PRId64
+                               ",\n \"world_size\": %d,\n \"created_unix_us\": %" PRId64 ",\n ",
+                               m->version, m->step, m->world_size, m->created_unix_us);
+  if (!rc) rc = add_key_str(b, "job_spec_hash", m->job_spec_hash);
+  if (!rc) rc = core_buf_adds(b, ",\n \"checksum\": \"xxh3-64\",\n \"items\": [");
+  for (int i = 0; i < m->nitems && !rc; i++) {
+    const ck_item *it = &m->items[i];
+    rc = core_buf_adds(b, i ? ",\n  {" : "\n  {");
+    if (!rc) rc = add_key_str(b, "name", it->name);
+    if (!rc) rc = core_buf_printf(b, ", \"kind\": \"%s\", \"dtype\": ", ck_kind_name(it->kind));
+    if (!rc) rc = add_str(b, ck_dtype_name(it->dtype));
+    if (!rc) rc = core_buf_adds(b, ", \"shape\": [");
+    for (int k = 0; k < it->ndim && !rc; k++) rc = core_buf_printf(b, "%s%" PRId64, k ? ", " : "", it->shape[k]);
+    if (!rc) rc = core_buf_adds(b, "]}");
+  }
+  if (!rc) rc = core_buf_adds(b, m->nitems ? "\n ],\n \"shards\": [" : "],\n \"shards\": [");
+  int all_l1 = m->world_size > 0;
+  for (int r = 0; r < m->world_size && !rc; r++) {
+    const ck_shard *sh = &m->shards[r];
+    all_l1 &= sh->l1_host[0] != '\0';
+    rc = core_buf_printf(b, "%s{\"rank\": %d, ", r ? ",\n  " : "\n  ", sh->rank);
+    if (!rc) rc = add_key_str(b, "file", sh->file);
+    if (!rc) rc = core_buf_printf(b, ", \"size_bytes\": %" PRId64 ", ", (int64_t)sh->size_bytes);
+    if (!rc) rc = add_hex64(b, "checksum", sh->checksum);
+    if (!rc && sh->l1_host[0]) {
+      rc = core_buf_adds(b, ", ");
+      if (!rc) rc = add_key_str(b, "l1_host", sh->l1_host);
+    }
+    if (!rc) rc = core_buf_adds(b, ", \"pieces\": [");
+    for (int p = 0; p < sh->npieces && !rc; p++) {
+      const ck_piece *pc = &sh->pieces[p];
+      rc = core_buf_adds(b, p ? ", {" : "{");
+      if (!rc) rc = add_key_str(b, "item", m->items[pc->item].name);
+      if (!rc) rc = add_key_i64(b, ", \"row_start\": ", pc->row_start);
+      if (!rc) rc = add_key_i64(b, ", \"row_count\": ", pc->row_count);
+      if (!rc) rc = add_key_i64(b, ", \"file_offset\": ", (int64_t)pc->file_offset);
+      if (!rc) rc = add_key_i64(b, ", \"size_bytes\": ", (int64_t)pc->size_bytes);
+      if (!rc) rc = core_buf_adds(b, ", ");
+      if (!rc) rc = add_hex64(b, "checksum", pc->checksum);
+      if (!rc) rc = core_buf_addc(b, '}');
+    }
+    if (!rc) rc = core_buf_adds(b, "]}");
+  }
+  /* The levels at which the step is complete: L3 always (this file commits it there), L1 when
+   * every shard has a copy in some host's L1. Readers take each shard's own l1_host. */
+  if (!rc) rc = core_buf_adds(b, m->world_size ? "\n ],\n" : "],\n");
+  if (!rc) rc = core_buf_adds(b, all_l1 ? " \"levels\": [\"l1\", \"l3\"]\n}\n" : " \"levels\": [\"l3\"]\n}\n");
+  return rc;
 }
 
 ftl_err ck_manifest_to_json(const ck_manifest *m, char **text_out, size_t *len_out, ftl_diag *d) {
-  ftl_err rc = FTL_ERR_NOMEM;
-  json_t *root = json_object(), *items = json_array(), *shards = json_array();
-  char *text = NULL;
-  if (!root || !items || !shards) goto out;
-  int bad = 0;
-  bad |= json_object_set_new(root, "format", json_string("ftl-ckpt-manifest"));
-  bad |= json_object_set_new(root, "version", json_integer(m->version));
-  bad |= json_object_set_new(root, "step", json_integer(m->step));
-  bad |= json_object_set_new(root, "world_size", json_integer(m->world_size));
-  bad |= json_object_set_new(root, "created_unix_us", json_integer(m->created_unix_us));
-  bad |= json_object_set_new(root, "job_spec_hash", json_string(m->job_spec_hash));
-  bad |= json_object_set_new(root, "checksum", json_string("xxh3-64"));
-  for (int i = 0; i < m->nitems && !bad; i++) {
-    const ck_item *it = &m->items[i];
-    json_t *o = json_object(), *shape = json_array();
-    if (!o || !shape) {
-      json_decref(o);
-      json_decref(shape);
-      goto out;
-    }
-    for (int k = 0; k < it->ndim; k++)
-      bad |= json_array_append_new(shape, json_integer(it->shape[k]));
-    bad |= json_object_set_new(o, "name", json_string(it->name));
-    bad |= json_object_set_new(o, "kind", json_string(ck_kind_name(it->kind)));
-    bad |= json_object_set_new(o, "dtype", json_string(ck_dtype_name(it->dtype)));
-    bad |= json_object_set_new(o, "shape", shape);
-    bad |= json_array_append_new(items, o);
+  core_buf b;
+  core_buf_init(&b, CK_MANIFEST_MAX_BYTES);
+  ftl_err rc = encode(m, &b);
+  if (rc) {
+    core_buf_free(&b);
+    if (rc == FTL_ERR_INVAL) return ftl_diag_fail(d, rc, "the manifest holds a string that is not UTF-8");
+    if (rc == FTL_ERR_RANGE) return ftl_diag_fail(d, rc, "the manifest is larger than %u bytes", CK_MANIFEST_MAX_BYTES);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory building the manifest");
   }
-  for (int r = 0; r < m->world_size && !bad; r++) {
-    const ck_shard *sh = &m->shards[r];
-    json_t *o = json_object(), *pieces = json_array();
-    if (!o || !pieces) {
-      json_decref(o);
-      json_decref(pieces);
-      goto out;
-    }
-    for (int p = 0; p < sh->npieces && !bad; p++) {
-      const ck_piece *pc = &sh->pieces[p];
-      json_t *po = json_object();
-      if (!po) {
-        bad = 1;
-        break;
-      }
-      bad |= json_object_set_new(po, "item", json_string(m->items[pc->item].name));
-      bad |= json_object_set_new(po, "row_start", json_integer(pc->row_start));
-      bad |= json_object_set_new(po, "row_count", json_integer(pc->row_count));
-      bad |= json_object_set_new(po, "file_offset", json_integer((json_int_t)pc->file_offset));
-      bad |= json_object_set_new(po, "size_bytes", json_integer((json_int_t)pc->size_bytes));
-      bad |= json_object_set_new(po, "checksum", hex64(pc->checksum));
-      bad |= json_array_append_new(pieces, po);
-    }
-    bad |= json_object_set_new(o, "rank", json_integer(sh->rank));
-    bad |= json_object_set_new(o, "file", json_string(sh->file));
-    bad |= json_object_set_new(o, "size_bytes", json_integer((json_int_t)sh->size_bytes));
-    bad |= json_object_set_new(o, "checksum", hex64(sh->checksum));
-    if (sh->l1_host[0]) bad |= json_object_set_new(o, "l1_host", json_string(sh->l1_host));
-    bad |= json_object_set_new(o, "pieces", pieces);
-    bad |= json_array_append_new(shards, o);
-  }
-  if (bad) goto out;
-  bad |= json_object_set(root, "items", items);
-  bad |= json_object_set(root, "shards", shards);
-  /* The levels at which the step is complete: L3 always (this file commits it there), L1 when
-   * every shard has a copy in some host's L1. Readers take each shard's own l1_host. */
-  int all_l1 = m->world_size > 0;
-  for (int r = 0; r < m->world_size; r++) all_l1 &= m->shards[r].l1_host[0] != '\0';
-  bad |= json_object_set_new(root, "levels", all_l1 ? json_pack("[s, s]", "l1", "l3") : json_pack("[s]", "l3"));
-  if (bad) goto out;
-  char *js = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-  if (!js) goto out;
-  size_t len = strlen(js);
-  text = ftl_malloc(len + 2);
-  if (!text) {
-    free(js);
-    goto out;
-  }
-  memcpy(text, js, len);
-  text[len++] = '\n';
-  text[len] = '\0';
-  free(js);
-  *text_out = text;
-  *len_out = len;
-  text = NULL;
-  rc = FTL_OK;
-out:
-  json_decref(items);
-  json_decref(shards);
-  json_decref(root);
-  ftl_free(text);
-  if (rc) ftl_diag_fail(d, rc, "out of memory building the manifest");
-  return rc;
+  *text_out = core_buf_take(&b, len_out);
+  if (!*text_out) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory building the manifest");
+  return FTL_OK;
 }
 
 /* ---- parse helpers ----------------------------------------------------------------------- */

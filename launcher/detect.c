@@ -198,29 +198,52 @@ int ln_detect_one_host(const ftl_rank_watch *r, int n) {
   return 1;
 }
 
+/* The median of sorted[0..n-1] without the element at index skip (n >= 2): what sorting the other
+ * ranks' values would give, in O(1), so a gang of thousands is not sorted once per rank. */
+static double median_without(const double *sorted, int n, int skip) {
+  int m = n - 1;
+  int k = m / 2;
+  double hi = sorted[k < skip ? k : k + 1];
+  if (m % 2) return hi;
+  double lo = sorted[k - 1 < skip ? k - 1 : k];
+  return (lo + hi) / 2;
+}
+
+/* Where value v sits in sorted[0..n-1] (the first index holding it). */
+static int position_of(const double *sorted, int n, double v) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (sorted[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 int ln_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap) {
   int found = 0;
   if (n < 2) return 0;
   double *per_rank = ftl_calloc((size_t)n, sizeof *per_rank);
-  double *others = ftl_calloc((size_t)n, sizeof *others);
-  if (!per_rank || !others) goto out;
+  double *sorted = ftl_calloc((size_t)n, sizeof *sorted);
+  if (!per_rank || !sorted) goto out;
   for (int i = 0; i < n; i++) {
     if (r[i].compute_count < FTL_STRAGGLER_WINDOW || r[i].exited) goto out; /* every rank needs a full window */
     double w[FTL_STRAGGLER_WINDOW];
     memcpy(w, r[i].compute_ms, sizeof w);
     per_rank[i] = median(w, FTL_STRAGGLER_WINDOW);
   }
+  /* One sort for the gang: the others' median for rank i is the sorted values less one copy of
+   * its own (equal values are interchangeable, so any copy gives the same median). */
+  memcpy(sorted, per_rank, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
   for (int i = 0; i < n && found < cap; i++) {
     if (r[i].straggler_reported) continue;
-    int k = 0;
-    for (int j = 0; j < n; j++)
-      if (j != i) others[k++] = per_rank[j];
-    double typical = median(others, k);
+    double typical = median_without(sorted, n, position_of(sorted, n, per_rank[i]));
     if (per_rank[i] < ratio * typical || per_rank[i] - typical < FTL_STRAGGLER_MIN_MS) continue;
     out[found++] = (ftl_straggler){.rank = i, .compute_ms = per_rank[i], .others_median_ms = typical};
   }
 out:
   ftl_free(per_rank);
-  ftl_free(others);
+  ftl_free(sorted);
   return found;
 }

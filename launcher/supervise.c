@@ -2,8 +2,10 @@
  * ended, with the failure detectors that end it early.
  *
  * The launcher is one thread around one poll() loop: the rendezvous server's sockets (ranks and
- * their agents report there), a self-pipe for signals (SIGCHLD, and the ones we act on), and
- * timers checked every 100 ms. Detectors, with their latency:
+ * their agents report there; one epoll set, polled as one descriptor: rendezvous/server.c), a
+ * self-pipe for signals (SIGCHLD, and the ones we act on), and timers in a heap (core/evloop.h):
+ * the detectors' scans over every rank run every 100 ms, not on every message (docs/scale.md).
+ * Detectors, with their latency:
  *   - a rank that exits or is killed: its agent reports at once (milliseconds);
  *   - a hang: a rank silent for its section's timeout (start-up, step, checkpoint), + <= 100 ms;
  *   - a lost host: every agent on it silent for timeouts.node_s (agents report every second);
@@ -41,6 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/evloop.h"
 #include "core/fence.h"
 #include "core/proc.h"
 #include "core/rundir.h"
@@ -111,6 +114,7 @@ typedef struct attempt {
   int64_t rdzv_end_ms;     /* the rendezvous failed and the joined ranks were told why: the gang is
                               ended once they have gone (they return from ftl_init with the reason,
                               which must reach their output first), or at this deadline */
+  int detect_due;          /* the detectors' timer fired: check_running runs them this turn */
   int warm;                /* this attempt took over the standby gang (launcher/standby.h) */
   json_t **standby_hello;  /* its agents' hellos, replayed as this attempt's (owned) */
 } attempt;
@@ -635,6 +639,9 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
     ln_standby_drop(sb, why);
   }
   if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;
+  /* Two connections per rank (its agent's and its own), as many again for a standby gang. */
+  long need = 2L * a->world * (o->standby && o->standby->enabled ? 2 : 1) + 64;
+  if ((rc = core_fd_limit_raise(need, "a gang of this size (two connections per rank)", d))) return rc;
   return rz_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
 }
 
@@ -780,8 +787,10 @@ static void check_running(attempt *a) {
   end_after_rendezvous(a);
   if (a->lost_rank >= 0 && ftl_clock_ms() - a->lost_ms >= LOST_AGENT_SETTLE_MS) blame_lost_agent(a);
   blame_term_death(a, 0);
-  if (!a->have_root && !was(a, LN_PHASE_STOPPING)) check_hosts(a);
-  if (!a->have_root && !was(a, LN_PHASE_STOPPING)) check_hangs(a);
+  /* The scans over every rank run on their timer (watch_gang), not on every message. */
+  if (a->detect_due && !a->have_root && !was(a, LN_PHASE_STOPPING)) check_hosts(a);
+  if (a->detect_due && !a->have_root && !was(a, LN_PHASE_STOPPING)) check_hangs(a);
+  a->detect_due = 0;
   if (a->ph.phase == LN_PHASE_STOPPING && ftl_deadline_left_ms(a->stop_deadline_ms) == 0) {
     FTL_LOG(FTL_LOG_ERROR, "launcher", "the ranks did not stop within the preemption grace: ending them");
     terminate_gang(a, SIGTERM);
@@ -799,34 +808,50 @@ static int warm_restart_can_skip_teardown(const attempt *a) {
   return 1;
 }
 
-/* The poll loop: the rendezvous server's sockets, the self-pipe, and 100 ms timers, until mpirun
- * is reaped and the agents' last reports are read. */
+/* The loop's timers (core/evloop.h's heap): the agents' ping and the stragglers' check every
+ * second, the detectors' scans over every rank every 100 ms. */
+enum { TIMER_PING, TIMER_DETECT, N_TIMERS };
+enum { PING_EVERY_MS = 1000, DETECT_EVERY_MS = 100 };
+
+/* The poll loop: the rendezvous server (one descriptor: its readiness set, rendezvous/server.c),
+ * the self-pipe, and the timers, until mpirun is reaped and the agents' last reports are read. */
 static ftl_err watch_gang(attempt *a, ftl_diag *d) {
   ln_standby *sb = a->o->standby;
   size_t cap = (size_t)a->world * 4 + 32; /* this attempt's connections and the standby's */
   struct pollfd *fds = ftl_calloc(cap, sizeof *fds);
   if (!fds) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-  ftl_err rc = FTL_OK;
+  core_timers *timers = NULL;
+  ftl_err rc = core_timers_create(N_TIMERS, &timers, d);
   int64_t drain_until = FTL_NO_DEADLINE;
-  int64_t next_ping_ms = ftl_clock_ms(), turn_ms = -1;
-  for (;;) {
+  int64_t turn_ms = -1;
+  if (!rc) {
+    core_timers_set(timers, TIMER_PING, ftl_clock_ms());
+    core_timers_set(timers, TIMER_DETECT, ftl_clock_ms());
+  }
+  while (!rc) {
     /* Every step of a turn is bounded well under a second; one that was not is worth a line. */
     if (turn_ms >= 0 && ftl_clock_ms() - turn_ms > 1000)
       FTL_LOG(FTL_LOG_WARN, "launcher", "a turn of the launcher's loop took %.1f s",
               (double)(ftl_clock_ms() - turn_ms) / 1000.0);
-    if (ftl_clock_ms() >= next_ping_ms) {
-      rz_rdzv_server_ping_agents(a->server);
-      check_stragglers(a);
-      next_ping_ms = ftl_clock_ms() + 1000;
+    for (int t; (t = core_timers_pop_due(timers, ftl_clock_ms())) >= 0;) {
+      if (t == TIMER_PING) {
+        rz_rdzv_server_ping_agents(a->server);
+        check_stragglers(a);
+        core_timers_set(timers, TIMER_PING, ftl_clock_ms() + PING_EVERY_MS);
+      } else {
+        a->detect_due = 1;
+        core_timers_set(timers, TIMER_DETECT, ftl_clock_ms() + DETECT_EVERY_MS);
+      }
     }
     size_t n = rz_rdzv_server_pollfds(a->server, fds, cap / 2);
     size_t sb_first = n + 1;
     fds[n++] = (struct pollfd){.fd = ln_sigpipe_fd(), .events = POLLIN};
     size_t sb_n = ln_standby_pollfds(sb, fds + sb_first, cap - sb_first);
     size_t n_all = sb_first + sb_n;
-    int timeout = 100;
-    if (drain_until != FTL_NO_DEADLINE) timeout = ftl_deadline_left_ms(drain_until);
-    if (timeout > 100) timeout = 100;
+    int64_t to_timer = core_timers_next_due(timers) - ftl_clock_ms();
+    int timeout = to_timer < 0 ? 0 : to_timer > 100 ? 100 : (int)to_timer;
+    if (drain_until != FTL_NO_DEADLINE && ftl_deadline_left_ms(drain_until) < timeout)
+      timeout = ftl_deadline_left_ms(drain_until);
     int64_t polled_ms = ftl_clock_ms();
     int pr = poll(fds, (nfds_t)n_all, timeout);
     if (pr < 0 && errno != EINTR) {
@@ -863,6 +888,7 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
       if (ftl_deadline_left_ms(drain_until) == 0 || rz_rdzv_server_connections(a->server) == 0) break;
     }
   }
+  core_timers_destroy(timers);
   ftl_free(fds);
   return rc;
 }

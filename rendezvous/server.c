@@ -1,5 +1,12 @@
 /* rendezvous/server.c: the launcher's rendezvous server (see server.h and
- * docs/formats/rendezvous-wire.md). */
+ * docs/formats/rendezvous-wire.md).
+ *
+ * Built for gangs of thousands (docs/scale.md): the listener and every connection sit in one
+ * readiness set (core/evloop.h, epoll), whose single descriptor is what the launcher polls, so a
+ * turn costs the connections that have something to say, not all of them; each ready connection
+ * is found by the pointer it was registered with (no search by descriptor); reads go through one
+ * shared buffer, and a connection keeps a buffer of its own only while it holds part of a line
+ * (a connection between messages costs its struct alone). */
 #include "rendezvous/server.h"
 
 #include <errno.h>
@@ -8,10 +15,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/evloop.h"
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
 
 enum conn_role { ROLE_UNKNOWN = 0, ROLE_AGENT = 1, ROLE_RANK = 2 };
+
+/* What one turn reads at most before returning to the caller's loop (signals, timers): a flood
+ * of reports cannot starve them; what is left is still ready at the next turn (level-triggered). */
+enum { READY_BATCH = 256, READY_BATCHES_PER_TURN = 8, SCRATCH_BYTES = 64 * 1024 };
 
 typedef struct conn {
   int fd;
@@ -19,7 +31,8 @@ typedef struct conn {
   int rank;
   bool said_bye;
   bool parked;         /* a standby rank waiting for its activation */
-  ftl_linebuf lb;
+  size_t slot;         /* its index in ftl_rdzv_server.conns */
+  ftl_linebuf lb;      /* a partial line only; empty (no allocation) between messages */
 } conn;
 
 struct ftl_rdzv_server {
@@ -27,13 +40,17 @@ struct ftl_rdzv_server {
   int port;
   int world_size;
   char token[128];
-  conn *conns;
+  core_evloop *loop;   /* the listener (registered with the server itself) and every connection */
+  conn **conns;        /* each allocated on its own, so the pointer epoll holds stays valid */
   size_t nconns, cap;
+  size_t rank_conns;   /* connections that said a rank's hello */
+  char *scratch;       /* SCRATCH_BYTES: where every read lands first */
   bool *joined;        /* per rank */
   char (*hosts)[64];   /* per rank, from whichever of agent/rank spoke first */
   int joined_count;
   bool went;
   bool failed;
+  bool accept_warned;
   char fail_reason[1024];
   json_t *activation;  /* the activate message of a standby gang, once activated (owned) */
 };
@@ -51,12 +68,15 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
   }
   s->joined = ftl_calloc((size_t)world_size, sizeof *s->joined);
   s->hosts = ftl_calloc((size_t)world_size, sizeof *s->hosts);
-  if (!s->joined || !s->hosts) {
+  s->scratch = ftl_malloc(SCRATCH_BYTES);
+  if (!s->joined || !s->hosts || !s->scratch) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
+  if ((rc = core_evloop_create(&s->loop, d))) goto out;
   rc = rz_tcp_listen(bind_addr, &s->listen_fd, &s->port, d);
   if (rc) goto out;
+  if ((rc = core_evloop_add(s->loop, s->listen_fd, s, d))) goto out;
   *out = s;
   s = NULL;
 out:
@@ -67,11 +87,14 @@ out:
 void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nconns; i++) {
-    close(s->conns[i].fd);
-    rz_linebuf_free(&s->conns[i].lb);
+    close(s->conns[i]->fd);
+    rz_linebuf_free(&s->conns[i]->lb);
+    ftl_free(s->conns[i]);
   }
   if (s->listen_fd >= 0) close(s->listen_fd);
+  core_evloop_destroy(s->loop);
   json_decref(s->activation);
+  ftl_free(s->scratch);
   ftl_free(s->conns);
   ftl_free(s->joined);
   ftl_free(s->hosts);
@@ -84,11 +107,7 @@ bool rz_rdzv_server_rank_joined(const ftl_rdzv_server *s, int rank) {
   return rank >= 0 && rank < s->world_size && s->joined[rank];
 }
 size_t rz_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns; }
-size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s) {
-  size_t n = 0;
-  for (size_t i = 0; i < s->nconns; i++) n += s->conns[i].role == ROLE_RANK;
-  return n;
-}
+size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s) { return s->rank_conns; }
 bool rz_rdzv_server_went(const ftl_rdzv_server *s) { return s->went; }
 
 const char *rz_rdzv_server_host(const ftl_rdzv_server *s, int rank) {
@@ -97,10 +116,9 @@ const char *rz_rdzv_server_host(const ftl_rdzv_server *s, int rank) {
 }
 
 size_t rz_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap) {
-  size_t n = 0;
-  if (n < cap) fds[n++] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
-  for (size_t i = 0; i < s->nconns && n < cap; i++) fds[n++] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
-  return n;
+  if (cap < 1) return 0;
+  fds[0] = (struct pollfd){.fd = core_evloop_fd(s->loop), .events = POLLIN};
+  return 1;
 }
 
 static void send_to(conn *c, json_t *msg) {
@@ -127,7 +145,7 @@ static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
   if (s->went || s->failed || s->joined_count < s->world_size) return;
   s->went = true;
   for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].role == ROLE_RANK) send_to(&s->conns[i], json_pack("{s:s, s:i}", "type", "go", "world_size", s->world_size));
+    if (s->conns[i]->role == ROLE_RANK) send_to(s->conns[i], json_pack("{s:s, s:i}", "type", "go", "world_size", s->world_size));
   emit(fn, user, FTL_RDZV_GANG_GO, NULL, NULL, NULL);
 }
 
@@ -163,6 +181,7 @@ static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const c
   }
   s->joined[rank] = true;
   s->joined_count++;
+  s->rank_conns++;
   emit(fn, user, FTL_RDZV_RANK_JOINED, c, msg, NULL);
   if (s->failed) {
     send_to(c, json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason));
@@ -212,63 +231,156 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
   return true;
 }
 
-static void drop_conn(ftl_rdzv_server *s, size_t i) {
-  close(s->conns[i].fd);
-  rz_linebuf_free(&s->conns[i].lb);
+static void drop_conn(ftl_rdzv_server *s, conn *c) {
+  core_evloop_del(s->loop, c->fd);
+  close(c->fd);
+  rz_linebuf_free(&c->lb);
+  if (c->role == ROLE_RANK) s->rank_conns--;
+  size_t i = c->slot;
   s->conns[i] = s->conns[s->nconns - 1];
+  s->conns[i]->slot = i;
   s->nconns--;
+  ftl_free(c);
 }
 
 static void accept_all(ftl_rdzv_server *s) {
   for (;;) {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (s->nconns == s->cap) {
-      size_t ncap = s->cap ? s->cap * 2 : 16;
-      conn *nc = ftl_realloc(s->conns, ncap * sizeof *nc);
-      if (!nc) {
-        close(fd);
-        return;
+    if (fd < 0) {
+      /* Out of descriptors: the rank stays in the backlog (and is accepted once some close). The
+       * launcher checks the limit against the world size before it starts a gang (supervise.c). */
+      if ((errno == EMFILE || errno == ENFILE) && !s->accept_warned) {
+        s->accept_warned = true;
+        FTL_LOG(FTL_LOG_ERROR, "rdzv", "cannot accept a rank's connection: %s (the descriptor limit, ulimit -n)",
+                strerror(errno));
       }
-      s->conns = nc;
-      s->cap = ncap;
+      return;
     }
-    s->conns[s->nconns++] = (conn){.fd = fd, .role = ROLE_UNKNOWN, .rank = -1};
+    conn *c = ftl_calloc(1, sizeof *c);
+    if (c && s->nconns == s->cap) {
+      size_t ncap = s->cap ? s->cap * 2 : 16;
+      conn **nc = ftl_realloc(s->conns, ncap * sizeof *nc);
+      if (!nc) {
+        ftl_free(c);
+        c = NULL;
+      } else {
+        s->conns = nc;
+        s->cap = ncap;
+      }
+    }
+    ftl_diag ignored;
+    if (!c || core_evloop_add(s->loop, fd, c, &ignored) != FTL_OK) {
+      ftl_free(c);
+      close(fd);
+      return;
+    }
+    *c = (conn){.fd = fd, .role = ROLE_UNKNOWN, .rank = -1, .slot = s->nconns};
+    s->conns[s->nconns++] = c;
+  }
+}
+
+/* Handles every complete line of `data` (len bytes); returns false when the connection must go.
+ * *used says how much was consumed (the rest is a partial line). */
+static bool handle_lines(ftl_rdzv_server *s, conn *c, const char *data, size_t len, size_t *used, ftl_rdzv_event_fn fn,
+                         void *user) {
+  size_t at = 0;
+  bool keep = true;
+  const char *nl;
+  while (keep && at < len && (nl = memchr(data + at, '\n', len - at))) {
+    size_t line_len = (size_t)(nl - (data + at));
+    json_t *msg = NULL;
+    ftl_diag d;
+    if (line_len > FTL_WIRE_MAX_LINE) {
+      emit(fn, user, FTL_RDZV_REJECTED, c, NULL, "message longer than the wire's limit");
+      keep = false;
+    } else if (rz_wire_parse(data + at, line_len, &msg, &d) != FTL_OK) {
+      emit(fn, user, FTL_RDZV_REJECTED, c, NULL, d.msg);
+      keep = false;
+    } else {
+      keep = handle_message(s, c, msg, fn, user);
+      json_decref(msg);
+    }
+    at += line_len + 1;
+  }
+  *used = at;
+  return keep;
+}
+
+/* Keeps the partial line that ends a read; false when it is already past the wire's limit. */
+static bool keep_partial(conn *c, const char *p, size_t n) {
+  if (n == 0) return true;
+  if (c->lb.len + n > FTL_WIRE_MAX_LINE + 1) return false;
+  if (c->lb.cap < c->lb.len + n) {
+    size_t ncap = c->lb.cap ? c->lb.cap : 256;
+    while (ncap < c->lb.len + n) ncap *= 2;
+    char *nd = ftl_realloc(c->lb.data, ncap);
+    if (!nd) return false;
+    c->lb.data = nd;
+    c->lb.cap = ncap;
+  }
+  memcpy(c->lb.data + c->lb.len, p, n);
+  c->lb.len += n;
+  return true;
+}
+
+/* Reads what a ready connection has; false when it must be dropped (closed, reset, a bad line). */
+static bool read_conn(ftl_rdzv_server *s, conn *c, ftl_rdzv_event_fn fn, void *user) {
+  for (;;) {
+    ssize_t n = recv(c->fd, s->scratch, SCRATCH_BYTES, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) return false; /* closed, or reset: a closed connection for our purposes */
+    size_t used = 0;
+    bool keep;
+    if (c->lb.len == 0) {
+      /* The common case: whole lines straight from the shared buffer. */
+      keep = handle_lines(s, c, s->scratch, (size_t)n, &used, fn, user);
+      if (keep && !keep_partial(c, s->scratch + used, (size_t)n - used)) {
+        emit(fn, user, FTL_RDZV_REJECTED, c, NULL, "message longer than the wire's limit");
+        keep = false;
+      }
+    } else {
+      keep = keep_partial(c, s->scratch, (size_t)n);
+      if (!keep) emit(fn, user, FTL_RDZV_REJECTED, c, NULL, "message longer than the wire's limit");
+      if (keep) {
+        keep = handle_lines(s, c, c->lb.data, c->lb.len, &used, fn, user);
+        memmove(c->lb.data, c->lb.data + used, c->lb.len - used);
+        c->lb.len -= used;
+      }
+      if (c->lb.len == 0) rz_linebuf_free(&c->lb); /* between messages a connection holds no buffer */
+    }
+    if (!keep) return false;
+    if ((size_t)n < SCRATCH_BYTES) return true; /* drained: the next readiness says when there is more */
   }
 }
 
 void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user) {
-  /* Read the connections that were polled first (by fd: the array may have been rebuilt), then
-   * accept, so indexes into s->conns stay valid while we work. */
-  for (size_t k = 0; k < n; k++) {
-    if (fds[k].fd == s->listen_fd || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    size_t i = 0;
-    while (i < s->nconns && s->conns[i].fd != fds[k].fd) i++;
-    if (i == s->nconns) continue;
-    conn *c = &s->conns[i];
-    bool eof = false;
-    bool keep = rz_linebuf_fill(&c->lb, c->fd, &eof) == FTL_OK;
-    for (;;) {
-      if (!keep) break;
-      json_t *msg = NULL;
-      ftl_diag d;
-      ftl_err rc = rz_linebuf_next(&c->lb, &msg, &d);
-      if (rc == FTL_ERR_NOTFOUND) break;
-      if (rc) {
-        emit(fn, user, FTL_RDZV_REJECTED, c, NULL, d.msg);
-        keep = false;
-        break;
-      }
-      keep = handle_message(s, c, msg, fn, user);
-      json_decref(msg);
-    }
-    if (!keep || eof) {
-      if (!c->said_bye && c->role != ROLE_UNKNOWN) emit(fn, user, FTL_RDZV_CONN_LOST, c, NULL, NULL);
-      drop_conn(s, i);
-    }
-  }
+  bool ready = false;
   for (size_t k = 0; k < n; k++)
-    if (fds[k].fd == s->listen_fd && (fds[k].revents & POLLIN)) accept_all(s);
+    if (fds[k].fd == core_evloop_fd(s->loop) && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) ready = true;
+  if (!ready) return;
+  core_evloop_event evs[READY_BATCH];
+  for (int batch = 0; batch < READY_BATCHES_PER_TURN; batch++) {
+    int got = core_evloop_wait(s->loop, evs, READY_BATCH, 0);
+    if (got <= 0) return;
+    /* Connections first, then the listener, so no connection accepted in this batch is read
+     * before it was reported ready. Each event names its connection: only that connection can
+     * be dropped while it is handled, so the later pointers of the batch stay valid. */
+    bool accept_now = false;
+    for (int k = 0; k < got; k++) {
+      if (evs[k].ptr == s) {
+        accept_now = true;
+        continue;
+      }
+      conn *c = evs[k].ptr;
+      if (!read_conn(s, c, fn, user)) {
+        if (!c->said_bye && c->role != ROLE_UNKNOWN) emit(fn, user, FTL_RDZV_CONN_LOST, c, NULL, NULL);
+        drop_conn(s, c);
+      }
+    }
+    if (accept_now) accept_all(s);
+    if (got < READY_BATCH) return;
+  }
 }
 
 void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size) {
@@ -289,24 +401,37 @@ void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t
 }
 
 void rz_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal) {
-  for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].role == ROLE_AGENT) send_to(&s->conns[i], json_pack("{s:s, s:i}", "type", "signal", "signal", signal));
+  /* One encoding for every agent: the message is the same. */
+  json_t *msg = json_pack("{s:s, s:i}", "type", "signal", "signal", signal);
+  char *line = NULL;
+  size_t len = 0;
+  ftl_diag ignored;
+  if (msg && rz_wire_encode(msg, &line, &len, &ignored) == FTL_OK)
+    for (size_t i = 0; i < s->nconns; i++)
+      if (s->conns[i]->role == ROLE_AGENT)
+        rz_wire_send_line(s->conns[i]->fd, line, len, ftl_deadline_after_ms(2000), false, &ignored);
+  ftl_free(line);
+  json_decref(msg);
 }
 
 void rz_rdzv_server_ping_agents(ftl_rdzv_server *s) {
-  for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].role == ROLE_AGENT) {
-      /* A ping that does not fit in the socket buffer is dropped: the next one says the same. */
-      json_t *msg = json_pack("{s:s}", "type", "ping");
-      ftl_diag ignored;
-      if (msg) rz_wire_send_nowait(s->conns[i].fd, msg, &ignored);
-      json_decref(msg);
-    }
+  /* A ping that does not fit in the socket buffer is dropped: the next one says the same. Encoded
+   * once for every agent. */
+  json_t *msg = json_pack("{s:s}", "type", "ping");
+  char *line = NULL;
+  size_t len = 0;
+  ftl_diag ignored;
+  if (msg && rz_wire_encode(msg, &line, &len, &ignored) == FTL_OK)
+    for (size_t i = 0; i < s->nconns; i++)
+      if (s->conns[i]->role == ROLE_AGENT)
+        rz_wire_send_line(s->conns[i]->fd, line, len, FTL_NO_DEADLINE, true, &ignored);
+  ftl_free(line);
+  json_decref(msg);
 }
 
 void rz_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason) {
   for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].role == ROLE_RANK) send_to(&s->conns[i], json_pack("{s:s, s:s}", "type", "stop", "reason", reason));
+    if (s->conns[i]->role == ROLE_RANK) send_to(s->conns[i], json_pack("{s:s, s:s}", "type", "stop", "reason", reason));
 }
 
 void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {
@@ -314,8 +439,8 @@ void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {
   s->failed = true;
   snprintf(s->fail_reason, sizeof s->fail_reason, "%s", reason);
   for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i].role == ROLE_RANK)
-      send_to(&s->conns[i], json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason));
+    if (s->conns[i]->role == ROLE_RANK)
+      send_to(s->conns[i], json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason));
 }
 
 void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields) {
@@ -329,8 +454,8 @@ void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields) {
   json_object_set_new(s->activation, "type", json_string("activate"));
   for (size_t i = 0; i < s->nconns; i++)
     /* A rank still in its rendezvous or MPI_Init hears of it when it parks. */
-    if (s->conns[i].role == ROLE_AGENT || (s->conns[i].role == ROLE_RANK && s->conns[i].parked))
-      send_activation(s, &s->conns[i]);
+    if (s->conns[i]->role == ROLE_AGENT || (s->conns[i]->role == ROLE_RANK && s->conns[i]->parked))
+      send_activation(s, s->conns[i]);
 }
 
 bool rz_rdzv_server_activated(const ftl_rdzv_server *s) { return s->activation != NULL; }

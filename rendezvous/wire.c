@@ -101,7 +101,7 @@ static ftl_err send_all(int fd, const char *p, size_t left, int64_t deadline_ms,
   return FTL_OK;
 }
 
-static ftl_err wire_send(int fd, const json_t *msg, int64_t deadline_ms, bool nowait, ftl_diag *d) {
+ftl_err rz_wire_encode(const json_t *msg, char **line_out, size_t *len_out, ftl_diag *d) {
   char *text = json_dumps(msg, JSON_COMPACT);
   if (!text) return ftl_diag_fail(d, FTL_ERR_NOMEM, "cannot encode message");
   size_t len = strlen(text);
@@ -113,10 +113,23 @@ static ftl_err wire_send(int fd, const json_t *msg, int64_t deadline_ms, bool no
   }
   memcpy(line, text, len);
   line[len] = '\n';
-  rc = send_all(fd, line, len + 1, deadline_ms, nowait, d);
+  *line_out = line;
+  *len_out = len + 1;
 out:
-  ftl_free(line);
   free(text); /* jansson allocated it with malloc */
+  return rc;
+}
+
+ftl_err rz_wire_send_line(int fd, const char *line, size_t len, int64_t deadline_ms, bool nowait, ftl_diag *d) {
+  return send_all(fd, line, len, deadline_ms, nowait, d);
+}
+
+static ftl_err wire_send(int fd, const json_t *msg, int64_t deadline_ms, bool nowait, ftl_diag *d) {
+  char *line = NULL;
+  size_t len = 0;
+  ftl_err rc = rz_wire_encode(msg, &line, &len, d);
+  if (rc == FTL_OK) rc = send_all(fd, line, len, deadline_ms, nowait, d);
+  ftl_free(line);
   return rc;
 }
 
@@ -197,7 +210,10 @@ ftl_err rz_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d)
     rc = ftl_diag_fail(d, FTL_ERR_IO, "socket: %s", strerror(errno));
     goto out;
   }
-  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+  /* The backlog as deep as the kernel allows (net.core.somaxconn caps it): thousands of ranks and
+   * agents connect within moments of each other, and a connection that finds the queue full waits
+   * a second for its SYN's retransmission (docs/scale.md). */
+  if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 65535) != 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot listen on %s: %s", addr && *addr ? addr : "*", strerror(errno));
     goto out;
   }

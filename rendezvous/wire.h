@@ -46,6 +46,12 @@ ftl_err rz_wire_send(int fd, const json_t *msg, int64_t deadline_ms, ftl_diag *d
  * only in part is finished within a second (a line cut short would break the framing). */
 ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d);
 
+/* A message encoded once for many peers (the launcher's ping and signal to every agent):
+ * rz_wire_encode gives its line, newline included (freed with ftl_free); rz_wire_send_line sends
+ * it as rz_wire_send does (nowait: as rz_wire_send_nowait, deadline_ms unused). */
+ftl_err rz_wire_encode(const json_t *msg, char **line_out, size_t *len_out, ftl_diag *d);
+ftl_err rz_wire_send_line(int fd, const char *line, size_t len, int64_t deadline_ms, bool nowait, ftl_diag *d);
+
 /* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. */
 ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d);
 

@@ -7,7 +7,7 @@
 # (docs/gpu.md), so these tests also run the automatic choice on a GPU machine.
 ftl-finetune-data --out data --pretrain 512 --train 512 --heldout 64 >/dev/null || fail "ftl-finetune-data failed"
 FT_STEPS=${FT_STEPS:-40}
-FT_ARGS=(--data data --base data/base.h5 --pretrain-steps 10 --pretrain-batch 8 --layers 1 --embd 32 --heads 2
+FT_ARGS=(--data data --base data/base.h5 --pretrain-steps "${FT_PRETRAIN_STEPS:-10}" --pretrain-batch 8 --layers 1 --embd 32 --heads 2
          --steps "$FT_STEPS" --batch 8 --rank 4 --alpha 8 --lr 1e-2 --log-every 1 --marker "$MARKER")
 # Builds the shared base model once (1 rank), so every run below only loads it.
 ftl run -n 1 --run-dir base-run -- ftl-finetune "${FT_ARGS[@]}" --steps 0 >base.out 2>&1 ||

@@ -171,11 +171,13 @@ def export_peft(args, model, out_dir):
     for path, m in lora_modules(model):
         tensors[f"base_model.model.{path}.lora_A.weight"] = m.lora_A.weight
         tensors[f"base_model.model.{path}.lora_B.weight"] = m.lora_B.weight
+    # The keys of the pinned PEFT's LoraConfig (python/requirements-hf.txt): it refuses keys it does
+    # not know, such as newer releases' exclude_modules and lora_bias.
     config = {
         "alpha_pattern": {}, "auto_mapping": None, "base_model_name_or_path": args.base_name, "bias": "none",
-        "exclude_modules": None, "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True,
+        "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True,
         "layer_replication": None, "layers_pattern": None, "layers_to_transform": None,
-        "lora_alpha": int(args.alpha) if args.alpha == int(args.alpha) else args.alpha, "lora_bias": False,
+        "lora_alpha": int(args.alpha) if args.alpha == int(args.alpha) else args.alpha,
         "lora_dropout": 0.0, "modules_to_save": None, "peft_type": "LORA", "r": args.rank, "rank_pattern": {},
         "revision": None, "target_modules": ["fc_in", "fc_out"], "task_type": None, "use_dora": False,
         "use_rslora": False,

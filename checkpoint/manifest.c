@@ -176,6 +176,7 @@ ftl_err ck_manifest_to_json(const ck_manifest *m, char **text_out, size_t *len_o
     bad |= json_object_set_new(o, "size_bytes", json_integer((json_int_t)sh->size_bytes));
     bad |= json_object_set_new(o, "checksum", hex64(sh->checksum));
     if (sh->l1_host[0]) bad |= json_object_set_new(o, "l1_host", json_string(sh->l1_host));
+    if (sh->l2_host[0]) bad |= json_object_set_new(o, "l2_host", json_string(sh->l2_host));
     bad |= json_object_set_new(o, "pieces", pieces);
     bad |= json_array_append_new(shards, o);
   }
@@ -183,10 +184,19 @@ ftl_err ck_manifest_to_json(const ck_manifest *m, char **text_out, size_t *len_o
   bad |= json_object_set(root, "items", items);
   bad |= json_object_set(root, "shards", shards);
   /* The levels at which the step is complete: L3 always (this file commits it there), L1 when
-   * every shard has a copy in some host's L1. Readers take each shard's own l1_host. */
-  int all_l1 = m->world_size > 0;
-  for (int r = 0; r < m->world_size; r++) all_l1 &= m->shards[r].l1_host[0] != '\0';
-  bad |= json_object_set_new(root, "levels", all_l1 ? json_pack("[s, s]", "l1", "l3") : json_pack("[s]", "l3"));
+   * every shard has a copy in some host's L1, L2 when every shard has a partner's copy. Readers
+   * take each shard's own l1_host and l2_host. */
+  int all_l1 = m->world_size > 0, all_l2 = m->world_size > 0;
+  for (int r = 0; r < m->world_size; r++) {
+    all_l1 &= m->shards[r].l1_host[0] != '\0';
+    all_l2 &= m->shards[r].l2_host[0] != '\0';
+  }
+  json_t *lv = json_array();
+  bad |= !lv;
+  if (all_l1) bad |= json_array_append_new(lv, json_string("l1"));
+  if (all_l2) bad |= json_array_append_new(lv, json_string("l2"));
+  bad |= json_array_append_new(lv, json_string("l3"));
+  bad |= json_object_set_new(root, "levels", lv);
   if (bad) goto out;
   char *js = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
   if (!js) goto out;
@@ -354,6 +364,13 @@ ftl_err ck_manifest_parse(const char *text, size_t len, ck_manifest **out, ftl_d
       if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n"))
         BAD("manifest: shards[%d].l1_host is not a host name", r);
       snprintf(sh->l1_host, sizeof sh->l1_host, "%s", h);
+    }
+    json_t *l2h = json_object_get(o, "l2_host");
+    if (l2h) {
+      const char *h = json_string_value(l2h);
+      if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n"))
+        BAD("manifest: shards[%d].l2_host is not a host name", r);
+      snprintf(sh->l2_host, sizeof sh->l2_host, "%s", h);
     }
     json_t *pieces = json_object_get(o, "pieces");
     if (!json_is_array(pieces)) BAD("manifest: shards[%d].pieces missing or not an array", r);

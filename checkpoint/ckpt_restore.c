@@ -24,6 +24,12 @@
 
 /* ---- levels ------------------------------------------------------------------------------ */
 
+/* What a restore reads when a shard's L1 copy is passed over: its L2 copy when the manifest names
+ * one, else the run directory's. */
+static const char *next_copy(const ck_shard *sh) {
+  return sh->l2_host[0] ? "trying its L2 copy, then the run directory's" : "reading the run directory's";
+}
+
 /* Whether this rank reads shard s of m from its host's L1 copy (checkpoint/levels.h): the manifest
  * names this host for it, and the file is there at the manifest's size. The copy is verified in
  * full before its bytes count; a copy that is missing, short or fails is passed over for the run
@@ -36,14 +42,14 @@ static int l1_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, char *dir
   if (ck_l1_step_dir(&ck->l1, m->step, dir, size) || ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file)) return 0;
   if (lstat(path, &st) != 0) {
     if (!quiet)
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s is gone (%s): reading the run directory's",
-            (long long)m->step, path, strerror(errno));
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s is gone (%s): %s", (long long)m->step, path,
+              strerror(errno), next_copy(sh));
     return 0;
   }
   if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sh->size_bytes) {
     if (!quiet)
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s has %lld bytes, the manifest %llu: reading the run "
-            "directory's", (long long)m->step, path, (long long)st.st_size, (unsigned long long)sh->size_bytes);
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s has %lld bytes, the manifest %llu: %s", (long long)m->step,
+              path, (long long)st.st_size, (unsigned long long)sh->size_bytes, next_copy(sh));
     return 0;
   }
   return 1;
@@ -258,8 +264,8 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
       if (ck_shard_verify_read(l1d, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK) {
         used_l1 = 1;
       } else {
-        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s/%s failed verification (%s): reading the run "
-                "directory's", (long long)m->step, l1d, m->shards[s].file, ld.msg);
+        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s/%s failed verification (%s): %s", (long long)m->step,
+                l1d, m->shards[s].file, ld.msg, next_copy(&m->shards[s]));
       }
     }
     ck_shard l2sh;

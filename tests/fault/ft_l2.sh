@@ -59,6 +59,8 @@ sleep 0.3
 m=$(ls "$RUN"/checkpoints/step-*/manifest.json | sort | tail -1)
 grep -q '"l2_host": "'"$NS_PREFIX"'-h1"' "$m" || { cat "$m" >&2; fail "the manifest names no L2 copy on h1"; }
 grep -q '"l2"' "$m" || fail "the manifest's levels do not say l2"
+ftl ckpt ls "$RUN" | grep -qE "^$(basename "$(dirname "$m")" | sed 's/step-0*//') +committed .* l1\+l2\+l3 " ||
+  { ftl ckpt ls "$RUN" >&2; fail "ftl ckpt ls does not say the step has l1, l2 and l3"; }
 kill_host 3
 wait_rc $pid
 case $MODE in

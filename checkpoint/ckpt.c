@@ -47,9 +47,41 @@ static void free_handle(ftl_ckpt *ck, int mu_ok, int cv_ok) {
   ftl_free(ck->verdicts);
   ftl_free(ck->mine_recs);
   ftl_free(ck->recs);
+  ftl_free(ck->hosts);
+  ftl_free(ck->l2_partner);
+  ftl_free(ck->l2_stored);
+  ftl_free(ck->l2_stored_all);
   ftl_free(ck->regs);
   ftl_free(ck->sync);
   ftl_free(ck);
+}
+
+/* Every rank's host, and whether L2 is on: asked for on every rank (FTL_CKPT_L2=1), over a seam
+ * with point-to-point, on more than one host. Collective; the same outcome on every rank. */
+static ftl_err setup_hosts(ftl_ckpt *ck, int64_t deadline, ftl_diag *d) {
+  size_t w = (size_t)ck->world;
+  ck_host_rec mine;
+  memset(&mine, 0, sizeof mine);
+  snprintf(mine.host, sizeof mine.host, "%s", ftl_hostname());
+  const char *l2 = getenv("FTL_CKPT_L2");
+  mine.l2 = l2 && strcmp(l2, "1") == 0 && ck_p2p_available();
+  ftl_err rc = ck_coll_allgather(ck, &mine, ck->hosts, (int)sizeof mine, "the allgather of the ranks' hosts", deadline, d);
+  if (rc) return rc;
+  int all_l2 = 1;
+  for (size_t r = 0; r < w; r++) {
+    ck->hosts[r].host[CK_HOST_MAX - 1] = '\0';
+    all_l2 &= ck->hosts[r].l2 == 1;
+  }
+  rc = ck_l2_place(ck);
+  if (rc) return ftl_diag_fail(d, rc, "out of memory placing the L2 copies");
+  if (!all_l2 || ck->l2_hosts < 2) {
+    if (mine.l2 && ck->rank == 0)
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "L2 off: %s", ck->l2_hosts < 2 ? "the gang runs on one host (L2 needs a partner host)"
+                                                                : "not asked for on every rank");
+    return FTL_OK;
+  }
+  ck->l2_on = 1;
+  return FTL_OK;
 }
 
 ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **out) {
@@ -105,7 +137,16 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   if (rc) FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", d.msg);
   ck->hdrs = ftl_calloc((size_t)(inf->world_size > 0 ? inf->world_size : 1), sizeof *ck->hdrs);
   ck->verdicts = ftl_calloc((size_t)(inf->world_size > 0 ? inf->world_size : 1), sizeof *ck->verdicts);
-  if (!rc && (!ck->hdrs || !ck->verdicts)) rc = FTL_ERR_NOMEM;
+  /* The hosts' exchange and the L2 bookkeeping (rank 0 gathers which copies each rank keeps):
+   * allocated before the agreement, so a rank short of memory fails create on every rank. */
+  size_t wn = (size_t)(inf->world_size > 0 ? inf->world_size : 1);
+  ck->hosts = ftl_calloc(wn, sizeof *ck->hosts);
+  ck->l2_partner = ftl_calloc(wn, sizeof *ck->l2_partner);
+  ck->l2_stored = ftl_calloc(wn, 1);
+  if (inf->rank == 0) ck->l2_stored_all = ftl_calloc(wn * wn, 1);
+  if (!rc && (!ck->hdrs || !ck->verdicts || !ck->hosts || !ck->l2_partner || !ck->l2_stored ||
+              (inf->rank == 0 && !ck->l2_stored_all)))
+    rc = FTL_ERR_NOMEM;
   /* Agree on the folder before anything collective depends on it. Non-blocking collectives with
    * the handle's deadline; after a timeout the pending request still points into the handle, so
    * the handle is deliberately leaked rather than freed under it. */
@@ -127,6 +168,15 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   }
   if (ck->world != inf->world_size) {
     rc = FTL_ERR_STATE;
+    goto out;
+  }
+  crc = setup_hosts(ck, deadline, &d);
+  if (crc == FTL_ERR_TIMEOUT) {
+    FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", d.msg);
+    return crc;
+  }
+  if (crc) {
+    rc = crc;
     goto out;
   }
   core_fault_from_env();

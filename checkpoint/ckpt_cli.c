@@ -63,6 +63,18 @@ static void fmt_time(int64_t us, char *buf, size_t size) {
   if (us <= 0 || !gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) snprintf(buf, size, "-");
 }
 
+/* The levels at which every shard of m has a copy, as the manifest says ("l1+l2+l3"): L3 always
+ * (the manifest commits it there). A copy in host memory may since have gone with its host; a
+ * restore checks each one. */
+static void levels_of(const ck_manifest *m, char *out, size_t size) {
+  int l1 = m->world_size > 0, l2 = m->world_size > 0;
+  for (int r = 0; r < m->world_size; r++) {
+    l1 &= m->shards[r].l1_host[0] != '\0';
+    l2 &= m->shards[r].l2_host[0] != '\0';
+  }
+  snprintf(out, size, "%s%sl3", l1 ? "l1+" : "", l2 ? "l2+" : "");
+}
+
 static int cmd_ls(const char *base) {
   ck_step_entry *steps = NULL;
   int n = 0;
@@ -71,9 +83,9 @@ static int cmd_ls(const char *base) {
     fprintf(stderr, "ftl ckpt ls: %s\n", d.msg);
     return 2;
   }
-  printf("%-12s %-11s %6s %14s  %-20s %s\n", "STEP", "STATE", "WORLD", "BYTES", "CREATED", "NOTE");
+  printf("%-12s %-11s %6s %14s  %-20s %-9s %s\n", "STEP", "STATE", "WORLD", "BYTES", "CREATED", "LEVELS", "NOTE");
   for (int i = 0; i < n; i++) {
-    char when[32] = "-", note[1100] = "";
+    char when[32] = "-", note[1100] = "", levels[16] = "-";
     int world = 0;
     unsigned long long bytes = 0;
     if (steps[i].state == CK_STEP_COMMITTED) {
@@ -83,6 +95,7 @@ static int cmd_ls(const char *base) {
         world = m->world_size;
         bytes = (unsigned long long)total_bytes(m);
         fmt_time(m->created_unix_us, when, sizeof when);
+        levels_of(m, levels, sizeof levels);
         ck_manifest_free(m);
       } else {
         snprintf(note, sizeof note, "unreadable manifest: %s", md.msg);
@@ -96,8 +109,8 @@ static int cmd_ls(const char *base) {
     }
     char w[16] = "-";
     if (world) snprintf(w, sizeof w, "%d", world);
-    printf("%-12lld %-11s %6s %14llu  %-20s %s\n", (long long)steps[i].step, state_name(steps[i].state), w, bytes, when,
-           note);
+    printf("%-12lld %-11s %6s %14llu  %-20s %-9s %s\n", (long long)steps[i].step, state_name(steps[i].state), w, bytes,
+           when, levels, note);
   }
   if (n == 0) printf("(no checkpoints in %s)\n", base);
   ftl_free(steps);
@@ -217,8 +230,9 @@ static int cmd_show(const char *base, const char *step_text) {
   printf("shards:\n");
   for (int r = 0; r < m->world_size; r++) {
     const ck_shard *sh = &m->shards[r];
-    printf("  %s  %llu bytes  xxh3 %016llx\n", sh->file, (unsigned long long)sh->size_bytes,
-           (unsigned long long)sh->checksum);
+    printf("  %s  %llu bytes  xxh3 %016llx%s%s%s%s\n", sh->file, (unsigned long long)sh->size_bytes,
+           (unsigned long long)sh->checksum, sh->l1_host[0] ? "  l1 on " : "", sh->l1_host,
+           sh->l2_host[0] ? "  l2 on " : "", sh->l2_host);
     for (int p = 0; p < sh->npieces; p++) {
       const ck_piece *pc = &sh->pieces[p];
       printf("    %-24s rows %lld..%lld  at byte %llu, %llu bytes, xxh3 %016llx\n", m->items[pc->item].name,

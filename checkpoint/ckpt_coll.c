@@ -4,6 +4,9 @@
  * polled with MPI_Test, sleeping between polls (20 us doubling to 2 ms), until it completes or its
  * deadline passes.
  *
+ * The L2 level's point-to-point transfers (ckpt_l2.c) start their sends and receives here too and
+ * poll them with ck_p2p_test, so their MPI calls stay in this file.
+ *
  * Not here: what is exchanged or what the ranks conclude from it (ckpt_writer.c, ckpt_restore.c),
  * blocking collectives (a rank that is gone must not hang the writer thread). */
 #include <stdio.h>
@@ -90,4 +93,32 @@ ftl_err ck_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag 
 void ck_coll_close(ftl_ckpt *ck) {
   if (ck->have_comm && !atomic_load(&ck->sync->broken)) ftl_mpi()->comm_free(&ck->comm);
   ck->have_comm = 0;
+}
+
+/* ---- point-to-point (the L2 level's transfers, ckpt_l2.c) -------------------------------- */
+
+int ck_p2p_available(void) {
+  return ftl_mpi()->isend != NULL && ftl_mpi()->irecv != NULL && ftl_mpi()->get_count != NULL;
+}
+
+ftl_err ck_p2p_isend(ftl_ckpt *ck, const void *buf, int bytes, int peer, int tag, MPI_Request *req, ftl_diag *d) {
+  int e = ftl_mpi()->isend(buf, bytes, MPI_BYTE, peer, tag, ck->comm, req);
+  return e == MPI_SUCCESS ? FTL_OK : mpi_fail(ck, e, "MPI_Isend", d);
+}
+
+ftl_err ck_p2p_irecv(ftl_ckpt *ck, void *buf, int bytes, int peer, int tag, MPI_Request *req, ftl_diag *d) {
+  int e = ftl_mpi()->irecv(buf, bytes, MPI_BYTE, peer, tag, ck->comm, req);
+  return e == MPI_SUCCESS ? FTL_OK : mpi_fail(ck, e, "MPI_Irecv", d);
+}
+
+ftl_err ck_p2p_test(ftl_ckpt *ck, MPI_Request *req, int *done, int *bytes, ftl_diag *d) {
+  MPI_Status st;
+  *done = 0;
+  int e = ftl_mpi()->test(req, done, &st);
+  if (e != MPI_SUCCESS) return mpi_fail(ck, e, "MPI_Test", d);
+  if (*done && bytes) {
+    e = ftl_mpi()->get_count(&st, MPI_BYTE, bytes);
+    if (e != MPI_SUCCESS) return mpi_fail(ck, e, "MPI_Get_count", d);
+  }
+  return FTL_OK;
 }

@@ -10,6 +10,7 @@
  *   ckpt_save.c     ftl_ckpt_save/wait/last: the training thread's hand-over to the writer
  *   ckpt_writer.c   the writer thread, the commit protocol, garbage collection
  *   ckpt_restore.c  restore at any world size and its agreement
+ *   ckpt_l2.c       the L2 level: partner placement, the transfers of save and restore
  *
  * Threads: the training thread owns the registry and the staging buffers between checkpoints;
  * ftl_ckpt_save hands them to the writer under sync->mu (in_flight = 1) and gets them back when
@@ -52,6 +53,13 @@ typedef struct rec {
   uint64_t file_offset, size_bytes, checksum;
 } rec;
 
+/* What each rank tells the others at create: its host (L1 and L2 placement) and whether it was
+ * asked for L2 (FTL_CKPT_L2=1). */
+typedef struct ck_host_rec {
+  char host[CK_HOST_MAX];
+  int32_t l2, pad;
+} ck_host_rec;
+
 /* What each rank tells the others after trying to load a step. */
 typedef struct verdict_rec {
   int32_t why, err;
@@ -93,7 +101,12 @@ struct ftl_ckpt {
   char run_dir[PATH_MAX]; /* whose fence (core/fence.h) every change to base is made under */
   int attempt;            /* this process's attempt (FTL_ATTEMPT), which the fence must name */
   ck_l1 l1;               /* the node-local memory level (checkpoint/levels.h) */
-  int restore_l1, restore_l3; /* the last restore's shards read from each level on this rank */
+  int restore_l1, restore_l2, restore_l3; /* the last restore's shards read from each level on this rank */
+  struct ck_host_rec *hosts;  /* every rank's host, allgathered at create (world entries) */
+  int l2_on;                  /* L2 copies are made: asked for (FTL_CKPT_L2=1) on every rank, several hosts */
+  int l2_hosts;               /* distinct hosts of the gang */
+  int *l2_partner;            /* each rank's partner rank (ckpt_l2.c); -1: none */
+  unsigned char *l2_stored, *l2_stored_all; /* save: the shards this rank keeps for a partner; all of them (rank 0) */
   int keep;
   int allow_fresh; /* options.allow_fresh or FTL_CKPT_ALLOW_FRESH=1 */
   int64_t timeout_ms;
@@ -162,6 +175,32 @@ ftl_err ck_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all
 ftl_err ck_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag *d);
 /* Frees ck->comm unless the handle is broken (a pending request may still use it). */
 void ck_coll_close(ftl_ckpt *ck);
+
+/* Point-to-point for the L2 transfers, polled by the caller with ck_p2p_test (an MPI error marks
+ * the handle broken). *bytes gets the received count when done. ck_p2p_available: the seam has
+ * them (a test's fake may not). */
+int ck_p2p_available(void);
+ftl_err ck_p2p_isend(ftl_ckpt *ck, const void *buf, int bytes, int peer, int tag, MPI_Request *req, ftl_diag *d);
+ftl_err ck_p2p_irecv(ftl_ckpt *ck, void *buf, int bytes, int peer, int tag, MPI_Request *req, ftl_diag *d);
+ftl_err ck_p2p_test(ftl_ckpt *ck, MPI_Request *req, int *done, int *bytes, ftl_diag *d);
+
+/* ---- ckpt_l2.c --------------------------------------------------------------------------- */
+
+/* Fills ck->l2_partner and ck->l2_hosts from ck->hosts (the same on every rank). */
+ftl_err ck_l2_place(ftl_ckpt *ck);
+/* The rank that serves L2 copies kept on host (the lowest rank there), or -1. */
+int ck_l2_server(const ftl_ckpt *ck, const char *host);
+/* Writer thread, every rank, after the commit agreement: sends this rank's shard (own_path, or its
+ * L1 copy) to its partner and keeps the shards sent to it; stored[s] = 1 for each one in place
+ * (world entries). Only a gang failure (MPI, the deadline) is returned; the rest are warnings. */
+ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t deadline_ms, unsigned char *stored,
+                   ftl_diag *d);
+/* Restore, every rank: want[s] says this rank wants shard s of m from L2 (m->world_size entries);
+ * got[s] = 1 when it was received into its L1 folder's partner/ under ck_l2_fetched_name (not yet
+ * verified). Only a gang failure is returned. */
+ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, unsigned char *got,
+                    int64_t deadline_ms, ftl_diag *d);
+ftl_err ck_l2_fetched_name(int shard, int rank, char *out, size_t size);
 
 /* ---- ckpt_writer.c ----------------------------------------------------------------------- */
 

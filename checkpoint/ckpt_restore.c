@@ -3,6 +3,8 @@
  * each shard, verifies the shards assigned to it (shard s by rank s % world, fused with its own
  * reads) and reads the rest; then the ranks agree (the restore agreement) on the step, or on why
  * it cannot be used. A bad step is marked bad on disk by rank 0 and the next older one is tried.
+ * Each shard is read from the fastest verified copy: this host's L1 copy, else the L2 copy (on this
+ * host, or fetched from the partner host over MPI by ckpt_l2.c), else the run directory's (L3).
  *
  * Not here: file formats and checksums (shard.c, manifest.c), step folders (catalog.c), MPI
  * (ckpt_coll.c), CUDA calls (device.c).
@@ -18,8 +20,15 @@
 #include "checkpoint/ckpt_internal.h"
 #include "checkpoint/h5.h"
 #include "checkpoint/shard.h"
+#include "core/fs.h"
 
 /* ---- levels ------------------------------------------------------------------------------ */
+
+/* What a restore reads when a shard's L1 copy is passed over: its L2 copy when the manifest names
+ * one, else the run directory's. */
+static const char *next_copy(const ck_shard *sh) {
+  return sh->l2_host[0] ? "trying its L2 copy, then the run directory's" : "reading the run directory's";
+}
 
 /* Whether this rank reads shard s of m from its host's L1 copy (checkpoint/levels.h): the manifest
  * names this host for it, and the file is there at the manifest's size. The copy is verified in
@@ -33,17 +42,94 @@ static int l1_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, char *dir
   if (ck_l1_step_dir(&ck->l1, m->step, dir, size) || ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file)) return 0;
   if (lstat(path, &st) != 0) {
     if (!quiet)
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s is gone (%s): reading the run directory's",
-            (long long)m->step, path, strerror(errno));
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s is gone (%s): %s", (long long)m->step, path,
+              strerror(errno), next_copy(sh));
     return 0;
   }
   if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sh->size_bytes) {
     if (!quiet)
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s has %lld bytes, the manifest %llu: reading the run "
-            "directory's", (long long)m->step, path, (long long)st.st_size, (unsigned long long)sh->size_bytes);
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s has %lld bytes, the manifest %llu: %s", (long long)m->step,
+              path, (long long)st.st_size, (unsigned long long)sh->size_bytes, next_copy(sh));
     return 0;
   }
   return 1;
+}
+
+/* The L2 copy of shard s this rank reads, if any: one fetched from the partner host (got[s], in this
+ * rank's L1 folder's partner/ under its fetched name), or the one this host keeps itself when the
+ * manifest names this host for it. dir gets the copy's folder and *copy the shard with the copy's
+ * file name. Missing or short copies kept here are named in the log unless quiet. */
+static int l2_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, const unsigned char *got, char *dir, size_t size,
+                      ck_shard *copy, int quiet) {
+  const ck_shard *sh = &m->shards[s];
+  *copy = *sh;
+  if (!ck->l1.dir[0] || !sh->l2_host[0] || ck_l2_step_dir(&ck->l1, m->step, dir, size)) return 0;
+  if (got && got[s]) return ck_l2_fetched_name(s, ck->rank, copy->file, sizeof copy->file) == FTL_OK;
+  if (strcmp(sh->l2_host, ftl_hostname()) != 0) return 0;
+  char path[PATH_MAX];
+  struct stat st;
+  if (ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file)) return 0;
+  if (lstat(path, &st) != 0) {
+    if (!quiet)
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s is gone (%s): reading the run directory's",
+              (long long)m->step, path, strerror(errno));
+    return 0;
+  }
+  if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sh->size_bytes) {
+    if (!quiet)
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s has %lld bytes, the manifest %llu: reading the run "
+              "directory's", (long long)m->step, path, (long long)st.st_size, (unsigned long long)sh->size_bytes);
+    return 0;
+  }
+  return 1;
+}
+
+/* Whether this rank reads any bytes of shard s (or verifies it: shard s is rank s % world's). */
+static int needs_shard(const ftl_ckpt *ck, const ck_manifest *m, int s) {
+  if (s % ck->world == ck->rank) return 1;
+  const ck_shard *sh = &m->shards[s];
+  for (int i = 0; i < ck->nregs; i++) {
+    const reg *r = &ck->regs[i];
+    int mi = ck_manifest_find_item(m, r->item.name);
+    if (mi < 0 || (m->items[mi].kind == CK_KIND_BLOB_PER_RANK && s != ck->rank)) continue;
+    int64_t a = r->held_start, b = r->held_start + r->held_count;
+    for (int p = 0; p < sh->npieces; p++) {
+      const ck_piece *pc = &sh->pieces[p];
+      if (pc->item == mi && pc->row_start < b && pc->row_start + pc->row_count > a) return 1;
+    }
+  }
+  return 0;
+}
+
+/* Restore's L2 phase, on every rank (collective): the shards this rank needs, has no L1 copy of
+ * and whose L2 copy is on another host are fetched from there (ckpt_l2.c). got: m->world_size
+ * entries. Only a gang failure is returned. */
+static ftl_err fetch_l2(ftl_ckpt *ck, const ck_manifest *m, unsigned char *got, int64_t deadline, ftl_diag *d) {
+  int W = m->world_size;
+  unsigned char *want = ftl_calloc((size_t)W, 1);
+  if (!want) {
+    atomic_store(&ck->sync->broken, 1);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
+  }
+  char dir[PATH_MAX];
+  for (int s = 0; s < W; s++) {
+    const ck_shard *sh = &m->shards[s];
+    want[s] = ck->l1.dir[0] && sh->l2_host[0] && strcmp(sh->l2_host, ftl_hostname()) != 0 && needs_shard(ck, m, s) &&
+              !l1_copy_of(ck, m, s, dir, sizeof dir, 1);
+  }
+  ftl_err rc = ck_l2_fetch(ck, m, want, got, deadline, d);
+  ftl_free(want);
+  return rc;
+}
+
+/* Removes the copies fetched for this step (they served this restore only). */
+static void drop_fetched(const ftl_ckpt *ck, const ck_manifest *m, const unsigned char *got) {
+  char dir[PATH_MAX], name[CK_FILE_MAX], path[PATH_MAX];
+  if (!got || ck_l2_step_dir(&ck->l1, m->step, dir, sizeof dir)) return;
+  for (int s = 0; s < m->world_size; s++)
+    if (got[s] && ck_l2_fetched_name(s, ck->rank, name, sizeof name) == FTL_OK &&
+        ftl_fmt(path, sizeof path, "%s/%s", dir, name) == FTL_OK)
+      core_fs_table.unlink(path);
 }
 
 /* ---- plan and load on this rank ---------------------------------------------------------- */
@@ -88,8 +174,8 @@ static ftl_err restore_to_device(ftl_ckpt *ck, const landing *land, ftl_diag *d)
 }
 
 /* Loads manifest m into the registered memory on this rank. Returns WHY_*; msg says why. */
-static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, landing *land, int *missing_blobs, char *msg,
-                      size_t msg_size) {
+static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const unsigned char *l2_got, landing *land,
+                      int *missing_blobs, char *msg, size_t msg_size) {
   ftl_diag d = {{0}};
   plan_need *plan = NULL;
   size_t np = 0, cap = 0;
@@ -178,17 +264,31 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, landin
       if (ck_shard_verify_read(l1d, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK) {
         used_l1 = 1;
       } else {
-        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s/%s failed verification (%s): reading the run "
-                "directory's", (long long)m->step, l1d, m->shards[s].file, ld.msg);
+        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s/%s failed verification (%s): %s", (long long)m->step,
+                l1d, m->shards[s].file, ld.msg, next_copy(&m->shards[s]));
       }
+    }
+    ck_shard l2sh;
+    char l2d[PATH_MAX];
+    int used_l2 = 0;
+    if (!used_l1 && (assigned || n > 0) && l2_copy_of(ck, m, s, l2_got, l2d, sizeof l2d, &l2sh, 0)) {
+      ftl_diag ld = {{0}};
+      if (ck_shard_verify_read(l2d, m, &l2sh, needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK)
+        used_l2 = 1;
+      else
+        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s/%s (of %s, kept on %s) failed verification (%s): "
+                "reading the run directory's", (long long)m->step, l2d, l2sh.file, m->shards[s].file,
+                m->shards[s].l2_host, ld.msg);
     }
     if (used_l1)
       ck->restore_l1++;
+    else if (used_l2)
+      ck->restore_l2++;
     else if (assigned)
       rc = ck_shard_verify_read(sd, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &d);
     else if (n > 0)
       rc = ck_shard_read(sd, &m->shards[s], needs, n, &d);
-    if (!used_l1 && (assigned || n > 0)) ck->restore_l3++;
+    if (!used_l1 && !used_l2 && (assigned || n > 0)) ck->restore_l3++;
     ftl_free(needs);
     if (rc) {
       ck_copy_text(msg, msg_size, d.msg);
@@ -214,6 +314,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
   char sd[PATH_MAX];
   char *text = NULL;
   ck_manifest *m = NULL;
+  unsigned char *l2_got = NULL;
   verdict_rec mine, *all = ck->verdicts;
   int why = WHY_OK;
   memset(&mine, 0, sizeof mine);
@@ -270,6 +371,17 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
              (long long)m->step, (long long)step);
   } else {
     *written_world = m->world_size;
+    /* L2 copies on other hosts come over the network first, every rank taking part when the
+     * manifest names any (the same bytes on every rank, so the same decision). */
+    int any_l2 = 0;
+    for (int s = 0; s < m->world_size; s++) any_l2 |= m->shards[s].l2_host[0] != '\0';
+    if (any_l2 && ck_p2p_available()) {
+      l2_got = ftl_calloc((size_t)m->world_size, 1);
+      *coll_rc = l2_got ? fetch_l2(ck, m, l2_got, deadline, d)
+                        : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
+      if (!l2_got) atomic_store(&ck->sync->broken, 1);
+      if (*coll_rc) goto out;
+    }
     /* The manifest's own description against each shard's (step, rank, dtypes, shapes, layouts;
      * shard s by rank s % world, like its checksums): an edited manifest is proof of corruption
      * even when the edit made it match what this program registered. */
@@ -281,6 +393,10 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
       if (l1_copy_of(ck, m, sh, l1d, sizeof l1d, 1) && ftl_fmt(path, sizeof path, "%s/%s", l1d, m->shards[sh].file) == FTL_OK &&
           ck_h5_check_shard(path, m, &m->shards[sh], &hd) == FTL_OK)
         continue;
+      ck_shard l2sh;
+      if (l2_copy_of(ck, m, sh, l2_got, l1d, sizeof l1d, &l2sh, 1) &&
+          ftl_fmt(path, sizeof path, "%s/%s", l1d, l2sh.file) == FTL_OK && ck_h5_check_shard(path, m, &l2sh, &hd) == FTL_OK)
+        continue;
       ftl_err hrc = ftl_fmt(path, sizeof path, "%s/%s", sd, m->shards[sh].file)
                         ? ftl_diag_fail(&hd, FTL_ERR_RANGE, "path too long")
                         : ck_h5_check_shard(path, m, &m->shards[sh], &hd);
@@ -289,7 +405,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
         ck_copy_text(mine.msg, sizeof mine.msg, hd.msg);
       }
     }
-    if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, land, missing_blobs, mine.msg, sizeof mine.msg);
+    if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, l2_got, land, missing_blobs, mine.msg, sizeof mine.msg);
   }
   *coll_rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
   if (*coll_rc) goto out;
@@ -302,6 +418,8 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
     snprintf(msg, msg_size, "rank %d: %s", first, all[first].msg);
   }
 out:
+  if (m) drop_fetched(ck, m, l2_got);
+  ftl_free(l2_got);
   ck_manifest_free(m);
   ftl_free(text);
   return why;
@@ -483,14 +601,25 @@ static ftl_err no_usable_step(ftl_ckpt *ck, const int64_t *steps, int64_t n, con
 /* The outcome, logged and sent as an event. */
 static void report_restore(ftl_ckpt *ck, ftl_err rc, ftl_ckpt_restore_info *info, const ftl_diag *d) {
   if (rc == FTL_OK) {
-    const char *level = ck->restore_l1 && !ck->restore_l3 ? "l1" : ck->restore_l1 ? "l1+l3" : "l3";
+    /* The levels read from, joined by '+': "l1", "l2", "l3", "l1+l3", "l2+l3", ... ("l3" when this
+     * rank needed no shard). */
+    char level[16] = "";
+    const char *said[3] = {"L1 (host memory)", "L2 (a partner host's memory)", "L3 (the run directory)"};
+    char where[128] = "";
+    int counts[3] = {ck->restore_l1, ck->restore_l2, ck->restore_l3};
+    if (!counts[0] && !counts[1]) counts[2] = counts[2] ? counts[2] : 1;
+    for (int k = 0; k < 3; k++) {
+      if (!counts[k]) continue;
+      size_t u = strlen(level), v = strlen(where);
+      snprintf(level + u, sizeof level - u, "%sl%d", u ? "+" : "", k + 1);
+      snprintf(where + v, sizeof where - v, "%s%s", v ? " and " : "", said[k]);
+    }
     FTL_LOG(FTL_LOG_INFO, "ckpt", "restored step %lld (written by %d ranks) in %.1f ms from %s", (long long)info->step,
-            info->written_world_size, info->restore_ms,
-            !strcmp(level, "l1") ? "L1 (host memory)" : !strcmp(level, "l3") ? "L3 (the run directory)" : "L1 and L3");
+            info->written_world_size, info->restore_ms, where);
     ck_emit(ck, "ckpt_restored",
-              json_pack("{sI si si sf ss si si}", "step", (json_int_t)info->step, "written_world_size",
+              json_pack("{sI si si sf ss si si si}", "step", (json_int_t)info->step, "written_world_size",
                         info->written_world_size, "bad_steps", info->bad_steps, "restore_ms", info->restore_ms, "level",
-                        level, "l1_shards", ck->restore_l1, "l3_shards", ck->restore_l3));
+                        level, "l1_shards", ck->restore_l1, "l2_shards", ck->restore_l2, "l3_shards", ck->restore_l3));
   } else if (rc == FTL_ERR_NOTFOUND) {
     ck_emit(ck, "ckpt_fresh_start",
               json_pack("{si sb}", "committed_found", info->committed_found, "allowed", ck->allow_fresh != 0));
@@ -522,7 +651,7 @@ ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
   if (rc) return ck_fail(ck, rc, "ftl_ckpt_restore: a checkpoint is still in flight");
   if (atomic_load(&s->broken)) return ck_fail(ck, FTL_ERR_STATE, "ftl_ckpt_restore: the handle is broken");
 
-  ck->restore_l1 = ck->restore_l3 = 0;
+  ck->restore_l1 = ck->restore_l2 = ck->restore_l3 = 0;
   if ((rc = alloc_landing(ck, &land, &d))) goto out;
   if ((rc = list_committed(ck, &head, &steps, &whys, &d))) goto out;
   int64_t n = head.n;

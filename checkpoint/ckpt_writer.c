@@ -9,6 +9,8 @@
  *   2. each rank writes its shard (shard.c): tmp file, XXH3 on the way, fsync, rename, fsync dir;
  *   3. allgather of a fixed header (ok, error, registration signature, size, checksum, message):
  *      every rank learns the same verdict (the commit agreement);
+ *   3b. with L2 on (ckpt_l2.c): each rank streams its shard to its partner rank on another host,
+ *      which verifies and keeps it; a gather tells rank 0 which copies are in place;
  *   4. if all succeeded: gather of the piece records to rank 0, which writes manifest.json
  *      (tmp, fsync, rename, fsync dir: the commit) and broadcasts the outcome;
  *   5. rank 0 deletes what the keep rule lets go (never leaving fewer than two committed).
@@ -56,6 +58,9 @@ static ftl_err write_manifest(ftl_ckpt *ck, int64_t step, const char *sd, const 
     sh->size_bytes = hdrs[r].size;
     sh->checksum = hdrs[r].checksum;
     if (hdrs[r].l1) snprintf(sh->l1_host, sizeof sh->l1_host, "%s", hdrs[r].host);
+    for (int q = 0; q < ck->world && ck->l2_on; q++)
+      if (ck->l2_stored_all[(size_t)q * (size_t)ck->world + (size_t)r])
+        snprintf(sh->l2_host, sizeof sh->l2_host, "%s", hdrs[q].host);
     total += sh->size_bytes;
     sh->pieces = ftl_calloc((size_t)ck->nregs + 1, sizeof *sh->pieces);
     if (!sh->pieces) {
@@ -264,6 +269,7 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
   memset(&j, 0, sizeof j);
   j.step = step;
   j.deadline = ftl_deadline_after_ms(ck->timeout_ms);
+  if (ck->l2_on) memset(ck->l2_stored, 0, (size_t)ck->world);
 
   /* 0. The fence, held until the job is over: every change this rank makes to checkpoints/ (its
    * shard's rename, and on rank 0 the stale manifest's removal, the commit and the keep rule) is
@@ -280,6 +286,14 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
   /* 3. Everyone learns everyone's outcome. */
   rc = agree(ck, &j, local, d.msg, &d);
   if (rc) goto done;
+  /* 3b. L2: a copy of every shard on a partner host, before the manifest names where they are. A
+   * copy that fails is a warning; only the gang failing abandons the step. */
+  if (ck->l2_on) {
+    rc = ck_l2_save(ck, step, j.own, j.deadline, ck->l2_stored, &d);
+    if (!rc)
+      rc = ck_coll_gather(ck, ck->l2_stored, ck->l2_stored_all, ck->world, "the gather of the L2 copies", j.deadline, &d);
+    if (rc) goto done;
+  }
   /* 4. Rank 0 commits. */
   rc = commit(ck, &j, st, &d);
   if (rc) goto done;
@@ -295,12 +309,16 @@ static void run_job(ftl_ckpt *ck, int64_t step, int64_t t0_ns, ftl_err staged_er
   }
   /* L1 keeps the newest committed step only. */
   if (j.mine.l1) ck_l1_keep_only(&ck->l1, ck->rank, step);
+  for (int r = 0; r < ck->world && ck->l2_on; r++)
+    if (ck->l2_stored[r]) ck_l2_keep_only(&ck->l1, r, step);
 
 done:
   /* An abandoned step leaves no shard of this rank behind (the collectives already ran, so no
    * manifest can name it). Earlier steps were never touched. */
   if (rc && j.wrote && j.own[0]) core_fs_table.unlink(j.own);
   if (rc && j.mine.l1) ck_l1_drop(&ck->l1, ck->rank, step);
+  for (int r = 0; rc && r < ck->world && ck->l2_on; r++)
+    if (ck->l2_stored[r]) ck_l2_drop(&ck->l1, r, step);
   core_fence_leave(&fence);
   st->step = step;
   st->err = rc;

@@ -1,4 +1,6 @@
-/* checkpoint/levels.c: the L1 level's folder, its size limit and its eviction (checkpoint/levels.h). */
+/* checkpoint/levels.c: the L1 level's folder, its size limit and its eviction, and the same for the
+ * L2 copies (other hosts' shards) kept in a partner/ folder inside each step's L1 folder
+ * (checkpoint/levels.h). */
 #include "checkpoint/levels.h"
 
 #include <dirent.h>
@@ -73,10 +75,11 @@ ftl_err ck_l1_step_dir(const ck_l1 *l1, int64_t step, char *out, size_t size) {
   return ck_step_dir(l1->dir, step, out, size);
 }
 
-/* The steps that have a copy of this rank's shard, and its size, through fn. */
-typedef void (*each_copy_fn)(const ck_l1 *l1, int rank, int64_t step, const char *path, uint64_t size, void *user);
+/* The steps that have a copy of shard `rank` in sub ("": this rank's own L1 copies; CK_L2_SUB: the
+ * L2 copies this host keeps for a partner), and its size, through fn. */
+typedef void (*each_copy_fn)(const ck_l1 *l1, const char *sub, int64_t step, const char *path, uint64_t size, void *user);
 
-static void each_copy(const ck_l1 *l1, int rank, each_copy_fn fn, void *user) {
+static void each_copy(const ck_l1 *l1, const char *sub, int rank, each_copy_fn fn, void *user) {
   DIR *dir = opendir(l1->dir);
   if (!dir) return;
   char file[CK_FILE_MAX];
@@ -87,17 +90,21 @@ static void each_copy(const ck_l1 *l1, int rank, each_copy_fn fn, void *user) {
     if (!ck_parse_step_name(e->d_name, &step)) continue;
     char path[PATH_MAX];
     struct stat st;
-    if (ftl_fmt(path, sizeof path, "%s/%s/%s", l1->dir, e->d_name, file) || lstat(path, &st) != 0) continue;
-    fn(l1, rank, step, path, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0, user);
+    if (ftl_fmt(path, sizeof path, "%s/%s/%s%s%s", l1->dir, e->d_name, sub, *sub ? "/" : "", file) ||
+        lstat(path, &st) != 0)
+      continue;
+    fn(l1, sub, step, path, S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0, user);
   }
   closedir(dir);
 }
 
-/* Removes one copy, and its step folder once no rank's copy is left in it. */
-static void remove_copy(const ck_l1 *l1, int64_t step, const char *path) {
+/* Removes one copy, and its folders once no copy is left in them. */
+static void remove_copy(const ck_l1 *l1, const char *sub, int64_t step, const char *path) {
   core_fs_table.unlink(path);
-  char sd[PATH_MAX];
-  if (ck_l1_step_dir(l1, step, sd, sizeof sd) == FTL_OK) rmdir(sd); /* fails while other ranks' copies are there */
+  char sd[PATH_MAX], pd[PATH_MAX];
+  if (ck_l1_step_dir(l1, step, sd, sizeof sd) != FTL_OK) return;
+  if (*sub && ftl_fmt(pd, sizeof pd, "%s/%s", sd, sub) == FTL_OK) rmdir(pd);
+  rmdir(sd); /* fails while other ranks' copies are there */
 }
 
 typedef struct room {
@@ -108,9 +115,9 @@ typedef struct room {
   uint64_t held; /* bytes of this rank's copies of other steps */
 } room;
 
-static void find_oldest(const ck_l1 *l1, int rank, int64_t step, const char *path, uint64_t size, void *user) {
+static void find_oldest(const ck_l1 *l1, const char *sub, int64_t step, const char *path, uint64_t size, void *user) {
   (void)l1;
-  (void)rank;
+  (void)sub;
   room *r = user;
   if (step == r->step) return;
   r->held += size;
@@ -121,7 +128,8 @@ static void find_oldest(const ck_l1 *l1, int rank, int64_t step, const char *pat
   }
 }
 
-int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, char *why, size_t why_size) {
+static int make_room(const ck_l1 *l1, const char *sub, int rank, int64_t step, uint64_t bytes, char *why,
+                     size_t why_size) {
   char sd[PATH_MAX];
   ftl_diag d = {{0}};
   if (ck_l1_step_dir(l1, step, sd, sizeof sd) != FTL_OK) {
@@ -137,7 +145,7 @@ int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, cha
    * now would restore. Older ones go first; the newest only if the space is needed. */
   for (int guard = 0; guard < 100000; guard++) {
     room r = {.step = step, .oldest = -1};
-    each_copy(l1, rank, find_oldest, &r);
+    each_copy(l1, sub, rank, find_oldest, &r);
     struct statvfs vfs;
     uint64_t free_bytes = statvfs(l1->dir, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize : UINT64_MAX;
     int over_limit = l1->max_bytes && r.held + bytes > l1->max_bytes;
@@ -147,7 +155,11 @@ int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, cha
       snprintf(why, why_size, "%s has %" PRIu64 " bytes free, the shard needs %" PRIu64, l1->dir, free_bytes, bytes);
       return 0;
     }
-    remove_copy(l1, r.oldest, r.oldest_path);
+    remove_copy(l1, sub, r.oldest, r.oldest_path);
+  }
+  if (*sub && ftl_fmt(sd + strlen(sd), sizeof sd - strlen(sd), "/%s", sub)) {
+    snprintf(why, why_size, "path too long");
+    return 0;
   }
   if (ftl_mkdir_p(sd, &d) != FTL_OK) {
     snprintf(why, why_size, "%s", d.msg);
@@ -156,22 +168,61 @@ int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, cha
   return 1;
 }
 
-static void drop_other(const ck_l1 *l1, int rank, int64_t step, const char *path, uint64_t size, void *user) {
-  (void)rank;
+int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, char *why, size_t why_size) {
+  return make_room(l1, "", rank, step, bytes, why, why_size);
+}
+
+int ck_l2_make_room(const ck_l1 *l1, int shard, int64_t step, uint64_t bytes, char *why, size_t why_size) {
+  return make_room(l1, CK_L2_SUB, shard, step, bytes, why, why_size);
+}
+
+ftl_err ck_l2_step_dir(const ck_l1 *l1, int64_t step, char *out, size_t size) {
+  ftl_err rc = ck_l1_step_dir(l1, step, out, size);
+  if (rc) return rc;
+  size_t n = strlen(out);
+  return ftl_fmt(out + n, size - n, "/%s", CK_L2_SUB);
+}
+
+static void drop_other(const ck_l1 *l1, const char *sub, int64_t step, const char *path, uint64_t size, void *user) {
   (void)size;
-  if (step != *(const int64_t *)user) remove_copy(l1, step, path);
+  if (step != *(const int64_t *)user) remove_copy(l1, sub, step, path);
 }
 
 void ck_l1_keep_only(const ck_l1 *l1, int rank, int64_t step) {
   if (!l1->dir[0]) return;
-  each_copy(l1, rank, drop_other, &step);
+  each_copy(l1, "", rank, drop_other, &step);
 }
 
-void ck_l1_drop(const ck_l1 *l1, int rank, int64_t step) {
+void ck_l2_keep_only(const ck_l1 *l1, int shard, int64_t step) {
+  if (!l1->dir[0]) return;
+  each_copy(l1, CK_L2_SUB, shard, drop_other, &step);
+}
+
+static void drop_one(const ck_l1 *l1, const char *sub, int rank, int64_t step) {
   char sd[PATH_MAX], path[PATH_MAX], file[CK_FILE_MAX];
   ck_shard_file_name(rank, file);
-  if (ck_l1_step_dir(l1, step, sd, sizeof sd) || ftl_fmt(path, sizeof path, "%s/%s", sd, file)) return;
-  remove_copy(l1, step, path);
+  if (ck_l1_step_dir(l1, step, sd, sizeof sd) ||
+      ftl_fmt(path, sizeof path, "%s/%s%s%s", sd, sub, *sub ? "/" : "", file))
+    return;
+  remove_copy(l1, sub, step, path);
+}
+
+void ck_l1_drop(const ck_l1 *l1, int rank, int64_t step) { drop_one(l1, "", rank, step); }
+
+void ck_l2_drop(const ck_l1 *l1, int shard, int64_t step) { drop_one(l1, CK_L2_SUB, shard, step); }
+
+/* Removes ftl's shard files (shard-NNNNN.h5 and what starts so: .tmp, a fetched copy) in folder. */
+static void remove_shard_files(const char *folder) {
+  DIR *inner = opendir(folder);
+  if (!inner) return;
+  struct dirent *f;
+  while ((f = readdir(inner)) != NULL) {
+    int rank;
+    char path[PATH_MAX];
+    if (sscanf(f->d_name, "shard-%5d.h5", &rank) != 1 || ftl_fmt(path, sizeof path, "%s/%s", folder, f->d_name)) continue;
+    core_fs_table.unlink(path);
+  }
+  closedir(inner);
 }
 
 void ck_l1_forget_run(const char *root, const char *run_dir) {
@@ -184,20 +235,11 @@ void ck_l1_forget_run(const char *root, const char *run_dir) {
   while ((e = readdir(dir)) != NULL) {
     int64_t step;
     if (!ck_parse_step_name(e->d_name, &step)) continue;
-    char sd[PATH_MAX];
-    if (ftl_fmt(sd, sizeof sd, "%s/%s", top, e->d_name)) continue;
-    DIR *inner = opendir(sd);
-    if (inner) {
-      struct dirent *f;
-      while ((f = readdir(inner)) != NULL) {
-        int rank;
-        char path[PATH_MAX];
-        /* shard-NNNNN.h5 and its .tmp */
-        if (sscanf(f->d_name, "shard-%5d.h5", &rank) != 1 || ftl_fmt(path, sizeof path, "%s/%s", sd, f->d_name)) continue;
-        core_fs_table.unlink(path);
-      }
-      closedir(inner);
-    }
+    char sd[PATH_MAX], pd[PATH_MAX];
+    if (ftl_fmt(sd, sizeof sd, "%s/%s", top, e->d_name) || ftl_fmt(pd, sizeof pd, "%s/%s", sd, CK_L2_SUB)) continue;
+    remove_shard_files(pd);
+    rmdir(pd);
+    remove_shard_files(sd);
     rmdir(sd);
   }
   closedir(dir);

@@ -12,6 +12,11 @@
  * finds nothing. The run's folder must be a private (0700) folder of this user, not a link: the
  * root is usually the world-writable /dev/shm. Written through the file seam (core/fs.h).
  *
+ * L2 is a copy of a host's L1 shards in the L1 folder of a partner host (docs/checkpoint.md, "L2"):
+ * L1ROOT/ftl-<hash>/step-<8 digits>/partner/shard-<5 digits>.h5, kept by the rank that received it
+ * within the same size limit (per shard), its older steps evicted first. The transfer is
+ * ckpt_l2.c's.
+ *
  * Not here: the shard bytes (shard.c tees them into the L1 file as it writes L3's). */
 #ifndef FTL_CKPT_LEVELS_H
 #define FTL_CKPT_LEVELS_H
@@ -48,7 +53,23 @@ void ck_l1_keep_only(const ck_l1 *l1, int rank, int64_t step);
 /* Removes this rank's copy of step (an abandoned checkpoint's). */
 void ck_l1_drop(const ck_l1 *l1, int rank, int64_t step);
 
-/* Removes the L1 folder of run_dir under root, every copy in it (the launcher, once the job has
+/* The L2 copies' folder inside a step's L1 folder. */
+#define CK_L2_SUB "partner"
+
+/* L1DIR/step-<step>/partner into out. */
+ftl_err ck_l2_step_dir(const ck_l1 *l1, int64_t step, char *out, size_t size);
+
+/* ck_l1_make_room for the L2 copy of shard `shard` that this rank keeps for a partner: evicts the
+ * copies of that shard of other steps, oldest first, within the same limit; creates the folder. */
+int ck_l2_make_room(const ck_l1 *l1, int shard, int64_t step, uint64_t bytes, char *why, size_t why_size);
+
+/* After step committed: removes the L2 copies of shard of every other step. */
+void ck_l2_keep_only(const ck_l1 *l1, int shard, int64_t step);
+
+/* Removes the L2 copy of shard at step (an abandoned checkpoint's, or one that failed). */
+void ck_l2_drop(const ck_l1 *l1, int shard, int64_t step);
+
+/* Removes the L1 folder of run_dir under root, every copy in it, L2's too (the launcher, once the job has
  * succeeded: nothing will restore from it). Only ftl's own names are removed. */
 void ck_l1_forget_run(const char *root, const char *run_dir);
 

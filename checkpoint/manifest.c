@@ -186,10 +186,11 @@ static ftl_err encode(const ck_manifest *m, core_buf *b) {
     if (!rc) rc = core_buf_adds(b, "]}");
   }
   if (!rc) rc = core_buf_adds(b, m->nitems ? "\n ],\n \"shards\": [" : "],\n \"shards\": [");
-  int all_l1 = m->world_size > 0;
+  int all_l1 = m->world_size > 0, all_l2 = m->world_size > 0;
   for (int r = 0; r < m->world_size && !rc; r++) {
     const ck_shard *sh = &m->shards[r];
     all_l1 &= sh->l1_host[0] != '\0';
+    all_l2 &= sh->l2_host[0] != '\0';
     rc = core_buf_printf(b, "%s{\"rank\": %d, ", r ? ",\n  " : "\n  ", sh->rank);
     if (!rc) rc = add_key_str(b, "file", sh->file);
     if (!rc) rc = core_buf_printf(b, ", \"size_bytes\": %" PRId64 ", ", (int64_t)sh->size_bytes);
@@ -197,6 +198,10 @@ static ftl_err encode(const ck_manifest *m, core_buf *b) {
     if (!rc && sh->l1_host[0]) {
       rc = core_buf_adds(b, ", ");
       if (!rc) rc = add_key_str(b, "l1_host", sh->l1_host);
+    }
+    if (!rc && sh->l2_host[0]) {
+      rc = core_buf_adds(b, ", ");
+      if (!rc) rc = add_key_str(b, "l2_host", sh->l2_host);
     }
     if (!rc) rc = core_buf_adds(b, ", \"pieces\": [");
     for (int p = 0; p < sh->npieces && !rc; p++) {
@@ -214,9 +219,12 @@ static ftl_err encode(const ck_manifest *m, core_buf *b) {
     if (!rc) rc = core_buf_adds(b, "]}");
   }
   /* The levels at which the step is complete: L3 always (this file commits it there), L1 when
-   * every shard has a copy in some host's L1. Readers take each shard's own l1_host. */
-  if (!rc) rc = core_buf_adds(b, m->world_size ? "\n ],\n" : "],\n");
-  if (!rc) rc = core_buf_adds(b, all_l1 ? " \"levels\": [\"l1\", \"l3\"]\n}\n" : " \"levels\": [\"l3\"]\n}\n");
+   * every shard has a copy in some host's L1, L2 when every shard has a partner's copy. Readers
+   * take each shard's own l1_host and l2_host. */
+  if (!rc) rc = core_buf_adds(b, m->world_size ? "\n ],\n \"levels\": [" : "],\n \"levels\": [");
+  if (!rc && all_l1) rc = core_buf_adds(b, "\"l1\", ");
+  if (!rc && all_l2) rc = core_buf_adds(b, "\"l2\", ");
+  if (!rc) rc = core_buf_adds(b, "\"l3\"]\n}\n");
   return rc;
 }
 
@@ -376,6 +384,13 @@ ftl_err ck_manifest_parse(const char *text, size_t len, ck_manifest **out, ftl_d
       if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n"))
         BAD("manifest: shards[%d].l1_host is not a host name", r);
       snprintf(sh->l1_host, sizeof sh->l1_host, "%s", h);
+    }
+    json_t *l2h = json_object_get(o, "l2_host");
+    if (l2h) {
+      const char *h = json_string_value(l2h);
+      if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n"))
+        BAD("manifest: shards[%d].l2_host is not a host name", r);
+      snprintf(sh->l2_host, sizeof sh->l2_host, "%s", h);
     }
     json_t *pieces = json_object_get(o, "pieces");
     if (!json_is_array(pieces)) BAD("manifest: shards[%d].pieces missing or not an array", r);

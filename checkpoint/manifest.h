@@ -53,6 +53,7 @@ typedef struct ck_shard {
   int rank;
   char file[CK_FILE_MAX];
   char l1_host[CK_HOST_MAX]; /* the host whose L1 level holds a copy (checkpoint/levels.h); "" none */
+  char l2_host[CK_HOST_MAX]; /* the partner host that holds the L2 copy (ckpt_l2.c); "" none */
   uint64_t size_bytes, checksum;
   int npieces;
   ck_piece *pieces; /* owned */

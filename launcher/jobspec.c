@@ -271,24 +271,34 @@ static ftl_err check_env_names(const ftl_job *job, const ftl_yb_doc *doc, ftl_di
   return FTL_OK;
 }
 
-/* checkpoint.levels: l1 and l3, l3 always (it is where a step is committed). */
+/* checkpoint.levels: l1, l2 and l3, l3 always (it is where a step is committed); l2 only with l1
+ * (its copies live in the partner host's L1 folder). */
 static ftl_err check_levels(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag *d) {
-  int l3 = job->ckpt_levels_count == 0;
+  int l1 = job->ckpt_levels_count == 0, l2 = 0, l3 = job->ckpt_levels_count == 0;
   for (size_t i = 0; i < job->ckpt_levels_count; i++) {
     const char *l = job->ckpt_levels[i];
-    if (!strcmp(l, "l3")) {
+    if (!strcmp(l, "l3"))
       l3 = 1;
-    } else if (!strcmp(l, "l2")) {
-      return ln_yb_fail_field(doc, "checkpoint.levels", d,
-                              "l2 (a copy on a partner host) is not available in this version of ftl: use l1 and l3");
-    } else if (strcmp(l, "l1") != 0) {
-      return ln_yb_fail_field(doc, "checkpoint.levels", d, "expected l1 or l3, got '%s'", l);
-    }
+    else if (!strcmp(l, "l2"))
+      l2 = 1;
+    else if (!strcmp(l, "l1"))
+      l1 = 1;
+    else
+      return ln_yb_fail_field(doc, "checkpoint.levels", d, "expected l1, l2 or l3, got '%s'", l);
   }
   if (!l3)
     return ln_yb_fail_field(doc, "checkpoint.levels", d,
                             "must include l3: a step is committed in the run directory, the other levels are copies");
+  if (l2 && !l1)
+    return ln_yb_fail_field(doc, "checkpoint.levels", d,
+                            "l2 needs l1: the partner host keeps its copies in its L1 folder (checkpoint.l1_dir)");
   return FTL_OK;
+}
+
+int ln_job_ckpt_l2(const ftl_job *job) {
+  for (size_t i = 0; i < job->ckpt_levels_count; i++)
+    if (!strcmp(job->ckpt_levels[i], "l2")) return 1;
+  return 0;
 }
 
 int ln_job_ckpt_l1(const ftl_job *job) {

@@ -118,4 +118,7 @@ const char *ln_launch_kind_name(ftl_launch_kind kind);
 /* Whether the job's checkpoints keep an L1 copy (checkpoint.levels names l1, or is not given). */
 int ln_job_ckpt_l1(const ftl_job *job);
 
+/* Whether the job's checkpoints keep an L2 copy on a partner host (checkpoint.levels names l2: opt-in). */
+int ln_job_ckpt_l2(const ftl_job *job);
+
 #endif

@@ -102,6 +102,8 @@ static const char env_help[] =
     "  FTL_PREEMPT_GRACE_MS                             preemption.grace_s (bounds the checkpoint interval)\n"
     "  FTL_CKPT_L1_DIR, FTL_CKPT_L1_MAX_BYTES           the checkpoints' L1 level: node-local memory folder (\"\": off)\n"
     "                                                   and the most one rank keeps there (checkpoint.levels)\n"
+    "  FTL_CKPT_L2                                      1: each shard also copied to a partner host's L1 folder\n"
+    "                                                   (checkpoint.levels names l2; docs/checkpoint.md \"L2\")\n"
     "  FTL_STANDBY                                      1 in a standby gang: ftl_init parks after MPI_Init until\n"
     "                                                   the launcher activates it (docs/fault-tolerance.md)\n"
     "  FTL_FLEET_LEDGER                                 the spec's fleet_ledger, or empty\n"

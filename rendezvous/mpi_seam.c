@@ -42,6 +42,16 @@ static int real_igather(const void *send, int send_count, MPI_Datatype send_type
 static int real_ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req) {
   return MPI_Ibcast(buf, count, type, root, comm, req);
 }
+static int real_isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                      MPI_Request *req) {
+  return MPI_Isend(buf, count, type, dest, tag, comm, req);
+}
+static int real_irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *req) {
+  return MPI_Irecv(buf, count, type, source, tag, comm, req);
+}
+static int real_get_count(const MPI_Status *status, MPI_Datatype type, int *count) {
+  return MPI_Get_count(status, type, count);
+}
 
 static const ftl_mpi_ops real_ops = {
     .initialized = real_initialized,
@@ -64,6 +74,9 @@ static const ftl_mpi_ops real_ops = {
     .iallgather = real_iallgather,
     .igather = real_igather,
     .ibcast = real_ibcast,
+    .isend = real_isend,
+    .irecv = real_irecv,
+    .get_count = real_get_count,
 };
 
 const ftl_mpi_ops *rz_mpi_current = &real_ops;

@@ -34,6 +34,12 @@ typedef struct ftl_mpi_ops {
   int (*igather)(const void *send, int send_count, MPI_Datatype send_type, void *recv, int recv_count,
                  MPI_Datatype recv_type, int root, MPI_Comm comm, MPI_Request *req);
   int (*ibcast)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req);
+  /* Point-to-point, for the checkpoints' L2 level (a shard's bytes to or from a partner host,
+   * checkpoint/ckpt_l2.c), polled with test against a deadline like the collectives. A table that
+   * leaves them NULL (a test's fake) has no L2. */
+  int (*isend)(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+  int (*irecv)(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *req);
+  int (*get_count)(const MPI_Status *status, MPI_Datatype type, int *count);
 } ftl_mpi_ops;
 
 /* The ops in use (the real MPI unless a test replaced them). Inline: it sits on the path of every

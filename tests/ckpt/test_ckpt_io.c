@@ -301,12 +301,19 @@ static void test_manifest(void) {
   m->shards[0].size_bytes = 20000;
   m->shards[0].checksum = 42;
   snprintf(m->job_spec_hash, sizeof m->job_spec_hash, "abc");
+  /* The copies' hosts (L1, L2) round-trip, and `levels` says both. */
+  snprintf(m->shards[0].l1_host, sizeof m->shards[0].l1_host, "node-a");
+  snprintf(m->shards[0].l2_host, sizeof m->shards[0].l2_host, "node-b");
   char *text = NULL;
   size_t len = 0;
   ftl_diag d = {{0}};
   CHECK_OK(ck_manifest_to_json(m, &text, &len, &d), d.msg);
+  CHECK_STR_CONTAINS(text, "\"l2_host\": \"node-b\"");
+  CHECK_STR_CONTAINS(text, "\"l1\",\n  \"l2\",\n  \"l3\"");
   ck_manifest *r = NULL;
   CHECK_OK(ck_manifest_parse(text, len, &r, &d), d.msg);
+  CHECK_STR_EQ(r->shards[0].l1_host, "node-a");
+  CHECK_STR_EQ(r->shards[0].l2_host, "node-b");
   char *text2 = NULL;
   size_t len2 = 0;
   CHECK_OK(ck_manifest_to_json(r, &text2, &len2, &d), d.msg);
@@ -340,6 +347,14 @@ static void test_manifest(void) {
            "\"pieces\":[]}]}",
            ok_head);
   expect_bad(buf, "file is not");
+  /* An l2_host is compared with host names, never used as a path: a slash is refused. */
+  snprintf(buf, sizeof buf,
+           "%s\"items\":[{\"name\":\"w\",\"kind\":\"split\",\"dtype\":\"f32\",\"shape\":[4]}],"
+           "\"shards\":[{\"rank\":0,\"file\":\"shard-00000.h5\",\"size_bytes\":100,\"checksum\":\"0000000000000000\","
+           "\"l2_host\":\"../x\",\"pieces\":[{\"item\":\"w\",\"row_start\":0,\"row_count\":4,\"file_offset\":0,"
+           "\"size_bytes\":16,\"checksum\":\"0000000000000000\"}]}]}",
+           ok_head);
+  expect_bad(buf, "shards[0].l2_host is not a host name");
   snprintf(buf, sizeof buf,
            "%s\"items\":[{\"name\":\"w\",\"kind\":\"split\",\"dtype\":\"f32\",\"shape\":[4]}],"
            "\"shards\":[{\"rank\":0,\"file\":\"shard-00000.h5\",\"size_bytes\":10,\"checksum\":\"0000000000000000\","

@@ -312,12 +312,18 @@ static void test_unknown_fields(void) {
             "job.yaml:3:1: field 'foo': unknown field (known fields: name, ranks, program, args, env, "
             "hostfile, launcher, run_dir, working_dir, rendezvous, fleet_ledger, min_ranks, restart, timeouts, preemption, "
             "checkpoint, metrics, inputs, eval, registry)");
-  /* checkpoint.levels: l1 and l3 only, l3 always. */
+  /* checkpoint.levels: l1, l2 and l3, l3 always, l2 only with l1; L2 opt-in, L1 by default. */
   CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l1]}\n", "field 'checkpoint.levels': must include l3");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l2, l3]}\n",
-                "field 'checkpoint.levels': l2 (a copy on a partner host) is not available");
+                "field 'checkpoint.levels': l2 needs l1: the partner host keeps its copies in its L1 folder");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l3, disk]}\n",
-                "field 'checkpoint.levels': expected l1 or l3, got 'disk'");
+                "field 'checkpoint.levels': expected l1, l2 or l3, got 'disk'");
+  ftl_job *lv = parse_ok("ranks: 2\nprogram: p\ncheckpoint: {levels: [l1, l2, l3]}\n");
+  CHECK(ln_job_ckpt_l1(lv) && ln_job_ckpt_l2(lv));
+  ln_job_destroy(lv);
+  lv = parse_ok("ranks: 2\nprogram: p\n");
+  CHECK(ln_job_ckpt_l1(lv) && !ln_job_ckpt_l2(lv));
+  ln_job_destroy(lv);
   CHECK_ERR_HAS("ranks: 1\nprogram: p\nrestart: {standby: maybe}\n", "field 'restart.standby'");
   CHECK_ERR("ranks: 1\nprogram: p\nrendezvous:\n  timeout: 5\n",
             "job.yaml:4:3: field 'rendezvous.timeout': unknown field (known fields: timeout_s)");

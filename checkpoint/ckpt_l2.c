@@ -1,0 +1,539 @@
+/* checkpoint/ckpt_l2.c: the L2 level (docs/checkpoint.md, "L2"): a copy of each shard in the L1
+ * folder of a partner host, so the loss of one host leaves every shard in some host's memory.
+ *
+ * Placement: the gang's distinct host names, sorted; the partner host of host i is host (i+1) mod H;
+ * the j-th rank (in rank order) of host i sends its shard to rank j mod n of the partner host's n
+ * ranks. Every rank derives the same from the host names allgathered at ftl_ckpt_create. With one
+ * host there is no L2.
+ *
+ * Transport: MPI point-to-point on the handle's own communicator, in the phases where every rank
+ * already takes part (so no thread listens for anything):
+ *   - save, in the writer thread between the commit agreement (every shard durable in L3) and the
+ *     manifest: each rank streams its shard file to its partner rank, which writes it into
+ *     partner/shard-R.h5.tmp, verifies every byte against the agreed size and checksum with the
+ *     sender's piece layout (the checksum covers the layout), and renames it into place; rank 0
+ *     learns which copies are in place (a gather) and names their hosts in the manifest (l2_host);
+ *   - restore, on the training thread after the manifest is parsed: each rank says which shards it
+ *     wants from L2 (an allgather), the lowest rank on each shard's l2_host streams its copy to each
+ *     rank that wants it, which writes it into its own L1 folder and verifies it before use
+ *     (ckpt_restore.c).
+ * Every transfer is polled against the step's deadline, like the collectives; one that passes it,
+ * or an MPI error, marks the handle broken. A copy that cannot be read, stored or verified is a
+ * warning and nothing more: the run directory's copy is the one that counts.
+ *
+ * Not here: the folders and their limit (levels.c), verification (shard.c), MPI calls (ckpt_coll.c),
+ * which copy a restore reads (ckpt_restore.c).
+ *
+ * Map: placement; the stream engine; save; restore's fetch. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint/catalog.h"
+#include "checkpoint/ckpt_internal.h"
+#include "checkpoint/shard.h"
+#include "core/fs.h"
+
+/* One message of a stream at most: both ends cut the body the same way, from this constant (never
+ * an option, which could differ between ranks). */
+#define L2_CHUNK (4u << 20)
+#define L2_TAG_SAVE 19500
+#define L2_TAG_FETCH 20000 /* + shard index; below MPI's smallest allowed tag bound (32767) */
+
+/* ---- placement --------------------------------------------------------------------------- */
+
+static int cmp_host(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+ftl_err ck_l2_place(ftl_ckpt *ck) {
+  int w = ck->world, nh = 0;
+  const char **sorted = ftl_calloc((size_t)w, sizeof *sorted);
+  int *host_of = ftl_calloc((size_t)w, sizeof *host_of);
+  ftl_err rc = FTL_OK;
+  if (!sorted || !host_of || !ck->l2_partner) {
+    rc = FTL_ERR_NOMEM;
+    goto out;
+  }
+  for (int r = 0; r < w; r++) sorted[r] = ck->hosts[r].host;
+  qsort(sorted, (size_t)w, sizeof *sorted, cmp_host);
+  for (int r = 0; r < w; r++)
+    if (nh == 0 || strcmp(sorted[nh - 1], sorted[r]) != 0) sorted[nh++] = sorted[r];
+  ck->l2_hosts = nh;
+  for (int r = 0; r < w; r++) {
+    const char *key = ck->hosts[r].host;
+    const char **hit = bsearch(&key, sorted, (size_t)nh, sizeof *sorted, cmp_host);
+    host_of[r] = (int)(hit - sorted);
+  }
+  for (int r = 0; r < w; r++) {
+    ck->l2_partner[r] = -1;
+    if (nh < 2) continue;
+    int j = 0, p = (host_of[r] + 1) % nh, n = 0;
+    for (int q = 0; q < r; q++) j += host_of[q] == host_of[r];
+    for (int q = 0; q < w; q++) n += host_of[q] == p;
+    for (int q = 0, k = 0; q < w; q++) {
+      if (host_of[q] != p) continue;
+      if (k++ == j % n) {
+        ck->l2_partner[r] = q;
+        break;
+      }
+    }
+  }
+out:
+  ftl_free(sorted);
+  ftl_free(host_of);
+  return rc;
+}
+
+int ck_l2_server(const ftl_ckpt *ck, const char *host) {
+  if (!host[0]) return -1;
+  for (int r = 0; r < ck->world; r++)
+    if (strcmp(ck->hosts[r].host, host) == 0) return r;
+  return -1;
+}
+
+/* ---- the stream engine ------------------------------------------------------------------- */
+
+/* One transfer between this rank and a peer: an optional prefix, a header (1: the body follows),
+ * then the body of exactly `size` bytes in L2_CHUNK messages, all under one tag. Two body messages
+ * are in flight at once, so reading (or writing) one chunk overlaps the transfer of the other;
+ * MPI keeps messages of one sender and tag in order, and each slot remembers its offset. */
+#define L2_SLOTS 2
+typedef struct l2_slot {
+  MPI_Request req;
+  int pending, cur;
+  uint64_t off;
+  unsigned char *buf;
+} l2_slot;
+
+typedef struct l2_stream {
+  int out;       /* 1: this rank sends */
+  int peer, tag;
+  int fd;        /* out: the copy read (-1: nothing to send); in: where the body goes (-1: drained) */
+  int shard;
+  uint64_t size, done, next; /* body bytes finished, and started */
+  void *pre;     /* out: sent first; in: received first (pre_len bytes) */
+  int pre_len;
+  int32_t have;
+  int stage;     /* 0 prefix, 1 header, 2 body, 3 done */
+  l2_slot slot[L2_SLOTS];
+  int failed;    /* a local read or write failed: the copy is not used */
+  char why[256];
+} l2_stream;
+
+/* Starts one message of the stream in slot k: the prefix, the header, or the next body chunk. */
+static ftl_err start_message(ftl_ckpt *ck, l2_stream *x, int k, ftl_diag *d) {
+  l2_slot *sl = &x->slot[k];
+  void *buf;
+  if (x->stage == 0) {
+    buf = x->pre;
+    sl->cur = x->pre_len;
+  } else if (x->stage == 1) {
+    buf = &x->have;
+    sl->cur = (int)sizeof x->have;
+  } else {
+    uint64_t left = x->size - x->next;
+    sl->cur = (int)(left < L2_CHUNK ? left : L2_CHUNK);
+    sl->off = x->next;
+    x->next += (uint64_t)sl->cur;
+    buf = sl->buf;
+    /* The header promised the body: a read that fails still sends its length (zeros), which the
+     * receiver's verification then refuses. */
+    if (x->out && !x->failed && core_fs_pread_all(x->fd, sl->buf, (size_t)sl->cur, sl->off) != FTL_OK) {
+      x->failed = 1;
+      (void)ftl_fmt(x->why, sizeof x->why, "read at byte %llu failed: %s", (unsigned long long)sl->off,
+                    errno ? strerror(errno) : "the file ends early");
+    }
+    if (x->out && x->failed) memset(sl->buf, 0, (size_t)sl->cur);
+  }
+  ftl_err rc = x->out ? ck_p2p_isend(ck, buf, sl->cur, x->peer, x->tag, &sl->req, d)
+                      : ck_p2p_irecv(ck, buf, sl->cur, x->peer, x->tag, &sl->req, d);
+  if (!rc) sl->pending = 1;
+  return rc;
+}
+
+/* Finishes what completed and starts what can start next, for one stream. */
+static ftl_err step_stream(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *d) {
+  if (x->stage == 3) return FTL_OK;
+  ftl_err rc = FTL_OK;
+  for (int k = 0; k < L2_SLOTS; k++) {
+    l2_slot *sl = &x->slot[k];
+    if (!sl->pending) continue;
+    int done = 0, got = 0;
+    rc = ck_p2p_test(ck, &sl->req, &done, &got, d);
+    if (rc) return rc;
+    if (!done) continue;
+    sl->pending = 0;
+    *progress = 1;
+    if (!x->out && got != sl->cur) {
+      /* Both ends cut the stream the same way: another length is a peer out of step. */
+      atomic_store(&ck->sync->broken, 1);
+      return ftl_diag_fail(d, FTL_ERR_PROTO, "L2 transfer from rank %d: %d bytes where %d were due", x->peer, got,
+                           sl->cur);
+    }
+    if (x->stage == 0) {
+      x->stage = 1;
+    } else if (x->stage == 1) {
+      x->stage = x->have == 1 && x->size > 0 ? 2 : 3;
+    } else {
+      if (!x->out && x->fd >= 0 && !x->failed &&
+          core_fs_pwrite_all(x->fd, sl->buf, (size_t)sl->cur, sl->off) != FTL_OK) {
+        x->failed = 1;
+        (void)ftl_fmt(x->why, sizeof x->why, "write at byte %llu failed: %s", (unsigned long long)sl->off,
+                      strerror(errno));
+      }
+      x->done += (uint64_t)sl->cur;
+      if (x->done >= x->size) x->stage = 3;
+    }
+  }
+  if (x->stage == 3) return FTL_OK;
+  if (x->stage == 0 && x->pre_len == 0) x->stage = 1;
+  /* The prefix and the header go one at a time (slot 0); the body fills every free slot. */
+  if (x->stage < 2) {
+    if (x->slot[0].pending) return FTL_OK;
+    *progress = 1;
+    return start_message(ck, x, 0, d);
+  }
+  for (int k = 0; k < L2_SLOTS && x->next < x->size && !rc; k++) {
+    if (x->slot[k].pending) continue;
+    *progress = 1;
+    rc = start_message(ck, x, k, d);
+  }
+  return rc;
+}
+
+/* Drives every stream to its end or the deadline. After an error a request may still be pending on
+ * a stream's buffers: *leak is set and the caller must not free them. */
+static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_ms, const char *what, int *leak,
+                           ftl_diag *d) {
+  /* Open MPI moves a large message's bytes over TCP only inside its calls (MPI_Test here), a socket
+   * buffer at a time: the pause between polls bounds the throughput (1 ms pauses gave 85 MB/s),
+   * so it stays at the shortest sleep the kernel offers rather than backing off like the
+   * collectives' polls. */
+  const long sleep_ns = 10000;
+  *leak = 0;
+  for (;;) {
+    int progress = 0, open = 0;
+    for (int i = 0; i < n; i++) {
+      ftl_err rc = step_stream(ck, &v[i], &progress, d);
+      if (rc) {
+        *leak = 1;
+        return rc;
+      }
+      open += v[i].stage != 3;
+    }
+    if (!open) return FTL_OK;
+    if (progress) continue;
+    if (ftl_deadline_left_ms(deadline_ms) == 0) {
+      *leak = 1;
+      atomic_store(&ck->sync->broken, 1);
+      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s did not complete within %lld ms (a rank is gone or stuck)", what,
+                           (long long)ck->timeout_ms);
+    }
+    struct timespec ts = {0, sleep_ns};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static ftl_err alloc_bufs(l2_stream *v, int n, ftl_diag *d) {
+  for (int i = 0; i < n; i++) {
+    if (v[i].out && v[i].fd < 0) continue; /* a sender with nothing to send needs no body buffers */
+    for (int k = 0; k < L2_SLOTS; k++) {
+      v[i].slot[k].buf = ftl_malloc(L2_CHUNK);
+      if (!v[i].slot[k].buf) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
+    }
+  }
+  return FTL_OK;
+}
+
+static void free_streams(l2_stream *v, int n, int leak) {
+  if (!v || leak) return; /* a pending request may still write into them */
+  for (int i = 0; i < n; i++) {
+    if (v[i].fd >= 0) core_fs_table.close(v[i].fd);
+    for (int k = 0; k < L2_SLOTS; k++) ftl_free(v[i].slot[k].buf);
+    if (!v[i].out) ftl_free(v[i].pre);
+  }
+  ftl_free(v);
+}
+
+/* Opens path for reading when it is a regular file of `size` bytes; else -1, why in why. */
+static int open_copy(const char *path, uint64_t size, char *why, size_t why_size) {
+  ftl_diag od = {{0}};
+  int fd = -1;
+  struct stat st;
+  if (ck_open_regular(path, O_RDONLY, &fd, &od) != FTL_OK) {
+    (void)ftl_fmt(why, why_size, "%s", od.msg);
+    return -1;
+  }
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != size) {
+    (void)ftl_fmt(why, why_size, "%s has %lld bytes, the manifest %llu", path, (long long)st.st_size,
+             (unsigned long long)size);
+    core_fs_table.close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Creates the file a received body goes into (its final size), or -1 with why. */
+static int create_copy(const char *path, uint64_t size, char *why, size_t why_size) {
+  int fd = core_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    (void)ftl_fmt(why, why_size, "cannot create %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (core_fs_table.ftruncate(fd, (off_t)size) != 0) {
+    (void)ftl_fmt(why, why_size, "cannot size %s: %s", path, strerror(errno));
+    core_fs_table.close(fd);
+    core_fs_table.unlink(path);
+    return -1;
+  }
+  return fd;
+}
+
+/* ---- save -------------------------------------------------------------------------------- */
+
+/* Verifies a received copy (tmp in dir) against the agreed size and checksum with the sender's
+ * pieces, then renames it into place. Returns 1 when it is in place. */
+static int keep_received(ftl_ckpt *ck, const char *dir, int r, const hdr *h, const rec *recs, int64_t step,
+                         void *bounce) {
+  ftl_diag vd = {{0}};
+  ck_manifest *vm = ck_manifest_alloc(ck->nregs, 1);
+  char file[CK_FILE_MAX], tmp[PATH_MAX], final[PATH_MAX];
+  int ok = 0;
+  ck_shard_file_name(r, file);
+  if (!vm || ftl_fmt(tmp, sizeof tmp, "%s/%s.tmp", dir, file) || ftl_fmt(final, sizeof final, "%s/%s", dir, file))
+    goto out;
+  ck_shard *sh = &vm->shards[0];
+  for (int i = 0; i < ck->nregs; i++) vm->items[i] = ck->regs[i].item;
+  sh->rank = r;
+  (void)ftl_fmt(sh->file, sizeof sh->file, "%s.tmp", file);
+  sh->size_bytes = h->size;
+  sh->checksum = h->checksum;
+  sh->pieces = ftl_calloc((size_t)ck->nregs + 1, sizeof *sh->pieces);
+  if (!sh->pieces) goto out;
+  /* The sender's layout is outside bytes: each record must name its own item; the agreed checksum
+   * then covers the layout and every byte. */
+  for (int i = 0; i < ck->nregs; i++) {
+    const rec *x = &recs[i];
+    if (x->item < 0) continue;
+    if (x->item != i || x->row_count <= 0) {
+      (void)ftl_fmt(vd.msg, sizeof vd.msg, "the sender's piece records are malformed");
+      goto out;
+    }
+    sh->pieces[sh->npieces++] =
+        (ck_piece){(int)x->item, x->row_start, x->row_count, x->file_offset, x->size_bytes, x->checksum};
+  }
+  if (ck_shard_verify_read(dir, vm, sh, NULL, 0, L2_CHUNK, bounce, L2_CHUNK, &vd) != FTL_OK) goto out;
+  if (core_fs_table.rename(tmp, final) != 0) {
+    (void)ftl_fmt(vd.msg, sizeof vd.msg, "cannot rename %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  ok = 1;
+out:
+  if (!ok) {
+    core_fs_table.unlink(tmp);
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: no L2 copy of rank %d's shard here (%s); the run directory has it",
+            (long long)step, r, vd.msg[0] ? vd.msg : "out of memory");
+  }
+  ck_manifest_free(vm);
+  return ok;
+}
+
+ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t deadline_ms, unsigned char *stored,
+                   ftl_diag *d) {
+  const hdr *hdrs = ck->hdrs;
+  int me = ck->rank, n = 1, leak = 0;
+  memset(stored, 0, (size_t)ck->world);
+  for (int r = 0; r < ck->world; r++) n += ck->l2_partner[r] == me;
+  l2_stream *v = ftl_calloc((size_t)n, sizeof *v);
+  void *bounce = NULL;
+  ftl_err rc = FTL_OK;
+  char l2dir[PATH_MAX] = "";
+  if (!v) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
+  for (int i = 0; i < n; i++) v[i].fd = -1;
+  /* Out: this rank's shard (the L1 copy is the same bytes in memory, when there is one). */
+  l2_stream *o = &v[0];
+  char l1p[PATH_MAX], file[CK_FILE_MAX];
+  ck_shard_file_name(me, file);
+  o->out = 1;
+  o->peer = ck->l2_partner[me];
+  o->tag = L2_TAG_SAVE;
+  o->size = hdrs[me].size;
+  o->pre = ck->mine_recs;
+  o->pre_len = (int)(sizeof *ck->mine_recs * (size_t)ck->nregs);
+  if (hdrs[me].l1 && ck_l1_step_dir(&ck->l1, step, l1p, sizeof l1p) == FTL_OK &&
+      ftl_fmt(l1p + strlen(l1p), sizeof l1p - strlen(l1p), "/%s", file) == FTL_OK)
+    o->fd = open_copy(l1p, o->size, o->why, sizeof o->why);
+  if (o->fd < 0) o->fd = open_copy(own_path, o->size, o->why, sizeof o->why);
+  if (o->fd < 0)
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: this rank's shard is not sent to its L2 partner (rank %d): %s",
+            (long long)step, o->peer, o->why);
+  o->have = o->fd >= 0;
+  /* In: the shards of the ranks whose partner this rank is. */
+  int have_l2dir = ck->l1.dir[0] && ck_l2_step_dir(&ck->l1, step, l2dir, sizeof l2dir) == FTL_OK;
+  for (int r = 0, k = 1; r < ck->world; r++) {
+    if (ck->l2_partner[r] != me) continue;
+    l2_stream *x = &v[k++];
+    x->peer = r;
+    x->shard = r;
+    x->tag = L2_TAG_SAVE;
+    x->size = hdrs[r].size;
+    x->pre_len = (int)(sizeof(rec) * (size_t)ck->nregs);
+    x->pre = ftl_calloc((size_t)ck->nregs + 1, sizeof(rec));
+    if (!x->pre) {
+      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
+      goto out;
+    }
+    char why[256] = "L1 is off on this rank", tmp[PATH_MAX], rf[CK_FILE_MAX];
+    ck_shard_file_name(r, rf);
+    if (have_l2dir && ck_l2_make_room(&ck->l1, r, step, x->size, why, sizeof why) &&
+        ftl_fmt(tmp, sizeof tmp, "%s/%s.tmp", l2dir, rf) == FTL_OK)
+      x->fd = create_copy(tmp, x->size, why, sizeof why);
+    if (x->fd < 0) {
+      /* Still received (the sender does not wait for a yes), only not kept. */
+      FTL_LOG(ck->l1.warned++ ? FTL_LOG_DEBUG : FTL_LOG_WARN, "ckpt",
+              "step %lld: no L2 copy of rank %d's shard here (%s); the run directory has it", (long long)step, r, why);
+    }
+  }
+  rc = alloc_bufs(v, n, d);
+  if (rc) goto out;
+  int64_t t0 = ftl_clock_ns();
+  rc = run_streams(ck, v, n, deadline_ms, "the L2 transfer to the partner hosts", &leak, d);
+  if (rc) goto out;
+  if (o->failed)
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy sent to rank %d is unusable: %s", (long long)step, o->peer,
+            o->why);
+  bounce = ftl_malloc(L2_CHUNK);
+  for (int i = 1; i < n; i++) {
+    l2_stream *x = &v[i];
+    if (x->fd < 0) continue;
+    int closed = core_fs_table.close(x->fd) == 0;
+    x->fd = -1;
+    char tmp[PATH_MAX], rf[CK_FILE_MAX];
+    ck_shard_file_name(x->shard, rf);
+    if (ftl_fmt(tmp, sizeof tmp, "%s/%s.tmp", l2dir, rf)) continue;
+    if (x->have != 1 || x->failed || !closed || !bounce) {
+      core_fs_table.unlink(tmp);
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: no L2 copy of rank %d's shard here (%s); the run directory has it",
+              (long long)step, x->shard,
+              x->have != 1 ? "the sender had none to send" : x->failed ? x->why : "close or memory failed");
+      continue;
+    }
+    stored[x->shard] = (unsigned char)keep_received(ck, l2dir, x->shard, &hdrs[x->shard], x->pre, step, bounce);
+  }
+  FTL_LOG(FTL_LOG_DEBUG, "ckpt", "step %lld: L2 transfer %.1f ms", (long long)step, ck_ms_since(t0));
+out:
+  ftl_free(bounce);
+  if (rc && !leak)
+    for (int i = 1; i < n; i++) {
+      char tmp[PATH_MAX], rf[CK_FILE_MAX];
+      ck_shard_file_name(v[i].shard, rf);
+      if (v[i].fd >= 0 && ftl_fmt(tmp, sizeof tmp, "%s/%s.tmp", l2dir, rf) == FTL_OK) core_fs_table.unlink(tmp);
+    }
+  free_streams(v, n, leak);
+  return rc;
+}
+
+/* ---- restore's fetch --------------------------------------------------------------------- */
+
+ftl_err ck_l2_fetched_name(int shard, int rank, char *out, size_t size) {
+  char f[CK_FILE_MAX];
+  ck_shard_file_name(shard, f);
+  return ftl_fmt(out, size, "%s.fetched-%d", f, rank);
+}
+
+ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, unsigned char *got,
+                    int64_t deadline_ms, ftl_diag *d) {
+  int W = m->world_size, me = ck->rank, n = 0, leak = 0;
+  memset(got, 0, (size_t)W);
+  /* One tag per shard: past that many shards L2 is not read (every rank decides the same). */
+  if (W > 32767 - L2_TAG_FETCH) return FTL_OK;
+  size_t all_bytes = (size_t)W * (size_t)ck->world;
+  unsigned char *all = ftl_malloc(all_bytes);
+  l2_stream *v = NULL;
+  char l2dir[PATH_MAX] = "";
+  ftl_err rc = FTL_OK;
+  if (!all) {
+    atomic_store(&ck->sync->broken, 1);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
+  }
+  rc = ck_coll_allgather(ck, want, all, W, "the allgather of the L2 requests", deadline_ms, d);
+  if (rc) {
+    all = NULL; /* a timed-out request may still write into it: left to it */
+    goto out;
+  }
+  int cap = 0;
+  for (int s = 0; s < W; s++) {
+    int srv = ck_l2_server(ck, m->shards[s].l2_host);
+    for (int q = 0; q < ck->world && srv >= 0; q++)
+      if (all[(size_t)q * (size_t)W + (size_t)s] && q != srv && (q == me || srv == me)) cap++;
+  }
+  v = ftl_calloc((size_t)cap + 1, sizeof *v);
+  if (!v) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
+    atomic_store(&ck->sync->broken, 1);
+    goto out;
+  }
+  int have_l2dir = ck->l1.dir[0] && ck_l2_step_dir(&ck->l1, m->step, l2dir, sizeof l2dir) == FTL_OK;
+  for (int s = 0; s < W; s++) {
+    const ck_shard *sh = &m->shards[s];
+    int srv = ck_l2_server(ck, sh->l2_host);
+    for (int q = 0; q < ck->world && srv >= 0; q++) {
+      if (!all[(size_t)q * (size_t)W + (size_t)s] || q == srv || (q != me && srv != me)) continue;
+      l2_stream *x = &v[n++];
+      char path[PATH_MAX], name[CK_FILE_MAX];
+      x->fd = -1;
+      x->out = srv == me;
+      x->peer = x->out ? q : srv;
+      x->shard = s;
+      x->tag = L2_TAG_FETCH + s;
+      x->size = sh->size_bytes;
+      if (x->out) {
+        (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
+        if (have_l2dir && ftl_fmt(path, sizeof path, "%s/%s", l2dir, sh->file) == FTL_OK)
+          x->fd = open_copy(path, x->size, x->why, sizeof x->why);
+        x->have = x->fd >= 0;
+        if (!x->have)
+          FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy of %s asked for by rank %d is not usable here (%s)",
+                  (long long)m->step, sh->file, q, x->why);
+      } else {
+        (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
+        if (have_l2dir && ck_l2_make_room(&ck->l1, s, m->step, x->size, x->why, sizeof x->why) &&
+            ck_l2_fetched_name(s, me, name, sizeof name) == FTL_OK &&
+            ftl_fmt(path, sizeof path, "%s/%s", l2dir, name) == FTL_OK)
+          x->fd = create_copy(path, x->size, x->why, sizeof x->why);
+      }
+    }
+  }
+  rc = alloc_bufs(v, n, d);
+  if (rc) {
+    atomic_store(&ck->sync->broken, 1); /* the peers expect these streams */
+    goto out;
+  }
+  rc = run_streams(ck, v, n, deadline_ms, "the L2 transfer of the restore", &leak, d);
+  if (rc) goto out;
+  for (int i = 0; i < n; i++) {
+    l2_stream *x = &v[i];
+    if (x->out) continue;
+    char name[CK_FILE_MAX], path[PATH_MAX];
+    int kept = x->fd >= 0 && core_fs_table.close(x->fd) == 0;
+    x->fd = -1;
+    if (ck_l2_fetched_name(x->shard, me, name, sizeof name) || ftl_fmt(path, sizeof path, "%s/%s", l2dir, name))
+      continue;
+    if (kept && x->have == 1 && !x->failed) {
+      got[x->shard] = 1;
+      continue;
+    }
+    core_fs_table.unlink(path);
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy of %s on %s is not usable (%s): reading the run directory's",
+            (long long)m->step, m->shards[x->shard].file, m->shards[x->shard].l2_host,
+            x->have != 1 ? "the partner has none" : x->failed ? x->why : x->why[0] ? x->why : "close failed");
+  }
+out:
+  free_streams(v, n, leak);
+  if (!leak) ftl_free(all);
+  return rc;
+}

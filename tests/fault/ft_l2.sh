@@ -1,0 +1,112 @@
+# tests/fault/ft_l2.sh MODE: the checkpoints' L2 level (a partner host's copy, docs/checkpoint.md
+# "L2") on the example fine-tune, 3 hosts x 2 ranks and a spare (network namespaces),
+# `checkpoint: {levels: [l1, l2, l3]}`. Placement: sorted hosts h1 h2 h3, host 3's shards (ranks 4
+# and 5) are kept by host 1. Every mode ends with an adapter byte-identical to a failure-free run's
+# and every committed checkpoint verifying.
+#   spare    host 3 is killed mid-run: the spare h4 takes its place and its ranks restore host 3's
+#            shards (4, 5) and h1's (0, 1) from the L2 copies on h1 and h2, over the network (their
+#            ckpt_restored events say l2 with 4 shards); h3's L1 copies are never read
+#   corrupt  the same loss with restarts off; the L2 copy of shard 4 gets a flipped byte, then the
+#            job is run again on h1 h2 h4: every rank that reads it (fetched, or on h1 itself) names
+#            the copy that failed verification and reads shard 4 from the run directory
+#   deleted  the same, the L2 copy of shard 5 deleted: h1's ranks say it is gone, the others are told
+#            the partner has none, and shard 5 comes from the run directory
+# The namespaces share one file system, so the L1 folders of all "hosts" are one folder here; the
+# restore still reads only what the manifest places on its own host, and L2 copies of other hosts
+# only over MPI.
+MODE=${1:?usage: ft_l2.sh MODE}
+. "$(dirname "$0")/ft_lib.sh" || exit 1
+. "$(dirname "$0")/netns_lib.sh" || exit 1
+RUN=runs/l2
+L1=$SCRATCH/l1
+mkdir -p "$L1"
+
+# restored ATTEMPT RANK: LEVEL/L2_SHARDS of RANK's ckpt_restored event of ATTEMPT.
+restored() {
+  local e
+  e=$(grep '"event":"ckpt_restored"' "$RUN/events.jsonl" | grep "\"attempt\":$1[,}]" | grep "\"rank\":$2[,}]")
+  echo "$(echo "$e" | grep -o '"level":"[^"]*"' | cut -d'"' -f4)/$(echo "$e" | grep -o '"l2_shards":[0-9]*' | cut -d: -f2)"
+}
+
+# expect_levels ATTEMPT R0 ... R5: each rank's LEVEL/L2_SHARDS. The fine-tune's ranks read every
+# shard (replicated adapters), so each rank's levels follow from where the copies are: with host 3
+# gone, shards 2 and 3 (L1 on h2, L2 on h3) come from the run directory except on h2, shards 0 and
+# 1 from h2 (L1, L2), shards 4 and 5 from h1 (their L2).
+expect_levels() {
+  local a=$1 r=0 got
+  shift
+  for want in "$@"; do
+    got=$(restored "$a" $r)
+    [ "$got" = "$want" ] || {
+      grep ckpt_restored "$RUN/events.jsonl" >&2
+      fail "attempt $a: rank $r restored from '$got', expected $want"
+    }
+    r=$((r + 1))
+  done
+}
+
+reference 6
+netns_up 4
+netns_hostfile 4 >hosts
+restarts=2
+[ "$MODE" = spare ] || restarts=0
+write_job job.yaml l2 6 "hostfile: hosts" "timeouts: {node_s: 5, startup_s: 60}" "rendezvous: {timeout_s: 30}" \
+  "restart: {max_restarts: $restarts, standby: off}" "checkpoint: {levels: [l1, l2, l3], l1_dir: $L1}"
+start_job job.yaml
+wait_first_commit "$RUN"
+sleep 0.3
+# The newest commit names a partner copy for every shard, host 3's on host 1.
+m=$(ls "$RUN"/checkpoints/step-*/manifest.json | sort | tail -1)
+grep -q '"l2_host": "'"$NS_PREFIX"'-h1"' "$m" || { cat "$m" >&2; fail "the manifest names no L2 copy on h1"; }
+grep -q '"l2"' "$m" || fail "the manifest's levels do not say l2"
+ftl ckpt ls "$RUN" | grep -qE "^$(basename "$(dirname "$m")" | sed 's/step-0*//') +committed .* l1\+l2\+l3 " ||
+  { ftl ckpt ls "$RUN" >&2; fail "ftl ckpt ls does not say the step has l1, l2 and l3"; }
+kill_host 3
+wait_rc $pid
+case $MODE in
+spare)
+  expect_rc 0 out
+  expect_contains out "host $NS_PREFIX-h3 is lost"
+  grep '"event":"rank_started"' "$RUN/events.jsonl" | grep '"attempt":1' | grep -q "\"host\":\"$NS_PREFIX-h4\"" ||
+    fail "the spare host did not take the lost host's place"
+  expect_levels 1 l1+l2+l3/2 l1+l2+l3/2 l1+l2/4 l1+l2/4 l2+l3/4 l2+l3/4
+  expect_contains "$RUN/attempt-0001/rank-00004.err" "from L2 (a partner host's memory)"
+  ;;
+corrupt|deleted)
+  [ "$RC" != 0 ] || fail "the job with its restarts off finished after a lost host"
+  step=$(committed_steps "$RUN" | sort -n | tail -1)
+  copies=$(ls -d "$L1"/ftl-*/"$(printf 'step-%08d' "$step")"/partner)
+  [ -f "$copies/shard-00004.h5" ] && [ -f "$copies/shard-00005.h5" ] || fail "no L2 copies of step $step in $copies"
+  if [ "$MODE" = corrupt ]; then
+    python3 - "$copies/shard-00004.h5" <<'PY' || fail "cannot flip a byte"
+import os, sys
+p = sys.argv[1]
+with open(p, "r+b") as f:
+    f.seek(os.path.getsize(p) // 2)
+    b = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([b[0] ^ 0x40]))
+PY
+  else
+    rm "$copies/shard-00005.h5"
+  fi
+  # The spare takes host 3's place in the same hostfile.
+  printf '%s slots=2\n' "$NET.1" "$NET.2" "$NET.4" >hosts
+  start_job job.yaml
+  wait_rc $pid
+  expect_rc 0 out
+  if [ "$MODE" = corrupt ]; then
+    expect_contains out "shard-00004.h5.fetched-4 (of shard-00004.h5, kept on $NS_PREFIX-h1) failed verification"
+    expect_contains out "partner/shard-00004.h5 (of shard-00004.h5, kept on $NS_PREFIX-h1) failed verification"
+    expect_levels 1 l1+l2+l3/1 l1+l2+l3/1 l1+l2+l3/3 l1+l2+l3/3 l2+l3/3 l2+l3/3
+  else
+    expect_contains out "the L2 copy of shard-00005.h5 on $NS_PREFIX-h1 is not usable (the partner has none)"
+    expect_contains out "partner/shard-00005.h5 is gone"
+    expect_levels 1 l1+l2+l3/1 l1+l2+l3/1 l1+l2+l3/3 l1+l2+l3/3 l2+l3/3 l2+l3/3
+  fi
+  ;;
+*) fail "unknown mode $MODE" ;;
+esac
+same_adapter ref-6/final "$RUN/final"
+verify_all "$RUN"
+echo "ok"

@@ -26,6 +26,8 @@ if [ "$smoke" = 1 ]; then
   catalog_steps=200
 fi
 [ "${#sizes[@]}" -gt 0 ] || sizes=(64 256 1024 4096 16384)
+# Absolute: the fake mpirun below is a symbolic link to it, read from another folder.
+build=$(cd "$build" 2>/dev/null && pwd) || { echo "run.sh: no build folder ${1:-}" >&2; exit 2; }
 bin=$build/bin
 [ -x "$bin/ftl" ] && [ -x "$bin/ftl-scale-sim" ] && [ -x "$bin/ftl-scale-ckpt" ] ||
   { echo "run.sh: no ftl, ftl-scale-sim or ftl-scale-ckpt in $bin" >&2; exit 2; }

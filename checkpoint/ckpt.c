@@ -158,19 +158,11 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
     goto out;
   }
   if (!crc) crc = ck_coll_open(ck, *gang, deadline, &d);
-  if (crc == FTL_ERR_TIMEOUT) {
-    FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", d.msg);
-    return crc;
-  }
-  if (crc) {
-    rc = crc;
-    goto out;
-  }
-  if (ck->world != inf->world_size) {
+  if (!crc && ck->world != inf->world_size) {
     rc = FTL_ERR_STATE;
     goto out;
   }
-  crc = setup_hosts(ck, deadline, &d);
+  if (!crc) crc = setup_hosts(ck, deadline, &d);
   if (crc == FTL_ERR_TIMEOUT) {
     FTL_LOG(FTL_LOG_ERROR, "ckpt", "%s", d.msg);
     return crc;

@@ -61,12 +61,15 @@ static int put_f64(hid_t obj, const char *name, double value) {
   return rc;
 }
 
-static int get_f64(hid_t obj, const char *name, double *value) {
+/* A scalar attribute read as mem_type (HDF5 converts). */
+static int get_scalar(hid_t obj, const char *name, hid_t mem_type, void *value) {
   hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-  int rc = a < 0 || H5Aread(a, H5T_NATIVE_DOUBLE, value) < 0 ? -1 : 0;
+  int rc = a < 0 || H5Aread(a, mem_type, value) < 0 ? -1 : 0;
   if (a >= 0) H5Aclose(a);
   return rc;
 }
+
+static int get_f64(hid_t obj, const char *name, double *value) { return get_scalar(obj, name, H5T_NATIVE_DOUBLE, value); }
 
 static int put_str(hid_t obj, const char *name, const char *value) {
   hid_t ty = H5Tcopy(H5T_C_S1);
@@ -81,12 +84,7 @@ static int put_str(hid_t obj, const char *name, const char *value) {
   return rc;
 }
 
-static int get_int(hid_t obj, const char *name, int *value) {
-  hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-  int rc = a < 0 || H5Aread(a, H5T_NATIVE_INT, value) < 0 ? -1 : 0;
-  if (a >= 0) H5Aclose(a);
-  return rc;
-}
+static int get_int(hid_t obj, const char *name, int *value) { return get_scalar(obj, name, H5T_NATIVE_INT, value); }
 
 static int get_str(hid_t obj, const char *name, char *buf, size_t size) {
   hid_t a = H5Aopen(obj, name, H5P_DEFAULT);

@@ -78,15 +78,7 @@ corrupt|deleted)
   copies=$(ls -d "$L1"/ftl-*/"$(printf 'step-%08d' "$step")"/partner)
   [ -f "$copies/shard-00004.h5" ] && [ -f "$copies/shard-00005.h5" ] || fail "no L2 copies of step $step in $copies"
   if [ "$MODE" = corrupt ]; then
-    python3 - "$copies/shard-00004.h5" <<'PY' || fail "cannot flip a byte"
-import os, sys
-p = sys.argv[1]
-with open(p, "r+b") as f:
-    f.seek(os.path.getsize(p) // 2)
-    b = f.read(1)
-    f.seek(-1, 1)
-    f.write(bytes([b[0] ^ 0x40]))
-PY
+    flip_middle_byte "$copies/shard-00004.h5"
   else
     rm "$copies/shard-00005.h5"
   fi

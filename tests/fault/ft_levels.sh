@@ -71,15 +71,7 @@ damaged|gone|hostile)
   step=$(basename "$step_dir")
   [ -d "$RUN/checkpoints/$step" ] || fail "the L1 copy $step is not the run directory's committed step"
   if [ "$MODE" = damaged ]; then
-    python3 - "$step_dir/shard-00001.h5" <<'PY' || fail "cannot flip a byte"
-import os, sys
-p = sys.argv[1]
-with open(p, "r+b") as f:
-    f.seek(os.path.getsize(p) // 2)
-    b = f.read(1)
-    f.seek(-1, 1)
-    f.write(bytes([b[0] ^ 0x40]))
-PY
+    flip_middle_byte "$step_dir/shard-00001.h5"
     truncate -s 1000 "$step_dir/shard-00000.h5"
     rm "$step_dir/shard-00002.h5"
   elif [ "$MODE" = hostile ]; then

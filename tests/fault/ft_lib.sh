@@ -4,6 +4,20 @@
 . "$(dirname "$0")/lib.sh" || exit 1
 FT_EVERY=7
 
+# flip_middle_byte FILE: one bit of the byte in the middle of FILE flipped in place (a damaged
+# checkpoint copy that keeps its size).
+flip_middle_byte() {
+  python3 - "$1" <<'PY' || fail "cannot flip a byte of $1"
+import os, sys
+p = sys.argv[1]
+with open(p, "r+b") as f:
+    f.seek(os.path.getsize(p) // 2)
+    b = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([b[0] ^ 0x40]))
+PY
+}
+
 # write_job FILE NAME RANKS [extra YAML lines...]: a job spec running the small fine-tune.
 write_job() {
   local file=$1 name=$2 ranks=$3

@@ -76,7 +76,7 @@ static const ftl_yb_field restart_fields[] = {
     {.key = "standby", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, standby), .def = -1, .choices = on_off_choices},
     {.key = "max_restarts", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, max_restarts), .min = 0, .max = 100000,
      .def = 3},
-    {.key = "backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, backoff_ms), .max = 3600, .def = 100},
+    {.key = "backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, backoff_ms), .max = 3600, .def = 50},
     {.key = "max_backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, max_backoff_ms), .max = 86400,
      .def = 30 * 1000},
     {.key = "crash_loop", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, crash_loop), .min = 1, .max = 1000, .def = 3},

@@ -45,7 +45,7 @@ typedef struct ftl_job {
   int standby;              /* `restart.standby`: on (1), off (0) or auto (-1, the default: on for a
                                job on one machine, off on several hosts): keep a standby gang parked
                                for a warm restart (launcher/standby.h) */
-  int64_t backoff_ms;       /* `restart.backoff_s`: first pause before a relaunch; doubles; default 0.1 s */
+  int64_t backoff_ms;       /* `restart.backoff_s`: first pause before a relaunch; doubles; default 0.05 s */
   int64_t max_backoff_ms;   /* `restart.max_backoff_s`: cap of the pause; default 30 s */
   int crash_loop;           /* `restart.crash_loop`: failures in a row without progress past the
                                same step that stop the job; default 3 */

@@ -478,7 +478,9 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
                           .standby = &standby};
     ftl_attempt_result res;
     meter.world = world;
-    if (ln_attempt_run(&o, &res, &d)) {
+    ftl_err rc_run = ln_attempt_run(&o, &res, &d);
+    int64_t ended_at = ftl_clock_ms(); /* res.end_ms's moment, near enough: the back-off counts from it */
+    if (rc_run) {
       fprintf(stderr, "ftl run: %s\n", d.msg);
       exit_code = FTL_EXIT_INTERNAL;
       break;
@@ -505,9 +507,9 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
                                "backoff_ms", (json_int_t)dec.backoff_ms, "after", ln_failure_kind_name(res.kind)));
     int64_t t0 = ftl_clock_ms();
     /* The back-off is counted from the failure itself (its detection less the detection lag the
-     * agent measured): the detection and the old gang's teardown are part of the pause (a warm
-     * restart's teardown is most of it). */
-    int64_t pause_ms = dec.backoff_ms;
+     * agent measured): the detection, the old gang's teardown and the bookkeeping since (ledger,
+     * policy) are part of the pause (a warm restart's teardown is most of it). */
+    int64_t pause_ms = dec.backoff_ms - (t0 - ended_at);
     if (res.failure_ms >= 0 && res.end_ms >= res.failure_ms)
       pause_ms -= (int64_t)(res.end_ms - res.failure_ms +
                             (res.detect_lag_ms > 0 && res.detect_lag_ms < 1000 ? res.detect_lag_ms : 0)); /* clocks of two hosts */

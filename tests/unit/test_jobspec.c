@@ -965,7 +965,7 @@ static void test_fault_tolerance_fields(void) {
   ftl_job *job = parse_ok("ranks: 4\nprogram: p\n");
   CHECK_INT_EQ(job->min_ranks, 0);
   CHECK_INT_EQ(job->max_restarts, 3);
-  CHECK_INT_EQ(job->backoff_ms, 100);
+  CHECK_INT_EQ(job->backoff_ms, 50);
   CHECK_INT_EQ(job->max_backoff_ms, 30000);
   CHECK_INT_EQ(job->crash_loop, 3);
   CHECK_INT_EQ(job->probe_port, 22);

@@ -42,8 +42,8 @@ typedef struct ftl_job {
                                0 (the default) means exactly `ranks` */
   /* `restart:` what ftl does when an attempt fails */
   int max_restarts;         /* `restart.max_restarts`: budget for the whole job; default 3 */
-  int standby;              /* `restart.standby`: on (1), off (0) or auto (-1, the default: on for a
-                               job on one machine, off on several hosts): keep a standby gang parked
+  int standby;              /* `restart.standby`: on (1), off (0) or auto (-1, the default: on,
+                               kept apart from on so a later rule can refine it): keep a standby gang parked
                                for a warm restart (launcher/standby.h) */
   int64_t backoff_ms;       /* `restart.backoff_s`: first pause before a relaunch; doubles; default 0.05 s */
   int64_t max_backoff_ms;   /* `restart.max_backoff_s`: cap of the pause; default 30 s */

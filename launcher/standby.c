@@ -24,21 +24,10 @@ static int64_t restart_backoff_ms(int deaths) {
   return ms < 60000 ? ms : 60000;
 }
 
-/* The job runs on this machine alone: mpirun without a hostfile, or srun in a one-node allocation. */
-static int one_machine(const ftl_job *job) {
-  if (job->hostfile) return 0;
-  if (ln_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) != FTL_LAUNCH_SRUN) return 1;
-  const char *nodes = getenv("SLURM_JOB_NUM_NODES");
-  if (!nodes) nodes = getenv("SLURM_NNODES");
-  return nodes && strcmp(nodes, "1") == 0;
-}
-
 void ln_standby_init(ln_standby *sb, const ftl_job *job, ftl_events *events) {
   memset(sb, 0, sizeof *sb);
-  /* auto: on for a job on one machine. On several it is off unless asked for: in the netns
-   * multi-host tests a standby's start-up has stalled the running gang on a shared host
-   * (docs/fault-tolerance.md, "Warm restarts"), not understood yet. */
-  int on = job->standby > 0 || (job->standby < 0 && one_machine(job));
+  /* auto (the default) is on, on one machine or several: a take-over is a restart like any other. */
+  int on = job->standby != 0;
   sb->enabled = on && job->max_restarts > 0;
   sb->events = events;
   sb->gang = (core_proc){.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE};

@@ -134,6 +134,12 @@ static int is_base_file(const char *name) {
 /* The base folder holds the package's base files and nothing else: a file the package could not
  * carry would make the published base differ from the one the gate evaluated. */
 static ftl_err check_base_listing(const char *base_dir, ftl_diag *d) {
+  struct stat bs;
+  if (stat(base_dir, &bs) == 0 && !S_ISDIR(bs.st_mode))
+    return ftl_diag_fail(d, FTL_ERR_SPEC,
+                         "the base model %s is not a folder: a PEFT adapter's base is a Hugging Face model folder "
+                         "(%s, %s, ...; `ftl export --base-file FILE` makes one from the example's base file)",
+                         base_dir, base_files[0], base_files[1]);
   DIR *dp = opendir(base_dir);
   if (!dp)
     return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open the base model folder %s: %s",

@@ -83,18 +83,27 @@ out:
   return rc;
 }
 
-/* adapter_model.safetensors: a strict parse, at least one tensor, every one under PEFT's prefix. */
+/* adapter_model.safetensors: read as a regular file of bounded size (a FIFO a program left there
+ * must not hang the gate), a strict parse, at least one tensor, every one under PEFT's prefix. */
 static ftl_err check_weights(const char *path, ftl_diag *d) {
   ftl_st_file *st = NULL;
-  ftl_err rc = pl_st_load(path, PEFT_WEIGHTS_MAX_BYTES, NULL, &st, d);
+  char *data = NULL;
+  size_t size = 0;
+  ftl_err rc = pl_read_regular(path, PEFT_WEIGHTS_MAX_BYTES, &data, &size, d);
   if (rc) return rc;
+  if ((rc = pl_st_parse((const uint8_t *)data, size, NULL, &st, d))) {
+    ftl_diag_prefix(d, rc, "%s", path);
+    goto out;
+  }
   if (pl_st_count(st) == 0) rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s holds no tensor", path);
   for (size_t i = 0; !rc && i < pl_st_count(st); i++) {
     const char *name = pl_st_at(st, i)->name;
     if (strncmp(name, PEFT_PREFIX, strlen(PEFT_PREFIX)))
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: tensor %s is not under PEFT's prefix %s", path, name, PEFT_PREFIX);
   }
+out:
   pl_st_free(st);
+  ftl_free(data);
   return rc;
 }
 

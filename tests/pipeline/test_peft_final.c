@@ -5,14 +5,16 @@
  *   - it is recognised by adapter_config.json (the example's own final/ is not), checked, and
  *     copied byte for byte with its base folder (the copy's digest the expected one); pl_peft_export
  *     (`ftl export`) takes the same path;
- *   - refused, naming the file: no COMMIT, COMMIT not listing the weights, a listed file missing,
- *     a malformed adapter_config.json, peft_type not LORA, r not an integer, weights not under
- *     PEFT's names, a copy that is not the gate's file, a base folder with a file a package cannot
- *     carry, a base that is a file, a base whose digest is not the snapshot's. */
+ *   - refused, naming the file: no COMMIT, COMMIT not listing the weights, a listed file missing
+ *     or a FIFO (never waited on), a malformed adapter_config.json, peft_type not LORA, r not an
+ *     integer, weights not under PEFT's names, a copy that is not the gate's file, a base folder
+ *     with a file a package cannot carry, a base that is a file, a base whose digest is not the
+ *     snapshot's. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "adapter_io.h"
@@ -179,6 +181,10 @@ int main(void) {
   snprintf(p, sizeof p, "%s/adapter_model.safetensors", bad);
   CHECK(unlink(p) == 0);
   refused(bad, FTL_ERR_CORRUPT, "bad/adapter_model.safetensors is missing (listed in");
+  /* A FIFO where a listed file was: refused, not waited on. */
+  CHECK(mkfifo(p, 0600) == 0);
+  refused(bad, FTL_ERR_CORRUPT, "adapter_model.safetensors is not a regular file");
+  CHECK(unlink(p) == 0);
   copy(exp, bad, both[1]);
 
   put(bad, both[0], "{\"peft_type\": \"LORA\", \"r\": 8,");

@@ -40,6 +40,7 @@
 #include "launcher/gang.h"
 #include "pipeline/adapter_commit.h"
 #include "pipeline/gate_lock.h"
+#include "pipeline/peft.h"
 #include "pipeline/registry.h"
 #include "pipeline/sha256.h"
 #include "pipeline/snapshot.h"
@@ -642,8 +643,11 @@ ftl_gate_result ev_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_di
   if (gate_load_locked(&g, d)) goto out;
   /* 2. Every input as it was at submission. */
   if (pl_snapshot_verify(g.snap, d)) goto out;
-  /* 3. The adapter, committed. */
-  if (pl_adapter_commit_verify(g.final_dir, NULL, 0, d)) goto out;
+  /* 3. The adapter, committed; a PEFT final/ (a peft program's save_pretrained) also checked for
+   * its two files and a well-formed adapter_config.json before any evaluator sees it. */
+  if (pl_peft_final_is_peft(g.final_dir) ? pl_peft_final_check(g.final_dir, d)
+                                         : pl_adapter_commit_verify(g.final_dir, NULL, 0, d))
+    goto out;
   if (pl_folder_digest(g.final_dir, PL_FOLDER_FLAT, &g.adapter_files, g.adapter_hex, d)) goto out;
   /* 4. The evaluator, pinned, run under its deadline. */
   if (ftl_mkdir_p(g.gate_dir, d)) goto out;

@@ -189,7 +189,13 @@ ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, char id_ou
   /* The package carries the base the gate evaluated (the snapshot's input, its SHA-256 checked
    * again as it is read), so a consumer who fetches it has both. */
   ftl_peft_opts po = {.base_path = base_name ? pl_snapshot_input_path(snap, base_name) : NULL, .base_sha256 = base_sha};
-  if ((rc = pl_peft_export_run(run_dir, NULL, &po, d))) goto out;
+  /* A PEFT final/ (a peft program's) is packaged as it is, each file checked against the gate's
+   * record of it; the example's own format is converted (pipeline/peft.c). */
+  if (pl_peft_final_is_peft(final_dir))
+    rc = pl_peft_copy_final(final_dir, json_object_get(dg, "adapter_files"), export_dir, po.base_path, base_sha, d);
+  else
+    rc = pl_peft_export_run(run_dir, NULL, &po, d);
+  if (rc) goto out;
   if ((rc = ftl_mkdir_p(pkg_dir, d))) goto out;
   if ((rc = ev_verdict_write_package_copy(verdict, pkg_verdict, d))) goto out;
   char id[FTL_SHA256_HEX_LEN + 1];

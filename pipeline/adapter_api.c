@@ -74,6 +74,13 @@ out:
   return rc;
 }
 
+ftl_err ftl_adapter_commit(const char *dir, const char *const *names, size_t n, ftl_diag *d) {
+  if (!dir || !names || !n) return ftl_diag_fail(d, FTL_ERR_INVAL, "ftl_adapter_commit: no folder or no file names");
+  for (size_t i = 0; i < n; i++)
+    if (!names[i]) return ftl_diag_fail(d, FTL_ERR_INVAL, "ftl_adapter_commit: file name %zu is NULL", i);
+  return pl_adapter_commit_write(dir, names, n, d);
+}
+
 static ftl_err parse_into(ftl_adapter *a, const void *bytes, size_t size, ftl_diag *d) {
   ftl_st_limits lim = {.max_header_bytes = ADAPTER_MAX_HEADER};
   return pl_st_parse(bytes, size, &lim, &a->st, d);

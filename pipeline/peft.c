@@ -239,6 +239,9 @@ ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_pef
   ftl_st_tensor *out_t = NULL;
   char(*names)[160] = NULL;
   ftl_err rc;
+  if (pl_peft_final_is_peft(final_dir))
+    return pl_peft_copy_final(final_dir, NULL, out_dir, opts ? opts->base_path : NULL, opts ? opts->base_sha256 : NULL,
+                              d);
   if ((rc = pl_adapter_commit_verify(final_dir, required, 2, d))) return rc;
   if ((rc = read_example_config(final_dir, &c, d))) goto out;
   if (ftl_fmt(path, sizeof path, "%s/%s", final_dir, FTL_ADAPTER_SAFETENSORS)) {

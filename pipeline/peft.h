@@ -15,6 +15,7 @@
 #ifndef FTL_PIPELINE_PEFT_H
 #define FTL_PIPELINE_PEFT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "ftl/error.h"
@@ -48,11 +49,39 @@ typedef struct ftl_peft_opts {
 } ftl_peft_opts;
 
 /* Exports final_dir (verified first: its commit marker must be valid) into out_dir (created if
- * missing; both files written atomically). opts may be NULL. */
+ * missing; both files written atomically). opts may be NULL. A PEFT final/ (pl_peft_final_is_peft)
+ * is copied as it is (pl_peft_copy_final), its base (opts->base_path) a Hugging Face folder. */
 ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
 
 /* The same for a run directory: RUNDIR/final -> RUNDIR/export (out_dir NULL) or out_dir. */
 ftl_err pl_peft_export_run(const char *run_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
+
+/* ---- a final/ that is already in PEFT's layout (docs/formats/adapter.md, "A PEFT final/") ----
+ * A program that trains with peft (examples/hf-lora) writes final/ with save_pretrained and
+ * commits it (ftl_adapter_commit); the gate evaluates it and `ftl publish` packages its two
+ * files as they are, with no conversion. */
+
+/* 1 when final_dir holds adapter_config.json (of any type: the check refuses what is not a
+ * regular file), which is what marks a PEFT final/; 0 for the example's own format. */
+int pl_peft_final_is_peft(const char *final_dir);
+
+/* Checks a PEFT final/: its commit marker lists and matches adapter_config.json and
+ * adapter_model.safetensors; adapter_config.json is a JSON object of a LoRA adapter (peft_type
+ * "LORA", r an integer >= 1, lora_alpha a number, target_modules a list of names or a pattern,
+ * base_model_name_or_path a string or null); adapter_model.safetensors parses strictly and holds
+ * PEFT's names (base_model.model....). Errors name the file and the field. */
+ftl_err pl_peft_final_check(const char *final_dir, ftl_diag *d);
+
+/* Copies a checked PEFT final/ into out_dir (made if missing) as it is: adapter_config.json and
+ * adapter_model.safetensors byte for byte; with want_files (the gate's entries of final/,
+ * pl_folder_digest's PL_FOLDER_FLAT {path, size, sha256}), each copy must have its entry's
+ * SHA-256. With base_dir (a Hugging Face model folder: exactly
+ * config.json, model.safetensors, special_tokens_map.json, tokenizer.json, tokenizer_config.json,
+ * as a package's base/ holds them, hf_base.h), copies it into out_dir/base (an old out_dir/base
+ * is removed first, also without base_dir) and, with base_sha256,
+ * checks the copy's folder digest (pl_folder_digest, PL_FOLDER_TREE) is the snapshot's. */
+ftl_err pl_peft_copy_final(const char *final_dir, const json_t *want_files, const char *out_dir, const char *base_dir,
+                           const char *base_sha256, ftl_diag *d);
 
 #ifdef __cplusplus
 }

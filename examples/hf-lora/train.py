@@ -11,9 +11,11 @@
 # operator byte, scored on the answer bytes only; the lines are made in code from the seed, or
 # read from --data FILE (ftl-finetune-data's train.txt). Deterministic: killed and resumed it ends
 # with the same adapter bytes as an unbroken run (tests/python/hf_lora_kill.sh). At the end rank 0
-# writes the adapter with peft's save_pretrained to RUNDIR/export/ (or --out).
+# writes the adapter with peft's save_pretrained to RUNDIR/final/ (or --out), committed by ftl's
+# marker (final/COMMIT), which is what the gate evaluates and `ftl publish` packages.
 #
-#   ftl run examples/hf-lora/job.yaml             (docs/python.md; run it with .venv/bin/python)
+#   ftl run examples/hf-lora/job.yaml   snapshot -> train -> gate (eval.py) -> publish -> promote
+#                                       (docs/python.md, docs/pipeline.md)
 #
 # Not here: downloading anything (no model hub: HF_HUB_OFFLINE), transformers' Trainer, a GPU.
 import argparse
@@ -54,7 +56,7 @@ def parse_args():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ckpt-every", type=int, default=10)
     p.add_argument("--step-ms", type=float, default=0, help="sleep per step (tests: a kill lands mid-run)")
-    p.add_argument("--out", default=None, help="adapter folder (default RUNDIR/export)")
+    p.add_argument("--out", default=None, help="adapter folder (default RUNDIR/final, committed for the gate)")
     return p.parse_args()
 
 

@@ -49,6 +49,14 @@ FTL_API ftl_err ftl_adapter_final_dir(const ftl_info *info, char *out, size_t si
 FTL_API ftl_err ftl_adapter_write(const char *dir, const ftl_adapter_tensor *tensors, size_t n, const char *json,
                                   size_t json_len, ftl_diag *d);
 
+/* Commits an adapter that the program wrote itself in another layout (PEFT's save_pretrained:
+ * adapter_config.json, adapter_model.safetensors, README.md): writes dir/COMMIT, atomically and
+ * last, with each of names[0..n) (bare file names in dir, every one already durable) and its size
+ * and SHA-256. The gate and `ftl publish` take such a folder as final/ (docs/formats/adapter.md,
+ * "A PEFT final/"). Removing an old COMMIT before rewriting the files is the caller's (a fresh
+ * folder renamed into place has none). Call it on one rank. */
+FTL_API ftl_err ftl_adapter_commit(const char *dir, const char *const *names, size_t n, ftl_diag *d);
+
 /* A committed adapter read back. */
 typedef struct ftl_adapter ftl_adapter;
 

@@ -18,7 +18,8 @@ import shutil
 
 import numpy as np
 
-__all__ = ["FtlError", "Context", "Checkpoint", "init", "split_rows", "library_path", "SPLIT", "REPLICATED"]
+__all__ = ["FtlError", "Context", "Checkpoint", "init", "split_rows", "commit_adapter", "library_path", "SPLIT",
+           "REPLICATED"]
 
 SPLIT, REPLICATED = 0, 1  # ftl_ckpt_layout
 _HOST, _DEVICE = 0, 1  # ftl_ckpt_mem
@@ -101,12 +102,17 @@ def _load():
         "ftl_ckpt_prepare": (i, [p]), "ftl_ckpt_save": (i, [p, i64]),
         "ftl_ckpt_wait": (i, [p, i64, p]), "ftl_ckpt_in_flight": (i, [p]),
         "ftl_ckpt_restore": (i, [p, p]), "ftl_ckpt_errmsg": (s, [p]), "ftl_ckpt_dir": (s, [p]),
+        "ftl_adapter_commit": (i, [s, ctypes.POINTER(s), sz, ctypes.POINTER(_Diag)]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
     _lib = lib
     return lib
+
+
+class _Diag(ctypes.Structure):  # ftl_diag (include/ftl/error.h)
+    _fields_ = [("msg", ctypes.c_char * 1024)]
 
 
 class _Info(ctypes.Structure):  # ftl_info (include/ftl/rdzv.h)
@@ -272,6 +278,17 @@ def split_rows(rows, rank, world_size):
     start, count = ctypes.c_int64(), ctypes.c_int64()
     _load().ftl_ckpt_split_rows(int(rows), int(rank), int(world_size), ctypes.byref(start), ctypes.byref(count))
     return start.value, count.value
+
+
+def commit_adapter(folder, names):
+    """Writes FOLDER/COMMIT (ftl_adapter_commit, include/ftl/adapter.h): the final adapter's commit
+    marker over the files `names` (bare names in FOLDER, already written and fsynced), so the gate
+    and `ftl publish` take the folder as a whole adapter. Not collective: call it on one rank."""
+    enc = [n.encode() for n in names]
+    arr = (ctypes.c_char_p * max(1, len(enc)))(*enc)
+    diag = _Diag()
+    rc = _load().ftl_adapter_commit(os.fsencode(folder), arr, len(enc), ctypes.byref(diag))
+    _check(rc, _text(diag.msg))
 
 
 # ---- checkpoints ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ its loop; `TrainingState` puts what a resumed run needs into one ftl checkpoint 
         ...forward, backward, optimizer.step()...
         if state.step_end(step, loss.item()):    # heartbeat, progress, checkpoint, stop request
             break
-    state.finish(model, out_dir)                  # last commit; rank 0: model.save_pretrained
+    state.finish(model)                           # last commit; rank 0: save_pretrained to RUNDIR/final
 
 What is registered (docs/python.md, "Hugging Face: ftl.hf"): every trainable parameter of the
 model (a PEFT model's LoRA tensors), the optimizer's state tensors (Adam/AdamW's are made before
@@ -125,10 +125,13 @@ def _fsync_tree(folder):
         os.close(fd)
 
 
-def export_adapter(model, out_dir):
+def export_adapter(model, out_dir, commit=True):
     """`model.save_pretrained` into OUT_DIR as one step: written and fsynced into a sibling
     temporary folder, then renamed over OUT_DIR, so a reader (or a restarted rank 0) sees either
-    the whole adapter or none of it. Returns OUT_DIR."""
+    the whole adapter or none of it. With `commit`, the folder gets ftl's commit marker over every
+    file save_pretrained wrote (COMMIT, ftl.commit_adapter) before the rename, so RUNDIR/final
+    written this way is what the gate and `ftl publish` take (docs/pipeline.md, "A PEFT adapter
+    through the gate"). Returns OUT_DIR."""
     out_dir = os.path.abspath(out_dir)
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
@@ -147,6 +150,10 @@ def export_adapter(model, out_dir):
         for c, k, v in saved:
             setattr(c, k, v)
     _fsync_tree(tmp)
+    if commit:
+        import ftl
+
+        ftl.commit_adapter(tmp, sorted(n for n in os.listdir(tmp) if os.path.isfile(os.path.join(tmp, n))))
     if os.path.isdir(out_dir):  # an older export (a run started again from scratch): replaced
         old = f"{out_dir}.old.{os.getpid()}"
         os.rename(out_dir, old)
@@ -242,15 +249,16 @@ class TrainingState:
 
     def finish(self, model=None, out_dir=None, step=None):
         """Collective: commits the last step (when `step` is given and not saved yet) and waits for
-        the checkpoint; then rank 0 exports the adapter with `export_adapter(model, out_dir)`
-        (out_dir: default RUNDIR/export). Returns the export folder on rank 0, else None."""
+        the checkpoint; then rank 0 writes the adapter with `export_adapter(model, out_dir)`
+        (out_dir: default RUNDIR/final, the run's final adapter, committed for the gate). Returns
+        the folder on rank 0, else None."""
         self.ctx.progress_section("checkpoint")  # not a training step: the checkpoint timeout applies
         if step is not None and step != self._last_saved:
             self.save(step)
         self.ck.wait()
         if model is None or self.ctx.rank != 0:
             return None
-        return export_adapter(model, out_dir or os.path.join(self.ctx.run_dir or ".", "export"))
+        return export_adapter(model, out_dir or os.path.join(self.ctx.run_dir or ".", "final"))
 
     def close(self):
         """Collective: waits for a checkpoint in flight and releases the checkpoint handle."""

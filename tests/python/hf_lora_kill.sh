@@ -1,10 +1,11 @@
 # tests/python/hf_lora_kill.sh: examples/hf-lora (transformers' LlamaForCausalLM + peft's LoRA,
 # checkpointed through ftl.hf) with a random rank SIGKILLed after the first committed checkpoint:
 # a real `ftl run` restarts the gang, the ranks restore the LoRA tensors, AdamW's state, the RNGs
-# and the data position, and peft's save_pretrained output is byte-identical to an unbroken run's.
+# and the data position, and peft's save_pretrained output in RUNDIR/final (with ftl's commit
+# marker over it) is byte-identical to an unbroken run's.
 . "$(dirname "$0")/hf_lib.sh" || exit 1
 ARGS=(--steps 40 --ckpt-every 5)
-FILES=(adapter_model.safetensors adapter_config.json README.md)
+FILES=(adapter_model.safetensors adapter_config.json README.md COMMIT)
 # Different string-hash seeds for the two runs: peft keeps target_modules as a set, whose order
 # follows the seed; the adapter's bytes must not (ftl.hf.export_adapter writes them sorted).
 t0=$(date +%s%N)
@@ -14,7 +15,7 @@ expect_rc 0 ref.out
 expect_contains ref/attempt-0000/rank-00000.out "done: 40 steps"
 echo "unbroken run: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 # What peft wrote: its names for the 2 layers' q_proj and v_proj, and trained (B not all zero).
-"$HF_PY" - ref/export <<'PY' || fail "ref/export is not the PEFT adapter expected"
+"$HF_PY" - ref/final <<'PY' || fail "ref/final is not the PEFT adapter expected"
 import json, sys
 from safetensors.torch import load_file
 t = load_file(sys.argv[1] + "/adapter_model.safetensors")
@@ -25,6 +26,10 @@ assert all(t[n].abs().sum() > 0 for n in t if ".lora_B." in n), "a lora_B is all
 cfg = json.load(open(sys.argv[1] + "/adapter_config.json"))
 assert cfg["peft_type"] == "LORA" and sorted(cfg["target_modules"]) == ["q_proj", "v_proj"], cfg
 PY
+# ftl's own reader takes it as a committed PEFT final/ (pipeline/peft_final.c): marker, files, config.
+run_ftl export.out export ref -o ref-export
+expect_rc 0 export.out
+same_files ref/final ref-export adapter_model.safetensors adapter_config.json
 
 [ -n "${SOAK_SEED:-}" ] && RANDOM=$SOAK_SEED
 KILL_RANK=$((RANDOM % 2))
@@ -47,6 +52,6 @@ expect_rc 0 out
 expect_contains victim/attempt-0001/rank-00000.out "resumed from step"
 grep -o "resumed from step [0-9]* at data position [0-9]*" victim/attempt-0001/rank-00000.out
 echo "killed and resumed run: $(( ($(date +%s%N) - t1) / 1000000 )) ms"
-same_files ref/export victim/export "${FILES[@]}"
+same_files ref/final victim/final "${FILES[@]}"
 expect_no_leftovers
 echo ok

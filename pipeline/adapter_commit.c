@@ -18,8 +18,6 @@
 #include "pipeline/sha256.h"
 
 #define MARKER_MAX_BYTES (1u << 20)
-/* A file a marker lists: an adapter, at most the size of a whole package (package.h's default). */
-#define LISTED_MAX_BYTES ((uint64_t)8 << 30)
 
 ftl_err pl_adapter_commit_clear(const char *dir, ftl_diag *d) {
   char path[4096];
@@ -147,7 +145,7 @@ ftl_err pl_adapter_commit_verify(const char *dir, const char *const *required, s
     }
     /* A regular file of bounded size only: final/ is written by the training program, and a
      * FIFO or device named in its marker must not hang or flood the gate. */
-    ftl_err hr = pl_sha256_regular(fpath, LISTED_MAX_BYTES, hex, &fsize, &rd);
+    ftl_err hr = pl_sha256_regular(fpath, FTL_ADAPTER_FILE_MAX_BYTES, hex, &fsize, &rd);
     if (hr == FTL_ERR_NOTFOUND) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is missing (listed in %s)", fpath, path);
       goto out;

@@ -13,6 +13,7 @@
 #define FTL_PIPELINE_ADAPTER_COMMIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ftl/error.h"
 
@@ -23,6 +24,9 @@ extern "C" {
 #define FTL_ADAPTER_COMMIT_NAME "COMMIT"
 #define FTL_ADAPTER_COMMIT_FORMAT "ftl-adapter-commit"
 #define FTL_ADAPTER_COMMIT_VERSION 1
+/* The largest file of an adapter any reader takes (the size of a whole package): final/ is written
+ * by the training program, so each file is read as a regular file of at most this size. */
+#define FTL_ADAPTER_FILE_MAX_BYTES ((uint64_t)8 << 30)
 
 /* The example's adapter files, in the order they are written. */
 #define FTL_ADAPTER_SAFETENSORS "adapter.safetensors"

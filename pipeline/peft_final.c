@@ -21,6 +21,7 @@
 #include "pipeline/peft.h"
 #include "pipeline/pl_util.h"
 #include "pipeline/safetensors.h"
+#include "pipeline/sha256.h"
 #include "pipeline/snapshot.h"
 
 #define PEFT_CONFIG_MAX_BYTES ((size_t)1 << 20)
@@ -121,17 +122,36 @@ ftl_err pl_peft_final_check(const char *final_dir, ftl_diag *d) {
 }
 
 /* from_dir/name -> to_dir/name, read as a regular file of at most max_bytes, written through
- * core's atomic replace. */
-static ftl_err copy_file(const char *from_dir, const char *to_dir, const char *name, size_t max_bytes, ftl_diag *d) {
-  char from[4096], to[4096];
+ * core's atomic replace. With want_sha256, the bytes read must have that digest (the gate's record
+ * of the file) before anything is written: final/ is read again after the gate, and a file changed
+ * since is refused, naming it. */
+static ftl_err copy_file(const char *from_dir, const char *to_dir, const char *name, size_t max_bytes,
+                         const char *want_sha256, ftl_diag *d) {
+  char from[4096], to[4096], got[FTL_SHA256_HEX_LEN + 1];
   char *data = NULL;
   size_t size = 0;
   if (ftl_fmt(from, sizeof from, "%s/%s", from_dir, name) || ftl_fmt(to, sizeof to, "%s/%s", to_dir, name))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", from_dir);
   ftl_err rc = pl_read_regular(from, max_bytes, &data, &size, d);
+  if (!rc && want_sha256) {
+    if ((rc = pl_sha256_hex(data, size, got)))
+      ftl_diag_fail(d, rc, "cannot hash %s", from);
+    else if (strcmp(want_sha256, got))
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not the file the gate evaluated (changed after the gate?)", from);
+  }
   if (!rc) rc = core_fs_replace(to, data, size, CORE_TMP_UNPREDICTABLE, NULL, -1, -1, d);
   ftl_free(data);
   return rc;
+}
+
+/* The SHA-256 the gate recorded for name in its adapter_files list, or NULL. */
+static const char *gate_digest_of(const json_t *files, const char *name) {
+  for (size_t k = 0; k < json_array_size(files); k++) {
+    const json_t *e = json_array_get(files, k);
+    const char *path = json_string_value(json_object_get(e, "path"));
+    if (path && !strcmp(path, name)) return json_string_value(json_object_get(e, "sha256"));
+  }
+  return NULL;
 }
 
 static int is_base_file(const char *name) {
@@ -179,27 +199,19 @@ ftl_err pl_peft_copy_final(const char *final_dir, const json_t *want_files, cons
   ftl_err rc = pl_peft_final_check(final_dir, d);
   if (rc) return rc;
   if ((rc = ftl_mkdir_p(out_dir, d))) return rc;
-  if ((rc = copy_file(final_dir, out_dir, FTL_PEFT_WEIGHTS_NAME, PEFT_WEIGHTS_MAX_BYTES, d)) ||
-      (rc = copy_file(final_dir, out_dir, FTL_PEFT_CONFIG_NAME, PEFT_CONFIG_MAX_BYTES, d)))
-    return rc;
-  /* The copies must be the files the gate hashed (final/ is read twice: checked, then copied). */
-  static const char *const pair[] = {FTL_PEFT_CONFIG_NAME, FTL_PEFT_WEIGHTS_NAME};
-  for (size_t i = 0; want_files && i < 2; i++) {
-    char path[4096], got[65];
-    const char *want = NULL;
-    for (size_t k = 0; k < json_array_size(want_files); k++) {
-      const json_t *e = json_array_get(want_files, k);
-      if (!strcmp(json_string_value(json_object_get(e, "path")) ? json_string_value(json_object_get(e, "path")) : "",
-                  pair[i]))
-        want = json_string_value(json_object_get(e, "sha256"));
-    }
-    if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, pair[i]))
-      return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
-    if ((rc = pl_sha256_regular(path, PEFT_WEIGHTS_MAX_BYTES, got, NULL, d))) return rc;
-    if (!want || strcmp(want, got))
+  /* The copies must be the files the gate hashed (final/ is read again here, after the gate). */
+  const char *want_weights = NULL, *want_config = NULL;
+  if (want_files) {
+    want_weights = gate_digest_of(want_files, FTL_PEFT_WEIGHTS_NAME);
+    want_config = gate_digest_of(want_files, FTL_PEFT_CONFIG_NAME);
+    const char *missing = !want_config ? FTL_PEFT_CONFIG_NAME : !want_weights ? FTL_PEFT_WEIGHTS_NAME : NULL;
+    if (missing)
       return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s/%s is not the file the gate evaluated (changed after the gate?)",
-                           final_dir, pair[i]);
+                           final_dir, missing);
   }
+  if ((rc = copy_file(final_dir, out_dir, FTL_PEFT_WEIGHTS_NAME, PEFT_WEIGHTS_MAX_BYTES, want_weights, d)) ||
+      (rc = copy_file(final_dir, out_dir, FTL_PEFT_CONFIG_NAME, PEFT_CONFIG_MAX_BYTES, want_config, d)))
+    return rc;
   if (ftl_fmt(dir, sizeof dir, "%s/%s", out_dir, FTL_PEFT_BASE_DIR))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
   pl_rm_tree(dir); /* an older export's base would be packaged with this adapter: replaced whole, or gone */
@@ -207,7 +219,7 @@ ftl_err pl_peft_copy_final(const char *final_dir, const json_t *want_files, cons
   if ((rc = check_base_listing(base_dir, d))) return rc;
   if ((rc = ftl_mkdir_p(dir, d))) return rc;
   for (size_t i = 0; i < N_BASE_FILES; i++)
-    if ((rc = copy_file(base_dir, dir, base_files[i], BASE_FILE_MAX_BYTES, d))) return rc;
+    if ((rc = copy_file(base_dir, dir, base_files[i], BASE_FILE_MAX_BYTES, NULL, d))) return rc;
   if (!base_sha256) return FTL_OK;
   /* The snapshot's digest of a folder depends only on its files' names and bytes, so the copy
    * has the input's digest exactly when it is the input as the snapshot hashed it. */

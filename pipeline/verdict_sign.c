@@ -21,12 +21,12 @@
 
 #include "core/fs.h"
 #include "ftl/core.h"
+#include "pipeline/adapter_commit.h"
 #include "pipeline/package.h"
 #include "pipeline/pl_util.h"
 
 #define SIG_HEX_LEN 128
 #define VERDICT_MAX_BYTES (1u << 20)
-#define ADAPTER_MAX_BYTES ((uint64_t)8 << 30)
 
 /* ---- message ------------------------------------------------------------------------------- */
 
@@ -177,10 +177,10 @@ static ftl_err target_digests(const char *target, ftl_verdict_digests *dg, int *
     char path[4096];
     *is_package = 0;
     if (ftl_fmt(path, sizeof path, "%s/adapter_config.json", target) ||
-        (rc = pl_sha256_regular(path, ADAPTER_MAX_BYTES, dg->config, NULL, d)))
+        (rc = pl_sha256_regular(path, FTL_ADAPTER_FILE_MAX_BYTES, dg->config, NULL, d)))
       return rc ? rc : ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", target);
     if (ftl_fmt(path, sizeof path, "%s/adapter_model.safetensors", target) ||
-        (rc = pl_sha256_regular(path, ADAPTER_MAX_BYTES, dg->model, NULL, d)))
+        (rc = pl_sha256_regular(path, FTL_ADAPTER_FILE_MAX_BYTES, dg->model, NULL, d)))
       return rc ? rc : ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", target);
     return FTL_OK;
   }

@@ -18,23 +18,8 @@
 #include "adapter_io.h"
 #include "ftl/core.h"
 #include "ftl_test.h"
+#include "pl_test_files.h"
 #include "pipeline/pipeline.h"
-
-static char *slurp(const char *path, size_t *size) {
-  char *data = NULL;
-  ftl_diag d;
-  if (ftl_read_file(path, 1 << 26, &data, size, &d)) FTL_TEST_FAIL_("%s", d.msg);
-  return data;
-}
-
-static int same_file(const char *a, const char *b) {
-  size_t na, nb;
-  char *x = slurp(a, &na), *y = slurp(b, &nb);
-  int same = na == nb && memcmp(x, y, na) == 0;
-  ftl_free(x);
-  ftl_free(y);
-  return same;
-}
 
 static void put(const char *path, const char *text) {
   ftl_diag d;
@@ -94,7 +79,7 @@ int main(void) {
   CHECK_OK(pl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
   /* A file changed after the commit. */
   size_t jn;
-  char *jtext = slurp(j1, &jn);
+  char *jtext = pl_test_slurp(j1, &jn);
   put(j1, "{}\n");
   CHECK(pl_adapter_commit_verify(final_dir, files, 2, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "adapter.json does not match its commit marker");
@@ -105,9 +90,9 @@ int main(void) {
   CHECK_OK(pl_adapter_commit_verify(final_dir, files, 2, &d), d.msg);
   /* The marker itself is deterministic: saving again gives the same bytes. */
   size_t c1n, c2n;
-  char *c1 = slurp(p, &c1n);
+  char *c1 = pl_test_slurp(p, &c1n);
   CHECK_OK(ft_adapter_save(final_dir, &a, &meta, msg, sizeof msg), msg);
-  char *c2 = slurp(p, &c2n);
+  char *c2 = pl_test_slurp(p, &c2n);
   CHECK(c1n == c2n && memcmp(c1, c2, c1n) == 0);
   CHECK_STR_CONTAINS(c1, "\"format\": \"ftl-adapter-commit\"");
   ftl_free(c1);
@@ -119,17 +104,17 @@ int main(void) {
   char e1[4096], e2[4096];
   snprintf(e1, sizeof e1, "%s/adapter_config.json", exp1);
   snprintf(e2, sizeof e2, "%s/adapter_config.json", exp2);
-  CHECK(same_file(e1, e2));
+  CHECK(pl_test_same_file(e1, e2));
   snprintf(q, sizeof q, "%s/tests/pipeline/data/adapter_config.golden.json",
            getenv("FTL_SOURCE_DIR") ? getenv("FTL_SOURCE_DIR") : "..");
-  if (!same_file(e1, q)) {
+  if (!pl_test_same_file(e1, q)) {
     size_t n;
-    char *t = slurp(e1, &n);
+    char *t = pl_test_slurp(e1, &n);
     FTL_TEST_FAIL_("%s differs from the golden %s:\n%s", e1, q, t);
   }
   snprintf(e1, sizeof e1, "%s/adapter_model.safetensors", exp1);
   snprintf(e2, sizeof e2, "%s/adapter_model.safetensors", exp2);
-  CHECK(same_file(e1, e2));
+  CHECK(pl_test_same_file(e1, e2));
   ftl_st_file *st = NULL;
   CHECK_OK(pl_st_load(e1, 1 << 26, NULL, &st, &d), d.msg);
   CHECK_STR_EQ(pl_st_meta_get(st, "format"), "pt");
@@ -168,7 +153,7 @@ int main(void) {
   CHECK_OK(pl_peft_export(final_dir, exp3, &po, &d), d.msg);
   snprintf(p, sizeof p, "%s/adapter_config.json", exp3);
   size_t n3;
-  char *t3 = slurp(p, &n3);
+  char *t3 = pl_test_slurp(p, &n3);
   CHECK_STR_CONTAINS(t3, "\"base_model_name_or_path\": \"org/base-model\"");
   ftl_free(t3);
 
@@ -182,7 +167,7 @@ int main(void) {
                            "checkpoint_step", 10, "goodput", 0.9);
   CHECK_OK(pl_package_build(exp1, verdict, prov, pk1, id1, &d), d.msg);
   CHECK_OK(pl_package_build(exp2, verdict, prov, pk2, id2, &d), d.msg);
-  CHECK(same_file(pk1, pk2));
+  CHECK(pl_test_same_file(pk1, pk2));
   CHECK_STR_EQ(id1, id2);
   char out[1024], *man = NULL;
   size_t man_size = 0;
@@ -195,9 +180,9 @@ int main(void) {
   CHECK_STR_CONTAINS(man, "\"name\": \"adapter_config.json\"");
   ftl_free(man);
   snprintf(p, sizeof p, "%s/adapter_model.safetensors", out);
-  CHECK(same_file(p, e1));
+  CHECK(pl_test_same_file(p, e1));
   snprintf(p, sizeof p, "%s/verdict.json", out);
-  CHECK(same_file(p, verdict));
+  CHECK(pl_test_same_file(p, verdict));
   snprintf(p, sizeof p, "%s/MANIFEST.json", out);
   CHECK(access(p, F_OK) == 0);
   /* Unpacking onto an existing folder, or with the wrong expected id, is refused. */

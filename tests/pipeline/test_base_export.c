@@ -23,24 +23,9 @@
 #include "base_io.h"
 #include "ftl/core.h"
 #include "ftl_test.h"
+#include "pl_test_files.h"
 #include "pipeline/hf_base.h"
 #include "pipeline/pipeline.h"
-
-static char *slurp(const char *path, size_t *size) {
-  char *data = NULL;
-  ftl_diag d;
-  if (ftl_read_file(path, 1 << 26, &data, size, &d)) FTL_TEST_FAIL_("%s", d.msg);
-  return data;
-}
-
-static int same_file(const char *a, const char *b) {
-  size_t na, nb;
-  char *x = slurp(a, &na), *y = slurp(b, &nb);
-  int same = na == nb && memcmp(x, y, na) == 0;
-  ftl_free(x);
-  ftl_free(y);
-  return same;
-}
 
 static json_t *load_json(const char *dir, const char *name) {
   char p[4096];
@@ -84,9 +69,9 @@ int main(void) {
   for (size_t i = 0; i < 5; i++) {
     snprintf(p, sizeof p, "%s/base/%s", exp1, files[i]);
     snprintf(q, sizeof q, "%s/base/%s", exp2, files[i]);
-    if (!same_file(p, q)) FTL_TEST_FAIL_("%s differs between two exports", files[i]);
+    if (!pl_test_same_file(p, q)) FTL_TEST_FAIL_("%s differs between two exports", files[i]);
   }
-  CHECK(same_file(strcat(strcpy(p, exp1), "/adapter_model.safetensors"),
+  CHECK(pl_test_same_file(strcat(strcpy(p, exp1), "/adapter_model.safetensors"),
                   strcat(strcpy(q, exp2), "/adapter_model.safetensors")));
 
   /* config.json */
@@ -209,14 +194,14 @@ int main(void) {
   for (size_t i = 0; i < 5; i++) {
     snprintf(p, sizeof p, "%s/base/%s", out, files[i]);
     snprintf(q, sizeof q, "%s/base/%s", exp1, files[i]);
-    if (!same_file(p, q)) FTL_TEST_FAIL_("unpacked base/%s differs from the export's", files[i]);
+    if (!pl_test_same_file(p, q)) FTL_TEST_FAIL_("unpacked base/%s differs from the export's", files[i]);
   }
-  CHECK(same_file(strcat(strcpy(p, out), "/adapter_config.json"), strcat(strcpy(q, exp1), "/adapter_config.json")));
+  CHECK(pl_test_same_file(strcat(strcpy(p, out), "/adapter_config.json"), strcat(strcpy(q, exp1), "/adapter_config.json")));
 
   /* A version 1 adapter.json (the GPT-2 shaped model's) is refused, saying so. */
   snprintf(p, sizeof p, "%s/adapter.json", final_dir);
   size_t n;
-  char *text = slurp(p, &n);
+  char *text = pl_test_slurp(p, &n);
   char *v = strstr(text, "\"version\": 2");
   CHECK(v != NULL);
   v[11] = '1';

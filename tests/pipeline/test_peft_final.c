@@ -22,25 +22,10 @@
 #include "ftl/adapter.h"
 #include "ftl/core.h"
 #include "ftl_test.h"
+#include "pl_test_files.h"
 #include "pipeline/peft.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/snapshot.h"
-
-static char *slurp(const char *path, size_t *size) {
-  char *data = NULL;
-  ftl_diag d;
-  if (ftl_read_file(path, 1 << 26, &data, size, &d)) FTL_TEST_FAIL_("%s", d.msg);
-  return data;
-}
-
-static int same_file(const char *a, const char *b) {
-  size_t na, nb;
-  char *x = slurp(a, &na), *y = slurp(b, &nb);
-  int same = na == nb && memcmp(x, y, na) == 0;
-  ftl_free(x);
-  ftl_free(y);
-  return same;
-}
 
 /* from/name -> to/name. */
 static void copy(const char *from, const char *to, const char *name) {
@@ -48,7 +33,7 @@ static void copy(const char *from, const char *to, const char *name) {
   size_t n;
   ftl_diag d;
   snprintf(p, sizeof p, "%s/%s", from, name);
-  char *data = slurp(p, &n);
+  char *data = pl_test_slurp(p, &n);
   snprintf(p, sizeof p, "%s/%s", to, name);
   CHECK_OK(ftl_write_file_atomic(p, data, n, &d), d.msg);
   ftl_free(data);
@@ -78,6 +63,15 @@ static void refused(const char *dir, ftl_err want, const char *needle) {
   ftl_err rc = pl_peft_final_check(dir, &d);
   if (rc != want) FTL_TEST_FAIL_("check of %s returned %d, expected %d (%s)", dir, (int)rc, (int)want, d.msg);
   CHECK_STR_CONTAINS(d.msg, needle);
+}
+
+/* dir/adapter_config.json rewritten as text and committed (so only its content is at fault), then
+ * refused with want naming needle. */
+static void config_refused(const char *dir, const char *text, ftl_err want, const char *needle) {
+  ftl_diag d;
+  put(dir, both[0], text);
+  CHECK_OK(ftl_adapter_commit(dir, both, 2, &d), d.msg);
+  refused(dir, want, needle);
 }
 
 int main(void) {
@@ -121,14 +115,14 @@ int main(void) {
   for (size_t i = 0; i < 2; i++) {
     snprintf(p, sizeof p, "%s/%s", fin, both[i]);
     snprintf(q, sizeof q, "%s/%s", out, both[i]);
-    if (!same_file(p, q)) FTL_TEST_FAIL_("%s is not copied byte for byte", both[i]);
+    if (!pl_test_same_file(p, q)) FTL_TEST_FAIL_("%s is not copied byte for byte", both[i]);
   }
   static const char *const base_files[] = {"config.json", "model.safetensors", "special_tokens_map.json",
                                            "tokenizer.json", "tokenizer_config.json"};
   for (size_t i = 0; i < 5; i++) {
     snprintf(p, sizeof p, "%s/%s", base_dir, base_files[i]);
     snprintf(q, sizeof q, "%s/base/%s", out, base_files[i]);
-    if (!same_file(p, q)) FTL_TEST_FAIL_("base/%s is not copied byte for byte", base_files[i]);
+    if (!pl_test_same_file(p, q)) FTL_TEST_FAIL_("base/%s is not copied byte for byte", base_files[i]);
   }
   snprintf(q, sizeof q, "%s/COMMIT", out);
   CHECK(access(q, F_OK) != 0); /* the package gets the adapter's files, not final/'s marker */
@@ -138,7 +132,7 @@ int main(void) {
   CHECK_OK(pl_peft_export(fin, q, &po2, &d), d.msg);
   snprintf(p, sizeof p, "%s/out2/adapter_model.safetensors", root);
   snprintf(q, sizeof q, "%s/adapter_model.safetensors", fin);
-  CHECK(same_file(p, q));
+  CHECK(pl_test_same_file(p, q));
 
   /* Not the gate's files: the entry of the weights with another digest. */
   json_t *other = json_deep_copy(gate_files);
@@ -187,27 +181,17 @@ int main(void) {
   CHECK(unlink(p) == 0);
   copy(exp, bad, both[1]);
 
-  put(bad, both[0], "{\"peft_type\": \"LORA\", \"r\": 8,");
-  CHECK_OK(ftl_adapter_commit(bad, both, 2, &d), d.msg);
-  refused(bad, FTL_ERR_CORRUPT, "bad/adapter_config.json is not valid JSON");
-  put(bad, both[0], "[1, 2]");
-  CHECK_OK(ftl_adapter_commit(bad, both, 2, &d), d.msg);
-  refused(bad, FTL_ERR_CORRUPT, "adapter_config.json is not a JSON object");
-  put(bad, both[0], "{\"peft_type\": \"IA3\", \"r\": 8, \"lora_alpha\": 16, \"target_modules\": [\"q_proj\"]}");
-  CHECK_OK(ftl_adapter_commit(bad, both, 2, &d), d.msg);
-  refused(bad, FTL_ERR_CORRUPT, "adapter_config.json: 'peft_type' is not \"LORA\"");
-  put(bad, both[0], "{\"peft_type\": \"LORA\", \"r\": \"8\", \"lora_alpha\": 16, \"target_modules\": [\"q_proj\"]}");
-  CHECK_OK(ftl_adapter_commit(bad, both, 2, &d), d.msg);
-  refused(bad, FTL_ERR_CORRUPT, "adapter_config.json: 'r' is not an integer >= 1");
-  put(bad, both[0], "{\"peft_type\": \"LORA\", \"r\": 8, \"lora_alpha\": 16, \"target_modules\": []}");
-  CHECK_OK(ftl_adapter_commit(bad, both, 2, &d), d.msg);
-  refused(bad, FTL_ERR_CORRUPT, "'target_modules' is neither a non-empty list nor a pattern");
+  config_refused(bad, "{\"peft_type\": \"LORA\", \"r\": 8,", FTL_ERR_CORRUPT, "bad/adapter_config.json is not valid JSON");
+  config_refused(bad, "[1, 2]", FTL_ERR_CORRUPT, "adapter_config.json is not a JSON object");
+  config_refused(bad, "{\"peft_type\": \"IA3\", \"r\": 8, \"lora_alpha\": 16, \"target_modules\": [\"q_proj\"]}", FTL_ERR_CORRUPT, "adapter_config.json: 'peft_type' is not \"LORA\"");
+  config_refused(bad, "{\"peft_type\": \"LORA\", \"r\": \"8\", \"lora_alpha\": 16, \"target_modules\": [\"q_proj\"]}", FTL_ERR_CORRUPT, "adapter_config.json: 'r' is not an integer >= 1");
+  config_refused(bad, "{\"peft_type\": \"LORA\", \"r\": 8, \"lora_alpha\": 16, \"target_modules\": []}", FTL_ERR_CORRUPT, "'target_modules' is neither a non-empty list nor a pattern");
   /* A config that is fine, over the example's own tensors (not PEFT's names). */
   copy(exp, bad, both[0]);
   snprintf(p, sizeof p, "%s/adapter.safetensors", cfinal);
   snprintf(q, sizeof q, "%s/adapter_model.safetensors", bad);
   size_t n;
-  char *data = slurp(p, &n);
+  char *data = pl_test_slurp(p, &n);
   CHECK_OK(ftl_write_file_atomic(q, data, n, &d), d.msg);
   ftl_free(data);
   CHECK_OK(ftl_adapter_commit(bad, both, 2, &d), d.msg);

@@ -13,8 +13,9 @@
  * for the total rate) and the best single-level interval, the controller with levels, and the
  * optimizer against the model's exhaustive-search optimum.
  *
- * Usage: bench-cadence [seeds]   (default 24). Prints tables; exit 0. The full run is not run by
- * ctest; tests/bench runs `bench-cadence 1` (the smallest size) and checks the tables' lines. */
+ * Usage: bench-cadence [seeds [work]]   (default 24 seeds of 60 MTBFs of work each). Prints tables; exit
+ * 0. The full run is not run by ctest; tests/bench runs `bench-cadence 1 10` (the smallest size) and
+ * checks the tables' lines. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,10 @@
 #define STEP_S 1.5
 #define WORLD 64
 #define WINDOW_AFTER 5
-#define WORK_MTBFS 60.0 /* each run does this many true MTBFs of useful work */
+/* Each run does this many true MTBFs of useful work: 60 by default; the suite's smoke test asks for
+ * fewer (its job is to see every table printed, not to measure), so that it stays well inside its
+ * time limit on a loaded machine under ASan. */
+static double work_mtbfs = 60.0;
 #define GRID 41
 
 typedef struct agg {
@@ -61,7 +65,7 @@ static ftl_cadence_sim_params params_for(double mtbf_s, uint64_t seed) {
                               .durable_s = DURABLE_S,
                               .restart_s = RESTART_S,
                               .step_s = STEP_S,
-                              .work_s = WORK_MTBFS * mtbf_s,
+                              .work_s = work_mtbfs * mtbf_s,
                               .world_size = WORLD,
                               .seed = seed,
                               .window_after = WINDOW_AFTER,
@@ -119,7 +123,6 @@ static void fmt_time(char *buf, size_t size, double s) {
 
 #define ML_STEP_S 1.5
 #define ML_MTBF_S (2 * 3600.0) /* the gang's MTBF, all classes together */
-#define ML_WORK_MTBFS 60.0
 #define ML_MAX_EVERY 24
 #define ML_SINGLE_GRID 13
 
@@ -137,7 +140,7 @@ typedef struct ml_agg {
 } ml_agg;
 
 static cd_sim_ml_params ml_params(const double share[3], uint64_t seed) {
-  cd_sim_ml_params p = {.levels = 3, .step_s = ML_STEP_S, .work_s = ML_WORK_MTBFS * ML_MTBF_S, .world_size = WORLD,
+  cd_sim_ml_params p = {.levels = 3, .step_s = ML_STEP_S, .work_s = work_mtbfs * ML_MTBF_S, .world_size = WORLD,
                         .seed = seed, .max_wall_factor = 200};
   for (int k = 0; k < 3; k++) {
     p.lv[k] = ML_COSTS[k];
@@ -204,7 +207,7 @@ static int bench_multilevel(int seeds) {
          "exact prior, learning δ and W; optimum: the model's exhaustive search (ratios ≤ %d).\n",
          ML_COSTS[0].stall_s, ML_COSTS[0].durable_s, ML_COSTS[0].restart_s, ML_COSTS[1].stall_s, ML_COSTS[1].durable_s,
          ML_COSTS[1].restart_s, ML_COSTS[2].stall_s, ML_COSTS[2].durable_s, ML_COSTS[2].restart_s, ML_MTBF_S / 3600,
-         ML_STEP_S, seeds, ML_WORK_MTBFS, ML_SINGLE_GRID, ML_MAX_EVERY);
+         ML_STEP_S, seeds, work_mtbfs, ML_SINGLE_GRID, ML_MAX_EVERY);
   printf("| failure mix (L1:L2:L3) | pattern (τ1; L2, L3 every) | multi-level | single-level (Daly) | best single | "
          "multi ÷ single | controller | model: pattern | model: optimum | pattern ÷ optimum |\n");
   printf("|---|---|---|---|---|---|---|---|---|---|\n");
@@ -259,13 +262,25 @@ static int bench_multilevel(int seeds) {
 
 int main(int argc, char **argv) {
   int seeds = 24;
+  if (argc > 3) {
+    fprintf(stderr, "usage: bench-cadence [seeds [work in MTBFs]]\n");
+    return 2;
+  }
   if (argc > 1) {
     int64_t v;
     if (ftl_parse_i64(argv[1], 1, 10000, &v)) {
-      fprintf(stderr, "usage: bench-cadence [seeds]\n");
+      fprintf(stderr, "bench-cadence: seeds: want a whole number from 1 to 10000, got '%s'\n", argv[1]);
       return 2;
     }
     seeds = (int)v;
+  }
+  if (argc > 2) {
+    int64_t v;
+    if (ftl_parse_i64(argv[2], 5, 1000, &v)) {
+      fprintf(stderr, "bench-cadence: work in MTBFs: want a whole number from 5 to 1000, got '%s'\n", argv[2]);
+      return 2;
+    }
+    work_mtbfs = (double)v;
   }
   ftl_log_set_level(FTL_LOG_ERROR);
   const double mtbfs_h[] = {10.0 / 60, 1, 6, 24, 100, 1000};
@@ -279,7 +294,7 @@ int main(int argc, char **argv) {
          "each run = %.0f true MTBFs of work; waste = 1 − useful / wall (lost work + stalls + restarts)\n"
          "\"after 5\": waste from the 5th failure to the end. ratio = waste / best fixed waste.\n"
          "prior M×10: the prior's rate is 10× too low (M looks 10× longer); M÷10: 10× too high.\n\n",
-         STALL_S, DURABLE_S, RESTART_S, STEP_S, WORLD, seeds, WORK_MTBFS);
+         STALL_S, DURABLE_S, RESTART_S, STEP_S, WORLD, seeds, work_mtbfs);
 
   agg best[N_M], ad[N_M][N_P], aw[N_M][N_W], f30[N_M], f1000[N_M];
   double best_tau[N_M], best_tau_whole[N_M], daly[N_M];

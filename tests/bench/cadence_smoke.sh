@@ -1,8 +1,8 @@
-# tests/bench/cadence_smoke.sh: bench-cadence 1 (one seed, bench/cadence) completes and prints its
+# tests/bench/cadence_smoke.sh: bench-cadence 1 10 (one seed of 10 MTBFs of work, bench/cadence) completes and prints its
 # four tables, a row per true MTBF each, then the multi-level table (a row per failure mix), its two
 # goal lines and the line about the paper's table.
 . "$(dirname "$0")/lib.sh" || exit 1
-run_bench 60 bench-cadence 1
+run_bench 60 bench-cadence 1 10
 expect_line '^bench-cadence: .* G = 64 ranks, 1 seeds,$'
 expect_line '^Waste after the 5th failure \(the goal: adaptive ≤ 1.05× best fixed\)$'
 expect_line '^Waste over the whole run'

@@ -11,11 +11,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "ftl/error.h"
 
 #define FTL_WIRE_MAX_LINE 65536
-#define FTL_WIRE_VERSION 2 /* 2: `step` may carry a progress report (docs/formats/rendezvous-wire.md) */
+#define FTL_WIRE_VERSION 3 /* 2: `step` may carry a progress report; 3: relays, one connection per host
+                            * (docs/formats/rendezvous-wire.md) */
 
 typedef struct ftl_linebuf {
   char *data;
@@ -52,8 +54,13 @@ ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d);
 ftl_err rz_wire_encode(const json_t *msg, char **line_out, size_t *len_out, ftl_diag *d);
 ftl_err rz_wire_send_line(int fd, const char *line, size_t len, int64_t deadline_ms, bool nowait, ftl_diag *d);
 
-/* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. */
+/* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. "@NAME" is
+ * a host's relay instead: the abstract Unix socket NAME (launcher/relay.c). */
 ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d);
+
+/* The address of the abstract Unix socket "@NAME"; FTL_ERR_INVAL when name is not one. */
+struct sockaddr_un;
+ftl_err rz_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len_out, ftl_diag *d);
 
 /* Listens on addr (NULL or "" = all addresses) at an ephemeral port; returns fd and port. */
 ftl_err rz_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d);

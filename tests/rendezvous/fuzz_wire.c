@@ -1,6 +1,7 @@
 /* tests/rendezvous/fuzz_wire.c: libFuzzer harness for the launcher wire format: arbitrary bytes
  * (what a confused or hostile peer could send) go through the line buffer and the message parser,
- * and every parsed message through the typed getters the launcher and agent use. */
+ * and every parsed message through the typed getters the launcher and agent use; a relay's
+ * envelope (fwd: its inner message) and batch (its entries) are read as the server reads them. */
 #include <stdint.h>
 #include <string.h>
 
@@ -8,6 +9,17 @@
 #include "rendezvous/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void read_fields(const json_t *msg) {
+  (void)rz_wire_str(msg, "type", "");
+  (void)rz_wire_str(msg, "token", "");
+  (void)rz_wire_int(msg, "rank", -1);
+  (void)rz_wire_int(msg, "signal", 0);
+  (void)rz_wire_num(msg, "mpi_init_ms", 0);
+  (void)rz_wire_str(msg, "role", "");
+  (void)rz_wire_str(msg, "to", "");
+  (void)rz_wire_int(msg, "to_rank", -1);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_linebuf lb = {0};
@@ -22,11 +34,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ftl_err rc = rz_linebuf_next(&lb, &msg, &d);
     if (rc == FTL_ERR_NOTFOUND) break;
     if (rc != FTL_OK) continue; /* a bad line is dropped; the next one is still read */
-    (void)rz_wire_str(msg, "type", "");
-    (void)rz_wire_str(msg, "token", "");
-    (void)rz_wire_int(msg, "rank", -1);
-    (void)rz_wire_int(msg, "signal", 0);
-    (void)rz_wire_num(msg, "mpi_init_ms", 0);
+    read_fields(msg);
+    const json_t *inner = json_object_get(msg, "msg");
+    if (json_is_object(inner)) read_fields(inner);
+    static const char *const lists[] = {"step", "alive"};
+    for (size_t k = 0; k < 2; k++) {
+      const json_t *list = json_object_get(msg, lists[k]), *entry;
+      size_t i;
+      if (!json_is_array(list)) continue;
+      json_array_foreach(list, i, entry) if (json_is_object(entry)) read_fields(entry);
+    }
     json_decref(msg);
   }
   rz_linebuf_free(&lb);

@@ -52,6 +52,7 @@
 #include "launcher/attempt_state.h"
 #include "launcher/detect.h"
 #include "launcher/goodput.h"
+#include "launcher/hostfile.h"
 #include "launcher/launcher.h"
 #include "launcher/progress.h"
 #include "launcher/sigpipe.h"
@@ -639,9 +640,21 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
     ln_standby_drop(sb, why);
   }
   if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;
-  /* Two connections per rank (its agent's and its own), as many again for a standby gang. */
-  long need = 2L * a->world * (o->standby && o->standby->enabled ? 2 : 1) + 64;
-  if ((rc = core_fd_limit_raise(need, "a gang of this size (two connections per rank)", d))) return rc;
+  /* Two connections per rank (its agent's and its own), as many again for a standby gang; with
+   * relays one per host (the hostfile's hosts; this one without a hostfile). */
+  long conns = 2L * a->world;
+  const char *what = "a gang of this size (two connections per rank)";
+  if (ln_relay_on()) {
+    ftl_hostfile_host *hosts = NULL;
+    size_t nhosts = 1;
+    ftl_diag hd;
+    if (o->hostfile && ln_hostfile_read(o->hostfile, &hosts, &nhosts, &hd) != FTL_OK) nhosts = (size_t)a->world;
+    ftl_free(hosts);
+    conns = nhosts < (size_t)a->world ? (long)nhosts : a->world;
+    what = "a gang on this many hosts (one relay connection per host)";
+  }
+  long need = conns * (o->standby && o->standby->enabled ? 2 : 1) + 64;
+  if ((rc = core_fd_limit_raise(need, what, d))) return rc;
   return rz_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
 }
 

@@ -434,6 +434,11 @@ static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg,
 /* A relay's connection closed: every agent and rank behind it that had not said goodbye is lost,
  * as if each had dropped its own connection (supervise.c and detect.c judge them as ever). */
 static void lose_relay(ftl_rdzv_server *s, conn *r, ftl_rdzv_event_fn fn, void *user) {
+  size_t silent = 0;
+  for (size_t i = 0; i < r->nlocals; i++) silent += !r->locals[i]->said_bye && r->locals[i]->role != ROLE_UNKNOWN;
+  if (silent)
+    FTL_LOG(FTL_LOG_WARN, "rdzv", "a host's relay closed its connection: %zu agent%s and rank%s behind it lost with it",
+            silent, silent == 1 ? "" : "s", silent == 1 ? "" : "s");
   while (r->nlocals > 0) {
     conn *v = r->locals[r->nlocals - 1];
     if (!v->said_bye && v->role != ROLE_UNKNOWN) emit(fn, user, FTL_RDZV_CONN_LOST, v, NULL, NULL);

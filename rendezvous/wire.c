@@ -9,7 +9,9 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ftl/core.h"
@@ -141,7 +143,47 @@ ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d) {
   return wire_send(fd, msg, FTL_NO_DEADLINE, true, d);
 }
 
+ftl_err rz_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len_out, ftl_diag *d) {
+  size_t n = strlen(name);
+  memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  if (n < 2 || name[0] != '@' || n > sizeof sa->sun_path)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "'%s' is not an abstract socket name (@NAME, at most %zu bytes)", name,
+                         sizeof sa->sun_path - 1);
+  memcpy(sa->sun_path + 1, name + 1, n - 1); /* sun_path[0] stays '\0': the abstract namespace */
+  *len_out = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+  return FTL_OK;
+}
+
+/* A host's relay (launcher/relay.c): the same retries as TCP's below; a full backlog (EAGAIN) is
+ * waited out like a refusal, within the deadline. */
+static ftl_err unix_connect(const char *name, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
+  struct sockaddr_un sa;
+  socklen_t sl;
+  ftl_err rc = rz_unix_address(name, &sa, &sl, d);
+  if (rc) return rc;
+  int64_t refused_since = -1;
+  for (;;) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sl) == 0) {
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      *fd_out = fd;
+      return FTL_OK;
+    }
+    int err = errno;
+    close(fd);
+    ftl_diag_fail(d, FTL_ERR_IO, "cannot connect to %s: %s", name, strerror(err));
+    if (err != ECONNREFUSED && err != EAGAIN) return FTL_ERR_IO;
+    if (refused_since < 0) refused_since = ftl_clock_ms();
+    else if (err == ECONNREFUSED && ftl_clock_ms() - refused_since >= 1000) return FTL_ERR_IO;
+    if (ftl_deadline_left_ms(deadline_ms) == 0) return FTL_ERR_TIMEOUT;
+    usleep(20000);
+  }
+}
+
 ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
+  if (host_port[0] == '@') return unix_connect(host_port, deadline_ms, fd_out, d);
   char host[256];
   const char *colon = strrchr(host_port, ':');
   if (!colon || colon == host_port || (size_t)(colon - host_port) >= sizeof host)

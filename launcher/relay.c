@@ -20,12 +20,11 @@
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
 
-/* The batch period, the largest message batched (bigger ones go at once), a batch line's budget
+/* The batch period, a batch line's budget
  * (under the launcher's FTL_WIRE_MAX_LINE), how long the relay outlives its last local connection,
  * how long it waits for the first, and the most local connections it takes. */
 enum {
   BATCH_MS = 250,
-  BATCH_ENTRY_MAX = 1024,
   BATCH_LINE_MAX = 60 * 1024,
   LINGER_MS = 1000,
   FIRST_WAIT_MS = 60000,
@@ -40,7 +39,8 @@ typedef struct local {
   enum local_role role;
   int rank;
   ftl_linebuf lb;
-  json_t *pending; /* the latest batched message (step or alive, with its rank), or NULL */
+  json_t *pending;     /* the latest batched message's batch entry, or NULL */
+  json_t *pending_msg; /* ... and the message itself, for a flush before a message of its own */
 } local;
 
 typedef struct relay {
@@ -86,10 +86,10 @@ static bool forward(relay *r, local *l, json_t *msg_borrowed) {
 /* A local connection's batched message goes now (before one of its own that must not wait). */
 static bool flush_pending(relay *r, local *l) {
   if (!l->pending) return true;
-  json_t *p = l->pending;
-  l->pending = NULL;
+  json_t *p = l->pending_msg;
+  json_decref(l->pending);
+  l->pending = l->pending_msg = NULL;
   r->pending--;
-  json_object_del(p, "rank");
   bool ok = forward(r, l, p);
   json_decref(p);
   return ok;
@@ -103,6 +103,7 @@ static void close_local(relay *r, size_t i, bool tell) {
   }
   if (l->pending) r->pending--;
   json_decref(l->pending);
+  json_decref(l->pending_msg);
   close(l->fd);
   rz_linebuf_free(&l->lb);
   ftl_free(l);
@@ -110,18 +111,21 @@ static void close_local(relay *r, size_t i, bool tell) {
   if (r->n == 0) r->idle_since_ms = ftl_clock_ms();
 }
 
-/* Whether msg may wait for the next batch: a rank's step heartbeat (not a progress report, which
- * the launcher logs as an event) and an agent's alive, when small. */
-static bool batchable(const local *l, const json_t *msg, const char *type) {
-  if (l->role == LOCAL_RANK && !strcmp(type, "step")) {
-    if (json_object_get(msg, "total_steps")) return false;
-  } else if (!(l->role == LOCAL_AGENT && !strcmp(type, "alive"))) {
-    return false;
+/* The batch entry msg makes when it may wait for the next batch, or NULL: a rank's step heartbeat
+ * ({type, step, compute_ms}: not a progress report, which the launcher logs as an event) as
+ * [rank, step, compute_ms], an agent's alive ({type, state, rss_kb}) as [rank, state, rss_kb]. A
+ * message with any other field goes at once, whole. */
+static json_t *batch_entry(const local *l, const json_t *msg, const char *type) {
+  if (l->role == LOCAL_RANK && !strcmp(type, "step") && json_object_size(msg) == 3) {
+    const json_t *step = json_object_get(msg, "step"), *compute = json_object_get(msg, "compute_ms");
+    if (json_is_integer(step) && json_is_number(compute))
+      return json_pack("[i, I, f]", l->rank, json_integer_value(step), json_number_value(compute));
+  } else if (l->role == LOCAL_AGENT && !strcmp(type, "alive") && json_object_size(msg) == 3) {
+    const json_t *state = json_object_get(msg, "state"), *rss = json_object_get(msg, "rss_kb");
+    if (json_is_string(state) && json_string_length(state) <= 8 && json_is_integer(rss))
+      return json_pack("[i, s, I]", l->rank, json_string_value(state), json_integer_value(rss));
   }
-  char *text = json_dumps(msg, JSON_COMPACT);
-  bool small = text && strlen(text) <= BATCH_ENTRY_MAX;
-  free(text); /* jansson's, allocated with malloc */
-  return small;
+  return NULL;
 }
 
 /* One message from a local connection; false when the connection must be closed. */
@@ -136,11 +140,12 @@ static bool on_local_message(relay *r, local *l, json_t *msg) {
     r->agents_seen += l->role == LOCAL_AGENT;
     return forward(r, l, msg);
   }
-  if (batchable(l, msg, type)) {
+  json_t *entry = batch_entry(l, msg, type);
+  if (entry) {
     if (!l->pending) r->pending++;
     json_decref(l->pending);
-    l->pending = json_incref(msg);
-    json_object_set_new(l->pending, "rank", json_integer(l->rank));
+    l->pending = entry;
+    l->pending_msg = json_incref(msg);
     return true;
   }
   /* At once, after its own batched message, so its order is kept (a section after a step). */
@@ -202,7 +207,7 @@ static bool send_batch_line(relay *r, core_buf *b) {
 }
 
 /* The batch: every pending message, the steps and the alives in lines of their own, each line at
- * most BATCH_LINE_MAX bytes (an entry is at most BATCH_ENTRY_MAX). */
+ * most BATCH_LINE_MAX bytes (an entry is a few numbers and a state of at most 8 bytes). */
 static bool send_batch(relay *r) {
   static const struct {
     enum local_role role;
@@ -217,7 +222,8 @@ static bool send_batch(relay *r) {
       if (!l->pending || l->role != parts[p].role) continue;
       char *text = json_dumps(l->pending, JSON_COMPACT);
       json_decref(l->pending);
-      l->pending = NULL;
+      json_decref(l->pending_msg);
+      l->pending = l->pending_msg = NULL;
       r->pending--;
       if (!text) continue;
       if (count && b.len + strlen(text) + 4 > BATCH_LINE_MAX) {

@@ -66,6 +66,8 @@ struct ftl_rdzv_server {
   bool accept_warned;
   char fail_reason[1024];
   json_t *activation;  /* the activate message of a standby gang, once activated (owned) */
+  json_t *batch_step;  /* {"type":"step",...} and {"type":"alive",...}: each batch entry is set into */
+  json_t *batch_alive; /* these in place and passed on, so a batch allocates nothing per entry */
 };
 
 ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
@@ -82,7 +84,9 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
   s->joined = ftl_calloc((size_t)world_size, sizeof *s->joined);
   s->hosts = ftl_calloc((size_t)world_size, sizeof *s->hosts);
   s->scratch = ftl_malloc(SCRATCH_BYTES);
-  if (!s->joined || !s->hosts || !s->scratch) {
+  s->batch_step = json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)0, "compute_ms", 0.0);
+  s->batch_alive = json_pack("{s:s, s:s, s:I}", "type", "alive", "state", "?", "rss_kb", (json_int_t)-1);
+  if (!s->joined || !s->hosts || !s->scratch || !s->batch_step || !s->batch_alive) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
@@ -112,6 +116,8 @@ void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
   if (s->listen_fd >= 0) close(s->listen_fd);
   core_evloop_destroy(s->loop);
   json_decref(s->activation);
+  json_decref(s->batch_step);
+  json_decref(s->batch_alive);
   ftl_free(s->scratch);
   ftl_free(s->conns);
   ftl_free(s->joined);
@@ -395,23 +401,32 @@ static void handle_fwd(ftl_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_
   if (!handle_message(s, v, msg, fn, user)) refuse_virtual(s, v, role, rank);
 }
 
-/* The steady state of a host in one line: each local rank's latest step report and each local
- * agent's latest alive since the last batch, as the messages themselves plus their rank. */
+/* The steady state of a host in one line: each local rank's latest step heartbeat as
+ * [rank, step, compute_ms] and each local agent's latest alive as [rank, state, rss_kb] (arrays of
+ * numbers: a fraction of the parse of objects; docs/scale.md). Each entry is set into the server's
+ * one step or alive message and passed on as that rank's; a malformed entry is skipped. */
 static void handle_batch(ftl_rdzv_server *s, conn *r, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
-  static const struct {
-    const char *key, *role;
-    ftl_rdzv_event_kind kind;
-  } parts[] = {{"step", "rank", FTL_RDZV_STEP}, {"alive", "agent", FTL_RDZV_AGENT_ALIVE}};
-  for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
-    const json_t *list = json_object_get(msg, parts[p].key);
-    size_t i;
-    const json_t *entry;
-    if (!json_is_array(list)) continue;
-    json_array_foreach(list, i, entry) {
-      conn *v = json_is_object(entry) ? local_of(s, r, parts[p].role, rz_wire_int(entry, "rank", -1)) : NULL;
-      if (v) emit(fn, user, parts[p].kind, v, entry, NULL);
+  const json_t *list = json_object_get(msg, "step"), *e;
+  size_t i;
+  if (json_is_array(list)) json_array_foreach(list, i, e) {
+      const json_t *rank = json_array_get(e, 0), *step = json_array_get(e, 1), *compute = json_array_get(e, 2);
+      if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_integer(step) || !json_is_number(compute)) continue;
+      conn *v = local_of(s, r, "rank", json_integer_value(rank));
+      if (!v) continue;
+      json_integer_set(json_object_get(s->batch_step, "step"), json_integer_value(step));
+      json_real_set(json_object_get(s->batch_step, "compute_ms"), json_number_value(compute));
+      emit(fn, user, FTL_RDZV_STEP, v, s->batch_step, NULL);
     }
-  }
+  list = json_object_get(msg, "alive");
+  if (json_is_array(list)) json_array_foreach(list, i, e) {
+      const json_t *rank = json_array_get(e, 0), *state = json_array_get(e, 1), *rss = json_array_get(e, 2);
+      if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_string(state) || !json_is_integer(rss)) continue;
+      conn *v = local_of(s, r, "agent", json_integer_value(rank));
+      if (!v) continue;
+      json_string_set(json_object_get(s->batch_alive, "state"), json_string_value(state));
+      json_integer_set(json_object_get(s->batch_alive, "rss_kb"), json_integer_value(rss));
+      emit(fn, user, FTL_RDZV_AGENT_ALIVE, v, s->batch_alive, NULL);
+    }
 }
 
 static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type,

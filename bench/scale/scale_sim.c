@@ -320,16 +320,14 @@ static void relay_batch(worker *w, conn *h) {
   len += (size_t)snprintf(line + len, sizeof line - len, "{\"type\":\"batch\",\"step\":[");
   for (int r = h->rank; r < end; r++) {
     if (w->gone[r - w->lo] || !w->next_step[r - w->lo]) continue;
-    len += (size_t)snprintf(line + len, sizeof line - len, "%s{\"type\":\"step\",\"step\":%" PRId64 ",\"compute_ms\":10.0,\"rank\":%d}",
-                            n++ ? "," : "", ++w->step_no, r);
+    len += (size_t)snprintf(line + len, sizeof line - len, "%s[%d,%" PRId64 ",10.0]", n++ ? "," : "", r, ++w->step_no);
   }
   len += (size_t)snprintf(line + len, sizeof line - len, "],\"alive\":[");
   n = 0;
   for (int r = h->rank; r < end; r++) {
     int i = r - w->lo;
     if (w->gone[i] == 2 || t < w->next_alive[i]) continue;
-    len += (size_t)snprintf(line + len, sizeof line - len, "%s{\"type\":\"alive\",\"state\":\"S\",\"rss_kb\":1000,\"rank\":%d}",
-                            n++ ? "," : "", r);
+    len += (size_t)snprintf(line + len, sizeof line - len, "%s[%d,\"S\",1000]", n++ ? "," : "", r);
     w->next_alive[i] += ALIVE_PERIOD_MS;
     if (w->next_alive[i] < t) w->next_alive[i] = t + ALIVE_PERIOD_MS;
   }

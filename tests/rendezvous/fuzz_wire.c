@@ -42,7 +42,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       const json_t *list = json_object_get(msg, lists[k]), *entry;
       size_t i;
       if (!json_is_array(list)) continue;
-      json_array_foreach(list, i, entry) if (json_is_object(entry)) read_fields(entry);
+      json_array_foreach(list, i, entry) {
+        (void)json_is_integer(json_array_get(entry, 0));
+        (void)json_array_size(entry);
+      }
     }
     json_decref(msg);
   }

@@ -158,10 +158,9 @@ static void relay_case(void) {
   CHECK_INT_EQ(c.lost, 1);
   CHECK_INT_EQ(c.lost_ranks[0], 2);
   c.lost = 0;
-  /* The steady state in one line; a batch entry for a rank of another host is ignored. */
-  relay_say(fd, "{\"type\":\"batch\",\"step\":[{\"type\":\"step\",\"rank\":1,\"step\":7,\"compute_ms\":1.5},"
-                "{\"type\":\"step\",\"rank\":2,\"step\":7}],\"alive\":[{\"type\":\"alive\",\"rank\":0,"
-                "\"state\":\"S\",\"rss_kb\":10}]}\n");
+  /* The steady state in one line; entries for a rank of another host, or malformed, are skipped. */
+  relay_say(fd, "{\"type\":\"batch\",\"step\":[[1,7,1.5],[2,7,1.0],[1,\"x\",1.0],{\"rank\":1}],"
+                "\"alive\":[[0,\"S\",10],[0,1,10]]}\n");
   pump(s, &c, ftl_deadline_after_ms(5000), batch_seen);
   CHECK_INT_EQ(c.step, 1);
   CHECK_INT_EQ(c.alive, 1);

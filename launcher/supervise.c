@@ -116,6 +116,7 @@ typedef struct attempt {
                               ended once they have gone (they return from ftl_init with the reason,
                               which must reach their output first), or at this deadline */
   int detect_due;          /* the detectors' timer fired: check_running runs them this turn */
+  int hosts_dirty;         /* a hello came since the watch's hosts were copied (refresh_hosts) */
   int warm;                /* this attempt took over the standby gang (launcher/standby.h) */
   json_t **standby_hello;  /* its agents' hellos, replayed as this attempt's (owned) */
 } attempt;
@@ -138,8 +139,12 @@ static void update_life_phase(attempt *a) {
   if (p != a->ph.phase) set_phase(a, p);
 }
 
-/* The detectors read each rank's host as the rendezvous server last heard it. */
+/* The detectors read each rank's host as the rendezvous server last heard it. A host is learnt
+ * from a hello only, so the copy is made again only after one (not on every scan: at 16k ranks
+ * that was a fifth of the launcher's steady CPU, docs/scale.md). */
 static void refresh_hosts(attempt *a) {
+  if (!a->hosts_dirty) return;
+  a->hosts_dirty = 0;
   for (int i = 0; i < a->world; i++) a->watch[i].host = rz_rdzv_server_host(a->server, i);
 }
 
@@ -344,6 +349,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
   int known = ev->rank >= 0 && ev->rank < a->world;
   rank_state *s = known ? &a->ranks[ev->rank] : NULL;
   ftl_rank_watch *w = known ? &a->watch[ev->rank] : NULL;
+  if (ev->kind == FTL_RDZV_AGENT_HELLO || ev->kind == FTL_RDZV_RANK_JOINED || ev->kind == FTL_RDZV_REJECTED)
+    a->hosts_dirty = 1;
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO:
       if (!s) return;
@@ -940,7 +947,8 @@ ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_d
                .gang = {.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE},
                .ph = LN_PHASES_INIT,
                .lost_rank = -1,
-               .term_rank = -1};
+               .term_rank = -1,
+               .hosts_dirty = 1};
   ln_gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL};
   char token[96];
   struct sigaction old[N_HANDLED];

@@ -330,11 +330,14 @@ reject:
 }
 
 /* The virtual connection of (role, rank) behind relay r, or NULL: a relay speaks for its own. */
-static conn *local_of(const ftl_rdzv_server *s, const conn *r, const char *role, int64_t rank) {
-  int k = strcmp(role, "agent") == 0 ? 0 : strcmp(role, "rank") == 0 ? 1 : -1;
+static conn *local_at(const ftl_rdzv_server *s, const conn *r, int k, int64_t rank) {
   if (k < 0 || rank < 0 || rank >= s->world_size) return NULL;
   conn *v = s->by_rank[k][rank];
   return v && v->relay == r ? v : NULL;
+}
+
+static conn *local_of(const ftl_rdzv_server *s, const conn *r, const char *role, int64_t rank) {
+  return local_at(s, r, strcmp(role, "agent") == 0 ? 0 : strcmp(role, "rank") == 0 ? 1 : -1, rank);
 }
 
 static void drop_virtual(ftl_rdzv_server *s, conn *v) {
@@ -411,7 +414,7 @@ static void handle_batch(ftl_rdzv_server *s, conn *r, const json_t *msg, ftl_rdz
   if (json_is_array(list)) json_array_foreach(list, i, e) {
       const json_t *rank = json_array_get(e, 0), *step = json_array_get(e, 1), *compute = json_array_get(e, 2);
       if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_integer(step) || !json_is_number(compute)) continue;
-      conn *v = local_of(s, r, "rank", json_integer_value(rank));
+      conn *v = local_at(s, r, 1, json_integer_value(rank));
       if (!v) continue;
       json_integer_set(json_object_get(s->batch_step, "step"), json_integer_value(step));
       json_real_set(json_object_get(s->batch_step, "compute_ms"), json_number_value(compute));
@@ -421,7 +424,7 @@ static void handle_batch(ftl_rdzv_server *s, conn *r, const json_t *msg, ftl_rdz
   if (json_is_array(list)) json_array_foreach(list, i, e) {
       const json_t *rank = json_array_get(e, 0), *state = json_array_get(e, 1), *rss = json_array_get(e, 2);
       if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_string(state) || !json_is_integer(rss)) continue;
-      conn *v = local_of(s, r, "agent", json_integer_value(rank));
+      conn *v = local_at(s, r, 0, json_integer_value(rank));
       if (!v) continue;
       json_string_set(json_object_get(s->batch_alive, "state"), json_string_value(state));
       json_integer_set(json_object_get(s->batch_alive, "rss_kb"), json_integer_value(rss));
@@ -511,6 +514,29 @@ static void accept_all(ftl_rdzv_server *s) {
   }
 }
 
+/* A relay's batch entry from the fast path (rz_wire_batch_parse): as handle_batch's. */
+typedef struct batch_ctx {
+  ftl_rdzv_server *s;
+  conn *relay;
+  ftl_rdzv_event_fn fn;
+  void *user;
+} batch_ctx;
+
+static void on_batch_entry(void *user, const rz_batch_entry *e) {
+  batch_ctx *b = user;
+  conn *v = local_at(b->s, b->relay, e->alive ? 0 : 1, e->rank);
+  if (!v) return;
+  if (e->alive) {
+    json_string_set(json_object_get(b->s->batch_alive, "state"), e->state);
+    json_integer_set(json_object_get(b->s->batch_alive, "rss_kb"), e->step);
+    emit(b->fn, b->user, FTL_RDZV_AGENT_ALIVE, v, b->s->batch_alive, NULL);
+  } else {
+    json_integer_set(json_object_get(b->s->batch_step, "step"), e->step);
+    json_real_set(json_object_get(b->s->batch_step, "compute_ms"), e->compute_ms);
+    emit(b->fn, b->user, FTL_RDZV_STEP, v, b->s->batch_step, NULL);
+  }
+}
+
 /* Handles every complete line of `data` (len bytes); returns false when the connection must go.
  * *used says how much was consumed (the rest is a partial line). */
 static bool handle_lines(ftl_rdzv_server *s, conn *c, const char *data, size_t len, size_t *used, ftl_rdzv_event_fn fn,
@@ -522,9 +548,12 @@ static bool handle_lines(ftl_rdzv_server *s, conn *c, const char *data, size_t l
     size_t line_len = (size_t)(nl - (data + at));
     json_t *msg = NULL;
     ftl_diag d;
+    batch_ctx bc = {s, c, fn, user};
     if (line_len > FTL_WIRE_MAX_LINE) {
       emit(fn, user, FTL_RDZV_REJECTED, c, NULL, "message longer than the wire's limit");
       keep = false;
+    } else if (c->role == ROLE_RELAY && rz_wire_batch_parse(data + at, line_len, on_batch_entry, &bc) == FTL_OK) {
+      /* a relay's batch, read without jansson (the common line at scale) */
     } else if (rz_wire_parse(data + at, line_len, &msg, &d) != FTL_OK) {
       emit(fn, user, FTL_RDZV_REJECTED, c, NULL, d.msg);
       keep = false;

@@ -1,13 +1,16 @@
 /* rendezvous/wire.c: line framing and TCP plumbing for the launcher <-> rank protocol. */
 #include "rendezvous/wire.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -272,6 +275,85 @@ out:
   if (fd >= 0) close(fd);
   freeaddrinfo(res);
   return rc;
+}
+
+/* --- the batch's fast path (wire.h) --------------------------------------------------------- */
+
+typedef struct cursor {
+  const char *p, *end;
+} cursor;
+
+static bool take(cursor *c, const char *lit) {
+  size_t n = strlen(lit);
+  if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0) return false;
+  c->p += n;
+  return true;
+}
+
+static bool take_int(cursor *c, int64_t *out) {
+  bool neg = c->p < c->end && *c->p == '-';
+  if (neg) c->p++;
+  int64_t v = 0;
+  int digits = 0;
+  while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && digits < 18) {
+    v = v * 10 + (*c->p++ - '0');
+    digits++;
+  }
+  if (!digits || (c->p < c->end && *c->p >= '0' && *c->p <= '9')) return false;
+  *out = neg ? -v : v;
+  return true;
+}
+
+static bool take_num(cursor *c, double *out) {
+  char buf[40];
+  size_t n = 0;
+  while (c->p + n < c->end && n < sizeof buf - 1 && strchr("+-.eE0123456789", c->p[n]) && c->p[n]) n++;
+  if (!n || n == sizeof buf - 1) return false;
+  memcpy(buf, c->p, n);
+  buf[n] = '\0';
+  char *stop = NULL;
+  double v = strtod(buf, &stop);
+  if (stop != buf + n || !isfinite(v)) return false;
+  c->p += n;
+  *out = v;
+  return true;
+}
+
+static bool take_state(cursor *c, char *out) {
+  size_t n = 0;
+  if (!take(c, "\"")) return false;
+  while (c->p < c->end && n < 8 && (isalpha((unsigned char)*c->p) || *c->p == '?')) out[n++] = *c->p++;
+  out[n] = '\0';
+  return n > 0 && take(c, "\"");
+}
+
+/* One list ("step" or "alive") after its '[': entries to fn when fn is not NULL. */
+static bool take_list(cursor *c, bool alive, void (*fn)(void *, const rz_batch_entry *), void *user) {
+  if (take(c, "]")) return true;
+  for (;;) {
+    rz_batch_entry e = {.alive = alive};
+    bool ok = take(c, "[") && take_int(c, &e.rank) && take(c, ",");
+    if (ok && alive) ok = take_state(c, e.state) && take(c, ",") && take_int(c, &e.step);
+    else if (ok) ok = take_int(c, &e.step) && take(c, ",") && take_num(c, &e.compute_ms);
+    if (!ok || !take(c, "]")) return false;
+    if (fn) fn(user, &e);
+    if (take(c, "]")) return true;
+    if (!take(c, ",")) return false;
+  }
+}
+
+static bool batch_pass(const char *line, size_t len, void (*fn)(void *, const rz_batch_entry *), void *user) {
+  cursor c = {line, line + len};
+  if (!take(&c, "{\"type\":\"batch\"")) return false;
+  if (take(&c, ",\"step\":[") && !take_list(&c, false, fn, user)) return false;
+  if (take(&c, ",\"alive\":[") && !take_list(&c, true, fn, user)) return false;
+  return take(&c, "}") && c.p == c.end;
+}
+
+ftl_err rz_wire_batch_parse(const char *line, size_t len, void (*fn)(void *user, const rz_batch_entry *e), void *user) {
+  if (!batch_pass(line, len, NULL, user)) return FTL_ERR_NOTFOUND;
+  batch_pass(line, len, fn, user);
+  return FTL_OK;
 }
 
 int64_t rz_wire_int(const json_t *msg, const char *key, int64_t fallback) {

@@ -86,6 +86,7 @@ static int never(const counts *c) { (void)c; return 0; }
 static int one_lost(const counts *c) { return c->lost >= 1; }
 static int three_lost(const counts *c) { return c->lost >= 3; }
 static int batch_seen(const counts *c) { return c->step >= 1 && c->alive >= 1; }
+static int batch_twice(const counts *c) { return c->step >= 2 && c->alive >= 2; }
 static int relay_done(const counts *c) { return c->lost >= 1 && c->exits >= 1; }
 
 /* Plays a relay: a TCP connection that sends raw lines and reads what the launcher sends back. */
@@ -164,6 +165,11 @@ static void relay_case(void) {
   pump(s, &c, ftl_deadline_after_ms(5000), batch_seen);
   CHECK_INT_EQ(c.step, 1);
   CHECK_INT_EQ(c.alive, 1);
+  /* The compact layout a relay writes takes the fast path (rz_wire_batch_parse): the same events. */
+  relay_say(fd, "{\"type\":\"batch\",\"step\":[[1,7,2.5],[2,7,1.0]],\"alive\":[[0,\"S\",11],[1,\"T\",-1]]}\n");
+  pump(s, &c, ftl_deadline_after_ms(5000), batch_twice);
+  CHECK_INT_EQ(c.step, 2);
+  CHECK_INT_EQ(c.alive, 2);
   /* Pings and signals reach the relay once, addressed to its agents. */
   rz_rdzv_server_ping_agents(s);
   relay_expect(s, &c, fd, &lb, "{\"type\":\"ping\",\"to\":\"agent\"}");

@@ -366,7 +366,7 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
    * finds them. */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  char relay_var[sizeof env.addr + 16] = "";
+  char relay_var[sizeof env.relay + 16] = "";
   if (env.present) {
     char addrs[512];
     host_addresses(addrs, sizeof addrs);
@@ -379,14 +379,16 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
        * launcher takes both kinds in one gang. */
       ftl_launch_env via = env;
       ftl_diag rd = {{0}};
-      if (ln_relay_address(&env, via.addr, sizeof via.addr, &rd) == FTL_OK &&
+      if (ln_relay_address(&env, via.relay, sizeof via.relay, &rd) == FTL_OK &&
           ln_relay_ensure(&env, ag->pl.local_world_size, &ag->relay_pid, &rd) == FTL_OK)
         crc = rz_rdzv_client_open_with(&ag->client, &via, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), &rd);
-      if (crc == FTL_OK) snprintf(relay_var, sizeof relay_var, "FTL_RDZV_ADDR=%s", via.addr);
+      if (crc == FTL_OK) snprintf(relay_var, sizeof relay_var, "FTL_RELAY_ADDR=%s", via.relay);
       else FTL_LOG(FTL_LOG_WARN, "agent", "no relay on this host (%s): connecting to the launcher directly", rd.msg);
     }
-    if (crc != FTL_OK)
+    if (crc != FTL_OK) {
+      env.relay[0] = '\0';
       crc = rz_rdzv_client_open_with(&ag->client, &env, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), d);
+    }
     json_decref(extra);
     if (crc != FTL_OK) {
       FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d->msg);
@@ -395,7 +397,8 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
   }
   /* The program's environment: this agent's (the attempt's, as ftl run built it), the job's `env`
    * it carried (FTL_JOB_ENV_*, for the program alone) and where the rank sits, built here and given
-   * to execve rather than set in the agent's own; with a relay, the relay's address to report to. */
+   * to execve rather than set in the agent's own; with a relay, the relay's address to report to
+   * (FTL_RELAY_ADDR: FTL_RDZV_ADDR stays the launcher's, as every rank has always seen it). */
   char place[4][48];
   snprintf(place[0], sizeof place[0], "RANK=%d", ag->pl.rank);
   snprintf(place[1], sizeof place[1], "WORLD_SIZE=%d", ag->pl.world_size);

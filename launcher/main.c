@@ -107,6 +107,8 @@ static const char env_help[] =
     "  FTL_RELAY                                        1: each host's agents and ranks report through one\n"
     "                                                   relay per host, one connection to ftl (set it for\n"
     "                                                   `ftl run`; docs/formats/rendezvous-wire.md \"Relays\")\n"
+    "  FTL_RELAY_ADDR                                   the program's: its host's relay (@NAME), which ftl_init\n"
+    "                                                   reports to instead of FTL_RDZV_ADDR (set by its agent)\n"
     "  FTL_STANDBY                                      1 in a standby gang: ftl_init parks after MPI_Init until\n"
     "                                                   the launcher activates it (docs/fault-tolerance.md)\n"
     "  FTL_FLEET_LEDGER                                 the spec's fleet_ledger, or empty\n"

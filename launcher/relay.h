@@ -6,7 +6,8 @@
  * fanned out from one line.
  *
  * The first agent of a host to call ln_relay_ensure starts it (a fork of that agent, in its own
- * session, so mpirun's teardown of agents does not end it); mpirun still starts every rank, so
+ * session, so mpirun's teardown of agents does not end it; the agent gives its program the relay's
+ * address as FTL_RELAY_ADDR); mpirun still starts every rank, so
  * MPI_Init is untouched. It ends when the launcher's connection closes (closing every local
  * connection: each agent then ends its program, as when its own connection to the launcher
  * closes), at once when every agent of the host has come and gone, or when its last local

@@ -17,7 +17,7 @@
 
 int ln_relay_on(void) {
   const char *v = getenv("FTL_RELAY");
-  return v && !strcmp(v, "1");
+  return !v || strcmp(v, "0") != 0; /* on unless FTL_RELAY=0 */
 }
 
 ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size) {

@@ -10,7 +10,8 @@
 # limit (ulimit -Hn) is reported as not run, naming the limit. FTL_SCALE_KEEP=1 keeps the work folder
 # (the run directories, the launcher's logs) for a look. FTL_SCALE_RANKS_PER_HOST=K (default 8): the
 # simulated hosts' size, each behind one relay connection (wire version 3, `ftl run` with
-# FTL_RELAY=1); 0: the version 2 shape, two connections per rank (the table before the relay).
+# FTL_RELAY=1); 0: the version 2 shape, two connections per rank (`ftl run` with FTL_RELAY=0: the
+# table before the relay).
 set -uo pipefail
 smoke=0
 if [ "${1:-}" = --smoke ]; then

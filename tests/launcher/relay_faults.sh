@@ -1,8 +1,8 @@
-# The host relay (FTL_RELAY=1, wire version 3): every agent and rank of this host reports through
+# The host relay (wire version 3, on by default): every agent and rank of this host reports through
 # one relay process, and failures are still named as without it: a killed rank is that rank's
 # failure (and the relay is gone with the gang: nothing is left over); a killed agent is that
 # rank's lost agent; the relay itself killed loses every agent behind it, an attempt failure that
-# says so (on the launcher's own host never a lost host).
+# says so (on the launcher's own host never a lost host). FTL_RELAY=0 keeps the old shape.
 . "$(dirname "$0")/lib.sh" || exit 1
 export FTL_RELAY=1 FTL_LOG_LEVEL=debug
 
@@ -45,5 +45,12 @@ expect_rc 1 out3
 expect_contains out3 "a host's relay closed its connection: 8 agents and ranks behind it lost with it"
 expect_contains out3 "lost its agent"
 grep -q "host $(hostname -s) is lost" out3 && fail "the launcher's own host was called lost"
+expect_no_leftovers
+
+# 4. FTL_RELAY=0: no relay; every agent and rank connects directly, and a failure reads the same.
+FTL_RELAY=0 run_ftl out4 run -n 2 --max-restarts 0 --run-dir run4 -- gang_probe --kill-rank 1 --check-env --marker "$MARKER"
+expect_rc 1 out4
+expect_contains out4 "rank 1 on host $(hostname -s) was killed by signal 9 (SIGKILL)"
+grep -q "relay of host" out4 && fail "FTL_RELAY=0 still started a relay"
 expect_no_leftovers
 echo "ok"

@@ -323,10 +323,11 @@ static int relay_run(relay *r) {
       code = 1;
       break;
     }
-    if (pr > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && !read_launcher(r)) break;
-    /* Back to front: closing local i moves the last one into its place, which was read already. */
+    /* The locals first, back to front: closing local i moves the last one into its place, which was
+     * read already. Then the launcher (whose `drop` may close a local: fds no longer match after). */
     for (size_t i = polled; pr > 0 && i-- > 0;)
       if ((fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) && !read_local(r, r->locals[i])) close_local(r, i, true);
+    if (pr > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && !read_launcher(r)) break;
     if (pr > 0 && (fds[1].revents & POLLIN)) accept_locals(r);
     if (ftl_clock_ms() >= r->next_batch_ms) {
       if (!send_batch(r)) break;

@@ -36,6 +36,7 @@
 #include "ftl/core.h"
 #include "launcher/gang.h"
 #include "launcher/launcher.h"
+#include "launcher/relay.h"
 #include "launcher/sigpipe.h"
 #include "rendezvous/client.h"
 #include "rendezvous/wire.h"
@@ -337,6 +338,7 @@ typedef struct agent {
   char prefix[32];
   int standby;          /* FTL_STANDBY=1: parked until the launcher's activation */
   char attempt_dir[PATH_MAX]; /* "" until known (a standby: its activation) */
+  pid_t relay_pid;      /* the host's relay when this agent started it (launcher/relay.h), else 0 */
 } agent;
 
 /* The rank's place, the program's environment, the parent-death signal and the launcher
@@ -349,19 +351,6 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
   }
   ftl_log_init_from_env();
   ftl_log_set_identity(ag->pl.rank, ag->pl.world_size);
-  /* The program's environment: this agent's (the attempt's, as ftl run built it), the job's `env`
-   * it carried (FTL_JOB_ENV_*, for the program alone) and where the rank sits, built here and given
-   * to execve rather than set in the agent's own. */
-  char place[4][48];
-  snprintf(place[0], sizeof place[0], "RANK=%d", ag->pl.rank);
-  snprintf(place[1], sizeof place[1], "WORLD_SIZE=%d", ag->pl.world_size);
-  snprintf(place[2], sizeof place[2], "LOCAL_RANK=%d", ag->pl.local_rank);
-  snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", ag->pl.local_world_size);
-  char *overrides[] = {place[0], place[1], place[2], place[3], NULL};
-  if (ln_gang_program_env(environ, overrides, prog_env, d)) {
-    fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
-    return FTL_EXIT_LAUNCH;
-  }
   env.rank = ag->pl.rank;
   env.world_size = ag->pl.world_size;
 
@@ -377,16 +366,48 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
    * finds them. */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
+  char relay_var[sizeof env.relay + 16] = "";
   if (env.present) {
     char addrs[512];
     host_addresses(addrs, sizeof addrs);
     json_t *extra = json_pack("{s:s}", "addrs", addrs);
-    ftl_err crc = rz_rdzv_client_open_with(&ag->client, &env, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), d);
+    ftl_err crc = FTL_ERR_IO;
+    const char *relay = getenv("FTL_RELAY");
+    if (relay && !strcmp(relay, "1")) {
+      /* Through the host's relay (wire version 3, launcher/relay.h): started by whichever agent of
+       * this host comes first. Should it fail, this agent and its program connect directly: the
+       * launcher takes both kinds in one gang. */
+      ftl_launch_env via = env;
+      ftl_diag rd = {{0}};
+      if (ln_relay_address(&env, via.relay, sizeof via.relay, &rd) == FTL_OK &&
+          ln_relay_ensure(&env, ag->pl.local_world_size, &ag->relay_pid, &rd) == FTL_OK)
+        crc = rz_rdzv_client_open_with(&ag->client, &via, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), &rd);
+      if (crc == FTL_OK) snprintf(relay_var, sizeof relay_var, "FTL_RELAY_ADDR=%s", via.relay);
+      else FTL_LOG(FTL_LOG_WARN, "agent", "no relay on this host (%s): connecting to the launcher directly", rd.msg);
+    }
+    if (crc != FTL_OK) {
+      env.relay[0] = '\0';
+      crc = rz_rdzv_client_open_with(&ag->client, &env, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), d);
+    }
     json_decref(extra);
     if (crc != FTL_OK) {
       FTL_LOG(FTL_LOG_ERROR, "agent", "cannot reach the launcher at %s: %s", env.addr, d->msg);
       return FTL_EXIT_LAUNCH;
     }
+  }
+  /* The program's environment: this agent's (the attempt's, as ftl run built it), the job's `env`
+   * it carried (FTL_JOB_ENV_*, for the program alone) and where the rank sits, built here and given
+   * to execve rather than set in the agent's own; with a relay, the relay's address to report to
+   * (FTL_RELAY_ADDR: FTL_RDZV_ADDR stays the launcher's, as every rank has always seen it). */
+  char place[4][48];
+  snprintf(place[0], sizeof place[0], "RANK=%d", ag->pl.rank);
+  snprintf(place[1], sizeof place[1], "WORLD_SIZE=%d", ag->pl.world_size);
+  snprintf(place[2], sizeof place[2], "LOCAL_RANK=%d", ag->pl.local_rank);
+  snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", ag->pl.local_world_size);
+  char *overrides[] = {place[0], place[1], place[2], place[3], relay_var[0] ? relay_var : NULL, NULL};
+  if (ln_gang_program_env(environ, overrides, prog_env, d)) {
+    fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
+    return FTL_EXIT_LAUNCH;
   }
   return FTL_EXIT_OK;
 }
@@ -636,6 +657,9 @@ out:
   rz_linebuf_free(&ag.from_launcher);
   ln_argv_free(prog_env);
   if (ag.client.fd >= 0) rz_rdzv_client_close(&ag.client);
+  /* The relay this agent started ends once the host's other agents have; mpirun (which waits for
+   * this agent) then outlives it. Bounded: an agent that never comes is waited for a second. */
+  ln_relay_wait(ag.relay_pid, ftl_deadline_after_ms(ag.grace_ms + 5000));
   if (ag.out.log_fd >= 0) close(ag.out.log_fd);
   if (ag.err.log_fd >= 0) close(ag.err.log_fd);
   if (ag.out.pipe_fd >= 0) close(ag.out.pipe_fd);

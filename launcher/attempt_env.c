@@ -15,6 +15,11 @@
 #include "launcher/gang.h"
 #include "rendezvous/wire.h"
 
+int ln_relay_on(void) {
+  const char *v = getenv("FTL_RELAY");
+  return !v || strcmp(v, "0") != 0; /* on unless FTL_RELAY=0 */
+}
+
 ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size) {
   unsigned char raw[8] = {0};
   int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -109,6 +114,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                        .ckpt_l1_dir = ln_job_ckpt_l1(o->job) ? (o->job->ckpt_l1_dir ? o->job->ckpt_l1_dir : "/dev/shm") : "",
                        .ckpt_l1_max_bytes = (int64_t)o->job->ckpt_l1_max_mb << 20,
                        .ckpt_l2 = ln_job_ckpt_l2(o->job),
+                       .relay = ln_relay_on(),
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
                        .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
   if ((rc = ln_gang_build_env(environ, &genv, &L->envp, d))) return rc;

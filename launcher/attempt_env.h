@@ -13,6 +13,10 @@
 /* A fresh token for attempt_no ("<16 hex digits>-a<N>"): urandom mixed with the clock and pid. */
 ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size);
 
+/* 1 unless `ftl run` was started with FTL_RELAY=0: each host's agents and ranks report through its
+ * relay (launcher/relay.h), one connection per host instead of two per rank. */
+int ln_relay_on(void);
+
 /* Kills every process on this host whose environment carries FTL_RDZV_TOKEN=token: the program's
  * grandchildren that left its process group, or a rank that mpirun failed to reap. Returns how
  * many it killed. */

@@ -180,7 +180,8 @@ const char *const ln_gang_env_names[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL
                                           "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
                                           "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
                                           "FTL_PREEMPT_GRACE_MS", "FTL_STANDBY", "FTL_CKPT_L1_DIR",
-                                          "FTL_CKPT_L1_MAX_BYTES", "FTL_CKPT_L2", "MASTER_ADDR", "MASTER_PORT", NULL};
+                                          "FTL_CKPT_L1_MAX_BYTES", "FTL_CKPT_L2", "FTL_RELAY", "MASTER_ADDR", "MASTER_PORT",
+                                          NULL};
 
 static size_t name_len(const char *kv) {
   const char *eq = strchr(kv, '=');
@@ -267,6 +268,7 @@ ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp
   env_set(&b, "FTL_CKPT_L1_DIR", e->ckpt_l1_dir ? e->ckpt_l1_dir : "");
   env_set_int(&b, "FTL_CKPT_L1_MAX_BYTES", e->ckpt_l1_max_bytes);
   env_set_int(&b, "FTL_CKPT_L2", e->ckpt_l2 ? 1 : 0);
+  env_set_int(&b, "FTL_RELAY", e->relay ? 1 : 0);
   env_set(&b, "MASTER_ADDR", e->master_addr ? e->master_addr : "127.0.0.1");
   env_set_int(&b, "MASTER_PORT", e->master_port);
   for (char *const *p = e->job_env; p && *p; p++)

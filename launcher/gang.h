@@ -60,6 +60,8 @@ typedef struct ftl_gang_env {
   const char *ckpt_l1_dir;       /* FTL_CKPT_L1_DIR: the checkpoints' L1 folder ("" or NULL: no L1) */
   int64_t ckpt_l1_max_bytes;     /* FTL_CKPT_L1_MAX_BYTES (0: the folder's free space) */
   int ckpt_l2;                   /* FTL_CKPT_L2: 1 when the job's checkpoint.levels names l2 */
+  int relay;                     /* FTL_RELAY: 1 when each host's agents and ranks report through a
+                                    relay (launcher/relay.h) */
 } ftl_gang_env;
 
 /* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */

@@ -52,6 +52,7 @@
 #include "launcher/attempt_state.h"
 #include "launcher/detect.h"
 #include "launcher/goodput.h"
+#include "launcher/hostfile.h"
 #include "launcher/launcher.h"
 #include "launcher/progress.h"
 #include "launcher/sigpipe.h"
@@ -115,6 +116,7 @@ typedef struct attempt {
                               ended once they have gone (they return from ftl_init with the reason,
                               which must reach their output first), or at this deadline */
   int detect_due;          /* the detectors' timer fired: check_running runs them this turn */
+  int hosts_dirty;         /* a hello came since the watch's hosts were copied (refresh_hosts) */
   int warm;                /* this attempt took over the standby gang (launcher/standby.h) */
   json_t **standby_hello;  /* its agents' hellos, replayed as this attempt's (owned) */
 } attempt;
@@ -137,8 +139,12 @@ static void update_life_phase(attempt *a) {
   if (p != a->ph.phase) set_phase(a, p);
 }
 
-/* The detectors read each rank's host as the rendezvous server last heard it. */
+/* The detectors read each rank's host as the rendezvous server last heard it. A host is learnt
+ * from a hello only, so the copy is made again only after one (not on every scan: at 16k ranks
+ * that was a fifth of the launcher's steady CPU, docs/scale.md). */
 static void refresh_hosts(attempt *a) {
+  if (!a->hosts_dirty) return;
+  a->hosts_dirty = 0;
   for (int i = 0; i < a->world; i++) a->watch[i].host = rz_rdzv_server_host(a->server, i);
 }
 
@@ -343,6 +349,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
   int known = ev->rank >= 0 && ev->rank < a->world;
   rank_state *s = known ? &a->ranks[ev->rank] : NULL;
   ftl_rank_watch *w = known ? &a->watch[ev->rank] : NULL;
+  if (ev->kind == FTL_RDZV_AGENT_HELLO || ev->kind == FTL_RDZV_RANK_JOINED || ev->kind == FTL_RDZV_REJECTED)
+    a->hosts_dirty = 1;
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO:
       if (!s) return;
@@ -639,9 +647,21 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
     ln_standby_drop(sb, why);
   }
   if ((rc = ln_attempt_token(o->attempt, token, token_size))) return rc;
-  /* Two connections per rank (its agent's and its own), as many again for a standby gang. */
-  long need = 2L * a->world * (o->standby && o->standby->enabled ? 2 : 1) + 64;
-  if ((rc = core_fd_limit_raise(need, "a gang of this size (two connections per rank)", d))) return rc;
+  /* Two connections per rank (its agent's and its own), as many again for a standby gang; with
+   * relays one per host (the hostfile's hosts; this one without a hostfile). */
+  long conns = 2L * a->world;
+  const char *what = "a gang of this size (two connections per rank)";
+  if (ln_relay_on()) {
+    ftl_hostfile_host *hosts = NULL;
+    size_t nhosts = 1;
+    ftl_diag hd;
+    if (o->hostfile && ln_hostfile_read(o->hostfile, &hosts, &nhosts, &hd) != FTL_OK) nhosts = (size_t)a->world;
+    ftl_free(hosts);
+    conns = nhosts < (size_t)a->world ? (long)nhosts : a->world;
+    what = "a gang on this many hosts (one relay connection per host)";
+  }
+  long need = conns * (o->standby && o->standby->enabled ? 2 : 1) + 64;
+  if ((rc = core_fd_limit_raise(need, what, d))) return rc;
   return rz_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
 }
 
@@ -927,7 +947,8 @@ ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_d
                .gang = {.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE},
                .ph = LN_PHASES_INIT,
                .lost_rank = -1,
-               .term_rank = -1};
+               .term_rank = -1,
+               .hosts_dirty = 1};
   ln_gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL};
   char token[96];
   struct sigaction old[N_HANDLED];

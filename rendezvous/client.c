@@ -30,6 +30,10 @@ ftl_err rz_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
   env->present = addr && *addr;
   if (env->present && ftl_fmt(env->addr, sizeof env->addr, "%s", addr))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RDZV_ADDR is too long");
+  const char *relay = getenv("FTL_RELAY_ADDR");
+  if (relay && *relay && (relay[0] != '@' || ftl_fmt(env->relay, sizeof env->relay, "%s", relay)))
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RELAY_ADDR='%.60s' is not a relay's address (@NAME, shorter than %zu)",
+                         relay, sizeof env->relay);
   const char *token = getenv("FTL_RDZV_TOKEN");
   if (token && ftl_fmt(env->token, sizeof env->token, "%s", token))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RDZV_TOKEN is too long");
@@ -62,7 +66,9 @@ ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, 
   ftl_linebuf lb = {0};
   c->fd = -1;
   pthread_mutex_init(&c->send_lock, NULL);
-  rc = rz_tcp_connect(env->addr, deadline_ms, &c->fd, d);
+  /* Through the host's relay when there is one (wire version 3): it speaks for this host. */
+  const char *to = env->relay[0] ? env->relay : env->addr;
+  rc = rz_tcp_connect(to, deadline_ms, &c->fd, d);
   if (rc) goto out;
   msg = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:I}", "type", role, "version", FTL_WIRE_VERSION, "token",
                   env->token, "rank", rank, "world_size", env->world_size, "host", ftl_hostname(), "pid",
@@ -90,7 +96,7 @@ ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, 
     int left = ftl_deadline_left_ms(deadline_ms);
     if (left == 0) {
       rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT, "no answer from the launcher at %s before the rendezvous deadline",
-                         env->addr);
+                         to);
       goto out;
     }
     if (poll(&pfd, 1, left) < 0) continue;
@@ -99,7 +105,7 @@ ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, 
     if (rc) goto out;
     if (eof && !memchr(lb.data ? lb.data : "", '\n', lb.len)) {
       rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher at %s closed the connection during the rendezvous",
-                         env->addr);
+                         to);
       goto out;
     }
   }

@@ -18,6 +18,8 @@ typedef struct ftl_rdzv_client {
 typedef struct ftl_launch_env {
   int present;        /* FTL_RDZV_ADDR is set: started by `ftl run` */
   char addr[300];     /* FTL_RDZV_ADDR host:port */
+  char relay[160];    /* FTL_RELAY_ADDR: this host's relay ("@NAME", launcher/relay.h), connected to
+                         instead of addr when set; "" otherwise */
   char token[128];    /* FTL_RDZV_TOKEN: run id and attempt, so a stale process cannot join */
   int64_t timeout_ms; /* FTL_RDZV_TIMEOUT_MS: what is left of the rendezvous deadline at launch */
   int rank, world_size, local_rank, local_world_size; /* RANK, WORLD_SIZE, ... (-1 if absent) */

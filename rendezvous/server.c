@@ -6,7 +6,12 @@
  * turn costs the connections that have something to say, not all of them; each ready connection
  * is found by the pointer it was registered with (no search by descriptor); reads go through one
  * shared buffer, and a connection keeps a buffer of its own only while it holds part of a line
- * (a connection between messages costs its struct alone). */
+ * (a connection between messages costs its struct alone).
+ *
+ * Since wire version 3 a host may speak through one connection, its relay (launcher/relay.c):
+ * each agent and rank behind it is a virtual connection here (a struct without a descriptor, found
+ * by rank in an index), so supervise.c sees the same events from either path. Messages to every
+ * agent or rank of a relay (go, fail, stop, signal, ping) go once per relay, which fans them out. */
 #include "rendezvous/server.h"
 
 #include <errno.h>
@@ -19,21 +24,25 @@
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
 
-enum conn_role { ROLE_UNKNOWN = 0, ROLE_AGENT = 1, ROLE_RANK = 2 };
+enum conn_role { ROLE_UNKNOWN = 0, ROLE_AGENT = 1, ROLE_RANK = 2, ROLE_RELAY = 3 };
 
 /* What one turn reads at most before returning to the caller's loop (signals, timers): a flood
  * of reports cannot starve them; what is left is still ready at the next turn (level-triggered). */
 enum { READY_BATCH = 256, READY_BATCHES_PER_TURN = 8, SCRATCH_BYTES = 64 * 1024 };
 
-typedef struct conn {
-  int fd;
+typedef struct conn conn;
+struct conn {
+  int fd;              /* for a virtual connection: its relay's */
   enum conn_role role;
   int rank;
   bool said_bye;
   bool parked;         /* a standby rank waiting for its activation */
-  size_t slot;         /* its index in ftl_rdzv_server.conns */
+  size_t slot;         /* its index in ftl_rdzv_server.conns, or in its relay's locals */
   ftl_linebuf lb;      /* a partial line only; empty (no allocation) between messages */
-} conn;
+  conn *relay;         /* a virtual connection: the relay it speaks through; NULL: its own socket */
+  conn **locals;       /* a relay: its virtual connections */
+  size_t nlocals, cap_locals;
+};
 
 struct ftl_rdzv_server {
   int listen_fd;
@@ -43,7 +52,11 @@ struct ftl_rdzv_server {
   core_evloop *loop;   /* the listener (registered with the server itself) and every connection */
   conn **conns;        /* each allocated on its own, so the pointer epoll holds stays valid */
   size_t nconns, cap;
-  size_t rank_conns;   /* connections that said a rank's hello */
+  size_t rank_conns;   /* connections that said a rank's hello (virtual ones too) */
+  size_t relays;       /* relay connections */
+  size_t nvirtual;     /* virtual connections behind them */
+  conn **by_rank[2];   /* virtual connections by rank: [0] agents, [1] ranks (allocated with the
+                          first relay; a relay's lines name their sender by rank, found in O(1)) */
   char *scratch;       /* SCRATCH_BYTES: where every read lands first */
   bool *joined;        /* per rank */
   char (*hosts)[64];   /* per rank, from whichever of agent/rank spoke first */
@@ -53,6 +66,8 @@ struct ftl_rdzv_server {
   bool accept_warned;
   char fail_reason[1024];
   json_t *activation;  /* the activate message of a standby gang, once activated (owned) */
+  json_t *batch_step;  /* {"type":"step",...} and {"type":"alive",...}: each batch entry is set into */
+  json_t *batch_alive; /* these in place and passed on, so a batch allocates nothing per entry */
 };
 
 ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
@@ -69,7 +84,9 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
   s->joined = ftl_calloc((size_t)world_size, sizeof *s->joined);
   s->hosts = ftl_calloc((size_t)world_size, sizeof *s->hosts);
   s->scratch = ftl_malloc(SCRATCH_BYTES);
-  if (!s->joined || !s->hosts || !s->scratch) {
+  s->batch_step = json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)0, "compute_ms", 0.0);
+  s->batch_alive = json_pack("{s:s, s:s, s:I}", "type", "alive", "state", "?", "rss_kb", (json_int_t)-1);
+  if (!s->joined || !s->hosts || !s->scratch || !s->batch_step || !s->batch_alive) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
@@ -87,13 +104,20 @@ out:
 void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nconns; i++) {
-    close(s->conns[i]->fd);
-    rz_linebuf_free(&s->conns[i]->lb);
-    ftl_free(s->conns[i]);
+    conn *c = s->conns[i];
+    for (size_t k = 0; k < c->nlocals; k++) ftl_free(c->locals[k]);
+    ftl_free(c->locals);
+    close(c->fd);
+    rz_linebuf_free(&c->lb);
+    ftl_free(c);
   }
+  ftl_free(s->by_rank[0]);
+  ftl_free(s->by_rank[1]);
   if (s->listen_fd >= 0) close(s->listen_fd);
   core_evloop_destroy(s->loop);
   json_decref(s->activation);
+  json_decref(s->batch_step);
+  json_decref(s->batch_alive);
   ftl_free(s->scratch);
   ftl_free(s->conns);
   ftl_free(s->joined);
@@ -106,7 +130,8 @@ int rz_rdzv_server_joined(const ftl_rdzv_server *s) { return s->joined_count; }
 bool rz_rdzv_server_rank_joined(const ftl_rdzv_server *s, int rank) {
   return rank >= 0 && rank < s->world_size && s->joined[rank];
 }
-size_t rz_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns; }
+size_t rz_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns - s->relays + s->nvirtual; }
+size_t rz_rdzv_server_relays(const ftl_rdzv_server *s) { return s->relays; }
 size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s) { return s->rank_conns; }
 bool rz_rdzv_server_went(const ftl_rdzv_server *s) { return s->went; }
 
@@ -121,9 +146,38 @@ size_t rz_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size
   return 1;
 }
 
+/* A message for one virtual connection goes through its relay, addressed (to, to_rank). */
 static void send_to(conn *c, json_t *msg) {
   ftl_diag ignored;
+  if (msg && c->relay) {
+    json_object_set_new(msg, "to", json_string(c->role == ROLE_AGENT ? "agent" : "rank"));
+    json_object_set_new(msg, "to_rank", json_integer(c->rank));
+  }
   if (msg) rz_wire_send(c->fd, msg, ftl_deadline_after_ms(2000), &ignored);
+  json_decref(msg);
+}
+
+/* Sends msg (stolen) to every connection of `role`: once to each direct one, once to each relay
+ * (addressed to all its connections of that role). nowait: as rz_wire_send_nowait (a ping the next
+ * one supersedes). Each form is encoded once. */
+static void send_to_all(ftl_rdzv_server *s, enum conn_role role, json_t *msg, bool nowait) {
+  char *line = NULL, *rline = NULL;
+  size_t len = 0, rlen = 0;
+  ftl_diag ignored;
+  if (!msg || rz_wire_encode(msg, &line, &len, &ignored) != FTL_OK) goto out;
+  if (s->relays) {
+    json_object_set_new(msg, "to", json_string(role == ROLE_AGENT ? "agent" : "rank"));
+    if (rz_wire_encode(msg, &rline, &rlen, &ignored) != FTL_OK) goto out;
+  }
+  int64_t deadline = nowait ? FTL_NO_DEADLINE : ftl_deadline_after_ms(2000);
+  for (size_t i = 0; i < s->nconns; i++) {
+    conn *c = s->conns[i];
+    if (c->role == role) rz_wire_send_line(c->fd, line, len, deadline, nowait, &ignored);
+    else if (c->role == ROLE_RELAY && rline) rz_wire_send_line(c->fd, rline, rlen, deadline, nowait, &ignored);
+  }
+out:
+  ftl_free(line);
+  ftl_free(rline);
   json_decref(msg);
 }
 
@@ -144,8 +198,7 @@ static void emit(ftl_rdzv_event_fn fn, void *user, ftl_rdzv_event_kind kind, con
 static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
   if (s->went || s->failed || s->joined_count < s->world_size) return;
   s->went = true;
-  for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i]->role == ROLE_RANK) send_to(s->conns[i], json_pack("{s:s, s:i}", "type", "go", "world_size", s->world_size));
+  send_to_all(s, ROLE_RANK, json_pack("{s:s, s:i}", "type", "go", "world_size", s->world_size), false);
   emit(fn, user, FTL_RDZV_GANG_GO, NULL, NULL, NULL);
 }
 
@@ -164,11 +217,18 @@ static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const c
     snprintf(why, sizeof why, "%s has rank %lld outside 0..%d", type, (long long)rank, s->world_size - 1);
     goto reject;
   }
+  if (c->relay && strcmp(type, "agent") == 0 && s->by_rank[0][rank]) {
+    /* Through a relay a second agent for one rank is refused (the index holds one; a rank's second
+     * join is refused on either path, below). */
+    snprintf(why, sizeof why, "agent of rank %lld said hello twice", (long long)rank);
+    goto reject;
+  }
   c->rank = (int)rank;
   const char *host = rz_wire_str(msg, "host", "?");
   if (!s->hosts[rank][0]) snprintf(s->hosts[rank], sizeof s->hosts[rank], "%s", host);
   if (strcmp(type, "agent") == 0) {
     c->role = ROLE_AGENT;
+    if (c->relay) s->by_rank[0][rank] = c;
     emit(fn, user, FTL_RDZV_AGENT_HELLO, c, msg, NULL);
     send_activation(s, c);
     return true;
@@ -182,6 +242,7 @@ static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const c
   s->joined[rank] = true;
   s->joined_count++;
   s->rank_conns++;
+  if (c->relay) s->by_rank[1][rank] = c;
   emit(fn, user, FTL_RDZV_RANK_JOINED, c, msg, NULL);
   if (s->failed) {
     send_to(c, json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason));
@@ -200,10 +261,16 @@ reject:
   return false;
 }
 
+static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type,
+                                 ftl_rdzv_event_fn fn, void *user);
+static bool handle_relay_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user);
+
 static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
   const char *type = rz_wire_str(msg, "type", "");
+  if (c->role == ROLE_RELAY) return handle_relay_message(s, c, msg, type, fn, user);
   if (c->role == ROLE_UNKNOWN) {
     if (strcmp(type, "agent") == 0 || strcmp(type, "rank") == 0) return handle_hello(s, c, msg, type, fn, user);
+    if (strcmp(type, "relay") == 0 && !c->relay) return handle_relay_hello(s, c, msg, fn, user);
     emit(fn, user, FTL_RDZV_REJECTED, c, msg, "first message is not a hello");
     return false;
   }
@@ -231,11 +298,179 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
   return true;
 }
 
+/* --- relays (wire version 3) ---------------------------------------------------------------- */
+
+static bool handle_relay_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
+  char why[256];
+  const char *token = rz_wire_str(msg, "token", "");
+  if (strcmp(token, s->token) != 0) {
+    snprintf(why, sizeof why, "relay of host %.64s has token '%.60s', not this attempt's: a process of another attempt",
+             rz_wire_str(msg, "host", "?"), token);
+    goto reject;
+  }
+  if (!s->by_rank[0]) {
+    s->by_rank[0] = ftl_calloc((size_t)s->world_size, sizeof *s->by_rank[0]);
+    s->by_rank[1] = ftl_calloc((size_t)s->world_size, sizeof *s->by_rank[1]);
+    if (!s->by_rank[0] || !s->by_rank[1]) {
+      ftl_free(s->by_rank[0]);
+      ftl_free(s->by_rank[1]);
+      s->by_rank[0] = s->by_rank[1] = NULL;
+      snprintf(why, sizeof why, "out of memory for the relays' index");
+      goto reject;
+    }
+  }
+  c->role = ROLE_RELAY;
+  s->relays++;
+  FTL_LOG(FTL_LOG_DEBUG, "rdzv", "relay of host %s connected", rz_wire_str(msg, "host", "?"));
+  return true;
+reject:
+  send_to(c, json_pack("{s:s, s:s}", "type", "fail", "reason", why));
+  emit(fn, user, FTL_RDZV_REJECTED, c, msg, why);
+  return false;
+}
+
+/* The virtual connection of (role, rank) behind relay r, or NULL: a relay speaks for its own. */
+static conn *local_at(const ftl_rdzv_server *s, const conn *r, int k, int64_t rank) {
+  if (k < 0 || rank < 0 || rank >= s->world_size) return NULL;
+  conn *v = s->by_rank[k][rank];
+  return v && v->relay == r ? v : NULL;
+}
+
+static conn *local_of(const ftl_rdzv_server *s, const conn *r, const char *role, int64_t rank) {
+  return local_at(s, r, strcmp(role, "agent") == 0 ? 0 : strcmp(role, "rank") == 0 ? 1 : -1, rank);
+}
+
+static void drop_virtual(ftl_rdzv_server *s, conn *v) {
+  conn *r = v->relay;
+  int k = v->role == ROLE_AGENT ? 0 : v->role == ROLE_RANK ? 1 : -1;
+  if (k >= 0 && v->rank >= 0 && s->by_rank[k][v->rank] == v) s->by_rank[k][v->rank] = NULL;
+  if (v->role == ROLE_RANK) s->rank_conns--;
+  size_t i = v->slot;
+  r->locals[i] = r->locals[r->nlocals - 1];
+  r->locals[i]->slot = i;
+  r->nlocals--;
+  s->nvirtual--;
+  ftl_free(v);
+}
+
+/* A relay's new virtual connection (its first line is a hello); NULL when out of memory. */
+static conn *add_virtual(ftl_rdzv_server *s, conn *r) {
+  if (r->nlocals == r->cap_locals) {
+    size_t ncap = r->cap_locals ? r->cap_locals * 2 : 16;
+    conn **nl = ftl_realloc(r->locals, ncap * sizeof *nl);
+    if (!nl) return NULL;
+    r->locals = nl;
+    r->cap_locals = ncap;
+  }
+  conn *v = ftl_calloc(1, sizeof *v);
+  if (!v) return NULL;
+  *v = (conn){.fd = r->fd, .role = ROLE_UNKNOWN, .rank = -1, .relay = r, .slot = r->nlocals};
+  r->locals[r->nlocals++] = v;
+  s->nvirtual++;
+  return v;
+}
+
+/* Tells the relay to close the local connection of v (refused), then forgets it. */
+static void refuse_virtual(ftl_rdzv_server *s, conn *v, const char *role, int64_t rank) {
+  ftl_diag ignored;
+  json_t *m = json_pack("{s:s, s:s, s:I}", "type", "drop", "to", role, "to_rank", (json_int_t)rank);
+  if (m) rz_wire_send(v->relay->fd, m, ftl_deadline_after_ms(2000), &ignored);
+  json_decref(m);
+  drop_virtual(s, v);
+}
+
+/* One relayed message: {"type":"fwd","role":R,"rank":N,"msg":{...}}. */
+static void handle_fwd(ftl_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_event_fn fn, void *user) {
+  const char *role = rz_wire_str(env, "role", "");
+  int64_t rank = rz_wire_int(env, "rank", -1);
+  const json_t *msg = json_object_get(env, "msg");
+  if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "type"))) {
+    emit(fn, user, FTL_RDZV_REJECTED, r, NULL, "a relayed message is not an object with a string 'type'");
+    return;
+  }
+  conn *v = local_of(s, r, role, rank);
+  if (!v) {
+    const char *type = rz_wire_str(msg, "type", "");
+    if (strcmp(type, role) != 0 || (strcmp(role, "agent") != 0 && strcmp(role, "rank") != 0)) {
+      emit(fn, user, FTL_RDZV_REJECTED, r, msg, "a relayed message from a connection that said no hello");
+      return;
+    }
+    if (rz_wire_int(msg, "rank", -2) != rank) {
+      emit(fn, user, FTL_RDZV_REJECTED, r, msg, "a relayed hello whose rank is not its envelope's");
+      return;
+    }
+    if (!(v = add_virtual(s, r))) return;
+  }
+  if (!handle_message(s, v, msg, fn, user)) refuse_virtual(s, v, role, rank);
+}
+
+/* The steady state of a host in one line: each local rank's latest step heartbeat as
+ * [rank, step, compute_ms] and each local agent's latest alive as [rank, state, rss_kb] (arrays of
+ * numbers: a fraction of the parse of objects; docs/scale.md). Each entry is set into the server's
+ * one step or alive message and passed on as that rank's; a malformed entry is skipped. */
+static void handle_batch(ftl_rdzv_server *s, conn *r, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
+  const json_t *list = json_object_get(msg, "step"), *e;
+  size_t i;
+  if (json_is_array(list)) json_array_foreach(list, i, e) {
+      const json_t *rank = json_array_get(e, 0), *step = json_array_get(e, 1), *compute = json_array_get(e, 2);
+      if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_integer(step) || !json_is_number(compute)) continue;
+      conn *v = local_at(s, r, 1, json_integer_value(rank));
+      if (!v) continue;
+      json_integer_set(json_object_get(s->batch_step, "step"), json_integer_value(step));
+      json_real_set(json_object_get(s->batch_step, "compute_ms"), json_number_value(compute));
+      emit(fn, user, FTL_RDZV_STEP, v, s->batch_step, NULL);
+    }
+  list = json_object_get(msg, "alive");
+  if (json_is_array(list)) json_array_foreach(list, i, e) {
+      const json_t *rank = json_array_get(e, 0), *state = json_array_get(e, 1), *rss = json_array_get(e, 2);
+      if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_string(state) || !json_is_integer(rss)) continue;
+      conn *v = local_at(s, r, 0, json_integer_value(rank));
+      if (!v) continue;
+      json_string_set(json_object_get(s->batch_alive, "state"), json_string_value(state));
+      json_integer_set(json_object_get(s->batch_alive, "rss_kb"), json_integer_value(rss));
+      emit(fn, user, FTL_RDZV_AGENT_ALIVE, v, s->batch_alive, NULL);
+    }
+}
+
+static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type,
+                                 ftl_rdzv_event_fn fn, void *user) {
+  if (strcmp(type, "fwd") == 0) {
+    handle_fwd(s, c, msg, fn, user);
+  } else if (strcmp(type, "batch") == 0) {
+    handle_batch(s, c, msg, fn, user);
+  } else if (strcmp(type, "closed") == 0) {
+    /* A local connection ended, after every line it sent: lost unless it said goodbye. */
+    conn *v = local_of(s, c, rz_wire_str(msg, "role", ""), rz_wire_int(msg, "rank", -1));
+    if (v && !v->said_bye) emit(fn, user, FTL_RDZV_CONN_LOST, v, NULL, NULL);
+    if (v) drop_virtual(s, v);
+  } else {
+    FTL_LOG(FTL_LOG_DEBUG, "rdzv", "ignoring relay message of type '%s'", type);
+  }
+  return true;
+}
+
+/* A relay's connection closed: every agent and rank behind it that had not said goodbye is lost,
+ * as if each had dropped its own connection (supervise.c and detect.c judge them as ever). */
+static void lose_relay(ftl_rdzv_server *s, conn *r, ftl_rdzv_event_fn fn, void *user) {
+  size_t silent = 0;
+  for (size_t i = 0; i < r->nlocals; i++) silent += !r->locals[i]->said_bye && r->locals[i]->role != ROLE_UNKNOWN;
+  if (silent)
+    FTL_LOG(FTL_LOG_WARN, "rdzv", "a host's relay closed its connection: %zu agent%s and rank%s behind it lost with it",
+            silent, silent == 1 ? "" : "s", silent == 1 ? "" : "s");
+  while (r->nlocals > 0) {
+    conn *v = r->locals[r->nlocals - 1];
+    if (!v->said_bye && v->role != ROLE_UNKNOWN) emit(fn, user, FTL_RDZV_CONN_LOST, v, NULL, NULL);
+    drop_virtual(s, v);
+  }
+}
+
 static void drop_conn(ftl_rdzv_server *s, conn *c) {
   core_evloop_del(s->loop, c->fd);
   close(c->fd);
   rz_linebuf_free(&c->lb);
   if (c->role == ROLE_RANK) s->rank_conns--;
+  if (c->role == ROLE_RELAY) s->relays--;
+  ftl_free(c->locals);
   size_t i = c->slot;
   s->conns[i] = s->conns[s->nconns - 1];
   s->conns[i]->slot = i;
@@ -279,6 +514,29 @@ static void accept_all(ftl_rdzv_server *s) {
   }
 }
 
+/* A relay's batch entry from the fast path (rz_wire_batch_parse): as handle_batch's. */
+typedef struct batch_ctx {
+  ftl_rdzv_server *s;
+  conn *relay;
+  ftl_rdzv_event_fn fn;
+  void *user;
+} batch_ctx;
+
+static void on_batch_entry(void *user, const rz_batch_entry *e) {
+  batch_ctx *b = user;
+  conn *v = local_at(b->s, b->relay, e->alive ? 0 : 1, e->rank);
+  if (!v) return;
+  if (e->alive) {
+    json_string_set(json_object_get(b->s->batch_alive, "state"), e->state);
+    json_integer_set(json_object_get(b->s->batch_alive, "rss_kb"), e->step);
+    emit(b->fn, b->user, FTL_RDZV_AGENT_ALIVE, v, b->s->batch_alive, NULL);
+  } else {
+    json_integer_set(json_object_get(b->s->batch_step, "step"), e->step);
+    json_real_set(json_object_get(b->s->batch_step, "compute_ms"), e->compute_ms);
+    emit(b->fn, b->user, FTL_RDZV_STEP, v, b->s->batch_step, NULL);
+  }
+}
+
 /* Handles every complete line of `data` (len bytes); returns false when the connection must go.
  * *used says how much was consumed (the rest is a partial line). */
 static bool handle_lines(ftl_rdzv_server *s, conn *c, const char *data, size_t len, size_t *used, ftl_rdzv_event_fn fn,
@@ -290,9 +548,12 @@ static bool handle_lines(ftl_rdzv_server *s, conn *c, const char *data, size_t l
     size_t line_len = (size_t)(nl - (data + at));
     json_t *msg = NULL;
     ftl_diag d;
+    batch_ctx bc = {s, c, fn, user};
     if (line_len > FTL_WIRE_MAX_LINE) {
       emit(fn, user, FTL_RDZV_REJECTED, c, NULL, "message longer than the wire's limit");
       keep = false;
+    } else if (c->role == ROLE_RELAY && rz_wire_batch_parse(data + at, line_len, on_batch_entry, &bc) == FTL_OK) {
+      /* a relay's batch, read without jansson (the common line at scale) */
     } else if (rz_wire_parse(data + at, line_len, &msg, &d) != FTL_OK) {
       emit(fn, user, FTL_RDZV_REJECTED, c, NULL, d.msg);
       keep = false;
@@ -374,7 +635,8 @@ void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t 
       }
       conn *c = evs[k].ptr;
       if (!read_conn(s, c, fn, user)) {
-        if (!c->said_bye && c->role != ROLE_UNKNOWN) emit(fn, user, FTL_RDZV_CONN_LOST, c, NULL, NULL);
+        if (c->role == ROLE_RELAY) lose_relay(s, c, fn, user);
+        else if (!c->said_bye && c->role != ROLE_UNKNOWN) emit(fn, user, FTL_RDZV_CONN_LOST, c, NULL, NULL);
         drop_conn(s, c);
       }
     }
@@ -401,46 +663,23 @@ void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t
 }
 
 void rz_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal) {
-  /* One encoding for every agent: the message is the same. */
-  json_t *msg = json_pack("{s:s, s:i}", "type", "signal", "signal", signal);
-  char *line = NULL;
-  size_t len = 0;
-  ftl_diag ignored;
-  if (msg && rz_wire_encode(msg, &line, &len, &ignored) == FTL_OK)
-    for (size_t i = 0; i < s->nconns; i++)
-      if (s->conns[i]->role == ROLE_AGENT)
-        rz_wire_send_line(s->conns[i]->fd, line, len, ftl_deadline_after_ms(2000), false, &ignored);
-  ftl_free(line);
-  json_decref(msg);
+  send_to_all(s, ROLE_AGENT, json_pack("{s:s, s:i}", "type", "signal", "signal", signal), false);
 }
 
 void rz_rdzv_server_ping_agents(ftl_rdzv_server *s) {
-  /* A ping that does not fit in the socket buffer is dropped: the next one says the same. Encoded
-   * once for every agent. */
-  json_t *msg = json_pack("{s:s}", "type", "ping");
-  char *line = NULL;
-  size_t len = 0;
-  ftl_diag ignored;
-  if (msg && rz_wire_encode(msg, &line, &len, &ignored) == FTL_OK)
-    for (size_t i = 0; i < s->nconns; i++)
-      if (s->conns[i]->role == ROLE_AGENT)
-        rz_wire_send_line(s->conns[i]->fd, line, len, FTL_NO_DEADLINE, true, &ignored);
-  ftl_free(line);
-  json_decref(msg);
+  /* A ping that does not fit in the socket buffer is dropped: the next one says the same. */
+  send_to_all(s, ROLE_AGENT, json_pack("{s:s}", "type", "ping"), true);
 }
 
 void rz_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason) {
-  for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i]->role == ROLE_RANK) send_to(s->conns[i], json_pack("{s:s, s:s}", "type", "stop", "reason", reason));
+  send_to_all(s, ROLE_RANK, json_pack("{s:s, s:s}", "type", "stop", "reason", reason), false);
 }
 
 void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {
   if (s->failed || s->went) return;
   s->failed = true;
   snprintf(s->fail_reason, sizeof s->fail_reason, "%s", reason);
-  for (size_t i = 0; i < s->nconns; i++)
-    if (s->conns[i]->role == ROLE_RANK)
-      send_to(s->conns[i], json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason));
+  send_to_all(s, ROLE_RANK, json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason), false);
 }
 
 void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields) {
@@ -452,10 +691,14 @@ void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields) {
   }
   if (!s->activation) return;
   json_object_set_new(s->activation, "type", json_string("activate"));
-  for (size_t i = 0; i < s->nconns; i++)
-    /* A rank still in its rendezvous or MPI_Init hears of it when it parks. */
-    if (s->conns[i]->role == ROLE_AGENT || (s->conns[i]->role == ROLE_RANK && s->conns[i]->parked))
-      send_activation(s, s->conns[i]);
+  /* A rank still in its rendezvous or MPI_Init hears of it when it parks. */
+  for (size_t i = 0; i < s->nconns; i++) {
+    conn *c = s->conns[i];
+    if (c->role == ROLE_AGENT || (c->role == ROLE_RANK && c->parked)) send_activation(s, c);
+    for (size_t k = 0; k < c->nlocals; k++)
+      if (c->locals[k]->role == ROLE_AGENT || (c->locals[k]->role == ROLE_RANK && c->locals[k]->parked))
+        send_activation(s, c->locals[k]);
+  }
 }
 
 bool rz_rdzv_server_activated(const ftl_rdzv_server *s) { return s->activation != NULL; }

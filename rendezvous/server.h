@@ -58,8 +58,11 @@ void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t 
 int rz_rdzv_server_joined(const ftl_rdzv_server *s);
 /* Whether rank joined the rendezvous. */
 bool rz_rdzv_server_rank_joined(const ftl_rdzv_server *s, int rank);
-/* Open connections from agents and ranks. */
+/* Open connections from agents and ranks (direct, or virtual behind a relay). */
 size_t rz_rdzv_server_connections(const ftl_rdzv_server *s);
+/* Relay connections (wire version 3: one per host that uses one; docs/formats/rendezvous-wire.md).
+ * The counts above and below count the agents and ranks behind them, not the relays. */
+size_t rz_rdzv_server_relays(const ftl_rdzv_server *s);
 /* Open connections from ranks (in ftl_init or after it). */
 size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s);
 bool rz_rdzv_server_went(const ftl_rdzv_server *s);

@@ -1,15 +1,20 @@
 /* rendezvous/wire.c: line framing and TCP plumbing for the launcher <-> rank protocol. */
 #include "rendezvous/wire.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ftl/core.h"
@@ -141,7 +146,47 @@ ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d) {
   return wire_send(fd, msg, FTL_NO_DEADLINE, true, d);
 }
 
+ftl_err rz_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len_out, ftl_diag *d) {
+  size_t n = strlen(name);
+  memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  if (n < 2 || name[0] != '@' || n > sizeof sa->sun_path)
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "'%s' is not an abstract socket name (@NAME, at most %zu bytes)", name,
+                         sizeof sa->sun_path - 1);
+  memcpy(sa->sun_path + 1, name + 1, n - 1); /* sun_path[0] stays '\0': the abstract namespace */
+  *len_out = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+  return FTL_OK;
+}
+
+/* A host's relay (launcher/relay.c): the same retries as TCP's below; a full backlog (EAGAIN) is
+ * waited out like a refusal, within the deadline. */
+static ftl_err unix_connect(const char *name, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
+  struct sockaddr_un sa;
+  socklen_t sl;
+  ftl_err rc = rz_unix_address(name, &sa, &sl, d);
+  if (rc) return rc;
+  int64_t refused_since = -1;
+  for (;;) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sl) == 0) {
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      *fd_out = fd;
+      return FTL_OK;
+    }
+    int err = errno;
+    close(fd);
+    ftl_diag_fail(d, FTL_ERR_IO, "cannot connect to %s: %s", name, strerror(err));
+    if (err != ECONNREFUSED && err != EAGAIN) return FTL_ERR_IO;
+    if (refused_since < 0) refused_since = ftl_clock_ms();
+    else if (err == ECONNREFUSED && ftl_clock_ms() - refused_since >= 1000) return FTL_ERR_IO;
+    if (ftl_deadline_left_ms(deadline_ms) == 0) return FTL_ERR_TIMEOUT;
+    usleep(20000);
+  }
+}
+
 ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
+  if (host_port[0] == '@') return unix_connect(host_port, deadline_ms, fd_out, d);
   char host[256];
   const char *colon = strrchr(host_port, ':');
   if (!colon || colon == host_port || (size_t)(colon - host_port) >= sizeof host)
@@ -230,6 +275,85 @@ out:
   if (fd >= 0) close(fd);
   freeaddrinfo(res);
   return rc;
+}
+
+/* --- the batch's fast path (wire.h) --------------------------------------------------------- */
+
+typedef struct cursor {
+  const char *p, *end;
+} cursor;
+
+static bool take(cursor *c, const char *lit) {
+  size_t n = strlen(lit);
+  if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0) return false;
+  c->p += n;
+  return true;
+}
+
+static bool take_int(cursor *c, int64_t *out) {
+  bool neg = c->p < c->end && *c->p == '-';
+  if (neg) c->p++;
+  int64_t v = 0;
+  int digits = 0;
+  while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && digits < 18) {
+    v = v * 10 + (*c->p++ - '0');
+    digits++;
+  }
+  if (!digits || (c->p < c->end && *c->p >= '0' && *c->p <= '9')) return false;
+  *out = neg ? -v : v;
+  return true;
+}
+
+static bool take_num(cursor *c, double *out) {
+  char buf[40];
+  size_t n = 0;
+  while (c->p + n < c->end && n < sizeof buf - 1 && strchr("+-.eE0123456789", c->p[n]) && c->p[n]) n++;
+  if (!n || n == sizeof buf - 1) return false;
+  memcpy(buf, c->p, n);
+  buf[n] = '\0';
+  char *stop = NULL;
+  double v = strtod(buf, &stop);
+  if (stop != buf + n || !isfinite(v)) return false;
+  c->p += n;
+  *out = v;
+  return true;
+}
+
+static bool take_state(cursor *c, char *out) {
+  size_t n = 0;
+  if (!take(c, "\"")) return false;
+  while (c->p < c->end && n < 8 && (isalpha((unsigned char)*c->p) || *c->p == '?')) out[n++] = *c->p++;
+  out[n] = '\0';
+  return n > 0 && take(c, "\"");
+}
+
+/* One list ("step" or "alive") after its '[': entries to fn when fn is not NULL. */
+static bool take_list(cursor *c, bool alive, void (*fn)(void *, const rz_batch_entry *), void *user) {
+  if (take(c, "]")) return true;
+  for (;;) {
+    rz_batch_entry e = {.alive = alive};
+    bool ok = take(c, "[") && take_int(c, &e.rank) && take(c, ",");
+    if (ok && alive) ok = take_state(c, e.state) && take(c, ",") && take_int(c, &e.step);
+    else if (ok) ok = take_int(c, &e.step) && take(c, ",") && take_num(c, &e.compute_ms);
+    if (!ok || !take(c, "]")) return false;
+    if (fn) fn(user, &e);
+    if (take(c, "]")) return true;
+    if (!take(c, ",")) return false;
+  }
+}
+
+static bool batch_pass(const char *line, size_t len, void (*fn)(void *, const rz_batch_entry *), void *user) {
+  cursor c = {line, line + len};
+  if (!take(&c, "{\"type\":\"batch\"")) return false;
+  if (take(&c, ",\"step\":[") && !take_list(&c, false, fn, user)) return false;
+  if (take(&c, ",\"alive\":[") && !take_list(&c, true, fn, user)) return false;
+  return take(&c, "}") && c.p == c.end;
+}
+
+ftl_err rz_wire_batch_parse(const char *line, size_t len, void (*fn)(void *user, const rz_batch_entry *e), void *user) {
+  if (!batch_pass(line, len, NULL, user)) return FTL_ERR_NOTFOUND;
+  batch_pass(line, len, fn, user);
+  return FTL_OK;
 }
 
 int64_t rz_wire_int(const json_t *msg, const char *key, int64_t fallback) {

@@ -11,11 +11,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "ftl/error.h"
 
 #define FTL_WIRE_MAX_LINE 65536
-#define FTL_WIRE_VERSION 2 /* 2: `step` may carry a progress report (docs/formats/rendezvous-wire.md) */
+#define FTL_WIRE_VERSION 3 /* 2: `step` may carry a progress report; 3: relays, one connection per host
+                            * (docs/formats/rendezvous-wire.md) */
 
 typedef struct ftl_linebuf {
   char *data;
@@ -52,11 +54,31 @@ ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d);
 ftl_err rz_wire_encode(const json_t *msg, char **line_out, size_t *len_out, ftl_diag *d);
 ftl_err rz_wire_send_line(int fd, const char *line, size_t len, int64_t deadline_ms, bool nowait, ftl_diag *d);
 
-/* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. */
+/* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. "@NAME" is
+ * a host's relay instead: the abstract Unix socket NAME (launcher/relay.c). */
 ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d);
+
+/* The address of the abstract Unix socket "@NAME"; FTL_ERR_INVAL when name is not one. */
+struct sockaddr_un;
+ftl_err rz_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len_out, ftl_diag *d);
 
 /* Listens on addr (NULL or "" = all addresses) at an ephemeral port; returns fd and port. */
 ftl_err rz_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d);
+
+/* A relay's batch line read without building JSON (docs/scale.md: at 16k ranks the launcher's
+ * parse of batches was half its steady CPU). Only the compact layout relays write is taken:
+ *   {"type":"batch"[,"step":[[RANK,STEP,COMPUTE_MS],...]][,"alive":[[RANK,"STATE",RSS_KB],...]]}
+ * (no spaces; integers of at most 18 digits, STATE 1 to 8 letters or '?'); FTL_ERR_NOTFOUND for
+ * anything else, which the caller then parses as any message (jansson). The whole line is checked
+ * before fn sees its first entry, so a line is taken whole or not at all. */
+typedef struct rz_batch_entry {
+  bool alive;       /* an agent's alive (state, rss_kb), else a rank's step (step, compute_ms) */
+  int64_t rank;
+  int64_t step;     /* or rss_kb */
+  double compute_ms;
+  char state[9];
+} rz_batch_entry;
+ftl_err rz_wire_batch_parse(const char *line, size_t len, void (*fn)(void *user, const rz_batch_entry *e), void *user);
 
 /* Small typed getters: absent or wrong-typed fields give the fallback. */
 int64_t rz_wire_int(const json_t *msg, const char *key, int64_t fallback);

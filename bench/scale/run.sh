@@ -8,7 +8,10 @@
 # each figure's ratio to the N = 64 one. --smoke: N = 64 only, a short steady state (the suite's
 # smoke test, tests/bench); its numbers mean nothing. A size whose descriptors do not fit the hard
 # limit (ulimit -Hn) is reported as not run, naming the limit. FTL_SCALE_KEEP=1 keeps the work folder
-# (the run directories, the launcher's logs) for a look.
+# (the run directories, the launcher's logs) for a look. FTL_SCALE_RANKS_PER_HOST=K (default 8): the
+# simulated hosts' size, each behind one relay connection (wire version 3, `ftl run` with
+# FTL_RELAY=1); 0: the version 2 shape, two connections per rank (`ftl run` with FTL_RELAY=0: the
+# table before the relay).
 set -uo pipefail
 smoke=0
 if [ "${1:-}" = --smoke ]; then
@@ -37,12 +40,17 @@ mkdir -p "$work/fake"
 ln -s "$bin/ftl-scale-sim" "$work/fake/mpirun"
 export FTL_LOG_LEVEL=${FTL_LOG_LEVEL:-error}
 hard=$(ulimit -Hn)
+per_host=${FTL_SCALE_RANKS_PER_HOST:-8}
+relay=0
+[ "$per_host" -gt 0 ] && relay=1
 
 results=$work/results
 : >"$results"
 for n in "${sizes[@]}"; do
-  # Two sockets per rank in the launcher, and as many in the simulator's workers.
+  # Two sockets per rank in the launcher, and as many in the simulator's workers; with relays, one
+  # per host (and the standby's, were it on).
   need=$((2 * n + 64))
+  [ "$relay" = 1 ] && need=$((2 * ((n + per_host - 1) / per_host) + 64))
   if [ "$hard" != unlimited ] && [ "$need" -gt "$hard" ]; then
     echo "n=$n skipped=descriptors need=$need hard=$hard" >>"$results"
     continue
@@ -53,7 +61,7 @@ for n in "${sizes[@]}"; do
 name: scale-$n
 ranks: $n
 program: /bin/true
-args: ["--out", "$out", "--steady-ms", "$steady_ms", "--kill-rank", "$((n / 2))"]
+args: ["--out", "$out", "--steady-ms", "$steady_ms", "--kill-rank", "$((n / 2))", "--ranks-per-host", "$per_host"]
 rendezvous:
   timeout_s: 300
 restart:
@@ -63,7 +71,7 @@ restart:
 timeouts:
   node_s: 600
 YAML
-  PATH="$work/fake:$PATH" timeout -k 10 600 "$bin/ftl" run --progress off --run-dir "$work/run-$n" "$job" \
+  FTL_RELAY=$relay PATH="$work/fake:$PATH" timeout -k 10 600 "$bin/ftl" run --progress off --run-dir "$work/run-$n" "$job" \
     >"$work/ftl-$n.log" 2>&1
   rc=$?
   if [ "$(grep -c '^attempt=' "$out" 2>/dev/null)" != 2 ]; then
@@ -76,7 +84,7 @@ YAML
   { tr '\n' ' ' <"$out"; echo; } >>"$results"
 done
 
-awk -v smoke="$smoke" -v hard="$hard" -v cores="$(nproc)" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
+awk -v smoke="$smoke" -v per_host="$per_host" -v hard="$hard" -v cores="$(nproc)" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" '
 function kv(line, key,   re, m) {
   if (match(line, "(^| )" key "=[^ ]*")) { m = substr(line, RSTART, RLENGTH); sub(/^ /, "", m); sub(/^[^=]*=/, "", m); return m }
   return ""
@@ -93,7 +101,8 @@ function ratio(v, base) { return (base + 0 > 0 && v != "") ? sprintf("%.2f", v /
   gap[n] = (kv(a2, "start_wall_us") - kv(a1, "kill_wall_us")) / 1000.0
 }
 END {
-  printf "launcher at scale: one real ftl launcher, N simulated ranks + agents over loopback (2 sockets per rank)\n"
+  if (per_host > 0) printf "launcher at scale: one real ftl launcher, N simulated ranks + agents over loopback (relays: %d ranks per host, 1 socket per host)\n", per_host
+  else printf "launcher at scale: one real ftl launcher, N simulated ranks + agents over loopback (2 sockets per rank)\n"
   printf "machine: %s cores shared with other work (load average %s); descriptor hard limit %s%s\n", cores, load, hard, smoke ? "; --smoke: the numbers mean nothing" : ""
   printf "rdzv: last hello sent to the last go read (wall); rdzv cpu: the launcher'"'"'s CPU ms meanwhile (10 ms ticks);\n"
   printf "detect: the killed rank'"'"'s exit report to the first agent signalled; teardown: to the last; restart: the kill to\n"

@@ -6,7 +6,11 @@
  * program's arguments after `--` (the job spec's args). It then plays every rank and every rank's
  * agent over loopback TCP with the real wire protocol (docs/formats/rendezvous-wire.md): a few
  * worker processes (each its own descriptor limit), each multiplexing thousands of connections with
- * epoll. It measures, from the gang's side:
+ * epoll. With --ranks-per-host K (default 8) it plays hosts of K ranks as wire version 3 has them:
+ * one relay connection per host, the agents' and ranks' messages forwarded in envelopes (fwd), the
+ * steady state batched every 250 ms (each rank's latest step, each agent's due alive), the
+ * launcher's go, signal and ping read once per host; --ranks-per-host 0 plays the version 2 shape,
+ * two connections per rank. It measures, from the gang's side:
  *   attempt 0: the rendezvous (the last hello sent to the last "go" read), the launcher's CPU and RSS
  *              in steady state (/proc/<launcher>/stat and status; the launcher is our parent), the
  *              detection of a killed rank (its agent's exit report to the first "signal" any agent
@@ -38,8 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { ROLE_AGENT = 0, ROLE_RANK = 1 };
-enum { OUT_CAP = 8192, IN_CAP = 4096, MAX_WORKERS = 64 };
+enum { ROLE_AGENT = 0, ROLE_RANK = 1, ROLE_RELAY = 2 };
+enum { OUT_CAP = 8192, RELAY_OUT_CAP = 1 << 20, IN_CAP = 4096, MAX_WORKERS = 64, LINE_MAX = 65536 };
 enum { STEP_PERIOD_MS = 250, ALIVE_PERIOD_MS = 1000, DEADLINE_MS = 180000 };
 
 typedef struct conn {
@@ -50,8 +54,9 @@ typedef struct conn {
   int closed;
   char in[IN_CAP];
   size_t in_len;
-  char out[OUT_CAP];
-  size_t out_len;
+  char *out;
+  size_t out_len, out_cap;
+  int64_t next_batch; /* a relay: its next batch (0: its ranks have not gone yet) */
 } conn;
 
 typedef struct opts {
@@ -61,6 +66,7 @@ typedef struct opts {
   int steady_ms;
   int per_worker;
   int rate; /* ranks connecting per second, all workers together */
+  int per_host; /* ranks per simulated host behind one relay connection; 0: a connection per rank and agent */
   const char *out;
   char host[128];
   char port[16];
@@ -120,6 +126,8 @@ typedef struct worker {
   int ctl; /* socketpair to the parent */
   int ep;
   conn *agents, *ranks;
+  conn *hosts;      /* relay mode: one connection per host of o->per_host ranks */
+  char *gone;       /* relay mode, per rank: 1 its rank's connection closed, 2 its agent's too */
   int64_t *next_step, *next_alive;
   int64_t step_no;
   int connected_upto; /* ranks whose connections were started */
@@ -160,15 +168,15 @@ static void flush(worker *w, conn *c) {
 /* Queues one line; `droppable` lines (steps, alive) are dropped while the launcher is behind. */
 __attribute__((format(printf, 4, 5))) static void say(worker *w, conn *c, int droppable, const char *fmt, ...) {
   if (c->closed) return;
-  char line[1024];
+  static char line[LINE_MAX];
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   if (n < 0 || (size_t)n + 1 >= sizeof line) die("message too long");
   line[n++] = '\n';
-  if (droppable && c->out_len > OUT_CAP / 2) return;
-  if (c->out_len + (size_t)n > OUT_CAP)
+  if (droppable && c->out_len > c->out_cap / 2) return;
+  if (c->out_len + (size_t)n > c->out_cap)
     die("rank %d: the launcher reads nothing (%zu bytes queued)", c->rank, c->out_len);
   memcpy(c->out + c->out_len, line, (size_t)n);
   c->out_len += (size_t)n;
@@ -181,16 +189,18 @@ static void close_conn(worker *w, conn *c) {
   epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
   c->closed = 1;
-  if (c->role == ROLE_AGENT)
-    w->agents_open--;
-  else
+  if (c->role == ROLE_RANK)
     w->ranks_open--;
+  else
+    w->agents_open--; /* an agent's, or a relay's */
 }
 
 static void start_conn(worker *w, conn *c, int rank, int role) {
   const opts *o = w->o;
   c->rank = rank;
   c->role = role;
+  c->out_cap = role == ROLE_RELAY ? RELAY_OUT_CAP : OUT_CAP;
+  if (!c->out && !(c->out = malloc(c->out_cap))) die("out of memory");
   c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c->fd < 0) die("socket: %s (rank %d): the descriptor limit (RLIMIT_NOFILE)?", strerror(errno), rank);
   /* Spread the sources over 127.0.0.2..: 2 x 16k connections to one port need more than the one
@@ -199,7 +209,7 @@ static void start_conn(worker *w, conn *c, int rank, int role) {
   setsockopt(c->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
   setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = 0};
-  src.sin_addr.s_addr = htonl(0x7f000002u + (uint32_t)((rank * 2 + role) / 8192));
+  src.sin_addr.s_addr = htonl(0x7f000002u + (uint32_t)((rank * 2 + (role & 1)) / 8192));
   if (bind(c->fd, (struct sockaddr *)&src, sizeof src) != 0) die("bind: %s", strerror(errno));
   struct sockaddr_in dst = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)parse_int(o->port, 1, 65535, "the rendezvous port"))};
@@ -208,13 +218,27 @@ static void start_conn(worker *w, conn *c, int rank, int role) {
   if (r != 0 && errno != EINPROGRESS) die("connect to %s:%s: %s", o->host, o->port, strerror(errno));
   struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
   if (epoll_ctl(w->ep, EPOLL_CTL_ADD, c->fd, &ev) != 0) die("epoll_ctl: %s", strerror(errno));
-  if (role == ROLE_AGENT)
-    w->agents_open++;
-  else
+  if (role == ROLE_RANK)
     w->ranks_open++;
+  else
+    w->agents_open++;
   int64_t t = now_ns();
   if (!w->first_hello_ns) w->first_hello_ns = t;
   w->last_hello_ns = t;
+  if (role == ROLE_RELAY) {
+    /* The relay's hello, then every agent's and rank's of its host, as the relay forwards them. */
+    int end = rank + o->per_host < w->hi ? rank + o->per_host : w->hi;
+    say(w, c, 0, "{\"type\":\"relay\",\"version\":3,\"token\":\"%s\",\"host\":\"sim-host\",\"pid\":%d}", o->token,
+        (int)getpid());
+    for (int q = rank; q < end; q++)
+      for (int k = 0; k < 2; k++)
+        say(w, c, 0,
+            "{\"type\":\"fwd\",\"role\":\"%s\",\"rank\":%d,\"msg\":{\"type\":\"%s\",\"version\":3,\"token\":\"%s\","
+            "\"rank\":%d,\"world_size\":%d,\"host\":\"sim-host\",\"pid\":%d,\"wall_us\":%" PRId64 "%s}}",
+            k ? "rank" : "agent", q, k ? "rank" : "agent", o->token, q, o->world, (int)getpid(), wall_us(),
+            k ? "" : ",\"addrs\":\"127.0.0.1\"");
+    return;
+  }
   say(w, c, 0,
       "{\"type\":\"%s\",\"version\":2,\"token\":\"%s\",\"rank\":%d,\"world_size\":%d,\"host\":\"%s\",\"pid\":%d,"
       "\"wall_us\":%" PRId64 "%s}",
@@ -235,7 +259,87 @@ static void agent_signalled(worker *w, conn *a, int sig) {
   close_conn(w, a);
 }
 
+/* --- relay mode: a host's agents and ranks behind one connection ------------------------------ */
+
+static int host_end(const worker *w, const conn *h) { return h->rank + w->o->per_host < w->hi ? h->rank + w->o->per_host : w->hi; }
+
+/* Rank r's rank connection, then its agent's, ends at the relay: `closed` for each, the agent's
+ * exit report (and, when signalled, its `stopping` word) first. sig < 0: a clean end with bye. */
+static void relay_end_rank(worker *w, conn *h, int r, int sig, int signalled) {
+  int i = r - w->lo;
+  if (w->gone[i] == 2) return;
+  if (signalled) say(w, h, 0, "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":%d,\"msg\":{\"type\":\"stopping\",\"signal\":%d,\"by\":\"launcher\"}}", r, sig);
+  if (sig < 0) say(w, h, 0, "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"msg\":{\"type\":\"bye\"}}", r);
+  say(w, h, 0, "{\"type\":\"closed\",\"role\":\"rank\",\"rank\":%d}", r);
+  say(w, h, 0,
+      "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":%d,\"msg\":{\"type\":\"exit\",\"exit_code\":%d,\"signal\":%d,"
+      "\"exec_error\":\"\",\"wall_us\":%" PRId64 "}}",
+      r, sig < 0 ? 0 : -1, sig < 0 ? 0 : sig, wall_us());
+  say(w, h, 0, "{\"type\":\"closed\",\"role\":\"agent\",\"rank\":%d}", r);
+  w->gone[i] = 2;
+}
+
+static void on_relay_line(worker *w, conn *h, const char *line) {
+  int end = host_end(w, h);
+  if (strstr(line, "\"type\":\"go\"")) {
+    for (int r = h->rank; r < end; r++) {
+      w->go_count++;
+      say(w, h, 0,
+          "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"msg\":{\"type\":\"ready\",\"rendezvous_ms\":1,"
+          "\"mpi_init_ms\":0,\"comm_init_ms\":0,\"backend\":\"sim\",\"device\":-1,\"local_rank\":%d,"
+          "\"local_world_size\":%d,\"parked_ms\":-1}}",
+          r, r - h->rank, end - h->rank);
+      say(w, h, 0, "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"msg\":{\"type\":\"first_step\",\"step\":0,\"first_step_ms\":1}}", r);
+      w->next_step[r - w->lo] = 1; /* reporting: its steps go in the host's batches */
+    }
+    w->last_go_ns = now_ns();
+    h->next_batch = now_ms() + STEP_PERIOD_MS * (int64_t)((h->rank / w->o->per_host) % 64) / 64;
+  } else if (strstr(line, "\"type\":\"fail\"")) {
+    die("host of rank %d: the launcher failed the rendezvous: %s", h->rank, line);
+  } else if (strstr(line, "\"type\":\"signal\"")) {
+    const char *p = strstr(line, "\"signal\":");
+    int sig = 15;
+    if (p && (p = strstr(p + 9, "\"signal\":"))) sig = (int)strtol(p + 9, NULL, 10);
+    int64_t t = now_ns();
+    if (!w->first_signal_ns) w->first_signal_ns = t;
+    for (int r = h->rank; r < end; r++)
+      if (w->gone[r - w->lo] != 2) {
+        relay_end_rank(w, h, r, sig, 1);
+        w->signalled++;
+      }
+    close_conn(w, h);
+  }
+}
+
+/* The host's batch: every rank's latest step, and the alive of each agent whose second is up. */
+static void relay_batch(worker *w, conn *h) {
+  static char line[LINE_MAX];
+  int64_t t = now_ms();
+  size_t len = 0;
+  int end = host_end(w, h), n = 0;
+  len += (size_t)snprintf(line + len, sizeof line - len, "{\"type\":\"batch\",\"step\":[");
+  for (int r = h->rank; r < end; r++) {
+    if (w->gone[r - w->lo] || !w->next_step[r - w->lo]) continue;
+    len += (size_t)snprintf(line + len, sizeof line - len, "%s[%d,%" PRId64 ",10.0]", n++ ? "," : "", r, ++w->step_no);
+  }
+  len += (size_t)snprintf(line + len, sizeof line - len, "],\"alive\":[");
+  n = 0;
+  for (int r = h->rank; r < end; r++) {
+    int i = r - w->lo;
+    if (w->gone[i] == 2 || t < w->next_alive[i]) continue;
+    len += (size_t)snprintf(line + len, sizeof line - len, "%s[%d,\"S\",1000]", n++ ? "," : "", r);
+    w->next_alive[i] += ALIVE_PERIOD_MS;
+    if (w->next_alive[i] < t) w->next_alive[i] = t + ALIVE_PERIOD_MS;
+  }
+  if (len + 3 >= sizeof line) die("a batch of %d ranks is longer than %d bytes", end - h->rank, LINE_MAX);
+  say(w, h, 1, "%s]}", line);
+}
+
 static void on_line(worker *w, conn *c, const char *line) {
+  if (c->role == ROLE_RELAY) {
+    on_relay_line(w, c, line);
+    return;
+  }
   if (c->role == ROLE_RANK) {
     if (strstr(line, "\"type\":\"go\"")) {
       w->go_count++;
@@ -305,9 +409,20 @@ static void on_event(worker *w, conn *c, uint32_t events) {
   if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(w, c);
 }
 
-/* The reports of steady state: each rank's step every 250 ms, each agent's alive every second. */
+/* The reports of steady state: each rank's step every 250 ms, each agent's alive every second
+ * (relay mode: one batch per host every 250 ms). */
 static void tick(worker *w) {
   int64_t t = now_ms();
+  if (w->hosts) {
+    for (int k = 0; k * w->o->per_host < w->n; k++) {
+      conn *h = &w->hosts[k];
+      if (!h->next_batch || t < h->next_batch || h->closed || !h->connected) continue;
+      relay_batch(w, h);
+      h->next_batch += STEP_PERIOD_MS;
+      if (h->next_batch < t) h->next_batch = t + STEP_PERIOD_MS;
+    }
+    return;
+  }
   for (int i = 0; i < w->n; i++) {
     conn *r = &w->ranks[i], *a = &w->agents[i];
     if (w->next_step[i] && t >= w->next_step[i] && !r->closed && r->connected) {
@@ -327,14 +442,26 @@ static void on_command(worker *w, const char *cmd) {
   if (cmd[0] == 'K') {
     int rank = parse_int(cmd + 2, 0, w->o->world - 1, "the rank to kill");
     if (rank < w->lo || rank >= w->hi) die("kill of rank %d sent to the wrong worker", rank);
-    conn *r = &w->ranks[rank - w->lo], *a = &w->agents[rank - w->lo];
     int64_t t = now_ns();
-    close_conn(w, r);
-    say(w, a, 0, "{\"type\":\"exit\",\"exit_code\":-1,\"signal\":9,\"exec_error\":\"\",\"wall_us\":%" PRId64 "}",
-        wall_us());
-    close_conn(w, a);
+    if (w->hosts) {
+      /* Its relay forwards the agent's exit report at once: nothing of the kill is batched. */
+      relay_end_rank(w, &w->hosts[(rank - w->lo) / w->o->per_host], rank, 9, 0);
+    } else {
+      conn *r = &w->ranks[rank - w->lo], *a = &w->agents[rank - w->lo];
+      close_conn(w, r);
+      say(w, a, 0, "{\"type\":\"exit\",\"exit_code\":-1,\"signal\":9,\"exec_error\":\"\",\"wall_us\":%" PRId64 "}",
+          wall_us());
+      close_conn(w, a);
+    }
     w->signalled++; /* it will hear no signal: it is gone */
     ctl_say(w, "k %" PRId64 " %" PRId64 "\n", t, wall_us());
+  } else if (cmd[0] == 'B' && w->hosts) {
+    for (int k = 0; k * w->o->per_host < w->n; k++) {
+      conn *h = &w->hosts[k];
+      for (int r = h->rank; r < host_end(w, h); r++) relay_end_rank(w, h, r, -1, 0);
+      close_conn(w, h);
+    }
+    w->bye = 1;
   } else if (cmd[0] == 'B') {
     for (int i = 0; i < w->n; i++) {
       say(w, &w->ranks[i], 0, "{\"type\":\"bye\"}");
@@ -349,13 +476,22 @@ static void on_command(worker *w, const char *cmd) {
 
 static void worker_main(worker *w) {
   const opts *o = w->o;
-  raise_fd_limit(2L * w->n + 32);
+  int per_host = o->per_host;
+  int nhosts = per_host ? (w->n + per_host - 1) / per_host : 0;
+  raise_fd_limit(per_host ? nhosts + 32L : 2L * w->n + 32);
   w->ep = epoll_create1(EPOLL_CLOEXEC);
-  w->agents = calloc((size_t)w->n, sizeof *w->agents);
-  w->ranks = calloc((size_t)w->n, sizeof *w->ranks);
+  if (per_host) {
+    w->hosts = calloc((size_t)nhosts, sizeof *w->hosts);
+    w->gone = calloc((size_t)w->n, 1);
+    if (!w->hosts || !w->gone) die("out of memory");
+  } else {
+    w->agents = calloc((size_t)w->n, sizeof *w->agents);
+    w->ranks = calloc((size_t)w->n, sizeof *w->ranks);
+    if (!w->agents || !w->ranks) die("out of memory");
+  }
   w->next_step = calloc((size_t)w->n, sizeof *w->next_step);
   w->next_alive = calloc((size_t)w->n, sizeof *w->next_alive);
-  if (w->ep < 0 || !w->agents || !w->ranks || !w->next_step || !w->next_alive) die("out of memory");
+  if (w->ep < 0 || !w->next_step || !w->next_alive) die("out of memory");
   struct epoll_event cev = {.events = EPOLLIN, .data.ptr = NULL};
   epoll_ctl(w->ep, EPOLL_CTL_ADD, w->ctl, &cev);
   int64_t start = now_ms(), deadline = start + DEADLINE_MS;
@@ -369,7 +505,16 @@ static void worker_main(worker *w) {
     /* Paced arrivals, as mpirun's daemons start the agents and the ranks over time. */
     int due = (int)((double)(now_ms() - start + 1) * rate_per_ms);
     while (w->connected_upto < w->n && w->connected_upto < due) {
-      int i = w->connected_upto++;
+      int i = w->connected_upto;
+      if (per_host) {
+        /* A host connects when its first rank is due, with all its agents and ranks. */
+        start_conn(w, &w->hosts[i / per_host], w->lo + i, ROLE_RELAY);
+        int end = i + per_host < w->n ? i + per_host : w->n;
+        for (int k = i; k < end; k++) w->next_alive[k] = now_ms() + ALIVE_PERIOD_MS * (int64_t)(k % 4 + 1) / 4;
+        w->connected_upto = end;
+        continue;
+      }
+      w->connected_upto++;
       start_conn(w, &w->agents[i], w->lo + i, ROLE_AGENT);
       w->next_alive[i] = now_ms() + ALIVE_PERIOD_MS;
       start_conn(w, &w->ranks[i], w->lo + i, ROLE_RANK);
@@ -513,7 +658,7 @@ static void append_out(const opts *o, const char *line) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {.world = 0, .kill_rank = -1, .steady_ms = 3000, .per_worker = 4096, .rate = 20000};
+  opts o = {.world = 0, .kill_rank = -1, .steady_ms = 3000, .per_worker = 4096, .rate = 20000, .per_host = 8};
   int64_t started_wall_us = wall_us();
   pid_t launcher = getppid();
   int i = 1;
@@ -533,12 +678,16 @@ int main(int argc, char **argv) {
       o.per_worker = parse_int(v, 1, 1 << 20, "--per-worker");
     else if (!strcmp(argv[i], "--rate"))
       o.rate = parse_int(v, 1, 100000000, "--rate");
+    else if (!strcmp(argv[i], "--ranks-per-host"))
+      o.per_host = parse_int(v, 0, 4096, "--ranks-per-host");
     else
       die("unknown option %s", argv[i]);
     i++;
   }
   if (!o.out) die("--out FILE is required");
   if (o.kill_rank < 0) o.kill_rank = o.world / 2;
+  /* A host never straddles two workers. */
+  if (o.per_host && o.per_worker % o.per_host) o.per_worker = (o.per_worker / o.per_host + 1) * o.per_host;
   const char *addr = getenv("FTL_RDZV_ADDR"), *attempt = getenv("FTL_ATTEMPT");
   o.token = getenv("FTL_RDZV_TOKEN");
   if (!addr || !o.token || !attempt) die("FTL_RDZV_ADDR, FTL_RDZV_TOKEN and FTL_ATTEMPT must be set (run by ftl run)");

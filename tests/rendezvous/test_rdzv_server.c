@@ -1,7 +1,10 @@
 /* tests/rendezvous/test_rdzv_server.c: the launcher's rendezvous server against real TCP clients
  * in child processes: every rank joins -> "go" for all; a client with another attempt's token is
  * refused and told why; a rank that joins twice is refused; fail() tells a waiting rank the
- * reason (naming the missing ranks), and describe_missing names ranks and hosts. */
+ * reason (naming the missing ranks), and describe_missing names ranks and hosts. A relay (wire
+ * version 3) speaks for a host's agents and ranks over one connection: their hellos, the one "go"
+ * it fans out, a batch of steps and alives, a lost agent, a relay for another attempt, and the
+ * relay's own loss losing everything behind it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +16,11 @@
 #include "ftl_test.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
+#include "rendezvous/wire.h"
 
 typedef struct counts {
-  int hello, joined, go, rejected, lost;
+  int hello, joined, go, rejected, lost, step, alive, exits;
+  int lost_ranks[8];
   char last_reject[256];
 } counts;
 
@@ -29,7 +34,13 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       c->rejected++;
       snprintf(c->last_reject, sizeof c->last_reject, "%s", ev->detail ? ev->detail : "");
       break;
-    case FTL_RDZV_CONN_LOST: c->lost++; break;
+    case FTL_RDZV_CONN_LOST:
+      if (c->lost < 8) c->lost_ranks[c->lost] = ev->rank;
+      c->lost++;
+      break;
+    case FTL_RDZV_STEP: c->step += ev->rank == 1 && rz_wire_int(ev->msg, "step", -1) == 7; break;
+    case FTL_RDZV_AGENT_ALIVE: c->alive += ev->rank == 0 && !strcmp(rz_wire_str(ev->msg, "state", ""), "S"); break;
+    case FTL_RDZV_AGENT_EXIT: c->exits++; break;
     default: break;
   }
 }
@@ -72,6 +83,113 @@ static int two_joined_one_go(const counts *c) { return c->go == 1; }
 static int one_rejected(const counts *c) { return c->rejected >= 1; }
 static int one_joined(const counts *c) { return c->joined >= 1; }
 static int never(const counts *c) { (void)c; return 0; }
+static int one_lost(const counts *c) { return c->lost >= 1; }
+static int three_lost(const counts *c) { return c->lost >= 3; }
+static int batch_seen(const counts *c) { return c->step >= 1 && c->alive >= 1; }
+static int batch_twice(const counts *c) { return c->step >= 2 && c->alive >= 2; }
+static int relay_done(const counts *c) { return c->lost >= 1 && c->exits >= 1; }
+
+/* Plays a relay: a TCP connection that sends raw lines and reads what the launcher sends back. */
+static void relay_say(int fd, const char *line) {
+  ftl_diag d = {{0}};
+  CHECK_OK(rz_wire_send_line(fd, line, strlen(line), ftl_deadline_after_ms(2000), false, &d), d.msg);
+}
+
+/* Reads what the relay was sent (pumping the server meanwhile) until `needle` is among it. */
+static void relay_expect(ftl_rdzv_server *s, counts *c, int fd, ftl_linebuf *lb, const char *needle) {
+  int64_t until = ftl_deadline_after_ms(5000);
+  while (ftl_deadline_left_ms(until) > 0) {
+    pump(s, c, ftl_deadline_after_ms(20), never);
+    bool eof = false;
+    rz_linebuf_fill(lb, fd, &eof);
+    if (lb->len && memmem(lb->data, lb->len, needle, strlen(needle))) return;
+    if (eof) break;
+  }
+  fprintf(stderr, "FAIL: the relay was not sent %s (it got: %.*s)\n", needle, (int)lb->len, lb->data ? lb->data : "");
+  exit(1);
+}
+
+static void relay_case(void) {
+  ftl_diag d = {{0}};
+  ftl_rdzv_server *s = NULL;
+  counts c = {0};
+  CHECK_OK(rz_rdzv_server_create("127.0.0.1", 3, "tok-r0", &s, &d), d.msg);
+  char addr[64];
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", rz_rdzv_server_port(s));
+  /* A relay of another attempt is refused and told why. */
+  int stale = -1;
+  CHECK_OK(rz_tcp_connect(addr, ftl_deadline_after_ms(2000), &stale, &d), d.msg);
+  relay_say(stale, "{\"type\":\"relay\",\"version\":3,\"token\":\"tok-old\",\"host\":\"h1\",\"pid\":1}\n");
+  ftl_linebuf slb = {0};
+  relay_expect(s, &c, stale, &slb, "not this attempt's");
+  rz_linebuf_free(&slb);
+  close(stale);
+  CHECK_INT_EQ(c.rejected, 1);
+
+  /* Host h1's relay carries ranks 0 and 1 (agents and ranks); rank 2 connects directly. */
+  int fd = -1;
+  CHECK_OK(rz_tcp_connect(addr, ftl_deadline_after_ms(2000), &fd, &d), d.msg);
+  relay_say(fd, "{\"type\":\"relay\",\"version\":3,\"token\":\"tok-r0\",\"host\":\"h1\",\"pid\":1}\n");
+  for (int r = 0; r < 2; r++) {
+    char line[512];
+    snprintf(line, sizeof line,
+             "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":%d,\"msg\":{\"type\":\"agent\",\"version\":3,"
+             "\"token\":\"tok-r0\",\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":5}}\n"
+             "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"msg\":{\"type\":\"rank\",\"version\":3,"
+             "\"token\":\"tok-r0\",\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":6}}\n",
+             r, r, r, r);
+    relay_say(fd, line);
+  }
+  /* A hello whose rank is not its envelope's is refused; the relay stays. */
+  relay_say(fd, "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":2,\"msg\":{\"type\":\"agent\",\"token\":\"tok-r0\","
+                "\"rank\":1}}\n");
+  pid_t r2 = spawn_client(rz_rdzv_server_port(s), "tok-r0", "rank", 2, 3);
+  ftl_linebuf lb = {0};
+  relay_expect(s, &c, fd, &lb, "\"to\":\"rank\"");
+  CHECK_INT_EQ(c.go, 1);
+  CHECK_INT_EQ(c.hello, 2);
+  CHECK_INT_EQ(c.joined, 3);
+  CHECK_INT_EQ(c.rejected, 2);
+  CHECK_STR_CONTAINS(c.last_reject, "not its envelope's");
+  CHECK_STR_CONTAINS(lb.data, "\"type\":\"go\"");
+  CHECK_INT_EQ(exit_code(r2), 0);
+  CHECK_INT_EQ((int)rz_rdzv_server_relays(s), 1);
+  /* Rank 2's own connection closed without a bye when its client exited: that loss is not the relay's. */
+  pump(s, &c, ftl_deadline_after_ms(5000), one_lost);
+  CHECK_INT_EQ(c.lost, 1);
+  CHECK_INT_EQ(c.lost_ranks[0], 2);
+  c.lost = 0;
+  /* The steady state in one line; entries for a rank of another host, or malformed, are skipped. */
+  relay_say(fd, "{\"type\":\"batch\",\"step\":[[1,7,1.5],[2,7,1.0],[1,\"x\",1.0],{\"rank\":1}],"
+                "\"alive\":[[0,\"S\",10],[0,1,10]]}\n");
+  pump(s, &c, ftl_deadline_after_ms(5000), batch_seen);
+  CHECK_INT_EQ(c.step, 1);
+  CHECK_INT_EQ(c.alive, 1);
+  /* The compact layout a relay writes takes the fast path (rz_wire_batch_parse): the same events. */
+  relay_say(fd, "{\"type\":\"batch\",\"step\":[[1,7,2.5],[2,7,1.0]],\"alive\":[[0,\"S\",11],[1,\"T\",-1]]}\n");
+  pump(s, &c, ftl_deadline_after_ms(5000), batch_twice);
+  CHECK_INT_EQ(c.step, 2);
+  CHECK_INT_EQ(c.alive, 2);
+  /* Pings and signals reach the relay once, addressed to its agents. */
+  rz_rdzv_server_ping_agents(s);
+  relay_expect(s, &c, fd, &lb, "{\"type\":\"ping\",\"to\":\"agent\"}");
+  /* Rank 1's agent reports its exit; rank 0's agent goes without a word: lost. */
+  relay_say(fd, "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":1,\"msg\":{\"type\":\"exit\",\"exit_code\":0,"
+                "\"signal\":0}}\n{\"type\":\"closed\",\"role\":\"agent\",\"rank\":1}\n"
+                "{\"type\":\"closed\",\"role\":\"agent\",\"rank\":0}\n");
+  pump(s, &c, ftl_deadline_after_ms(5000), relay_done);
+  CHECK_INT_EQ(c.exits, 1);
+  CHECK_INT_EQ(c.lost, 1);
+  CHECK_INT_EQ(c.lost_ranks[0], 0);
+  /* The relay itself goes: ranks 0 and 1 (no bye) are lost with it. */
+  close(fd);
+  pump(s, &c, ftl_deadline_after_ms(5000), three_lost);
+  pump(s, &c, ftl_deadline_after_ms(300), never);
+  CHECK_INT_EQ(c.lost, 3);
+  CHECK_INT_EQ((int)rz_rdzv_server_relays(s), 0);
+  rz_linebuf_free(&lb);
+  rz_rdzv_server_destroy(s);
+}
 
 int main(void) {
   ftl_diag d = {{0}};
@@ -133,6 +251,9 @@ int main(void) {
   CHECK_STR_CONTAINS(c.last_reject, "joined twice");
   CHECK_INT_EQ(exit_code(dup), 1);
   rz_rdzv_server_destroy(s);
+
+  /* 5. A relay: one connection for a host's agents and ranks (wire version 3). */
+  relay_case();
   printf("ok\n");
   return 0;
 }

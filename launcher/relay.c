@@ -1,0 +1,395 @@
+/* launcher/relay.c: a host's relay (see relay.h; the messages: docs/formats/rendezvous-wire.md,
+ * "Relays"). One poll() loop over the launcher's connection, the listener and the host's local
+ * connections (a few per rank of this host: nothing here grows with the gang). Every local line is
+ * parsed (a line that is not a message closes its connection, as the launcher would), so what goes
+ * up is always well-formed and within the launcher's line limit. */
+#include "launcher/relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "ftl/core.h"
+#include "rendezvous/wire.h"
+
+/* The batch period, a batch line's budget
+ * (under the launcher's FTL_WIRE_MAX_LINE), how long the relay outlives its last local connection,
+ * how long it waits for the first, and the most local connections it takes. */
+enum {
+  BATCH_MS = 250,
+  BATCH_LINE_MAX = 60 * 1024,
+  LINGER_MS = 1000,
+  FIRST_WAIT_MS = 60000,
+  SEND_MS = 2000,
+  MAX_LOCALS = 4096
+};
+
+enum local_role { LOCAL_UNKNOWN = 0, LOCAL_AGENT, LOCAL_RANK };
+
+typedef struct local {
+  int fd;
+  enum local_role role;
+  int rank;
+  ftl_linebuf lb;
+  json_t *pending;     /* the latest batched message's batch entry, or NULL */
+  json_t *pending_msg; /* ... and the message itself, for a flush before a message of its own */
+} local;
+
+typedef struct relay {
+  const ftl_launch_env *env;
+  int listen_fd, up_fd;
+  ftl_linebuf up_lb;
+  local **locals;
+  size_t n, cap;
+  bool had_local;
+  int expected_agents, agents_seen; /* the host's agents, and how many said hello so far */
+  int64_t idle_since_ms, next_batch_ms;
+  size_t pending;
+} relay;
+
+ftl_err ln_relay_address(const ftl_launch_env *env, char *addr, size_t size, ftl_diag *d) {
+  if (!env->token[0]) return ftl_diag_fail(d, FTL_ERR_INVAL, "relay: no FTL_RDZV_TOKEN to name the relay by");
+  if (ftl_fmt(addr, size, "@ftl-relay-%s", env->token)) return ftl_diag_fail(d, FTL_ERR_RANGE, "relay: token too long");
+  return FTL_OK;
+}
+
+static const char *role_name(enum local_role r) { return r == LOCAL_AGENT ? "agent" : "rank"; }
+
+/* Sends one message (stolen) to the launcher; false when it cannot (the relay then ends). */
+static bool up_send(relay *r, json_t *msg) {
+  char *line = NULL;
+  size_t len = 0;
+  ftl_diag d;
+  bool ok = msg && rz_wire_encode(msg, &line, &len, &d) == FTL_OK;
+  /* A message that would break the launcher's limit is not sent (its local connection is refused
+   * by the caller); the relay itself must never be cut off for one. */
+  if (ok && len > FTL_WIRE_MAX_LINE) ok = false;
+  else if (ok) ok = rz_wire_send_line(r->up_fd, line, len, ftl_deadline_after_ms(SEND_MS), false, &d) == FTL_OK;
+  ftl_free(line);
+  json_decref(msg);
+  return ok;
+}
+
+static bool forward(relay *r, local *l, json_t *msg_borrowed) {
+  return up_send(r, json_pack("{s:s, s:s, s:i, s:O}", "type", "fwd", "role", role_name(l->role), "rank", l->rank, "msg",
+                              msg_borrowed));
+}
+
+/* A local connection's batched message goes now (before one of its own that must not wait). */
+static bool flush_pending(relay *r, local *l) {
+  if (!l->pending) return true;
+  json_t *p = l->pending_msg;
+  json_decref(l->pending);
+  l->pending = l->pending_msg = NULL;
+  r->pending--;
+  bool ok = forward(r, l, p);
+  json_decref(p);
+  return ok;
+}
+
+static void close_local(relay *r, size_t i, bool tell) {
+  local *l = r->locals[i];
+  if (tell && l->role != LOCAL_UNKNOWN) {
+    flush_pending(r, l);
+    up_send(r, json_pack("{s:s, s:s, s:i}", "type", "closed", "role", role_name(l->role), "rank", l->rank));
+  }
+  if (l->pending) r->pending--;
+  json_decref(l->pending);
+  json_decref(l->pending_msg);
+  close(l->fd);
+  rz_linebuf_free(&l->lb);
+  ftl_free(l);
+  r->locals[i] = r->locals[--r->n];
+  if (r->n == 0) r->idle_since_ms = ftl_clock_ms();
+}
+
+/* The batch entry msg makes when it may wait for the next batch, or NULL: a rank's step heartbeat
+ * ({type, step, compute_ms}: not a progress report, which the launcher logs as an event) as
+ * [rank, step, compute_ms], an agent's alive ({type, state, rss_kb}) as [rank, state, rss_kb]. A
+ * message with any other field goes at once, whole. */
+static json_t *batch_entry(const local *l, const json_t *msg, const char *type) {
+  if (l->role == LOCAL_RANK && !strcmp(type, "step") && json_object_size(msg) == 3) {
+    const json_t *step = json_object_get(msg, "step"), *compute = json_object_get(msg, "compute_ms");
+    if (json_is_integer(step) && json_is_number(compute))
+      return json_pack("[i, I, f]", l->rank, json_integer_value(step), json_number_value(compute));
+  } else if (l->role == LOCAL_AGENT && !strcmp(type, "alive") && json_object_size(msg) == 3) {
+    const json_t *state = json_object_get(msg, "state"), *rss = json_object_get(msg, "rss_kb");
+    if (json_is_string(state) && json_string_length(state) <= 8 && json_is_integer(rss))
+      return json_pack("[i, s, I]", l->rank, json_string_value(state), json_integer_value(rss));
+  }
+  return NULL;
+}
+
+/* One message from a local connection; false when the connection must be closed. */
+static bool on_local_message(relay *r, local *l, json_t *msg) {
+  const char *type = rz_wire_str(msg, "type", "");
+  if (l->role == LOCAL_UNKNOWN) {
+    /* Its hello: the launcher checks the token and the rank; the relay only names the sender. */
+    int64_t rank = rz_wire_int(msg, "rank", -1);
+    if ((strcmp(type, "agent") && strcmp(type, "rank")) || rank < 0 || rank > (1 << 24)) return false;
+    l->role = !strcmp(type, "agent") ? LOCAL_AGENT : LOCAL_RANK;
+    l->rank = (int)rank;
+    r->agents_seen += l->role == LOCAL_AGENT;
+    return forward(r, l, msg);
+  }
+  json_t *entry = batch_entry(l, msg, type);
+  if (entry) {
+    if (!l->pending) r->pending++;
+    json_decref(l->pending);
+    l->pending = entry;
+    l->pending_msg = json_incref(msg);
+    return true;
+  }
+  /* At once, after its own batched message, so its order is kept (a section after a step). */
+  return flush_pending(r, l) && forward(r, l, msg);
+}
+
+/* Reads what local i sent; false when it must be closed (closed by its peer, a bad line). */
+static bool read_local(relay *r, local *l) {
+  bool eof = false;
+  if (rz_linebuf_fill(&l->lb, l->fd, &eof) != FTL_OK) return false;
+  for (;;) {
+    json_t *msg = NULL;
+    ftl_diag d;
+    ftl_err rc = rz_linebuf_next(&l->lb, &msg, &d);
+    if (rc == FTL_ERR_NOTFOUND) break;
+    if (rc != FTL_OK) return false;
+    bool keep = on_local_message(r, l, msg);
+    json_decref(msg);
+    if (!keep) return false;
+  }
+  return !eof;
+}
+
+/* The launcher's message: to every local connection of a role, or to one (to_rank). */
+static void on_launcher_message(relay *r, json_t *msg) {
+  const char *to = rz_wire_str(msg, "to", "");
+  enum local_role role = !strcmp(to, "agent") ? LOCAL_AGENT : !strcmp(to, "rank") ? LOCAL_RANK : LOCAL_UNKNOWN;
+  int64_t to_rank = rz_wire_int(msg, "to_rank", -1);
+  if (role == LOCAL_UNKNOWN) return; /* for the relay itself: a refusal (fail) is followed by the close */
+  if (!strcmp(rz_wire_str(msg, "type", ""), "drop")) {
+    for (size_t i = 0; i < r->n; i++)
+      if (r->locals[i]->role == role && r->locals[i]->rank == to_rank) {
+        close_local(r, i, false);
+        break;
+      }
+    return;
+  }
+  json_object_del(msg, "to");
+  json_object_del(msg, "to_rank");
+  char *line = NULL;
+  size_t len = 0;
+  ftl_diag d;
+  if (rz_wire_encode(msg, &line, &len, &d) != FTL_OK) return;
+  for (size_t i = 0; i < r->n; i++) {
+    local *l = r->locals[i];
+    if (l->role == role && (to_rank < 0 || l->rank == to_rank))
+      rz_wire_send_line(l->fd, line, len, ftl_deadline_after_ms(SEND_MS), false, &d);
+  }
+  ftl_free(line);
+}
+
+/* Ends and sends one batch line (the current one of b); false when the launcher cannot take it. */
+static bool send_batch_line(relay *r, core_buf *b) {
+  ftl_diag d;
+  bool ok = core_buf_adds(b, "]}\n") == FTL_OK &&
+            rz_wire_send_line(r->up_fd, b->p, b->len, ftl_deadline_after_ms(SEND_MS), false, &d) == FTL_OK;
+  core_buf_free(b);
+  return ok;
+}
+
+/* The batch: every pending message, the steps and the alives in lines of their own, each line at
+ * most BATCH_LINE_MAX bytes (an entry is a few numbers and a state of at most 8 bytes). */
+static bool send_batch(relay *r) {
+  static const struct {
+    enum local_role role;
+    const char *head;
+  } parts[] = {{LOCAL_RANK, "{\"type\":\"batch\",\"step\":["}, {LOCAL_AGENT, "{\"type\":\"batch\",\"alive\":["}};
+  core_buf b;
+  core_buf_init(&b, FTL_WIRE_MAX_LINE);
+  for (size_t p = 0; p < 2 && r->pending > 0; p++) {
+    size_t count = 0;
+    for (size_t i = 0; i < r->n; i++) {
+      local *l = r->locals[i];
+      if (!l->pending || l->role != parts[p].role) continue;
+      char *text = json_dumps(l->pending, JSON_COMPACT);
+      json_decref(l->pending);
+      json_decref(l->pending_msg);
+      l->pending = l->pending_msg = NULL;
+      r->pending--;
+      if (!text) continue;
+      if (count && b.len + strlen(text) + 4 > BATCH_LINE_MAX) {
+        if (!send_batch_line(r, &b)) {
+          free(text);
+          return false;
+        }
+        count = 0;
+      }
+      core_buf_adds(&b, count ? "," : parts[p].head);
+      core_buf_adds(&b, text);
+      free(text); /* jansson's, allocated with malloc */
+      count++;
+    }
+    if (count && !send_batch_line(r, &b)) return false;
+  }
+  core_buf_free(&b);
+  return true;
+}
+
+static void accept_locals(relay *r) {
+  for (;;) {
+    int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    local *l = r->n < MAX_LOCALS ? ftl_calloc(1, sizeof *l) : NULL;
+    if (l && r->n == r->cap) {
+      size_t ncap = r->cap ? r->cap * 2 : 16;
+      local **nl = ftl_realloc(r->locals, ncap * sizeof *nl);
+      if (!nl) {
+        ftl_free(l);
+        l = NULL;
+      } else {
+        r->locals = nl;
+        r->cap = ncap;
+      }
+    }
+    if (!l) {
+      close(fd);
+      continue;
+    }
+    *l = (local){.fd = fd, .role = LOCAL_UNKNOWN, .rank = -1};
+    r->locals[r->n++] = l;
+    r->had_local = true;
+  }
+}
+
+/* The launcher's side: false once it is gone (the relay then ends). */
+static bool read_launcher(relay *r) {
+  bool eof = false;
+  if (rz_linebuf_fill(&r->up_lb, r->up_fd, &eof) != FTL_OK) return false;
+  for (;;) {
+    json_t *msg = NULL;
+    ftl_diag d;
+    ftl_err rc = rz_linebuf_next(&r->up_lb, &msg, &d);
+    if (rc == FTL_ERR_NOTFOUND) break;
+    if (rc != FTL_OK) return false;
+    on_launcher_message(r, msg);
+    json_decref(msg);
+  }
+  return !eof;
+}
+
+/* The relay's life, in the forked child; returns its exit code. */
+static int relay_run(relay *r) {
+  ftl_diag d = {{0}};
+  if (rz_tcp_connect(r->env->addr, ftl_deadline_after_ms(15000), &r->up_fd, &d) != FTL_OK) return 1;
+  if (!up_send(r, json_pack("{s:s, s:i, s:s, s:s, s:I}", "type", "relay", "version", FTL_WIRE_VERSION, "token",
+                            r->env->token, "host", ftl_hostname(), "pid", (json_int_t)getpid())))
+    return 1;
+  fcntl(r->listen_fd, F_SETFL, fcntl(r->listen_fd, F_GETFL) | O_NONBLOCK);
+  int64_t start = ftl_clock_ms();
+  r->next_batch_ms = start + BATCH_MS;
+  struct pollfd *fds = NULL;
+  size_t fds_cap = 0;
+  int code = 0;
+  for (;;) {
+    if (r->n == 0 && r->had_local && r->agents_seen >= r->expected_agents) break; /* every agent came and went */
+    if (r->n == 0 && r->had_local && ftl_clock_ms() - r->idle_since_ms >= LINGER_MS) break;
+    if (!r->had_local && ftl_clock_ms() - start >= FIRST_WAIT_MS) break;
+    if (fds_cap < r->n + 2) {
+      size_t ncap = r->n + 2 + 16;
+      struct pollfd *nf = ftl_realloc(fds, ncap * sizeof *nf);
+      if (!nf) {
+        code = 1;
+        break;
+      }
+      fds = nf;
+      fds_cap = ncap;
+    }
+    fds[0] = (struct pollfd){.fd = r->up_fd, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+    size_t polled = r->n;
+    for (size_t i = 0; i < polled; i++) fds[i + 2] = (struct pollfd){.fd = r->locals[i]->fd, .events = POLLIN};
+    int timeout = ftl_deadline_left_ms(r->next_batch_ms);
+    int pr = poll(fds, (nfds_t)(polled + 2), timeout > BATCH_MS ? BATCH_MS : timeout);
+    if (pr < 0 && errno != EINTR) {
+      code = 1;
+      break;
+    }
+    /* The locals first, back to front: closing local i moves the last one into its place, which was
+     * read already. Then the launcher (whose `drop` may close a local: fds no longer match after). */
+    for (size_t i = polled; pr > 0 && i-- > 0;)
+      if ((fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR)) && !read_local(r, r->locals[i])) close_local(r, i, true);
+    if (pr > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && !read_launcher(r)) break;
+    if (pr > 0 && (fds[1].revents & POLLIN)) accept_locals(r);
+    if (ftl_clock_ms() >= r->next_batch_ms) {
+      if (!send_batch(r)) break;
+      r->next_batch_ms = ftl_clock_ms() + BATCH_MS;
+    }
+  }
+  ftl_free(fds);
+  return code;
+}
+
+ftl_err ln_relay_ensure(const ftl_launch_env *env, int local_agents, pid_t *started_out, ftl_diag *d) {
+  char name[160];
+  *started_out = 0;
+  struct sockaddr_un sa;
+  socklen_t sl;
+  ftl_err rc = ln_relay_address(env, name, sizeof name, d);
+  if (!rc) rc = rz_unix_address(name, &sa, &sl, d);
+  if (rc) return rc;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "relay: socket: %s", strerror(errno));
+  /* The abstract name is the lock: whoever binds it first runs the relay. */
+  if (bind(fd, (struct sockaddr *)&sa, sl) != 0) {
+    int err = errno;
+    close(fd);
+    if (err == EADDRINUSE) return FTL_OK;
+    return ftl_diag_fail(d, FTL_ERR_IO, "relay: cannot bind %s: %s", name, strerror(err));
+  }
+  if (listen(fd, 4096) != 0) {
+    close(fd);
+    return ftl_diag_fail(d, FTL_ERR_IO, "relay: listen: %s", strerror(errno));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd);
+    return ftl_diag_fail(d, FTL_ERR_IO, "relay: fork: %s", strerror(errno));
+  }
+  if (pid == 0) {
+    /* Its own session: mpirun's teardown signals the agents, and the relay must outlive them long
+     * enough to pass on what they say. Nothing of mpirun's output pipes is held open by it. */
+    setsid();
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, STDIN_FILENO);
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+      close(null);
+    }
+    relay r = {.env = env, .listen_fd = fd, .up_fd = -1, .expected_agents = local_agents > 0 ? local_agents : 1};
+    int code = relay_run(&r);
+    while (r.n > 0) close_local(&r, r.n - 1, false);
+    _exit(code);
+  }
+  close(fd);
+  *started_out = pid;
+  return FTL_OK;
+}
+
+void ln_relay_wait(pid_t pid, int64_t deadline_ms) {
+  while (pid > 0) {
+    pid_t w = waitpid(pid, NULL, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) return;
+    if (ftl_deadline_left_ms(deadline_ms) == 0) return;
+    usleep(5000);
+  }
+}

@@ -54,7 +54,7 @@ typedef struct rec {
 } rec;
 
 /* What each rank tells the others at create: its host (L1 and L2 placement) and whether it was
- * asked for L2 (FTL_CKPT_L2=1). */
+ * asked for L2 (FTL_CKPT_L2: 0 no, 1 yes, 2 "auto": on when the gang spans several hosts). */
 typedef struct ck_host_rec {
   char host[CK_HOST_MAX];
   int32_t l2, pad;
@@ -103,7 +103,7 @@ struct ftl_ckpt {
   ck_l1 l1;               /* the node-local memory level (checkpoint/levels.h) */
   int restore_l1, restore_l2, restore_l3; /* the last restore's shards read from each level on this rank */
   struct ck_host_rec *hosts;  /* every rank's host, allgathered at create (world entries) */
-  int l2_on;                  /* L2 copies are made: asked for (FTL_CKPT_L2=1) on every rank, several hosts */
+  int l2_on;                  /* L2 copies are made: asked for (FTL_CKPT_L2=1 or auto) on every rank, several hosts */
   int l2_hosts;               /* distinct hosts of the gang */
   int *l2_partner;            /* each rank's partner rank (ckpt_l2.c); -1: none */
   unsigned char *l2_stored, *l2_stored_all; /* save: the shards this rank keeps for a partner; all of them (rank 0) */

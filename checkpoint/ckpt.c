@@ -67,12 +67,17 @@ static ftl_err setup_hosts(ftl_ckpt *ck, int64_t deadline, ftl_diag *d) {
    * on exactly when the gang spans several hosts, and silent when it does not. */
   const char *l2 = getenv("FTL_CKPT_L2");
   mine.l2 = !l2 || !ck_p2p_available() ? 0 : strcmp(l2, "1") == 0 ? 1 : strcmp(l2, "auto") == 0 ? 2 : 0;
+  mine.l1 = ck->l1.dir[0] != '\0';
   ftl_err rc = ck_coll_allgather(ck, &mine, ck->hosts, (int)sizeof mine, "the allgather of the ranks' hosts", deadline, d);
   if (rc) return rc;
   int all_l2 = 1;
+  ck->l1_all = 1;
+  ck->l1_leader = 1;
   for (size_t r = 0; r < w; r++) {
     ck->hosts[r].host[CK_HOST_MAX - 1] = '\0';
     all_l2 &= ck->hosts[r].l2 == 1 || ck->hosts[r].l2 == 2;
+    ck->l1_all &= ck->hosts[r].l1 == 1;
+    if ((int)r < ck->rank && strcmp(ck->hosts[r].host, mine.host) == 0) ck->l1_leader = 0;
   }
   rc = ck_l2_place(ck);
   if (rc) return ftl_diag_fail(d, rc, "out of memory placing the L2 copies");
@@ -125,6 +130,7 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   ck->timeout_ms = o.timeout_ms;
   ck->chunk = o.chunk_bytes;
   ck->last_step = -1;
+  ck->l2_step = -1;
   ck->sync->last.step = -1;
   /* Only a process the launcher started (FTL_ATTEMPT set) answers to the fence: a program run by
    * hand on a run directory is no attempt of it. */

@@ -366,7 +366,10 @@ static ftl_err commit_l1(ftl_ckpt *ck, job *j, ftl_ckpt_stats *st, ftl_diag *d) 
     ftl_diag wd = {{0}};
     ftl_err wrc = ck_l1_manifest_path(&ck->l1, j->step, path, sizeof path)
                       ? ftl_diag_fail(&wd, FTL_ERR_RANGE, "path too long under %s", ck->l1.dir)
-                      : core_fs_write_atomic(path, text, (size_t)head.len, NULL, ck->rank, j->step, &wd);
+                      /* Its own temporary file: hosts that share one folder (network namespaces on
+                       * one machine) write the same bytes to the same name at once. */
+                      : core_fs_replace(path, text, (size_t)head.len, CORE_TMP_PER_PROCESS, NULL, ck->rank, j->step,
+                                        &wd);
     j->l1_manifest = 1; /* removed again if the step is abandoned, whether or not it is there */
     if (wrc) {
       mine.err = (int32_t)wrc;

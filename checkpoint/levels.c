@@ -288,10 +288,9 @@ void ck_l1_forget_run(const char *root, const char *run_dir) {
     remove_shard_files(pd);
     rmdir(pd);
     remove_shard_files(sd);
-    /* An L1/L2 step's manifest (and its temporary file, CORE_TMP_FIXED's spelling). */
-    const char *names[] = {"manifest.json", "manifest.json.tmp"};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-      if (ftl_fmt(pd, sizeof pd, "%s/%s", sd, names[k]) == FTL_OK) core_fs_table.unlink(pd);
+    /* An L1/L2 step's manifest (its temporary files, manifest.json.tmp.<pid>, are removed by
+     * their writer, or stay with a writer that died: the folder then stays too). */
+    if (ftl_fmt(pd, sizeof pd, "%s/manifest.json", sd) == FTL_OK) core_fs_table.unlink(pd);
     rmdir(sd);
   }
   closedir(dir);

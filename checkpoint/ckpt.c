@@ -56,26 +56,33 @@ static void free_handle(ftl_ckpt *ck, int mu_ok, int cv_ok) {
   ftl_free(ck);
 }
 
-/* Every rank's host, and whether L2 is on: asked for on every rank (FTL_CKPT_L2=1), over a seam
+/* Every rank's host, and whether L2 is on: asked for on every rank (FTL_CKPT_L2=1 or auto), over a seam
  * with point-to-point, on more than one host. Collective; the same outcome on every rank. */
 static ftl_err setup_hosts(ftl_ckpt *ck, int64_t deadline, ftl_diag *d) {
   size_t w = (size_t)ck->world;
   ck_host_rec mine;
   memset(&mine, 0, sizeof mine);
   snprintf(mine.host, sizeof mine.host, "%s", ftl_hostname());
+  /* 1: asked for (checkpoint.levels names l2); 2: "auto", the default of `ftl run` without a list,
+   * on exactly when the gang spans several hosts, and silent when it does not. */
   const char *l2 = getenv("FTL_CKPT_L2");
-  mine.l2 = l2 && strcmp(l2, "1") == 0 && ck_p2p_available();
+  mine.l2 = !l2 || !ck_p2p_available() ? 0 : strcmp(l2, "1") == 0 ? 1 : strcmp(l2, "auto") == 0 ? 2 : 0;
+  mine.l1 = ck->l1.dir[0] != '\0';
   ftl_err rc = ck_coll_allgather(ck, &mine, ck->hosts, (int)sizeof mine, "the allgather of the ranks' hosts", deadline, d);
   if (rc) return rc;
   int all_l2 = 1;
+  ck->l1_all = 1;
+  ck->l1_leader = 1;
   for (size_t r = 0; r < w; r++) {
     ck->hosts[r].host[CK_HOST_MAX - 1] = '\0';
-    all_l2 &= ck->hosts[r].l2 == 1;
+    all_l2 &= ck->hosts[r].l2 == 1 || ck->hosts[r].l2 == 2;
+    ck->l1_all &= ck->hosts[r].l1 == 1;
+    if ((int)r < ck->rank && strcmp(ck->hosts[r].host, mine.host) == 0) ck->l1_leader = 0;
   }
   rc = ck_l2_place(ck);
   if (rc) return ftl_diag_fail(d, rc, "out of memory placing the L2 copies");
   if (!all_l2 || ck->l2_hosts < 2) {
-    if (mine.l2 && ck->rank == 0)
+    if (mine.l2 == 1 && ck->rank == 0)
       FTL_LOG(FTL_LOG_WARN, "ckpt", "L2 off: %s", ck->l2_hosts < 2 ? "the gang runs on one host (L2 needs a partner host)"
                                                                 : "not asked for on every rank");
     return FTL_OK;
@@ -123,6 +130,7 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   ck->timeout_ms = o.timeout_ms;
   ck->chunk = o.chunk_bytes;
   ck->last_step = -1;
+  ck->l2_step = -1;
   ck->sync->last.step = -1;
   /* Only a process the launcher started (FTL_ATTEMPT set) answers to the fence: a program run by
    * hand on a run directory is no attempt of it. */

@@ -10,12 +10,14 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "checkpoint/catalog.h"
 #include "checkpoint/h5.h"
+#include "checkpoint/levels.h"
 #include "checkpoint/shard.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
@@ -63,57 +65,93 @@ static void fmt_time(int64_t us, char *buf, size_t size) {
   if (us <= 0 || !gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) snprintf(buf, size, "-");
 }
 
-/* The levels at which every shard of m has a copy, as the manifest says ("l1+l2+l3"): L3 always
- * (the manifest commits it there). A copy in host memory may since have gone with its host; a
- * restore checks each one. */
+/* The levels at which every shard of m has a copy, as the manifest says ("l1+l2+l3"): L3 when the
+ * manifest commits it in the run directory. A copy in host memory may since have gone with its
+ * host; a restore checks each one. */
 static void levels_of(const ck_manifest *m, char *out, size_t size) {
   int l1 = m->world_size > 0, l2 = m->world_size > 0;
   for (int r = 0; r < m->world_size; r++) {
     l1 &= m->shards[r].l1_host[0] != '\0';
     l2 &= m->shards[r].l2_host[0] != '\0';
   }
-  snprintf(out, size, "%s%sl3", l1 ? "l1+" : "", l2 ? "l2+" : "");
+  snprintf(out, size, "%s%s%s", l1 ? (l2 || m->l3 ? "l1+" : "l1") : "", l2 ? (m->l3 ? "l2+" : "l2") : "",
+           m->l3 ? "l3" : "");
+}
+
+/* One row of `ftl ckpt ls` for a step of folder base (the run directory's checkpoints, or this
+ * host's L1 folder of the run, where steps saved below L3 are committed). */
+static void ls_row(const char *base, const ck_step_entry *e, const char *where) {
+  char when[32] = "-", note[1100] = "", levels[16] = "-";
+  int world = 0;
+  unsigned long long bytes = 0;
+  if (e->state == CK_STEP_COMMITTED) {
+    ck_manifest *m = NULL;
+    ftl_diag md = {{0}};
+    if (ck_read_manifest(base, e->step, &m, NULL, NULL, &md) == FTL_OK) {
+      world = m->world_size;
+      bytes = (unsigned long long)total_bytes(m);
+      fmt_time(m->created_unix_us, when, sizeof when);
+      levels_of(m, levels, sizeof levels);
+      if (where) snprintf(note, sizeof note, "in this host's memory: %s", where);
+      ck_manifest_free(m);
+    } else {
+      snprintf(note, sizeof note, "unreadable manifest: %s", md.msg);
+    }
+  } else if (e->state == CK_STEP_REFUSED) {
+    ftl_diag rd = {{0}};
+    ck_step_dir_check(base, e->step, &rd);
+    snprintf(note, sizeof note, "%s", rd.msg);
+  } else if (e->state == CK_STEP_BAD) {
+    ck_read_bad_reason(base, e->step, note, sizeof note);
+  }
+  char w[16] = "-";
+  if (world) snprintf(w, sizeof w, "%d", world);
+  printf("%-12lld %-11s %6s %14llu  %-20s %-9s %s\n", (long long)e->step, state_name(e->state), w, bytes, when, levels,
+         note);
+}
+
+/* The steps below L3 this host's L1 folder commits for the run whose checkpoints are in base (its
+ * root from FTL_CKPT_L1_DIR, else /dev/shm, as ftl run sets it); *n 0 when there is none. */
+static void l1_steps(const char *base, char *l1dir, size_t size, ck_step_entry **v, int *n) {
+  char run_dir[PATH_MAX];
+  const char *root = getenv("FTL_CKPT_L1_DIR");
+  *v = NULL;
+  *n = 0;
+  size_t len = strlen(base);
+  /* base is RUNDIR/checkpoints: the L1 folder is named after RUNDIR. */
+  size_t cut = strlen("/checkpoints");
+  if (len <= cut || strcmp(base + len - cut, "/checkpoints") != 0 ||
+      ftl_fmt(run_dir, sizeof run_dir, "%.*s", (int)(len - cut), base))
+    return;
+  if (!ck_l1_find_run(root && *root ? root : "/dev/shm", run_dir, l1dir, size) || ck_list_steps(l1dir, v, n, NULL))
+    return;
+  int k = 0;
+  for (int i = 0; i < *n; i++)
+    if ((*v)[i].state == CK_STEP_COMMITTED) (*v)[k++] = (*v)[i];
+  *n = k;
 }
 
 static int cmd_ls(const char *base) {
-  ck_step_entry *steps = NULL;
-  int n = 0;
+  ck_step_entry *steps = NULL, *l1 = NULL;
+  int n = 0, nl1 = 0;
+  char l1dir[PATH_MAX] = "";
   ftl_diag d = {{0}};
   if (ck_list_steps(base, &steps, &n, &d)) {
     fprintf(stderr, "ftl ckpt ls: %s\n", d.msg);
     return 2;
   }
+  l1_steps(base, l1dir, sizeof l1dir, &l1, &nl1);
   printf("%-12s %-11s %6s %14s  %-20s %-9s %s\n", "STEP", "STATE", "WORLD", "BYTES", "CREATED", "LEVELS", "NOTE");
-  for (int i = 0; i < n; i++) {
-    char when[32] = "-", note[1100] = "", levels[16] = "-";
-    int world = 0;
-    unsigned long long bytes = 0;
-    if (steps[i].state == CK_STEP_COMMITTED) {
-      ck_manifest *m = NULL;
-      ftl_diag md = {{0}};
-      if (ck_read_manifest(base, steps[i].step, &m, NULL, NULL, &md) == FTL_OK) {
-        world = m->world_size;
-        bytes = (unsigned long long)total_bytes(m);
-        fmt_time(m->created_unix_us, when, sizeof when);
-        levels_of(m, levels, sizeof levels);
-        ck_manifest_free(m);
-      } else {
-        snprintf(note, sizeof note, "unreadable manifest: %s", md.msg);
-      }
-    } else if (steps[i].state == CK_STEP_REFUSED) {
-      ftl_diag rd = {{0}};
-      ck_step_dir_check(base, steps[i].step, &rd);
-      snprintf(note, sizeof note, "%s", rd.msg);
-    } else if (steps[i].state == CK_STEP_BAD) {
-      ck_read_bad_reason(base, steps[i].step, note, sizeof note);
-    }
-    char w[16] = "-";
-    if (world) snprintf(w, sizeof w, "%d", world);
-    printf("%-12lld %-11s %6s %14llu  %-20s %-9s %s\n", (long long)steps[i].step, state_name(steps[i].state), w, bytes,
-           when, levels, note);
+  /* Both lists are newest first: merged, the run directory's first for a step in both. */
+  for (int i = 0, k = 0; i < n || k < nl1;) {
+    if (k < nl1 && (i >= n || l1[k].step > steps[i].step))
+      ls_row(l1dir, &l1[k++], l1dir);
+    else
+      ls_row(base, &steps[i++], NULL);
   }
-  if (n == 0) printf("(no checkpoints in %s)\n", base);
+  if (n == 0 && nl1 == 0) printf("(no checkpoints in %s)\n", base);
   ftl_free(steps);
+  ftl_free(l1);
   return 0;
 }
 

@@ -65,10 +65,15 @@ ftl_err ck_coll_gather(ftl_ckpt *ck, const void *send, void *recv, int bytes, co
                 "MPI_Igather", what, deadline_ms, d);
 }
 
-ftl_err ck_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d) {
+ftl_err ck_coll_bcast_from(ftl_ckpt *ck, int root, void *buf, int bytes, const char *what, int64_t deadline_ms,
+                           ftl_diag *d) {
   MPI_Request req;
-  return finish(ck, ftl_mpi()->ibcast(buf, bytes, MPI_BYTE, 0, ck->comm, &req), &req, "MPI_Ibcast", what, deadline_ms,
-                d);
+  return finish(ck, ftl_mpi()->ibcast(buf, bytes, MPI_BYTE, root, ck->comm, &req), &req, "MPI_Ibcast", what,
+                deadline_ms, d);
+}
+
+ftl_err ck_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d) {
+  return ck_coll_bcast_from(ck, 0, buf, bytes, what, deadline_ms, d);
 }
 
 ftl_err ck_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all_ok, int64_t deadline_ms,

@@ -53,11 +53,12 @@ typedef struct rec {
   uint64_t file_offset, size_bytes, checksum;
 } rec;
 
-/* What each rank tells the others at create: its host (L1 and L2 placement) and whether it was
- * asked for L2 (FTL_CKPT_L2=1). */
+/* What each rank tells the others at create: its host (L1 and L2 placement), whether it was
+ * asked for L2 (FTL_CKPT_L2: 0 no, 1 yes, 2 "auto": on when the gang spans several hosts) and
+ * whether its L1 folder is usable (a save below L3 needs one on every rank). */
 typedef struct ck_host_rec {
   char host[CK_HOST_MAX];
-  int32_t l2, pad;
+  int32_t l2, l1;
 } ck_host_rec;
 
 /* What each rank tells the others after trying to load a step. */
@@ -86,6 +87,7 @@ typedef struct ck_sync {
   atomic_int broken; /* the communicator is unusable (a collective passed its deadline) */
   /* the job */
   int64_t job_step, job_t0_ns;
+  int job_level; /* FTL_CKPT_LEVEL_*: where the step goes (ftl_ckpt_save_level, after fallbacks) */
   double job_stall_ms, job_wait_ms;
   ftl_err job_local_err; /* staging failed on this rank: the writer only votes "no" */
   char job_local_msg[CK_MSG];
@@ -103,8 +105,15 @@ struct ftl_ckpt {
   ck_l1 l1;               /* the node-local memory level (checkpoint/levels.h) */
   int restore_l1, restore_l2, restore_l3; /* the last restore's shards read from each level on this rank */
   struct ck_host_rec *hosts;  /* every rank's host, allgathered at create (world entries) */
-  int l2_on;                  /* L2 copies are made: asked for (FTL_CKPT_L2=1) on every rank, several hosts */
+  int l2_on;                  /* L2 copies are made: asked for (FTL_CKPT_L2=1 or auto) on every rank, several hosts */
   int l2_hosts;               /* distinct hosts of the gang */
+  int l1_all;                 /* every rank has an L1 folder: saves below L3 are possible */
+  int l1_leader;              /* this rank is the lowest rank on its host: it keeps the host's copy
+                                 of an L1/L2 step's manifest in the L1 folder */
+  int64_t l2_step;            /* the newest step complete at L2 this handle committed or restored
+                                 (-1: none): an L1 save keeps its copies, as they are what a lost
+                                 host restores from (docs/checkpoint.md, "Each level at its own cadence") */
+  int level_warned;           /* a save's level was raised (said once) */
   int *l2_partner;            /* each rank's partner rank (ckpt_l2.c); -1: none */
   unsigned char *l2_stored, *l2_stored_all; /* save: the shards this rank keeps for a partner; all of them (rank 0) */
   int keep;
@@ -123,7 +132,7 @@ struct ftl_ckpt {
   /* The writer's exchange buffers, allocated ahead (hdrs at create, piece records by prepare) so
    * the writer never fails to allocate what it needs to take part in the collectives. */
   struct hdr *hdrs;
-  struct verdict_rec *verdicts; /* restore's agreement, world size entries */
+  struct verdict_rec *verdicts; /* restore's agreement and the L1 commit's (never at once), world entries */
   struct rec *mine_recs, *recs;
   int64_t last_step;
   int setup_ok[2]; /* create's agreement, kept in the handle for the non-blocking allreduce */
@@ -140,6 +149,8 @@ ftl_err ck_fail(ftl_ckpt *ck, ftl_err rc, const char *msg);
 /* Bounded copy that cuts long detail instead of failing (messages are for people). */
 void ck_copy_text(char *dst, size_t size, const char *src);
 double ck_ms_since(int64_t t0_ns);
+/* "l1", "l2", "l3" for FTL_CKPT_LEVEL_* (events and logs). */
+const char *ck_level_name(int level);
 /* Sends one event (fields from json_pack, consumed; NULL is ignored). Failures to report are
  * logged, never fatal. */
 void ck_emit(ftl_ckpt *ck, const char *event, json_t *fields);
@@ -165,6 +176,9 @@ ftl_err ck_coll_allgather(ftl_ckpt *ck, const void *send, void *recv, int bytes,
 ftl_err ck_coll_gather(ftl_ckpt *ck, const void *send, void *recv, int bytes, const char *what, int64_t deadline_ms,
                          ftl_diag *d);
 ftl_err ck_coll_bcast(ftl_ckpt *ck, void *buf, int bytes, const char *what, int64_t deadline_ms, ftl_diag *d);
+/* The same from rank root (an L1/L2 step's manifest is read by a rank whose host keeps it). */
+ftl_err ck_coll_bcast_from(ftl_ckpt *ck, int root, void *buf, int bytes, const char *what, int64_t deadline_ms,
+                           ftl_diag *d);
 /* On the gang's communicator (the handle's own does not exist yet): every rank learns whether
  * every rank's *ok is true, in *all_ok; ok and all_ok must live in the handle (a timed-out request
  * may still write them). */

@@ -5,6 +5,8 @@
  * it cannot be used. A bad step is marked bad on disk by rank 0 and the next older one is tried.
  * Each shard is read from the fastest verified copy: this host's L1 copy, else the L2 copy (on this
  * host, or fetched from the partner host over MPI by ckpt_l2.c), else the run directory's (L3).
+ * Steps saved below L3 are committed in the hosts' L1 folders: rank 0 gathers them with the run
+ * directory's list, and such a step restores only from L1/L2 copies (else an older step is tried).
  *
  * Not here: file formats and checksums (shard.c, manifest.c), step folders (catalog.c), MPI
  * (ckpt_coll.c), CUDA calls (device.c).
@@ -25,9 +27,16 @@
 /* ---- levels ------------------------------------------------------------------------------ */
 
 /* What a restore reads when a shard's L1 copy is passed over: its L2 copy when the manifest names
- * one, else the run directory's. */
-static const char *next_copy(const ck_shard *sh) {
+ * one, else the run directory's (none for a step saved below L3). */
+static const char *next_copy(const ck_manifest *m, const ck_shard *sh) {
+  if (!m->l3) return sh->l2_host[0] ? "trying its L2 copy (the step has none in the run directory)"
+                                    : "the step has no other copy (saved at l1)";
   return sh->l2_host[0] ? "trying its L2 copy, then the run directory's" : "reading the run directory's";
+}
+
+/* What a restore reads when a shard's L2 copy is passed over. */
+static const char *after_l2(const ck_manifest *m) {
+  return m->l3 ? "reading the run directory's" : "the step has no copy in the run directory (saved at l2)";
 }
 
 /* Whether this rank reads shard s of m from its host's L1 copy (checkpoint/levels.h): the manifest
@@ -43,13 +52,13 @@ static int l1_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, char *dir
   if (lstat(path, &st) != 0) {
     if (!quiet)
       FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s is gone (%s): %s", (long long)m->step, path,
-              strerror(errno), next_copy(sh));
+              strerror(errno), next_copy(m, sh));
     return 0;
   }
   if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sh->size_bytes) {
     if (!quiet)
       FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s has %lld bytes, the manifest %llu: %s", (long long)m->step,
-              path, (long long)st.st_size, (unsigned long long)sh->size_bytes, next_copy(sh));
+              path, (long long)st.st_size, (unsigned long long)sh->size_bytes, next_copy(m, sh));
     return 0;
   }
   return 1;
@@ -71,14 +80,14 @@ static int l2_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, const uns
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file)) return 0;
   if (lstat(path, &st) != 0) {
     if (!quiet)
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s is gone (%s): reading the run directory's",
-              (long long)m->step, path, strerror(errno));
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s is gone (%s): %s", (long long)m->step, path,
+              strerror(errno), after_l2(m));
     return 0;
   }
   if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sh->size_bytes) {
     if (!quiet)
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s has %lld bytes, the manifest %llu: reading the run "
-              "directory's", (long long)m->step, path, (long long)st.st_size, (unsigned long long)sh->size_bytes);
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s has %lld bytes, the manifest %llu: %s", (long long)m->step,
+              path, (long long)st.st_size, (unsigned long long)sh->size_bytes, after_l2(m));
     return 0;
   }
   return 1;
@@ -134,7 +143,10 @@ static void drop_fetched(const ftl_ckpt *ck, const ck_manifest *m, const unsigne
 
 /* ---- plan and load on this rank ---------------------------------------------------------- */
 
-enum { WHY_OK = 0, WHY_CORRUPT = 1, WHY_MISMATCH = 2, WHY_IO = 3 };
+/* WHY_GONE: a step saved below L3 that the gang cannot restore (a copy missing or corrupt, the
+ * hosts' memory gone): never marked bad (nothing of it is in the run directory), never a cause
+ * that may pass. */
+enum { WHY_OK = 0, WHY_CORRUPT = 1, WHY_MISMATCH = 2, WHY_IO = 3, WHY_GONE = 4 };
 
 typedef struct plan_need {
   int shard;
@@ -265,7 +277,7 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
         used_l1 = 1;
       } else {
         FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L1 copy %s/%s failed verification (%s): %s", (long long)m->step,
-                l1d, m->shards[s].file, ld.msg, next_copy(&m->shards[s]));
+                l1d, m->shards[s].file, ld.msg, next_copy(m, &m->shards[s]));
       }
     }
     ck_shard l2sh;
@@ -276,19 +288,21 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
       if (ck_shard_verify_read(l2d, m, &l2sh, needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK)
         used_l2 = 1;
       else
-        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s/%s (of %s, kept on %s) failed verification (%s): "
-                "reading the run directory's", (long long)m->step, l2d, l2sh.file, m->shards[s].file,
-                m->shards[s].l2_host, ld.msg);
+        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s/%s (of %s, kept on %s) failed verification (%s): %s",
+                (long long)m->step, l2d, l2sh.file, m->shards[s].file, m->shards[s].l2_host, ld.msg, after_l2(m));
     }
     if (used_l1)
       ck->restore_l1++;
     else if (used_l2)
       ck->restore_l2++;
+    else if (!m->l3 && (assigned || n > 0))
+      rc = ftl_diag_fail(&d, FTL_ERR_NOTFOUND, "%s: no verified L1 or L2 copy on this host (the step was saved at %s)",
+                         m->shards[s].file, m->shards[s].l2_host[0] ? "l2" : "l1");
     else if (assigned)
       rc = ck_shard_verify_read(sd, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &d);
     else if (n > 0)
       rc = ck_shard_read(sd, &m->shards[s], needs, n, &d);
-    if (!used_l1 && !used_l2 && (assigned || n > 0)) ck->restore_l3++;
+    if (!used_l1 && !used_l2 && (assigned || n > 0) && m->l3) ck->restore_l3++;
     ftl_free(needs);
     if (rc) {
       ck_copy_text(msg, msg_size, d.msg);
@@ -307,9 +321,13 @@ out:
 /* ---- one step, agreed -------------------------------------------------------------------- */
 
 /* Tries one committed step; returns WHY_* agreed by all ranks, with the first failing rank's
- * message in msg. */
-static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_world, int *missing_blobs, char *msg,
-                    size_t msg_size, ftl_err *coll_rc, ftl_diag *d) {
+ * message in msg. src: 0 for a step of the run directory, r + 1 for a step saved below L3 whose
+ * manifest rank r reads from its host's L1 folder. */
+static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *written_world, int *missing_blobs,
+                    char *msg, size_t msg_size, ftl_err *coll_rc, ftl_diag *d) {
+  int root = src > 0 ? src - 1 : 0;
+  /* ckpt_restored says where the step loaded was read from, not the steps passed over before it. */
+  ck->restore_l1 = ck->restore_l2 = ck->restore_l3 = 0;
   int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
   char sd[PATH_MAX];
   char *text = NULL;
@@ -330,10 +348,10 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
     char err[CK_MSG];
   } head;
   memset(&head, 0, sizeof head);
-  if (ck->rank == 0) {
+  if (ck->rank == root) {
     size_t len = 0;
     ftl_diag rd = {{0}};
-    ftl_err mrc = ck_read_manifest_text(ck->base, step, &text, &len, &rd);
+    ftl_err mrc = ck_read_manifest_text(src > 0 ? ck->l1.dir : ck->base, step, &text, &len, &rd);
     if (mrc) {
       head.len = -1;
       /* A manifest that is malformed or not a regular file condemns the step; one that cannot be
@@ -344,14 +362,14 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
       head.len = (int64_t)len;
     }
   }
-  *coll_rc = ck_coll_bcast(ck, &head, (int)sizeof head, "the broadcast of the manifest's length", deadline, d);
+  *coll_rc = ck_coll_bcast_from(ck, root, &head, (int)sizeof head, "the broadcast of the manifest's length", deadline, d);
   if (*coll_rc) goto out;
   if (head.len < 0) {
     snprintf(msg, msg_size, "%s", head.err);
     why = head.why;
     goto out;
   }
-  if (ck->rank != 0) {
+  if (ck->rank != root) {
     text = ftl_malloc((size_t)head.len + 1);
     if (!text) {
       *coll_rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the manifest");
@@ -359,7 +377,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
       goto out;
     }
   }
-  *coll_rc = ck_coll_bcast(ck, text, (int)head.len, "the manifest's broadcast", deadline, d);
+  *coll_rc = ck_coll_bcast_from(ck, root, text, (int)head.len, "the manifest's broadcast", deadline, d);
   if (*coll_rc) goto out;
   ftl_diag pd = {{0}};
   if (ck_manifest_parse(text, (size_t)head.len, &m, &pd)) {
@@ -369,6 +387,10 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
     mine.why = WHY_CORRUPT;
     snprintf(mine.msg, sizeof mine.msg, "manifest: step mismatch: step %lld in the folder of step %lld",
              (long long)m->step, (long long)step);
+  } else if (m->l3 != (src == 0)) {
+    mine.why = WHY_CORRUPT;
+    snprintf(mine.msg, sizeof mine.msg, "manifest: its levels %s l3, but it is in %s", m->l3 ? "name" : "do not name",
+             src ? "an L1 folder" : "the run directory");
   } else {
     *written_world = m->world_size;
     /* L2 copies on other hosts come over the network first, every rank taking part when the
@@ -390,14 +412,19 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
       ftl_diag hd = {{0}};
       /* An L1 copy whose description checks spares the run directory's file this read; one that
        * does not is passed over (load_local then verifies the run directory's). */
-      if (l1_copy_of(ck, m, sh, l1d, sizeof l1d, 1) && ftl_fmt(path, sizeof path, "%s/%s", l1d, m->shards[sh].file) == FTL_OK &&
+      if (l1_copy_of(ck, m, sh, l1d, sizeof l1d, m->l3) && ftl_fmt(path, sizeof path, "%s/%s", l1d, m->shards[sh].file) == FTL_OK &&
           ck_h5_check_shard(path, m, &m->shards[sh], &hd) == FTL_OK)
         continue;
       ck_shard l2sh;
-      if (l2_copy_of(ck, m, sh, l2_got, l1d, sizeof l1d, &l2sh, 1) &&
+      if (l2_copy_of(ck, m, sh, l2_got, l1d, sizeof l1d, &l2sh, m->l3) &&
           ftl_fmt(path, sizeof path, "%s/%s", l1d, l2sh.file) == FTL_OK && ck_h5_check_shard(path, m, &l2sh, &hd) == FTL_OK)
         continue;
-      ftl_err hrc = ftl_fmt(path, sizeof path, "%s/%s", sd, m->shards[sh].file)
+      char seen[CK_MSG];
+      ck_copy_text(seen, sizeof seen, hd.msg);
+      ftl_err hrc = !m->l3 ? ftl_diag_fail(&hd, FTL_ERR_NOTFOUND, "%s: no usable L1 or L2 copy on this host (the step was "
+                                                "saved at %s)%s%.300s", m->shards[sh].file,
+                                                m->shards[sh].l2_host[0] ? "l2" : "l1", seen[0] ? ": " : "", seen)
+                    : ftl_fmt(path, sizeof path, "%s/%s", sd, m->shards[sh].file)
                         ? ftl_diag_fail(&hd, FTL_ERR_RANGE, "path too long")
                         : ck_h5_check_shard(path, m, &m->shards[sh], &hd);
       if (hrc) {
@@ -416,6 +443,12 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
   if (first >= 0) {
     why = all[first].why;
     snprintf(msg, msg_size, "rank %d: %s", first, all[first].msg);
+  }
+  /* What an L1 save keeps besides its own step (ckpt_writer.c): the newest step complete at L2. */
+  if (why == WHY_OK) {
+    int l2_all = m->world_size > 0;
+    for (int s = 0; s < m->world_size; s++) l2_all &= m->shards[s].l2_host[0] != '\0';
+    ck->l2_step = l2_all ? step : -1;
   }
 out:
   if (m) drop_fetched(ck, m, l2_got);
@@ -454,20 +487,60 @@ static void free_landing(ftl_ckpt *ck, landing *land) {
 }
 
 /* What rank 0 tells every rank about the folder: how many steps are committed (-1: cannot list),
- * whether any ever was (the commit marker, steps marked bad), and the steps marked bad earlier. */
+ * whether any ever was (the commit marker, steps marked bad), and the steps marked bad earlier;
+ * and how many steps saved below L3 the hosts' L1 folders commit besides (nl1). */
 typedef struct folder_head {
-  int64_t n, ever;
+  int64_t n, ever, nl1;
   char hist[CK_MSG];
 } folder_head;
 
-/* Rank 0 lists the committed steps and what the folder remembers; everyone gets the same: the
- * head, then the committed steps newest first in *steps_out (n + 1 entries, for the caller to free;
- * *whys_out the same size, zeroed). */
-static ftl_err list_committed(ftl_ckpt *ck, folder_head *head, int64_t **steps_out, int **whys_out, ftl_diag *d) {
+/* The steps below L3 each rank reports from its host's L1 folder (it keeps one or two). */
+#define CK_L1_LISTED 4
+
+/* Rank 0: merges the steps the ranks' L1 folders commit (l1[r * CK_L1_LISTED + k], -1 for none)
+ * into the committed steps[0..n) of the run directory (src 0), newest first; each step below L3
+ * once, read by the lowest rank that has it (src r + 1); a step number the run directory commits
+ * is the run directory's. Returns how many were added (steps and src have room for them). */
+static int64_t merge_l1_steps(const ftl_ckpt *ck, const int64_t *l1, int64_t *steps, int *src, int64_t n) {
+  int64_t total = n;
+  for (int r = 0; r < ck->world; r++)
+    for (int k = 0; k < CK_L1_LISTED; k++) {
+      int64_t s = l1[(size_t)r * CK_L1_LISTED + (size_t)k];
+      int dup = s < 0;
+      for (int64_t i = 0; i < total && !dup; i++) dup = steps[i] == s;
+      if (dup) continue;
+      /* Insertion, newest first. */
+      int64_t i = total++;
+      for (; i > 0 && steps[i - 1] < s; i--) {
+        steps[i] = steps[i - 1];
+        src[i] = src[i - 1];
+      }
+      steps[i] = s;
+      src[i] = r + 1;
+    }
+  return total - n;
+}
+
+/* Rank 0 lists the committed steps and what the folder remembers, and gathers the steps the hosts'
+ * L1 folders commit; everyone gets the same: the head, then every committed step newest first in
+ * *steps_out (n + nl1 + 1 entries, for the caller to free), where each one is in *src_out (0: the
+ * run directory; r + 1: an L1 folder, read by rank r), and *whys_out the same size, zeroed. */
+static ftl_err list_committed(ftl_ckpt *ck, folder_head *head, int64_t **steps_out, int **whys_out, int **src_out,
+                              ftl_diag *d) {
   ck_step_entry *v = NULL;
   int nv = 0;
   ftl_diag ld = {{0}};
+  int64_t l1_mine[CK_L1_LISTED], *l1_all = NULL;
   memset(head, 0, sizeof *head);
+  for (int k = 0; k < CK_L1_LISTED; k++) l1_mine[k] = -1;
+  ck_l1_list_committed(&ck->l1, l1_mine, CK_L1_LISTED);
+  int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
+  if (ck->rank == 0 && !(l1_all = ftl_calloc((size_t)ck->world * CK_L1_LISTED, sizeof *l1_all))) {
+    atomic_store(&ck->sync->broken, 1);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory in restore");
+  }
+  ftl_err rc = ck_coll_gather(ck, l1_mine, l1_all, (int)sizeof l1_mine, "the gather of the L1 steps", deadline, d);
+  if (rc) goto out;
   if (ck->rank == 0) {
     if (ck_list_steps(ck->base, &v, &nv, &ld)) {
       head->n = -1;
@@ -486,30 +559,53 @@ static ftl_err list_committed(ftl_ckpt *ck, folder_head *head, int64_t **steps_o
       }
     }
   }
-  int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
-  ftl_err rc = ck_coll_bcast(ck, head, (int)sizeof *head, "the broadcast of the committed steps' count", deadline, d);
-  int64_t n = head->n;
-  if (rc) goto out;
-  if (n < 0) {
+  /* The L1 folders' steps count when the run directory can be listed (else restore stops anyway). */
+  int64_t cap = (ck->rank == 0 ? head->n : 0) + (int64_t)ck->world * CK_L1_LISTED + 1;
+  int64_t *merged = NULL;
+  int *msrc = NULL;
+  if (ck->rank == 0 && head->n >= 0) {
+    merged = ftl_calloc((size_t)cap, sizeof *merged);
+    msrc = ftl_calloc((size_t)cap, sizeof *msrc);
+    if (!merged || !msrc) {
+      ftl_free(merged);
+      ftl_free(msrc);
+      atomic_store(&ck->sync->broken, 1);
+      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory in restore");
+      goto out;
+    }
+    for (int i = 0, j = 0; i < nv; i++)
+      if (v[i].state == CK_STEP_COMMITTED) merged[j++] = v[i].step;
+    head->nl1 = merge_l1_steps(ck, l1_all, merged, msrc, head->n);
+  }
+  rc = ck_coll_bcast(ck, head, (int)sizeof *head, "the broadcast of the committed steps' count", deadline, d);
+  int64_t n = head->n + head->nl1;
+  if (rc) goto out_merged;
+  if (head->n < 0) {
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot list checkpoints%s%s", ck->rank == 0 ? ": " : " (see rank 0)",
                        ck->rank == 0 ? ld.msg : "");
-    goto out;
+    goto out_merged;
   }
   int64_t *steps = *steps_out = ftl_calloc((size_t)n + 1, sizeof *steps);
   *whys_out = ftl_calloc((size_t)n + 1, sizeof **whys_out);
-  if (!steps || !*whys_out) {
+  int *src = *src_out = ftl_calloc((size_t)n + 1, sizeof *src);
+  if (!steps || !*whys_out || !src) {
     atomic_store(&ck->sync->broken, 1);
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory in restore");
-    goto out;
+    goto out_merged;
   }
-  if (ck->rank == 0)
-    for (int i = 0, j = 0; i < nv; i++)
-      if (v[i].state == CK_STEP_COMMITTED) steps[j++] = v[i].step;
-  ftl_free(v);
-  v = NULL;
+  if (ck->rank == 0) {
+    memcpy(steps, merged, sizeof *steps * (size_t)n);
+    memcpy(src, msrc, sizeof *src * (size_t)n);
+  }
   rc = ck_coll_bcast(ck, steps, (int)(sizeof *steps * (size_t)n), "the broadcast of the committed steps", deadline,
                        d);
+  if (!rc && head->nl1 > 0)
+    rc = ck_coll_bcast(ck, src, (int)(sizeof *src * (size_t)n), "the broadcast of where the steps are", deadline, d);
+out_merged:
+  ftl_free(merged);
+  ftl_free(msrc);
 out:
+  ftl_free(l1_all);
   ftl_free(v);
   return rc;
 }
@@ -517,15 +613,18 @@ out:
 /* Tries the committed steps newest first until one restores; a corrupt one is marked bad (rank 0).
  * info->step stays -1 when none did; *transient counts the steps refused for a cause that may pass.
  * An error of the gang (not of a step) is returned. */
-static ftl_err restore_newest(ftl_ckpt *ck, const int64_t *steps, int64_t n, int *whys, landing *land,
+static ftl_err restore_newest(ftl_ckpt *ck, const int64_t *steps, const int *src, int64_t n, int *whys, landing *land,
                               ftl_ckpt_restore_info *info, int *transient, ftl_diag *d) {
   size_t used = 0;
   for (int64_t i = 0; i < n; i++) {
     char why_msg[CK_MSG + 32] = "";
     int written = 0, missing = 0;
     ftl_err crc = FTL_OK;
-    int why = try_step(ck, steps[i], land, &written, &missing, why_msg, sizeof why_msg, &crc, d);
+    int why = try_step(ck, steps[i], src[i], land, &written, &missing, why_msg, sizeof why_msg, &crc, d);
     if (crc) return crc;
+    /* A step saved below L3 the gang cannot restore is passed over for an older one (an L3 step at
+     * worst): its copies are in the hosts' memory only, so nothing is marked and nothing may pass. */
+    if (src[i] && why != WHY_OK) why = WHY_GONE;
     whys[i] = why;
     if (why == WHY_OK) {
       ftl_err rc = restore_to_device(ck, land, d);
@@ -537,10 +636,12 @@ static ftl_err restore_newest(ftl_ckpt *ck, const int64_t *steps, int64_t n, int
       return FTL_OK;
     }
     *transient += why == WHY_IO;
-    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld cannot be restored: %s%s", (long long)steps[i], why_msg,
-            why == WHY_IO ? " (left as it is: the cause may pass)" : "");
-    int n_written = snprintf(info->errmsg + used, sizeof info->errmsg - used, "%sstep %lld: %s%s", used ? "; " : "",
-                             (long long)steps[i], why_msg, why == WHY_IO ? " (not marked bad: may pass)" : "");
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld%s cannot be restored: %s%s", (long long)steps[i],
+            why == WHY_GONE ? " (saved below L3, in the hosts' memory)" : "", why_msg,
+            why == WHY_IO ? " (left as it is: the cause may pass)" : why == WHY_GONE ? ": trying an older step" : "");
+    int n_written = snprintf(info->errmsg + used, sizeof info->errmsg - used, "%sstep %lld%s: %s%s", used ? "; " : "",
+                             (long long)steps[i], why == WHY_GONE ? " (below L3)" : "", why_msg,
+                             why == WHY_IO ? " (not marked bad: may pass)" : "");
     if (n_written > 0) used += (size_t)n_written < sizeof info->errmsg - used ? (size_t)n_written : 0;
     if (why == WHY_CORRUPT) {
       info->bad_steps++;
@@ -556,9 +657,12 @@ static ftl_err restore_newest(ftl_ckpt *ck, const int64_t *steps, int64_t n, int
 }
 
 /* No step restored: a fresh start (none ever committed, or allowed), or a refusal that says why. */
-static ftl_err no_usable_step(ftl_ckpt *ck, const int64_t *steps, int64_t n, const int *whys, const folder_head *head,
-                              int transient, ftl_ckpt_restore_info *info, ftl_diag *d) {
+static ftl_err no_usable_step(ftl_ckpt *ck, const int64_t *steps, int64_t n_all, const int *whys,
+                              const folder_head *head, int transient, ftl_ckpt_restore_info *info, ftl_diag *d) {
   ftl_err rc;
+  /* Only the run directory's steps count here: a step below L3 never was durable, so losing every
+   * one of them is no reason to refuse a fresh start, and marking one bad is not possible. */
+  int64_t n = head->n;
   char tried[sizeof info->errmsg];
   snprintf(tried, sizeof tried, "%s", info->errmsg);
   if (n == 0 && !head->ever) {
@@ -568,8 +672,8 @@ static ftl_err no_usable_step(ftl_ckpt *ck, const int64_t *steps, int64_t n, con
     /* The caller chose to start over. What could not be used is kept, marked bad, so the new
      * run's steps and its keep rule never mix with the old ones. */
     rc = FTL_ERR_NOTFOUND;
-    for (int64_t i = 0; i < n && ck->rank == 0; i++) {
-      if (whys[i] == WHY_CORRUPT) continue;
+    for (int64_t i = 0; i < n_all && ck->rank == 0; i++) {
+      if (whys[i] == WHY_CORRUPT || whys[i] == WHY_GONE) continue;
       ftl_diag bd = {{0}};
       if (ck_mark_bad(ck->base, steps[i], "discarded by a fresh start (FTL_CKPT_ALLOW_FRESH=1)", &bd))
         FTL_LOG(FTL_LOG_WARN, "ckpt", "could not set step %lld aside: %s", (long long)steps[i], bd.msg);
@@ -637,7 +741,7 @@ ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
   ftl_err rc = FTL_OK;
   landing *land = NULL;
   int64_t *steps = NULL;
-  int *whys = NULL;
+  int *whys = NULL, *src = NULL;
   folder_head head;
   if (!ck) return FTL_ERR_INVAL;
   if (!info) info = &local_info;
@@ -653,11 +757,11 @@ ftl_err ftl_ckpt_restore(ftl_ckpt *ck, ftl_ckpt_restore_info *info) {
 
   ck->restore_l1 = ck->restore_l2 = ck->restore_l3 = 0;
   if ((rc = alloc_landing(ck, &land, &d))) goto out;
-  if ((rc = list_committed(ck, &head, &steps, &whys, &d))) goto out;
-  int64_t n = head.n;
+  if ((rc = list_committed(ck, &head, &steps, &whys, &src, &d))) goto out;
+  int64_t n = head.n + head.nl1;
   info->committed_found = (int)n;
   int transient = 0;
-  if ((rc = restore_newest(ck, steps, n, whys, land, info, &transient, &d))) goto out;
+  if ((rc = restore_newest(ck, steps, src, n, whys, land, info, &transient, &d))) goto out;
   if (info->step < 0) rc = no_usable_step(ck, steps, n, whys, &head, transient, info, &d);
 out:
   info->restore_ms = ck_ms_since(t0);
@@ -665,5 +769,6 @@ out:
   free_landing(ck, land);
   ftl_free(steps);
   ftl_free(whys);
+  ftl_free(src);
   return rc;
 }

@@ -34,9 +34,24 @@ ftl_err ck_wait_idle_locked(ck_sync *s, int64_t deadline_ms) {
   return FTL_OK;
 }
 
-ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) {
+/* The level a save asked for `level` goes to: the same on every rank, since l1_all and l2_on were
+ * agreed at create. Below L3 needs an L1 folder on every rank; L2 needs L2 on. Said once. */
+static int effective_level(ftl_ckpt *ck, int level) {
+  int eff = level;
+  if (eff < FTL_CKPT_LEVEL_L3 && !ck->l1_all) eff = FTL_CKPT_LEVEL_L3;
+  if (eff == FTL_CKPT_LEVEL_L2 && !ck->l2_on) eff = FTL_CKPT_LEVEL_L1;
+  if (eff != level && ck->rank == 0 && !ck->level_warned++)
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "a save at L%d is made at L%d: %s", level, eff,
+            eff == FTL_CKPT_LEVEL_L3 ? "not every rank has an L1 folder (checkpoint.levels, checkpoint.l1_dir)"
+                                     : "L2 is off (one host, or not asked for)");
+  return eff;
+}
+
+ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) { return ftl_ckpt_save_level(ck, step, FTL_CKPT_LEVEL_L3); }
+
+ftl_err ftl_ckpt_save_level(ftl_ckpt *ck, int64_t step, int level) {
   ftl_diag d = {{0}};
-  if (!ck || step < 0) return FTL_ERR_INVAL;
+  if (!ck || step < 0 || level < FTL_CKPT_LEVEL_L1 || level > FTL_CKPT_LEVEL_L3) return FTL_ERR_INVAL;
   ck_sync *s = ck->sync;
   if (atomic_load(&s->broken))
     return ck_fail(ck, FTL_ERR_STATE, "ftl_ckpt_save: the handle is broken (a collective passed its deadline)");
@@ -66,9 +81,11 @@ ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) {
     rc = ck_snapshot(ck, &d);
   if (rc) ck_fail(ck, rc, d.msg);
   double stall_ms = ck_ms_since(t0);
+  int eff = effective_level(ck, level);
   ck->last_step = step;
   pthread_mutex_lock(&s->mu);
   s->job_step = step;
+  s->job_level = eff;
   s->job_t0_ns = t0;
   s->job_stall_ms = stall_ms;
   s->job_wait_ms = wait_ms;
@@ -79,7 +96,8 @@ ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step) {
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
   ck_emit(ck, "ckpt_saved",
-            json_pack("{sI sf sf}", "step", (json_int_t)step, "stall_ms", stall_ms, "wait_prev_ms", wait_ms));
+            json_pack("{sI sf sf ss}", "step", (json_int_t)step, "stall_ms", stall_ms, "wait_prev_ms", wait_ms,
+                      "level", ck_level_name(eff)));
   return FTL_OK;
 }
 

@@ -36,3 +36,7 @@ void ck_emit(ftl_ckpt *ck, const char *event, json_t *fields) {
   }
   free(text);
 }
+
+const char *ck_level_name(int level) {
+  return level == FTL_CKPT_LEVEL_L1 ? "l1" : level == FTL_CKPT_LEVEL_L2 ? "l2" : "l3";
+}

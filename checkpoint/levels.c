@@ -183,19 +183,60 @@ ftl_err ck_l2_step_dir(const ck_l1 *l1, int64_t step, char *out, size_t size) {
   return ftl_fmt(out + n, size - n, "/%s", CK_L2_SUB);
 }
 
+/* The steps a keep rule keeps (the second is -1 when there is none). */
 static void drop_other(const ck_l1 *l1, const char *sub, int64_t step, const char *path, uint64_t size, void *user) {
   (void)size;
-  if (step != *(const int64_t *)user) remove_copy(l1, sub, step, path);
+  const int64_t *keep = user;
+  if (step != keep[0] && step != keep[1]) remove_copy(l1, sub, step, path);
 }
 
-void ck_l1_keep_only(const ck_l1 *l1, int rank, int64_t step) {
+void ck_l1_keep_two(const ck_l1 *l1, int rank, int64_t step, int64_t also) {
+  int64_t keep[2] = {step, also};
   if (!l1->dir[0]) return;
-  each_copy(l1, "", rank, drop_other, &step);
+  each_copy(l1, "", rank, drop_other, keep);
 }
 
-void ck_l2_keep_only(const ck_l1 *l1, int shard, int64_t step) {
+void ck_l2_keep_two(const ck_l1 *l1, int shard, int64_t step, int64_t also) {
+  int64_t keep[2] = {step, also};
   if (!l1->dir[0]) return;
-  each_copy(l1, CK_L2_SUB, shard, drop_other, &step);
+  each_copy(l1, CK_L2_SUB, shard, drop_other, keep);
+}
+
+void ck_l1_keep_only(const ck_l1 *l1, int rank, int64_t step) { ck_l1_keep_two(l1, rank, step, -1); }
+
+void ck_l2_keep_only(const ck_l1 *l1, int shard, int64_t step) { ck_l2_keep_two(l1, shard, step, -1); }
+
+/* ---- L1/L2 steps' manifests -------------------------------------------------------------- */
+
+ftl_err ck_l1_manifest_path(const ck_l1 *l1, int64_t step, char *out, size_t size) {
+  char sd[PATH_MAX];
+  ftl_err rc = ck_l1_step_dir(l1, step, sd, sizeof sd);
+  return rc ? rc : ftl_fmt(out, size, "%s/manifest.json", sd);
+}
+
+int ck_l1_list_committed(const ck_l1 *l1, int64_t *steps, int max) {
+  ck_step_entry *v = NULL;
+  int n = 0, k = 0;
+  if (!l1->dir[0] || ck_list_steps(l1->dir, &v, &n, NULL)) return 0;
+  for (int i = 0; i < n && k < max; i++)
+    if (v[i].state == CK_STEP_COMMITTED) steps[k++] = v[i].step;
+  ftl_free(v);
+  return k;
+}
+
+void ck_l1_drop_manifests(const ck_l1 *l1, int64_t step, int64_t also) {
+  ck_step_entry *v = NULL;
+  int n = 0;
+  if (!l1->dir[0] || ck_list_steps(l1->dir, &v, &n, NULL)) return;
+  for (int i = 0; i < n; i++) {
+    char path[PATH_MAX], sd[PATH_MAX];
+    if (v[i].step == step || v[i].step == also || v[i].state == CK_STEP_REFUSED ||
+        ck_l1_manifest_path(l1, v[i].step, path, sizeof path) || ck_l1_step_dir(l1, v[i].step, sd, sizeof sd))
+      continue;
+    core_fs_table.unlink(path);
+    rmdir(sd); /* fails while copies are still there: their owners remove them, and the folder */
+  }
+  ftl_free(v);
 }
 
 static void drop_one(const ck_l1 *l1, const char *sub, int rank, int64_t step) {
@@ -225,6 +266,13 @@ static void remove_shard_files(const char *folder) {
   closedir(inner);
 }
 
+int ck_l1_find_run(const char *root, const char *run_dir, char *out, size_t size) {
+  struct stat st;
+  if (!root || !*root || !run_folder(root, run_dir, out, size)) return 0;
+  /* Read only, and only this user's own folder (never through a link someone planted). */
+  return lstat(out, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
+}
+
 void ck_l1_forget_run(const char *root, const char *run_dir) {
   char top[PATH_MAX];
   if (!root || !*root || !run_folder(root, run_dir, top, sizeof top)) return;
@@ -240,6 +288,9 @@ void ck_l1_forget_run(const char *root, const char *run_dir) {
     remove_shard_files(pd);
     rmdir(pd);
     remove_shard_files(sd);
+    /* An L1/L2 step's manifest (its temporary files, manifest.json.tmp.<pid>, are removed by
+     * their writer, or stay with a writer that died: the folder then stays too). */
+    if (ftl_fmt(pd, sizeof pd, "%s/manifest.json", sd) == FTL_OK) core_fs_table.unlink(pd);
     rmdir(sd);
   }
   closedir(dir);

@@ -50,8 +50,24 @@ int ck_l1_make_room(const ck_l1 *l1, int rank, int64_t step, uint64_t bytes, cha
  * empty). */
 void ck_l1_keep_only(const ck_l1 *l1, int rank, int64_t step);
 
+/* The same keeping two steps: step and also (-1: none). An L1 save keeps the newest step complete
+ * at L2 besides its own (docs/checkpoint.md, "Each level at its own cadence"). */
+void ck_l1_keep_two(const ck_l1 *l1, int rank, int64_t step, int64_t also);
+
 /* Removes this rank's copy of step (an abandoned checkpoint's). */
 void ck_l1_drop(const ck_l1 *l1, int rank, int64_t step);
+
+/* An L1/L2 step (saved below L3) is committed by a copy of its manifest in every host's L1 folder,
+ * L1DIR/step-<8 digits>/manifest.json, written by the host's lowest rank; the step folders of L1
+ * are listed and read with the catalog's functions (checkpoint/catalog.h) on L1DIR. */
+ftl_err ck_l1_manifest_path(const ck_l1 *l1, int64_t step, char *out, size_t size);
+
+/* The steps with a manifest in this host's L1 folder, newest first, at most max; their count. */
+int ck_l1_list_committed(const ck_l1 *l1, int64_t *steps, int max);
+
+/* Removes the L1 manifests of every step but step and also (-1: none), each step's folder with it
+ * once empty (the host's lowest rank, after a commit). */
+void ck_l1_drop_manifests(const ck_l1 *l1, int64_t step, int64_t also);
 
 /* The L2 copies' folder inside a step's L1 folder. */
 #define CK_L2_SUB "partner"
@@ -66,8 +82,15 @@ int ck_l2_make_room(const ck_l1 *l1, int shard, int64_t step, uint64_t bytes, ch
 /* After step committed: removes the L2 copies of shard of every other step. */
 void ck_l2_keep_only(const ck_l1 *l1, int shard, int64_t step);
 
+/* ck_l1_keep_two for the L2 copies of shard. */
+void ck_l2_keep_two(const ck_l1 *l1, int shard, int64_t step, int64_t also);
+
 /* Removes the L2 copy of shard at step (an abandoned checkpoint's, or one that failed). */
 void ck_l2_drop(const ck_l1 *l1, int shard, int64_t step);
+
+/* This host's L1 folder of run_dir under root into out, for a reader (`ftl ckpt ls`): 1 when it
+ * exists and is this user's own folder, not a link and writable by nobody else; 0 otherwise. */
+int ck_l1_find_run(const char *root, const char *run_dir, char *out, size_t size);
 
 /* Removes the L1 folder of run_dir under root, every copy in it, L2's too (the launcher, once the job has
  * succeeded: nothing will restore from it). Only ftl's own names are removed. */

@@ -85,6 +85,7 @@ ck_manifest *ck_manifest_alloc(int nitems, int world_size) {
   ck_manifest *m = ftl_calloc(1, sizeof *m);
   if (!m) return NULL;
   m->version = CK_MANIFEST_VERSION;
+  m->l3 = 1;
   m->nitems = nitems;
   m->world_size = world_size;
   m->items = ftl_calloc(nitems > 0 ? (size_t)nitems : 1, sizeof *m->items);
@@ -222,9 +223,10 @@ static ftl_err encode(const ck_manifest *m, core_buf *b) {
    * every shard has a copy in some host's L1, L2 when every shard has a partner's copy. Readers
    * take each shard's own l1_host and l2_host. */
   if (!rc) rc = core_buf_adds(b, m->world_size ? "\n ],\n \"levels\": [" : "],\n \"levels\": [");
-  if (!rc && all_l1) rc = core_buf_adds(b, "\"l1\", ");
-  if (!rc && all_l2) rc = core_buf_adds(b, "\"l2\", ");
-  if (!rc) rc = core_buf_adds(b, "\"l3\"]\n}\n");
+  if (!rc && all_l1 && (m->l3 || all_l2)) rc = core_buf_adds(b, "\"l1\", ");
+  if (!rc && all_l2) rc = core_buf_adds(b, m->l3 ? "\"l2\", " : "\"l2\"");
+  if (!rc && !m->l3 && all_l1 && !all_l2) rc = core_buf_adds(b, "\"l1\"");
+  if (!rc) rc = core_buf_adds(b, m->l3 ? "\"l3\"]\n}\n" : "]\n}\n");
   return rc;
 }
 
@@ -420,6 +422,23 @@ ftl_err ck_manifest_parse(const char *text, size_t len, ck_manifest **out, ftl_d
       if (parse_hex64(get_str(po, "checksum"), &pc->checksum))
         BAD("manifest: shards[%d].pieces[%d].checksum is not 16 lowercase hex digits", r, p);
     }
+  }
+  /* Optional (manifests before levels have none: L3 steps). Without "l3" the step lives in the
+   * hosts' L1 folders only, so every shard must name the host whose L1 holds it. */
+  json_t *lv = json_object_get(root, "levels");
+  if (lv) {
+    if (!json_is_array(lv) || json_array_size(lv) < 1 || json_array_size(lv) > 3)
+      BAD("manifest: field 'levels' is not a list of l1, l2, l3");
+    m->l3 = 0;
+    for (size_t k = 0; k < json_array_size(lv); k++) {
+      const char *l = json_string_value(json_array_get(lv, k));
+      if (!l || (strcmp(l, "l1") && strcmp(l, "l2") && strcmp(l, "l3")))
+        BAD("manifest: levels[%zu] is not l1, l2 or l3", k);
+      m->l3 |= strcmp(l, "l3") == 0;
+    }
+    for (int r = 0; r < m->world_size && !m->l3; r++)
+      if (!m->shards[r].l1_host[0])
+        BAD("manifest: a step without l3 in 'levels' needs every shard's l1_host; shards[%d] has none", r);
   }
   rc = validate(m, d);
   if (rc) goto out;

@@ -65,6 +65,10 @@ typedef struct ck_manifest {
   int world_size;
   int64_t created_unix_us;
   char job_spec_hash[136]; /* "" when unknown */
+  /* 1: the step is committed in the run directory (L3; `levels` names l3, or there is no
+   * `levels`); 0: an L1/L2 step, committed by this manifest in the hosts' L1 folders only, every
+   * shard with an l1_host (docs/formats/manifest.md). ck_manifest_alloc sets 1. */
+  int l3;
   int nitems;
   ck_item *items;   /* owned */
   ck_shard *shards; /* owned, world_size entries, shards[r].rank == r */

@@ -113,7 +113,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                        .standby = o->standby_launch,
                        .ckpt_l1_dir = ln_job_ckpt_l1(o->job) ? (o->job->ckpt_l1_dir ? o->job->ckpt_l1_dir : "/dev/shm") : "",
                        .ckpt_l1_max_bytes = (int64_t)o->job->ckpt_l1_max_mb << 20,
-                       .ckpt_l2 = ln_job_ckpt_l2(o->job),
+                       .ckpt_l2 = ln_job_ckpt_l2_mode(o->job),
                        .relay = ln_relay_on(),
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
                        .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};

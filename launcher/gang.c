@@ -267,7 +267,7 @@ ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp
   env_set_int(&b, "FTL_STANDBY", e->standby ? 1 : 0);
   env_set(&b, "FTL_CKPT_L1_DIR", e->ckpt_l1_dir ? e->ckpt_l1_dir : "");
   env_set_int(&b, "FTL_CKPT_L1_MAX_BYTES", e->ckpt_l1_max_bytes);
-  env_set_int(&b, "FTL_CKPT_L2", e->ckpt_l2 ? 1 : 0);
+  env_set(&b, "FTL_CKPT_L2", e->ckpt_l2 == 2 ? "auto" : e->ckpt_l2 ? "1" : "0");
   env_set_int(&b, "FTL_RELAY", e->relay ? 1 : 0);
   env_set(&b, "MASTER_ADDR", e->master_addr ? e->master_addr : "127.0.0.1");
   env_set_int(&b, "MASTER_PORT", e->master_port);

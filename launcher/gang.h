@@ -59,7 +59,9 @@ typedef struct ftl_gang_env {
   int standby;                   /* FTL_STANDBY=1: a standby gang, parked in ftl_init until activated */
   const char *ckpt_l1_dir;       /* FTL_CKPT_L1_DIR: the checkpoints' L1 folder ("" or NULL: no L1) */
   int64_t ckpt_l1_max_bytes;     /* FTL_CKPT_L1_MAX_BYTES (0: the folder's free space) */
-  int ckpt_l2;                   /* FTL_CKPT_L2: 1 when the job's checkpoint.levels names l2 */
+  int ckpt_l2;                   /* FTL_CKPT_L2: 1 when the job's checkpoint.levels names l2, 0 when
+                                    it does not, 2 ("auto": on when the gang spans several hosts) when
+                                    the job gives no list (ln_job_ckpt_l2_mode) */
   int relay;                     /* FTL_RELAY: 1 when each host's agents and ranks report through a
                                     relay (launcher/relay.h) */
 } ftl_gang_env;

@@ -301,6 +301,13 @@ int ln_job_ckpt_l2(const ftl_job *job) {
   return 0;
 }
 
+int ln_job_ckpt_l2_mode(const ftl_job *job) {
+  /* No list: the default depends on the placement, which only the gang knows for sure (a hostfile
+   * may put every rank on its first host): the ranks turn L2 on when they span several hosts. */
+  if (job->ckpt_levels_count == 0) return LN_CKPT_L2_AUTO;
+  return ln_job_ckpt_l2(job);
+}
+
 int ln_job_ckpt_l1(const ftl_job *job) {
   if (job->ckpt_levels_count == 0) return 1;
   for (size_t i = 0; i < job->ckpt_levels_count; i++)

@@ -60,8 +60,8 @@ typedef struct ftl_job {
                                (docs/formats/fleet-ledger.md); may be NULL */
   /* `preemption:` */
   /* `checkpoint:` the levels of the ranks' checkpoints (docs/checkpoint.md, "Levels") */
-  char **ckpt_levels;       /* `checkpoint.levels`: NULL-terminated, each "l1" or "l3"; empty: the
-                               default, [l1, l3] */
+  char **ckpt_levels;       /* `checkpoint.levels`: NULL-terminated, each "l1", "l2" or "l3"; empty:
+                               the default, [l1, l3] on one host, [l1, l2, l3] on several */
   size_t ckpt_levels_count;
   char *ckpt_l1_dir;        /* `checkpoint.l1_dir`: node-local memory folder; NULL: /dev/shm */
   int ckpt_l1_max_mb;       /* `checkpoint.l1_max_mb`: per rank; 0: the folder's free space */
@@ -118,7 +118,13 @@ const char *ln_launch_kind_name(ftl_launch_kind kind);
 /* Whether the job's checkpoints keep an L1 copy (checkpoint.levels names l1, or is not given). */
 int ln_job_ckpt_l1(const ftl_job *job);
 
-/* Whether the job's checkpoints keep an L2 copy on a partner host (checkpoint.levels names l2: opt-in). */
+/* Whether the job's checkpoint.levels names l2 (asks for an L2 copy on a partner host). */
 int ln_job_ckpt_l2(const ftl_job *job);
+
+/* What the ranks get as FTL_CKPT_L2: 1 when checkpoint.levels names l2, 0 when a list without it is
+ * given, LN_CKPT_L2_AUTO when none is (the default: L1 and L3 on one host; L1, L2 and L3 on
+ * several, decided by the ranks from where they run). */
+#define LN_CKPT_L2_AUTO 2
+int ln_job_ckpt_l2_mode(const ftl_job *job);
 
 #endif

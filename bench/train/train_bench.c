@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
         int64_t t1 = ftl_clock_ns();
         if (mode >= 1) ftl_step_done(x.ctx, x.st.step);
         if (mode == 2) {
-          if (ck && x.st.step % every == 0) ft_state_ckpt_save(ck, msg, sizeof msg);
+          if (ck && x.st.step % every == 0) ft_state_ckpt_save(ck, FTL_CKPT_LEVEL_L3, msg, sizeof msg);
           int ok;
           sink += ft_state_ckpt_last(ck, &ok);
         }

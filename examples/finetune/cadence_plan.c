@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ftl/cadence.h"
+#include "ftl/ckpt.h"
 
 enum { FIRST_CHECKPOINT_STEPS = 10 };
 
@@ -20,8 +21,52 @@ struct ft_cadence_plan {
   double pending_s;        /* step time not yet given to the controller */
   int64_t pending_steps;
   int64_t pin_steps;       /* > 0: pinned, and checkpoints fall on its multiples */
+  int64_t pin_l3_every;    /* pinned: the multiples of this are saved at L3, the others below */
   int calibrated;          /* a checkpoint's timing was seen (on every rank alike) */
+  int next_level;          /* FTL_CKPT_LEVEL_* of the checkpoint at next_step, the same on every rank */
+  int levels;              /* rank 0: the controller plans per level (ftl_cadence_set_levels) */
+  int low_level;           /* the lowest level the job has: L2 on several hosts with L2, else L1 */
+  double durable_by_level[FTL_CADENCE_MAX_LEVELS]; /* rank 0: the newest W per level (-1: none yet) */
 };
+
+/* Rank 0: the job's levels as ftl run passes them (docs/checkpoint.md "Levels"): L1 when the ranks
+ * have an L1 folder, L2 with it when asked for (1, or auto) and the gang spans several hosts. */
+static unsigned job_levels(const ftl_info *me, int *low) {
+  const char *l1 = getenv("FTL_CKPT_L1_DIR"), *l2 = getenv("FTL_CKPT_L2");
+  unsigned set = FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L3);
+  *low = FTL_CKPT_LEVEL_L3;
+  if (!l1 || !*l1) return set;
+  set |= FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L1);
+  *low = FTL_CKPT_LEVEL_L1;
+  if (l2 && (!strcmp(l2, "1") || !strcmp(l2, "auto")) && me->local_world_size < me->world_size) {
+    set |= FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L2);
+    *low = FTL_CKPT_LEVEL_L2;
+  }
+  return set;
+}
+
+/* Rank 0, derived with levels: the next checkpoint after `step` on the lowest level's grid and the
+ * level ftl_cadence_due_level gives it. 0 when the controller has no per-level decision yet. */
+static int64_t next_by_level(ft_cadence_plan *p, int64_t step, int *level) {
+  ftl_cadence_level_decision ld;
+  if (ftl_cadence_decide_levels(p->cad, &ld) != FTL_OK) return 0;
+  int64_t base = 0;
+  for (int l = FTL_CADENCE_LEVEL_L1; l <= FTL_CADENCE_MAX_LEVELS && base == 0; l++) base = ld.interval_steps[l - 1];
+  if (base <= 0) return 0;
+  int64_t next = (step / base + 1) * base;
+  int due = FTL_CADENCE_LEVEL_NONE;
+  if (ftl_cadence_due_level(p->cad, next, &due) != FTL_OK || due == FTL_CADENCE_LEVEL_NONE) return 0;
+  *level = due;
+  json_t *fields = json_pack("{s:I, s:I, s:i, s:I, s:I, s:I, s:f, s:f}", "step", (json_int_t)step, "next_step",
+                             (json_int_t)next, "level", due, "l1_steps", (json_int_t)ld.interval_steps[0], "l2_steps",
+                             (json_int_t)ld.interval_steps[1], "l3_steps", (json_int_t)ld.interval_steps[2], "waste",
+                             ld.waste, "waste_single", ld.waste_single);
+  char *text = fields ? json_dumps(fields, JSON_COMPACT) : NULL;
+  if (text) ftl_ctx_emit_event(p->ctx, "cadence_levels", text);
+  free(text);
+  json_decref(fields);
+  return next;
+}
 
 /* Rank 0: the controller's interval now, reported to the event log and, when it changed, printed. */
 static int64_t decide(ft_cadence_plan *p, int64_t step) {
@@ -52,22 +97,34 @@ static int64_t decide(ft_cadence_plan *p, int64_t step) {
 }
 
 static ftl_err share_next(ft_cadence_plan *p, int64_t step) {
-  int64_t next = 0;
+  int64_t next[2] = {0, FTL_CKPT_LEVEL_L3}; /* the step, its level */
   if (ftl_ctx_info(p->ctx)->rank == 0) {
     /* Until a step has been timed the controller cannot turn seconds into steps: the first
      * checkpoint then comes after FIRST_CHECKPOINT_STEPS, and measures the stall and W too. */
-    int64_t interval = p->pending_steps == 0 && p->last_interval == 0 ? FIRST_CHECKPOINT_STEPS : decide(p, step);
+    int first = p->pending_steps == 0 && p->last_interval == 0;
+    int64_t interval = first ? FIRST_CHECKPOINT_STEPS : decide(p, step);
     /* A pinned cadence keeps its checkpoints on multiples of N, also after a resume from an
      * emergency checkpoint (a preemption) that fell between them. */
-    next = p->pin_steps > 0 ? (step / p->pin_steps + 1) * p->pin_steps : step + interval;
+    next[0] = p->pin_steps > 0 ? (step / p->pin_steps + 1) * p->pin_steps : step + interval;
+    int level = FTL_CKPT_LEVEL_L3;
+    int64_t by_level = !first && p->levels ? next_by_level(p, step, &level) : 0;
+    if (by_level > 0) {
+      next[0] = by_level;
+      next[1] = level;
+    } else if (p->pin_steps > 0 && p->pin_l3_every > 0) {
+      next[1] = next[0] % p->pin_l3_every == 0 ? FTL_CKPT_LEVEL_L3 : p->low_level;
+    }
   }
-  ftl_err rc = ftl_bcast_host(p->ctx, &next, sizeof next, 0);
-  if (rc == FTL_OK) p->next_step = next;
+  ftl_err rc = ftl_bcast_host(p->ctx, next, sizeof next, 0);
+  if (rc == FTL_OK) {
+    p->next_step = next[0];
+    p->next_level = (int)next[1];
+  }
   return rc;
 }
 
-ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double pin_s, double fleet_rate, int64_t start_step,
-                       ft_cadence_plan **out, char *msg, size_t msg_size) {
+ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, int64_t pin_l3_every, double pin_s, double fleet_rate,
+                       int64_t start_step, ft_cadence_plan **out, char *msg, size_t msg_size) {
   ftl_err rc = FTL_OK;
   ftl_diag d = {{0}};
   ft_cadence_plan *p = ftl_calloc(1, sizeof *p);
@@ -75,7 +132,11 @@ ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double pin_s, double fle
   p->ctx = ctx;
   p->timed_step = -1;
   p->pin_steps = pin_steps;
+  p->pin_l3_every = pin_l3_every;
+  p->next_level = FTL_CKPT_LEVEL_L3;
+  for (int l = 0; l < FTL_CADENCE_MAX_LEVELS; l++) p->durable_by_level[l] = -1;
   const ftl_info *me = ftl_ctx_info(ctx);
+  unsigned levels = job_levels(me, &p->low_level);
   int ok = 1;
   if (me->rank == 0) {
     ftl_cadence_config cfg;
@@ -94,6 +155,13 @@ ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, double pin_s, double fle
       snprintf(msg, msg_size, "cadence: %s", d.msg);
       ok = 0;
     }
+    /* Derived, with levels below L3: one interval per level (docs/cadence.md "Multi-level
+     * cadence"), each checkpoint's level from ftl_cadence_due_level. */
+    ftl_cadence_levels_config lc;
+    ftl_cadence_levels_config_init(&lc);
+    lc.levels = levels;
+    if (ok && pin_steps == 0 && pin_s <= 0 && levels != FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L3))
+      p->levels = ftl_cadence_set_levels(p->cad, &lc) == FTL_OK;
   }
   /* Every rank learns whether rank 0 could set up, so all fail together or none does. */
   int all_ok = ok;
@@ -121,12 +189,23 @@ int ft_plan_due(const ft_cadence_plan *p, int64_t step) { return step >= p->next
 
 int ft_plan_calibrating(const ft_cadence_plan *p) { return !p->calibrated; }
 
-ftl_err ft_plan_after_checkpoint(ft_cadence_plan *p, int64_t step, int have_timing, int64_t timed_step,
-                                 double stall_s, double durable_s) {
+int ft_plan_level(const ft_cadence_plan *p) { return p->next_level; }
+
+ftl_err ft_plan_after_checkpoint(ft_cadence_plan *p, int64_t step, double save_s, int have_timing, int64_t timed_step,
+                                 int timed_level, double stall_s, double durable_s) {
   if (p->cad && have_timing && timed_step > p->timed_step) {
-    ftl_cadence_observe_checkpoint(p->cad, timed_step, stall_s, durable_s);
+    /* The single-level estimates learn from L3 checkpoints (what they model); each level's W is
+     * kept for the next checkpoint of that level. */
+    if (!p->levels || timed_level == FTL_CKPT_LEVEL_L3)
+      ftl_cadence_observe_checkpoint(p->cad, timed_step, stall_s, durable_s);
+    if (timed_level >= FTL_CKPT_LEVEL_L1 && timed_level <= FTL_CADENCE_MAX_LEVELS)
+      p->durable_by_level[timed_level - 1] = durable_s;
     p->timed_step = timed_step;
   }
+  /* The checkpoint just started counts at once for ftl_cadence_due_level (checkpoints since the last
+   * one of each level), with the stall it just had and its level's newest W. */
+  if (p->cad && p->levels && p->next_level >= FTL_CKPT_LEVEL_L1 && p->next_level <= FTL_CADENCE_MAX_LEVELS)
+    ftl_cadence_observe_checkpoint_level(p->cad, p->next_level, save_s, p->durable_by_level[p->next_level - 1]);
   p->calibrated |= have_timing;
   return share_next(p, step);
 }

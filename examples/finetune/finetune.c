@@ -39,6 +39,7 @@
 typedef struct opts {
   const char *data_dir, *base_path, *final_dir, *run_dir, *device;
   int64_t steps, batch, rank, ckpt_every, log_every, throttle_ms;
+  int64_t ckpt_l3_every; /* --ckpt-l3-every M: pinned, the checkpoints at multiples of M at L3, the others below */
   int ckpt_auto; /* --ckpt-every auto: the cadence controller decides */
   double ckpt_every_s; /* --ckpt-every 30s: pinned in seconds */
   double fleet_rate; /* --fleet-rate: the controller's prior failure rate per rank-hour */
@@ -57,6 +58,9 @@ static void usage(FILE *to, const char *argv0) {
           "              30s: every 30 s of steps; auto: derived from the measured stall and failure rate,\n"
           "              docs/cadence.md; pinned cadences get their expected waste against the optimum)\n"
           "              --fleet-rate X (the cadence's prior failure rate per rank-hour; 2e-5)\n"
+          "              --ckpt-l3-every M (with --ckpt-every N, a multiple of N: the checkpoints at multiples of\n"
+          "              M go to the run directory (L3), the others only to node memory (L1, or L2 on several\n"
+          "              hosts); 0: all at L3; auto picks each checkpoint's level itself, docs/finetune.md)\n"
           "              --final-dir DIR (RUNDIR/final) --run-dir DIR (the launcher's) --log-every N (25)\n"
           "              --device auto|cpu|cuda (auto: the CUDA path when built with it and a GPU is visible)\n"
           "  base model (built only when FILE.h5 is missing): --pretrain-steps N (400) --pretrain-batch B (32)\n"
@@ -89,6 +93,7 @@ static const opt_spec opt_specs[] = {
     {"batch", OPT_I64, OPT_FIELD(batch), 1, 1 << 20},
     {"rank", OPT_I64, OPT_FIELD(rank), 1, 1024},
     {"ckpt-every", OPT_CKPT, 0, 0, 0},
+    {"ckpt-l3-every", OPT_I64, OPT_FIELD(ckpt_l3_every), 0, 100000000},
     {"log-every", OPT_I64, OPT_FIELD(log_every), 1, 100000000},
     {"throttle-ms", OPT_I64, OPT_FIELD(throttle_ms), 0, 60000},
     {"fleet-rate", OPT_POS_F64, OPT_FIELD(fleet_rate), 0, 0},
@@ -178,6 +183,13 @@ static int parse_opts(int argc, char **argv, opts *o) {
   }
   if (!o->data_dir || !o->base_path || optind != argc) {
     usage(stderr, argv[0]);
+    return -1;
+  }
+  /* The L3 checkpoints are some of the pinned ones: on the same grid. */
+  if (o->ckpt_l3_every > 0 && (o->ckpt_auto || o->ckpt_every_s > 0 || o->ckpt_every <= 0 ||
+                               o->ckpt_l3_every % o->ckpt_every != 0)) {
+    fprintf(stderr, "%s: --ckpt-l3-every %lld needs --ckpt-every N (in steps) that divides it\n", argv[0],
+            (long long)o->ckpt_l3_every);
     return -1;
   }
   return 0;
@@ -490,8 +502,8 @@ static int open_checkpoints(run *r) {
   r->last_ckpt_step = r->st.step;
   r->saved_any = 0;
   if (r->ck && (o->ckpt_auto || o->ckpt_every > 0 || o->ckpt_every_s > 0)) {
-    rc = ft_plan_create(r->ctx, o->ckpt_auto ? 0 : o->ckpt_every, o->ckpt_every_s, o->fleet_rate, r->st.step, &r->plan,
-                        r->msg, sizeof r->msg);
+    rc = ft_plan_create(r->ctx, o->ckpt_auto ? 0 : o->ckpt_every, o->ckpt_auto ? 0 : o->ckpt_l3_every,
+                        o->ckpt_every_s, o->fleet_rate, r->st.step, &r->plan, r->msg, sizeof r->msg);
     if (rc) {
       fprintf(stderr, "rank %d: %s\n", r->R, r->msg);
       return -1;
@@ -565,15 +577,20 @@ static int train_step(run *r, const ft_adamw *opt, int64_t *scored_out, const ch
  * Returns nonzero when this rank must leave alone. */
 static int checkpoint_if_due(run *r) {
   if (!(r->plan && ft_plan_due(r->plan, r->st.step) && r->st.step < r->o->steps)) return 0;
-  ftl_err rc = ft_state_ckpt_save(r->ck, r->msg, sizeof r->msg);
+  int64_t t0 = ftl_clock_ns();
+  ftl_err rc = ft_state_ckpt_save(r->ck, ft_plan_level(r->plan), r->msg, sizeof r->msg);
+  double save_s = (double)(ftl_clock_ns() - t0) / 1e9;
   r->last_ckpt_step = r->st.step;
   r->saved_any = 1;
   /* The first checkpoint of a run is awaited, so the cadence has a measured stall at once. */
   if (!rc && ft_plan_calibrating(r->plan)) rc = ft_state_ckpt_wait(r->ck, r->msg, sizeof r->msg);
   int64_t timed_step = -1;
+  int timed_level = 0;
   double stall_s = 0, durable_s = 0;
-  int timed = ft_state_ckpt_timing(r->ck, &timed_step, &stall_s, &durable_s);
-  ftl_err prc = rc ? rc : ft_plan_after_checkpoint(r->plan, r->st.step, timed, timed_step, stall_s, durable_s);
+  int timed = ft_state_ckpt_timing(r->ck, &timed_step, &timed_level, &stall_s, &durable_s);
+  ftl_err prc = rc ? rc
+                   : ft_plan_after_checkpoint(r->plan, r->st.step, save_s, timed, timed_step, timed_level, stall_s,
+                                              durable_s);
   if (prc && !rc) {
     rc = prc;
     snprintf(r->msg, sizeof r->msg, "cadence: %s", ftl_ctx_errmsg(r->ctx));
@@ -610,7 +627,8 @@ static int stop_preempted(run *r, const char *why) {
   ftl_err rc = FTL_OK;
   if (!*why) why = "preempted (another rank heard the request)";
   if (r->ck && r->last_ckpt_step != r->st.step) {
-    rc = ft_state_ckpt_save(r->ck, r->msg, sizeof r->msg);
+    /* Saved at L3: the job stops, and a requeue may land on other hosts. */
+    rc = ft_state_ckpt_save(r->ck, FTL_CKPT_LEVEL_L3, r->msg, sizeof r->msg);
     r->saved_any = 1;
   }
   /* Nothing saved by this process: the state is the one just restored, committed already. */

@@ -160,19 +160,20 @@ ftl_err ft_state_ckpt_restore(ft_state_ckpt *c, char *msg, size_t msg_size) {
   return FTL_OK;
 }
 
-ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size) {
+ftl_err ft_state_ckpt_save(ft_state_ckpt *c, int level, char *msg, size_t msg_size) {
   c->saved_key = c->s->key;
-  ftl_err rc = ftl_ckpt_save(c->ck, c->s->step);
+  ftl_err rc = ftl_ckpt_save_level(c->ck, c->s->step, level);
   if (rc)
     snprintf(msg, msg_size, "checkpoint of step %lld: %s: %s", (long long)c->s->step, ftl_strerror(rc),
              ftl_ckpt_errmsg(c->ck));
   return rc;
 }
 
-int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, double *stall_s, double *durable_s) {
+int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, int *level, double *stall_s, double *durable_s) {
   ftl_ckpt_stats stats;
   if (!c || ftl_ckpt_last(c->ck, &stats) != FTL_OK || stats.err != FTL_OK) return 0;
   *step = stats.step;
+  *level = stats.level;
   *stall_s = stats.stall_ms / 1e3;
   *durable_s = stats.durable_ms / 1e3;
   return 1;
@@ -231,14 +232,14 @@ ftl_err ft_state_ckpt_restore(ft_state_ckpt *c, char *msg, size_t msg_size) {
   return FTL_ERR_UNSUPPORTED;
 }
 
-ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size) {
-  (void)c;
+ftl_err ft_state_ckpt_save(ft_state_ckpt *c, int level, char *msg, size_t msg_size) {
+  (void)c, (void)level;
   snprintf(msg, msg_size, "no checkpoint module");
   return FTL_ERR_UNSUPPORTED;
 }
 
-int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, double *stall_s, double *durable_s) {
-  (void)c, (void)step, (void)stall_s, (void)durable_s;
+int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, int *level, double *stall_s, double *durable_s) {
+  (void)c, (void)step, (void)level, (void)stall_s, (void)durable_s;
   return 0;
 }
 

@@ -69,16 +69,17 @@ ftl_err ft_state_ckpt_open(ftl_ctx *ctx, ft_state *s, const char *run_dir, ft_st
  * msg says what happened. */
 ftl_err ft_state_ckpt_restore(ft_state_ckpt *c, char *msg, size_t msg_size);
 
-/* Collective. Starts an asynchronous checkpoint of the state as it is after s->step steps. */
-ftl_err ft_state_ckpt_save(ft_state_ckpt *c, char *msg, size_t msg_size);
+/* Collective. Starts an asynchronous checkpoint of the state as it is after s->step steps, at
+ * `level` (FTL_CKPT_LEVEL_*: ftl_ckpt_save_level; L3 for a checkpoint that must outlive the hosts). */
+ftl_err ft_state_ckpt_save(ft_state_ckpt *c, int level, char *msg, size_t msg_size);
 
 /* Not collective, never blocks: the step of the last checkpoint that finished, and in *ok whether
  * it was committed; -1 when none has finished yet (or without checkpoints; c may be NULL). */
 int64_t ft_state_ckpt_last(const ft_state_ckpt *c, int *ok);
 
-/* Not collective, never blocks: the last finished checkpoint's step, stall (δ) and time to
- * durable (W) in seconds; 0 when none has finished or it was abandoned. */
-int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, double *stall_s, double *durable_s);
+/* Not collective, never blocks: the last finished checkpoint's step, level, stall (δ) and time to
+ * durable at its level (W) in seconds; 0 when none has finished or it was abandoned. */
+int ft_state_ckpt_timing(const ft_state_ckpt *c, int64_t *step, int *level, double *stall_s, double *durable_s);
 
 /* Not collective. Waits until the last checkpoint started is durable and committed (or abandoned);
  * FTL_OK only when it was committed. msg says why not. */

@@ -96,6 +96,8 @@ typedef struct ftl_ckpt_stats {
                            (on every rank: until the commit was agreed) */
   uint64_t shard_bytes; /* bytes of this rank's shard file */
   uint64_t total_bytes; /* bytes of all shards of the step (rank 0 only; 0 elsewhere) */
+  int level;            /* the level the step was saved at (FTL_CKPT_LEVEL_*, after
+                           ftl_ckpt_save_level's fallbacks); 0 when there is none yet */
 } ftl_ckpt_stats;
 
 typedef struct ftl_ckpt_restore_info {
@@ -158,6 +160,24 @@ FTL_API void ftl_ckpt_set_stream(ftl_ckpt *ck, void *cuda_stream);
  * The registered memory may be modified as soon as this returns. */
 FTL_API ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step);
 
+/* The levels a step can be saved at (docs/checkpoint.md, "Levels"). A step saved at L1 is written
+ * only to each host's node-local memory folder and committed there (a manifest in every host's L1
+ * folder), not to the run directory; at L2 also copied to a partner host; at L3 (ftl_ckpt_save)
+ * written to the run directory and committed by its manifest there, with the L1/L2 copies the job's
+ * levels ask for. */
+#define FTL_CKPT_LEVEL_L1 1
+#define FTL_CKPT_LEVEL_L2 2
+#define FTL_CKPT_LEVEL_L3 3
+
+/* Collective (same step and level on every rank). ftl_ckpt_save at a chosen level (1..3; level 3
+ * is ftl_ckpt_save). A lower level than the handle can keep is raised, the same on every rank:
+ * L1 or L2 without an L1 folder on every rank is saved at L3, L2 without L2 (one host, or not
+ * asked for) at L1; ftl_ckpt_last's level says which it was. A step saved at L1 or L2 survives
+ * what its level survives (a process failure; with L2 the loss of one host), never the loss of
+ * the hosts' memory: only L3 steps are durable, and the keep rule of the run directory counts
+ * only them. FTL_ERR_INVAL for a level outside 1..3; otherwise as ftl_ckpt_save. */
+FTL_API ftl_err ftl_ckpt_save_level(ftl_ckpt *ck, int64_t step, int level);
+
 /* Not collective. Waits (up to timeout_ms; <0 means the handle's deadline) until no checkpoint
  * is in flight, then returns the result of the last one (its err; stats copied to *out if not
  * NULL). FTL_ERR_TIMEOUT when it is still in flight, FTL_ERR_NOTFOUND when none was ever saved. */
@@ -171,7 +191,10 @@ FTL_API int ftl_ckpt_in_flight(const ftl_ckpt *ck);
 FTL_API ftl_err ftl_ckpt_last(const ftl_ckpt *ck, ftl_ckpt_stats *out);
 
 /* Collective. Waits for a checkpoint in flight, then loads the newest committed step whose shards
- * all exist and verify (size and XXH3, checked by the ranks and agreed by all; the manifest's
+ * all exist and verify (committed in the run directory, or below L3 in the hosts' L1 folders: a
+ * step saved by ftl_ckpt_save_level at L1 or L2 counts when every shard verifies from an L1 or L2
+ * copy this gang can reach; otherwise it is passed over, never marked bad, and never makes the
+ * result FTL_ERR_IO) (size and XXH3, checked by the ranks and agreed by all; the manifest's
  * step, dtypes, shapes and layouts agree with each shard's own HDF5 attributes) into the
  * registered memory, at any world size. A committed step proven corrupt (checksum mismatch, short
  * shard, malformed manifest, a manifest that disagrees with its shards, a shard that is not a

@@ -99,7 +99,7 @@ def _load():
         "ftl_ckpt_add_tensor": (i, [p, s, p, i, i, ctypes.POINTER(i64), i, i]),
         "ftl_ckpt_add_blob": (i, [p, s, p, sz, i]),
         "ftl_ckpt_split_rows": (None, [i64, i, i, ctypes.POINTER(i64), ctypes.POINTER(i64)]),
-        "ftl_ckpt_prepare": (i, [p]), "ftl_ckpt_save": (i, [p, i64]),
+        "ftl_ckpt_prepare": (i, [p]), "ftl_ckpt_save": (i, [p, i64]), "ftl_ckpt_save_level": (i, [p, i64, i]),
         "ftl_ckpt_wait": (i, [p, i64, p]), "ftl_ckpt_in_flight": (i, [p]),
         "ftl_ckpt_restore": (i, [p, p]), "ftl_ckpt_errmsg": (s, [p]), "ftl_ckpt_dir": (s, [p]),
         "ftl_adapter_commit": (i, [s, ctypes.POINTER(s), sz, ctypes.POINTER(_Diag)]),
@@ -133,7 +133,7 @@ class _Stats(ctypes.Structure):  # ftl_ckpt_stats
     _fields_ = [("step", ctypes.c_int64), ("err", ctypes.c_int), ("errmsg", ctypes.c_char * 512),
                 ("stall_ms", ctypes.c_double), ("wait_prev_ms", ctypes.c_double),
                 ("durable_ms", ctypes.c_double), ("shard_bytes", ctypes.c_uint64),
-                ("total_bytes", ctypes.c_uint64), ("_spare", ctypes.c_char * 256)]
+                ("total_bytes", ctypes.c_uint64), ("level", ctypes.c_int), ("_spare", ctypes.c_char * 256)]
 
 
 class _RestoreInfo(ctypes.Structure):  # ftl_ckpt_restore_info
@@ -355,10 +355,15 @@ class Checkpoint:
     def prepare(self):
         self._call(_load().ftl_ckpt_prepare(self._live()))
 
-    def save(self, step):
+    def save(self, step, level=3):
         """Collective: starts checkpoint `step` and returns once the state is staged (the
-        registered memory may change right away); the writer thread commits it."""
-        self._call(_load().ftl_ckpt_save(self._live(), int(step)))
+        registered memory may change right away); the writer thread commits it. level 1 or 2
+        (ftl_ckpt_save_level): only in the hosts' memory (L1; L2 also on a partner host), not in
+        the run directory; 3 (the default): in the run directory."""
+        if int(level) == 3:
+            self._call(_load().ftl_ckpt_save(self._live(), int(step)))
+        else:
+            self._call(_load().ftl_ckpt_save_level(self._live(), int(step), int(level)))
 
     def in_flight(self):
         return bool(_load().ftl_ckpt_in_flight(self._live()))
@@ -369,7 +374,8 @@ class Checkpoint:
         st = _Stats()
         rc = _load().ftl_ckpt_wait(self._live(), int(timeout_ms), ctypes.byref(st))
         stats = {"step": st.step, "stall_ms": st.stall_ms, "wait_prev_ms": st.wait_prev_ms,
-                 "durable_ms": st.durable_ms, "shard_bytes": st.shard_bytes, "total_bytes": st.total_bytes}
+                 "durable_ms": st.durable_ms, "shard_bytes": st.shard_bytes, "total_bytes": st.total_bytes,
+                 "level": st.level}
         self.last_stats = stats
         if rc != 0:
             _check(rc, _text(st.errmsg) or _text(_load().ftl_ckpt_errmsg(self._ck)))

@@ -2,7 +2,9 @@
  * writes parses back to the same manifest and encodes again to the same bytes; strings that need
  * escaping (a quote, a backslash, a control character, UTF-8 in the job-spec hash and the L1 host)
  * survive the round trip; a string that is not UTF-8 is refused rather than written; the L1
- * levels line follows the shards' copies; and a large manifest (4,096 shards) round-trips too. */
+ * levels line follows the shards' copies; a step saved below L3 says so (no l3) and round-trips,
+ * and one without l3 whose shard has no L1 host is refused; and a large manifest (4,096 shards)
+ * round-trips too. */
 #include <stdio.h>
 #include <string.h>
 
@@ -74,6 +76,32 @@ int main(void) {
   CHECK_STR_CONTAINS(text, "\"levels\": [\"l1\", \"l3\"]");
   CHECK_STR_CONTAINS(text, "\"version\": 1,"); /* tests/ckpt/run_mpi.sh edits this spelling */
   ftl_free(text);
+
+  /* A step saved below L3 (ftl_ckpt_save_level): no l3, and the parser keeps that. */
+  m->l3 = 0;
+  CHECK_OK(ck_manifest_to_json(m, &text, &len, &d), d.msg);
+  CHECK_STR_CONTAINS(text, "\"levels\": [\"l1\"]");
+  ftl_free(text);
+  r = roundtrip(m);
+  CHECK_INT_EQ(r->l3, 0);
+  ck_manifest_free(r);
+  snprintf(m->shards[1].l2_host, sizeof m->shards[1].l2_host, "node-1");
+  snprintf(m->shards[0].l2_host, sizeof m->shards[0].l2_host, "node-2");
+  CHECK_OK(ck_manifest_to_json(m, &text, &len, &d), d.msg);
+  CHECK_STR_CONTAINS(text, "\"levels\": [\"l1\", \"l2\"]");
+  /* The same text with a shard's L1 host gone: refused, naming the field. */
+  char *cut = strstr(text, "\"l1_host\": \"node-2\", ");
+  CHECK(cut);
+  memmove(cut, cut + strlen("\"l1_host\": \"node-2\", "), strlen(cut + strlen("\"l1_host\": \"node-2\", ")) + 1);
+  ck_manifest *bad = NULL;
+  CHECK_INT_EQ(ck_manifest_parse(text, strlen(text), &bad, &d), FTL_ERR_CORRUPT);
+  CHECK_STR_CONTAINS(d.msg, "shards[1] has none");
+  ftl_free(text);
+  m->l3 = 1;
+  m->shards[0].l2_host[0] = m->shards[1].l2_host[0] = '\0';
+  r = roundtrip(m);
+  CHECK_INT_EQ(r->l3, 1);
+  ck_manifest_free(r);
 
   /* Not UTF-8: refused, nothing written. */
   snprintf(m->job_spec_hash, sizeof m->job_spec_hash, "bad\xff");

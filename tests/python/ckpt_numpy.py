@@ -57,6 +57,16 @@ def main():
             raise AssertionError("save of an old step succeeded")
         except ftl.FtlError as e:
             assert e.name == "FTL_ERR_INVAL", e
+        # A step saved at L1 (ftl_ckpt_save_level): kept in host memory only, restored from there
+        # (at L3 when the ranks have no L1 folder).
+        ck.save(6, level=1)
+        rep[:] = 0
+        stats = ck.wait()
+        want = 1 if os.environ.get("FTL_CKPT_L1_DIR") else 3
+        assert stats["step"] == 6 and stats["level"] == want, stats
+        assert not os.path.exists(os.path.join(ck.directory, "step-00000006")) or want == 3, "an L1 step in the run directory"
+        assert ck.restore() == 6
+        assert rep.tobytes() == keep[0].tobytes(), "replicated array differs after a restore from L1"
     ctx.finalize()
     print(f"binding ok rank {r}", flush=True)
     return 0

@@ -320,9 +320,15 @@ static void test_unknown_fields(void) {
                 "field 'checkpoint.levels': expected l1, l2 or l3, got 'disk'");
   ftl_job *lv = parse_ok("ranks: 2\nprogram: p\ncheckpoint: {levels: [l1, l2, l3]}\n");
   CHECK(ln_job_ckpt_l1(lv) && ln_job_ckpt_l2(lv));
+  CHECK_INT_EQ(ln_job_ckpt_l2_mode(lv), 1);
   ln_job_destroy(lv);
   lv = parse_ok("ranks: 2\nprogram: p\n");
   CHECK(ln_job_ckpt_l1(lv) && !ln_job_ckpt_l2(lv));
+  /* No list: L2 follows the placement (the ranks turn it on when they span several hosts). */
+  CHECK_INT_EQ(ln_job_ckpt_l2_mode(lv), LN_CKPT_L2_AUTO);
+  ln_job_destroy(lv);
+  lv = parse_ok("ranks: 2\nprogram: p\ncheckpoint: {levels: [l1, l3]}\n");
+  CHECK_INT_EQ(ln_job_ckpt_l2_mode(lv), 0);
   ln_job_destroy(lv);
   CHECK_ERR_HAS("ranks: 1\nprogram: p\nrestart: {standby: maybe}\n", "field 'restart.standby'");
   CHECK_ERR("ranks: 1\nprogram: p\nrendezvous:\n  timeout: 5\n",

@@ -27,6 +27,7 @@
  * Map: placement; the stream engine; save; restore's fetch. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,10 +267,16 @@ static ftl_err step_stream(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *
 static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_ms, const char *what, int *leak,
                            ftl_diag *d) {
   /* Open MPI moves a large message's bytes over TCP only inside its calls (MPI_Test here), a socket
-   * buffer at a time: the pause between polls bounds the throughput (1 ms pauses gave 85 MB/s),
-   * so it stays at the shortest sleep the kernel offers rather than backing off like the
-   * collectives' polls. */
-  const long sleep_ns = 10000;
+   * buffer at a time, and a message completes only every few milliseconds: so "no message
+   * completed" does not mean idle, and any sleep between polls throttles the transfer (1 ms pauses
+   * gave 85 MB/s; even 10 us ones cost a restore from L2 most of its time, the kernel's timer slack
+   * making each one 60 us). While messages keep completing, the loop only yields the CPU between
+   * polls (a rank on the same core still runs); once none has for 5 ms it backs off, 10 us
+   * doubling to 1 ms, as a wait for a slow or gone peer should. The deadline holds throughout. */
+  const int64_t spin_ns = 5000000;
+  const long max_sleep_ns = 1000000;
+  long sleep_ns = 10000;
+  int64_t last = ftl_clock_ns();
   *leak = 0;
   for (;;) {
     int progress = 0, open = 0;
@@ -282,15 +289,24 @@ static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_m
       open += v[i].stage != 3;
     }
     if (!open) return FTL_OK;
-    if (progress) continue;
+    if (progress) {
+      last = ftl_clock_ns();
+      sleep_ns = 10000;
+      continue;
+    }
     if (ftl_deadline_left_ms(deadline_ms) == 0) {
       *leak = 1;
       atomic_store(&ck->sync->broken, 1);
       return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s did not complete within %lld ms (a rank is gone or stuck)", what,
                            (long long)ck->timeout_ms);
     }
+    if (ftl_clock_ns() - last < spin_ns) {
+      sched_yield();
+      continue;
+    }
     struct timespec ts = {0, sleep_ns};
     nanosleep(&ts, NULL);
+    if (sleep_ns < max_sleep_ns) sleep_ns *= 2;
   }
 }
 

@@ -330,6 +330,8 @@ out:
 static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_world, int *missing_blobs, char *msg,
                     size_t msg_size, ftl_err *coll_rc, ftl_diag *d) {
   int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
+  /* Where the time goes, phase by phase (a debug line; bench/ckpt is read with it). */
+  int64_t t_start = ftl_clock_ns(), t_fetch = 0, t_check = 0, t_load = 0, t_agree = 0;
   char sd[PATH_MAX];
   char *text = NULL;
   ck_manifest *m = NULL;
@@ -396,6 +398,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
      * prove the step corrupt instead. */
     char plan_msg[sizeof mine.msg] = "";
     int plan_why = plan_local(ck, m, land, &plan, missing_blobs, plan_msg, sizeof plan_msg);
+    t_fetch = ftl_clock_ns();
     /* L2 copies on other hosts come over the network first, every rank taking part when the
      * manifest names any (the same bytes on every rank, so the same decision). */
     int any_l2 = 0;
@@ -410,6 +413,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
     /* The manifest's own description against each shard's (step, rank, dtypes, shapes, layouts;
      * shard s by rank s % world, like its checksums): an edited manifest is proof of corruption
      * even when the edit made it match what this program registered. */
+    t_check = ftl_clock_ns();
     for (int sh = ck->rank; sh < m->world_size && mine.why == WHY_OK; sh += ck->world) {
       char path[PATH_MAX], l1d[PATH_MAX];
       ftl_diag hd = {{0}};
@@ -434,10 +438,17 @@ static int try_step(ftl_ckpt *ck, int64_t step, landing *land, int *written_worl
       mine.why = plan_why;
       ck_copy_text(mine.msg, sizeof mine.msg, plan_msg);
     }
+    t_load = ftl_clock_ns();
     if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, l2_got, &plan, mine.msg, sizeof mine.msg);
+    t_agree = ftl_clock_ns();
   }
   *coll_rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
   if (*coll_rc) goto out;
+  if (t_agree)
+    FTL_LOG(FTL_LOG_DEBUG, "ckpt", "step %lld: restore phases: manifest and plan %.1f ms, L2 fetch %.1f ms, "
+            "description check %.1f ms, reads and verification %.1f ms, agreement %.1f ms", (long long)step,
+            (double)(t_fetch - t_start) / 1e6, (double)(t_check - t_fetch) / 1e6, (double)(t_load - t_check) / 1e6,
+            (double)(t_agree - t_load) / 1e6, ck_ms_since(t_agree));
   /* Corruption outranks a mismatch (it is what marks a step bad), which outranks I/O. */
   int first = -1;
   for (int r = 0; r < ck->world; r++)

@@ -40,7 +40,8 @@ typedef struct ck_need {
 
 /* Streams the whole shard: checks its size, every piece's checksum and the file checksum, and
  * reads the needs (sorted by file_offset, not overlapping, each inside one piece) straight into
- * their destinations on the way. FTL_ERR_CORRUPT when the file is short or a checksum differs
+ * their destinations on the way, in blocks of 256 KiB (at most bounce_bytes) each hashed as soon
+ * as it is read, with read-ahead asked for chunk_bytes ahead. FTL_ERR_CORRUPT when the file is short or a checksum differs
  * (d names the shard and the tensor), FTL_ERR_NOTFOUND when it is missing, FTL_ERR_IO otherwise. */
 ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_shard *sh, const ck_need *needs,
                              int nneeds, size_t chunk_bytes, void *bounce, size_t bounce_bytes, ftl_diag *d);

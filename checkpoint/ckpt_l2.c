@@ -164,7 +164,8 @@ static void fetch_landed(l2_stream *x, const l2_slot *sl) {
     for (uint64_t o = off; o < end && x->ver;) {
       int piece;
       uint64_t n = ck_verifier_span(x->ver, o, end - o, &piece);
-      if (piece < 0 && x->fd >= 0 && !x->failed && core_fs_pwrite_all(x->fd, sl->buf + (o - off), (size_t)n, o) != FTL_OK) {
+      if (piece < 0 && x->fd >= 0 && !x->failed &&
+          core_fs_pwrite_all(x->fd, sl->buf + (o - off), (size_t)n, o) != FTL_OK) {
         x->failed = 1;
         (void)ftl_fmt(x->why, sizeof x->why, "write at byte %llu failed: %s", (unsigned long long)o, strerror(errno));
       }

@@ -277,9 +277,10 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
     ftl_err rc = FTL_OK;
     char l1d[PATH_MAX];
     int assigned = s % ck->world == ck->rank, used_l1 = 0;
-    /* A shard fetched from L2 was verified as it arrived, and its bytes are in place. */
+    /* A shard fetched from L2 was verified as it arrived, and its bytes are in place; its L1 copy
+     * is still looked at first, so the log says what became of it. */
     int fetched = l2_got && l2_got[s];
-    if (!fetched && (assigned || n > 0) && l1_copy_of(ck, m, s, l1d, sizeof l1d, 0)) {
+    if ((assigned || n > 0) && l1_copy_of(ck, m, s, l1d, sizeof l1d, 0) && !fetched) {
       /* Every byte of the copy hashed against the manifest before any of it counts. */
       ftl_diag ld = {{0}};
       if (ck_shard_verify_read(l1d, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK) {

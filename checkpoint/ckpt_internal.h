@@ -29,6 +29,7 @@
 #include "checkpoint/device.h"
 #include "checkpoint/levels.h"
 #include "checkpoint/manifest.h"
+#include "checkpoint/shard.h"
 #include "ftl/ckpt.h"
 #include "ftl/core.h"
 
@@ -209,11 +210,16 @@ int ck_l2_server(const ftl_ckpt *ck, const char *host);
  * (world entries). Only a gang failure (MPI, the deadline) is returned; the rest are warnings. */
 ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t deadline_ms, unsigned char *stored,
                    ftl_diag *d);
-/* Restore, every rank: want[s] says this rank wants shard s of m from L2 (m->world_size entries);
- * got[s] = 1 when it was received into its L1 folder's partner/ under ck_l2_fetched_name (not yet
- * verified). Only a gang failure is returned. */
-ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, unsigned char *got,
-                    int64_t deadline_ms, ftl_diag *d);
+/* Restore, every rank: want[s] says this rank wants shard s of m from L2 (m->world_size entries).
+ * The ranges of shard s this rank needs are needs[first[s]] .. needs[first[s+1]-1] (sorted by
+ * offset; first has m->world_size + 1 entries): they are received straight into their
+ * destinations, and every byte of the shard is hashed against the manifest as it arrives. got[s] =
+ * 1 when the whole shard verified: its needs are in place, and its HDF5 metadata (only that: a
+ * sparse file) is in its L1 folder's partner/ under ck_l2_fetched_name for the description check.
+ * A copy that fails is named in a warning and got[s] stays 0 (whatever landed is to be read again
+ * from L3). Only a gang failure is returned. */
+ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, const ck_need *needs,
+                    const int *first, unsigned char *got, int64_t deadline_ms, ftl_diag *d);
 ftl_err ck_l2_fetched_name(int shard, int rank, char *out, size_t size);
 
 /* ---- ckpt_writer.c ----------------------------------------------------------------------- */

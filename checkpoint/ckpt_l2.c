@@ -27,10 +27,14 @@
  * Map: placement; the stream engine; save; restore's fetch. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,6 +111,7 @@ typedef struct l2_slot {
   int pending, cur;
   uint64_t off;
   unsigned char *buf;
+  unsigned char *at; /* where the message lands: buf, or (restore's fetch) its place in a destination */
 } l2_slot;
 
 typedef struct l2_stream {
@@ -122,7 +127,53 @@ typedef struct l2_stream {
   l2_slot slot[L2_SLOTS];
   int failed;    /* a local read or write failed: the copy is not used */
   char why[256];
+  /* In, restore's fetch: no copy of the bytes is kept. Each message is hashed by ver as it arrives
+   * (in file order), the ranges this rank needs are received straight into their destinations
+   * (needs, sorted by offset), and only the HDF5 metadata goes to fd, a sparse file the same size
+   * as the shard, for the description check (ckpt_restore.c). */
+  int fetch;
+  unsigned char *map; /* out, restore's fetch: the copy mapped (map_copy), sent from in place */
+  ck_verifier *ver;
+  const ck_need *needs;
+  int nneeds;
 } l2_stream;
+
+/* Where a fetched message of n bytes at off lands: its place in the destination of the need that
+ * holds all of it (no copy), or else the slot's buffer. */
+static unsigned char *fetch_place(const l2_stream *x, uint64_t off, uint64_t n, unsigned char *buf) {
+  for (int i = 0; i < x->nneeds; i++) {
+    const ck_need *nd = &x->needs[i];
+    if (nd->file_offset <= off && off + n <= nd->file_offset + nd->size_bytes)
+      return (unsigned char *)nd->dest + (off - nd->file_offset);
+  }
+  return buf;
+}
+
+/* A fetched message has arrived (messages are taken in file order): one that landed in the slot's
+ * buffer gives the parts this rank needs to their destinations and its HDF5 metadata to the sparse
+ * file; then every byte is hashed, while it is fresh in the cache. */
+static void fetch_landed(l2_stream *x, const l2_slot *sl) {
+  uint64_t off = sl->off, end = sl->off + (uint64_t)sl->cur;
+  if (sl->at == sl->buf) {
+    for (int i = 0; i < x->nneeds; i++) {
+      const ck_need *nd = &x->needs[i];
+      uint64_t lo = nd->file_offset > off ? nd->file_offset : off;
+      uint64_t hi = nd->file_offset + nd->size_bytes < end ? nd->file_offset + nd->size_bytes : end;
+      if (lo < hi) memcpy((char *)nd->dest + (lo - nd->file_offset), sl->buf + (lo - off), (size_t)(hi - lo));
+    }
+    for (uint64_t o = off; o < end && x->ver;) {
+      int piece;
+      uint64_t n = ck_verifier_span(x->ver, o, end - o, &piece);
+      if (piece < 0 && x->fd >= 0 && !x->failed &&
+          core_fs_pwrite_all(x->fd, sl->buf + (o - off), (size_t)n, o) != FTL_OK) {
+        x->failed = 1;
+        (void)ftl_fmt(x->why, sizeof x->why, "write at byte %llu failed: %s", (unsigned long long)o, strerror(errno));
+      }
+      o += n;
+    }
+  }
+  if (x->ver) ck_verifier_feed(x->ver, sl->at, (size_t)sl->cur);
+}
 
 /* Starts one message of the stream in slot k: the prefix, the header, or the next body chunk. */
 static ftl_err start_message(ftl_ckpt *ck, l2_stream *x, int k, ftl_diag *d) {
@@ -140,9 +191,12 @@ static ftl_err start_message(ftl_ckpt *ck, l2_stream *x, int k, ftl_diag *d) {
     sl->off = x->next;
     x->next += (uint64_t)sl->cur;
     buf = sl->buf;
+    if (x->fetch && !x->out) buf = fetch_place(x, sl->off, (uint64_t)sl->cur, sl->buf);
+    sl->at = buf;
     /* The header promised the body: a read that fails still sends its length (zeros), which the
      * receiver's verification then refuses. */
-    if (x->out && !x->failed && core_fs_pread_all(x->fd, sl->buf, (size_t)sl->cur, sl->off) != FTL_OK) {
+    if (x->out && x->map) buf = x->map + sl->off;
+    if (x->out && !x->map && !x->failed && core_fs_pread_all(x->fd, sl->buf, (size_t)sl->cur, sl->off) != FTL_OK) {
       x->failed = 1;
       (void)ftl_fmt(x->why, sizeof x->why, "read at byte %llu failed: %s", (unsigned long long)sl->off,
                     errno ? strerror(errno) : "the file ends early");
@@ -159,13 +213,18 @@ static ftl_err start_message(ftl_ckpt *ck, l2_stream *x, int k, ftl_diag *d) {
 static ftl_err step_stream(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *d) {
   if (x->stage == 3) return FTL_OK;
   ftl_err rc = FTL_OK;
-  for (int k = 0; k < L2_SLOTS; k++) {
+  /* Messages are taken in file order (a fetch hashes them in that order): the pending one with
+   * the lowest offset first, and none after it until it is done. */
+  for (;;) {
+    int k = -1;
+    for (int j = 0; j < L2_SLOTS; j++)
+      if (x->slot[j].pending && (k < 0 || x->slot[j].off < x->slot[k].off)) k = j;
+    if (k < 0) break;
     l2_slot *sl = &x->slot[k];
-    if (!sl->pending) continue;
     int done = 0, got = 0;
     rc = ck_p2p_test(ck, &sl->req, &done, &got, d);
     if (rc) return rc;
-    if (!done) continue;
+    if (!done) break;
     sl->pending = 0;
     *progress = 1;
     if (!x->out && got != sl->cur) {
@@ -178,6 +237,10 @@ static ftl_err step_stream(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *
       x->stage = 1;
     } else if (x->stage == 1) {
       x->stage = x->have == 1 && x->size > 0 ? 2 : 3;
+    } else if (x->fetch && !x->out) {
+      fetch_landed(x, sl);
+      x->done += (uint64_t)sl->cur;
+      if (x->done >= x->size) x->stage = 3;
     } else {
       if (!x->out && x->fd >= 0 && !x->failed &&
           core_fs_pwrite_all(x->fd, sl->buf, (size_t)sl->cur, sl->off) != FTL_OK) {
@@ -210,10 +273,16 @@ static ftl_err step_stream(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *
 static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_ms, const char *what, int *leak,
                            ftl_diag *d) {
   /* Open MPI moves a large message's bytes over TCP only inside its calls (MPI_Test here), a socket
-   * buffer at a time: the pause between polls bounds the throughput (1 ms pauses gave 85 MB/s),
-   * so it stays at the shortest sleep the kernel offers rather than backing off like the
-   * collectives' polls. */
-  const long sleep_ns = 10000;
+   * buffer at a time, and a message completes only every few milliseconds: so "no message
+   * completed" does not mean idle, and any sleep between polls throttles the transfer (1 ms pauses
+   * gave 85 MB/s; even 10 us ones cost a restore from L2 most of its time, the kernel's timer slack
+   * making each one 60 us). While messages keep completing, the loop only yields the CPU between
+   * polls (a rank on the same core still runs); once none has for 5 ms it backs off, 10 us
+   * doubling to 1 ms, as a wait for a slow or gone peer should. The deadline holds throughout. */
+  const int64_t spin_ns = 5000000;
+  const long max_sleep_ns = 1000000;
+  long sleep_ns = 10000;
+  int64_t last = ftl_clock_ns();
   *leak = 0;
   for (;;) {
     int progress = 0, open = 0;
@@ -226,21 +295,31 @@ static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_m
       open += v[i].stage != 3;
     }
     if (!open) return FTL_OK;
-    if (progress) continue;
+    if (progress) {
+      last = ftl_clock_ns();
+      sleep_ns = 10000;
+      continue;
+    }
     if (ftl_deadline_left_ms(deadline_ms) == 0) {
       *leak = 1;
       atomic_store(&ck->sync->broken, 1);
       return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s did not complete within %lld ms (a rank is gone or stuck)", what,
                            (long long)ck->timeout_ms);
     }
+    if (ftl_clock_ns() - last < spin_ns) {
+      sched_yield();
+      continue;
+    }
     struct timespec ts = {0, sleep_ns};
     nanosleep(&ts, NULL);
+    if (sleep_ns < max_sleep_ns) sleep_ns *= 2;
   }
 }
 
 static ftl_err alloc_bufs(l2_stream *v, int n, ftl_diag *d) {
   for (int i = 0; i < n; i++) {
-    if (v[i].out && v[i].fd < 0) continue; /* a sender with nothing to send needs no body buffers */
+    /* A sender with nothing to send, or that sends from its mapped copy, needs no body buffers. */
+    if (v[i].out && (v[i].fd < 0 || v[i].map)) continue;
     for (int k = 0; k < L2_SLOTS; k++) {
       v[i].slot[k].buf = ftl_malloc(L2_CHUNK);
       if (!v[i].slot[k].buf) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
@@ -253,8 +332,10 @@ static void free_streams(l2_stream *v, int n, int leak) {
   if (!v || leak) return; /* a pending request may still write into them */
   for (int i = 0; i < n; i++) {
     if (v[i].fd >= 0) core_fs_table.close(v[i].fd);
+    if (v[i].map) munmap(v[i].map, (size_t)v[i].size);
     for (int k = 0; k < L2_SLOTS; k++) ftl_free(v[i].slot[k].buf);
     if (!v[i].out) ftl_free(v[i].pre);
+    ck_verifier_free(v[i].ver);
   }
   ftl_free(v);
 }
@@ -275,6 +356,18 @@ static int open_copy(const char *path, uint64_t size, char *why, size_t why_size
     return -1;
   }
   return fd;
+}
+
+/* The copy a fetch serves, mapped to be sent from in place: a read into a buffer first is one more
+ * pass over the shard's bytes through memory, about a fifth of a fetch's time. Only a copy in tmpfs
+ * (the L1 folder's usual home), whose pages are memory and never fail to read; a file on a disk
+ * could fail a read as SIGBUS, so it is read with pread as before (NULL: not mapped). The copy is
+ * in this user's private L1 folder and ftl only ever removes it, which leaves a mapping intact. */
+static unsigned char *map_copy(int fd, uint64_t size) {
+  struct statfs fs;
+  if (size == 0 || size > SIZE_MAX || fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC) return NULL;
+  void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? NULL : p;
 }
 
 /* Creates the file a received body goes into (its final size), or -1 with why. */
@@ -445,8 +538,15 @@ ftl_err ck_l2_fetched_name(int shard, int rank, char *out, size_t size) {
   return ftl_fmt(out, size, "%s.fetched-%d", f, rank);
 }
 
-ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, unsigned char *got,
-                    int64_t deadline_ms, ftl_diag *d) {
+/* The bytes of shard sh that are HDF5 metadata (not a piece's): what a fetched copy keeps in tmpfs. */
+static uint64_t metadata_bytes(const ck_shard *sh) {
+  uint64_t pieces = 0;
+  for (int p = 0; p < sh->npieces; p++) pieces += sh->pieces[p].size_bytes;
+  return pieces < sh->size_bytes ? sh->size_bytes - pieces : 0;
+}
+
+ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, const ck_need *needs,
+                    const int *first, unsigned char *got, int64_t deadline_ms, ftl_diag *d) {
   int W = m->world_size, me = ck->rank, n = 0, leak = 0;
   memset(got, 0, (size_t)W);
   /* One tag per shard: past that many shards L2 is not read (every rank decides the same). */
@@ -496,15 +596,25 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
         if (have_l2dir && ftl_fmt(path, sizeof path, "%s/%s", l2dir, sh->file) == FTL_OK)
           x->fd = open_copy(path, x->size, x->why, sizeof x->why);
         x->have = x->fd >= 0;
+        if (x->have) x->map = map_copy(x->fd, x->size);
         if (!x->have)
           FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy of %s asked for by rank %d is not usable here (%s)",
                   (long long)m->step, sh->file, q, x->why);
       } else {
+        ftl_diag vd = {{0}};
+        x->fetch = 1;
+        x->needs = needs + first[s];
+        x->nneeds = first[s + 1] - first[s];
         (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
-        if (have_l2dir && ck_l2_make_room(&ck->l1, s, m->step, x->size, x->why, sizeof x->why) &&
-            ck_l2_fetched_name(s, me, name, sizeof name) == FTL_OK &&
-            ftl_fmt(path, sizeof path, "%s/%s", l2dir, name) == FTL_OK)
+        if (ck_verifier_new(m, sh, &x->ver, &vd) != FTL_OK) {
+          (void)ftl_fmt(x->why, sizeof x->why, "%s", vd.msg);
+        } else if (have_l2dir && ck_l2_make_room(&ck->l1, s, m->step, metadata_bytes(sh), x->why, sizeof x->why) &&
+                   ck_l2_fetched_name(s, me, name, sizeof name) == FTL_OK &&
+                   ftl_fmt(path, sizeof path, "%s/%s", l2dir, name) == FTL_OK) {
           x->fd = create_copy(path, x->size, x->why, sizeof x->why);
+        }
+        /* Without its file the copy cannot be used: nothing lands in the destinations either. */
+        if (x->fd < 0) x->nneeds = 0;
       }
     }
   }
@@ -524,7 +634,16 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
     if (ck_l2_fetched_name(x->shard, me, name, sizeof name) || ftl_fmt(path, sizeof path, "%s/%s", l2dir, name))
       continue;
     if (kept && x->have == 1 && !x->failed) {
-      got[x->shard] = 1;
+      /* The promise of every level: the bytes count only once all of them verify. */
+      ftl_diag vd = {{0}};
+      if (ck_verifier_finish(x->ver, &vd) == FTL_OK) {
+        got[x->shard] = 1;
+        continue;
+      }
+      core_fs_table.unlink(path);
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s (of %s, kept on %s) failed verification (%s): reading "
+              "the run directory's", (long long)m->step, path, m->shards[x->shard].file, m->shards[x->shard].l2_host,
+              vd.msg);
       continue;
     }
     core_fs_table.unlink(path);

@@ -93,40 +93,54 @@ static int l2_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, const uns
   return 1;
 }
 
+/* WHY_GONE: a step saved below L3 that the gang cannot restore (a copy missing or corrupt, the
+ * hosts' memory gone): never marked bad (nothing of it is in the run directory), never a cause
+ * that may pass. */
+enum { WHY_OK = 0, WHY_CORRUPT = 1, WHY_MISMATCH = 2, WHY_IO = 3, WHY_GONE = 4 };
+
+/* What this rank reads of one step: the byte ranges it needs, sorted by shard and then offset,
+ * shard s's being needs[first[s]] .. needs[first[s+1]-1]. Made before the L2 fetch, which
+ * receives fetched bytes straight into these destinations. */
+typedef struct rplan {
+  ck_need *needs;
+  int *first; /* world_size + 1 entries */
+} rplan;
+
+static void free_plan(rplan *p) {
+  ftl_free(p->needs);
+  ftl_free(p->first);
+  p->needs = NULL;
+  p->first = NULL;
+}
+
 /* Whether this rank reads any bytes of shard s (or verifies it: shard s is rank s % world's). */
-static int needs_shard(const ftl_ckpt *ck, const ck_manifest *m, int s) {
-  if (s % ck->world == ck->rank) return 1;
-  const ck_shard *sh = &m->shards[s];
-  for (int i = 0; i < ck->nregs; i++) {
-    const reg *r = &ck->regs[i];
-    int mi = ck_manifest_find_item(m, r->item.name);
-    if (mi < 0 || (m->items[mi].kind == CK_KIND_BLOB_PER_RANK && s != ck->rank)) continue;
-    int64_t a = r->held_start, b = r->held_start + r->held_count;
-    for (int p = 0; p < sh->npieces; p++) {
-      const ck_piece *pc = &sh->pieces[p];
-      if (pc->item == mi && pc->row_start < b && pc->row_start + pc->row_count > a) return 1;
-    }
-  }
-  return 0;
+static int needs_shard(const ftl_ckpt *ck, const rplan *p, int s) {
+  return s % ck->world == ck->rank || (p->first && p->first[s + 1] > p->first[s]);
 }
 
 /* Restore's L2 phase, on every rank (collective): the shards this rank needs, has no L1 copy of
- * and whose L2 copy is on another host are fetched from there (ckpt_l2.c). got: m->world_size
- * entries. Only a gang failure is returned. */
-static ftl_err fetch_l2(ftl_ckpt *ck, const ck_manifest *m, unsigned char *got, int64_t deadline, ftl_diag *d) {
+ * and whose L2 copy is on another host are fetched from there (ckpt_l2.c) into the plan's
+ * destinations. got: m->world_size entries. Only a gang failure is returned. */
+static ftl_err fetch_l2(ftl_ckpt *ck, const ck_manifest *m, const rplan *p, unsigned char *got, int64_t deadline,
+                        ftl_diag *d) {
   int W = m->world_size;
   unsigned char *want = ftl_calloc((size_t)W, 1);
-  if (!want) {
+  int *none = ftl_calloc((size_t)W + 1, sizeof *none);
+  if (!want || !none) {
+    ftl_free(want);
+    ftl_free(none);
     atomic_store(&ck->sync->broken, 1);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
   }
   char dir[PATH_MAX];
-  for (int s = 0; s < W; s++) {
+  /* Without a plan (it failed on this rank) this rank asks for nothing but still serves. */
+  for (int s = 0; s < W && p->first; s++) {
     const ck_shard *sh = &m->shards[s];
-    want[s] = ck->l1.dir[0] && sh->l2_host[0] && strcmp(sh->l2_host, ftl_hostname()) != 0 && needs_shard(ck, m, s) &&
+    want[s] = ck->l1.dir[0] && sh->l2_host[0] && strcmp(sh->l2_host, ftl_hostname()) != 0 && needs_shard(ck, p, s) &&
               !l1_copy_of(ck, m, s, dir, sizeof dir, 1);
   }
-  ftl_err rc = ck_l2_fetch(ck, m, want, got, deadline, d);
+  ftl_err rc = ck_l2_fetch(ck, m, want, p->needs, p->first ? p->first : none, got, deadline, d);
+  ftl_free(none);
   ftl_free(want);
   return rc;
 }
@@ -143,21 +157,6 @@ static void drop_fetched(const ftl_ckpt *ck, const ck_manifest *m, const unsigne
 
 /* ---- plan and load on this rank ---------------------------------------------------------- */
 
-/* WHY_GONE: a step saved below L3 that the gang cannot restore (a copy missing or corrupt, the
- * hosts' memory gone): never marked bad (nothing of it is in the run directory), never a cause
- * that may pass. */
-enum { WHY_OK = 0, WHY_CORRUPT = 1, WHY_MISMATCH = 2, WHY_IO = 3, WHY_GONE = 4 };
-
-typedef struct plan_need {
-  int shard;
-  ck_need need;
-} plan_need;
-
-static int cmp_plan(const void *a, const void *b) {
-  const plan_need *x = a, *y = b;
-  if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
-  return x->need.file_offset < y->need.file_offset ? -1 : x->need.file_offset > y->need.file_offset ? 1 : 0;
-}
 
 /* Host memory the restored rows of register i land in: the registered memory, or a temporary
  * host buffer for a device tensor (copied to the device after the agreement). */
@@ -185,14 +184,24 @@ static ftl_err restore_to_device(ftl_ckpt *ck, const landing *land, ftl_diag *d)
   return rc ? rc : sync_rc;
 }
 
-/* Loads manifest m into the registered memory on this rank. Returns WHY_*; msg says why. */
-static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const unsigned char *l2_got, landing *land,
-                      int *missing_blobs, char *msg, size_t msg_size) {
-  ftl_diag d = {{0}};
+typedef struct plan_need {
+  int shard;
+  ck_need need;
+} plan_need;
+
+static int cmp_plan(const void *a, const void *b) {
+  const plan_need *x = a, *y = b;
+  if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+  return x->need.file_offset < y->need.file_offset ? -1 : x->need.file_offset > y->need.file_offset ? 1 : 0;
+}
+
+/* Plans what this rank reads of manifest m: the rows it holds of every registered item, from
+ * whichever shards have them, landing in land. Returns WHY_*; msg says why. */
+static int plan_local(ftl_ckpt *ck, const ck_manifest *m, const landing *land, rplan *out, int *missing_blobs,
+                      char *msg, size_t msg_size) {
   plan_need *plan = NULL;
   size_t np = 0, cap = 0;
   int why = WHY_OK;
-  void *bounce = NULL;
   *missing_blobs = 0;
   for (int i = 0; i < ck->nregs; i++) {
     reg *r = &ck->regs[i];
@@ -242,7 +251,31 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
     if (it->kind == CK_KIND_BLOB_PER_RANK && r->held_count > 0 && ck->rank >= m->world_size) (*missing_blobs)++;
   }
   if (np > 1) qsort(plan, np, sizeof *plan, cmp_plan);
-  bounce = ftl_malloc(ck->chunk);
+  out->needs = ftl_calloc(np + 1, sizeof *out->needs);
+  out->first = ftl_calloc((size_t)m->world_size + 1, sizeof *out->first);
+  if (!out->needs || !out->first) {
+    free_plan(out);
+    snprintf(msg, msg_size, "out of memory planning the restore");
+    why = WHY_IO;
+    goto out;
+  }
+  for (size_t k = 0, j = 0; k <= (size_t)m->world_size; k++) {
+    while (j < np && plan[j].shard < (int)k) j++;
+    out->first[k] = (int)j;
+  }
+  for (size_t k = 0; k < np; k++) out->needs[k] = plan[k].need;
+out:
+  ftl_free(plan);
+  return why;
+}
+
+/* Loads manifest m into the registered memory on this rank, as planned (shards already fetched and
+ * verified from L2, l2_got, are in place). Returns WHY_*; msg says why. */
+static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const unsigned char *l2_got,
+                      const rplan *pl, char *msg, size_t msg_size) {
+  ftl_diag d = {{0}};
+  int why = WHY_OK;
+  void *bounce = ftl_malloc(ck->chunk);
   if (!bounce) {
     snprintf(msg, msg_size, "out of memory for the restore buffer");
     why = WHY_IO;
@@ -250,27 +283,16 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
   }
   /* Shard s is verified (every byte hashed) by rank s % world, fused with that rank's reads of it;
    * the other ranks read only the ranges they need. The agreement that follows covers both. */
-  size_t k = 0;
   for (int s = 0; s < m->world_size; s++) {
-    size_t k0 = k;
-    ck_need *needs = NULL;
-    while (k < np && plan[k].shard == s)
-      k++;
-    int n = (int)(k - k0);
-    if (n > 0) {
-      needs = ftl_calloc((size_t)n, sizeof *needs);
-      if (!needs) {
-        snprintf(msg, msg_size, "out of memory planning the restore");
-        why = WHY_IO;
-        goto out;
-      }
-      for (int j = 0; j < n; j++)
-        needs[j] = plan[k0 + (size_t)j].need;
-    }
+    const ck_need *needs = pl->needs + pl->first[s];
+    int n = pl->first[s + 1] - pl->first[s];
     ftl_err rc = FTL_OK;
     char l1d[PATH_MAX];
     int assigned = s % ck->world == ck->rank, used_l1 = 0;
-    if ((assigned || n > 0) && l1_copy_of(ck, m, s, l1d, sizeof l1d, 0)) {
+    /* A shard fetched from L2 was verified as it arrived, and its bytes are in place; its L1 copy
+     * is still looked at first, so the log says what became of it. */
+    int fetched = l2_got && l2_got[s];
+    if ((assigned || n > 0) && l1_copy_of(ck, m, s, l1d, sizeof l1d, 0) && !fetched) {
       /* Every byte of the copy hashed against the manifest before any of it counts. */
       ftl_diag ld = {{0}};
       if (ck_shard_verify_read(l1d, m, &m->shards[s], needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK) {
@@ -282,8 +304,8 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
     }
     ck_shard l2sh;
     char l2d[PATH_MAX];
-    int used_l2 = 0;
-    if (!used_l1 && (assigned || n > 0) && l2_copy_of(ck, m, s, l2_got, l2d, sizeof l2d, &l2sh, 0)) {
+    int used_l2 = fetched;
+    if (!used_l1 && !used_l2 && (assigned || n > 0) && l2_copy_of(ck, m, s, l2_got, l2d, sizeof l2d, &l2sh, 0)) {
       ftl_diag ld = {{0}};
       if (ck_shard_verify_read(l2d, m, &l2sh, needs, n, ck->chunk, bounce, ck->chunk, &ld) == FTL_OK)
         used_l2 = 1;
@@ -303,7 +325,6 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
     else if (n > 0)
       rc = ck_shard_read(sd, &m->shards[s], needs, n, &d);
     if (!used_l1 && !used_l2 && (assigned || n > 0) && m->l3) ck->restore_l3++;
-    ftl_free(needs);
     if (rc) {
       ck_copy_text(msg, msg_size, d.msg);
       /* Only proof condemns a step: a checksum or size that disagrees, a shard that is not a
@@ -314,7 +335,6 @@ static int load_local(ftl_ckpt *ck, const ck_manifest *m, const char *sd, const 
   }
 out:
   ftl_free(bounce);
-  ftl_free(plan);
   return why;
 }
 
@@ -329,10 +349,13 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
   /* ckpt_restored says where the step loaded was read from, not the steps passed over before it. */
   ck->restore_l1 = ck->restore_l2 = ck->restore_l3 = 0;
   int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
+  /* Where the time goes, phase by phase (a debug line; bench/ckpt is read with it). */
+  int64_t t_start = ftl_clock_ns(), t_fetch = 0, t_check = 0, t_load = 0, t_agree = 0;
   char sd[PATH_MAX];
   char *text = NULL;
   ck_manifest *m = NULL;
   unsigned char *l2_got = NULL;
+  rplan plan = {NULL, NULL};
   verdict_rec mine, *all = ck->verdicts;
   int why = WHY_OK;
   memset(&mine, 0, sizeof mine);
@@ -393,13 +416,19 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
              src ? "an L1 folder" : "the run directory");
   } else {
     *written_world = m->world_size;
+    /* Where every byte this rank needs lands, before any is fetched: L2 bytes go straight there.
+     * A registry mismatch found here is reported after the description check below, which may
+     * prove the step corrupt instead. */
+    char plan_msg[sizeof mine.msg] = "";
+    int plan_why = plan_local(ck, m, land, &plan, missing_blobs, plan_msg, sizeof plan_msg);
+    t_fetch = ftl_clock_ns();
     /* L2 copies on other hosts come over the network first, every rank taking part when the
      * manifest names any (the same bytes on every rank, so the same decision). */
     int any_l2 = 0;
     for (int s = 0; s < m->world_size; s++) any_l2 |= m->shards[s].l2_host[0] != '\0';
     if (any_l2 && ck_p2p_available()) {
       l2_got = ftl_calloc((size_t)m->world_size, 1);
-      *coll_rc = l2_got ? fetch_l2(ck, m, l2_got, deadline, d)
+      *coll_rc = l2_got ? fetch_l2(ck, m, &plan, l2_got, deadline, d)
                         : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
       if (!l2_got) atomic_store(&ck->sync->broken, 1);
       if (*coll_rc) goto out;
@@ -407,6 +436,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
     /* The manifest's own description against each shard's (step, rank, dtypes, shapes, layouts;
      * shard s by rank s % world, like its checksums): an edited manifest is proof of corruption
      * even when the edit made it match what this program registered. */
+    t_check = ftl_clock_ns();
     for (int sh = ck->rank; sh < m->world_size && mine.why == WHY_OK; sh += ck->world) {
       char path[PATH_MAX], l1d[PATH_MAX];
       ftl_diag hd = {{0}};
@@ -432,10 +462,21 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
         ck_copy_text(mine.msg, sizeof mine.msg, hd.msg);
       }
     }
-    if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, l2_got, land, missing_blobs, mine.msg, sizeof mine.msg);
+    if (mine.why == WHY_OK && plan_why != WHY_OK) {
+      mine.why = plan_why;
+      ck_copy_text(mine.msg, sizeof mine.msg, plan_msg);
+    }
+    t_load = ftl_clock_ns();
+    if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, l2_got, &plan, mine.msg, sizeof mine.msg);
+    t_agree = ftl_clock_ns();
   }
   *coll_rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
   if (*coll_rc) goto out;
+  if (t_agree)
+    FTL_LOG(FTL_LOG_DEBUG, "ckpt", "step %lld: restore phases: manifest and plan %.1f ms, L2 fetch %.1f ms, "
+            "description check %.1f ms, reads and verification %.1f ms, agreement %.1f ms", (long long)step,
+            (double)(t_fetch - t_start) / 1e6, (double)(t_check - t_fetch) / 1e6, (double)(t_load - t_check) / 1e6,
+            (double)(t_agree - t_load) / 1e6, ck_ms_since(t_agree));
   /* Corruption outranks a mismatch (it is what marks a step bad), which outranks I/O. */
   int first = -1;
   for (int r = 0; r < ck->world; r++)
@@ -452,6 +493,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
   }
 out:
   if (m) drop_fetched(ck, m, l2_got);
+  free_plan(&plan);
   ftl_free(l2_got);
   ck_manifest_free(m);
   ftl_free(text);

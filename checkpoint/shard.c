@@ -374,74 +374,165 @@ static ftl_err open_shard(const char *dir, const ck_shard *sh, int *fd_out, uint
   return FTL_OK;
 }
 
+/* ---- the verifier ------------------------------------------------------------------------ */
+
+/* Fed the file's bytes in order, from wherever they come (a file read here, an L2 transfer in
+ * ckpt_l2.c), it keeps one XXH3 state for the segment it is in and checks each piece's checksum as
+ * its segment ends, then the file checksum at the end: so a shard is verified in the same pass
+ * that lands its bytes, never in a second pass over them. */
+struct ck_verifier {
+  const ck_manifest *m;
+  const ck_shard *sh;
+  seg *segs;
+  uint64_t *hashes;
+  unsigned char *triples;
+  int nseg, cur, bad_piece;
+  uint64_t pos, size;
+  XXH3_state_t *st; /* inside st_mem, aligned as XXH3 wants (the allocator promises only 16) */
+  unsigned char st_mem[sizeof(XXH3_state_t) + 64];
+};
+
+/* Closes every segment that ends at pos (zero-length ones too) and starts the next. */
+static void verifier_settle(ck_verifier *v) {
+  while (v->cur < v->nseg && v->pos == v->segs[v->cur].off + v->segs[v->cur].len) {
+    const seg *sg = &v->segs[v->cur];
+    v->hashes[v->cur] = (uint64_t)XXH3_64bits_digest(v->st);
+    if (sg->piece >= 0 && v->bad_piece < 0 && v->hashes[v->cur] != v->sh->pieces[sg->piece].checksum)
+      v->bad_piece = sg->piece;
+    XXH3_64bits_reset(v->st);
+    v->cur++;
+  }
+}
+
+ftl_err ck_verifier_new(const ck_manifest *m, const ck_shard *sh, ck_verifier **out, ftl_diag *d) {
+  size_t cap = (size_t)sh->npieces * 2 + 1;
+  ck_verifier *v = ftl_calloc(1, sizeof *v);
+  *out = NULL;
+  if (!v) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory verifying %s", sh->file);
+  v->m = m;
+  v->sh = sh;
+  v->size = sh->size_bytes;
+  v->bad_piece = -1;
+  v->st = (XXH3_state_t *)(void *)(v->st_mem + (64 - (uintptr_t)v->st_mem % 64) % 64);
+  v->segs = ftl_calloc(cap, sizeof *v->segs);
+  v->hashes = ftl_calloc(cap, sizeof *v->hashes);
+  v->triples = ftl_calloc(cap, 24);
+  if (!v->segs || !v->hashes || !v->triples) {
+    ck_verifier_free(v);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory verifying %s", sh->file);
+  }
+  v->nseg = build_segments(sh, v->size, v->segs);
+  if (v->nseg < 0) {
+    ck_verifier_free(v);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: pieces overlap or pass the end of the file", sh->file);
+  }
+  XXH3_64bits_reset(v->st);
+  verifier_settle(v);
+  *out = v;
+  return FTL_OK;
+}
+
+void ck_verifier_free(ck_verifier *v) {
+  if (!v) return;
+  ftl_free(v->triples);
+  ftl_free(v->hashes);
+  ftl_free(v->segs);
+  ftl_free(v);
+}
+
+void ck_verifier_feed(ck_verifier *v, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0 && v->cur < v->nseg) {
+    uint64_t left = v->segs[v->cur].off + v->segs[v->cur].len - v->pos;
+    size_t k = left < n ? (size_t)left : n;
+    CK_HASH_UPDATE(v->st, c, k);
+    v->pos += k;
+    c += k;
+    n -= k;
+    verifier_settle(v);
+  }
+  v->pos += n; /* bytes past the end: finish calls the copy oversized */
+}
+
+uint64_t ck_verifier_span(const ck_verifier *v, uint64_t off, uint64_t max, int *piece) {
+  *piece = -1;
+  for (int i = 0; i < v->nseg; i++) {
+    const seg *sg = &v->segs[i];
+    if (off < sg->off || off - sg->off >= sg->len) continue;
+    *piece = sg->piece;
+    uint64_t left = sg->off + sg->len - off;
+    return left < max ? left : max;
+  }
+  return max;
+}
+
+ftl_err ck_verifier_finish(ck_verifier *v, ftl_diag *d) {
+  if (v->pos != v->size)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: %llu bytes where the manifest says %llu", v->sh->file,
+                         (unsigned long long)v->pos, (unsigned long long)v->size);
+  if (v->bad_piece >= 0) {
+    char label[CK_NAME_MAX + 64];
+    piece_label(v->m, &v->sh->pieces[v->bad_piece], label, sizeof label);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: checksum mismatch in %s", v->sh->file, label);
+  }
+  if (file_checksum(v->segs, v->hashes, v->nseg, v->triples) != v->sh->checksum)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: checksum mismatch in the HDF5 metadata (the tensors verify)",
+                         v->sh->file);
+  return FTL_OK;
+}
+
+/* The verified read hashes what it reads in blocks small enough to be hashed while they are still
+ * in the CPU's cache (a read of 8 MiB and then its hash costs a second trip through memory), and
+ * asks the kernel for the next window of the file while it hashes this one, so the disk is busy
+ * during the hashing rather than after it. */
+#define CK_VERIFY_BLOCK (256u << 10)
+
 ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_shard *sh, const ck_need *needs,
                              int nneeds, size_t chunk_bytes, void *bounce, size_t bounce_bytes, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  int fd = -1, bad_piece = -1;
-  uint64_t fsize = 0;
-  size_t cap = (size_t)sh->npieces * 2 + 1;
-  seg *segs = ftl_calloc(cap, sizeof *segs);
-  uint64_t *hashes = ftl_calloc(cap, sizeof *hashes);
-  unsigned char *triples = ftl_calloc(cap, 24);
-  if (!segs || !hashes || !triples) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory verifying %s", sh->file);
-    goto out;
-  }
-  if (chunk_bytes > bounce_bytes) chunk_bytes = bounce_bytes;
+  int fd = -1;
+  uint64_t fsize = 0, ahead = 0;
+  ck_verifier *v = NULL;
+  size_t block = CK_VERIFY_BLOCK;
+  if (block > bounce_bytes) block = bounce_bytes;
+  if (chunk_bytes < block) chunk_bytes = block;
   rc = open_shard(dir, sh, &fd, &fsize, d);
   if (rc) goto out;
-  int nseg = build_segments(sh, fsize, segs);
-  if (nseg < 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: pieces overlap or pass the end of the file", sh->file);
-    goto out;
-  }
+  rc = ck_verifier_new(m, sh, &v, d);
+  if (rc) goto out;
   int ni = 0;
-  for (int s = 0; s < nseg; s++) {
-    XXH3_state_t st3;
-    XXH3_64bits_reset(&st3);
-    uint64_t p = segs[s].off, end = segs[s].off + segs[s].len;
-    while (p < end) {
-      uint64_t q = end;
-      if (q - p > chunk_bytes) q = p + chunk_bytes;
-      while (ni < nneeds && needs[ni].file_offset + needs[ni].size_bytes <= p)
-        ni++;
-      char *dst;
-      if (ni < nneeds && needs[ni].file_offset <= p) {
-        uint64_t nend = needs[ni].file_offset + needs[ni].size_bytes;
-        if (q > nend) q = nend;
-        dst = (char *)needs[ni].dest + (p - needs[ni].file_offset);
-      } else {
-        if (ni < nneeds && needs[ni].file_offset < q) q = needs[ni].file_offset;
-        dst = bounce;
-      }
-      rc = core_fs_pread_all(fd, dst, (size_t)(q - p), p);
-      if (rc) {
-        rc = ftl_diag_fail(d, rc, "%s: read at byte %llu failed: %s", sh->file, (unsigned long long)p,
-                           errno ? strerror(errno) : "file ends early");
-        goto out;
-      }
-      CK_HASH_UPDATE(&st3, dst, (size_t)(q - p));
-      p = q;
+  for (uint64_t p = 0; p < fsize;) {
+    /* Read-ahead: one window (the I/O chunk) past the block being read. A hint: if it fails, the
+     * reads below still read. */
+    if (ahead < fsize && ahead < p + chunk_bytes) {
+      (void)posix_fadvise(fd, (off_t)ahead, (off_t)chunk_bytes, POSIX_FADV_WILLNEED);
+      ahead += chunk_bytes;
     }
-    hashes[s] = (uint64_t)XXH3_64bits_digest(&st3);
-    if (segs[s].piece >= 0 && bad_piece < 0 && hashes[s] != sh->pieces[segs[s].piece].checksum)
-      bad_piece = segs[s].piece;
+    uint64_t q = fsize - p > block ? p + block : fsize;
+    while (ni < nneeds && needs[ni].file_offset + needs[ni].size_bytes <= p)
+      ni++;
+    char *dst;
+    if (ni < nneeds && needs[ni].file_offset <= p) {
+      uint64_t nend = needs[ni].file_offset + needs[ni].size_bytes;
+      if (q > nend) q = nend;
+      dst = (char *)needs[ni].dest + (p - needs[ni].file_offset);
+    } else {
+      if (ni < nneeds && needs[ni].file_offset < q) q = needs[ni].file_offset;
+      dst = bounce;
+    }
+    rc = core_fs_pread_all(fd, dst, (size_t)(q - p), p);
+    if (rc) {
+      rc = ftl_diag_fail(d, rc, "%s: read at byte %llu failed: %s", sh->file, (unsigned long long)p,
+                         errno ? strerror(errno) : "file ends early");
+      goto out;
+    }
+    ck_verifier_feed(v, dst, (size_t)(q - p));
+    p = q;
   }
-  if (bad_piece >= 0) {
-    char label[CK_NAME_MAX + 64];
-    piece_label(m, &sh->pieces[bad_piece], label, sizeof label);
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: checksum mismatch in %s", sh->file, label);
-    goto out;
-  }
-  if (file_checksum(segs, hashes, nseg, triples) != sh->checksum) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: checksum mismatch in the HDF5 metadata (the tensors verify)", sh->file);
-    goto out;
-  }
+  rc = ck_verifier_finish(v, d);
 out:
+  ck_verifier_free(v);
   if (fd >= 0) core_fs_table.close(fd);
-  ftl_free(triples);
-  ftl_free(hashes);
-  ftl_free(segs);
   return rc;
 }
 

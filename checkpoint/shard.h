@@ -40,10 +40,24 @@ typedef struct ck_need {
 
 /* Streams the whole shard: checks its size, every piece's checksum and the file checksum, and
  * reads the needs (sorted by file_offset, not overlapping, each inside one piece) straight into
- * their destinations on the way. FTL_ERR_CORRUPT when the file is short or a checksum differs
+ * their destinations on the way, in blocks of 256 KiB (at most bounce_bytes) each hashed as soon
+ * as it is read, with read-ahead asked for chunk_bytes ahead. FTL_ERR_CORRUPT when the file is short or a checksum differs
  * (d names the shard and the tensor), FTL_ERR_NOTFOUND when it is missing, FTL_ERR_IO otherwise. */
 ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_shard *sh, const ck_need *needs,
                              int nneeds, size_t chunk_bytes, void *bounce, size_t bounce_bytes, ftl_diag *d);
+
+/* The verifier behind ck_shard_verify_read, for bytes that arrive some other way (an L2 transfer,
+ * ckpt_l2.c): fed the whole file in order, in pieces of any size, it checks the size, every piece's
+ * checksum and the file checksum, with ck_shard_verify_read's messages. m and sh must outlive it. */
+typedef struct ck_verifier ck_verifier;
+ftl_err ck_verifier_new(const ck_manifest *m, const ck_shard *sh, ck_verifier **out, ftl_diag *d);
+void ck_verifier_feed(ck_verifier *v, const void *p, size_t n);
+/* FTL_OK when what was fed is the manifest's file; else FTL_ERR_CORRUPT, d naming the shard and what. */
+ftl_err ck_verifier_finish(ck_verifier *v, ftl_diag *d);
+void ck_verifier_free(ck_verifier *v);
+/* The stretch of the file from off that is one piece's bytes (*piece its index) or HDF5 metadata
+ * only (*piece -1), at most max bytes: its length. */
+uint64_t ck_verifier_span(const ck_verifier *v, uint64_t off, uint64_t max, int *piece);
 
 /* Reads the needs without verifying (another rank verifies this shard). */
 ftl_err ck_shard_read(const char *dir, const ck_shard *sh, const ck_need *needs, int nneeds, ftl_diag *d);

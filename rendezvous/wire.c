@@ -162,7 +162,7 @@ ftl_err rz_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len
  * waited out like a refusal, within the deadline. */
 static ftl_err unix_connect(const char *name, int64_t deadline_ms, int *fd_out, ftl_diag *d) {
   struct sockaddr_un sa;
-  socklen_t sl;
+  socklen_t sl = 0; /* set by rz_unix_address; gcc -O3 cannot see that its failures return non-zero */
   ftl_err rc = rz_unix_address(name, &sa, &sl, d);
   if (rc) return rc;
   int64_t refused_since = -1;

@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1
 shift
-cmake -S . -B "$dir" -DFTL_WERROR=ON "$@" >"$dir.configure.log" 2>&1 || { mkdir -p "$dir"; cat "$dir.configure.log" >&2; exit 1; }
+# The configure log sits beside the build folder (DIR.configure.log): its parent must exist first.
+mkdir -p "$(dirname "$dir")"
+cmake -S . -B "$dir" -DFTL_WERROR=ON "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; exit 1; }
 cmake --build "$dir" -j"$(nproc)"

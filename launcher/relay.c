@@ -39,8 +39,7 @@ typedef struct local {
   enum local_role role;
   int rank;
   ftl_linebuf lb;
-  json_t *pending;     /* the latest batched message's batch entry, or NULL */
-  json_t *pending_msg; /* ... and the message itself, for a flush before a message of its own */
+  json_t *pending; /* the latest message that waits for the next batch (may_wait), or NULL */
 } local;
 
 typedef struct relay {
@@ -86,9 +85,8 @@ static bool forward(relay *r, local *l, json_t *msg_borrowed) {
 /* A local connection's batched message goes now (before one of its own that must not wait). */
 static bool flush_pending(relay *r, local *l) {
   if (!l->pending) return true;
-  json_t *p = l->pending_msg;
-  json_decref(l->pending);
-  l->pending = l->pending_msg = NULL;
+  json_t *p = l->pending;
+  l->pending = NULL;
   r->pending--;
   bool ok = forward(r, l, p);
   json_decref(p);
@@ -103,7 +101,6 @@ static void close_local(relay *r, size_t i, bool tell) {
   }
   if (l->pending) r->pending--;
   json_decref(l->pending);
-  json_decref(l->pending_msg);
   close(l->fd);
   rz_linebuf_free(&l->lb);
   ftl_free(l);
@@ -111,21 +108,28 @@ static void close_local(relay *r, size_t i, bool tell) {
   if (r->n == 0) r->idle_since_ms = ftl_clock_ms();
 }
 
-/* The batch entry msg makes when it may wait for the next batch, or NULL: a rank's step heartbeat
- * ({type, step, compute_ms}: not a progress report, which the launcher logs as an event) as
- * [rank, step, compute_ms], an agent's alive ({type, state, rss_kb}) as [rank, state, rss_kb]. A
- * message with any other field goes at once, whole. */
-static json_t *batch_entry(const local *l, const json_t *msg, const char *type) {
-  if (l->role == LOCAL_RANK && !strcmp(type, "step") && json_object_size(msg) == 3) {
-    const json_t *step = json_object_get(msg, "step"), *compute = json_object_get(msg, "compute_ms");
-    if (json_is_integer(step) && json_is_number(compute))
-      return json_pack("[i, I, f]", l->rank, json_integer_value(step), json_number_value(compute));
-  } else if (l->role == LOCAL_AGENT && !strcmp(type, "alive") && json_object_size(msg) == 3) {
-    const json_t *state = json_object_get(msg, "state"), *rss = json_object_get(msg, "rss_kb");
-    if (json_is_string(state) && json_string_length(state) <= 8 && json_is_integer(rss))
-      return json_pack("[i, s, I]", l->rank, json_string_value(state), json_integer_value(rss));
+/* Whether msg may wait for the next batch: a rank's step heartbeat ({type, step, compute_ms}: not
+ * a progress report, which the launcher logs as an event) or an agent's alive ({type, state,
+ * rss_kb}). A message with any other field goes at once, whole. */
+static bool may_wait(const local *l, const json_t *msg, const char *type) {
+  if (json_object_size(msg) != 3) return false;
+  if (l->role == LOCAL_RANK && !strcmp(type, "step"))
+    return json_is_integer(json_object_get(msg, "step")) && json_is_number(json_object_get(msg, "compute_ms"));
+  if (l->role == LOCAL_AGENT && !strcmp(type, "alive")) {
+    const json_t *state = json_object_get(msg, "state");
+    return json_is_string(state) && json_string_length(state) <= 8 && json_is_integer(json_object_get(msg, "rss_kb"));
   }
-  return NULL;
+  return false;
+}
+
+/* The batch entry of a message that waited (may_wait): [rank, step, compute_ms] for a rank's step,
+ * [rank, state, rss_kb] for an agent's alive. Made only for the latest one, when the batch goes. */
+static json_t *batch_entry(const local *l, const json_t *msg) {
+  if (l->role == LOCAL_RANK)
+    return json_pack("[i, I, f]", l->rank, json_integer_value(json_object_get(msg, "step")),
+                     json_number_value(json_object_get(msg, "compute_ms")));
+  return json_pack("[i, s, I]", l->rank, json_string_value(json_object_get(msg, "state")),
+                   json_integer_value(json_object_get(msg, "rss_kb")));
 }
 
 /* One message from a local connection; false when the connection must be closed. */
@@ -140,12 +144,10 @@ static bool on_local_message(relay *r, local *l, json_t *msg) {
     r->agents_seen += l->role == LOCAL_AGENT;
     return forward(r, l, msg);
   }
-  json_t *entry = batch_entry(l, msg, type);
-  if (entry) {
+  if (may_wait(l, msg, type)) {
     if (!l->pending) r->pending++;
     json_decref(l->pending);
-    l->pending = entry;
-    l->pending_msg = json_incref(msg);
+    l->pending = json_incref(msg);
     return true;
   }
   /* At once, after its own batched message, so its order is kept (a section after a step). */
@@ -220,10 +222,11 @@ static bool send_batch(relay *r) {
     for (size_t i = 0; i < r->n; i++) {
       local *l = r->locals[i];
       if (!l->pending || l->role != parts[p].role) continue;
-      char *text = json_dumps(l->pending, JSON_COMPACT);
+      json_t *entry = batch_entry(l, l->pending);
+      char *text = entry ? json_dumps(entry, JSON_COMPACT) : NULL;
+      json_decref(entry);
       json_decref(l->pending);
-      json_decref(l->pending_msg);
-      l->pending = l->pending_msg = NULL;
+      l->pending = NULL;
       r->pending--;
       if (!text) continue;
       if (count && b.len + strlen(text) + 4 > BATCH_LINE_MAX) {

@@ -1,6 +1,7 @@
 # tests/bench/cadence_smoke.sh: bench-cadence 1 10 (one seed of 10 MTBFs of work, bench/cadence) completes and prints its
 # four tables, a row per true MTBF each, then the multi-level table (a row per failure mix), its two
-# goal lines and the line about the paper's table.
+# goal lines, then the paper's model on the paper's machines (a row per machine and failure factor)
+# and its goal line.
 . "$(dirname "$0")/lib.sh" || exit 1
 run_bench 60 bench-cadence 1 10
 expect_line '^bench-cadence: .* G = 64 ranks, 1 seeds,$'
@@ -21,4 +22,11 @@ for mix in 'mostly process' 'balanced' 'mostly host'; do
 done
 expect_line '^goal: multi-level waste lower than single-level at every mix: (met|NOT met)$'
 expect_line '^goal: the multi-level pattern within 1\.05× of the model.s optimum: (met|NOT met)$'
-expect_line '^Paper table \(Moody, Bronevetsky, Mohror, de Supinski, SC.10\)'
+expect_line "^The paper's model \\(Moody, Bronevetsky, Mohror, de Supinski, SC'10"
+expect_lines 1 "^\\| machine \\| f \\| paper best \\(t; V1\\) \\| efficiency \\| ftl's plan \\(t; V1\\) \\| efficiency \\| ftl ÷ paper \\(waste\\) \\| PFS only \\|$"
+for m in Coastal Atlas; do
+  for f in 1 2 10 50; do
+    expect_lines 1 "^\\| $m \\| $f \\| [0-9]+ s; [0-9]+ \\| $NUM% \\| [0-9]+ s; [0-9]+ \\| $NUM% \\| $NUM× \\| $NUM% \\|$"
+  done
+done
+expect_line "^goal: ftl's plan within 1\\.05× of the paper model's best waste on the paper's machines: (met|NOT met)$"

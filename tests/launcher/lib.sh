@@ -52,6 +52,18 @@ expect_contains() {
   grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $1"; }
 }
 
+# expect_one_attempt RUNDIR OUTFILE: the run took a single attempt. An unbroken reference run that
+# restarted still exits 0, and its first attempt's logs then lack what the test looks for; this says
+# so, with ftl's output and why the attempt ended, instead of a puzzling "not found".
+expect_one_attempt() {
+  [ -d "$1/attempt-0001" ] || return 0
+  echo "--- $2:" >&2
+  cat "$2" >&2
+  echo "--- $1/events.jsonl (failures and attempt ends):" >&2
+  grep -E '"event":"(failure|attempt_end|rendezvous_failed|rank_exit|host_[a-z]+)"' "$1/events.jsonl" >&2 || true
+  fail "$1 restarted: an unbroken run was expected (why above)"
+}
+
 # wait_for_event DIR EVENT [OUTFILE]: until the event log of the run in DIR has EVENT (30 s at
 # most); else the test fails, showing OUTFILE (ftl's output) where one is named.
 wait_for_event() {

@@ -12,6 +12,7 @@ t0=$(date +%s%N)
 export PYTHONHASHSEED=1
 run_ftl ref.out run -n 2 --no-standby --run-dir ref -- "$HF_PY" "$HF_TRAIN" "${ARGS[@]}"
 expect_rc 0 ref.out
+expect_one_attempt ref ref.out
 expect_contains ref/attempt-0000/rank-00000.out "done: 40 steps"
 echo "unbroken run: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 # What peft wrote: its names for the 2 layers' q_proj and v_proj, and trained (B not all zero).

@@ -5,6 +5,7 @@
 . "$(dirname "$0")/torch_lib.sh" || exit 1
 run_ftl out run --run-dir rd "$FTL_SOURCE_DIR/examples/torch-lora/job.yaml"
 expect_rc 0 out
+expect_one_attempt rd out
 expect_contains rd/attempt-0000/rank-00000.out "done: 120 steps"
 check_peft rd/export
 has_commit rd || fail "no committed checkpoint"

@@ -35,6 +35,24 @@ reshard)
     run "$n" restore "$work/by4" 10 0 "$work/by2" 20 0
   done
   ;;
+reshard_l1)
+  # With L1 on (a private tmpfs folder, as /dev/shm is): a step written by 4 ranks restores at 1, 2
+  # and 3 ranks from the host's memory, every rank's shards verified from L1 copies and none read
+  # from the run directory; then, with the copies gone (a new boot), from the run directory.
+  l1=$(mktemp -d /dev/shm/ftl-ckpt-test-XXXXXX) || fail "cannot make a folder in /dev/shm"
+  trap 'rm -rf "$work" "$l1"' EXIT
+  export FTL_CKPT_L1_DIR=$l1
+  run 4 write "$work/by4" 10
+  for n in 1 2 3; do
+    FTL_LOG_LEVEL=info run "$n" restore "$work/by4" 10 0 >"$work/restore.$n" 2>&1 || { cat "$work/restore.$n" >&2; exit 1; }
+    got=$(grep -c "restored step 10 (written by 4 ranks) in .* ms from L1 (host memory)$" "$work/restore.$n")
+    [ "$got" -eq "$n" ] || { cat "$work/restore.$n" >&2; fail "$n ranks: $got of them restored from L1 alone"; }
+  done
+  rm -rf "${l1:?}"/ftl-*
+  FTL_LOG_LEVEL=info run 2 restore "$work/by4" 10 0 >"$work/restore.gone" 2>&1 || { cat "$work/restore.gone" >&2; exit 1; }
+  got=$(grep -c "restored step 10 (written by 4 ranks) in .* ms from L3 (the run directory)$" "$work/restore.gone")
+  [ "$got" -eq 2 ] || { cat "$work/restore.gone" >&2; fail "with L1 gone, $got of 2 ranks restored from the run directory"; }
+  ;;
 crash-mid_shard | crash-after_shard_rename | crash-mid_manifest)
   point=${scenario#crash-}
   crank=1

@@ -315,6 +315,12 @@ int ln_job_ckpt_l1(const ftl_job *job) {
   return 0;
 }
 
+const char *ln_job_ckpt_l1_root(const ftl_job *job) {
+  if (job->ckpt_l1_dir) return job->ckpt_l1_dir;
+  const char *env = getenv("FTL_CKPT_L1_DIR");
+  return env && env[0] == '/' ? env : "/dev/shm";
+}
+
 /* ---- public functions -------------------------------------------------------------------- */
 
 /* A job name from a file or program name: the base name, less its extension when asked, with

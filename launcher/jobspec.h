@@ -118,6 +118,11 @@ const char *ln_launch_kind_name(ftl_launch_kind kind);
 /* Whether the job's checkpoints keep an L1 copy (checkpoint.levels names l1, or is not given). */
 int ln_job_ckpt_l1(const ftl_job *job);
 
+/* The root of the L1 folders on every host: the job's checkpoint.l1_dir, else FTL_CKPT_L1_DIR from
+ * ftl run's own environment when it names an absolute folder (a site's or a test's default), else
+ * /dev/shm. The one place ftl run decides it (the ranks' setting and the clean-up after a job). */
+const char *ln_job_ckpt_l1_root(const ftl_job *job);
+
 /* Whether the job's checkpoint.levels names l2 (asks for an L2 copy on a partner host). */
 int ln_job_ckpt_l2(const ftl_job *job);
 

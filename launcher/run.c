@@ -541,7 +541,7 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
    * replaced by their next run's or gone with a reboot). A stopped job keeps them: a requeue on
    * the same host restores from memory. */
   if (exit_code == FTL_EXIT_OK && ln_job_ckpt_l1(job))
-    ck_l1_forget_run(job->ckpt_l1_dir ? job->ckpt_l1_dir : "/dev/shm", run_dir);
+    ck_l1_forget_run(ln_job_ckpt_l1_root(job), run_dir);
 #endif
   meter.active = 0;
   if (n_attempts > 0) report_goodput(events, first_attempt, per, n_attempts);

@@ -23,7 +23,7 @@ mkdir -p "$L1"
 
 if [ "$MODE" = full ]; then
   mount -t tmpfs -o size=64k ftl-test-tiny "$L1" 2>/dev/null || { echo "skipped: cannot mount a tmpfs here"; exit 77; }
-  trap 'umount "$L1" 2>/dev/null; pkill -KILL -f "$MARKER" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+  trap 'umount "$L1" 2>/dev/null; pkill -KILL -f "$MARKER" 2>/dev/null; remove_scratch' EXIT
 fi
 
 # job RESTARTS: the job spec, L1 in $L1, no standby (the restore is what this test watches).

@@ -19,7 +19,7 @@ netns_down() {
 
 netns_up() {
   NS_COUNT=$1
-  trap 'netns_down; pkill -KILL -f "$MARKER" 2>/dev/null; [ "${FTL_TEST_KEEP:-0}" = 1 ] && echo "kept $SCRATCH" >&2 || rm -rf "$SCRATCH"' EXIT
+  trap 'netns_down; pkill -KILL -f "$MARKER" 2>/dev/null; remove_scratch' EXIT
   ip netns add "$NS_PREFIX-sw" || fail "cannot create network namespaces"
   ip -n "$NS_PREFIX-sw" link add br0 type bridge
   ip -n "$NS_PREFIX-sw" link set br0 up

@@ -29,7 +29,7 @@ expect_contains notdir.out "ftl run: cannot write the run directory afile/run: c
 # Under a read-only file system: EROFS (root ignores permission bits, so a read-only mount it is).
 mkdir ro
 if mount -t tmpfs -o ro,size=1m tmpfs ro 2>/dev/null; then
-  trap 'umount "$SCRATCH/ro" 2>/dev/null; pkill -KILL -f "$MARKER" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+  trap 'umount "$SCRATCH/ro" 2>/dev/null; pkill -KILL -f "$MARKER" 2>/dev/null; remove_scratch' EXIT
   run_ftl rofs.out run -n 1 --run-dir ro/run -- /bin/true
   umount ro
   expect_rc 5 rofs.out

@@ -10,8 +10,22 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/ftl-test.XXXXXX")
 cd "$SCRATCH" || exit 1
 MARKER="ftl-test-marker-$$-$RANDOM"
+# The jobs' L1 folders (checkpoint levels) go under a tmpfs folder of this test's own, removed with
+# the scratch folder: ftl keeps a stopped or killed job's L1 copies for a requeue, so the tests would
+# otherwise leave them in /dev/shm. `ftl` on PATH is a wrapper that sets ftl run's default L1 root
+# (FTL_CKPT_L1_DIR, unless the test sets its own) and execs the real one, so $! and pkill see ftl.
+TEST_L1=$(mktemp -d /dev/shm/ftl-test.XXXXXX 2>/dev/null) || TEST_L1=
+mkdir -p "$SCRATCH/.bin"
+printf '#!/bin/sh\nFTL_CKPT_L1_DIR=${FTL_CKPT_L1_DIR:-%s} exec "%s/ftl" "$@"\n' "$TEST_L1" "$FTL_BIN_DIR" >"$SCRATCH/.bin/ftl"
+chmod +x "$SCRATCH/.bin/ftl"
+export PATH="$SCRATCH/.bin:$PATH"
+# remove_scratch: the test's files go, its L1 folder too (every EXIT trap ends with it).
 # FTL_TEST_KEEP=1 keeps the scratch folder, for a look at a failure.
-trap 'pkill -KILL -f "$MARKER" 2>/dev/null; [ "${FTL_TEST_KEEP:-0}" = 1 ] && echo "kept $SCRATCH" >&2 || rm -rf "$SCRATCH"' EXIT
+remove_scratch() {
+  [ -n "$TEST_L1" ] && rm -rf "$TEST_L1"
+  if [ "${FTL_TEST_KEEP:-0}" = 1 ]; then echo "kept $SCRATCH" >&2; else rm -rf "$SCRATCH"; fi
+}
+trap 'pkill -KILL -f "$MARKER" 2>/dev/null; remove_scratch' EXIT
 
 fail() {
   echo "FAIL: $*" >&2

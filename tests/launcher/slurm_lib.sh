@@ -53,7 +53,7 @@ stop_slurm() {
   done
   sleep 0.3
 }
-trap 'stop_slurm; pkill -KILL -f "$MARKER" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+trap 'stop_slurm; pkill -KILL -f "$MARKER" 2>/dev/null; remove_scratch' EXIT
 munged --key-file="$D/munge/munge.key" --socket="$D/munge/munge.sock" --pid-file="$D/munge/munged.pid" \
   --log-file="$D/log/munged.log" --seed-file="$D/munge/seed" || fail "munged did not start"
 slurmctld || fail "slurmctld did not start"

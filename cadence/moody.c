@@ -147,8 +147,10 @@ ftl_err cd_moody_evaluate(const cd_moody_params *p, cd_moody_result *out) {
   if (!p || !out || p->levels < 1 || p->levels > MAXL || !finite_nonneg(p->compute_s)) return FTL_ERR_INVAL;
   model m = {.in = p, .L = p->levels};
   for (int i = 0; i < p->levels; i++) {
+    /* An interval of no time at all would make a part certain to succeed, and its repetitions a
+     * division by zero. */
     if (!finite_nonneg(p->write_s[i]) || !finite_nonneg(p->read_s[i]) || !finite_nonneg(p->rate[i]) ||
-        p->count[i] < 0)
+        p->count[i] < 0 || !(p->compute_s + p->write_s[i] > 0))
       return FTL_ERR_INVAL;
     m.lam += p->rate[i];
   }

@@ -38,7 +38,8 @@ typedef struct cd_moody_result {
 /* The model's answer for p. Where a part of the run would succeed with a probability below 1e-6
  * (a period far longer than the time between failures) the model gives up on it, as the paper's
  * does, and time_s and efficiency are 0. FTL_ERR_INVAL for L outside 1..3, a negative or
- * non-finite figure, no failures at all, a count below 0, or V_L other than 1. */
+ * non-finite figure, no failures at all, a count below 0, V_L other than 1, or t = 0 with a
+ * checkpoint that costs nothing. */
 ftl_err cd_moody_evaluate(const cd_moody_params *p, cd_moody_result *out);
 
 #endif

@@ -102,6 +102,10 @@ static void test_bad_input(void) {
   bad.write_s[1] = NAN;
   CHECK_INT_EQ(cd_moody_evaluate(&bad, &r), FTL_ERR_INVAL);
   bad = p;
+  bad.compute_s = 0;
+  bad.write_s[0] = 0; /* an interval of no time */
+  CHECK_INT_EQ(cd_moody_evaluate(&bad, &r), FTL_ERR_INVAL);
+  bad = p;
   bad.count[0] = -1;
   CHECK_INT_EQ(cd_moody_evaluate(&bad, &r), FTL_ERR_INVAL);
   CHECK_INT_EQ(cd_moody_evaluate(NULL, &r), FTL_ERR_INVAL);

@@ -445,7 +445,8 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
      * manifest names any copy in memory and the gang spans several hosts (the same bytes and hosts
      * on every rank, so the same decision). */
     int in_memory = 0;
-    for (int s = 0; s < m->world_size; s++) in_memory |= m->shards[s].l1_host[0] || m->shards[s].l2_host[0];
+    for (int s = 0; s < m->world_size; s++)
+      in_memory |= m->shards[s].l1_host[0] || m->shards[s].l2_host[0];
     if (in_memory && ck->l2_hosts > 1 && ck_p2p_available()) {
       l2_got = ftl_calloc((size_t)m->world_size, 1);
       *coll_rc = l2_got ? fetch_l2(ck, m, &plan, l2_got, deadline, d)

@@ -46,6 +46,18 @@ for sh in m["shards"]:
     if (sh.get("l1_host"), sh.get("l2_host")) != (p + "-" + l1, p + "-" + l2):
         sys.exit("shard %d: l1_host %s, l2_host %s" % (sh["rank"], sh.get("l1_host"), sh.get("l2_host")))
 PY
+# ftl ckpt verify reads every level: on each host, the copies of step 28 (saved below L3) that its
+# L1 folder keeps, its own shards' (l1) and its partner's (l2).
+for h in 1 2 3; do
+  for l in l1 l2; do
+    on_host $h env FTL_CKPT_L1_DIR="$L1" ftl ckpt verify "$RUN" 28 --level $l >verify-$h-$l.txt 2>&1 ||
+      { cat verify-$h-$l.txt >&2; fail "ftl ckpt verify --level $l of step 28 failed on h$h"; }
+  done
+done
+expect_contains verify-2-l1.txt "step-00000028/shard-00002.h5: ok"
+expect_contains verify-2-l1.txt "step-00000028/shard-00003.h5: ok"
+expect_contains verify-3-l2.txt "step-00000028/partner/shard-00002.h5: ok"
+expect_contains verify-1-l2.txt "step-00000028/partner/shard-00005.h5: ok"
 # Host 3 is lost, and its memory with it: its L1 copies (shards 4, 5) and the L2 copies it kept
 # (shards 2, 3). Shards 2 and 3 are left only in h2's L1 folder.
 kill_host 3

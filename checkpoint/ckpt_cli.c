@@ -1,9 +1,12 @@
-/* checkpoint/ckpt_cli.c: `ftl ckpt ls RUNDIR`, `ftl ckpt verify RUNDIR [STEP]`,
- * `ftl ckpt show RUNDIR STEP` (see ckpt_cli.h and docs/checkpoint.md).
+/* checkpoint/ckpt_cli.c: `ftl ckpt ls RUNDIR`, `ftl ckpt verify RUNDIR [STEP] [--level L]`,
+ * `ftl ckpt show RUNDIR STEP [--level L]` (see ckpt_cli.h and docs/checkpoint.md).
  *
  * RUNDIR is a run directory (its checkpoints are in RUNDIR/checkpoints) or the checkpoints folder
  * itself. verify reads every byte of every shard of the step (size, per-tensor and whole-file
- * XXH3) and checks that HDF5's own structure puts each dataset where the manifest says.
+ * XXH3) and checks that HDF5's own structure puts each dataset where the manifest says. The level
+ * (l3, the default: the run directory) picks the copies: l1 the shards' own copies in this host's
+ * L1 folder of the run, l2 the partner copies kept there (checkpoint/levels.h), each one the
+ * manifest places on this host.
  *
  * Not here: anything that needs MPI or a running gang. */
 #include "checkpoint/ckpt_cli.h"
@@ -26,9 +29,11 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: ftl ckpt ls RUNDIR\n"
-                  "       ftl ckpt verify RUNDIR [STEP]\n"
-                  "       ftl ckpt show RUNDIR STEP\n"
-                  "RUNDIR is a run directory (checkpoints in RUNDIR/checkpoints) or a checkpoints folder.\n");
+                  "       ftl ckpt verify RUNDIR [STEP] [--level l1|l2|l3]\n"
+                  "       ftl ckpt show RUNDIR STEP [--level l1|l2|l3]\n"
+                  "RUNDIR is a run directory (checkpoints in RUNDIR/checkpoints) or a checkpoints folder.\n"
+                  "--level: which copies: l3 the run directory's (the default), l1 the shards' own copies in this\n"
+                  "host's L1 folder (FTL_CKPT_L1_DIR, else /dev/shm), l2 the partner copies kept there.\n");
   return 2;
 }
 
@@ -110,21 +115,31 @@ static void ls_row(const char *base, const ck_step_entry *e, const char *where) 
          note);
 }
 
-/* The steps below L3 this host's L1 folder commits for the run whose checkpoints are in base (its
- * root from FTL_CKPT_L1_DIR, else /dev/shm, as ftl run sets it); *n 0 when there is none. */
-static void l1_steps(const char *base, char *l1dir, size_t size, ck_step_entry **v, int *n) {
-  char run_dir[PATH_MAX];
+/* The root of the L1 folders: FTL_CKPT_L1_DIR, else /dev/shm, as ftl run sets it. */
+static const char *l1_root(void) {
   const char *root = getenv("FTL_CKPT_L1_DIR");
-  *v = NULL;
-  *n = 0;
+  return root && *root ? root : "/dev/shm";
+}
+
+/* This host's L1 folder of the run whose checkpoints are in base, into l1dir: 1 when there is one
+ * (this user's own private folder, ck_l1_find_run). */
+static int find_l1(const char *base, char *l1dir, size_t size) {
+  char run_dir[PATH_MAX];
   size_t len = strlen(base);
   /* base is RUNDIR/checkpoints: the L1 folder is named after RUNDIR. */
   size_t cut = strlen("/checkpoints");
   if (len <= cut || strcmp(base + len - cut, "/checkpoints") != 0 ||
       ftl_fmt(run_dir, sizeof run_dir, "%.*s", (int)(len - cut), base))
-    return;
-  if (!ck_l1_find_run(root && *root ? root : "/dev/shm", run_dir, l1dir, size) || ck_list_steps(l1dir, v, n, NULL))
-    return;
+    return 0;
+  return ck_l1_find_run(l1_root(), run_dir, l1dir, size);
+}
+
+/* The steps below L3 this host's L1 folder commits for the run whose checkpoints are in base; *n 0
+ * when there is none. */
+static void l1_steps(const char *base, char *l1dir, size_t size, ck_step_entry **v, int *n) {
+  *v = NULL;
+  *n = 0;
+  if (!find_l1(base, l1dir, size) || ck_list_steps(l1dir, v, n, NULL)) return;
   int k = 0;
   for (int i = 0; i < *n; i++)
     if ((*v)[i].state == CK_STEP_COMMITTED) (*v)[k++] = (*v)[i];
@@ -155,22 +170,68 @@ static int cmd_ls(const char *base) {
   return 0;
 }
 
-/* Verifies one committed step; prints one line per shard. Returns 0 ok, 1 failed. */
-static int verify_step(const char *base, int64_t step, void *bounce) {
+/* Where verify and show read a step: its level (1, 2, 3), the run directory's checkpoints (base)
+ * and, below L3, this host's L1 folder of the run ("" when there is none). */
+typedef struct cli_level {
+  int level;
+  const char *base;
+  char l1dir[PATH_MAX];
+} cli_level;
+
+/* The manifest of step at lv: the run directory's; below L3 the copy in this host's L1 folder (a
+ * step saved below L3), else the run directory's (an L3 step whose copies L1 and L2 keep too). */
+static ftl_err level_manifest(const cli_level *lv, int64_t step, ck_manifest **m, ftl_diag *d) {
+  if (lv->level == 3) return ck_read_manifest(lv->base, step, m, NULL, NULL, d);
+  ftl_err rc = ck_read_manifest(lv->l1dir, step, m, NULL, NULL, d);
+  if (rc != FTL_ERR_NOTFOUND) return rc;
+  memset(d, 0, sizeof *d);
+  rc = ck_read_manifest(lv->base, step, m, NULL, NULL, d);
+  if (rc == FTL_ERR_NOTFOUND)
+    ftl_diag_fail(d, rc, "no manifest of step %lld in this host's L1 folder %s or in %s", (long long)step, lv->l1dir,
+                  lv->base);
+  return rc;
+}
+
+/* The folder of step's copies at lv (L2: the step's partner/ in the L1 folder). */
+static ftl_err level_dir(const cli_level *lv, int64_t step, char *out, size_t size) {
+  if (lv->level == 3) return ck_step_dir(lv->base, step, out, size);
+  ftl_err rc = ck_step_dir(lv->l1dir, step, out, size);
+  if (rc || lv->level == 1) return rc;
+  size_t u = strlen(out);
+  return ftl_fmt(out + u, size - u, "/%s", CK_L2_SUB);
+}
+
+/* The host the manifest places shard sh's copy at lv on ("" none); NULL at L3 (the run directory
+ * has every shard). */
+static const char *level_host(const cli_level *lv, const ck_shard *sh) {
+  return lv->level == 3 ? NULL : lv->level == 1 ? sh->l1_host : sh->l2_host;
+}
+
+/* Verifies the copies of one committed step at lv; prints one line per shard. Below L3 only the
+ * copies the manifest places on this host are read (the others are said to be elsewhere). Returns 0
+ * ok, 1 failed; *copies gets how many copies were verified. */
+static int verify_step(const cli_level *lv, int64_t step, void *bounce, int *copies) {
   ck_manifest *m = NULL;
   ftl_diag d = {{0}};
   char sd[PATH_MAX];
   int failed = 0;
-  if (ck_read_manifest(base, step, &m, NULL, NULL, &d)) {
+  *copies = 0;
+  if (level_manifest(lv, step, &m, &d)) {
     printf("step %lld: FAILED: %s\n", (long long)step, d.msg);
     return 1;
   }
-  if (ck_step_dir(base, step, sd, sizeof sd)) {
+  if (level_dir(lv, step, sd, sizeof sd)) {
     ck_manifest_free(m);
     return 1;
   }
   for (int r = 0; r < m->world_size; r++) {
     const ck_shard *sh = &m->shards[r];
+    const char *host = level_host(lv, sh);
+    if (host && strcmp(host, ftl_hostname()) != 0) {
+      printf("step %lld: %s: no l%d copy on this host (%s)\n", (long long)step, sh->file, lv->level,
+             host[0] ? host : "none made");
+      continue;
+    }
     ftl_diag sdg = {{0}};
     ftl_err rc = ck_shard_verify_read(sd, m, sh, NULL, 0, CLI_CHUNK, bounce, CLI_CHUNK, &sdg);
     char path[PATH_MAX];
@@ -182,25 +243,43 @@ static int verify_step(const char *base, int64_t step, void *bounce) {
       else
         rc = ck_h5_check_shard(path, m, sh, &sdg);
     }
+    (*copies)++;
     if (rc) {
-      printf("step %lld: %s: FAILED: %s\n", (long long)step, sh->file, sdg.msg);
+      printf("step %lld: %s%s%s: FAILED: %s\n", (long long)step, host ? sd : "", host ? "/" : "", sh->file, sdg.msg);
       failed = 1;
     } else {
-      printf("step %lld: %s: ok (%llu bytes, %d datasets, xxh3 %016llx)\n", (long long)step, sh->file,
-             (unsigned long long)sh->size_bytes, sh->npieces, (unsigned long long)sh->checksum);
+      printf("step %lld: %s%s%s: ok (%llu bytes, %d datasets, xxh3 %016llx)\n", (long long)step, host ? sd : "",
+             host ? "/" : "", sh->file, (unsigned long long)sh->size_bytes, sh->npieces,
+             (unsigned long long)sh->checksum);
     }
   }
-  printf("step %lld: %s\n", (long long)step, failed ? "FAILED" : "verified");
+  if (*copies)
+    printf("step %lld: %s\n", (long long)step, failed ? "FAILED" : "verified");
+  else
+    printf("step %lld: no l%d copy on this host\n", (long long)step, lv->level);
   ck_manifest_free(m);
   return failed;
 }
 
-static int cmd_verify(const char *base, const char *step_text) {
-  int failed = 0, checked = 0;
+/* Whether verify goes through step of the folder listed at lv: a committed step there; below L3
+ * also a step folder of the L1 folder whose step the run directory commits (an L3 step's copies). */
+static int to_verify(const cli_level *lv, const ck_step_entry *e) {
+  if (e->state == CK_STEP_COMMITTED) return 1;
+  if (lv->level == 3 || e->state != CK_STEP_INCOMPLETE) return 0;
+  char path[PATH_MAX];
+  struct stat st;
+  return ck_step_dir(lv->base, e->step, path, sizeof path) == FTL_OK &&
+         ftl_fmt(path + strlen(path), sizeof path - strlen(path), "/manifest.json") == FTL_OK &&
+         lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmd_verify(const cli_level *lv, const char *step_text) {
+  int failed = 0, checked = 0, copies = 0;
   void *bounce = ftl_malloc(CLI_CHUNK);
   ck_step_entry *steps = NULL;
   int n = 0;
   ftl_diag d = {{0}};
+  const char *listed = lv->level == 3 ? lv->base : lv->l1dir;
   if (!bounce) {
     fprintf(stderr, "ftl ckpt verify: out of memory\n");
     return 2;
@@ -211,10 +290,10 @@ static int cmd_verify(const char *base, const char *step_text) {
       ftl_free(bounce);
       return usage();
     }
-    failed = verify_step(base, step, bounce);
-    checked = 1;
+    failed = verify_step(lv, step, bounce, &copies);
+    checked = copies > 0;
   } else {
-    if (ck_list_steps(base, &steps, &n, &d)) {
+    if (ck_list_steps(listed, &steps, &n, &d)) {
       fprintf(stderr, "ftl ckpt verify: %s\n", d.msg);
       ftl_free(bounce);
       return 2;
@@ -222,16 +301,16 @@ static int cmd_verify(const char *base, const char *step_text) {
     for (int i = 0; i < n; i++) {
       if (steps[i].state == CK_STEP_REFUSED) {
         ftl_diag rd = {{0}};
-        ck_step_dir_check(base, steps[i].step, &rd);
+        ck_step_dir_check(listed, steps[i].step, &rd);
         printf("step %lld: REFUSED: %s\n", (long long)steps[i].step, rd.msg);
         failed = 1;
         continue;
       }
-      if (steps[i].state != CK_STEP_COMMITTED) continue;
-      failed |= verify_step(base, steps[i].step, bounce);
-      checked++;
+      if (!to_verify(lv, &steps[i])) continue;
+      failed |= verify_step(lv, steps[i].step, bounce, &copies);
+      checked += copies > 0;
     }
-    if (!checked) printf("no committed checkpoint in %s\n", base);
+    if (!checked) printf("no committed checkpoint with a copy at l%d in %s\n", lv->level, listed);
   }
   ftl_free(steps);
   ftl_free(bounce);
@@ -245,15 +324,17 @@ static void print_shape(const ck_item *it) {
   printf("]");
 }
 
-static int cmd_show(const char *base, const char *step_text) {
+static int cmd_show(const cli_level *lv, const char *step_text) {
   int64_t step;
   if (ftl_parse_i64(step_text, 0, INT64_MAX, &step)) return usage();
   ck_manifest *m = NULL;
   ftl_diag d = {{0}};
-  if (ck_read_manifest(base, step, &m, NULL, NULL, &d)) {
+  char sd[PATH_MAX] = "";
+  if (level_manifest(lv, step, &m, &d)) {
     fprintf(stderr, "ftl ckpt show: step %lld: %s\n", (long long)step, d.msg);
     return 1;
   }
+  if (level_dir(lv, step, sd, sizeof sd)) sd[0] = '\0';
   char when[32];
   fmt_time(m->created_unix_us, when, sizeof when);
   printf("step %lld  world_size %d  created %s  bytes %llu  job_spec_hash %s\n", (long long)m->step, m->world_size,
@@ -271,6 +352,10 @@ static int cmd_show(const char *base, const char *step_text) {
     printf("  %s  %llu bytes  xxh3 %016llx%s%s%s%s\n", sh->file, (unsigned long long)sh->size_bytes,
            (unsigned long long)sh->checksum, sh->l1_host[0] ? "  l1 on " : "", sh->l1_host,
            sh->l2_host[0] ? "  l2 on " : "", sh->l2_host);
+    /* Below L3: where this host's copy at the level is, when the manifest places one here. */
+    const char *host = level_host(lv, sh);
+    if (host && strcmp(host, ftl_hostname()) == 0 && sd[0])
+      printf("    l%d copy here: %s/%s\n", lv->level, sd, sh->file);
     for (int p = 0; p < sh->npieces; p++) {
       const ck_piece *pc = &sh->pieces[p];
       printf("    %-24s rows %lld..%lld  at byte %llu, %llu bytes, xxh3 %016llx\n", m->items[pc->item].name,
@@ -282,21 +367,61 @@ static int cmd_show(const char *base, const char *step_text) {
   return 0;
 }
 
+/* Takes --level L (or --level=L) out of argv: *level 1, 2 or 3 (3 when not given). -1: malformed. */
+static int take_level(int *argc, char **argv, int *level) {
+  *level = 3;
+  for (int i = 1; i < *argc; i++) {
+    const char *v = NULL;
+    int used = 0;
+    if (strcmp(argv[i], "--level") == 0 && i + 1 < *argc) {
+      v = argv[i + 1];
+      used = 2;
+    } else if (strncmp(argv[i], "--level=", 8) == 0) {
+      v = argv[i] + 8;
+      used = 1;
+    } else if (strcmp(argv[i], "--level") == 0) {
+      return -1;
+    }
+    if (!v) continue;
+    if (strcmp(v, "l1") && strcmp(v, "l2") && strcmp(v, "l3")) return -1;
+    *level = v[1] - '0';
+    for (int k = i; k + used < *argc; k++)
+      argv[k] = argv[k + used];
+    *argc -= used;
+    i--;
+  }
+  return 0;
+}
+
+/* The level's folders for base; below L3 this host's L1 folder must exist (else 1 with a message). */
+static int open_level(cli_level *lv, int level, const char *base) {
+  memset(lv, 0, sizeof *lv);
+  lv->level = level;
+  lv->base = base;
+  if (level == 3 || find_l1(base, lv->l1dir, sizeof lv->l1dir)) return 0;
+  printf("no L1 folder of %s on this host (under %s): no l%d copy to read here\n", base, l1_root(), level);
+  return 1;
+}
+
 int ck_ckpt_cli_main(int argc, char **argv) {
-  if (argc < 3) return usage();
+  int level;
+  if (take_level(&argc, argv, &level) || argc < 3) return usage();
   char base[PATH_MAX];
+  cli_level lv;
   const char *cmd = argv[1];
-  if (strcmp(cmd, "ls") == 0 && argc == 3) {
+  if (strcmp(cmd, "ls") == 0 && argc == 3 && level == 3) {
     if (resolve_base(argv[2], base, sizeof base)) return 2;
     return cmd_ls(base);
   }
   if (strcmp(cmd, "verify") == 0 && (argc == 3 || argc == 4)) {
     if (resolve_base(argv[2], base, sizeof base)) return 2;
-    return cmd_verify(base, argc == 4 ? argv[3] : NULL);
+    if (open_level(&lv, level, base)) return 1;
+    return cmd_verify(&lv, argc == 4 ? argv[3] : NULL);
   }
   if (strcmp(cmd, "show") == 0 && argc == 4) {
     if (resolve_base(argv[2], base, sizeof base)) return 2;
-    return cmd_show(base, argv[3]);
+    if (open_level(&lv, level, base)) return 1;
+    return cmd_show(&lv, argv[3]);
   }
   return usage();
 }

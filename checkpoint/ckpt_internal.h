@@ -203,23 +203,28 @@ ftl_err ck_p2p_test(ftl_ckpt *ck, MPI_Request *req, int *done, int *bytes, ftl_d
 
 /* Fills ck->l2_partner and ck->l2_hosts from ck->hosts (the same on every rank). */
 ftl_err ck_l2_place(ftl_ckpt *ck);
-/* The rank that serves L2 copies kept on host (the lowest rank there), or -1. */
-int ck_l2_server(const ftl_ckpt *ck, const char *host);
 /* Writer thread, every rank, after the commit agreement: sends this rank's shard (own_path, or its
  * L1 copy) to its partner and keeps the shards sent to it; stored[s] = 1 for each one in place
  * (world entries). Only a gang failure (MPI, the deadline) is returned; the rest are warnings. */
 ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t deadline_ms, unsigned char *stored,
                    ftl_diag *d);
-/* Restore, every rank: want[s] says this rank wants shard s of m from L2 (m->world_size entries).
- * The ranges of shard s this rank needs are needs[first[s]] .. needs[first[s+1]-1] (sorted by
- * offset; first has m->world_size + 1 entries): they are received straight into their
- * destinations, and every byte of the shard is hashed against the manifest as it arrives. got[s] =
- * 1 when the whole shard verified: its needs are in place, and its HDF5 metadata (only that: a
- * sparse file) is in its L1 folder's partner/ under ck_l2_fetched_name for the description check.
- * A copy that fails is named in a warning and got[s] stays 0 (whatever landed is to be read again
- * from L3). Only a gang failure is returned. */
-ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, const ck_need *needs,
-                    const int *first, unsigned char *got, int64_t deadline_ms, ftl_diag *d);
+/* What a rank's host folder holds of a shard, for restore's fetch: its own L1 copy (the manifest's
+ * l1_host is this host), or the L2 copy kept for a partner (l2_host), at the manifest's size. */
+enum { CK_HOLD_NONE = 0, CK_HOLD_L1 = 1, CK_HOLD_L2 = 2 };
+/* Restore, every rank (one allgather, then the transfers): want[s] says this rank wants shard s of m
+ * from another host, hold[s] (CK_HOLD_*) what its host's folder holds of it (m->world_size entries
+ * each). Each wanted shard is served by one live rank that holds a copy, the same choice on every
+ * rank: a rank on the shard's l2_host when one holds it, else any holder, spread over the holders
+ * by shard and asking rank. The ranges of shard s this rank needs are needs[first[s]] ..
+ * needs[first[s+1]-1] (sorted by offset; first has m->world_size + 1 entries): they are received
+ * straight into their destinations, and every byte of the shard is hashed against the manifest as
+ * it arrives. got[s] = 1 when the whole shard verified: its needs are in place, and its HDF5
+ * metadata (only that: a sparse file) is in its L1 folder's partner/ under ck_l2_fetched_name for
+ * the description check. A copy that fails, or a shard no live rank holds, is named in a log line
+ * and got[s] stays 0 (whatever landed is to be read again from L3). Only a gang failure is
+ * returned. */
+ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, const unsigned char *hold,
+                    const ck_need *needs, const int *first, unsigned char *got, int64_t deadline_ms, ftl_diag *d);
 ftl_err ck_l2_fetched_name(int shard, int rank, char *out, size_t size);
 
 /* ---- ckpt_writer.c ----------------------------------------------------------------------- */

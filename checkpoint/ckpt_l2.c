@@ -14,9 +14,10 @@
  *     sender's piece layout (the checksum covers the layout), and renames it into place; rank 0
  *     learns which copies are in place (a gather) and names their hosts in the manifest (l2_host);
  *   - restore, on the training thread after the manifest is parsed: each rank says which shards it
- *     wants from L2 (an allgather), the lowest rank on each shard's l2_host streams its copy to each
- *     rank that wants it, which writes it into its own L1 folder and verifies it before use
- *     (ckpt_restore.c).
+ *     wants from another host and which ones its host holds a copy of (its own L1 copies, the L2
+ *     copies it keeps: one allgather of two bitmaps), every rank derives the same holder for each
+ *     wanted shard (plan_fetch), and that holder streams its copy to the rank that wants it, which
+ *     hashes every byte against the manifest as it arrives (ckpt_restore.c uses it only then).
  * Every transfer is polled against the step's deadline, like the collectives; one that passes it,
  * or an MPI error, marks the handle broken. A copy that cannot be read, stored or verified is a
  * warning and nothing more: the run directory's copy is the one that counts.
@@ -90,13 +91,6 @@ out:
   ftl_free(sorted);
   ftl_free(host_of);
   return rc;
-}
-
-int ck_l2_server(const ftl_ckpt *ck, const char *host) {
-  if (!host[0]) return -1;
-  for (int r = 0; r < ck->world; r++)
-    if (strcmp(ck->hosts[r].host, host) == 0) return r;
-  return -1;
 }
 
 /* ---- the stream engine ------------------------------------------------------------------- */
@@ -545,77 +539,163 @@ static uint64_t metadata_bytes(const ck_shard *sh) {
   return pieces < sh->size_bytes ? sh->size_bytes - pieces : 0;
 }
 
-ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, const ck_need *needs,
-                    const int *first, unsigned char *got, int64_t deadline_ms, ftl_diag *d) {
-  int W = m->world_size, me = ck->rank, n = 0, leak = 0;
+/* One transfer restore's fetch plans for this rank: shard `shard` to (out) or from peer; peer -1:
+ * this rank wants the shard and no live rank holds a copy of it. */
+typedef struct fetch_pair {
+  int shard, peer, out;
+} fetch_pair;
+
+/* Bit s of a bitmap of W bits. */
+static int bit(const unsigned char *map, int s) { return (map[s >> 3] >> (s & 7)) & 1; }
+
+/* The ranks that may serve shard s to the others, in rank order, into cand (world entries): the
+ * ranks that hold a copy of it (their hold bits, at hold_off in each rank's record of the
+ * allgather), those on the shard's l2_host when any holds it (where its copy has always been
+ * fetched from), else all. Their count. */
+static int holders_of(const ftl_ckpt *ck, const ck_manifest *m, const unsigned char *all, size_t stride,
+                      size_t hold_off, int s, int *cand) {
+  const char *l2 = m->shards[s].l2_host;
+  int n = 0, on_l2 = 0;
+  for (int q = 0; q < ck->world; q++) {
+    if (!bit(all + (size_t)q * stride + hold_off, s)) continue;
+    int here = l2[0] && strcmp(ck->hosts[q].host, l2) == 0;
+    if (here && !on_l2) n = 0; /* the first holder on l2_host: only those count from now on */
+    on_l2 |= here;
+    if (here || !on_l2) cand[n++] = q;
+  }
+  return n;
+}
+
+/* Which transfers of restore's fetch this rank takes part in, from every rank's want and hold bits
+ * (all: stride bytes per rank, want bits first, hold bits at hold_off). Each wanted shard is
+ * served to rank q by one holder, the same on every rank: holders_of's (s + q)-th, so the ranks of
+ * a holding host share the sending. *pairs (to free) gets *n of them. */
+static ftl_err plan_fetch(const ftl_ckpt *ck, const ck_manifest *m, const unsigned char *all, size_t stride,
+                          size_t hold_off, fetch_pair **pairs, int *n, ftl_diag *d) {
+  int W = m->world_size, me = ck->rank, cap = 0;
+  const unsigned char *mine = all + (size_t)me * stride;
+  int *cand = ftl_calloc((size_t)ck->world, sizeof *cand);
+  ftl_err rc = FTL_OK;
+  *pairs = NULL;
+  *n = 0;
+  if (!cand) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory planning the L2 transfer");
+  for (int s = 0; s < W && !rc; s++) {
+    int wants = bit(mine, s), holds = bit(mine + hold_off, s);
+    if (!wants && !holds) continue;
+    int nc = holders_of(ck, m, all, stride, hold_off, s, cand);
+    for (int q = 0; q < ck->world && !rc; q++) {
+      if (q == me ? !wants : !holds || !bit(all + (size_t)q * stride, s)) continue;
+      int srv = nc > 0 ? cand[(int)(((int64_t)s + q) % nc)] : -1;
+      /* A rank never asks for what its own host holds (restore reads that itself). */
+      if ((q != me && srv != me) || srv == q) continue;
+      if (*n == cap) {
+        cap = cap ? 2 * cap : 16;
+        fetch_pair *grown = ftl_realloc(*pairs, (size_t)cap * sizeof *grown);
+        if (!grown) {
+          rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory planning the L2 transfer");
+          break;
+        }
+        *pairs = grown;
+      }
+      (*pairs)[(*n)++] = (fetch_pair){s, q == me ? srv : q, q != me};
+    }
+  }
+  ftl_free(cand);
+  return rc;
+}
+
+/* "L1" when host keeps shard sh's own L1 copy, else "L2" (the copy it keeps for a partner). */
+static const char *copy_level(const ck_shard *sh, const char *host) {
+  return strcmp(sh->l1_host, host) == 0 ? "L1" : "L2";
+}
+
+ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, const unsigned char *hold,
+                    const ck_need *needs, const int *first, unsigned char *got, int64_t deadline_ms, ftl_diag *d) {
+  int W = m->world_size, me = ck->rank, n = 0, leak = 0, npairs = 0;
   memset(got, 0, (size_t)W);
   /* One tag per shard: past that many shards L2 is not read (every rank decides the same). */
   if (W > 32767 - L2_TAG_FETCH) return FTL_OK;
-  size_t all_bytes = (size_t)W * (size_t)ck->world;
-  unsigned char *all = ftl_malloc(all_bytes);
+  /* Each rank's record: a bitmap of the shards it wants, then one of the shards its host's folder
+   * holds a copy of (W / 4 bytes in all, where a byte per wanted shard was W). */
+  size_t map_bytes = ((size_t)W + 7) / 8, stride = 2 * map_bytes;
+  unsigned char *all = ftl_calloc(stride * (size_t)ck->world + 1, 1), *mine = ftl_calloc(stride + 1, 1);
+  fetch_pair *pairs = NULL;
   l2_stream *v = NULL;
-  char l2dir[PATH_MAX] = "";
+  char l1dir[PATH_MAX] = "", l2dir[PATH_MAX] = "";
   ftl_err rc = FTL_OK;
-  if (!all) {
+  if (!all || !mine) {
+    ftl_free(all);
+    ftl_free(mine);
     atomic_store(&ck->sync->broken, 1);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
   }
-  rc = ck_coll_allgather(ck, want, all, W, "the allgather of the L2 requests", deadline_ms, d);
+  for (int s = 0; s < W; s++) {
+    mine[s >> 3] |= (unsigned char)((want[s] != 0) << (s & 7));
+    mine[map_bytes + (size_t)(s >> 3)] |= (unsigned char)((hold[s] != 0) << (s & 7));
+  }
+  rc = ck_coll_allgather(ck, mine, all, (int)stride, "the allgather of the L2 requests and copies", deadline_ms, d);
   if (rc) {
-    all = NULL; /* a timed-out request may still write into it: left to it */
+    all = mine = NULL; /* a timed-out request may still use them: left to it */
     goto out;
   }
-  int cap = 0;
-  for (int s = 0; s < W; s++) {
-    int srv = ck_l2_server(ck, m->shards[s].l2_host);
-    for (int q = 0; q < ck->world && srv >= 0; q++)
-      if (all[(size_t)q * (size_t)W + (size_t)s] && q != srv && (q == me || srv == me)) cap++;
-  }
-  v = ftl_calloc((size_t)cap + 1, sizeof *v);
-  if (!v) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
-    atomic_store(&ck->sync->broken, 1);
+  rc = plan_fetch(ck, m, all, stride, map_bytes, &pairs, &npairs, d);
+  if (!rc) v = ftl_calloc((size_t)npairs + 1, sizeof *v);
+  if (rc || !v) {
+    if (!rc) rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
+    atomic_store(&ck->sync->broken, 1); /* the peers expect these streams */
     goto out;
   }
+  int have_l1dir = ck->l1.dir[0] && ck_l1_step_dir(&ck->l1, m->step, l1dir, sizeof l1dir) == FTL_OK;
   int have_l2dir = ck->l1.dir[0] && ck_l2_step_dir(&ck->l1, m->step, l2dir, sizeof l2dir) == FTL_OK;
-  for (int s = 0; s < W; s++) {
+  for (int i = 0; i < npairs; i++) {
+    const fetch_pair *pr = &pairs[i];
+    int s = pr->shard;
     const ck_shard *sh = &m->shards[s];
-    int srv = ck_l2_server(ck, sh->l2_host);
-    for (int q = 0; q < ck->world && srv >= 0; q++) {
-      if (!all[(size_t)q * (size_t)W + (size_t)s] || q == srv || (q != me && srv != me)) continue;
-      l2_stream *x = &v[n++];
-      char path[PATH_MAX], name[CK_FILE_MAX];
-      x->fd = -1;
-      x->out = srv == me;
-      x->peer = x->out ? q : srv;
-      x->shard = s;
-      x->tag = L2_TAG_FETCH + s;
-      x->size = sh->size_bytes;
-      if (x->out) {
-        (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
-        if (have_l2dir && ftl_fmt(path, sizeof path, "%s/%s", l2dir, sh->file) == FTL_OK)
-          x->fd = open_copy(path, x->size, x->why, sizeof x->why);
-        x->have = x->fd >= 0;
-        if (x->have) x->map = map_copy(x->fd, x->size);
-        if (!x->have)
-          FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy of %s asked for by rank %d is not usable here (%s)",
-                  (long long)m->step, sh->file, q, x->why);
-      } else {
-        ftl_diag vd = {{0}};
-        x->fetch = 1;
-        x->needs = needs + first[s];
-        x->nneeds = first[s + 1] - first[s];
-        (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
-        if (ck_verifier_new(m, sh, &x->ver, &vd) != FTL_OK) {
-          (void)ftl_fmt(x->why, sizeof x->why, "%s", vd.msg);
-        } else if (have_l2dir && ck_l2_make_room(&ck->l1, s, m->step, metadata_bytes(sh), x->why, sizeof x->why) &&
-                   ck_l2_fetched_name(s, me, name, sizeof name) == FTL_OK &&
-                   ftl_fmt(path, sizeof path, "%s/%s", l2dir, name) == FTL_OK) {
-          x->fd = create_copy(path, x->size, x->why, sizeof x->why);
-        }
-        /* Without its file the copy cannot be used: nothing lands in the destinations either. */
-        if (x->fd < 0) x->nneeds = 0;
+    if (pr->peer < 0) {
+      /* Below L3 the step cannot be restored without it; at L3 the run directory has it (the
+       * usual case after a host is lost with the only copy in memory). */
+      FTL_LOG(m->l3 ? FTL_LOG_INFO : FTL_LOG_WARN, "ckpt",
+              "step %lld: no live host holds a copy of %s in memory (L1 on %s, L2 on %s): %s", (long long)m->step,
+              sh->file, sh->l1_host[0] ? sh->l1_host : "none", sh->l2_host[0] ? sh->l2_host : "none",
+              m->l3 ? "reading the run directory's" : "the step has no copy in the run directory");
+      continue;
+    }
+    l2_stream *x = &v[n++];
+    char path[PATH_MAX], name[CK_FILE_MAX];
+    x->fd = -1;
+    x->out = pr->out;
+    x->peer = pr->peer;
+    x->shard = s;
+    x->tag = L2_TAG_FETCH + s;
+    x->size = sh->size_bytes;
+    if (x->out) {
+      /* The copy this host holds: the shard's own L1 copy, or the L2 copy kept for its partner. */
+      const char *dir = hold[s] == CK_HOLD_L1 ? l1dir : l2dir;
+      (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
+      if ((hold[s] == CK_HOLD_L1 ? have_l1dir : have_l2dir) &&
+          ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file) == FTL_OK)
+        x->fd = open_copy(path, x->size, x->why, sizeof x->why);
+      x->have = x->fd >= 0;
+      if (x->have) x->map = map_copy(x->fd, x->size);
+      if (!x->have)
+        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy of %s asked for by rank %d is not usable here (%s)",
+                (long long)m->step, hold[s] == CK_HOLD_L1 ? "L1" : "L2", sh->file, x->peer, x->why);
+    } else {
+      ftl_diag vd = {{0}};
+      x->fetch = 1;
+      x->needs = needs + first[s];
+      x->nneeds = first[s + 1] - first[s];
+      (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
+      if (ck_verifier_new(m, sh, &x->ver, &vd) != FTL_OK) {
+        (void)ftl_fmt(x->why, sizeof x->why, "%s", vd.msg);
+      } else if (have_l2dir && ck_l2_make_room(&ck->l1, s, m->step, metadata_bytes(sh), x->why, sizeof x->why) &&
+                 ck_l2_fetched_name(s, me, name, sizeof name) == FTL_OK &&
+                 ftl_fmt(path, sizeof path, "%s/%s", l2dir, name) == FTL_OK) {
+        x->fd = create_copy(path, x->size, x->why, sizeof x->why);
+        if (x->fd >= 0) x->why[0] = '\0';
       }
+      /* Without its file the copy cannot be used: nothing lands in the destinations either. */
+      if (x->fd < 0) x->nneeds = 0;
     }
   }
   rc = alloc_bufs(v, n, d);
@@ -628,6 +708,9 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
   for (int i = 0; i < n; i++) {
     l2_stream *x = &v[i];
     if (x->out) continue;
+    const ck_shard *sh = &m->shards[x->shard];
+    const char *from = ck->hosts[x->peer].host, *level = copy_level(sh, from);
+    const char *then = m->l3 ? "reading the run directory's" : "the step has no copy in the run directory";
     char name[CK_FILE_MAX], path[PATH_MAX];
     int kept = x->fd >= 0 && core_fs_table.close(x->fd) == 0;
     x->fd = -1;
@@ -641,18 +724,21 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
         continue;
       }
       core_fs_table.unlink(path);
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy %s (of %s, kept on %s) failed verification (%s): reading "
-              "the run directory's", (long long)m->step, path, m->shards[x->shard].file, m->shards[x->shard].l2_host,
-              vd.msg);
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy %s (of %s, kept on %s) failed verification (%s): %s",
+              (long long)m->step, level, path, sh->file, from, vd.msg, then);
       continue;
     }
     core_fs_table.unlink(path);
-    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the L2 copy of %s on %s is not usable (%s): reading the run directory's",
-            (long long)m->step, m->shards[x->shard].file, m->shards[x->shard].l2_host,
-            x->have != 1 ? "the partner has none" : x->failed ? x->why : x->why[0] ? x->why : "close failed");
+    const char *why = x->have != 1 ? "the host had none to send" : x->failed || x->why[0] ? x->why : "close failed";
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy of %s on %s is not usable (%s): %s", (long long)m->step,
+            level, sh->file, from, why, then);
   }
 out:
   free_streams(v, n, leak);
-  if (!leak) ftl_free(all);
+  ftl_free(pairs);
+  if (!leak) {
+    ftl_free(all);
+    ftl_free(mine);
+  }
   return rc;
 }

@@ -3,8 +3,9 @@
  * each shard, verifies the shards assigned to it (shard s by rank s % world, fused with its own
  * reads) and reads the rest; then the ranks agree (the restore agreement) on the step, or on why
  * it cannot be used. A bad step is marked bad on disk by rank 0 and the next older one is tried.
- * Each shard is read from the fastest verified copy: this host's L1 copy, else the L2 copy (on this
- * host, or fetched from the partner host over MPI by ckpt_l2.c), else the run directory's (L3).
+ * Each shard is read from the fastest verified copy: this host's L1 copy, else the L2 copy this host
+ * keeps, else a copy fetched from a live host that holds one in memory (its owner's L1 copy or its
+ * partner's L2 copy, by ckpt_l2.c), else the run directory's (L3).
  * Steps saved below L3 are committed in the hosts' L1 folders: rank 0 gathers them with the run
  * directory's list, and such a step restores only from L1/L2 copies (else an older step is tried).
  *
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint/catalog.h"
 #include "checkpoint/ckpt_internal.h"
@@ -64,17 +66,18 @@ static int l1_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, char *dir
   return 1;
 }
 
-/* The L2 copy of shard s this rank reads, if any: one fetched from the partner host (got[s], in this
- * rank's L1 folder's partner/ under its fetched name), or the one this host keeps itself when the
- * manifest names this host for it. dir gets the copy's folder and *copy the shard with the copy's
- * file name. Missing or short copies kept here are named in the log unless quiet. */
+/* The L2-level copy of shard s this rank reads, if any: one fetched from another host (got[s]: its
+ * L2 copy or its owner's L1 copy, in this rank's L1 folder's partner/ under its fetched name), or
+ * the L2 copy this host keeps itself when the manifest names this host for it. dir gets the copy's
+ * folder and *copy the shard with the copy's file name. Missing or short copies kept here are
+ * named in the log unless quiet. */
 static int l2_copy_of(const ftl_ckpt *ck, const ck_manifest *m, int s, const unsigned char *got, char *dir, size_t size,
                       ck_shard *copy, int quiet) {
   const ck_shard *sh = &m->shards[s];
   *copy = *sh;
-  if (!ck->l1.dir[0] || !sh->l2_host[0] || ck_l2_step_dir(&ck->l1, m->step, dir, size)) return 0;
+  if (!ck->l1.dir[0] || ck_l2_step_dir(&ck->l1, m->step, dir, size)) return 0;
   if (got && got[s]) return ck_l2_fetched_name(s, ck->rank, copy->file, sizeof copy->file) == FTL_OK;
-  if (strcmp(sh->l2_host, ftl_hostname()) != 0) return 0;
+  if (!sh->l2_host[0] || strcmp(sh->l2_host, ftl_hostname()) != 0) return 0;
   char path[PATH_MAX];
   struct stat st;
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file)) return 0;
@@ -118,41 +121,57 @@ static int needs_shard(const ftl_ckpt *ck, const rplan *p, int s) {
   return s % ck->world == ck->rank || (p->first && p->first[s + 1] > p->first[s]);
 }
 
-/* Restore's L2 phase, on every rank (collective): the shards this rank needs, has no L1 copy of
- * and whose L2 copy is on another host are fetched from there (ckpt_l2.c) into the plan's
- * destinations. got: m->world_size entries. Only a gang failure is returned. */
+/* What this host's folder holds of shard s for the other ranks (CK_HOLD_*): the copy this rank
+ * would read itself, its own L1 copy or the L2 copy it keeps, each where the manifest places it. */
+static int host_holds(const ftl_ckpt *ck, const ck_manifest *m, int s) {
+  char dir[PATH_MAX];
+  ck_shard copy;
+  if (l1_copy_of(ck, m, s, dir, sizeof dir, 1)) return CK_HOLD_L1;
+  if (l2_copy_of(ck, m, s, NULL, dir, sizeof dir, &copy, 1)) return CK_HOLD_L2;
+  return CK_HOLD_NONE;
+}
+
+/* Restore's fetch, on every rank (collective): the shards this rank needs and its host's folder
+ * holds no copy of are fetched from a live rank whose host holds one, its L1 or its L2 copy
+ * (ckpt_l2.c), into the plan's destinations; every rank says what its host holds. got:
+ * m->world_size entries. Only a gang failure is returned. */
 static ftl_err fetch_l2(ftl_ckpt *ck, const ck_manifest *m, const rplan *p, unsigned char *got, int64_t deadline,
                         ftl_diag *d) {
   int W = m->world_size;
-  unsigned char *want = ftl_calloc((size_t)W, 1);
+  unsigned char *want = ftl_calloc((size_t)W, 1), *hold = ftl_calloc((size_t)W, 1);
   int *none = ftl_calloc((size_t)W + 1, sizeof *none);
-  if (!want || !none) {
+  if (!want || !hold || !none) {
     ftl_free(want);
+    ftl_free(hold);
     ftl_free(none);
     atomic_store(&ck->sync->broken, 1);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
   }
-  char dir[PATH_MAX];
-  /* Without a plan (it failed on this rank) this rank asks for nothing but still serves. */
-  for (int s = 0; s < W && p->first; s++) {
+  /* Without a plan (it failed on this rank) this rank asks for nothing but still serves. A rank
+   * without L1 asks for nothing either: a fetched copy's metadata goes to its L1 folder. */
+  for (int s = 0; s < W; s++) {
     const ck_shard *sh = &m->shards[s];
-    want[s] = ck->l1.dir[0] && sh->l2_host[0] && strcmp(sh->l2_host, ftl_hostname()) != 0 && needs_shard(ck, p, s) &&
-              !l1_copy_of(ck, m, s, dir, sizeof dir, 1);
+    hold[s] = (unsigned char)host_holds(ck, m, s);
+    want[s] = p->first && ck->l1.dir[0] && (sh->l1_host[0] || sh->l2_host[0]) && !hold[s] && needs_shard(ck, p, s);
   }
-  ftl_err rc = ck_l2_fetch(ck, m, want, p->needs, p->first ? p->first : none, got, deadline, d);
+  ftl_err rc = ck_l2_fetch(ck, m, want, hold, p->needs, p->first ? p->first : none, got, deadline, d);
   ftl_free(none);
   ftl_free(want);
+  ftl_free(hold);
   return rc;
 }
 
 /* Removes the copies fetched for this step (they served this restore only). */
 static void drop_fetched(const ftl_ckpt *ck, const ck_manifest *m, const unsigned char *got) {
   char dir[PATH_MAX], name[CK_FILE_MAX], path[PATH_MAX];
-  if (!got || ck_l2_step_dir(&ck->l1, m->step, dir, sizeof dir)) return;
+  if (!got || !ck->l1.dir[0] || ck_l2_step_dir(&ck->l1, m->step, dir, sizeof dir)) return;
   for (int s = 0; s < m->world_size; s++)
     if (got[s] && ck_l2_fetched_name(s, ck->rank, name, sizeof name) == FTL_OK &&
         ftl_fmt(path, sizeof path, "%s/%s", dir, name) == FTL_OK)
       core_fs_table.unlink(path);
+  /* The folder too once empty (it fails while copies are there): a fetch into a step that has no
+   * L2 copies made it, and the step's folder is removed only once empty (levels.c). */
+  rmdir(dir);
 }
 
 /* ---- plan and load on this rank ---------------------------------------------------------- */
@@ -422,11 +441,13 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
     char plan_msg[sizeof mine.msg] = "";
     int plan_why = plan_local(ck, m, land, &plan, missing_blobs, plan_msg, sizeof plan_msg);
     t_fetch = ftl_clock_ns();
-    /* L2 copies on other hosts come over the network first, every rank taking part when the
-     * manifest names any (the same bytes on every rank, so the same decision). */
-    int any_l2 = 0;
-    for (int s = 0; s < m->world_size; s++) any_l2 |= m->shards[s].l2_host[0] != '\0';
-    if (any_l2 && ck_p2p_available()) {
+    /* Copies in other hosts' memory come over the network first, every rank taking part when the
+     * manifest names any copy in memory and the gang spans several hosts (the same bytes and hosts
+     * on every rank, so the same decision). */
+    int in_memory = 0;
+    for (int s = 0; s < m->world_size; s++)
+      in_memory |= m->shards[s].l1_host[0] || m->shards[s].l2_host[0];
+    if (in_memory && ck->l2_hosts > 1 && ck_p2p_available()) {
       l2_got = ftl_calloc((size_t)m->world_size, 1);
       *coll_rc = l2_got ? fetch_l2(ck, m, &plan, l2_got, deadline, d)
                         : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
@@ -750,8 +771,11 @@ static void report_restore(ftl_ckpt *ck, ftl_err rc, ftl_ckpt_restore_info *info
     /* The levels read from, joined by '+': "l1", "l2", "l3", "l1+l3", "l2+l3", ... ("l3" when this
      * rank needed no shard). */
     char level[16] = "";
-    const char *said[3] = {"L1 (host memory)", "L2 (a partner host's memory)", "L3 (the run directory)"};
-    char where[128] = "";
+    /* l2: a copy another host made (the partner's copy kept here) or keeps (fetched over the
+     * network, whether it is that host's own L1 copy or an L2 copy). */
+    const char *said[3] = {"L1 (host memory)", "L2 (a partner's copy here, or a copy fetched from another host)",
+                           "L3 (the run directory)"};
+    char where[192] = "";
     int counts[3] = {ck->restore_l1, ck->restore_l2, ck->restore_l3};
     if (!counts[0] && !counts[1]) counts[2] = counts[2] ? counts[2] : 1;
     for (int k = 0; k < 3; k++) {

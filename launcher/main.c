@@ -155,10 +155,13 @@ static const char ckpt_help[] =
     "ftl ckpt: look at a run's checkpoints (docs/checkpoint.md).\n"
     "\n"
     "  ftl ckpt ls RUNDIR              the committed steps\n"
-    "  ftl ckpt verify RUNDIR [STEP]   check every shard's checksum (default: the latest step)\n"
+    "  ftl ckpt verify RUNDIR [STEP]   check every shard's checksum (default: every committed step)\n"
     "  ftl ckpt show RUNDIR STEP       the manifest of one step\n"
     "\n"
     "RUNDIR is a run directory (checkpoints in RUNDIR/checkpoints) or a checkpoints folder.\n"
+    "verify and show take --level l1|l2|l3: l3 the run directory's copies (the default); l1 and l2\n"
+    "this host's copies in its L1 folder of the run (FTL_CKPT_L1_DIR, else /dev/shm): the shards' own\n"
+    "copies, or the partner copies kept there.\n"
     "Exit codes: 0 success, 1 a checkpoint failed verification (or none was found), 2 usage or I/O error.\n";
 
 static const char agent_help[] =

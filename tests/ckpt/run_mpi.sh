@@ -126,6 +126,34 @@ cli)
   cli ls; [ $? -eq 2 ] || fail "usage exit code"
   cli frob "$work/r"; [ $? -eq 2 ] || fail "usage exit code"
   cli ls "$work/nope"; [ $? -eq 2 ] || fail "missing folder exit code"
+  # --level: the copies in this host's L1 folder (docs/checkpoint.md, "ftl ckpt"). Step 6 is an L3
+  # step with an L1 copy of each shard here and no L2 copies (one host).
+  mkdir "$work/l1"
+  export FTL_CKPT_L1_DIR=$work/l1
+  run 2 write "$work/r1" 5 6
+  copy=$(ls "$work"/l1/ftl-*/step-00000006/shard-00001.h5) || fail "no L1 copy of step 6"
+  cli verify "$work/r1" 6 --level l1 | tee "$work/v1.txt" || fail "verify --level l1"
+  grep -qF "step 6: $copy: ok" "$work/v1.txt" || fail "verify --level l1 does not name the L1 copy"
+  cli verify --level=l1 "$work/r1" || fail "verify --level=l1 of every step in the L1 folder"
+  cli show "$work/r1" 6 --level l1 | tee "$work/s1.txt" || fail "show --level l1"
+  grep -qF "l1 copy here: $copy" "$work/s1.txt" || fail "show --level l1 does not name the copy"
+  out=$(cli verify "$work/r1" 6 --level l2); rc=$?
+  [ $rc -eq 1 ] || fail "verify --level l2 without L2 copies exited $rc, expected 1"
+  echo "$out" | grep -q "step 6: no l2 copy on this host" || fail "verify --level l2 does not say there is no copy"
+  python3 -c 'import os, sys
+p = sys.argv[1]
+with open(p, "r+b") as f:
+    f.seek(os.path.getsize(p) // 2); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0x40]))' "$copy" ||
+    fail "cannot flip a byte of $copy"
+  out=$(cli verify "$work/r1" 6 --level l1); rc=$?
+  echo "$out"
+  [ $rc -eq 1 ] || fail "verify --level l1 of a damaged copy exited $rc, expected 1"
+  echo "$out" | grep -qF "step 6: $copy: FAILED" || fail "verify --level l1 does not name the damaged copy"
+  cli verify "$work/r1" 6 || fail "the run directory's step 6 no longer verifies"
+  cli verify "$work/r1" 6 --level l5; [ $? -eq 2 ] || fail "usage exit code of a bad level"
+  cli ls "$work/r1" --level l1; [ $? -eq 2 ] || fail "ls takes no level"
+  FTL_CKPT_L1_DIR=$work/nothing cli verify "$work/r1" --level l1; [ $? -eq 1 ] || fail "verify --level l1 without an L1 folder"
+  unset FTL_CKPT_L1_DIR
   ;;
 h5py)
   py=/usr/bin/python3

@@ -4,13 +4,14 @@
 # and 5) are kept by host 1. Every mode ends with an adapter byte-identical to a failure-free run's
 # and every committed checkpoint verifying.
 #   spare    host 3 is killed mid-run: the spare h4 takes its place and its ranks restore host 3's
-#            shards (4, 5) and h1's (0, 1) from the L2 copies on h1 and h2, over the network (their
-#            ckpt_restored events say l2 with 4 shards); h3's L1 copies are never read
+#            shards (4, 5) and h1's (0, 1) from the L2 copies on h1 and h2, and h2's (2, 3), whose
+#            L2 copies were on h3, from h2's L1 copies, all over the network (their ckpt_restored
+#            events say l2 with 6 shards); h3's L1 copies are never read
 #   corrupt  the same loss with restarts off; the L2 copy of shard 4 gets a flipped byte, then the
 #            job is run again on h1 h2 h4: every rank that reads it (fetched, or on h1 itself) names
 #            the copy that failed verification and reads shard 4 from the run directory
-#   deleted  the same, the L2 copy of shard 5 deleted: h1's ranks say it is gone, the others are told
-#            the partner has none, and shard 5 comes from the run directory
+#   deleted  the same, the L2 copy of shard 5 deleted: h1's ranks say it is gone, the others that no
+#            live host holds a copy, and shard 5 comes from the run directory
 # The namespaces share one file system, so the L1 folders of all "hosts" are one folder here; the
 # restore still reads only what the manifest places on its own host, and L2 copies of other hosts
 # only over MPI.
@@ -30,8 +31,8 @@ restored() {
 
 # expect_levels ATTEMPT R0 ... R5: each rank's LEVEL/L2_SHARDS. The fine-tune's ranks read every
 # shard (replicated adapters), so each rank's levels follow from where the copies are: with host 3
-# gone, shards 2 and 3 (L1 on h2, L2 on h3) come from the run directory except on h2, shards 0 and
-# 1 from h2 (L1, L2), shards 4 and 5 from h1 (their L2).
+# gone, shards 2 and 3 (L1 on h2, L2 on h3) come from h2's L1 copies (fetched over the network
+# except on h2: l2), shards 0 and 1 from h1 (L1) and h2 (L2), shards 4 and 5 from h1 (their L2).
 expect_levels() {
   local a=$1 r=0 got
   shift
@@ -69,8 +70,8 @@ spare)
   expect_contains out "host $NS_PREFIX-h3 is lost"
   grep '"event":"rank_started"' "$RUN/events.jsonl" | grep '"attempt":1' | grep -q "\"host\":\"$NS_PREFIX-h4\"" ||
     fail "the spare host did not take the lost host's place"
-  expect_levels 1 l1+l2+l3/2 l1+l2+l3/2 l1+l2/4 l1+l2/4 l2+l3/4 l2+l3/4
-  expect_contains "$RUN/attempt-0001/rank-00004.err" "from L2 (a partner host's memory)"
+  expect_levels 1 l1+l2/4 l1+l2/4 l1+l2/4 l1+l2/4 l2/6 l2/6
+  expect_contains "$RUN/attempt-0001/rank-00004.err" "from L2 (a partner's copy here, or a copy fetched from another host)"
   ;;
 corrupt|deleted)
   [ "$RC" != 0 ] || fail "the job with its restarts off finished after a lost host"
@@ -90,11 +91,11 @@ corrupt|deleted)
   if [ "$MODE" = corrupt ]; then
     expect_contains out "shard-00004.h5.fetched-4 (of shard-00004.h5, kept on $NS_PREFIX-h1) failed verification"
     expect_contains out "partner/shard-00004.h5 (of shard-00004.h5, kept on $NS_PREFIX-h1) failed verification"
-    expect_levels 1 l1+l2+l3/1 l1+l2+l3/1 l1+l2+l3/3 l1+l2+l3/3 l2+l3/3 l2+l3/3
+    expect_levels 1 l1+l2+l3/3 l1+l2+l3/3 l1+l2+l3/3 l1+l2+l3/3 l2+l3/5 l2+l3/5
   else
-    expect_contains out "the L2 copy of shard-00005.h5 on $NS_PREFIX-h1 is not usable (the partner has none)"
+    expect_contains out "no live host holds a copy of shard-00005.h5 in memory (L1 on $NS_PREFIX-h3, L2 on $NS_PREFIX-h1)"
     expect_contains out "partner/shard-00005.h5 is gone"
-    expect_levels 1 l1+l2+l3/1 l1+l2+l3/1 l1+l2+l3/3 l1+l2+l3/3 l2+l3/3 l2+l3/3
+    expect_levels 1 l1+l2+l3/3 l1+l2+l3/3 l1+l2+l3/3 l1+l2+l3/3 l2+l3/5 l2+l3/5
   fi
   ;;
 *) fail "unknown mode $MODE" ;;

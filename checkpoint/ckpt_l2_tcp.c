@@ -38,30 +38,14 @@
 
 #include "rendezvous/wire.h"
 
-#define TCP_ADDRS 8
-#define TCP_TOKEN 16
 #define TCP_PENDING 64          /* accepted connections not yet proven, at most */
 #define TCP_CONNECT_MS 2000     /* per address: a SYN that is dropped moves on to the next one */
 #define TCP_ACK_MS 5000         /* per address: a listener that never answers is not the server */
 
-static const char hello_magic[8] = {'f', 't', 'l', '-', 'l', '2', 0, 1};
-static const char ack_magic[4] = {'L', '2', 'o', 'k'};
-
-/* What each rank tells the others in step 1. */
-typedef struct tcp_rec {
-  unsigned char token[TCP_TOKEN];
-  uint32_t addr[TCP_ADDRS]; /* network byte order */
-  uint16_t port;            /* 0: this rank serves nothing */
-  uint8_t naddr;
-  uint8_t ok; /* this rank can and may use TCP */
-} tcp_rec;
-
-/* A fetcher's hello. */
-typedef struct tcp_hello {
-  char magic[8];
-  unsigned char token[TCP_TOKEN];
-  int32_t from, to, shard;
-} tcp_hello;
+typedef ck_l2_tcp_rec tcp_rec;
+typedef ck_l2_tcp_hello tcp_hello;
+static const char hello_magic[8] = CK_L2_TCP_HELLO_MAGIC;
+static const char ack_magic[4] = CK_L2_TCP_ACK;
 
 /* An accepted connection until its hello is read. */
 typedef struct pending {
@@ -197,7 +181,7 @@ static void pending_step(ftl_ckpt *ck, pending *p, const unsigned char *token, c
   if (k > 0) p->got += (size_t)k;
   if (k > 0 && p->got < sizeof p->h) return;
   int link = -1;
-  if (k > 0 && !memcmp(p->h.magic, hello_magic, sizeof hello_magic) && !memcmp(p->h.token, token, TCP_TOKEN) &&
+  if (k > 0 && !memcmp(p->h.magic, hello_magic, sizeof hello_magic) && !memcmp(p->h.token, token, CK_L2_TCP_TOKEN) &&
       p->h.to == ck->rank)
     for (int i = 0; i < n && link < 0; i++)
       if (links[i].out && links[i].fd < 0 && links[i].peer == p->h.from && links[i].shard == p->h.shard) link = i;
@@ -258,7 +242,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
       if (k < 0 && errno != EINTR) break;
       if (k > 0) got += (size_t)k;
     }
-    mine.naddr = (uint8_t)rz_host_ipv4(mine.addr, TCP_ADDRS);
+    mine.naddr = (uint8_t)rz_host_ipv4(mine.addr, CK_L2_TCP_ADDRS);
     if (got < sizeof mine.token) {
       mine.ok = 0;
       (void)ftl_fmt(why, sizeof why, "getrandom: %s", strerror(errno));

@@ -15,6 +15,26 @@ typedef struct ck_l2_link {
   int fd;
 } ck_l2_link;
 
+/* The set-up's formats (docs/checkpoint.md, "L2"), shared with its unit test. What each rank tells
+ * the others in the first allgather: */
+#define CK_L2_TCP_ADDRS 8
+#define CK_L2_TCP_TOKEN 16
+typedef struct ck_l2_tcp_rec {
+  unsigned char token[CK_L2_TCP_TOKEN]; /* random, drawn by each rank that listens, per restore */
+  uint32_t addr[CK_L2_TCP_ADDRS];       /* IPv4, network byte order, the loopback last */
+  uint16_t port;                        /* 0: this rank does not listen */
+  uint8_t naddr;
+  uint8_t ok; /* this rank can and may use TCP */
+} ck_l2_tcp_rec;
+/* What a fetcher sends first on its connection (the server answers CK_L2_TCP_ACK, or closes it). */
+#define CK_L2_TCP_HELLO_MAGIC {'f', 't', 'l', '-', 'l', '2', 0, 1}
+#define CK_L2_TCP_ACK {'L', '2', 'o', 'k'}
+typedef struct ck_l2_tcp_hello {
+  char magic[8];
+  unsigned char token[CK_L2_TCP_TOKEN]; /* the server's */
+  int32_t from, to, shard;              /* the fetcher's rank, the server's, the shard */
+} ck_l2_tcp_hello;
+
 /* Every rank, collective (two allgathers on the handle's communicator, whether or not it has
  * links): sets up a connection for each link of every rank. *tcp = 1 when every link of every
  * rank is connected, the same on every rank; else every fd is -1 (and *tcp = 0): the transfer goes

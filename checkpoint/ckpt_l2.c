@@ -16,13 +16,15 @@
  *   - restore, on the training thread after the manifest is parsed: each rank says which shards it
  *     wants from L2 (an allgather), the lowest rank on each shard's l2_host streams its copy to each
  *     rank that wants it, which writes it into its own L1 folder and verifies it before use
- *     (ckpt_restore.c).
+ *     (ckpt_restore.c). These streams go over a direct TCP connection each (ckpt_l2_tcp.c sets
+ *     them up; every rank falls back to MPI together when one cannot): Open MPI's TCP transport
+ *     copies every byte through its fragments and moves them only inside MPI_Test.
  * Every transfer is polled against the step's deadline, like the collectives; one that passes it,
  * or an MPI error, marks the handle broken. A copy that cannot be read, stored or verified is a
  * warning and nothing more: the run directory's copy is the one that counts.
  *
  * Not here: the folders and their limit (levels.c), verification (shard.c), MPI calls (ckpt_coll.c),
- * which copy a restore reads (ckpt_restore.c).
+ * sockets (ckpt_l2_tcp.c), which copy a restore reads (ckpt_restore.c).
  *
  * Map: placement; the stream engine; save; restore's fetch. */
 #include <errno.h>

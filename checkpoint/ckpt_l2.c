@@ -363,6 +363,8 @@ static ftl_err run_tcp_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadli
                                ftl_diag *d) {
   int *socks = ftl_calloc((size_t)n + 1, sizeof *socks), *outs = ftl_calloc((size_t)n + 1, sizeof *outs);
   ftl_err rc = FTL_OK;
+  ck_l2_tcp_pipe pipe_guard;
+  ck_l2_tcp_quiet_pipe(&pipe_guard); /* a fetcher gone must not SIGPIPE this program */
   if (!socks || !outs) {
     atomic_store(&ck->sync->broken, 1);
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
@@ -389,6 +391,7 @@ static ftl_err run_tcp_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadli
     ck_l2_tcp_wait(socks, outs, open, left < 100 ? left : 100);
   }
 out:
+  ck_l2_tcp_restore_pipe(&pipe_guard);
   ftl_free(socks);
   ftl_free(outs);
   return rc;

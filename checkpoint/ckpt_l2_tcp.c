@@ -27,6 +27,8 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,6 +447,33 @@ ftl_err ck_l2_tcp_recv(int sock, void *p, size_t n, size_t *moved, ftl_diag *d) 
   if (k == 0) return ftl_diag_fail(d, FTL_ERR_IO, "the connection ended early");
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return FTL_OK;
   return ftl_diag_fail(d, FTL_ERR_IO, "recv: %s", strerror(errno));
+}
+
+/* sendfile has no MSG_NOSIGNAL, and a library must not change the process's SIGPIPE: a fetcher
+ * that closed would kill the program. So SIGPIPE is blocked in this thread while its streams run,
+ * and one they raised is taken back (sigtimedwait) unless one was pending before (libcurl's way).
+ * Even a sendfile that sent some bytes may raise it (seen: 64 KiB sent, then the peer's reset). */
+void ck_l2_tcp_quiet_pipe(ck_l2_tcp_pipe *g) {
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigemptyset(&g->pending_before);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old);
+  sigpending(&g->pending_before);
+}
+
+void ck_l2_tcp_restore_pipe(const ck_l2_tcp_pipe *g) {
+  sigset_t pipe_set, now_pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigemptyset(&now_pending);
+  sigpending(&now_pending);
+  if (sigismember(&now_pending, SIGPIPE) && !sigismember(&g->pending_before, SIGPIPE)) {
+    const struct timespec now = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
 void ck_l2_tcp_wait(const int *socks, const int *out, int n, int wait_ms) {

@@ -3,6 +3,7 @@
 #ifndef FTL_CKPT_L2_TCP_H
 #define FTL_CKPT_L2_TCP_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,13 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
  * ck_l2_tcp_sendfile sends n bytes of file fd from off; a read of the file that fails sets
  * *file_failed (and errno) and sends nothing. */
 ftl_err ck_l2_tcp_send(int sock, const void *p, size_t n, size_t *moved, ftl_diag *d);
+/* Around every call of ck_l2_tcp_sendfile (which may raise SIGPIPE when the peer is gone): blocks
+ * SIGPIPE in this thread, then takes back what the calls raised and restores the mask. */
+typedef struct ck_l2_tcp_pipe {
+  sigset_t old, pending_before;
+} ck_l2_tcp_pipe;
+void ck_l2_tcp_quiet_pipe(ck_l2_tcp_pipe *g);
+void ck_l2_tcp_restore_pipe(const ck_l2_tcp_pipe *g);
 ftl_err ck_l2_tcp_sendfile(int sock, int fd, uint64_t off, size_t n, size_t *moved, int *file_failed, ftl_diag *d);
 ftl_err ck_l2_tcp_recv(int sock, void *p, size_t n, size_t *moved, ftl_diag *d);
 /* Waits until one of socks (out[i]: to send, else to receive) is ready or wait_ms pass. */

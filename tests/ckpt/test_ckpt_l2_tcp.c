@@ -3,7 +3,8 @@
  * to itself. Before the fetcher connects (inside the first allgather, where the listener's port
  * and token are known), strangers connect: one with a wrong token, one with the right token but a
  * transfer that does not exist, one that says nothing. Each must be closed without an answer while
- * the real connection is made and carries bytes. Then FTL_CKPT_L2_TRANSPORT=mpi and the injected
+ * the real connection is made and carries bytes, and a server whose fetcher is gone gets an error
+ * (not a SIGPIPE). Then FTL_CKPT_L2_TRANSPORT=mpi and the injected
  * listen and connect faults must each leave the transfer to MPI (no socket, *tcp = 0). The
  * transfers themselves, and the agreement across hosts, are tested by tests/fault/ft_l2.sh. */
 #include <arpa/inet.h>
@@ -132,6 +133,42 @@ static void test_strangers_refused(ftl_ckpt *ck) {
   ck_l2_tcp_close(links[1].fd);
 }
 
+/* A fetcher gone mid-transfer: the server's sendfile fails with FTL_ERR_IO, and the SIGPIPE it
+ * raises (sendfile has no MSG_NOSIGNAL; the program keeps SIGPIPE's default) does not kill it. */
+static void test_fetcher_gone(ftl_ckpt *ck) {
+  ck_l2_link links[2];
+  int tcp = 0;
+  CHECK_INT_EQ(connect_self(ck, links, &tcp), FTL_OK);
+  CHECK_INT_EQ(tcp, 1);
+  for (int i = 0; i < STRANGERS; i++) {
+    check_refused(stranger[i]);
+    stranger[i] = -1;
+  }
+  char path[] = "/tmp/ftl-l2-tcp-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  unlink(path);
+  CHECK(ftruncate(fd, 1 << 20) == 0);
+  ck_l2_tcp_close(links[1].fd);
+  ftl_err rc = FTL_OK;
+  ftl_diag d = {{0}};
+  ck_l2_tcp_pipe guard;
+  ck_l2_tcp_quiet_pipe(&guard);
+  for (int tries = 0; rc == FTL_OK && tries < 1000; tries++) {
+    size_t moved = 0;
+    int failed = 0;
+    int out = 1;
+    rc = ck_l2_tcp_sendfile(links[0].fd, fd, 0, 1 << 20, &moved, &failed, &d);
+    CHECK_INT_EQ(failed, 0);
+    if (rc == FTL_OK) ck_l2_tcp_wait(&links[0].fd, &out, 1, 10);
+  }
+  ck_l2_tcp_restore_pipe(&guard); /* the SIGPIPE raised is taken back, not delivered */
+  CHECK_INT_EQ(rc, FTL_ERR_IO);
+  CHECK(strstr(d.msg, "sendfile") != NULL);
+  close(fd);
+  ck_l2_tcp_close(links[0].fd);
+}
+
 /* Forced to MPI, or a fault on this (the only) rank: no socket, *tcp = 0, and no error; the
  * agreement is the first allgather, or (a failed connection) the second. */
 static void test_mpi(ftl_ckpt *ck, const char *var, const char *value, int allgathers_made) {
@@ -162,6 +199,7 @@ int main(void) {
   unsetenv("FTL_CKPT_L2_TRANSPORT");
   unsetenv("FTL_CKPT_L2_TCP_FAULT");
   test_strangers_refused(ck);
+  test_fetcher_gone(ck);
   test_mpi(ck, "FTL_CKPT_L2_TRANSPORT", "mpi", 1);
   test_mpi(ck, "FTL_CKPT_L2_TCP_FAULT", "listen:0", 1);
   test_mpi(ck, "FTL_CKPT_L2_TCP_FAULT", "connect:0", 2);

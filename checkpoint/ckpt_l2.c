@@ -275,7 +275,7 @@ static ftl_err step_stream(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *
   return rc;
 }
 
-/* ---- the stream engine over TCP (restore's fetch) ---- */
+/* ---- the stream engine over TCP ---------------------------------------------------------- */
 
 /* A received body chunk is cut by the receiver alone (the byte stream has no messages): at most
  * L2_TCP_CHUNK, and never across the edge of a need, so each chunk lands either in one
@@ -304,15 +304,25 @@ static ftl_err tcp_step(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *d) 
   while (x->stage != 3 && !rc) {
     size_t moved = 0;
     if (x->stage < 2) {
-      /* The header: 1 when the body follows (a fetch has no prefix). */
-      unsigned char *h = (unsigned char *)&x->have + x->part;
-      size_t left = sizeof x->have - (size_t)x->part;
+      /* The prefix (save: the sender's piece records; a fetch has none), then the header: 1 when
+       * the body follows. */
+      unsigned char *base = x->stage == 0 ? x->pre : (unsigned char *)&x->have;
+      size_t len = x->stage == 0 ? (size_t)x->pre_len : sizeof x->have;
+      if (len == 0) {
+        x->stage = 1;
+        continue;
+      }
+      unsigned char *h = base + x->part;
+      size_t left = len - (size_t)x->part;
       rc = x->out ? ck_l2_tcp_send(x->sock, h, left, &moved, &sd) : ck_l2_tcp_recv(x->sock, h, left, &moved, &sd);
       if (rc || !moved) break;
       x->part += moved;
-      if (x->part < sizeof x->have) continue;
+      if (x->part < len) continue;
       x->part = 0;
-      x->stage = x->have == 1 && x->size > 0 ? 2 : 3;
+      if (x->stage == 0)
+        x->stage = 1;
+      else
+        x->stage = x->have == 1 && x->size > 0 ? 2 : 3;
     } else if (x->out) {
       /* From the copy's file (sendfile: no pass through this process); after a failed read, the
        * promised length in zeros, which the fetcher's verification then refuses. */
@@ -327,6 +337,27 @@ static ftl_err tcp_step(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *d) 
       if (rc || (!moved && (x->failed == had_failed))) break;
       x->next += moved;
       if (x->next == x->size) x->stage = 3;
+    } else if (!x->fetch) {
+      /* Save's copy: a chunk into the buffer, then written to the partner file. */
+      l2_slot *sl = &x->slot[0];
+      if (x->part == 0) {
+        uint64_t left = x->size - x->next;
+        sl->off = x->next;
+        sl->cur = (int)(left < L2_CHUNK ? left : L2_CHUNK);
+      }
+      rc = ck_l2_tcp_recv(x->sock, sl->buf + x->part, (size_t)sl->cur - (size_t)x->part, &moved, &sd);
+      if (rc || !moved) break;
+      x->part += moved;
+      if (x->part < (uint64_t)sl->cur) continue;
+      if (x->fd >= 0 && !x->failed && core_fs_pwrite_all(x->fd, sl->buf, (size_t)sl->cur, sl->off) != FTL_OK) {
+        x->failed = 1;
+        (void)ftl_fmt(x->why, sizeof x->why, "write at byte %llu failed: %s", (unsigned long long)sl->off,
+                      strerror(errno));
+      }
+      x->part = 0;
+      x->next += (uint64_t)sl->cur;
+      x->done = x->next;
+      if (x->done == x->size) x->stage = 3;
     } else {
       l2_slot *sl = &x->slot[0];
       if (x->part == 0) {
@@ -399,14 +430,15 @@ out:
 
 /* Every rank (collective, ckpt_l2_tcp.c): connects the streams directly over TCP when every rank
  * can; *tcp says whether they are (the same on every rank), else they run over MPI. */
-static ftl_err connect_streams(ftl_ckpt *ck, l2_stream *v, int n, int *tcp, int64_t deadline_ms, ftl_diag *d) {
+static ftl_err connect_streams(ftl_ckpt *ck, l2_stream *v, int n, const char *what, int loud, int *tcp,
+                               int64_t deadline_ms, ftl_diag *d) {
   ck_l2_link *links = ftl_calloc((size_t)n + 1, sizeof *links);
   if (!links) {
     atomic_store(&ck->sync->broken, 1); /* the others expect this rank in the set-up */
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 connections");
   }
   for (int i = 0; i < n; i++) links[i] = (ck_l2_link){.out = v[i].out, .peer = v[i].peer, .shard = v[i].shard};
-  ftl_err rc = ck_l2_tcp_connect(ck, links, n, tcp, deadline_ms, d);
+  ftl_err rc = ck_l2_tcp_connect(ck, links, n, what, loud, tcp, deadline_ms, d);
   for (int i = 0; !rc && *tcp && i < n; i++) {
     v[i].tcp = 1;
     v[i].sock = links[i].fd;
@@ -601,6 +633,7 @@ ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t dea
   char l1p[PATH_MAX], file[CK_FILE_MAX];
   ck_shard_file_name(me, file);
   o->out = 1;
+  o->shard = me;
   o->peer = ck->l2_partner[me];
   o->tag = L2_TAG_SAVE;
   o->size = hdrs[me].size;
@@ -640,6 +673,10 @@ ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t dea
               "step %lld: no L2 copy of rank %d's shard here (%s); the run directory has it", (long long)step, r, why);
     }
   }
+  int tcp = 0;
+  /* Every checkpoint: said in debug only. */
+  rc = connect_streams(ck, v, n, "the L2 save", 0, &tcp, deadline_ms, d);
+  if (rc) goto out;
   rc = alloc_bufs(v, n, d);
   if (rc) goto out;
   int64_t t0 = ftl_clock_ns();
@@ -768,7 +805,7 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
     }
   }
   int tcp = 0;
-  rc = connect_streams(ck, v, n, &tcp, deadline_ms, d);
+  rc = connect_streams(ck, v, n, "the L2 fetch", 1, &tcp, deadline_ms, d);
   if (rc) goto out;
   rc = alloc_bufs(v, n, d);
   if (rc) {

@@ -206,7 +206,9 @@ static void close_links(ck_l2_link *links, int n) {
   }
 }
 
-ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int64_t deadline_ms, ftl_diag *d) {
+ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *what, int loud, int *tcp,
+                          int64_t deadline_ms, ftl_diag *d) {
+  const int info = loud ? FTL_LOG_INFO : FTL_LOG_DEBUG;
   int W = ck->world, listen_fd = -1, serves = 0, npend = 0, started = 0;
   ftl_err rc = FTL_OK;
   tcp_rec mine;
@@ -231,6 +233,8 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 connections");
     goto out;
   }
+  for (int i = 0; i < n; i++) at[i].fd = -1;
+  for (int i = 0; i < TCP_PENDING; i++) pend[i].fd = -1;
   /* Step 1: this rank's listener, token and addresses. */
   int may = transport_tcp();
   mine.ok = (uint8_t)may;
@@ -273,14 +277,13 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
     /* Said on the ranks with transfers, this rank's own reason first; a warning only where TCP
      * failed. */
     if (n && !mine.ok)
-      FTL_LOG(may ? FTL_LOG_WARN : FTL_LOG_INFO, "ckpt", "the L2 transfer goes over MPI: %s", why);
+      FTL_LOG(may ? FTL_LOG_WARN : info, "ckpt", "%s goes over MPI: %s", what, why);
     else if (n)
-      FTL_LOG(FTL_LOG_INFO, "ckpt", "the L2 transfer goes over MPI: rank %d cannot or may not use TCP", refuser);
+      FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d cannot or may not use TCP", what, refuser);
     goto out;
   }
   /* Step 2: connect, answer, agree. */
   for (int i = 0; i < n; i++) {
-    at[i].fd = -1;
     if (links[i].out) continue;
     const tcp_rec *r = &all[links[i].peer];
     if (r->port == 0 || r->naddr == 0 || fault_at("connect", ck->rank)) {
@@ -291,7 +294,6 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
     }
     attempt_next(&at[i], r);
   }
-  for (int i = 0; i < TCP_PENDING; i++) pend[i].fd = -1;
   for (;;) {
     int np = 0, open = 0;
     for (int i = 0; i < n; i++) {
@@ -305,7 +307,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
       for (int i = 0; i < n; i++)
         if (!links[i].out && at[i].state != 3) {
           my_ok = 0;
-          FTL_LOG(FTL_LOG_WARN, "ckpt", "the L2 transfer goes over MPI: no connection to rank %d for shard %d (%s)",
+          FTL_LOG(FTL_LOG_WARN, "ckpt", "%s goes over MPI: no connection to rank %d for shard %d (%s)", what,
                   links[i].peer, links[i].shard, at[i].why);
         }
       rc = ck_coll_iallgather(ck, &my_ok, oks, 1, &req, d);
@@ -379,7 +381,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
   for (int r = 0; r < W; r++)
     if (!oks[r]) {
       if (r != ck->rank && n)
-        FTL_LOG(FTL_LOG_INFO, "ckpt", "the L2 transfer goes over MPI: rank %d could not connect", r);
+        FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d could not connect", what, r);
       goto out;
     }
   /* Every fetcher was answered, so every server holds its connections. */
@@ -397,7 +399,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int6
       goto out;
     }
   *tcp = 1;
-  if (n) FTL_LOG(FTL_LOG_INFO, "ckpt", "the L2 transfer goes over TCP (%d connections)", n);
+  if (n) FTL_LOG(info, "ckpt", "%s goes over TCP (%d connections)", what, n);
 out:
   if (!*tcp) close_links(links, n);
   for (int i = 0; at && i < n; i++) ck_l2_tcp_close(at[i].fd);

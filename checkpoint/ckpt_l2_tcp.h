@@ -40,8 +40,11 @@ typedef struct ck_l2_tcp_hello {
  * links): sets up a connection for each link of every rank. *tcp = 1 when every link of every
  * rank is connected, the same on every rank; else every fd is -1 (and *tcp = 0): the transfer goes
  * over MPI. FTL_CKPT_L2_TRANSPORT=mpi on any rank makes it 0. Only a gang failure is returned (a
- * collective past the deadline, an MPI error: the handle is then broken). */
-ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, int *tcp, int64_t deadline_ms, ftl_diag *d);
+ * collective past the deadline, an MPI error: the handle is then broken). The log says "<what>
+ * goes over TCP" or "... over MPI: <why>" (a warning on the rank where TCP failed; info when loud,
+ * else debug, on the others). */
+ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *what, int loud, int *tcp,
+                          int64_t deadline_ms, ftl_diag *d);
 
 /* The socket calls of a connected stream, non-blocking: each moves what it can without waiting
  * (*moved: the bytes, 0 when the socket has no room or no data) and fails (FTL_ERR_IO, d saying

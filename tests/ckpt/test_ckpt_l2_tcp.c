@@ -9,6 +9,7 @@
  * transfers themselves, and the agreement across hosts, are tested by tests/fault/ft_l2.sh. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,7 +83,7 @@ static ftl_err connect_self(ftl_ckpt *ck, ck_l2_link *links, int *tcp) {
   links[1] = (ck_l2_link){.out = 0, .peer = 0, .shard = 3, .fd = -1};
   allgathers = 0;
   ftl_diag d = {{0}};
-  ftl_err rc = ck_l2_tcp_connect(ck, links, 2, tcp, ftl_deadline_after_ms(10000), &d);
+  ftl_err rc = ck_l2_tcp_connect(ck, links, 2, "the test's transfer", 1, tcp, ftl_deadline_after_ms(10000), &d);
   if (rc) fprintf(stderr, "ck_l2_tcp_connect: %s\n", d.msg);
   return rc;
 }
@@ -179,6 +180,7 @@ static void test_mpi(ftl_ckpt *ck, const char *var, const char *value, int allga
   unsetenv(var);
   CHECK_INT_EQ(tcp, 0);
   CHECK_INT_EQ(allgathers, allgathers_made);
+  CHECK(fcntl(0, F_GETFD) >= 0); /* no descriptor but its own was closed (one was: 0) */
   CHECK(links[0].fd < 0 && links[1].fd < 0);
   for (int i = 0; i < STRANGERS; i++)
     if (stranger[i] >= 0) {
@@ -189,6 +191,9 @@ static void test_mpi(ftl_ckpt *ck, const char *var, const char *value, int allga
 
 int main(void) {
   rz_mpi_set_ops(&fake);
+  /* Descriptor 0 open (/dev/null), for test_mpi's check that nothing else is closed. */
+  close(0);
+  CHECK(open("/dev/null", O_RDONLY) == 0);
   ftl_ckpt *ck = calloc(1, sizeof *ck);
   CHECK(ck != NULL);
   ck->sync = calloc(1, sizeof *ck->sync);

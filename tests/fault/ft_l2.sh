@@ -85,19 +85,22 @@ spare*)
   # The transport: direct TCP unless it was forced off or failed on one rank, then MPI on all.
   e0=$RUN/attempt-0001/rank-00000.err e4=$RUN/attempt-0001/rank-00004.err
   case $MODE in
-  spare) expect_contains "$e4" "the L2 transfer goes over TCP" ;;
-  spare_mpi) expect_contains "$e4" "the L2 transfer goes over MPI: FTL_CKPT_L2_TRANSPORT=mpi" ;;
+  spare) expect_contains "$e4" "the L2 fetch goes over TCP" ;;
+  spare_mpi) expect_contains "$e4" "the L2 fetch goes over MPI: FTL_CKPT_L2_TRANSPORT=mpi" ;;
   spare_listen_fail)
-    expect_contains "$e0" "the L2 transfer goes over MPI: cannot listen: fault injected"
-    expect_contains "$e4" "the L2 transfer goes over MPI: rank 0 cannot or may not use TCP"
+    expect_contains "$e0" "the L2 fetch goes over MPI: cannot listen: fault injected"
+    expect_contains "$e4" "the L2 fetch goes over MPI: rank 0 cannot or may not use TCP"
     ;;
   spare_connect_fail)
-    expect_contains "$e4" "the L2 transfer goes over MPI: no connection to rank 0 for shard 4 (fault injected"
-    expect_contains "$e0" "the L2 transfer goes over MPI: rank 4 could not connect"
+    expect_contains "$e4" "the L2 fetch goes over MPI: no connection to rank 0 for shard 4 (fault injected"
+    expect_contains "$e0" "the L2 fetch goes over MPI: rank 4 could not connect"
     ;;
   esac
-  [ "$MODE" = spare ] || ! grep -l "the L2 transfer goes over TCP" "$RUN"/attempt-0001/rank-*.err ||
+  [ "$MODE" = spare ] || ! grep -l "the L2 fetch goes over TCP" "$RUN"/attempt-0001/rank-*.err ||
     fail "a rank used TCP where every rank should have fallen back to MPI"
+  # The saves' copies (over TCP, or MPI after the same fallback) were all usable.
+  ! grep -E "L2 copy sent to rank .* is unusable|no L2 copy of rank" "$RUN"/attempt-000[01]/rank-*.err ||
+    fail "an L2 copy of a save was lost"
   ;;
 corrupt|deleted)
   [ "$RC" != 0 ] || fail "the job with its restarts off finished after a lost host"

@@ -6,8 +6,7 @@
  * ranks. Every rank derives the same from the host names allgathered at ftl_ckpt_create. With one
  * host there is no L2.
  *
- * Transport: MPI point-to-point on the handle's own communicator, in the phases where every rank
- * already takes part (so no thread listens for anything):
+ * Transfers, in the phases where every rank already takes part (so no thread listens for anything):
  *   - save, in the writer thread between the commit agreement (every shard durable in L3) and the
  *     manifest: each rank streams its shard file to its partner rank, which writes it into
  *     partner/shard-R.h5.tmp, verifies every byte against the agreed size and checksum with the
@@ -16,12 +15,13 @@
  *   - restore, on the training thread after the manifest is parsed: each rank says which shards it
  *     wants from L2 (an allgather), the lowest rank on each shard's l2_host streams its copy to each
  *     rank that wants it, which writes it into its own L1 folder and verifies it before use
- *     (ckpt_restore.c). These streams go over a direct TCP connection each (ckpt_l2_tcp.c sets
- *     them up; every rank falls back to MPI together when one cannot): Open MPI's TCP transport
- *     copies every byte through its fragments and moves them only inside MPI_Test.
+ *     (ckpt_restore.c).
+ * The streams of both go over a direct TCP connection each (ckpt_l2_tcp.c sets them up; every rank
+ * falls back to MPI together when one cannot): Open MPI's TCP transport copies every byte through
+ * its fragments and moves them only inside MPI_Test.
  * Every transfer is polled against the step's deadline, like the collectives; one that passes it,
- * or an MPI error, marks the handle broken. A copy that cannot be read, stored or verified is a
- * warning and nothing more: the run directory's copy is the one that counts.
+ * an MPI error or a connection that breaks, marks the handle broken. A copy that cannot be read,
+ * stored or verified is a warning and nothing more: the run directory's copy is the one that counts.
  *
  * Not here: the folders and their limit (levels.c), verification (shard.c), MPI calls (ckpt_coll.c),
  * sockets (ckpt_l2_tcp.c), which copy a restore reads (ckpt_restore.c).

@@ -1,7 +1,9 @@
-/* checkpoint/ckpt_l2_tcp.c: the direct TCP transport of the L2 fetch (docs/checkpoint.md, "L2"):
- * one plain TCP connection per stream of ckpt_l2.c's engine, so a fetched shard goes from the
- * server's copy (sendfile) into the fetcher's destinations (recv) with one copy, where Open MPI's
- * TCP transport copies every byte through its own fragments and moves them only inside MPI_Test.
+/* checkpoint/ckpt_l2_tcp.c: the direct TCP transport of the L2 transfers (docs/checkpoint.md,
+ * "L2"): one plain TCP connection per stream of ckpt_l2.c's engine, so a fetched shard goes from
+ * the server's copy (sendfile) into the fetcher's destinations (recv) with one copy, where Open
+ * MPI's TCP transport copies every byte through its own fragments and moves them only inside
+ * MPI_Test. A save's copy to the partner uses it too. Below, "server" is a stream's sender (it
+ * listens) and "fetcher" its receiver (it connects).
  *
  * Set-up, over the handle's communicator (trusted, unlike the network):
  *   1. every rank that serves a stream listens (an ephemeral port on all addresses, rendezvous's

@@ -1,5 +1,5 @@
-/* checkpoint/ckpt_l2_tcp.h: the L2 fetch's direct TCP transport (ckpt_l2_tcp.c), for the stream
- * engine of ckpt_l2.c. Private to checkpoint/ckpt*.c. */
+/* checkpoint/ckpt_l2_tcp.h: the L2 transfers' direct TCP transport (ckpt_l2_tcp.c), for the
+ * stream engine of ckpt_l2.c. Private to checkpoint/ckpt*.c. */
 #ifndef FTL_CKPT_L2_TCP_H
 #define FTL_CKPT_L2_TCP_H
 

@@ -139,8 +139,8 @@ typedef struct l2_stream {
   ck_verifier *ver;
   const ck_need *needs;
   int nneeds;
-  /* Over the direct TCP transport (ckpt_l2_tcp.c, restore's fetch): sock, and the bytes of the
-   * header or of the current body chunk (slot 0) moved so far. */
+  /* Over the direct TCP transport (ckpt_l2_tcp.c): sock, and the bytes of the prefix, the
+   * header or the current received body chunk (slot 0) moved so far. */
   int tcp, sock;
   uint64_t part;
 } l2_stream;

@@ -480,6 +480,11 @@ void ck_l2_tcp_restore_pipe(const ck_l2_tcp_pipe *g) {
   pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
+void ck_l2_tcp_wake_at(int sock, uint64_t bytes) {
+  int v = bytes > INT_MAX ? INT_MAX : bytes < 1 ? 1 : (int)bytes;
+  (void)setsockopt(sock, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v);
+}
+
 void ck_l2_tcp_wait(const int *socks, const int *out, int n, int wait_ms) {
   struct pollfd *fds = ftl_calloc((size_t)n + 1, sizeof *fds);
   if (!fds) {

@@ -63,6 +63,9 @@ ftl_err ck_l2_tcp_sendfile(int sock, int fd, uint64_t off, size_t n, size_t *mov
 ftl_err ck_l2_tcp_recv(int sock, void *p, size_t n, size_t *moved, ftl_diag *d);
 /* Waits until one of socks (out[i]: to send, else to receive) is ready or wait_ms pass. */
 void ck_l2_tcp_wait(const int *socks, const int *out, int n, int wait_ms);
+/* A receiver's poll wakes for sock only once bytes are there (SO_RCVLOWAT; a recv still takes
+ * whatever has come). */
+void ck_l2_tcp_wake_at(int sock, uint64_t bytes);
 void ck_l2_tcp_close(int sock);
 
 #endif

@@ -102,6 +102,11 @@ void ck_coll_close(ftl_ckpt *ck) {
 
 /* ---- point-to-point (the L2 level's transfers, ckpt_l2.c) -------------------------------- */
 
+ftl_err ck_coll_iallgather(ftl_ckpt *ck, const void *send, void *recv, int bytes, MPI_Request *req, ftl_diag *d) {
+  int e = ftl_mpi()->iallgather(send, bytes, MPI_BYTE, recv, bytes, MPI_BYTE, ck->comm, req);
+  return e == MPI_SUCCESS ? FTL_OK : mpi_fail(ck, e, "MPI_Iallgather", d);
+}
+
 int ck_p2p_available(void) {
   return ftl_mpi()->isend != NULL && ftl_mpi()->irecv != NULL && ftl_mpi()->get_count != NULL;
 }

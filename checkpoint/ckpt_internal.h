@@ -11,6 +11,7 @@
  *   ckpt_writer.c   the writer thread, the commit protocol, garbage collection
  *   ckpt_restore.c  restore at any world size and its agreement
  *   ckpt_l2.c       the L2 level: partner placement, the transfers of save and restore
+ *   l2_tcp.c        the L2 fetch's direct TCP transport: its set-up and socket calls (l2_tcp.h)
  *
  * Threads: the training thread owns the registry and the staging buffers between checkpoints;
  * ftl_ckpt_save hands them to the writer under sync->mu (in_flight = 1) and gets them back when
@@ -190,6 +191,10 @@ ftl_err ck_coll_agree_setup(ftl_ckpt *ck, MPI_Comm gang, const int *ok, int *all
 ftl_err ck_coll_open(ftl_ckpt *ck, MPI_Comm gang, int64_t deadline_ms, ftl_diag *d);
 /* Frees ck->comm unless the handle is broken (a pending request may still use it). */
 void ck_coll_close(ftl_ckpt *ck);
+
+/* An allgather only started, for a caller that must keep serving sockets while it completes (the
+ * L2 transport's agreement, l2_tcp.c): poll req with ck_p2p_test against a deadline. */
+ftl_err ck_coll_iallgather(ftl_ckpt *ck, const void *send, void *recv, int bytes, MPI_Request *req, ftl_diag *d);
 
 /* Point-to-point for the L2 transfers, polled by the caller with ck_p2p_test (an MPI error marks
  * the handle broken). *bytes gets the received count when done. ck_p2p_available: the seam has

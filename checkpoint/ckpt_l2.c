@@ -6,8 +6,7 @@
  * ranks. Every rank derives the same from the host names allgathered at ftl_ckpt_create. With one
  * host there is no L2.
  *
- * Transport: MPI point-to-point on the handle's own communicator, in the phases where every rank
- * already takes part (so no thread listens for anything):
+ * Transfers, in the phases where every rank already takes part (so no thread listens for anything):
  *   - save, in the writer thread between the commit agreement (every shard durable in L3) and the
  *     manifest: each rank streams its shard file to its partner rank, which writes it into
  *     partner/shard-R.h5.tmp, verifies every byte against the agreed size and checksum with the
@@ -18,12 +17,15 @@
  *     copies it keeps: one allgather of two bitmaps), every rank derives the same holder for each
  *     wanted shard (plan_fetch), and that holder streams its copy to the rank that wants it, which
  *     hashes every byte against the manifest as it arrives (ckpt_restore.c uses it only then).
+ * The streams of both go over a direct TCP connection each (ckpt_l2_tcp.c sets them up; every rank
+ * falls back to MPI together when one cannot): Open MPI's TCP transport copies every byte through
+ * its fragments and moves them only inside MPI_Test.
  * Every transfer is polled against the step's deadline, like the collectives; one that passes it,
- * or an MPI error, marks the handle broken. A copy that cannot be read, stored or verified is a
- * warning and nothing more: the run directory's copy is the one that counts.
+ * an MPI error or a connection that breaks, marks the handle broken. A copy that cannot be read,
+ * stored or verified is a warning and nothing more: the run directory's copy is the one that counts.
  *
  * Not here: the folders and their limit (levels.c), verification (shard.c), MPI calls (ckpt_coll.c),
- * which copy a restore reads (ckpt_restore.c).
+ * sockets (ckpt_l2_tcp.c), which copy a restore reads (ckpt_restore.c).
  *
  * Map: placement; the stream engine; save; restore's fetch. */
 #include <errno.h>
@@ -41,6 +43,7 @@
 
 #include "checkpoint/catalog.h"
 #include "checkpoint/ckpt_internal.h"
+#include "checkpoint/ckpt_l2_tcp.h"
 #include "checkpoint/shard.h"
 #include "core/fs.h"
 
@@ -130,6 +133,10 @@ typedef struct l2_stream {
   ck_verifier *ver;
   const ck_need *needs;
   int nneeds;
+  /* Over the direct TCP transport (ckpt_l2_tcp.c): sock, and the bytes of the prefix, the
+   * header or the current received body chunk (slot 0) moved so far. */
+  int tcp, sock;
+  uint64_t part;
 } l2_stream;
 
 /* Where a fetched message of n bytes at off lands: its place in the destination of the need that
@@ -262,6 +269,188 @@ static ftl_err step_stream(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *
   return rc;
 }
 
+/* ---- the stream engine over TCP ---------------------------------------------------------- */
+
+/* A received body chunk is cut by the receiver alone (the byte stream has no messages): at most
+ * L2_TCP_CHUNK, and never across the edge of a need, so each chunk lands either in one
+ * destination or (the HDF5 metadata between them) in the bounce buffer. Each recv is hashed at once
+ * while its bytes are in the cache, so it is kept to L2_TCP_RECV (256 KiB and 2 MiB did worse). */
+#define L2_TCP_CHUNK L2_CHUNK
+#define L2_TCP_RECV (512u << 10)
+#define L2_TCP_WAKE (512u << 10)
+
+static uint64_t tcp_chunk_end(const l2_stream *x, uint64_t off) {
+  uint64_t end = x->size - off < L2_TCP_CHUNK ? x->size : off + L2_TCP_CHUNK;
+  for (int i = 0; i < x->nneeds; i++) {
+    const ck_need *nd = &x->needs[i];
+    if (nd->file_offset > off && nd->file_offset < end) end = nd->file_offset;
+    if (nd->file_offset + nd->size_bytes > off && nd->file_offset + nd->size_bytes < end)
+      end = nd->file_offset + nd->size_bytes;
+  }
+  return end;
+}
+
+/* Moves one TCP stream as far as its socket allows. A connection that breaks or ends early is a
+ * gang failure, like an MPI error: the handle is broken. */
+static ftl_err tcp_step(ftl_ckpt *ck, l2_stream *x, int *progress, ftl_diag *d) {
+  static const unsigned char zeros[64 << 10];
+  ftl_diag sd = {{0}};
+  ftl_err rc = FTL_OK;
+  while (x->stage != 3 && !rc) {
+    size_t moved = 0;
+    if (x->stage < 2) {
+      /* The prefix (save: the sender's piece records; a fetch has none), then the header: 1 when
+       * the body follows. */
+      unsigned char *base = x->stage == 0 ? x->pre : (unsigned char *)&x->have;
+      size_t len = x->stage == 0 ? (size_t)x->pre_len : sizeof x->have;
+      if (len == 0) {
+        x->stage = 1;
+        continue;
+      }
+      unsigned char *h = base + x->part;
+      size_t left = len - (size_t)x->part;
+      rc = x->out ? ck_l2_tcp_send(x->sock, h, left, &moved, &sd) : ck_l2_tcp_recv(x->sock, h, left, &moved, &sd);
+      if (rc || !moved) break;
+      x->part += moved;
+      if (x->part < len) continue;
+      x->part = 0;
+      if (x->stage == 0)
+        x->stage = 1;
+      else
+        x->stage = x->have == 1 && x->size > 0 ? 2 : 3;
+    } else if (x->out) {
+      /* From the copy's file with sendfile (the kernel takes the pages as they are: no copy in
+       * this process, which a send from the mapping costs; with both ends of a fetch on the CPUs
+       * of one machine that made it twice as slow); after a failed read, the promised length in
+       * zeros, which the receiver's verification then refuses. */
+      uint64_t left = x->size - x->next;
+      size_t n = (size_t)(left < L2_CHUNK ? left : L2_CHUNK);
+      int had_failed = x->failed;
+      if (!x->failed)
+        rc = ck_l2_tcp_sendfile(x->sock, x->fd, x->next, n, &moved, &x->failed, &sd);
+      if (!rc && x->failed && !had_failed)
+        (void)ftl_fmt(x->why, sizeof x->why, "read at byte %llu failed: %s", (unsigned long long)x->next,
+                      errno ? strerror(errno) : "the file ends early");
+      if (!rc && x->failed) rc = ck_l2_tcp_send(x->sock, zeros, n < sizeof zeros ? n : sizeof zeros, &moved, &sd);
+      if (rc || (!moved && (x->failed == had_failed))) break;
+      x->next += moved;
+      if (x->next == x->size) x->stage = 3;
+    } else if (!x->fetch) {
+      /* Save's copy: a chunk into the buffer, then written to the partner file. */
+      l2_slot *sl = &x->slot[0];
+      if (x->part == 0) {
+        uint64_t left = x->size - x->next;
+        sl->off = x->next;
+        sl->cur = (int)(left < L2_CHUNK ? left : L2_CHUNK);
+      }
+      rc = ck_l2_tcp_recv(x->sock, sl->buf + x->part, (size_t)sl->cur - (size_t)x->part, &moved, &sd);
+      if (rc || !moved) break;
+      x->part += moved;
+      if (x->part < (uint64_t)sl->cur) continue;
+      if (x->fd >= 0 && !x->failed && core_fs_pwrite_all(x->fd, sl->buf, (size_t)sl->cur, sl->off) != FTL_OK) {
+        x->failed = 1;
+        (void)ftl_fmt(x->why, sizeof x->why, "write at byte %llu failed: %s", (unsigned long long)sl->off,
+                      strerror(errno));
+      }
+      x->part = 0;
+      x->next += (uint64_t)sl->cur;
+      x->done = x->next;
+      if (x->done == x->size) x->stage = 3;
+    } else {
+      l2_slot *sl = &x->slot[0];
+      uint64_t rest = x->size - x->next;
+      /* poll wakes this rank only once L2_TCP_WAKE bytes are there (or all that is left, near the
+       * end): a wake for every 64 KiB segment of the loopback cost a 512 MiB fetch here half its
+       * time again (526 against 356 ms, both ends on 2 cores). */
+      if (x->part == 0 && (x->next == 0 || rest < L2_TCP_WAKE))
+        ck_l2_tcp_wake_at(x->sock, rest < L2_TCP_WAKE ? rest : L2_TCP_WAKE);
+      if (x->part == 0) {
+        sl->off = x->next;
+        sl->cur = (int)(tcp_chunk_end(x, x->next) - x->next);
+        sl->at = fetch_place(x, sl->off, (uint64_t)sl->cur, sl->buf);
+      }
+      size_t want = (size_t)sl->cur - (size_t)x->part;
+      if (want > L2_TCP_RECV) want = L2_TCP_RECV;
+      rc = ck_l2_tcp_recv(x->sock, sl->at + x->part, want, &moved, &sd);
+      if (rc || !moved) break;
+      /* Bytes in a destination are hashed now; a chunk in the bounce buffer is given out whole. */
+      if (sl->at != sl->buf && x->ver) ck_verifier_feed(x->ver, sl->at + x->part, moved);
+      x->part += moved;
+      if (x->part < (uint64_t)sl->cur) continue;
+      if (sl->at == sl->buf) fetch_landed(x, sl);
+      x->part = 0;
+      x->next += (uint64_t)sl->cur;
+      x->done = x->next;
+      if (x->done == x->size) x->stage = 3;
+    }
+    *progress = 1;
+  }
+  if (!rc) return FTL_OK;
+  atomic_store(&ck->sync->broken, 1);
+  return ftl_diag_fail(d, FTL_ERR_IO, "the L2 transfer of shard %d %s rank %d failed at byte %llu of %llu: %s",
+                       x->shard, x->out ? "to" : "from", x->peer,
+                       (unsigned long long)(x->stage < 2 ? 0 : x->next + (x->out ? 0 : x->part)),
+                       (unsigned long long)x->size, sd.msg);
+}
+
+/* Drives every TCP stream to its end or the deadline, waiting in poll between moves. */
+static ftl_err run_tcp_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_ms, const char *what,
+                               ftl_diag *d) {
+  int *socks = ftl_calloc((size_t)n + 1, sizeof *socks), *outs = ftl_calloc((size_t)n + 1, sizeof *outs);
+  ftl_err rc = FTL_OK;
+  ck_l2_tcp_pipe pipe_guard;
+  ck_l2_tcp_quiet_pipe(&pipe_guard); /* a fetcher gone must not SIGPIPE this program */
+  if (!socks || !outs) {
+    atomic_store(&ck->sync->broken, 1);
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
+    goto out;
+  }
+  for (;;) {
+    int progress = 0, open = 0;
+    for (int i = 0; i < n && !rc; i++) {
+      rc = tcp_step(ck, &v[i], &progress, d);
+      if (v[i].stage != 3) {
+        socks[open] = v[i].sock;
+        outs[open++] = v[i].out;
+      }
+    }
+    if (rc || !open) goto out;
+    if (progress) continue;
+    int left = ftl_deadline_left_ms(deadline_ms);
+    if (left == 0) {
+      atomic_store(&ck->sync->broken, 1);
+      rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s did not complete within %lld ms (a rank is gone or stuck)", what,
+                         (long long)ck->timeout_ms);
+      goto out;
+    }
+    ck_l2_tcp_wait(socks, outs, open, left < 100 ? left : 100);
+  }
+out:
+  ck_l2_tcp_restore_pipe(&pipe_guard);
+  ftl_free(socks);
+  ftl_free(outs);
+  return rc;
+}
+
+/* Every rank (collective, ckpt_l2_tcp.c): connects the streams directly over TCP when every rank
+ * can; *tcp says whether they are (the same on every rank), else they run over MPI. */
+static ftl_err connect_streams(ftl_ckpt *ck, l2_stream *v, int n, const char *what, int loud, int *tcp,
+                               int64_t deadline_ms, ftl_diag *d) {
+  ck_l2_link *links = ftl_calloc((size_t)n + 1, sizeof *links);
+  if (!links) {
+    atomic_store(&ck->sync->broken, 1); /* the others expect this rank in the set-up */
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 connections");
+  }
+  for (int i = 0; i < n; i++) links[i] = (ck_l2_link){.out = v[i].out, .peer = v[i].peer, .shard = v[i].shard};
+  ftl_err rc = ck_l2_tcp_connect(ck, links, n, what, loud, tcp, deadline_ms, d);
+  for (int i = 0; !rc && *tcp && i < n; i++) {
+    v[i].tcp = 1;
+    v[i].sock = links[i].fd;
+  }
+  ftl_free(links);
+  return rc;
+}
+
 /* Drives every stream to its end or the deadline. After an error a request may still be pending on
  * a stream's buffers: *leak is set and the caller must not free them. */
 static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_ms, const char *what, int *leak,
@@ -278,6 +467,7 @@ static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_m
   long sleep_ns = 10000;
   int64_t last = ftl_clock_ns();
   *leak = 0;
+  if (n > 0 && v[0].tcp) return run_tcp_streams(ck, v, n, deadline_ms, what, d); /* all or none are */
   for (;;) {
     int progress = 0, open = 0;
     for (int i = 0; i < n; i++) {
@@ -313,7 +503,7 @@ static ftl_err run_streams(ftl_ckpt *ck, l2_stream *v, int n, int64_t deadline_m
 static ftl_err alloc_bufs(l2_stream *v, int n, ftl_diag *d) {
   for (int i = 0; i < n; i++) {
     /* A sender with nothing to send, or that sends from its mapped copy, needs no body buffers. */
-    if (v[i].out && (v[i].fd < 0 || v[i].map)) continue;
+    if (v[i].out && (v[i].fd < 0 || v[i].map || v[i].tcp)) continue;
     for (int k = 0; k < L2_SLOTS; k++) {
       v[i].slot[k].buf = ftl_malloc(L2_CHUNK);
       if (!v[i].slot[k].buf) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 transfer");
@@ -325,6 +515,7 @@ static ftl_err alloc_bufs(l2_stream *v, int n, ftl_diag *d) {
 static void free_streams(l2_stream *v, int n, int leak) {
   if (!v || leak) return; /* a pending request may still write into them */
   for (int i = 0; i < n; i++) {
+    if (v[i].tcp) ck_l2_tcp_close(v[i].sock);
     if (v[i].fd >= 0) core_fs_table.close(v[i].fd);
     if (v[i].map) munmap(v[i].map, (size_t)v[i].size);
     for (int k = 0; k < L2_SLOTS; k++) ftl_free(v[i].slot[k].buf);
@@ -446,6 +637,7 @@ ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t dea
   char l1p[PATH_MAX], file[CK_FILE_MAX];
   ck_shard_file_name(me, file);
   o->out = 1;
+  o->shard = me;
   o->peer = ck->l2_partner[me];
   o->tag = L2_TAG_SAVE;
   o->size = hdrs[me].size;
@@ -485,6 +677,10 @@ ftl_err ck_l2_save(ftl_ckpt *ck, int64_t step, const char *own_path, int64_t dea
               "step %lld: no L2 copy of rank %d's shard here (%s); the run directory has it", (long long)step, r, why);
     }
   }
+  int tcp = 0;
+  /* Every checkpoint: said in debug only. */
+  rc = connect_streams(ck, v, n, "the L2 save", 0, &tcp, deadline_ms, d);
+  if (rc) goto out;
   rc = alloc_bufs(v, n, d);
   if (rc) goto out;
   int64_t t0 = ftl_clock_ns();
@@ -698,6 +894,9 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
       if (x->fd < 0) x->nneeds = 0;
     }
   }
+  int tcp = 0;
+  rc = connect_streams(ck, v, n, "the L2 fetch", 1, &tcp, deadline_ms, d);
+  if (rc) goto out;
   rc = alloc_bufs(v, n, d);
   if (rc) {
     atomic_store(&ck->sync->broken, 1); /* the peers expect these streams */

@@ -15,7 +15,6 @@
  * It deliberately does not restart anything: the launcher decides, for the whole gang. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -67,19 +66,17 @@ static int slurm_local_size(const char *tasks_per_node, int node_id) {
 /* This host's IPv4 addresses, space-separated: a hostfile may name hosts by address, and the
  * launcher must match a host it blames to its hostfile line. */
 static void host_addresses(char *out, size_t size) {
-  struct ifaddrs *all = NULL;
+  uint32_t addr[32];
+  int n = rz_host_ipv4(addr, 32);
   size_t used = 0;
   out[0] = '\0';
-  if (getifaddrs(&all) != 0) return;
-  for (struct ifaddrs *i = all; i; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+  for (int i = 0; i < n; i++) {
     char text[INET_ADDRSTRLEN];
-    if (!inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, text, sizeof text)) continue;
-    int n = snprintf(out + used, size - used, "%s%s", used ? " " : "", text);
-    if (n < 0 || (size_t)n >= size - used) break;
-    used += (size_t)n;
+    if (!inet_ntop(AF_INET, &addr[i], text, sizeof text)) continue;
+    int k = snprintf(out + used, size - used, "%s%s", used ? " " : "", text);
+    if (k < 0 || (size_t)k >= size - used) break;
+    used += (size_t)k;
   }
-  freeifaddrs(all);
 }
 
 typedef struct rank_place {

@@ -235,7 +235,7 @@ static const char *const allowed_ftl_env_names[] = {
     "FTL_LOG_LEVEL",      "FTL_BACKEND",          "FTL_COLLECTIVE_TIMEOUT_MS", "FTL_CKPT_ALLOW_FRESH",
     "FTL_FAULT",          "FTL_CKPT_FAULT",       "FTL_CRASH_AT",              "FTL_CRASH_RANK",
     "FTL_CRASH_STEP",     "FTL_CRASH_ATTEMPT",    "FTL_CKPT_CRASH_AT",         "FTL_CKPT_CRASH_RANK",
-    "FTL_CKPT_CRASH_STEP", "FTL_CKPT_CRASH_ATTEMPT", NULL};
+    "FTL_CKPT_CRASH_STEP", "FTL_CKPT_CRASH_ATTEMPT", "FTL_CKPT_L2_TRANSPORT", "FTL_CKPT_L2_TCP_FAULT", NULL};
 
 static bool name_in(const char *name, size_t len, const char *const *list) {
   for (const char *const *p = list; *p; p++)
@@ -261,7 +261,8 @@ static ftl_err check_env_names(const ftl_job *job, const ftl_yb_doc *doc, ftl_di
         return ln_yb_fail_field(doc, path, d,
                                  "reserved: FTL_* variables are ftl's own, except %s and the test-only fault "
                                  "injection (docs/job-spec.md)",
-                                 "FTL_LOG_LEVEL, FTL_BACKEND, FTL_COLLECTIVE_TIMEOUT_MS, FTL_CKPT_ALLOW_FRESH");
+                                 "FTL_LOG_LEVEL, FTL_BACKEND, FTL_COLLECTIVE_TIMEOUT_MS, FTL_CKPT_ALLOW_FRESH, "
+                                 "FTL_CKPT_L2_TRANSPORT");
       return ln_yb_fail_field(doc, path, d,
                                "reserved: %s* variables belong to Open MPI's launch of the ranks; set MCA "
                                "parameters in the environment of `ftl run` instead",

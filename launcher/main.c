@@ -134,6 +134,8 @@ static const char env_reads_help[] =
     "                                                   before it gives up (default a day; ftl starts another)\n"
     "  FTL_CKPT_ALLOW_FRESH=1                           the ranks' checkpoint library may start fresh in a run\n"
     "                                                   directory whose checkpoints are all unusable\n"
+    "  FTL_CKPT_L2_TRANSPORT=tcp|mpi                    how L2 checkpoint copies travel between hosts (default tcp:\n"
+    "                                                   direct connections; mpi: MPI point-to-point)\n"
     "  FTL_LIBRARY                                      the libftl.so the Python binding loads (docs/python.md)\n"
     "  PATH                                             where `ftl run` looks up a program named without '/'\n"
     "  SLURM_JOB_ID                                     `--launcher auto` uses srun inside a Slurm allocation\n"
@@ -149,7 +151,8 @@ static const char env_reads_help[] =
     "Test-only fault injection (docs/checkpoint.md):\n"
     "  FTL_FAULT (old name FTL_CKPT_FAULT)              fail the Nth write/fsync/rename of the file seam\n"
     "  FTL_CRASH_AT, FTL_CRASH_RANK, FTL_CRASH_STEP, FTL_CRASH_ATTEMPT (old names FTL_CKPT_CRASH_*)\n"
-    "                                                   SIGKILL the process at a named point\n";
+    "                                                   SIGKILL the process at a named point\n"
+    "  FTL_CKPT_L2_TCP_FAULT=listen:RANK|connect:RANK   that rank's L2 listener or connections fail (MPI is used)\n";
 
 static const char ckpt_help[] =
     "ftl ckpt: look at a run's checkpoints (docs/checkpoint.md).\n"

@@ -4,7 +4,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <math.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -275,6 +277,21 @@ out:
   if (fd >= 0) close(fd);
   freeaddrinfo(res);
   return rc;
+}
+
+int rz_host_ipv4(uint32_t *out, int max) {
+  struct ifaddrs *all = NULL;
+  int n = 0;
+  if (getifaddrs(&all) != 0) return 0;
+  /* Two passes: the loopback last, as it reaches this host only. */
+  for (int loop = 0; loop < 2; loop++)
+    for (struct ifaddrs *i = all; i && n < max; i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+      if (!!(i->ifa_flags & IFF_LOOPBACK) != loop) continue;
+      out[n++] = ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr;
+    }
+  freeifaddrs(all);
+  return n;
 }
 
 /* --- the batch's fast path (wire.h) --------------------------------------------------------- */

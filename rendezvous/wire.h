@@ -65,6 +65,10 @@ ftl_err rz_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len
 /* Listens on addr (NULL or "" = all addresses) at an ephemeral port; returns fd and port. */
 ftl_err rz_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d);
 
+/* This host's IPv4 addresses on interfaces that are up (network byte order), the loopback ones
+ * last: at most max in out; returns how many (0 when there are none or getifaddrs fails). */
+int rz_host_ipv4(uint32_t *out, int max);
+
 /* A relay's batch line read without building JSON (docs/scale.md: at 16k ranks the launcher's
  * parse of batches was half its steady CPU). Only the compact layout relays write is taken:
  *   {"type":"batch"[,"step":[[RANK,STEP,COMPUTE_MS],...]][,"alive":[[RANK,"STATE",RSS_KB],...]]}

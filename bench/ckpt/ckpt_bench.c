@@ -11,8 +11,9 @@
  * the L1 restore too, which leaves tmpfs alone: that is the point of the level.)
  * (L2: the same section; run.sh starts each rank with a host name of its own (a UTS namespace), so
  * each rank is the other's partner host. Before each L2 restore every rank deletes its own L1 copy,
- * as a lost host's memory is gone: its shard then comes from the partner's copy, over MPI on TCP
- * (run.sh: btl self,tcp, so the bytes cross a real socket, the loopback). Where the ranks share a
+ * as a lost host's memory is gone: its shard then comes from the partner's copy over a direct TCP
+ * connection (FTL_CKPT_L2_TRANSPORT=mpi: over MPI on TCP, run.sh's btl self,tcp), so the bytes
+ * cross a real socket, the loopback. Where the ranks share a
  * host name (no namespaces: not root) the L2 row says n/a.)
  * Run it with bench/ckpt/run.sh (2 ranks, 64 MiB and 512 MiB). Usage: ckpt_bench [--smoke] DIR [MiB];
  * --smoke is the smallest size (1 MiB, 3 repetitions, the page cache left alone: the rows say

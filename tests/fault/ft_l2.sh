@@ -6,15 +6,21 @@
 #   spare    host 3 is killed mid-run: the spare h4 takes its place and its ranks restore host 3's
 #            shards (4, 5) and h1's (0, 1) from the L2 copies on h1 and h2, and h2's (2, 3), whose
 #            L2 copies were on h3, from h2's L1 copies, all over the network (their ckpt_restored
-#            events say l2 with 6 shards); h3's L1 copies are never read
+#            events say l2 with 6 shards); h3's L1 copies are never read. The transfers go over
+#            direct TCP connections
+#   spare_mpi           the same with FTL_CKPT_L2_TRANSPORT=mpi: the transfers go over MPI
+#   spare_listen_fail   the same, rank 0 (a server on h1) failing to listen: every rank falls back
+#                       to MPI
+#   spare_connect_fail  the same, rank 4 (a fetcher on h4) failing to connect: every rank falls
+#                       back to MPI
 #   corrupt  the same loss with restarts off; the L2 copy of shard 4 gets a flipped byte, then the
 #            job is run again on h1 h2 h4: every rank that reads it (fetched, or on h1 itself) names
 #            the copy that failed verification and reads shard 4 from the run directory
 #   deleted  the same, the L2 copy of shard 5 deleted: h1's ranks say it is gone, the others that no
 #            live host holds a copy, and shard 5 comes from the run directory
 # The namespaces share one file system, so the L1 folders of all "hosts" are one folder here; the
-# restore still reads only what the manifest places on its own host, and L2 copies of other hosts
-# only over MPI.
+# restore still reads only what the manifest places on its own host, and other hosts' copies only
+# over the network.
 MODE=${1:?usage: ft_l2.sh MODE}
 . "$(dirname "$0")/ft_lib.sh" || exit 1
 . "$(dirname "$0")/netns_lib.sh" || exit 1
@@ -46,11 +52,16 @@ expect_levels() {
   done
 }
 
+case $MODE in
+spare_mpi) FT_ENV="FTL_CKPT_L2_TRANSPORT: mpi" ;;
+spare_listen_fail) FT_ENV="FTL_CKPT_L2_TCP_FAULT: \"listen:0\"" ;;
+spare_connect_fail) FT_ENV="FTL_CKPT_L2_TCP_FAULT: \"connect:4\"" ;;
+esac
 reference 6
 netns_up 4
 netns_hostfile 4 >hosts
 restarts=2
-[ "$MODE" = spare ] || restarts=0
+case $MODE in spare*) ;; *) restarts=0 ;; esac
 write_job job.yaml l2 6 "hostfile: hosts" "timeouts: {node_s: 5, startup_s: 60}" "rendezvous: {timeout_s: 30}" \
   "restart: {max_restarts: $restarts, standby: off}" "checkpoint: {levels: [l1, l2, l3], l1_dir: $L1}"
 start_job job.yaml
@@ -65,13 +76,32 @@ ftl ckpt ls "$RUN" | grep -qE "^$(basename "$(dirname "$m")" | sed 's/step-0*//'
 kill_host 3
 wait_rc $pid
 case $MODE in
-spare)
+spare*)
   expect_rc 0 out
   expect_contains out "host $NS_PREFIX-h3 is lost"
   grep '"event":"rank_started"' "$RUN/events.jsonl" | grep '"attempt":1' | grep -q "\"host\":\"$NS_PREFIX-h4\"" ||
     fail "the spare host did not take the lost host's place"
   expect_levels 1 l1+l2/4 l1+l2/4 l1+l2/4 l1+l2/4 l2/6 l2/6
   expect_contains "$RUN/attempt-0001/rank-00004.err" "from L2 (a partner's copy here, or a copy fetched from another host)"
+  # The transport: direct TCP unless it was forced off or failed on one rank, then MPI on all.
+  e0=$RUN/attempt-0001/rank-00000.err e4=$RUN/attempt-0001/rank-00004.err
+  case $MODE in
+  spare) expect_contains "$e4" "the L2 fetch goes over TCP" ;;
+  spare_mpi) expect_contains "$e4" "the L2 fetch goes over MPI: FTL_CKPT_L2_TRANSPORT=mpi" ;;
+  spare_listen_fail)
+    expect_contains "$e0" "the L2 fetch goes over MPI: cannot listen: fault injected"
+    expect_contains "$e4" "the L2 fetch goes over MPI: rank 0 cannot or may not use TCP"
+    ;;
+  spare_connect_fail)
+    expect_contains "$e4" "the L2 fetch goes over MPI: no connection to rank 0 for shard 4 (fault injected"
+    expect_contains "$e0" "the L2 fetch goes over MPI: rank 4 could not connect"
+    ;;
+  esac
+  [ "$MODE" = spare ] || ! grep -l "the L2 fetch goes over TCP" "$RUN"/attempt-0001/rank-*.err ||
+    fail "a rank used TCP where every rank should have fallen back to MPI"
+  # The set-up closes only its own sockets (a fallback once closed descriptor 0, which a save's
+  # copy then failed to read).
+  ! grep "Bad file descriptor" "$RUN"/attempt-000[01]/rank-*.err || fail "a descriptor was closed under a rank"
   ;;
 corrupt|deleted)
   [ "$RC" != 0 ] || fail "the job with its restarts off finished after a lost host"

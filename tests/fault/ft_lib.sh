@@ -18,7 +18,8 @@ with open(p, "r+b") as f:
 PY
 }
 
-# write_job FILE NAME RANKS [extra YAML lines...]: a job spec running the small fine-tune.
+# write_job FILE NAME RANKS [extra YAML lines...]: a job spec running the small fine-tune (FT_ENV:
+# more of its env, as YAML flow entries: "A: x, B: y").
 write_job() {
   local file=$1 name=$2 ranks=$3
   shift 3
@@ -27,7 +28,7 @@ write_job() {
     echo "ranks: $ranks"
     echo "program: ftl-finetune"
     echo "args: $(yaml_list "${FT_ARGS[@]}" --ckpt-every "$FT_EVERY" --throttle-ms 30)"
-    echo "env: {FTL_BACKEND: mpi}"
+    echo "env: {FTL_BACKEND: mpi${FT_ENV:+, $FT_ENV}}"
     printf '%s\n' "$@"
   } >"$file"
 }

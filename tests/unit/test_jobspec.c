@@ -628,8 +628,8 @@ static void test_list_limits(void) {
 static void test_reserved_env(void) {
   CHECK_ERR("ranks: 1\nprogram: p\nenv: {FTL_RDZV_TOKEN: x}\n",
             "job.yaml:3:23: field 'env.FTL_RDZV_TOKEN': reserved: FTL_* variables are ftl's own, except FTL_LOG_LEVEL, "
-            "FTL_BACKEND, FTL_COLLECTIVE_TIMEOUT_MS, FTL_CKPT_ALLOW_FRESH and the test-only fault injection "
-            "(docs/job-spec.md)");
+            "FTL_BACKEND, FTL_COLLECTIVE_TIMEOUT_MS, FTL_CKPT_ALLOW_FRESH, FTL_CKPT_L2_TRANSPORT and the test-only fault "
+            "injection (docs/job-spec.md)");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\nenv:\n  A: 1\n  FTL_X: 2\n", "job.yaml:5:10: field 'env.FTL_X': reserved");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\nenv: {RANK: 3}\n", "field 'env.RANK': reserved: ftl sets RANK for every rank");
   const char *names[] = {"WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",

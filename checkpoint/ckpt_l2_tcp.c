@@ -1,0 +1,499 @@
+/* checkpoint/ckpt_l2_tcp.c: the direct TCP transport of the L2 transfers (docs/checkpoint.md,
+ * "L2"): one plain TCP connection per stream of ckpt_l2.c's engine, so a fetched shard goes from
+ * the server's copy (sendfile) into the fetcher's destinations (recv) with one copy, where Open
+ * MPI's TCP transport copies every byte through its own fragments and moves them only inside
+ * MPI_Test. A save's copy to the partner uses it too. Below, "server" is a stream's sender (it
+ * listens) and "fetcher" its receiver (it connects).
+ *
+ * Set-up, over the handle's communicator (trusted, unlike the network):
+ *   1. every rank that serves a stream listens (an ephemeral port on all addresses, rendezvous's
+ *      rz_tcp_listen) and draws a random token; one allgather, made by every rank, carries each
+ *      rank's port, token, IPv4 addresses (rz_host_ipv4, loopback last) and whether it can and may
+ *      use TCP (FTL_CKPT_L2_TRANSPORT). If any rank cannot or may not, every rank stops here;
+ *   2. each fetcher connects to its server, trying the server's addresses in order, and sends a
+ *      hello (magic, the server's token, its own rank, the server's rank, the shard); the server
+ *      answers a hello that matches one of its streams with an ack and closes any other
+ *      connection: a stranger without the token reads nothing, and a fetcher that reached the
+ *      wrong listener tries the next address. Meanwhile an allgather of each fetcher's result runs
+ *      (started when its connections are settled, polled while the server keeps answering), so
+ *      every rank learns whether every stream is connected; if one is not, every rank closes its
+ *      sockets and the engine runs over MPI as before.
+ * The data itself (a header, then the body) and its checks are the engine's (ckpt_l2.c); the
+ * checksums prove integrity, the token only keeps strangers out.
+ *
+ * Not here: which rank serves which shard, or what a stream carries (ckpt_l2.c); MPI calls
+ * (ckpt_coll.c). */
+#include "checkpoint/ckpt_l2_tcp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rendezvous/wire.h"
+
+#define TCP_PENDING 64          /* accepted connections not yet proven, at most */
+#define TCP_CONNECT_MS 2000     /* per address: a SYN that is dropped moves on to the next one */
+#define TCP_ACK_MS 5000         /* per address: a listener that never answers is not the server */
+
+typedef ck_l2_tcp_rec tcp_rec;
+typedef ck_l2_tcp_hello tcp_hello;
+static const char hello_magic[8] = CK_L2_TCP_HELLO_MAGIC;
+static const char ack_magic[4] = CK_L2_TCP_ACK;
+
+/* An accepted connection until its hello is read. */
+typedef struct pending {
+  int fd;
+  size_t got;
+  tcp_hello h;
+} pending;
+
+/* A fetcher's connection attempt: state 0 connecting, 1 sending the hello, 2 awaiting the ack,
+ * 3 connected, 4 every address failed. */
+typedef struct attempt {
+  int state, addr, fd;
+  size_t moved;
+  int64_t until_ms;
+  char why[160];
+} attempt;
+
+/* FTL_CKPT_L2_TRANSPORT: 1 tcp (the default), 0 mpi. */
+static int transport_tcp(void) {
+  const char *t = getenv("FTL_CKPT_L2_TRANSPORT");
+  if (!t || !*t || !strcmp(t, "tcp")) return 1;
+  if (!strcmp(t, "mpi")) return 0;
+  FTL_LOG(FTL_LOG_WARN, "ckpt", "FTL_CKPT_L2_TRANSPORT=%s is neither tcp nor mpi: tcp is used", t);
+  return 1;
+}
+
+/* The hello of fetching link k from the server whose record is r. */
+static tcp_hello hello_of(const ftl_ckpt *ck, const ck_l2_link *k, const tcp_rec *r) {
+  tcp_hello h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, hello_magic, sizeof h.magic);
+  memcpy(h.token, r->token, sizeof h.token);
+  h.from = ck->rank;
+  h.to = k->peer;
+  h.shard = k->shard;
+  return h;
+}
+
+/* FTL_CKPT_L2_TCP_FAULT=listen:RANK or connect:RANK (the tests' fault, docs/checkpoint.md): that
+ * rank's listener, or every connection it makes, fails as if the network refused it. */
+static int fault_at(const char *what, int rank) {
+  const char *f = getenv("FTL_CKPT_L2_TCP_FAULT");
+  size_t n = strlen(what);
+  int64_t r = -1;
+  return f && !strncmp(f, what, n) && f[n] == ':' && ftl_parse_i64(f + n + 1, 0, INT_MAX, &r) == FTL_OK && r == rank;
+}
+
+void ck_l2_tcp_close(int sock) {
+  if (sock >= 0) close(sock);
+}
+
+/* Starts attempt a at the server's next address (r: the server's record); state 4 when none is left. */
+static void attempt_next(attempt *a, const tcp_rec *r) {
+  ck_l2_tcp_close(a->fd);
+  a->fd = -1;
+  while (a->addr < r->naddr) {
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(r->port)};
+    sin.sin_addr.s_addr = r->addr[a->addr++];
+    a->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (a->fd < 0) {
+      (void)ftl_fmt(a->why, sizeof a->why, "socket: %s", strerror(errno));
+      continue;
+    }
+    a->moved = 0;
+    a->until_ms = ftl_clock_ms() + TCP_CONNECT_MS;
+    if (connect(a->fd, (struct sockaddr *)&sin, sizeof sin) == 0 || errno == EINPROGRESS) {
+      a->state = 0;
+      return;
+    }
+    (void)ftl_fmt(a->why, sizeof a->why, "connect: %s", strerror(errno));
+    close(a->fd);
+    a->fd = -1;
+  }
+  a->state = 4;
+}
+
+/* Moves attempt a on as far as its socket allows (revents from poll, 0: none yet). */
+static void attempt_step(attempt *a, const tcp_rec *r, const tcp_hello *h, short revents) {
+  for (;;) {
+    if (a->state >= 3) return;
+    if (ftl_clock_ms() > a->until_ms) {
+      (void)ftl_fmt(a->why, sizeof a->why, "%s timed out", a->state == 0 ? "connect" : "the server's answer");
+      attempt_next(a, r);
+      continue;
+    }
+    if (a->state == 0) {
+      if (!(revents & (POLLOUT | POLLERR | POLLHUP))) return;
+      int err = 0;
+      socklen_t sl = sizeof err;
+      if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &sl) != 0) err = errno;
+      if (err) {
+        (void)ftl_fmt(a->why, sizeof a->why, "connect: %s", strerror(err));
+        attempt_next(a, r);
+        revents = 0;
+        continue;
+      }
+      a->state = 1;
+    }
+    if (a->state == 1) {
+      ssize_t k = send(a->fd, (const char *)h + a->moved, sizeof *h - a->moved, MSG_NOSIGNAL);
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (k < 0) {
+        (void)ftl_fmt(a->why, sizeof a->why, "send: %s", strerror(errno));
+        attempt_next(a, r);
+        revents = 0;
+        continue;
+      }
+      a->moved += (size_t)k;
+      if (a->moved < sizeof *h) return;
+      a->state = 2;
+      a->moved = 0;
+      a->until_ms = ftl_clock_ms() + TCP_ACK_MS;
+    }
+    char ack[sizeof ack_magic];
+    ssize_t k = recv(a->fd, ack + a->moved, sizeof ack - a->moved, 0);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (k <= 0 || memcmp(ack + a->moved, ack_magic + a->moved, (size_t)k) != 0) {
+      (void)ftl_fmt(a->why, sizeof a->why, "%s", k < 0 ? strerror(errno) : "refused (not the server, or a wrong token)");
+      attempt_next(a, r);
+      revents = 0;
+      continue;
+    }
+    a->moved += (size_t)k;
+    if (a->moved == sizeof ack) a->state = 3;
+  }
+}
+
+/* Reads what has come of pending connection p's hello; when it is whole, gives the connection to
+ * the link it names (answering with the ack) or closes it. */
+static void pending_step(ftl_ckpt *ck, pending *p, const unsigned char *token, ck_l2_link *links, int n) {
+  ssize_t k = recv(p->fd, (char *)&p->h + p->got, sizeof p->h - p->got, 0);
+  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (k > 0) p->got += (size_t)k;
+  if (k > 0 && p->got < sizeof p->h) return;
+  int link = -1;
+  if (k > 0 && !memcmp(p->h.magic, hello_magic, sizeof hello_magic) && !memcmp(p->h.token, token, CK_L2_TCP_TOKEN) &&
+      p->h.to == ck->rank)
+    for (int i = 0; i < n && link < 0; i++)
+      if (links[i].out && links[i].fd < 0 && links[i].peer == p->h.from && links[i].shard == p->h.shard) link = i;
+  /* A fresh socket has room for 4 bytes: a short send is a broken connection. */
+  if (link >= 0 && send(p->fd, ack_magic, sizeof ack_magic, MSG_NOSIGNAL) == (ssize_t)sizeof ack_magic) {
+    links[link].fd = p->fd;
+  } else {
+    if (k > 0)
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "an L2 connection was refused: it did not name one of this rank's transfers "
+                                    "with this restore's token");
+    close(p->fd);
+  }
+  p->fd = -1;
+}
+
+static void close_links(ck_l2_link *links, int n) {
+  for (int i = 0; i < n; i++) {
+    ck_l2_tcp_close(links[i].fd);
+    links[i].fd = -1;
+  }
+}
+
+ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *what, int loud, int *tcp,
+                          int64_t deadline_ms, ftl_diag *d) {
+  const int info = loud ? FTL_LOG_INFO : FTL_LOG_DEBUG;
+  int W = ck->world, listen_fd = -1, serves = 0, npend = 0, started = 0;
+  ftl_err rc = FTL_OK;
+  tcp_rec mine;
+  tcp_rec *all = ftl_calloc((size_t)W, sizeof *all);
+  unsigned char *oks = ftl_calloc((size_t)W, 1);
+  attempt *at = ftl_calloc((size_t)n + 1, sizeof *at);
+  pending *pend = ftl_calloc(TCP_PENDING, sizeof *pend);
+  struct pollfd *pfd = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *pfd);
+  int *who = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *who);
+  char why[200] = "";
+  MPI_Request req;
+  unsigned char my_ok = 1;
+  *tcp = 0;
+  memset(&mine, 0, sizeof mine);
+  for (int i = 0; i < n; i++) {
+    links[i].fd = -1;
+    serves += links[i].out;
+  }
+  if (!all || !oks || !at || !pend || !pfd || !who) {
+    /* The others expect this rank in both allgathers: without memory it cannot take part. */
+    atomic_store(&ck->sync->broken, 1);
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 connections");
+    goto out;
+  }
+  for (int i = 0; i < n; i++) at[i].fd = -1;
+  for (int i = 0; i < TCP_PENDING; i++) pend[i].fd = -1;
+  /* Step 1: this rank's listener, token and addresses. */
+  int may = transport_tcp();
+  mine.ok = (uint8_t)may;
+  if (!mine.ok) (void)ftl_fmt(why, sizeof why, "FTL_CKPT_L2_TRANSPORT=mpi");
+  if (mine.ok && serves) {
+    ftl_diag ld = {{0}};
+    int port = 0;
+    size_t got = 0;
+    while (got < sizeof mine.token) {
+      ssize_t k = getrandom(mine.token + got, sizeof mine.token - got, 0);
+      if (k < 0 && errno != EINTR) break;
+      if (k > 0) got += (size_t)k;
+    }
+    mine.naddr = (uint8_t)rz_host_ipv4(mine.addr, CK_L2_TCP_ADDRS);
+    if (got < sizeof mine.token) {
+      mine.ok = 0;
+      (void)ftl_fmt(why, sizeof why, "getrandom: %s", strerror(errno));
+    } else if (mine.naddr == 0) {
+      mine.ok = 0;
+      (void)ftl_fmt(why, sizeof why, "this host has no IPv4 address that is up");
+    } else if (fault_at("listen", ck->rank)) {
+      mine.ok = 0;
+      (void)ftl_fmt(why, sizeof why, "cannot listen: fault injected (FTL_CKPT_L2_TCP_FAULT)");
+    } else if (rz_tcp_listen(NULL, &listen_fd, &port, &ld) != FTL_OK) {
+      mine.ok = 0;
+      (void)ftl_fmt(why, sizeof why, "%s", ld.msg);
+    } else {
+      mine.port = (uint16_t)port;
+    }
+  }
+  rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the allgather of the L2 connections", deadline_ms, d);
+  if (rc) {
+    all = NULL; /* a timed-out request may still write into it */
+    goto out;
+  }
+  int refuser = -1;
+  for (int r = 0; r < W && refuser < 0; r++)
+    if (!all[r].ok) refuser = r;
+  if (refuser >= 0) {
+    /* Said on the ranks with transfers, this rank's own reason first; a warning only where TCP
+     * failed. */
+    if (n && !mine.ok)
+      FTL_LOG(may ? FTL_LOG_WARN : info, "ckpt", "%s goes over MPI: %s", what, why);
+    else if (n)
+      FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d cannot or may not use TCP", what, refuser);
+    goto out;
+  }
+  /* Step 2: connect, answer, agree. */
+  for (int i = 0; i < n; i++) {
+    if (links[i].out) continue;
+    const tcp_rec *r = &all[links[i].peer];
+    if (r->port == 0 || r->naddr == 0 || fault_at("connect", ck->rank)) {
+      at[i].state = 4;
+      (void)ftl_fmt(at[i].why, sizeof at[i].why, "%s", r->port ? "fault injected (FTL_CKPT_L2_TCP_FAULT)"
+                                                                 : "the server does not listen");
+      continue;
+    }
+    attempt_next(&at[i], r);
+  }
+  for (;;) {
+    int np = 0, open = 0;
+    for (int i = 0; i < n; i++) {
+      if (links[i].out) continue;
+      const tcp_rec *r = &all[links[i].peer];
+      tcp_hello h = hello_of(ck, &links[i], r);
+      attempt_step(&at[i], r, &h, 0); /* the timeouts, and what needs no wait */
+      open += at[i].state < 3;
+    }
+    if (!open && !started) {
+      for (int i = 0; i < n; i++)
+        if (!links[i].out && at[i].state != 3) {
+          my_ok = 0;
+          FTL_LOG(FTL_LOG_WARN, "ckpt", "%s goes over MPI: no connection to rank %d for shard %d (%s)", what,
+                  links[i].peer, links[i].shard, at[i].why);
+        }
+      rc = ck_coll_iallgather(ck, &my_ok, oks, 1, &req, d);
+      if (rc) {
+        oks = NULL;
+        goto out;
+      }
+      started = 1;
+    }
+    if (started) {
+      int done = 0;
+      rc = ck_p2p_test(ck, &req, &done, NULL, d);
+      if (rc) {
+        oks = NULL;
+        goto out;
+      }
+      if (done) break;
+    }
+    if (ftl_deadline_left_ms(deadline_ms) == 0) {
+      atomic_store(&ck->sync->broken, 1);
+      if (started) oks = NULL; /* the request may still write into it */
+      rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT, "the L2 connections were not set up within %lld ms (a rank is gone or "
+                         "stuck)", (long long)ck->timeout_ms);
+      goto out;
+    }
+    /* Wait for any socket, briefly once the agreement is under way (MPI moves only when tested). */
+    if (listen_fd >= 0) {
+      pfd[np] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
+      who[np++] = -1;
+    }
+    for (int i = 0; i < npend; i++) {
+      pfd[np] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+      who[np++] = -2 - i;
+    }
+    for (int i = 0; i < n; i++)
+      if (!links[i].out && at[i].state < 3) {
+        pfd[np] = (struct pollfd){.fd = at[i].fd, .events = at[i].state == 2 ? POLLIN : POLLOUT};
+        who[np++] = i;
+      }
+    int wait_ms = started ? 1 : 50;
+    int left = ftl_deadline_left_ms(deadline_ms);
+    if (left < wait_ms) wait_ms = left;
+    int pr = poll(pfd, (nfds_t)np, wait_ms);
+    if (pr <= 0) continue;
+    for (int j = 0; j < np; j++) {
+      if (!pfd[j].revents) continue;
+      if (who[j] >= 0) {
+        const tcp_rec *r = &all[links[who[j]].peer];
+        tcp_hello h = hello_of(ck, &links[who[j]], r);
+        attempt_step(&at[who[j]], r, &h, pfd[j].revents);
+      } else if (who[j] <= -2) {
+        pending_step(ck, &pend[-2 - who[j]], mine.token, links, n);
+      }
+    }
+    /* Settled pending connections leave the table; then new ones are accepted. */
+    int k = 0;
+    for (int i = 0; i < npend; i++)
+      if (pend[i].fd >= 0) pend[k++] = pend[i];
+    npend = k;
+    for (;;) {
+      if (listen_fd < 0) break;
+      int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      if (npend == TCP_PENDING) {
+        close(fd);
+        continue;
+      }
+      pend[npend++] = (pending){.fd = fd};
+    }
+  }
+  for (int r = 0; r < W; r++)
+    if (!oks[r]) {
+      if (r != ck->rank && n)
+        FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d could not connect", what, r);
+      goto out;
+    }
+  /* Every fetcher was answered, so every server holds its connections. */
+  for (int i = 0; i < n; i++)
+    if (!links[i].out) {
+      links[i].fd = at[i].fd;
+      at[i].fd = -1;
+    }
+  for (int i = 0; i < n; i++)
+    if (links[i].fd < 0) {
+      /* Cannot be while every fetcher says it was answered; kept as a refusal, not a crash. */
+      rc = ftl_diag_fail(d, FTL_ERR_PROTO, "L2 connection for shard %d with rank %d missing after the agreement",
+                         links[i].shard, links[i].peer);
+      atomic_store(&ck->sync->broken, 1);
+      goto out;
+    }
+  *tcp = 1;
+  if (n) FTL_LOG(info, "ckpt", "%s goes over TCP (%d connections)", what, n);
+out:
+  if (!*tcp) close_links(links, n);
+  for (int i = 0; at && i < n; i++) ck_l2_tcp_close(at[i].fd);
+  for (int i = 0; pend && i < npend; i++) ck_l2_tcp_close(pend[i].fd);
+  ck_l2_tcp_close(listen_fd);
+  ftl_free(all);
+  ftl_free(oks);
+  ftl_free(at);
+  ftl_free(pend);
+  ftl_free(pfd);
+  ftl_free(who);
+  return rc;
+}
+
+ftl_err ck_l2_tcp_send(int sock, const void *p, size_t n, size_t *moved, ftl_diag *d) {
+  ssize_t k = send(sock, p, n, MSG_NOSIGNAL);
+  *moved = k > 0 ? (size_t)k : 0;
+  if (k >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return FTL_OK;
+  return ftl_diag_fail(d, FTL_ERR_IO, "send: %s", strerror(errno));
+}
+
+ftl_err ck_l2_tcp_sendfile(int sock, int fd, uint64_t off, size_t n, size_t *moved, int *file_failed, ftl_diag *d) {
+  off_t o = (off_t)off;
+  *moved = 0;
+  ssize_t k = sendfile(sock, fd, &o, n);
+  if (k > 0) {
+    *moved = (size_t)k;
+    return FTL_OK;
+  }
+  if (k == 0) { /* the file ends early */
+    errno = 0;
+    *file_failed = 1;
+    return FTL_OK;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return FTL_OK;
+  /* sendfile names neither end: a broken connection is one of these, anything else the file's. */
+  if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN || errno == ETIMEDOUT)
+    return ftl_diag_fail(d, FTL_ERR_IO, "sendfile: %s", strerror(errno));
+  *file_failed = 1;
+  return FTL_OK;
+}
+
+ftl_err ck_l2_tcp_recv(int sock, void *p, size_t n, size_t *moved, ftl_diag *d) {
+  ssize_t k = recv(sock, p, n, 0);
+  *moved = k > 0 ? (size_t)k : 0;
+  if (k > 0) return FTL_OK;
+  if (k == 0) return ftl_diag_fail(d, FTL_ERR_IO, "the connection ended early");
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return FTL_OK;
+  return ftl_diag_fail(d, FTL_ERR_IO, "recv: %s", strerror(errno));
+}
+
+/* sendfile has no MSG_NOSIGNAL, and a library must not change the process's SIGPIPE: a fetcher
+ * that closed would kill the program. So SIGPIPE is blocked in this thread while its streams run,
+ * and one they raised is taken back (sigtimedwait) unless one was pending before (libcurl's way).
+ * Even a sendfile that sent some bytes may raise it (seen: 64 KiB sent, then the peer's reset). */
+void ck_l2_tcp_quiet_pipe(ck_l2_tcp_pipe *g) {
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigemptyset(&g->pending_before);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old);
+  sigpending(&g->pending_before);
+}
+
+void ck_l2_tcp_restore_pipe(const ck_l2_tcp_pipe *g) {
+  sigset_t pipe_set, now_pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigemptyset(&now_pending);
+  sigpending(&now_pending);
+  if (sigismember(&now_pending, SIGPIPE) && !sigismember(&g->pending_before, SIGPIPE)) {
+    const struct timespec now = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+void ck_l2_tcp_wake_at(int sock, uint64_t bytes) {
+  int v = bytes > INT_MAX ? INT_MAX : bytes < 1 ? 1 : (int)bytes;
+  (void)setsockopt(sock, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v);
+}
+
+void ck_l2_tcp_wait(const int *socks, const int *out, int n, int wait_ms) {
+  struct pollfd *fds = ftl_calloc((size_t)n + 1, sizeof *fds);
+  if (!fds) {
+    /* Without memory for the wait: a short sleep, then every stream is tried again. */
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+    return;
+  }
+  for (int i = 0; i < n; i++) fds[i] = (struct pollfd){.fd = socks[i], .events = out[i] ? POLLOUT : POLLIN};
+  (void)poll(fds, (nfds_t)n, wait_ms);
+  ftl_free(fds);
+}

@@ -215,14 +215,14 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
   ftl_err rc = FTL_OK;
   tcp_rec mine;
   tcp_rec *all = ftl_calloc((size_t)W, sizeof *all);
-  unsigned char *oks = ftl_calloc((size_t)W, 1);
+  /* oks[W] is this rank's own byte: the agreement's buffers are left to a request that timed out. */
+  unsigned char *oks = ftl_calloc((size_t)W + 1, 1);
   attempt *at = ftl_calloc((size_t)n + 1, sizeof *at);
   pending *pend = ftl_calloc(TCP_PENDING, sizeof *pend);
   struct pollfd *pfd = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *pfd);
   int *who = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *who);
   char why[200] = "";
   MPI_Request req;
-  unsigned char my_ok = 1;
   *tcp = 0;
   memset(&mine, 0, sizeof mine);
   for (int i = 0; i < n; i++) {
@@ -306,13 +306,14 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
       open += at[i].state < 3;
     }
     if (!open && !started) {
+      oks[W] = 1;
       for (int i = 0; i < n; i++)
         if (!links[i].out && at[i].state != 3) {
-          my_ok = 0;
+          oks[W] = 0;
           FTL_LOG(FTL_LOG_WARN, "ckpt", "%s goes over MPI: no connection to rank %d for shard %d (%s)", what,
                   links[i].peer, links[i].shard, at[i].why);
         }
-      rc = ck_coll_iallgather(ck, &my_ok, oks, 1, &req, d);
+      rc = ck_coll_iallgather(ck, &oks[W], oks, 1, &req, d);
       if (rc) {
         oks = NULL;
         goto out;

@@ -35,17 +35,18 @@ expect_rc 2 bad.out
 expect_contains bad.out "--wait-lock: expected seconds >= 0, got 'soon'"
 
 # A launcher killed with SIGKILL: the kernel drops its flock; the next takes the lock over. It is
-# killed once its own ranks have started: the run directory's event log already holds the earlier
-# launchers' rank_started, so waiting for any one of them let the kill land mid start-up on a slow
-# machine (ASan), before the ranks were there to be told the launcher had gone.
-started=$(count_events run rank_started)
+# killed once its own 2 ranks are ready (past MPI_Init). The run directory's event log already
+# holds the earlier launchers' events, so waiting for any rank_started let the kill land mid
+# start-up; ranks then ended inside MPI_Init leave mpirun's PMIx server waiting
+# ("PMIX ERROR: UNREACHABLE"), and the orphaned mpirun outlived the test by seconds.
+ready=$(count_events run rank_ready)
 ftl run -n 2 --run-dir run -- gang_probe --sleep-ms 60000 --marker "$MARKER" >killed.out 2>&1 &
 killed=$!
 for _ in $(seq 1 300); do
-  [ "$(count_events run rank_started)" -ge $((started + 2)) ] && break
+  [ "$(count_events run rank_ready)" -ge $((ready + 2)) ] && break
   sleep 0.1
 done
-[ "$(count_events run rank_started)" -ge $((started + 2)) ] || { cat killed.out >&2; fail "the launcher to be killed did not start its 2 ranks within 30 s"; }
+[ "$(count_events run rank_ready)" -ge $((ready + 2)) ] || { cat killed.out >&2; fail "the launcher to be killed did not have its 2 ranks ready within 30 s"; }
 kill -KILL $killed
 wait $killed 2>/dev/null
 run_ftl after.out run -n 2 --run-dir run -- gang_probe --marker "$MARKER"

@@ -872,7 +872,6 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
           ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file) == FTL_OK)
         x->fd = open_copy(path, x->size, x->why, sizeof x->why);
       x->have = x->fd >= 0;
-      if (x->have) x->map = map_copy(x->fd, x->size);
       if (!x->have)
         FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy of %s asked for by rank %d is not usable here (%s)",
                 (long long)m->step, hold[s] == CK_HOLD_L1 ? "L1" : "L2", sh->file, x->peer, x->why);
@@ -897,6 +896,9 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
   int tcp = 0;
   rc = connect_streams(ck, v, n, "the L2 fetch", 1, &tcp, deadline_ms, d);
   if (rc) goto out;
+  /* Over MPI a copy is sent from its mapping; over TCP sendfile takes it from the file itself. */
+  for (int i = 0; i < n && !tcp; i++)
+    if (v[i].out && v[i].fd >= 0) v[i].map = map_copy(v[i].fd, v[i].size);
   rc = alloc_bufs(v, n, d);
   if (rc) {
     atomic_store(&ck->sync->broken, 1); /* the peers expect these streams */

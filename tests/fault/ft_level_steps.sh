@@ -22,8 +22,7 @@ job() {
   write_job job.yaml lvs 4 "restart: {max_restarts: $1, standby: off}" "checkpoint: {levels: [l1, l3], l1_dir: $L1}" \
     "env: {FTL_BACKEND: mpi, FTL_CRASH_AT: after_shard_rename, FTL_CRASH_STEP: \"35\", FTL_CRASH_RANK: \"1\"}"
   sed -i '/^env: {FTL_BACKEND: mpi}$/d' job.yaml
-  sed -i 's/"--ckpt-every", "7"/"--ckpt-every", "7", "--ckpt-l3-every", "21"/' job.yaml
-  grep -q '"--ckpt-l3-every", "21"' job.yaml || { cat job.yaml >&2; fail "cannot set --ckpt-l3-every in the job"; }
+  ckpt_l3_every job.yaml 21
 }
 
 # restored_of ATTEMPT: "STEP:LEVEL" of each rank's ckpt_restored event in ATTEMPT, sorted, one line.

@@ -21,8 +21,7 @@ write_job job.yaml l2s 6 "hostfile: hosts" "timeouts: {node_s: 5, startup_s: 60}
   "restart: {max_restarts: 2, standby: off}" "checkpoint: {l1_dir: $L1}" \
   "env: {FTL_BACKEND: mpi, FTL_CRASH_AT: after_shard_rename, FTL_CRASH_STEP: \"35\", FTL_CRASH_RANK: \"1\"}"
 sed -i '/^env: {FTL_BACKEND: mpi}$/d' job.yaml
-sed -i 's/"--ckpt-every", "7"/"--ckpt-every", "7", "--ckpt-l3-every", "21"/' job.yaml
-grep -q '"--ckpt-l3-every", "21"' job.yaml || { cat job.yaml >&2; fail "cannot set --ckpt-l3-every in the job"; }
+ckpt_l3_every job.yaml 21
 run_job out job.yaml
 expect_rc 0 out
 expect_contains out "was killed by signal 9"

@@ -33,6 +33,13 @@ write_job() {
   } >"$file"
 }
 
+# ckpt_l3_every FILE N: the job write_job wrote to FILE saves every Nth step in the run directory
+# (L3) and the others below it (--ckpt-l3-every N after its --ckpt-every).
+ckpt_l3_every() {
+  sed -i "s/\"--ckpt-every\", \"$FT_EVERY\"/&, \"--ckpt-l3-every\", \"$2\"/" "$1"
+  grep -q "\"--ckpt-l3-every\", \"$2\"" "$1" || { cat "$1" >&2; fail "cannot set --ckpt-l3-every in $1"; }
+}
+
 # reference RANKS: the failure-free run's adapter in ref-RANKS/final.
 reference() {
   run_ftl "ref-$1.out" run -n "$1" --run-dir "ref-$1" -- ftl-finetune "${FT_ARGS[@]}" --ckpt-every "$FT_EVERY"

@@ -115,12 +115,6 @@ static void ls_row(const char *base, const ck_step_entry *e, const char *where) 
          note);
 }
 
-/* The root of the L1 folders: FTL_CKPT_L1_DIR, else /dev/shm, as ftl run sets it. */
-static const char *l1_root(void) {
-  const char *root = getenv("FTL_CKPT_L1_DIR");
-  return root && *root ? root : "/dev/shm";
-}
-
 /* This host's L1 folder of the run whose checkpoints are in base, into l1dir: 1 when there is one
  * (this user's own private folder, ck_l1_find_run). */
 static int find_l1(const char *base, char *l1dir, size_t size) {
@@ -131,7 +125,7 @@ static int find_l1(const char *base, char *l1dir, size_t size) {
   if (len <= cut || strcmp(base + len - cut, "/checkpoints") != 0 ||
       ftl_fmt(run_dir, sizeof run_dir, "%.*s", (int)(len - cut), base))
     return 0;
-  return ck_l1_find_run(l1_root(), run_dir, l1dir, size);
+  return ck_l1_find_run(ck_l1_default_root(), run_dir, l1dir, size);
 }
 
 /* The steps below L3 this host's L1 folder commits for the run whose checkpoints are in base; *n 0
@@ -399,7 +393,7 @@ static int open_level(cli_level *lv, int level, const char *base) {
   lv->level = level;
   lv->base = base;
   if (level == 3 || find_l1(base, lv->l1dir, sizeof lv->l1dir)) return 0;
-  printf("no L1 folder of %s on this host (under %s): no l%d copy to read here\n", base, l1_root(), level);
+  printf("no L1 folder of %s on this host (under %s): no l%d copy to read here\n", base, ck_l1_default_root(), level);
   return 1;
 }
 

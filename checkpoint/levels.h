@@ -23,8 +23,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "ftl/error.h"
+
+/* The root of the L1 folders where no job spec names one: FTL_CKPT_L1_DIR when it is an absolute
+ * folder (a site's default in ftl run's environment), else /dev/shm. ftl run gives it to its ranks
+ * and cleans up under it; `ftl ckpt` looks there. Header-only: the launcher reads it in builds
+ * without the checkpoint library too. */
+static inline const char *ck_l1_default_root(void) {
+  const char *env = getenv("FTL_CKPT_L1_DIR");
+  return env && env[0] == '/' ? env : "/dev/shm";
+}
 
 /* The L1 level of one handle: its folder for this run ("" when L1 is off) and its size limit. */
 typedef struct ck_l1 {

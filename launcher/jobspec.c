@@ -27,6 +27,7 @@
 
 #include <xxhash.h>
 
+#include "checkpoint/levels.h"
 #include "ftl/core.h"
 #include "launcher/yaml_bind.h"
 
@@ -317,9 +318,7 @@ int ln_job_ckpt_l1(const ftl_job *job) {
 }
 
 const char *ln_job_ckpt_l1_root(const ftl_job *job) {
-  if (job->ckpt_l1_dir) return job->ckpt_l1_dir;
-  const char *env = getenv("FTL_CKPT_L1_DIR");
-  return env && env[0] == '/' ? env : "/dev/shm";
+  return job->ckpt_l1_dir ? job->ckpt_l1_dir : ck_l1_default_root();
 }
 
 /* ---- public functions -------------------------------------------------------------------- */

@@ -120,7 +120,8 @@ int ln_job_ckpt_l1(const ftl_job *job);
 
 /* The root of the L1 folders on every host: the job's checkpoint.l1_dir, else FTL_CKPT_L1_DIR from
  * ftl run's own environment when it names an absolute folder (a site's or a test's default), else
- * /dev/shm. The one place ftl run decides it (the ranks' setting and the clean-up after a job). */
+ * /dev/shm (ck_l1_default_root, checkpoint/levels.h, which `ftl ckpt` uses too). The one place ftl
+ * run decides it (the ranks' setting and the clean-up after a job). */
 const char *ln_job_ckpt_l1_root(const ftl_job *job);
 
 /* Whether the job's checkpoint.levels names l2 (asks for an L2 copy on a partner host). */

@@ -34,10 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,7 +127,7 @@ typedef struct l2_stream {
    * (needs, sorted by offset), and only the HDF5 metadata goes to fd, a sparse file the same size
    * as the shard, for the description check (ckpt_restore.c). */
   int fetch;
-  unsigned char *map; /* out, restore's fetch: the copy mapped (map_copy), sent from in place */
+  unsigned char *map; /* out, restore's fetch: the copy mapped (ck_map_tmpfs), sent from in place */
   ck_verifier *ver;
   const ck_need *needs;
   int nneeds;
@@ -543,18 +541,6 @@ static int open_copy(const char *path, uint64_t size, char *why, size_t why_size
   return fd;
 }
 
-/* The copy a fetch serves, mapped to be sent from in place: a read into a buffer first is one more
- * pass over the shard's bytes through memory, about a fifth of a fetch's time. Only a copy in tmpfs
- * (the L1 folder's usual home), whose pages are memory and never fail to read; a file on a disk
- * could fail a read as SIGBUS, so it is read with pread as before (NULL: not mapped). The copy is
- * in this user's private L1 folder and ftl only ever removes it, which leaves a mapping intact. */
-static unsigned char *map_copy(int fd, uint64_t size) {
-  struct statfs fs;
-  if (size == 0 || size > SIZE_MAX || fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC) return NULL;
-  void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
-
 /* Creates the file a received body goes into (its final size), or -1 with why. */
 static int create_copy(const char *path, uint64_t size, char *why, size_t why_size) {
   int fd = core_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -898,7 +884,7 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
   if (rc) goto out;
   /* Over MPI a copy is sent from its mapping; over TCP sendfile takes it from the file itself. */
   for (int i = 0; i < n && !tcp; i++)
-    if (v[i].out && v[i].fd >= 0) v[i].map = map_copy(v[i].fd, v[i].size);
+    if (v[i].out && v[i].fd >= 0) v[i].map = ck_map_tmpfs(v[i].fd, v[i].size);
   rc = alloc_bufs(v, n, d);
   if (rc) {
     atomic_store(&ck->sync->broken, 1); /* the peers expect these streams */

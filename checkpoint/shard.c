@@ -17,8 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -481,12 +487,88 @@ ftl_err ck_verifier_finish(ck_verifier *v, ftl_diag *d) {
   return FTL_OK;
 }
 
+#define CK_VERIFY_BLOCK (256u << 10)
+
+unsigned char *ck_map_tmpfs(int fd, uint64_t size) {
+  struct statfs fs;
+  if (size == 0 || size > SIZE_MAX || fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC) return NULL;
+  void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return NULL;
+  (void)madvise(p, (size_t)size, MADV_SEQUENTIAL);
+  return p;
+}
+
+/* Copies n bytes whose source was just hashed (so is in cache) into a destination that will not
+ * be read again soon: with streaming stores, which write the destination's lines without first
+ * reading them into the cache. A plain memcpy reads every destination line it writes, a third of
+ * the restore's memory traffic. Falls back to memcpy where the CPU or compiler has no such store. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void copy_stream_avx2(char *dst, const char *src, size_t n) {
+  size_t head = (32 - (uintptr_t)dst % 32) % 32;
+  if (head > n) head = n;
+  memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 128 <= n; i += 128) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 32));
+    __m256i c = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 64));
+    __m256i e = _mm256_loadu_si256((const __m256i *)(const void *)(src + i + 96));
+    _mm256_stream_si256((__m256i *)(void *)(dst + i), a);
+    _mm256_stream_si256((__m256i *)(void *)(dst + i + 32), b);
+    _mm256_stream_si256((__m256i *)(void *)(dst + i + 64), c);
+    _mm256_stream_si256((__m256i *)(void *)(dst + i + 96), e);
+  }
+  memcpy(dst + i, src + i, n - i);
+}
+#endif
+
+static void copy_stream(void *dst, const void *src, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (n >= 4096 && __builtin_cpu_supports("avx2")) {
+    copy_stream_avx2(dst, src, n);
+    return;
+  }
+#endif
+  memcpy(dst, src, n);
+}
+
+/* Orders the streaming stores before whatever the caller does next (they are weakly ordered). */
+static void copy_stream_fence(void) {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
+/* The verified read of a copy in memory (ck_map_tmpfs): the file's pages are hashed in place and
+ * only the needed bytes copied out, each block right after its hash while it is in cache. A read()
+ * would copy every byte, needed or not, through a buffer first. */
+static ftl_err verify_mapped(const unsigned char *map, uint64_t fsize, const ck_need *needs, int nneeds,
+                             ck_verifier *v, ftl_diag *d) {
+  int ni = 0;
+  for (uint64_t p = 0; p < fsize;) {
+    uint64_t q = fsize - p > CK_VERIFY_BLOCK ? p + CK_VERIFY_BLOCK : fsize;
+    while (ni < nneeds && needs[ni].file_offset + needs[ni].size_bytes <= p)
+      ni++;
+    char *dst = NULL;
+    if (ni < nneeds && needs[ni].file_offset <= p) {
+      uint64_t nend = needs[ni].file_offset + needs[ni].size_bytes;
+      if (q > nend) q = nend;
+      dst = (char *)needs[ni].dest + (p - needs[ni].file_offset);
+    } else if (ni < nneeds && needs[ni].file_offset < q) {
+      q = needs[ni].file_offset;
+    }
+    ck_verifier_feed(v, map + p, (size_t)(q - p));
+    if (dst) copy_stream(dst, map + p, (size_t)(q - p));
+    p = q;
+  }
+  copy_stream_fence();
+  return ck_verifier_finish(v, d);
+}
+
 /* The verified read hashes what it reads in blocks small enough to be hashed while they are still
  * in the CPU's cache (a read of 8 MiB and then its hash costs a second trip through memory), and
  * asks the kernel for the next window of the file while it hashes this one, so the disk is busy
  * during the hashing rather than after it. */
-#define CK_VERIFY_BLOCK (256u << 10)
-
 ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_shard *sh, const ck_need *needs,
                              int nneeds, size_t chunk_bytes, void *bounce, size_t bounce_bytes, ftl_diag *d) {
   ftl_err rc = FTL_OK;
@@ -500,6 +582,12 @@ ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_sha
   if (rc) goto out;
   rc = ck_verifier_new(m, sh, &v, d);
   if (rc) goto out;
+  unsigned char *map = ck_map_tmpfs(fd, fsize);
+  if (map) {
+    rc = verify_mapped(map, fsize, needs, nneeds, v, d);
+    munmap(map, (size_t)fsize);
+    goto out;
+  }
   int ni = 0;
   for (uint64_t p = 0; p < fsize;) {
     /* Read-ahead: one window (the I/O chunk) past the block being read. A hint: if it fails, the

@@ -41,7 +41,8 @@ typedef struct ck_need {
 /* Streams the whole shard: checks its size, every piece's checksum and the file checksum, and
  * reads the needs (sorted by file_offset, not overlapping, each inside one piece) straight into
  * their destinations on the way, in blocks of 256 KiB (at most bounce_bytes) each hashed as soon
- * as it is read, with read-ahead asked for chunk_bytes ahead. FTL_ERR_CORRUPT when the file is short or a checksum differs
+ * as it is read, with read-ahead asked for chunk_bytes ahead. A file in tmpfs (an L1 or L2 copy)
+ * is hashed in place through ck_map_tmpfs and only the needs copied out. FTL_ERR_CORRUPT when the file is short or a checksum differs
  * (d names the shard and the tensor), FTL_ERR_NOTFOUND when it is missing, FTL_ERR_IO otherwise. */
 ftl_err ck_shard_verify_read(const char *dir, const ck_manifest *m, const ck_shard *sh, const ck_need *needs,
                              int nneeds, size_t chunk_bytes, void *bounce, size_t bounce_bytes, ftl_diag *d);
@@ -58,6 +59,13 @@ void ck_verifier_free(ck_verifier *v);
 /* The stretch of the file from off that is one piece's bytes (*piece its index) or HDF5 metadata
  * only (*piece -1), at most max bytes: its length. */
 uint64_t ck_verifier_span(const ck_verifier *v, uint64_t off, uint64_t max, int *piece);
+
+/* fd's file mapped read-only, or NULL: only a file in tmpfs (the L1 folder's usual home), whose
+ * pages are memory and never fail to read, so reading them in place costs no copy. A file on a
+ * disk could fail a read as SIGBUS, so it is never mapped and its readers use pread. A copy is in
+ * this user's private L1 folder and ftl only ever replaces or removes it, which leaves a mapping
+ * intact. munmap it with size. */
+unsigned char *ck_map_tmpfs(int fd, uint64_t size);
 
 /* Reads the needs without verifying (another rank verifies this shard). */
 ftl_err ck_shard_read(const char *dir, const ck_shard *sh, const ck_need *needs, int nneeds, ftl_diag *d);

@@ -724,6 +724,11 @@ static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
                        .search_path = 1,
                        .cwd = o->job->working_dir,
                        .new_group = 1,
+                       /* A launcher that dies (SIGKILL, the OOM killer) cannot end its gang: the
+                        * kernel does, with the signal mpirun and srun take as "end the job", which
+                        * they pass to their ranks. Without it an mpirun whose ranks were still in
+                        * MPI_Init lived on for seconds, waiting on PMIx peers that had gone. */
+                       .pdeath_signal = SIGTERM,
                        .reset_signals = handled,
                        .n_reset_signals = N_HANDLED};
   ftl_diag spawn_d = {{0}};

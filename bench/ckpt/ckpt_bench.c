@@ -7,6 +7,7 @@
  *   stall with the L1 level on            vs  memcpy (the shard also teed into a tmpfs copy)
  *   restore from L1 (verified)            vs  raw read() of the same bytes from disk (cold cache)
  *   restore from L2 (verified)            vs  raw read() of the same bytes from disk (cold cache)
+ *   stall with the L1 and L2 levels on    vs  memcpy
  * (L1: docs/checkpoint.md "Levels", a folder under /dev/shm here; the page cache is dropped before
  * the L1 restore too, of the bench's files on disk only (evict_only says why): the copies in tmpfs
  * stay, which is the point of the level.)
@@ -49,6 +50,7 @@
  * repetition to the next, and the median of five still moved a restore's ratio by +-0.3. */
 #define REPS 9
 #define CHUNK (8u << 20)
+#define ROWS 8 /* the table's rows for each size */
 
 static int rank, world;
 static int reps = REPS, smoke; /* --smoke: fewer repetitions, and the page cache is left alone */
@@ -253,7 +255,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 }
 
 static void run_size(ftl_ctx *ctx, const char *dir, size_t bytes, row *rows, int *cold_out) {
-  /* rows: 7 entries (the table's rows for this size). */
+  /* rows: ROWS entries (the table's rows for this size). */
   char raw[PATH_MAX], h5[PATH_MAX], rundir[PATH_MAX];
   const int64_t row_elems = 1024;
   int64_t global_rows = (int64_t)(bytes / (size_t)(row_elems * 4)) * world;
@@ -348,9 +350,9 @@ static void run_size(ftl_ctx *ctx, const char *dir, size_t bytes, row *rows, int
 
   /* L2: the same with each shard also kept by the other rank's host; every restore after this
    * rank's own L1 copy is deleted, so its shard crosses the socket from the partner. */
-  double rs_l2[REPS], rd3[REPS];
+  double rs_l2[REPS], rd3[REPS], stall_l2[REPS], cp3[REPS];
   int have_l2 = distinct_hosts();
-  for (int r = 0; r < reps; r++) rs_l2[r] = rd3[r] = 0;
+  for (int r = 0; r < reps; r++) rs_l2[r] = rd3[r] = stall_l2[r] = cp3[r] = 0;
   if (have_l2) {
     char rundir_l2[PATH_MAX + 8];
     snprintf(rundir_l2, sizeof rundir_l2, "%s-l2", rundir);
@@ -364,7 +366,14 @@ static void run_size(ftl_ctx *ctx, const char *dir, size_t bytes, row *rows, int
     time_save(ck, 1, &x, &y, &cold);
     own_rank = rank;
     for (int r = 0; r < reps; r++) {
-      time_save(ck, r + 2, &x, &y, &cold);
+      /* The stall with both memory levels on: the partner's copy is the writer's work, after it. */
+      if (r % 2 == 0) {
+        cp3[r] = time_memcpy(dst, state, bytes);
+        time_save(ck, r + 2, &stall_l2[r], &y, &cold);
+      } else {
+        time_save(ck, r + 2, &stall_l2[r], &y, &cold);
+        cp3[r] = time_memcpy(dst, state, bytes);
+      }
       nftw(l1root, remove_own_copy, 16, FTW_PHYS);
       memset(state, 0, bytes);
       if (r % 2 == 0) {
@@ -403,7 +412,12 @@ static void run_size(ftl_ctx *ctx, const char *dir, size_t bytes, row *rows, int
                   median(rs_l1, reps), minimum(rd2, reps), minimum(rs_l1, reps)};
   rows[6] = (row){cold ? "restore L2 vs read (cold)" : "restore L2 vs read (warm)", "<= 0.5", median(rd3, reps),
                   median(rs_l2, reps), minimum(rd3, reps), minimum(rs_l2, reps)};
-  if (!have_l2) rows[6].what = "restore L2: n/a (one host)";
+  rows[7] = (row){"stall, L1+L2 on, vs memcpy", "<= 1.3", median(cp3, reps), median(stall_l2, reps),
+                  minimum(cp3, reps), minimum(stall_l2, reps)};
+  if (!have_l2) {
+    rows[6].what = "restore L2: n/a (one host)";
+    rows[7].what = "stall, L2: n/a (one host)";
+  }
   *cold_out = cold;
   free(state);
   free(dst);
@@ -439,7 +453,7 @@ int main(int argc, char **argv) {
   }
   if (rank == 0 && ftl_mkdir_p(dir, NULL)) die("cannot create the bench folder");
   MPI_Barrier(comm);
-  row rows[2][7];
+  row rows[2][ROWS];
   int cold = 1;
   for (int s = 0; s < nsizes; s++)
     run_size(ctx, dir, sizes[s], rows[s], &cold);
@@ -450,7 +464,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < nsizes; s++) {
       char label[32];
       snprintf(label, sizeof label, "%zu MiB", sizes[s] >> 20);
-      for (int i = 0; i < 7; i++) {
+      for (int i = 0; i < ROWS; i++) {
         const row *w = &rows[s][i];
         if (w->base <= 0) {
           printf("%-8s %-26s %10s %10s %7s | %10s %10s %7s | %6s\n", i == 0 ? label : "", w->what, "-", "-", "-", "-",

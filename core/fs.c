@@ -12,6 +12,7 @@
  * folders and random names. */
 #include "core/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -454,3 +455,25 @@ ftl_err core_random_hex(char *out, size_t n, ftl_diag *d) {
   out[2 * n] = '\0';
   return FTL_OK;
 }
+
+/* Removals go through the seam like the writes they undo. */
+static void rm_tree_at(int parent, const char *name, int depth) {
+  int dfd = core_fs_table.openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (dfd >= 0) {
+    DIR *dp = fdopendir(dfd);
+    if (dp) {
+      struct dirent *e;
+      while ((e = readdir(dp))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (core_fs_table.unlinkat(dfd, e->d_name, 0) != 0 && errno == EISDIR && depth > 0)
+          rm_tree_at(dfd, e->d_name, depth - 1);
+      }
+      closedir(dp);
+    } else {
+      core_fs_table.close(dfd);
+    }
+  }
+  core_fs_table.unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void core_fs_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 4); }

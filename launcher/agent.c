@@ -4,7 +4,9 @@
  * keeps its output in the attempt's per-rank log files while passing it through, forwards
  * signals to the program's whole process group, and tells the launcher at once, over the
  * rendezvous connection, how the program ended (exit code or signal) and on which host. That is
- * how ftl names the first failing rank exactly, for programs that never link ftl too.
+ * how ftl names the first failing rank exactly, for programs that never link ftl too. Open MPI's
+ * shared-memory file of the rank lives in a folder the agent makes and removes (make_sm_dir), so
+ * killed ranks do not leave host memory behind.
  *
  * In a standby gang (FTL_STANDBY=1, docs/fault-tolerance.md) the agent writes nothing under the
  * run directory and shows nothing on the console until the launcher activates the gang: the
@@ -14,6 +16,7 @@
  *
  * It deliberately does not restart anything: the launcher decides, for the whole gang. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <fcntl.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -336,7 +340,86 @@ typedef struct agent {
   int standby;          /* FTL_STANDBY=1: parked until the launcher's activation */
   char attempt_dir[PATH_MAX]; /* "" until known (a standby: its activation) */
   pid_t relay_pid;      /* the host's relay when this agent started it (launcher/relay.h), else 0 */
+  char sm_dir[96];      /* the program's shared-memory folder (make_sm_dir), removed at the end; "" none */
 } agent;
+
+/* Open MPI's shared-memory transport (btl vader in 4.x, sm in 5.x) backs each rank with a file in
+ * /dev/shm that the rank removes in MPI_Finalize, or mpirun when the job ends. A rank killed along
+ * with its mpirun, which a fault-tolerant launcher sees all the time, leaves its file behind: host
+ * memory that nothing frees, restart after restart, in the same tmpfs as the L1 checkpoints. So
+ * each rank's file goes in a folder of the agent's making, removed when the program has ended
+ * however it ended. Open MPI hands the file's full name to the host's other ranks, so one folder
+ * per rank serves. A backing folder the user set is theirs and left alone; without /dev/shm there
+ * is nothing to do. The two variables out (each "NAME=VALUE", or "" when there is no folder). */
+/* "ftl-mpi-sm-n<pid namespace>-p<agent pid>-r<rank>-XXXXXX": whose the folder is. */
+#define SM_DIR_PREFIX "ftl-mpi-sm-n"
+
+/* This process's pid namespace (the inode of /proc/self/ns/pid), or 0 when unknown. */
+static unsigned long pid_namespace(void) {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+/* The folders of agents that are gone. An agent SIGKILLed before its program's end (mpirun kills
+ * its children a second after its own SIGTERM; a lost launcher's gang goes that way) cannot remove
+ * its folder, so each agent that starts removes those of dead agents of this user in its pid
+ * namespace: what a killed gang leaves is gone once the next gang on the host is up. A pid counts
+ * only in the namespace it was read in, so a folder from another namespace (a container sharing
+ * /dev/shm) is never judged by this one's pids. */
+static void sweep_dead_sm_dirs(unsigned long ns) {
+  DIR *dp = opendir("/dev/shm");
+  if (!dp) return;
+  int dfd = dirfd(dp);
+  struct dirent *e;
+  while ((e = readdir(dp))) {
+    if (strncmp(e->d_name, SM_DIR_PREFIX, strlen(SM_DIR_PREFIX)) != 0) continue;
+    char *end = NULL;
+    const char *q = e->d_name + strlen(SM_DIR_PREFIX);
+    errno = 0;
+    unsigned long their_ns = strtoul(q, &end, 10);
+    if (errno || end == q || their_ns != ns || strncmp(end, "-p", 2) != 0) continue;
+    q = end + 2;
+    long pid = strtol(q, &end, 10);
+    if (errno || end == q || pid <= 0 || pid > INT32_MAX || *end != '-') continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+    struct stat st;
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+      continue;
+    char path[PATH_MAX];
+    if (ftl_fmt(path, sizeof path, "/dev/shm/%s", e->d_name) == FTL_OK) core_fs_rm_tree(path);
+  }
+  closedir(dp);
+}
+
+/* Removes the program's shared-memory folder, once it has ended. */
+static void drop_sm_dir(agent *ag) {
+  if (!ag->sm_dir[0]) return;
+  core_fs_rm_tree(ag->sm_dir);
+  ag->sm_dir[0] = '\0';
+}
+
+static void make_sm_dir(agent *ag, char vars[2][192]) {
+  static const char *names[2] = {"OMPI_MCA_btl_vader_backing_directory", "OMPI_MCA_btl_sm_backing_directory"};
+  struct stat st;
+  vars[0][0] = vars[1][0] = '\0';
+  if (stat("/dev/shm", &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  unsigned long ns = pid_namespace();
+  if (ns) sweep_dead_sm_dirs(ns);
+  if (getenv(names[0]) || getenv(names[1])) return;
+  char tmpl[sizeof ag->sm_dir];
+  if (ftl_fmt(tmpl, sizeof tmpl, "/dev/shm/" SM_DIR_PREFIX "%lu-p%d-r%d-XXXXXX", ns, (int)getpid(), ag->pl.rank)) return;
+  int dirfd = -1;
+  ftl_diag d = {{0}};
+  if (core_fs_mkdtemp(tmpl, 0700, &dirfd, &d) != FTL_OK) {
+    if (tmpl[0]) core_fs_rm_tree(tmpl);
+    FTL_LOG(FTL_LOG_DEBUG, "agent", "no shared-memory folder for the program (%s): Open MPI's default", d.msg);
+    return;
+  }
+  core_fs_table.close(dirfd);
+  snprintf(ag->sm_dir, sizeof ag->sm_dir, "%s", tmpl);
+  for (int i = 0; i < 2; i++)
+    snprintf(vars[i], sizeof vars[i], "%s=%s", names[i], ag->sm_dir);
+}
 
 /* The rank's place, the program's environment, the parent-death signal and the launcher
  * connection. FTL_EXIT_OK, or the exit code to return at once. */
@@ -401,7 +484,15 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
   snprintf(place[1], sizeof place[1], "WORLD_SIZE=%d", ag->pl.world_size);
   snprintf(place[2], sizeof place[2], "LOCAL_RANK=%d", ag->pl.local_rank);
   snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", ag->pl.local_world_size);
-  char *overrides[] = {place[0], place[1], place[2], place[3], relay_var[0] ? relay_var : NULL, NULL};
+  char sm_vars[2][192];
+  make_sm_dir(ag, sm_vars);
+  char *overrides[8];
+  int n_over = 0;
+  for (int i = 0; i < 4; i++) overrides[n_over++] = place[i];
+  if (relay_var[0]) overrides[n_over++] = relay_var;
+  for (int i = 0; i < 2; i++)
+    if (sm_vars[i][0]) overrides[n_over++] = sm_vars[i];
+  overrides[n_over] = NULL;
   if (ln_gang_program_env(environ, overrides, prog_env, d)) {
     fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
     return FTL_EXIT_LAUNCH;
@@ -627,7 +718,10 @@ int ln_rank_agent_main(int argc, char **argv) {
   }
   int setup = agent_setup(&ag, &prog_env, &d);
   if (setup != FTL_EXIT_OK) {
-    if (!prog_env) return setup; /* said on stderr; nothing to clean up */
+    if (!prog_env) { /* said on stderr */
+      drop_sm_dir(&ag);
+      return setup;
+    }
     goto out;                    /* the launcher could not be reached (logged) */
   }
 
@@ -650,6 +744,8 @@ int ln_rank_agent_main(int argc, char **argv) {
   if (ag.pl.world_size > 1) snprintf(ag.prefix, sizeof ag.prefix, "[rank %d] ", ag.pl.rank);
   watch_program(&ag, &d);
   exit_code = report_exit(&ag, start_us, &d);
+  /* At once, before the waits below: a gang torn down by mpirun is SIGKILLed a second after. */
+  drop_sm_dir(&ag);
 out:
   rz_linebuf_free(&ag.from_launcher);
   ln_argv_free(prog_env);
@@ -664,5 +760,6 @@ out:
   core_buf_free(&ag.out.held);
   core_buf_free(&ag.err.held);
   core_proc_close(&ag.proc);
+  drop_sm_dir(&ag);
   return exit_code;
 }

@@ -598,7 +598,7 @@ ftl_err pl_package_unpack(const char *pkg_path, const char *target_dir, const ch
 out:
   pl_ar_close(r);
   if (dirfd >= 0) core_fs_table.close(dirfd);
-  if (tmp[0]) pl_rmdir_files(tmp);
+  if (tmp[0]) core_fs_rm_tree(tmp);
   if (rc && manifest_out && *manifest_out) {
     ftl_free(*manifest_out);
     *manifest_out = NULL;

@@ -214,7 +214,7 @@ ftl_err pl_peft_copy_final(const char *final_dir, const json_t *want_files, cons
     return rc;
   if (ftl_fmt(dir, sizeof dir, "%s/%s", out_dir, FTL_PEFT_BASE_DIR))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
-  pl_rm_tree(dir); /* an older export's base would be packaged with this adapter: replaced whole, or gone */
+  core_fs_rm_tree(dir); /* an older export's base would be packaged with this adapter: replaced whole, or gone */
   if (!base_dir) return FTL_OK;
   if ((rc = check_base_listing(base_dir, d))) return rc;
   if ((rc = ftl_mkdir_p(dir, d))) return rc;

@@ -122,27 +122,6 @@ out:
   return rc;
 }
 
-/* Removals go through the file seam (core/fs.h) like the writes they undo. */
-static void rm_tree_at(int parent, const char *name, int depth) {
-  int dfd = core_fs_table.openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-  if (dfd >= 0) {
-    DIR *dp = fdopendir(dfd);
-    if (dp) {
-      struct dirent *e;
-      while ((e = readdir(dp))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (core_fs_table.unlinkat(dfd, e->d_name, 0) != 0 && errno == EISDIR && depth > 0)
-          rm_tree_at(dfd, e->d_name, depth - 1);
-      }
-      closedir(dp);
-    } else {
-      core_fs_table.close(dfd);
-    }
-  }
-  core_fs_table.unlinkat(parent, name, AT_REMOVEDIR);
-}
-
-void pl_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 4); }
 
 ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d) {
   *fd_out = -1;
@@ -171,28 +150,6 @@ ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeou
   return core_jsonl_append(path, rec, &o, d);
 }
 
-/* The files of the folder at dirfd/name (one level; a folder inside is emptied of its files, which
- * is the package's base/), then the folder. */
-static void rmdir_files_at(int dirfd, const char *name, int depth) {
-  int dfd = core_fs_table.openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-  if (dfd >= 0) {
-    DIR *dp = fdopendir(dfd);
-    if (dp) {
-      struct dirent *e;
-      while ((e = readdir(dp))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (core_fs_table.unlinkat(dfd, e->d_name, 0) && errno == EISDIR && depth == 0)
-          rmdir_files_at(dfd, e->d_name, 1);
-      }
-      closedir(dp);
-    } else {
-      core_fs_table.close(dfd);
-    }
-  }
-  core_fs_table.unlinkat(dirfd, name, AT_REMOVEDIR);
-}
-
-void pl_rmdir_files(const char *dir) { rmdir_files_at(AT_FDCWD, dir, 0); }
 
 int pl_safe_name(const char *name, int allow_dot) {
   size_t n = 0;

@@ -42,14 +42,6 @@ ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], ui
  * never $USER, which a cron job, a container or `env -i` leaves unset or wrong. The registry's
  * default `who` in pointers and audit lines. */
 void pl_effective_user(char *buf, size_t size);
-/* Removes a folder tree of the pipeline's own making (plain files and folders, at most 4 deep),
- * never following links. Errors are ignored: it is cleanup. */
-void pl_rm_tree(const char *dir);
-
-/* Removes a folder that holds only plain files and folders of plain files (what the pipeline's
- * temporary folders hold: an unpacked package has base/),
- * without following links. Errors are ignored: it is cleanup. */
-void pl_rmdir_files(const char *dir);
 
 /* True when name is a plain file name: 1-255 bytes of [A-Za-z0-9._-], not "." or "..", not
  * starting with '.' unless allow_dot. */

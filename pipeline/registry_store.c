@@ -366,13 +366,13 @@ void pl_reg_clean_stale(const ftl_registry_ref *reg, const char *name) {
   char dir[4096];
   DIR *dp;
   if (pl_reg_path(dir, sizeof dir, reg, name, "versions", NULL)) return;
-  each_prefixed(dir, ".tmp-", pl_rm_tree);
+  each_prefixed(dir, ".tmp-", core_fs_rm_tree);
   if ((dp = opendir(dir))) {
     struct dirent *e;
     while ((e = readdir(dp))) {
       char v[4096];
       if (!pl_sha256_is_hex(e->d_name) || ftl_fmt(v, sizeof v, "%s/%s", dir, e->d_name)) continue;
-      each_prefixed(v, "adapter.tmp-", pl_rm_tree);
+      each_prefixed(v, "adapter.tmp-", core_fs_rm_tree);
     }
     closedir(dp);
   }

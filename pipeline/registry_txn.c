@@ -463,7 +463,7 @@ static ftl_err store_version(const ftl_registry_ref *reg, const char *name, cons
   rc = audit(reg, name, "publish", NULL, NULL, id, who, o->why, -1, extra, d);
 out:
   if (dirfd >= 0) core_fs_table.close(dirfd);
-  if (tmp[0]) pl_rm_tree(tmp);
+  if (tmp[0]) core_fs_rm_tree(tmp);
   return rc;
 }
 

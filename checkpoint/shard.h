@@ -64,7 +64,8 @@ uint64_t ck_verifier_span(const ck_verifier *v, uint64_t off, uint64_t max, int 
  * pages are memory and never fail to read, so reading them in place costs no copy. A file on a
  * disk could fail a read as SIGBUS, so it is never mapped and its readers use pread. A copy is in
  * this user's private L1 folder and ftl only ever replaces or removes it, which leaves a mapping
- * intact. munmap it with size. */
+ * intact; a copy truncated by hand while mapped would end the reader with SIGBUS, which a library
+ * cannot catch for its caller. munmap it with size. */
 unsigned char *ck_map_tmpfs(int fd, uint64_t size);
 
 /* Reads the needs without verifying (another rank verifies this shard). */

@@ -11,7 +11,7 @@
 . "$FTL_SOURCE_DIR/tests/hardening/lib.sh" || exit 1
 mkdir disk tiny
 mount -t tmpfs -o size=200k tmpfs disk 2>/dev/null || { echo "skipped: mounting a tmpfs is not permitted here"; exit 77; }
-trap 'umount "$SCRATCH/disk" 2>/dev/null; umount "$SCRATCH/tiny" 2>/dev/null; pkill -KILL -f "$MARKER" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+trap 'umount "$SCRATCH/disk" 2>/dev/null; umount "$SCRATCH/tiny" 2>/dev/null; pkill -KILL -f "$MARKER" 2>/dev/null; remove_scratch' EXIT
 mount -t tmpfs -o size=8k tmpfs tiny || fail "the second tmpfs could not be mounted"
 
 # a.

@@ -350,7 +350,7 @@ typedef struct agent {
  * each rank's file goes in a folder of the agent's making, removed when the program has ended
  * however it ended. Open MPI hands the file's full name to the host's other ranks, so one folder
  * per rank serves. A backing folder the user set is theirs and left alone; without /dev/shm there
- * is nothing to do. The two variables out (each "NAME=VALUE", or "" when there is no folder). */
+ * is nothing to do. */
 /* "ftl-mpi-sm-n<pid namespace>-p<agent pid>-r<rank>-XXXXXX": whose the folder is. */
 #define SM_DIR_PREFIX "ftl-mpi-sm-n"
 
@@ -398,6 +398,8 @@ static void drop_sm_dir(agent *ag) {
   ag->sm_dir[0] = '\0';
 }
 
+/* Makes the folder (after sweeping the dead agents'): the two variables out, each "NAME=VALUE",
+ * or "" when there is no folder. */
 static void make_sm_dir(agent *ag, char vars[2][192]) {
   static const char *names[2] = {"OMPI_MCA_btl_vader_backing_directory", "OMPI_MCA_btl_sm_backing_directory"};
   struct stat st;

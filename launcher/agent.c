@@ -267,10 +267,12 @@ static int open_log(const char *attempt_dir, int rank, const char *suffix) {
   return core_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 }
 
-/* The scheduler state of a process ('R' running, 'S' sleeping, 'D' disk wait, 'T' stopped,
- * 'Z' zombie), from /proc/PID/stat; '?' when it cannot be read. */
-static char process_state(pid_t pid) {
-  char path[64], buf[512];
+/* A process's scheduler state ('R' running, 'S' sleeping, 'D' disk wait, 'T' stopped, 'Z' zombie)
+ * and its start time (clock ticks since boot: with the pid, what names one process for good, since
+ * pids are reused), from /proc/PID/stat; state '?' when it cannot be read. */
+static char process_stat(pid_t pid, unsigned long long *start_ticks) {
+  char path[64], buf[1024];
+  if (start_ticks) *start_ticks = 0;
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return '?';
@@ -279,7 +281,17 @@ static char process_state(pid_t pid) {
   if (n <= 0) return '?';
   buf[n] = '\0';
   const char *paren = strrchr(buf, ')'); /* the command name may itself hold ')' */
-  return paren && paren[1] == ' ' && paren[2] ? paren[2] : '?';
+  if (!paren || paren[1] != ' ' || !paren[2]) return '?';
+  if (start_ticks) {
+    /* Field 22 (starttime); the state after the name is field 3. */
+    const char *p = paren + 2;
+    for (int field = 3; field < 22 && p; field++) {
+      p = strchr(p, ' ');
+      if (p) p++;
+    }
+    if (p) *start_ticks = strtoull(p, NULL, 10);
+  }
+  return paren[2];
 }
 
 /* A process's resident memory in KiB (/proc/PID/statm), or -1. */
@@ -360,12 +372,25 @@ static unsigned long pid_namespace(void) {
   return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long)st.st_ino : 0;
 }
 
+/* Whether the agent that made a folder is gone: no process has its pid, or the one that has it
+ * is a zombie (killed, its parent not yet reaping) or started at another time than the one the
+ * folder's name records (the pid was reused: a busy host cycles through 32768 pids in minutes).
+ * A folder of an earlier release names no start time: its pid alone decides. */
+static int maker_is_gone(pid_t pid, unsigned long long recorded_start) {
+  unsigned long long start = 0;
+  char state = process_stat(pid, &start);
+  if (state == '?') return kill(pid, 0) != 0 && errno == ESRCH; /* no /proc entry we can read */
+  if (state == 'Z' || state == 'X') return 1;
+  return recorded_start && start && start != recorded_start;
+}
+
 /* The folders of agents that are gone. An agent SIGKILLed before its program's end (mpirun kills
  * its children a second after its own SIGTERM; a lost launcher's gang goes that way) cannot remove
  * its folder, so each agent that starts removes those of dead agents of this user in its pid
  * namespace: what a killed gang leaves is gone once the next gang on the host is up. A pid counts
  * only in the namespace it was read in, so a folder from another namespace (a container sharing
- * /dev/shm) is never judged by this one's pids. */
+ * /dev/shm) is never judged by this one's pids. The name is SM_DIR_PREFIX<ns>-p<pid>-s<start
+ * ticks>-r<rank>-XXXXXX (make_sm_dir); an earlier release's has no -s part. */
 static void sweep_dead_sm_dirs(unsigned long ns) {
   DIR *dp = opendir("/dev/shm");
   if (!dp) return;
@@ -381,7 +406,13 @@ static void sweep_dead_sm_dirs(unsigned long ns) {
     q = end + 2;
     long pid = strtol(q, &end, 10);
     if (errno || end == q || pid <= 0 || pid > INT32_MAX || *end != '-') continue;
-    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+    unsigned long long start = 0;
+    if (strncmp(end, "-s", 2) == 0) {
+      q = end + 2;
+      start = strtoull(q, &end, 10);
+      if (errno || end == q || *end != '-') continue;
+    }
+    if (!maker_is_gone((pid_t)pid, start)) continue; /* alive, or not ours to judge */
     struct stat st;
     if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
       continue;
@@ -409,7 +440,11 @@ static void make_sm_dir(agent *ag, char vars[2][192]) {
   if (ns) sweep_dead_sm_dirs(ns);
   if (getenv(names[0]) || getenv(names[1])) return;
   char tmpl[sizeof ag->sm_dir];
-  if (ftl_fmt(tmpl, sizeof tmpl, "/dev/shm/" SM_DIR_PREFIX "%lu-p%d-r%d-XXXXXX", ns, (int)getpid(), ag->pl.rank)) return;
+  unsigned long long start = 0;
+  (void)process_stat(getpid(), &start);
+  if (ftl_fmt(tmpl, sizeof tmpl, "/dev/shm/" SM_DIR_PREFIX "%lu-p%d-s%llu-r%d-XXXXXX", ns, (int)getpid(), start,
+              ag->pl.rank))
+    return;
   int dirfd = -1;
   ftl_diag d = {{0}};
   if (core_fs_mkdtemp(tmpl, 0700, &dirfd, &d) != FTL_OK) {
@@ -621,7 +656,7 @@ static void agent_timers(agent *ag, ftl_diag *d) {
     if (ag->next_alive_ms > 0 && late_ms > 2000)
       FTL_LOG(FTL_LOG_WARN, "agent", "this alive report is %.1f s late (the agent was not scheduled, or was blocked)",
               (double)late_ms / 1000.0);
-    char state[2] = {ag->proc.reaped ? 'X' : process_state(ag->proc.pid), '\0'};
+    char state[2] = {ag->proc.reaped ? 'X' : process_stat(ag->proc.pid, NULL), '\0'};
     long rss = ag->proc.reaped ? -1 : resident_kib(ag->proc.pid);
     rz_rdzv_client_send(client, json_pack("{s:s, s:s, s:I}", "type", "alive", "state", state, "rss_kb", (json_int_t)rss),
                         1, d);

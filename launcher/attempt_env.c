@@ -5,15 +5,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ftl/core.h"
 #include "launcher/gang.h"
-#include "rendezvous/wire.h"
 
 int ln_relay_on(void) {
   const char *v = getenv("FTL_RELAY");
@@ -34,12 +35,58 @@ ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size) {
                  raw[6], raw[7], attempt_no);
 }
 
-static int free_port(void) {
-  int fd = -1, port = 0;
+/* The kernel's ephemeral ports, the ones it hands to outgoing connections and to bind(port 0):
+ * [*lo, *hi] from ip_local_port_range (Linux's default 32768-60999 where it cannot be read). */
+static void ephemeral_ports(int *lo, int *hi) {
+  *lo = 32768;
+  *hi = 60999;
+  char *text = NULL;
+  size_t len = 0;
   ftl_diag d;
-  if (rz_tcp_listen(NULL, &fd, &port, &d) != FTL_OK) return 29500;
+  int a, b;
+  if (ftl_read_file("/proc/sys/net/ipv4/ip_local_port_range", 64, &text, &len, &d) == FTL_OK &&
+      sscanf(text, "%d %d", &a, &b) == 2 && a > 0 && a <= b && b < 65536) {
+    *lo = a;
+    *hi = b;
+  }
+  ftl_free(text);
+}
+
+/* Whether nothing listens on (or holds) TCP port on any address of this host now. */
+static int port_is_free(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  sin.sin_addr.s_addr = htonl(INADDR_ANY);
+  int ok = bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0;
   close(fd);
-  return port;
+  return ok;
+}
+
+/* MASTER_PORT: the port the program's own rendezvous binds (torch.distributed's TCPStore on rank 0)
+ * seconds later, once its interpreter has imported its libraries, or minutes later for a parked
+ * standby gang. It is taken below the kernel's ephemeral range and checked free: a port from
+ * inside that range (bind port 0, close, hand it on: what torchrun does) can meanwhile become the
+ * local port of any outgoing connection on the host, every other job's and test's included, and
+ * the program's bind then fails with EADDRINUSE. Random among the ports from 20000 up to the
+ * ephemeral range, so two launchers on one host seldom meet; 29500, PyTorch's default, when no
+ * free one is found in 64 tries. */
+static int master_port(void) {
+  int lo, hi;
+  ephemeral_ports(&lo, &hi);
+  int first = 20000, last = lo - 1;
+  if (last < first) { /* a host whose ephemeral range starts low: take the ports above it */
+    first = hi + 1;
+    last = 65535;
+  }
+  if (first > last) return 29500;
+  ftl_rng rng;
+  ftl_rng_seed(&rng, (uint64_t)ftl_wall_us() ^ ((uint64_t)getpid() << 20));
+  for (int i = 0; i < 64; i++) {
+    int port = first + (int)(ftl_rng_next(&rng) % (uint64_t)(last - first + 1));
+    if (port_is_free(port)) return port;
+  }
+  return 29500;
 }
 
 int ln_sweep_token(const char *token) {
@@ -108,7 +155,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                        .fleet_ledger = o->job->fleet_ledger,
                        .preempt_grace_ms = o->job->preempt_grace_ms,
                        .master_addr = master_addr,
-                       .master_port = free_port(),
+                       .master_port = master_port(),
                        .job_env = o->job->env,
                        .standby = o->standby_launch,
                        .ckpt_l1_dir = ln_job_ckpt_l1(o->job) ? ln_job_ckpt_l1_root(o->job) : "",

@@ -13,9 +13,6 @@ export FTL_LOG_LEVEL=${FTL_LOG_LEVEL:-warn}
 # mca_btl_tcp during MPI_Init, which is not ours; without it the TSan build runs clean.)
 export OMPI_MCA_btl=self,vader
 
-# Sanitizer builds: LeakSanitizer unwinds slowly but fully, so Open MPI's init-time allocations
-# are attributed to its libraries and matched by tests/lsan.supp (ignored by other builds).
-export LSAN_OPTIONS="${LSAN_OPTIONS:-}:fast_unwind_on_malloc=0"
 
 fail() { echo "FAIL ($scenario): $*" >&2; exit 1; }
 run() { # run N args...: mpirun that must succeed

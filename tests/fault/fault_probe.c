@@ -5,6 +5,10 @@
  *   --fail-step-per-attempt                      ... at step S + attempt (progress each attempt)
  *   --stop-rank R --stop-step S                  rank R stops itself (SIGSTOP) at step S, once
  *   --slow-rank R --slow-ms X                    rank R computes X ms longer every step (a straggler)
+ *   --until-file F                               every rank ends after the first step at whose end
+ *                                                some rank saw F (a test that waits for an event
+ *                                                touches F once it has seen it, so the job outlasts
+ *                                                the event however slow the machine; --steps bounds it)
  * Its "checkpoint" is one line in RUNDIR/probe-step (rank 0 writes it on a stop request and every
  * --save-every steps; every rank reads it at start), enough to see that a relaunch resumes; the real
  * checkpoints are ftl_ckpt's and are tested with the example fine-tune. */
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl/ftl.h"
@@ -43,6 +48,15 @@ int main(int argc, char **argv) {
   int64_t steps = 20, step_ms = 20, fail_rank = -1, fail_step = -1, fail_code = 3, fail_attempts = INT64_MAX;
   int64_t stop_rank = -1, stop_step = -1, save_every = 5, slow_rank = -1, slow_ms = 0;
   int per_attempt = 0;
+  const char *until_file = NULL;
+  /* --until-file takes a path, which probe_opt does not: taken out of argv before the others. */
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--until-file") == 0) {
+      until_file = argv[i + 1];
+      memmove(argv + i, argv + i + 2, (size_t)(argc - i - 1) * sizeof *argv); /* with argv[argc] (NULL) */
+      argc -= 2;
+      break;
+    }
   const probe_opt opts[] = {PROBE_NUM("steps", steps, 0, INT64_MAX),
                             PROBE_NUM("step-ms", step_ms, 0, INT64_MAX),
                             PROBE_NUM("fail-rank", fail_rank, 0, INT64_MAX),
@@ -61,6 +75,7 @@ int main(int argc, char **argv) {
   const ftl_info *me = ftl_ctx_info(ctx);
   int64_t start = read_saved_step(me->run_dir);
   if (me->rank == 0) printf("probe: attempt %d starts at step %lld of %lld\n", me->attempt, (long long)start, (long long)steps);
+  int until_seen = 0;
   int64_t fail_at = fail_step + (per_attempt ? me->attempt : 0);
   for (int64_t step = start + 1; step <= steps; step++) {
     usleep((useconds_t)(step_ms + (me->rank == slow_rank ? slow_ms : 0)) * 1000);
@@ -70,13 +85,20 @@ int main(int argc, char **argv) {
       _exit((int)fail_code);
     }
     if (me->rank == stop_rank && step == stop_step && me->attempt == 0) raise(SIGSTOP);
-    float one = 1.0f, sum = 0.0f;
-    if (ftl_allreduce(ctx, &one, &sum, 1, FTL_DTYPE_F32, FTL_OP_SUM) != FTL_OK || sum != (float)me->world_size) {
+    /* One allreduce a step: the ranks' count, and how many saw --until-file (so all end together). */
+    struct stat st;
+    float mine[2] = {1.0f, until_file && stat(until_file, &st) == 0 ? 1.0f : 0.0f}, sum[2] = {0.0f, 0.0f};
+    if (ftl_allreduce(ctx, mine, sum, 2, FTL_DTYPE_F32, FTL_OP_SUM) != FTL_OK || sum[0] != (float)me->world_size) {
       fprintf(stderr, "probe: allreduce failed: %s\n", ftl_ctx_errmsg(ctx));
       ftl_finalize(ctx);
       return 11;
     }
     ftl_step_done(ctx, step);
+    if (sum[1] > 0.0f) {
+      if (me->rank == 0) printf("probe: %s is there: ending after step %lld\n", until_file, (long long)step);
+      until_seen = 1;
+      break;
+    }
     if (me->rank == 0 && save_every > 0 && step % save_every == 0) save_step(me->run_dir, step);
     int stop = 0;
     const char *why = "";
@@ -91,7 +113,7 @@ int main(int argc, char **argv) {
       return 0;
     }
   }
-  if (me->rank == 0) printf("probe: finished %lld steps\n", (long long)steps);
+  if (me->rank == 0 && !until_seen) printf("probe: finished %lld steps\n", (long long)steps);
   ftl_barrier(ctx, 60000);
   ftl_finalize(ctx);
   return 0;

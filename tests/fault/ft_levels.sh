@@ -50,8 +50,14 @@ levels_of() {
     cut -d'"' -f4 | sort | tr '\n' ' '
 }
 
-# the newest committed step's L1 folder, and its shard copies
-newest_l1() { ls -d "$L1"/ftl-*/step-* 2>/dev/null | sort | tail -1; }
+# newest_l1: the L1 folder of the run directory's newest committed step. Not the newest L1 folder:
+# the kill can land while a later step is being saved, whose L1 folder is then partly written (a
+# slow machine makes that likely), and the restore passes over that step anyway.
+newest_l1() {
+  local s
+  s=$(committed_steps "$RUN" | sort -n | tail -1)
+  [ -n "$s" ] && ls -d "$L1"/ftl-*/"$(printf 'step-%08d' "$((10#$s))")" 2>/dev/null | tail -1
+}
 
 reference 4
 case $MODE in
@@ -69,7 +75,7 @@ damaged|gone|hostile)
   step_dir=$(newest_l1)
   [ -n "$step_dir" ] || fail "no L1 copy was kept"
   step=$(basename "$step_dir")
-  [ -d "$RUN/checkpoints/$step" ] || fail "the L1 copy $step is not the run directory's committed step"
+  [ -f "$RUN/checkpoints/$step/manifest.json" ] || fail "the L1 copy $step is not the run directory's committed step"
   if [ "$MODE" = damaged ]; then
     flip_middle_byte "$step_dir/shard-00001.h5"
     truncate -s 1000 "$step_dir/shard-00000.h5"

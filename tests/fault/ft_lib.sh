@@ -40,10 +40,24 @@ ckpt_l3_every() {
   grep -q "\"--ckpt-l3-every\", \"$2\"" "$1" || { cat "$1" >&2; fail "cannot set --ckpt-l3-every in $1"; }
 }
 
-# reference RANKS: the failure-free run's adapter in ref-RANKS/final.
+# reference RANKS: the failure-free run's adapter in ref-RANKS/final, its output in ref-RANKS.out.
+# It is the same run for every test of the build that asks for it with the same settings, so it is
+# made once (cached: the key holds everything the adapter depends on; the marker only tags
+# processes).
 reference() {
-  run_ftl "ref-$1.out" run -n "$1" --run-dir "ref-$1" -- ftl-finetune "${FT_ARGS[@]}" --ckpt-every "$FT_EVERY"
-  expect_rc 0 "ref-$1.out"
+  local args=("${FT_ARGS[@]}" --ckpt-every "$FT_EVERY")
+  local key="finetune reference -n $1 ${args[*]/$MARKER/}; FTL_BACKEND=${FTL_BACKEND:-}; OMP_NUM_THREADS=${OMP_NUM_THREADS:-}; $FT_DATA_KEY; $(bin_key ftl)"
+  cached "$key" "ref-$1" ft_reference_run "$1" "${args[@]}" || fail "the failure-free run on $1 ranks failed"
+  mv "ref-$1/run.out" "ref-$1.out"
+}
+# ft_reference_run RANKS ARGS...: in a folder of its own (data/ copied in), the run; its final/ and
+# its output (run.out) kept.
+ft_reference_run() {
+  local n=$1
+  shift
+  cp -a "$SCRATCH/data" data || return 1
+  ftl run -n "$n" --run-dir run -- ftl-finetune "$@" >run.out 2>&1 || { cat run.out >&2; return 1; }
+  mv run/final final && rm -rf run data
 }
 
 # committed_steps RUNDIR: the committed checkpoint steps, one per line.

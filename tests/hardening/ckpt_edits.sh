@@ -13,7 +13,6 @@ mpiexec=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/ftl-hard-edits-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export FTL_LOG_LEVEL=${FTL_LOG_LEVEL:-error} OMPI_MCA_btl=self,vader OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:-}:fast_unwind_on_malloc=0"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 run() { local n=$1; shift; timeout 60 "$mpiexec" --oversubscribe -n "$n" "$bin/ckpt_mpi" "$@" || fail "mpirun -n $n ckpt_mpi $* exited $?"; }
 cli() { timeout 20 "$bin/ckpt_cli_tool" ckpt "$@"; }

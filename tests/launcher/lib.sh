@@ -44,6 +44,40 @@ yaml_list() {
   printf ']'
 }
 
+# cached KEY DEST BUILD ARGS...: the folder DEST (made if need be) filled with what the command
+# BUILD ARGS leaves in an empty folder it runs in, built once per KEY for all the tests of a build:
+# the first test that needs it builds it under $FTL_TEST_CACHE (the build's test-cache/,
+# tests/CMakeLists.txt) while any other waits for it (flock), and each copies it. For what many tests
+# build alike and never change in place: the fine-tune's data and base model, a failure-free
+# reference run's adapter. KEY names everything that decides the result, the programs' bytes
+# included (bin_key). Without FTL_TEST_CACHE (a test run by hand) BUILD runs in DEST itself.
+cached() {
+  local key=$1 dest=$2 dir
+  shift 2
+  mkdir -p "$dest" || return 1
+  if [ -z "${FTL_TEST_CACHE:-}" ]; then
+    (cd "$dest" && "$@")
+    return
+  fi
+  mkdir -p "$FTL_TEST_CACHE" || return 1
+  dir=$FTL_TEST_CACHE/$(printf '%s' "$key" | sha256sum | cut -c1-24)
+  (
+    flock -w 600 9 || { echo "cached: waited 600 s for $dir.lock" >&2; exit 1; }
+    if [ ! -f "$dir/.key" ]; then
+      rm -rf "$dir.tmp" "$dir" && mkdir "$dir.tmp" || exit 1
+      (cd "$dir.tmp" && "$@") || exit 1
+      printf '%s\n' "$key" >"$dir.tmp/.key" && mv "$dir.tmp" "$dir" || exit 1
+    fi
+  ) 9>"$dir.lock" || return 1
+  cp -a "$dir/." "$dest/" && rm -f "$dest/.key"
+}
+
+# bin_key NAMES...: the digests of those programs of the build, for a cached KEY.
+bin_key() {
+  local n
+  for n in "$@"; do sha256sum "$FTL_BIN_DIR/$n" | cut -c1-16; done | paste -sd, -
+}
+
 # run_ftl OUTFILE ARGS...: runs ftl, saving stdout+stderr to OUTFILE and the exit code to $RC.
 run_ftl() {
   local out=$1

@@ -21,7 +21,7 @@ agent_pids() {
 }
 
 # sm_dir PID: the shared-memory folder of the agent PID, or nothing.
-sm_dir() { ls -d /dev/shm/ftl-mpi-sm-n*-p"$1"-r* 2>/dev/null; }
+sm_dir() { ls -d /dev/shm/ftl-mpi-sm-n*-p"$1"-s*-r* 2>/dev/null; }
 
 # wait_ready RUNDIR N: until N ranks of the run in RUNDIR are past MPI_Init.
 wait_ready() {

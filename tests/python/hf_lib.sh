@@ -5,14 +5,19 @@
 . "$(dirname "$0")/../launcher/lib.sh" || exit 1
 HF_PY=${FTL_PYTHON:-/usr/bin/python3}
 HF_VENV=${FTL_VENV:-$FTL_SOURCE_DIR/.venv}
-if ! "$HF_PY" -c 'import torch, transformers, peft, safetensors' 2>hf_import.err; then
+# Found, not imported: an import of torch and transformers costs seconds of CPU, and every test
+# imports them itself (a broken install fails there, loudly); scripts/setup-python.sh imported them
+# all once when it made the venv.
+if ! "$HF_PY" -c 'import importlib.util as u, sys
+missing = [m for m in ("torch", "transformers", "peft", "safetensors") if u.find_spec(m) is None]
+sys.exit("not found: " + ", ".join(missing) if missing else 0)' 2>hf_import.err; then
   if [ ! -x "$HF_VENV/bin/python" ] && [ "${CI:-}" != true ]; then
     echo "SKIP: no venv at $HF_VENV (run scripts/setup-python.sh, then configure again)"
     exit 77
   fi
   cat hf_import.err >&2
   [ -x "$HF_VENV/bin/python" ] &&
-    fail "$HF_PY cannot import the Hugging Face stack although $HF_VENV exists (configure again, or rerun scripts/setup-python.sh)"
+    fail "$HF_PY does not have the Hugging Face stack although $HF_VENV exists (configure again, or rerun scripts/setup-python.sh)"
   fail "CI=true and no venv at $HF_VENV: scripts/setup-python.sh must have made it"
 fi
 # Nothing comes from a model hub: every model is built from a config in code or read from a folder.

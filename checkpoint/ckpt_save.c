@@ -55,9 +55,18 @@ ftl_err ftl_ckpt_save_level(ftl_ckpt *ck, int64_t step, int level) {
   ck_sync *s = ck->sync;
   if (atomic_load(&s->broken))
     return ck_fail(ck, FTL_ERR_STATE, "ftl_ckpt_save: the handle is broken (a collective passed its deadline)");
-  if (step <= ck->last_step) {
-    ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_ckpt_save: step %lld is not after step %lld", (long long)step,
-                  (long long)ck->last_step);
+  /* The step this handle restored or saved last, saved again: its state is that step's already
+   * (restored from its commit, or in the checkpoint of it under way), so there is nothing to save.
+   * That is what a program that restored its last step does at its end (a rerun, or a restart
+   * after a kill past the final commit): it finishes, and the finish saves the step it ends at. */
+  if (step == ck->last_step) {
+    FTL_LOG(FTL_LOG_DEBUG, "ckpt", "step %lld is this handle's last step (restored or saved): not saved again",
+            (long long)step);
+    return FTL_OK;
+  }
+  if (step < ck->last_step) {
+    ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_ckpt_save: step %lld is before step %lld, the last one restored or saved",
+                  (long long)step, (long long)ck->last_step);
     return ck_fail(ck, FTL_ERR_INVAL, d.msg);
   }
   int64_t t0 = ftl_clock_ns();
@@ -107,8 +116,14 @@ ftl_err ftl_ckpt_wait(ftl_ckpt *ck, int64_t timeout_ms, ftl_ckpt_stats *out) {
   int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? ck->timeout_ms : timeout_ms);
   pthread_mutex_lock(&s->mu);
   ftl_err rc = ck_wait_idle_locked(s, deadline);
-  if (!rc && !s->have_last) rc = FTL_ERR_NOTFOUND;
-  if (!rc) {
+  if (!rc && !s->have_last) {
+    /* Nothing was ever saved by this handle (a program that restored its last step and had
+     * nothing left to train): nothing is pending, which is what the caller waits for. */
+    if (out) {
+      memset(out, 0, sizeof *out);
+      out->step = -1;
+    }
+  } else if (!rc) {
     if (out) *out = s->last;
     rc = s->last.err;
   }

@@ -510,6 +510,7 @@ void *ck_writer_main(void *arg) {
                 json_pack("{sI sf sf sf sI sI ss}", "step", (json_int_t)step, "stall_ms", st.stall_ms, "wait_prev_ms",
                           st.wait_prev_ms, "durable_ms", st.durable_ms, "shard_bytes", (json_int_t)st.shard_bytes,
                           "total_bytes", (json_int_t)st.total_bytes, "level", ck_level_name(level)));
+      core_crash_point("after_commit", ck->rank, step); /* tests: a rank dies right after a commit */
     }
 
     pthread_mutex_lock(&s->mu);

@@ -133,6 +133,7 @@ static int fs_mkdir(const char *path, mode_t mode) { return mkdir(path, mode); }
 static char *fs_mkdtemp(char *tmpl) { return mkdtemp(tmpl); }
 static int fs_fchmod(int fd, mode_t mode) { return fchmod(fd, mode); }
 static int fs_unlinkat(int dirfd, const char *name, int flags) { return unlinkat(dirfd, name, flags); }
+static int fs_symlink(const char *target, const char *path) { return symlink(target, path); }
 
 /* The real table, spelled once for the static initializer and for core_fs_reset. */
 #define REAL_TABLE                                                                                                     \
@@ -140,7 +141,7 @@ static int fs_unlinkat(int dirfd, const char *name, int flags) { return unlinkat
     .open = fs_open, .close = fs_close, .pwrite = fs_pwrite, .pread = fs_pread, .fsync = fs_fsync,                     \
     .rename = fs_rename, .unlink = fs_unlink, .ftruncate = fs_ftruncate, .openat = fs_openat, .write = fs_write,       \
     .read = fs_read, .mkdir = fs_mkdir, .mkdtemp = fs_mkdtemp, .fchmod = fs_fchmod, .unlinkat = fs_unlinkat,           \
-    .rename_noreplace = fs_rename_noreplace,                                                                           \
+    .rename_noreplace = fs_rename_noreplace, .symlink = fs_symlink,                                                    \
   }
 
 ftl_fs core_fs_table = REAL_TABLE;
@@ -236,6 +237,60 @@ void core_crash_point(const char *name, int rank, int64_t step) {
 }
 
 /* ---- helpers ----------------------------------------------------------------------------- */
+
+ftl_err core_fs_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d) {
+  struct stat st;
+  *fd_out = -1;
+  /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. */
+  int fd = core_fs_table.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+  if (fd < 0) {
+    if (errno == ENOENT) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s does not exist", path);
+    if (errno == ELOOP) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is a symbolic link; refused", path);
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  }
+  if (fstat(fd, &st)) {
+    close(fd);
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a regular file (a FIFO, device, socket or folder); refused",
+                         path);
+  }
+  if ((uint64_t)st.st_size > max_bytes) {
+    close(fd);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is %lld bytes, more than the %llu allowed; refused", path,
+                         (long long)st.st_size, (unsigned long long)max_bytes);
+  }
+  *fd_out = fd;
+  *size_out = (uint64_t)st.st_size;
+  return FTL_OK;
+}
+
+ftl_err core_fs_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {
+  int fd = -1;
+  uint64_t size = 0;
+  *data_out = NULL;
+  if (size_out) *size_out = 0;
+  ftl_err rc = core_fs_open_regular(path, max_bytes, &fd, &size, d);
+  if (rc) return rc;
+  char *buf = ftl_malloc((size_t)size + 1);
+  if (!buf) {
+    close(fd);
+    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", path);
+  }
+  rc = core_fs_pread_all(fd, buf, (size_t)size, 0);
+  close(fd);
+  if (rc) {
+    ftl_free(buf);
+    return ftl_diag_fail(d, rc, "cannot read %s: %s", path, rc == FTL_ERR_CORRUPT ? "shorter than its size" : strerror(errno));
+  }
+  buf[size] = '\0';
+  *data_out = buf;
+  if (size_out) *size_out = (size_t)size;
+  return FTL_OK;
+}
+
 
 ftl_err core_errno_to_err(int e) { return (e == ENOSPC || e == EDQUOT) ? FTL_ERR_NOSPC : FTL_ERR_IO; }
 

@@ -57,6 +57,9 @@ typedef struct ftl_fs {
    * system lacks it, a check then rename, which is not atomic against a racing creator). Faults:
    * counted with rename (FTL_FAULT_RENAME). */
   int (*rename_noreplace)(const char *from, const char *to);
+  /* A symbolic link at path to target (the Hugging Face cache's entries for a fetched base,
+   * pipeline/hf_cache.c). */
+  int (*symlink)(const char *target, const char *path);
 } ftl_fs;
 
 /* The table in use. Tests may replace single entries; core_fs_reset() restores the real calls. */
@@ -147,6 +150,15 @@ ftl_err core_fs_mkdtemp(char *tmpl, mode_t mode, int *dirfd, ftl_diag *d);
  * plain files and folders, at most 4 deep, then itself, through the seam and never following a
  * link. Best effort, as cleanup is: what cannot be removed stays. */
 void core_fs_rm_tree(const char *dir);
+
+/* The one reader of a file from outside (run directories, registries, ledgers, anything a user or
+ * another user can plant): opened O_NOFOLLOW|O_NONBLOCK (a link, FIFO or device never blocks or
+ * redirects the read), fstat must say a regular file of at most max_bytes, and no more than that
+ * recorded size is read. NUL-terminated, freed with ftl_free. FTL_ERR_NOTFOUND when missing,
+ * FTL_ERR_CORRUPT (naming path) when a link, not a regular file, too large or shorter than its size. */
+ftl_err core_fs_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
+/* The same open and checks; the descriptor and the recorded size. */
+ftl_err core_fs_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d);
 
 /* n random bytes as 2n lowercase hex digits (getrandom), out holding at least 2n+1 bytes; n <= 64. */
 ftl_err core_random_hex(char *out, size_t n, ftl_diag *d);

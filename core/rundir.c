@@ -24,6 +24,8 @@ static const char *const item_names[FTL_RUNDIR_ITEMS_] = {
     [FTL_RUNDIR_EXPORT] = "export",
     [FTL_RUNDIR_PACKAGE] = "package",
     [FTL_RUNDIR_FENCE] = "fence",
+    [FTL_RUNDIR_JOB_IDENTITY] = "job.json",
+    [FTL_RUNDIR_FINISH] = "finish.json",
 };
 
 /* Attempt numbers are printed with at least four digits and ranks with five, so that folder

@@ -31,8 +31,14 @@ typedef enum ftl_rundir_item {
   FTL_RUNDIR_EXPORT,        /* export/: the adapter in PEFT layout (pipeline) */
   FTL_RUNDIR_PACKAGE,       /* package/: the publishable package (pipeline) */
   FTL_RUNDIR_FENCE,         /* fence: the attempt allowed to write checkpoints (launcher; core/fence.h) */
+  FTL_RUNDIR_JOB_IDENTITY,  /* job.json: which job the run directory is (launcher, docs/formats/job-identity.md) */
+  FTL_RUNDIR_FINISH,        /* finish.json: what of the job's end is done (launcher, docs/formats/finish.md) */
   FTL_RUNDIR_ITEMS_
 } ftl_rundir_item;
+
+/* The commit marker of RUNDIR/final/ (docs/formats/adapter.md), written last by the program's final
+ * adapter commit (pipeline/adapter_commit.c) and looked for by the launcher (launcher/finish.c). */
+#define CORE_RUNDIR_FINAL_COMMIT "COMMIT"
 
 /* The bare name of an item ("events.jsonl"); never NULL for a valid item. */
 const char *core_rundir_name(ftl_rundir_item item);

@@ -84,6 +84,25 @@ out:
   return rc;
 }
 
+/* The registry folder and adapter name the run's locked gate publishes to (its snapshot's): 1, or
+ * 0 when the run has none. name may be NULL. */
+static int locked_registry(const char *run_dir, char *path, size_t path_size, char *name, size_t name_size) {
+  json_t *snap = NULL;
+  ftl_diag d = {{0}};
+  int found = 0;
+  if (pl_snapshot_load(run_dir, &snap, &d) == FTL_OK) {
+    const json_t *reg = json_object_get(pl_snapshot_gate(snap), "registry");
+    const char *p = json_string_value(json_object_get(reg, "path")), *n = json_string_value(json_object_get(reg, "name"));
+    if (p && n) {
+      snprintf(path, path_size, "%s", p);
+      if (name) snprintf(name, name_size, "%s", n);
+      found = 1;
+    }
+  }
+  json_decref(snap);
+  return found;
+}
+
 ftl_err ev_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
   if (!job->inputs_count && !job->eval.program) return FTL_OK;
   json_t *gate = NULL, *snap = NULL;
@@ -148,7 +167,8 @@ out:
   return rc;
 }
 
-int ev_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events) {
+int ev_submit_gate(const ftl_job *job, const char *run_dir, ftl_events *events, ev_finish_result *out) {
+  memset(out, 0, sizeof *out);
   if (!job->eval.program) return 0;
   ftl_diag d = {{0}};
   json_t *verdict = NULL;
@@ -163,19 +183,28 @@ int ev_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events
   ev_verdict_summary(verdict, line, sizeof line);
   printf("ftl: %s\n", line);
   fflush(stdout);
+  const char *metric = json_string_value(json_object_get(verdict, "metric"));
   ln_events_write(events, "gate", 0,
-                   json_pack("{s:s, s:s, s:O}", "result", g == FTL_GATE_PASSED ? "passed" : "failed", "metric",
-                             json_string_value(json_object_get(verdict, "metric")), "value",
-                             json_object_get(verdict, "value")));
+                   json_pack("{s:s, s:s, s:O}", "result", g == FTL_GATE_PASSED ? "passed" : "failed", "metric", metric,
+                             "value", json_object_get(verdict, "value")));
+  out->gate = g == FTL_GATE_PASSED ? 1 : -1;
+  snprintf(out->metric, sizeof out->metric, "%s", metric ? metric : "");
+  out->value = json_number_value(json_object_get(verdict, "value"));
   json_decref(verdict);
   if (g == FTL_GATE_FAILED) {
     fprintf(stderr, "ftl: the gate failed; nothing published (verdict: %s/verdict.json)\n", run_dir);
     return 1;
   }
+  return 0;
+}
+
+int ev_submit_publish(const ftl_job *job, const char *run_dir, ftl_events *events, ev_finish_result *out) {
+  out->published = 0;
   if (!job->registry.present) {
     fprintf(stderr, "ftl: no registry: section; nothing to publish\n");
     return 0;
   }
+  ftl_diag d = {{0}};
   char id[65] = "";
   json_t *prov = NULL;
   if (ev_publish_run(run_dir, NULL, id, &prov, &d)) {
@@ -189,6 +218,23 @@ int ev_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events
   ln_events_write(
       events, "publish", 0,
       json_pack("{s:s, s:s, s:s, s:s}", "result", "published", "name", name, "channel", channel, "version", id));
+  out->published = 1;
+  locked_registry(run_dir, out->registry, sizeof out->registry, NULL, 0);
+  snprintf(out->name, sizeof out->name, "%s", name ? name : "");
+  snprintf(out->channel, sizeof out->channel, "%s", channel ? channel : "");
+  snprintf(out->version, sizeof out->version, "%s", id);
   json_decref(prov);
   return 0;
+}
+
+int ev_submit_published(const char *run_dir, const char *registry, const char *name, const char *version) {
+  char locked[PATH_MAX], locked_name[FTL_REGISTRY_NAME_MAX + 1];
+  if (!locked_registry(run_dir, locked, sizeof locked, locked_name, sizeof locked_name) || strcmp(locked, registry) ||
+      strcmp(locked_name, name))
+    return 0;
+  char spec[256], got_name[FTL_REGISTRY_NAME_MAX + 1], got_id[FTL_SHA256_HEX_LEN + 1];
+  ftl_registry_ref ref = {.root = registry};
+  ftl_diag d = {{0}};
+  if (ftl_fmt(spec, sizeof spec, "%s@%s", name, version)) return 0;
+  return pl_registry_resolve(&ref, spec, got_name, got_id, &d) == FTL_OK && !strcmp(got_id, version);
 }

@@ -4,6 +4,8 @@
 #ifndef FTL_EVAL_SUBMIT_H
 #define FTL_EVAL_SUBMIT_H
 
+#include <limits.h>
+
 #include "ftl/error.h"
 #include "launcher/events.h"
 #include "launcher/jobspec.h"
@@ -18,10 +20,32 @@ extern "C" {
  * ranks' environment (job->env). Nothing to do for a job without `inputs:` and `eval:`. */
 ftl_err ev_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d);
 
-/* After the ranks succeeded: the gate, then (on a pass, with a `registry:` section) publish and
- * promote. Prints the verdict and the version. Returns ftl's exit code: 0 passed (and published),
- * 1 the gate failed or could not run (nothing published), 5 publishing failed. */
-int ev_submit_finish(const ftl_job *job, const char *run_dir, ftl_events *events);
+/* What the end of a run did, for the run's finish record (launcher/finish.h). */
+typedef struct ev_finish_result {
+  int gate;                 /* 1 passed, -1 failed, 0 not run or could not run */
+  char metric[128];
+  double value;
+  int published;            /* a version is in the registry: published now (or already there, the same) */
+  char registry[PATH_MAX];  /* as the locked gate names it */
+  char name[128];
+  char channel[128];
+  char version[65];
+} ev_finish_result;
+
+/* After the training finished: the gate. Prints the verdict; *out says it (gate 1 passed, -1
+ * failed, 0 could not run). Returns ftl's exit code: 0 passed, 1 failed or could not run. Nothing
+ * to do without `eval:`. */
+int ev_submit_gate(const ftl_job *job, const char *run_dir, ftl_events *events, ev_finish_result *out);
+
+/* After the gate passed (now, or in an earlier `ftl run` of the run directory: the publish checks
+ * the verdict again itself): with a `registry:` section, publish and promote. Prints the version;
+ * fills out's published fields. Returns 0 published (or nothing to publish to), 5 publishing
+ * failed. Publishing the same gated adapter again makes the same version (a no-op). */
+int ev_submit_publish(const ftl_job *job, const char *run_dir, ftl_events *events, ev_finish_result *out);
+
+/* Whether the registry the run's locked gate names holds NAME@VERSION (registry must be that
+ * registry's path, as the gate names it): a run's recorded publication is believed only so. */
+int ev_submit_published(const char *run_dir, const char *registry, const char *name, const char *version);
 
 #ifdef __cplusplus
 }

@@ -61,8 +61,11 @@ ln_exit_verdict ln_judge_exit(const ln_exit_report *r) {
   int failed = r->exit_code != 0 || r->signal != 0;
   if (!failed) return LN_EXIT_CLEAN;
   int by_term = r->signal == SIGTERM || r->exit_code == 128 + SIGTERM;
-  /* Once we end the gang, ranks dying of our TERM/KILL are consequences, not causes. */
+  /* Once we end the gang, ranks dying of our TERM/KILL are consequences, not causes; so is a death
+   * by SIGINT then (Ctrl-C also reaches a rank that shares the terminal's process group). */
+  int by_int = r->signal == SIGINT || r->exit_code == 128 + SIGINT;
   int consequence = r->ending && (r->signal == SIGTERM || r->signal == SIGKILL || r->exit_code == 128 + SIGTERM);
+  consequence |= (r->ending || r->stopping) && by_int;
   /* After a stop before the gang formed, every exit (a joined rank's failed ftl_init too) is ours. */
   consequence |= r->early_stop;
   /* During a preemption, a rank killed by the same outside SIGTERM (Slurm signals every process of

@@ -11,6 +11,10 @@ ftl_goodput ln_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms
   double stop = r->failure_ms >= 0 ? r->failure_ms : r->end_ms;
   if (r->first_step_ms < 0) {
     g.startup_ms = stop;
+    if (r->joined == 0 && r->started_ms > 0 && r->started_ms < stop) {
+      g.startup_ms = r->started_ms;
+      g.unreported_ms = stop - r->started_ms;
+    }
     g.teardown_ms = r->end_ms - stop;
     return g;
   }
@@ -36,9 +40,12 @@ ftl_goodput ln_goodput_sum(const ftl_goodput *per, int n) {
     t.lost_ms += per[i].lost_ms;
     t.teardown_ms += per[i].teardown_ms;
     t.backoff_ms += per[i].backoff_ms;
+    t.unreported_ms += per[i].unreported_ms;
   }
   return t;
 }
+
+int ln_goodput_measured(const ftl_goodput *total) { return !(total->productive_ms <= 0 && total->unreported_ms > 0); }
 
 double ln_goodput_pct(const ftl_goodput *total) {
   return total->wall_ms > 0 ? 100.0 * total->productive_ms / total->wall_ms : 0;

@@ -9,6 +9,8 @@
 
 typedef struct ftl_goodput {
   double wall_ms, startup_ms, productive_ms, stall_ms, lost_ms, teardown_ms, backoff_ms;
+  double unreported_ms; /* a program that reports no steps (no rank joined ftl_init): its running time
+                           from the programs' start to the end, whose split ftl cannot know */
 } ftl_goodput;
 
 /* The stall one `ckpt_saved` event adds to the attempt's checkpoint stalls. Its stall_ms already
@@ -17,7 +19,9 @@ typedef struct ftl_goodput {
 double ln_goodput_saved_stall_ms(double stall_ms, double wait_prev_ms);
 
 /* Splits one attempt's time. Productive: from the first step to the end (or the failure), less
- * checkpoint stalls and the work lost since the last commit. backoff_ms is the pause before it. */
+ * checkpoint stalls and the work lost since the last commit. backoff_ms is the pause before it.
+ * Without a first step, the attempt was starting up until it ended; but for a program that does not
+ * use ftl (no rank joined) only until its ranks started, and the rest is unreported. */
 ftl_goodput ln_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms);
 
 /* The run's totals; wall_ms includes the back-offs. */
@@ -25,5 +29,9 @@ ftl_goodput ln_goodput_sum(const ftl_goodput *per, int n);
 
 /* Productive time as a percentage of wall time (0 when there is no wall time). */
 double ln_goodput_pct(const ftl_goodput *total);
+
+/* Whether the totals measure goodput at all: not for a run that reported no step, only unreported
+ * running time (a program that does not call ftl_step_done). */
+int ln_goodput_measured(const ftl_goodput *total);
 
 #endif

@@ -16,6 +16,7 @@
  *   public functions .. parse (file, bytes), the command-line form, destroy */
 #include "launcher/jobspec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -343,6 +344,69 @@ static char *name_from(const char *path, bool strip_extension, const char *fallb
   return name;
 }
 
+/* Programs that run a script named on their command line, by family: a command-line job of one of
+ * them is named after the script, so `-- python3 a.py` and `-- python3 b.py` get runs/a and runs/b,
+ * not both runs/python3. Matched on the base name, a version suffix allowed (python3.11). Each
+ * family says which option gives code inline (no script to name it after) and which options take
+ * a value (skipped with it). */
+typedef struct interpreter {
+  const char *name;
+  const char *inline_opt;     /* "-c": the code follows, no script */
+  const char *module_opt;     /* python's "-m": a module follows, the job's name */
+  const char *value_opts[3];  /* options followed by a value */
+} interpreter;
+
+static const interpreter interpreters[] = {
+    {"python", "-c", "-m", {"-X", "-W", NULL}},
+    {"pypy", "-c", "-m", {"-X", "-W", NULL}},
+    {"bash", "-c", NULL, {"-o", "-O", NULL}},
+    {"sh", "-c", NULL, {"-o", NULL, NULL}},
+    {"dash", "-c", NULL, {"-o", NULL, NULL}},
+    {"zsh", "-c", NULL, {"-o", NULL, NULL}},
+    {"ksh", "-c", NULL, {"-o", NULL, NULL}},
+    {"perl", "-e", NULL, {"-I", NULL, NULL}},
+    {"ruby", "-e", NULL, {"-I", "-r", NULL}},
+    {"node", "-e", NULL, {"-r", "--require", NULL}},
+    {"nodejs", "-e", NULL, {"-r", "--require", NULL}},
+    {"Rscript", "-e", NULL, {NULL, NULL, NULL}},
+    {"julia", "-e", NULL, {"-L", NULL, NULL}},
+    {"lua", "-e", NULL, {"-l", NULL, NULL}},
+    {"php", "-r", NULL, {"-d", NULL, NULL}},
+    {"tclsh", NULL, NULL, {NULL, NULL, NULL}},
+};
+
+static const interpreter *interpreter_of(const char *program) {
+  const char *base = strrchr(program, '/');
+  base = base ? base + 1 : program;
+  for (size_t i = 0; i < sizeof interpreters / sizeof *interpreters; i++) {
+    size_t n = strlen(interpreters[i].name);
+    if (strncmp(base, interpreters[i].name, n) != 0) continue;
+    const char *rest = base + n;
+    while (*rest && (isdigit((unsigned char)*rest) || *rest == '.')) rest++;
+    if (!*rest) return &interpreters[i];
+  }
+  return NULL;
+}
+
+/* What an interpreter's command line runs: the first argument that is not an option (*module 0),
+ * or the module of python's -m (*module 1); NULL for code given inline or none at all. */
+static const char *script_of(const interpreter *it, int argc, char *const argv[], int *module) {
+  *module = 0;
+  for (int i = 1; i < argc && argv[i]; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) return i + 1 < argc ? argv[i + 1] : NULL;
+    if (a[0] != '-' || !a[1]) return a;
+    if (it->module_opt && !strcmp(a, it->module_opt)) {
+      *module = 1;
+      return i + 1 < argc ? argv[i + 1] : NULL;
+    }
+    if (it->inline_opt && !strcmp(a, it->inline_opt)) return NULL;
+    for (int k = 0; k < 3 && it->value_opts[k]; k++)
+      if (!strcmp(a, it->value_opts[k])) i++;
+  }
+  return NULL;
+}
+
 static ftl_job *job_new(void) {
   ftl_job *job = ftl_calloc(1, sizeof *job);
   if (!job) return NULL;
@@ -403,6 +467,51 @@ static void hash_hex(const char *data, size_t size, char out[33]) {
     out[2 * i + 1] = hex[canon.digest[i] & 0xF];
   }
   out[32] = '\0';
+}
+
+void ln_job_command_hash(const ftl_job *job, const char *program, char out[33]) {
+  XXH3_state_t *st = XXH3_createState();
+  XXH128_hash_t h = {0, 0};
+  if (st && XXH3_128bits_reset(st) == XXH_OK) {
+    XXH3_128bits_update(st, program, strlen(program) + 1);
+    for (size_t i = 0; i < job->args_count; i++) XXH3_128bits_update(st, job->args[i], strlen(job->args[i]) + 1);
+    h = XXH3_128bits_digest(st);
+  }
+  XXH3_freeState(st);
+  XXH128_canonical_t canon;
+  XXH128_canonicalFromHash(&canon, h);
+  static const char hex[] = "0123456789abcdef";
+  for (size_t i = 0; i < 16; i++) {
+    out[2 * i] = hex[canon.digest[i] >> 4];
+    out[2 * i + 1] = hex[canon.digest[i] & 0xF];
+  }
+  out[32] = '\0';
+}
+
+/* One character of ln_job_command_text into out (size > 4); 0 when out is full, "..." then ending it. */
+static int put_shown(char *out, size_t size, size_t *used, char c) {
+  if (*used + 4 >= size) {
+    memcpy(out + size - 4, "...", 4);
+    return 0;
+  }
+  out[(*used)++] = (c >= 0x20 && c < 0x7f) ? c : '?';
+  out[*used] = '\0';
+  return 1;
+}
+
+void ln_job_command_text(const ftl_job *job, char *out, size_t size) {
+  size_t used = 0;
+  if (size < 5) {
+    if (size) out[0] = '\0';
+    return;
+  }
+  out[0] = '\0';
+  for (size_t w = 0; w <= job->args_count; w++) {
+    const char *word = w == 0 ? (job->program ? job->program : "") : job->args[w - 1];
+    if (w > 0 && !put_shown(out, size, &used, ' ')) return;
+    for (const char *c = word; *c; c++)
+      if (!put_shown(out, size, &used, *c)) return;
+  }
 }
 
 /* file names the input in messages; name_source (may be NULL) gives the default job name. */
@@ -514,7 +623,12 @@ ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_
   job = job_new();
   if (!job) goto out;
   job->ranks = ranks;
-  if (!(job->name = name_from(argv[0], false, "cli"))) goto out;
+  /* Named after what it runs: the program, or an interpreter's script (its base name without the
+   * extension; a module's full dotted name). The default run directory is runs/<name>. */
+  int module = 0;
+  const interpreter *it = interpreter_of(argv[0]);
+  const char *script = it ? script_of(it, argc, argv, &module) : NULL;
+  if (!(job->name = script ? name_from(script, !module, "cli") : name_from(argv[0], false, "cli"))) goto out;
   if (!(job->program = ftl_strdup(argv[0]))) goto out;
   while ((int)count + 1 < argc && argv[count + 1]) count++;
   ln_yb_free_strv(job->args);

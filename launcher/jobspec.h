@@ -113,6 +113,14 @@ ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_
 
 void ln_job_destroy(ftl_job *job);
 
+/* What a command-line job runs, for its identity (launcher/runlock.c): out gets the XXH3-128 of the
+ * program as found and every argument (each NUL-terminated) as 32 hex digits. */
+void ln_job_command_hash(const ftl_job *job, const char *program, char out[33]);
+
+/* The job's command line for a message: the program as given and its arguments, separated by
+ * spaces, a byte outside printable ASCII shown as '?', cut with "..." to fit size. */
+void ln_job_command_text(const ftl_job *job, char *out, size_t size);
+
 const char *ln_launch_kind_name(ftl_launch_kind kind);
 
 /* Whether the job's checkpoints keep an L1 copy (checkpoint.levels names l1, or is not given). */

@@ -76,8 +76,10 @@ typedef struct ftl_attempt_result {
   int64_t last_step;        /* highest step any rank reported, -1 if none */
   int64_t restored_step;    /* the step the ranks restored, -1 if none reported */
   int64_t committed_step;   /* highest committed checkpoint step reported, -1 if none */
+  int joined;               /* ranks that joined the rendezvous (ftl_init): 0 for a program without ftl */
   /* for goodput (milliseconds since the attempt started; -1 when it did not happen) */
   double first_step_ms;     /* all ranks past their first step */
+  double started_ms;        /* every rank's agent up: the programs started */
   double failure_ms;        /* the root failure was detected */
   double end_ms;            /* mpirun reaped */
   double detect_lag_ms;     /* root failure happened -> detected (from the agent's clock) */

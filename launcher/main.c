@@ -5,15 +5,18 @@
  * subcommand's name), a one-line summary for `ftl help`, and its help text for `ftl help NAME`.
  * Help topics that are not commands (exit-codes, env) are rows of `topics`. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
 #include "ftl/ftl.h"
@@ -21,6 +24,7 @@
 #include "launcher/hostfile.h"
 #include "launcher/launcher.h"
 #include "launcher/prom.h"
+#include "launcher/finish.h"
 #include "launcher/progress.h"
 #include "launcher/runlock.h"
 #include "launcher/status.h"
@@ -519,8 +523,11 @@ oom:
   return FTL_EXIT_INTERNAL;
 }
 
-/* The run directory made, locked and adopted (runlock.h); run_dir gets its real path. */
-static int open_run_dir(const ftl_job *job, const run_opts *ro, ftl_run_lock *lock, char *run_dir) {
+/* The run directory made and locked, and checked to be this job's or nobody's (runlock.h); run_dir
+ * gets its real path, *created whether this launcher made the folder (a refused submission then
+ * takes it away again: forget_new_run_dir). */
+static int open_run_dir(const ftl_job *job, const run_opts *ro, const char *program, ftl_run_lock *lock, char *run_dir,
+                        int *created) {
   ftl_diag d = {{0}};
   char run_dir_buf[PATH_MAX];
   const char *rd = ro->run_dir ? ro->run_dir : job->run_dir;
@@ -531,32 +538,43 @@ static int open_run_dir(const ftl_job *job, const run_opts *ro, ftl_run_lock *lo
     }
     rd = run_dir_buf;
   }
+  struct stat st;
+  *created = stat(rd, &st) != 0;
   /* A run directory that cannot be made is ftl's failure (exit 5), like any file it cannot write. */
   if (ftl_mkdir_p(rd, &d)) {
     fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", rd, d.msg);
     return FTL_EXIT_INTERNAL;
   }
-  /* One launcher per run directory, for its whole life (docs/formats/ftl-lock.md). */
-  ftl_err lock_rc = ln_run_lock_take(rd, job, (int64_t)(ro->wait_lock_s * 1000.0), lock, &d);
-  if (lock_rc) {
-    /* In use by another launcher, or another job's: refused (2); a lock that cannot be written: 5. */
-    fprintf(stderr, "ftl run: %s\n", d.msg);
-    return lock_rc == FTL_ERR_STATE || lock_rc == FTL_ERR_TIMEOUT || lock_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE
-                                                                                             : FTL_EXIT_INTERNAL;
-  }
-  ftl_err adopt_rc = ln_run_dir_adopt_spec(rd, job, &d);
-  if (adopt_rc) {
-    /* Another job's run directory is a usage error; one that cannot be written is ftl's failure
-     * (exit 5), like any other file ftl cannot write. */
-    if (adopt_rc == FTL_ERR_SPEC) fprintf(stderr, "ftl run: %s\n", d.msg);
-    else fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", rd, d.msg);
-    return adopt_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE : FTL_EXIT_INTERNAL;
-  }
   if (!realpath(rd, run_dir)) {
     fprintf(stderr, "ftl run: run directory %s: %s\n", rd, strerror(errno));
     return FTL_EXIT_INTERNAL;
   }
+  /* One launcher per run directory, for its whole life (docs/formats/ftl-lock.md). */
+  ftl_err lock_rc = ln_run_lock_take(run_dir, job, (int64_t)(ro->wait_lock_s * 1000.0), lock, &d);
+  if (lock_rc) {
+    /* In use by another launcher: refused (2); a lock that cannot be written: 5. */
+    fprintf(stderr, "ftl run: %s\n", d.msg);
+    return lock_rc == FTL_ERR_STATE || lock_rc == FTL_ERR_TIMEOUT || lock_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE
+                                                                                             : FTL_EXIT_INTERNAL;
+  }
+  /* One job per run directory, whichever kind came first (docs/formats/job-identity.md). */
+  ftl_err job_rc = ln_run_dir_check_job(run_dir, job, program, &d);
+  if (job_rc) {
+    fprintf(stderr, "ftl run: %s\n", d.msg);
+    return job_rc == FTL_ERR_SPEC ? FTL_EXIT_USAGE : FTL_EXIT_INTERNAL;
+  }
   return RUN_GO_ON;
+}
+
+/* A submission refused before anything started leaves nothing that binds the folder: a run
+ * directory this launcher made is removed again (its lock file, then the folder, which holds
+ * nothing else: the job's records are written only once it is taken). */
+static void forget_new_run_dir(const char *run_dir) {
+  char lock[PATH_MAX];
+  if (!run_dir[0] || core_rundir_path(lock, sizeof lock, run_dir, FTL_RUNDIR_LOCK)) return;
+  (void)core_fs_table.unlink(lock);
+  if (core_fs_table.unlinkat(AT_FDCWD, run_dir, AT_REMOVEDIR) != 0)
+    FTL_LOG(FTL_LOG_DEBUG, "launcher", "the run directory %s stays: %s", run_dir, strerror(errno));
 }
 
 /* The event log and the operator's views drawn from it (launcher/progress.h, prom.h). */
@@ -627,7 +645,58 @@ static int prepare_inputs(ftl_job *job, const char *run_dir) {
   return RUN_GO_ON;
 }
 
+/* The run directory recorded as this job's, now that the submission is taken (runlock.h). */
+static int adopt_run_dir(const ftl_job *job, const char *program, const char *run_dir) {
+  ftl_diag d = {{0}};
+  if (ln_run_dir_adopt(run_dir, job, program, &d) == FTL_OK) return RUN_GO_ON;
+  fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", run_dir, d.msg);
+  return FTL_EXIT_INTERNAL;
+}
+
+/* A run whose training finished before this `ftl run` (a rerun, a requeue, a launcher killed after
+ * the final commit): nothing is trained again. With nothing left to do, says what the run is and
+ * returns its exit code (0 finished or published, 1 its gate failed); RUN_GO_ON when the gate or
+ * the publish is left. */
+static int say_finished(const ftl_job *job, const char *run_dir, const ln_finish *fin) {
+  if (!job->eval.program) {
+    printf("ftl: already finished: job '%s' trained to its end%s; nothing to do (%s; another --run-dir trains "
+           "again)\n",
+           job->name, ln_final_committed(run_dir) ? " and committed its final adapter" : "", run_dir);
+    return FTL_EXIT_OK;
+  }
+#ifdef FTL_HAVE_EVAL
+  if (fin->published && ev_submit_published(run_dir, fin->registry, fin->name, fin->version)) {
+    printf("ftl: already finished: published %s version %s%s%s (registry %s); nothing to do\n", fin->name,
+           fin->version, fin->channel[0] ? ", channel " : "", fin->channel, fin->registry);
+    return FTL_EXIT_OK;
+  }
+  if (fin->gate < 0) {
+    printf("ftl: already finished: the gate failed (%s %.6g); nothing was published (verdict: %s/verdict.json)\n",
+           fin->gate_metric, fin->gate_value, run_dir);
+    return FTL_EXIT_JOB_FAILED;
+  }
+#else
+  (void)fin;
+#endif
+  fprintf(stderr, "ftl: job '%s' finished its training before (final/ committed): %s left\n", job->name,
+          fin->gate > 0 ? "the publish is" : "the gate and the publish are");
+  return RUN_GO_ON;
+}
+
+/* Records what of the end is done (launcher/finish.h); a record that cannot be written only costs
+ * a later rerun the work it would have skipped. */
+static void store_finish(const char *run_dir, const ln_finish *fin) {
+  ftl_diag d = {{0}};
+  if (ln_finish_store(run_dir, fin, &d) != FTL_OK)
+    FTL_LOG(FTL_LOG_WARN, "launcher", "%s: a rerun will redo what it records", d.msg);
+}
+
 static int cmd_run(int argc, char **argv) {
+  /* A closed stdout or stderr (`ftl run ... | head -1`, a tee killed by Ctrl-C) never kills the
+   * launcher: its writes there fail and are dropped, and the run goes on to its end, its events
+   * and run_end included. mpirun inherits this, so it does not die of the ranks' output either;
+   * the rank agent gives the program the default back (launcher/agent.c). */
+  signal(SIGPIPE, SIG_IGN);
   run_opts ro;
   ftl_run_lock run_lock = FTL_RUN_LOCK_INIT;
   ftl_progress *progress = NULL;
@@ -635,31 +704,85 @@ static int cmd_run(int argc, char **argv) {
   ftl_job *job = NULL;
   ftl_events *events = NULL;
   char *program = NULL;
-  char exe[PATH_MAX], run_dir[PATH_MAX];
+  char exe[PATH_MAX], run_dir[PATH_MAX] = "";
+  int created = 0;
+  ln_finish fin;
+  ftl_diag d = {{0}};
   int exit_code = parse_run_options(argc, argv, &ro);
   if (exit_code != RUN_GO_ON) return exit_code;
   if ((exit_code = read_job(argc, argv, &ro, &job)) != RUN_GO_ON) return exit_code;
   if ((exit_code = apply_overrides(job, &ro)) != RUN_GO_ON) goto out;
   if (job->hostfile && (exit_code = check_hostfile(job)) != FTL_EXIT_OK) goto out;
   if ((exit_code = find_programs(job, &program, exe, sizeof exe)) != RUN_GO_ON) goto out;
-  if ((exit_code = open_run_dir(job, &ro, &run_lock, run_dir)) != RUN_GO_ON) goto out;
+  if ((exit_code = open_run_dir(job, &ro, program, &run_lock, run_dir, &created)) != RUN_GO_ON) goto refused;
+  if ((exit_code = prepare_inputs(job, run_dir)) != RUN_GO_ON) goto refused;
+  if ((exit_code = adopt_run_dir(job, program, run_dir)) != RUN_GO_ON) goto out;
+  if (ln_finish_load(run_dir, &fin, &d) != FTL_OK)
+    fprintf(stderr, "ftl run: warning: %s; whatever of the job's end it recorded is done again\n", d.msg);
+  /* The training is over once final/ is committed (a gated job's only proof of it), or, for a job
+   * without a gate, once its ranks all ended well (the record says so). */
+  int trained_before = ln_final_committed(run_dir) || (fin.trained && !job->eval.program);
+  if (trained_before && (exit_code = say_finished(job, run_dir, &fin)) != RUN_GO_ON) goto out;
   if ((exit_code = open_observers(job, &ro, run_dir, &events, &progress, &metrics)) != RUN_GO_ON) goto out;
-  if ((exit_code = prepare_inputs(job, run_dir)) != RUN_GO_ON) goto out;
   /* Ranks on other hosts reach the launcher by this host's name; on one machine, by loopback. */
   int multi_host = job->hostfile || ln_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN;
   const char *rdzv_host = ro.rdzv_host ? ro.rdzv_host : multi_host ? ftl_hostname() : "127.0.0.1";
 
   ln_events_write(events, "run_start", 0,
-                   json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:s}", "job", job->name, "spec",
+                   json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:s, s:b}", "job", job->name, "spec",
                              job->spec_path ? job->spec_path : "", "ranks", job->ranks, "program", program, "spec_hash",
                              job->spec_hash, "pid", (json_int_t)getpid(), "host", ftl_hostname(), "slurm_job_id",
-                             getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : ""));
-  exit_code = ln_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)ro.grace_ms, events);
+                             getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "", "trained_before", trained_before));
+  exit_code = FTL_EXIT_OK;
+  if (!trained_before)
+    exit_code = ln_run_job(job, run_dir, exe, program, multi_host ? NULL : "127.0.0.1", rdzv_host, (int)ro.grace_ms,
+                           events);
+  /* Tests: the launcher dies with the training over and not yet recorded (a requeue then). */
+  if (exit_code == FTL_EXIT_OK) core_crash_point("run.after_training", -1, -1);
+  if (exit_code == FTL_EXIT_OK && !fin.trained) {
+    fin.trained = 1;
+    fin.trained_wall_us = ftl_wall_us();
+    fin.trained_attempt = core_rundir_next_attempt(run_dir) - 1;
+    store_finish(run_dir, &fin);
+  }
 #ifdef FTL_HAVE_EVAL
-  /* Trained: the gate, then publish and promote (0 published, 1 gate failed, 5 publishing failed). */
-  if (exit_code == FTL_EXIT_OK) exit_code = ev_submit_finish(job, run_dir, events);
+  /* Trained: the gate, then publish and promote (0 published, 1 gate failed, 5 publishing failed),
+   * each recorded as it ends. A gate that passed before is not run again: publish checks its
+   * verdict itself. */
+  if (exit_code == FTL_EXIT_OK && job->eval.program) {
+    ev_finish_result r = {0};
+    if (!(trained_before && fin.gate > 0)) {
+      exit_code = ev_submit_gate(job, run_dir, events, &r);
+      if (r.gate) {
+        fin.gate = r.gate;
+        fin.gate_wall_us = ftl_wall_us();
+        snprintf(fin.gate_metric, sizeof fin.gate_metric, "%s", r.metric);
+        fin.gate_value = r.value;
+        store_finish(run_dir, &fin);
+      }
+    } else {
+      fprintf(stderr, "ftl: the gate passed before (%s %.6g; %s/verdict.json): publishing\n", fin.gate_metric,
+              fin.gate_value, run_dir);
+    }
+    if (exit_code == FTL_EXIT_OK) {
+      exit_code = ev_submit_publish(job, run_dir, events, &r);
+      if (r.published) {
+        core_crash_point("run.after_publish", -1, -1); /* tests: published, not yet recorded */
+        fin.published = 1;
+        fin.published_wall_us = ftl_wall_us();
+        snprintf(fin.registry, sizeof fin.registry, "%s", r.registry);
+        snprintf(fin.name, sizeof fin.name, "%s", r.name);
+        snprintf(fin.channel, sizeof fin.channel, "%s", r.channel);
+        snprintf(fin.version, sizeof fin.version, "%s", r.version);
+        store_finish(run_dir, &fin);
+      }
+    }
+  }
 #endif
   ln_events_write(events, "run_end", 0, json_pack("{s:i}", "exit_code", exit_code));
+  goto out;
+refused:
+  if (created) forget_new_run_dir(run_dir);
 out:
   ln_progress_destroy(progress); /* clears a status line left on the terminal */
   ln_prom_finish(metrics);     /* the last state, ftl_up 0 */

@@ -101,12 +101,18 @@ void ln_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *hist
       stop(out, FTL_STOP_SUCCEEDED, FTL_EXIT_OK);
       return;
     case FTL_ATTEMPT_PREEMPTED:
+      if (res->interrupt_signal == SIGINT) { /* Ctrl-C: the user stopped it, and resumes it by hand */
+        snprintf(msg, msz, "job '%s' interrupted: %s; run the same command again to resume", job_name, res->summary);
+        stop(out, FTL_STOP_INTERRUPTED, FTL_EXIT_SIGINT);
+        return;
+      }
       snprintf(msg, msz, "job '%s' %s; run `ftl run` again on %s to resume (exit %d: requeue)", job_name,
                res->summary, run_dir, FTL_EXIT_PREEMPTED);
       stop(out, FTL_STOP_PREEMPTED, FTL_EXIT_PREEMPTED);
       return;
     case FTL_ATTEMPT_INTERRUPTED:
-      snprintf(msg, msz, "job '%s' %s", job_name, res->summary);
+      snprintf(msg, msz, "job '%s' %s%s", job_name, res->summary,
+               res->interrupt_signal == SIGINT ? "; run the same command again to resume from the last commit" : "");
       stop(out, FTL_STOP_INTERRUPTED, res->interrupt_signal == SIGINT ? FTL_EXIT_SIGINT : FTL_EXIT_SIGTERM);
       return;
     case FTL_ATTEMPT_LAUNCH_FAILED:
@@ -147,10 +153,16 @@ void ln_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *hist
     next->backoff_ms = cfg->backoff_ms;
   }
   if (next->same_step_failures >= cfg->crash_loop) {
-    snprintf(msg, msz,
-             "job '%s' failed: crash loop: %d attempts in a row failed at step %lld without getting further; "
-             "last failure: %s",
-             job_name, next->same_step_failures, (long long)res->last_step, res->summary);
+    if (res->last_step < 0) /* no step reported: a program that reports none, or one failing before */
+      snprintf(msg, msz,
+               "job '%s' failed: crash loop: %d attempts in a row failed before any step was reported (steps: not "
+               "reported; a program that does not call ftl_step_done cannot show it got further); last failure: %s",
+               job_name, next->same_step_failures, res->summary);
+    else
+      snprintf(msg, msz,
+               "job '%s' failed: crash loop: %d attempts in a row failed at step %lld without getting further; "
+               "last failure: %s",
+               job_name, next->same_step_failures, (long long)res->last_step, res->summary);
     stop(out, FTL_STOP_CRASH_LOOP, failed_exit);
     return;
   }

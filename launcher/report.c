@@ -87,17 +87,47 @@ static void svg_open(out *o, int width, int height, const char *label) {
   put(o, "\">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, height);
 }
 
-/* Axes with 5 ticks each and the labels. */
+/* A tick spacing of 1, 2 or 5 times a power of ten that puts 4 to 8 ticks on [lo, hi]: ticks a
+ * reader can read (9.26, 6.952, 4.644 are not). */
+static double nice_step(double lo, double hi) {
+  double span = hi - lo;
+  if (!(span > 0) || !isfinite(span)) return 1;
+  double raw = span / 5, mag = pow(10, floor(log10(raw))), r = raw / mag;
+  return (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
+}
+
+/* Widens [*lo, *hi] to multiples of its nice step, so the frame ends on ticks. */
+static void nice_range(double *lo, double *hi) {
+  double step = nice_step(*lo, *hi);
+  *lo = floor(*lo / step + 1e-9) * step;
+  *hi = ceil(*hi / step - 1e-9) * step;
+}
+
+/* A tick's label: as few digits as its step needs (0.25, 1200, 3e+06). */
+static void put_tick(out *o, double x, double y, const char *anchor, double v, double step) {
+  int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+  if (fabs(v) < step * 1e-6) v = 0; /* no -0 */
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"%s\">", x, y, anchor);
+  if (fabs(v) >= 1e6)
+    put(o, "%.3g</text>\n", v);
+  else
+    put(o, "%.*f</text>\n", decimals > 6 ? 6 : decimals, v);
+}
+
+/* Axes with ticks at nice values (nice_step) and the labels. */
 static void axes(out *o, const frame *f, const char *xlabel, const char *ylabel) {
   put(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#444\"/>\n", f->x0,
       f->y0, f->w, f->h);
-  for (int i = 0; i <= 4; i++) {
-    double xv = f->xmin + (f->xmax - f->xmin) * i / 4, yv = f->ymin + (f->ymax - f->ymin) * i / 4;
-    double x = px(f, xv), y = py(f, yv);
+  double xs = nice_step(f->xmin, f->xmax), ys = nice_step(f->ymin, f->ymax);
+  for (double xv = ceil(f->xmin / xs - 1e-9) * xs; xv <= f->xmax + xs * 1e-9; xv += xs) {
+    double x = px(f, xv);
     put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, f->y0, x, f->y0 + f->h);
+    put_tick(o, x, f->y0 + f->h + 14, "middle", xv, xs);
+  }
+  for (double yv = ceil(f->ymin / ys - 1e-9) * ys; yv <= f->ymax + ys * 1e-9; yv += ys) {
+    double y = py(f, yv);
     put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", f->x0, y, f->x0 + f->w, y);
-    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"middle\">%.4g</text>\n", x, f->y0 + f->h + 14, xv);
-    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">%.4g</text>\n", f->x0 - 4, y + 4, yv);
+    put_tick(o, f->x0 - 4, y + 4, "end", yv, ys);
   }
   put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\">", f->x0 + f->w / 2, f->y0 + f->h + 30);
   put_text(o, xlabel);
@@ -161,6 +191,8 @@ static void plot_loss(out *o, const ftl_runview *rv) {
   if (f.xmin > 0 && f.xmin < INFINITY) f.xmin = 0;
   fix_range(&f.xmin, &f.xmax);
   fix_range(&f.ymin, &f.ymax);
+  nice_range(&f.xmin, &f.xmax);
+  nice_range(&f.ymin, &f.ymax);
   axes(o, &f, "step", "training loss");
   char label[96];
   for (int i = 0; i < rv->n_commits; i++) {
@@ -178,7 +210,7 @@ static void plot_loss(out *o, const ftl_runview *rv) {
   if (have && xs && ys)
     polyline(o, &f, xs, ys, n, "#1d3557");
   else
-    empty_note(o, &f, "no progress reports (the program does not call ftl_progress_report)");
+    empty_note(o, &f, "no loss reported (the program does not call ftl_progress_report)");
   put(o, "<text x=\"80\" y=\"14\" class=\"legend\"><tspan fill=\"#1d3557\">&#9632; loss</tspan>  "
          "<tspan fill=\"#2a9d8f\">&#9474; checkpoint committed</tspan>  <tspan fill=\"#d62828\">&#9474; attempt "
          "ended, restart</tspan></text>\n</svg>\n");
@@ -194,11 +226,23 @@ static void bar(out *o, double x, double y, double w, double h, const char *colo
 }
 
 static const char *const C_STARTUP = "#8ecae6", *const C_TRAIN = "#2a9d8f", *const C_STALL = "#e9c46a",
-                         *const C_LOST = "#d62828", *const C_TEAR = "#f4a261", *const C_BACKOFF = "#adb5bd";
+                         *const C_LOST = "#d62828", *const C_TEAR = "#f4a261", *const C_BACKOFF = "#adb5bd",
+                         *const C_UNREPORTED = "#b5c99a", *const C_GATE = "#9b5de5", *const C_PUBLISH = "#f15bb5";
+static const char *const PHASE_NAMES[5] = {"launch", "rendezvous", "MPI init", "communicator", "first step"};
+static const char *const PHASE_SHADES[5] = {"#219ebc", "#48cae4", "#0077b6", "#90e0ef", "#023e8a"};
+
+/* Whether the run reports steps: a program that does not use ftl shows none, and its running time
+ * is drawn as such rather than as a start-up that never ended. */
+static int run_reports_steps(const ftl_runview *rv) {
+  for (int i = 0; i < rv->n_attempts; i++)
+    if (rv->attempts[i].first_step_us || rv->attempts[i].last_step >= 0 || rv->attempts[i].joined) return 1;
+  return rv->n_samples > 0;
+}
 
 static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
-  int rows = rv->n_attempts ? rv->n_attempts : 1;
-  int height = 70 + rows * 34;
+  int end_row = rv->gate_us || rv->publish_us; /* the gate and the publish after the last attempt */
+  int rows = (rv->n_attempts ? rv->n_attempts : 1) + end_row;
+  int height = 90 + rows * 34;
   svg_open(o, 1000, height, "timeline of the attempts");
   int64_t t0 = rv->run_start_us ? rv->run_start_us : (rv->n_attempts ? rv->attempts[0].start_us : now_us);
   int64_t t1 = rv->last_us > t0 ? rv->last_us : t0 + 1000000;
@@ -211,13 +255,11 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
              .ymin = 0,
              .ymax = rows};
   fix_range(&f.xmin, &f.xmax);
+  nice_range(&f.xmin, &f.xmax);
   put(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#444\"/>\n", f.x0, f.y0,
       f.w, f.h);
-  for (int i = 0; i <= 4; i++) {
-    double xv = f.xmax * i / 4;
-    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"middle\">%.4g</text>\n", px(&f, xv),
-        f.y0 + f.h + 14, xv);
-  }
+  double xs = nice_step(f.xmin, f.xmax);
+  for (double xv = 0; xv <= f.xmax + xs * 1e-9; xv += xs) put_tick(o, px(&f, xv), f.y0 + f.h + 14, "middle", xv, xs);
   put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\">seconds since the run started</text>\n",
       f.x0 + f.w / 2, f.y0 + f.h + 30);
   char title[160];
@@ -226,33 +268,39 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
     double y = f.y0 + i * 34.0 + 6, h = 22;
     double s = (double)(a->start_us - t0) / 1e6;
     double end = (double)((a->end_us ? a->end_us : now_us) - t0) / 1e6;
-    double first = a->first_step_us ? (double)(a->first_step_us - t0) / 1e6 : end;
     double fail = a->failure_us ? (double)(a->failure_us - t0) / 1e6 : end;
     if (fail > end) fail = end;
+    /* Without a first step: a program that reports none ran from its ranks' start (drawn as such),
+     * one that does was starting up until it ended. */
+    int unreported = !a->first_step_us && !a->joined && a->started > 0 && s + a->started_ms / 1e3 < fail;
+    double first = a->first_step_us ? (double)(a->first_step_us - t0) / 1e6 : unreported ? s + a->started_ms / 1e3 : end;
     put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">attempt %d</text>\n", f.x0 - 6, y + 15,
         a->attempt);
-    snprintf(title, sizeof title, "attempt %d start-up: %.1f s (launch to first step)", a->attempt, first - s);
+    snprintf(title, sizeof title, "attempt %d start-up: %.1f s (launch to %s)", a->attempt, first - s,
+             unreported ? "the ranks' start" : "first step");
     bar(o, px(&f, s), y, px(&f, first) - px(&f, s), h, C_STARTUP, title);
+    if (unreported) {
+      snprintf(title, sizeof title, "attempt %d running: %.1f s (the program reports no steps)", a->attempt, fail - first);
+      bar(o, px(&f, first), y, px(&f, fail) - px(&f, first), h, C_UNREPORTED, title);
+    }
     /* Its phases (the slowest rank's each, so they need not add up to the whole), in shades along
      * the start-up bar's lower half, scaled into it. */
     double phase_sum = 0;
     for (int k = 0; k < 5; k++)
       phase_sum += a->phase_ms[k] > 0 ? a->phase_ms[k] : 0;
     if (phase_sum > 0 && first > s) {
-      static const char *const names[5] = {"launch", "rendezvous", "MPI init", "communicator", "first step"};
-      static const char *const shades[5] = {"#219ebc", "#48cae4", "#0077b6", "#90e0ef", "#023e8a"};
       double x = px(&f, s), span = px(&f, first) - px(&f, s);
       for (int k = 0; k < 5; k++) {
         if (!(a->phase_ms[k] > 0)) continue;
         double w = span * a->phase_ms[k] / phase_sum;
-        snprintf(title, sizeof title, "attempt %d start-up, %s: %.0f ms (slowest rank)", a->attempt, names[k],
+        snprintf(title, sizeof title, "attempt %d start-up, %s: %.0f ms (slowest rank)", a->attempt, PHASE_NAMES[k],
                  a->phase_ms[k]);
-        bar(o, x, y + h / 2, w, h / 2, shades[k], title);
+        bar(o, x, y + h / 2, w, h / 2, PHASE_SHADES[k], title);
         x += w;
       }
     }
     snprintf(title, sizeof title, "attempt %d training: %.1f s", a->attempt, fail - first);
-    if (fail > first) bar(o, px(&f, first), y, px(&f, fail) - px(&f, first), h, C_TRAIN, title);
+    if (fail > first && !unreported) bar(o, px(&f, first), y, px(&f, fail) - px(&f, first), h, C_TRAIN, title);
     /* Stalls are not placed in time in the log; their total is drawn at the end of training. */
     double stall = a->stall_ms / 1e3;
     if (stall > 0 && fail > first) {
@@ -260,7 +308,7 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
       bar(o, px(&f, fail - stall), y + h - 6, px(&f, fail) - px(&f, fail - stall), 6, C_STALL, title);
     }
     int failed = !strcmp(a->outcome, "failed") || !strcmp(a->outcome, "interrupted");
-    if (failed && fail > first) {
+    if (failed && fail > first && !unreported) { /* without steps nothing says what was lost */
       double since = a->committed_us ? (double)(a->committed_us - t0) / 1e6 : first;
       if (since < first) since = first;
       snprintf(title, sizeof title, "attempt %d lost work: %.1f s since the last commit", a->attempt, fail - since);
@@ -284,12 +332,49 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
     put(o, "</text>\n");
   }
   if (!rv->n_attempts) empty_note(o, &f, "no attempts yet");
+  /* After the last attempt: its gate (from the attempt's end to the gate's verdict) and the publish. */
+  if (end_row && rv->n_attempts) {
+    const ftl_rv_attempt *last = &rv->attempts[rv->n_attempts - 1];
+    double y = f.y0 + rv->n_attempts * 34.0 + 6, h = 22;
+    double from = (double)((last->end_us ? last->end_us : now_us) - t0) / 1e6;
+    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">gate, publish</text>\n", f.x0 - 6, y + 15);
+    if (rv->gate_us) {
+      double g = (double)(rv->gate_us - t0) / 1e6;
+      snprintf(title, sizeof title, "gate: %.1f s (%s)", g - from, rv->gate_result[0] ? rv->gate_result : "?");
+      bar(o, px(&f, from), y, px(&f, g) - px(&f, from), h, C_GATE, title);
+      from = g;
+    }
+    if (rv->publish_us) {
+      double p = (double)(rv->publish_us - t0) / 1e6;
+      snprintf(title, sizeof title, "publish: %.1f s (%s%s%.12s)", p - from, rv->publish_result,
+               rv->publish_version[0] ? " version " : "", rv->publish_version);
+      bar(o, px(&f, from), y, px(&f, p) - px(&f, from), h, C_PUBLISH, title);
+      from = p;
+    }
+    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">", px(&f, from) + 4 > f.x0 + f.w - 90 ? f.x0 + f.w - 90 : px(&f, from) + 4,
+        y + 15);
+    put_text(o, rv->publish_result[0] ? rv->publish_result : rv->gate_result);
+    put(o, "</text>\n");
+  }
   put(o,
       "<text x=\"110\" y=\"14\" class=\"legend\"><tspan fill=\"%s\">&#9632; start-up</tspan>  <tspan fill=\"%s\">"
       "&#9632; training</tspan>  <tspan fill=\"%s\">&#9632; checkpoint stalls</tspan>  <tspan fill=\"%s\">&#9632; "
-      "lost work</tspan>  <tspan fill=\"%s\">&#9632; teardown</tspan>  <tspan fill=\"%s\">&#9632; back-off</tspan>  "
-      "<tspan fill=\"#264653\">| commit</tspan></text>\n</svg>\n",
+      "lost work</tspan>  <tspan fill=\"%s\">&#9632; teardown</tspan>  <tspan fill=\"%s\">&#9632; back-off</tspan>  ",
       C_STARTUP, C_TRAIN, C_STALL, C_LOST, C_TEAR, C_BACKOFF);
+  if (!run_reports_steps(rv)) put(o, "<tspan fill=\"%s\">&#9632; running (no steps reported)</tspan>  ", C_UNREPORTED);
+  if (end_row) put(o, "<tspan fill=\"%s\">&#9632; gate</tspan>  <tspan fill=\"%s\">&#9632; publish</tspan>  ", C_GATE, C_PUBLISH);
+  put(o, "<tspan fill=\"#264653\">| commit</tspan></text>\n");
+  /* The start-up bar's lower half: its phases, each the slowest rank's (programs that use ftl). */
+  int phases = 0;
+  for (int i = 0; i < rv->n_attempts; i++)
+    for (int k = 0; k < 5; k++) phases |= rv->attempts[i].phase_ms[k] > 0;
+  if (phases) {
+    put(o, "<text x=\"110\" y=\"%.1f\" class=\"legend\">start-up phases (lower half, slowest rank each): ",
+        f.y0 + f.h + 50);
+    for (int k = 0; k < 5; k++) put(o, "<tspan fill=\"%s\">&#9632; %s</tspan>  ", PHASE_SHADES[k], PHASE_NAMES[k]);
+    put(o, "</text>\n");
+  }
+  put(o, "</svg>\n");
 }
 
 static void plot_goodput(out *o, const ftl_rv_goodput *g) {
@@ -297,16 +382,21 @@ static void plot_goodput(out *o, const ftl_rv_goodput *g) {
   struct {
     const char *name, *color;
     double ms;
-  } parts[] = {{"productive", C_TRAIN, g->productive_ms},   {"start-up", C_STARTUP, g->startup_ms},
-               {"checkpoint stalls", C_STALL, g->stall_ms}, {"lost work", C_LOST, g->lost_ms},
-               {"teardown", C_TEAR, g->teardown_ms},        {"back-off", C_BACKOFF, g->backoff_ms}};
+  } parts[] = {{"productive", C_TRAIN, g->productive_ms},
+               {"start-up", C_STARTUP, g->startup_ms},
+               {"checkpoint stalls", C_STALL, g->stall_ms},
+               {"lost work", C_LOST, g->lost_ms},
+               {"teardown", C_TEAR, g->teardown_ms},
+               {"back-off", C_BACKOFF, g->backoff_ms},
+               {"running (no steps)", C_UNREPORTED, g->unreported_ms}};
+  size_t n_parts = g->unreported_ms > 0 ? 7 : 6;
   double total = 0;
-  for (size_t i = 0; i < 6; i++)
+  for (size_t i = 0; i < n_parts; i++)
     total += parts[i].ms > 0 ? parts[i].ms : 0;
   double x = 20, w = 960;
   char title[128];
   put(o, "<rect x=\"20\" y=\"20\" width=\"960\" height=\"36\" fill=\"#f1f1f1\" stroke=\"#444\"/>\n");
-  for (size_t i = 0; i < 6 && total > 0; i++) {
+  for (size_t i = 0; i < n_parts && total > 0; i++) {
     if (!(parts[i].ms > 0)) continue;
     double pw = parts[i].ms / total * w;
     snprintf(title, sizeof title, "%s: %.1f s (%.1f%%)", parts[i].name, parts[i].ms / 1e3, 100 * parts[i].ms / total);
@@ -318,13 +408,13 @@ static void plot_goodput(out *o, const ftl_rv_goodput *g) {
     x += pw;
   }
   double lx = 20;
-  for (size_t i = 0; i < 6; i++) {
+  for (size_t i = 0; i < n_parts; i++) {
     put(o,
         "<rect x=\"%.1f\" y=\"72\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"82\" class=\"tick\">",
         lx, parts[i].color, lx + 16);
     put_text(o, parts[i].name);
     put(o, " %.1f s</text>\n", parts[i].ms / 1e3);
-    lx += 160;
+    lx += n_parts > 6 ? 140 : 160;
   }
   put(o, "</svg>\n");
 }
@@ -365,6 +455,12 @@ static void plot_cadence(out *o, const ftl_runview *rv) {
   ftl_free(mh);
 }
 
+/* A string member of a status document, "" when absent or not a string. */
+static const char *sval(const json_t *obj, const char *key) {
+  const char *v = json_string_value(json_object_get(obj, key));
+  return v ? v : "";
+}
+
 static void stamp(char *buf, size_t size, int64_t us) {
   time_t s = (time_t)(us / 1000000);
   struct tm tm;
@@ -401,11 +497,34 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   put(o, "</b> (");
   put_text(o, json_string_value(json_object_get(st, "how")));
   stamp(t, sizeof t, now);
-  put(o, "). Attempts: %d, restarts: %d, last committed step: %lld, goodput%s %.1f%%. Written %s.</p>\n", rv.n_attempts,
-      rv.restarts, (long long)json_integer_value(json_object_get(st, "last_committed_step")), g.final ? "" : " so far",
-      g.pct, t);
+  int reports_steps = run_reports_steps(&rv);
+  long long committed = (long long)json_integer_value(json_object_get(st, "last_committed_step"));
+  put(o, "). Attempts: %d, restarts: %d", rv.n_attempts, rv.restarts);
+  if (committed >= 0)
+    put(o, ", last committed step: %lld", committed);
+  else
+    put(o, ", no step committed through ftl");
+  if (g.measured)
+    put(o, ", goodput%s %.1f%%", g.final ? "" : " so far", g.pct);
+  else
+    put(o, ", goodput not measured (the program reports no steps)");
+  const json_t *pub = json_object_get(st, "published");
+  if (!strcmp(sval(pub, "result"), "published")) {
+    put(o, ", published <b>");
+    put_text(o, sval(pub, "name"));
+    put(o, "@");
+    put_text(o, sval(pub, "channel"));
+    put(o, "</b> version <code>");
+    put_text(o, sval(pub, "version"));
+    put(o, "</code>");
+  }
+  put(o, ". Written %s.</p>\n", t);
   put(o, "<h2>Loss against step</h2>\n");
-  plot_loss(o, &rv);
+  if (rv.n_samples > 0)
+    plot_loss(o, &rv);
+  else
+    put(o, "<p>No loss reported: the program does not call ftl_progress_report (docs/cli.md, \"Watching a run\")%s.</p>\n",
+        reports_steps ? "" : ", nor ftl_step_done");
   put(o, "<h2>Attempts</h2>\n");
   plot_timeline(o, &rv, now);
   put(o, "<table><tr><th>attempt</th><th>launcher</th><th>started</th><th>seconds</th><th>outcome</th><th>cause</th>"
@@ -419,7 +538,17 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     put_text(o, a->outcome[0] ? a->outcome : "running");
     put(o, "</td><td>");
     put_text(o, a->cause);
-    put(o, "</td><td>%lld</td><td>%lld</td><td>", (long long)a->last_step, (long long)a->committed_step);
+    put(o, "</td><td>");
+    if (a->last_step >= 0)
+      put(o, "%lld", (long long)a->last_step);
+    else
+      put(o, "%s", reports_steps ? "none reached" : "not reported");
+    put(o, "</td><td>");
+    if (a->committed_step >= 0)
+      put(o, "%lld", (long long)a->committed_step);
+    else
+      put(o, "none");
+    put(o, "</td><td>");
     put_text(o, a->summary);
     put(o, "</td></tr>\n");
   }
@@ -444,7 +573,11 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   put(o, "<h2>Goodput</h2>\n");
   plot_goodput(o, &g);
   put(o, "<h2>Checkpoint cadence</h2>\n");
-  plot_cadence(o, &rv);
+  if (rv.n_cadences > 0)
+    plot_cadence(o, &rv);
+  else
+    put(o, "<p>No cadence decisions in this run: the program checkpoints on its own schedule (ftl's adaptive cadence, "
+           "docs/cadence.md, runs in programs that ask it, as the example fine-tune does).</p>\n");
   const json_t *cad = json_object_get(st, "cadence");
   if (json_is_string(json_object_get(cad, "explanation"))) {
     put(o, "<p>Latest decision: ");
@@ -460,8 +593,9 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     if (json_is_true(json_object_get(cost, "measured")))
       put(o,
           "<p>Restart cost: R = %.2f s (measured: median of the newest %lld of %zu restart%s, from the failure's "
-          "detection to the first resumed step).</p>\n",
-          r, (long long)json_integer_value(json_object_get(cost, "samples")), n, n == 1 ? "" : "s");
+          "detection to %s).</p>\n",
+          r, (long long)json_integer_value(json_object_get(cost, "samples")), n, n == 1 ? "" : "s",
+          reports_steps ? "the first resumed step" : "the ranks' start: the program reports no steps");
     else
       put(o, "<p>Restart cost: R = %.0f s (assumed: no restart measured in this run).</p>\n", r);
   }

@@ -29,6 +29,7 @@
 #include "core/rundir.h"
 #include "ftl/cadence.h"
 #include "ftl/core.h"
+#include "launcher/finish.h"
 #include "launcher/goodput.h"
 #include "launcher/hostfile.h"
 #include "launcher/hostprobe.h"
@@ -185,6 +186,8 @@ typedef struct restart_meter {
   char cause[32];         /* the pending failure's cause */
   int restored_attempt;   /* rank 0's ckpt_restored: which attempt, which step */
   int64_t restored_step;
+  int steps_seen;         /* some rank of the run reported a first step (the program calls ftl_step_done) */
+  int started;            /* rank_started events of the attempt after the pending failure */
 } restart_meter;
 static restart_meter meter;
 
@@ -192,7 +195,7 @@ static restart_meter meter;
  * the supervision loop's checks. */
 #define METER_LOCK_TIMEOUT_MS 2000
 
-static void meter_record(restart_meter *m, int attempt, double restart_s) {
+static void meter_record(restart_meter *m, int attempt, double restart_s, const char *until) {
   ftl_cadence_record rec = {.kind = FTL_CADENCE_REC_RESTART,
                             .wall_us = ftl_wall_us(),
                             .attempt = attempt,
@@ -202,9 +205,8 @@ static void meter_record(restart_meter *m, int attempt, double restart_s) {
   snprintf(rec.cause, sizeof rec.cause, "%s", m->cause);
   snprintf(rec.job, sizeof rec.job, "%s", m->job->name);
   snprintf(rec.host, sizeof rec.host, "%s", ftl_hostname());
-  FTL_LOG(FTL_LOG_INFO, "launcher",
-          "restart cost R = %.2f s: attempt %d's failure (%s) detected to attempt %d's first step", restart_s,
-          m->failed_attempt, m->cause, attempt);
+  FTL_LOG(FTL_LOG_INFO, "launcher", "restart cost R = %.2f s: attempt %d's failure (%s) detected to attempt %d's %s",
+          restart_s, m->failed_attempt, m->cause, attempt, until);
   char path[PATH_MAX];
   ftl_diag d = {{0}};
   if (core_rundir_path(path, sizeof path, m->run_dir, FTL_RUNDIR_FAILURES))
@@ -227,15 +229,25 @@ static void meter_observe(void *user, const json_t *line) {
     if (m->failed_ns >= 0) return; /* the restart of an earlier failure has not finished yet */
     m->failed_ns = ftl_clock_ns();
     m->failed_attempt = attempt;
+    m->started = 0;
     const char *cause = json_string_value(json_object_get(line, "cause"));
     snprintf(m->cause, sizeof m->cause, "%s", cause ? cause : "rendezvous");
   } else if (!strcmp(ev, "ckpt_restored") && json_integer_value(json_object_get(line, "rank")) == 0) {
     m->restored_attempt = attempt;
     m->restored_step = (int64_t)json_integer_value(json_object_get(line, "step"));
+  } else if (!strcmp(ev, "first_step")) {
+    m->steps_seen = 1;
   } else if (!strcmp(ev, "startup") && m->failed_ns >= 0 && attempt > m->failed_attempt) {
     double restart_s = (double)(ftl_clock_ns() - m->failed_ns) / 1e9;
     m->failed_ns = -1;
-    meter_record(m, attempt, restart_s > 0 ? restart_s : 0);
+    meter_record(m, attempt, restart_s > 0 ? restart_s : 0, "first step");
+  } else if (!strcmp(ev, "rank_started") && m->failed_ns >= 0 && attempt > m->failed_attempt && !m->steps_seen &&
+             ++m->started == m->world) {
+    /* A program that has reported no step (one that does not use ftl) is measured to its ranks'
+     * start: its own start-up and resume are not seen, so this R is the restart's lower bound. */
+    double restart_s = (double)(ftl_clock_ns() - m->failed_ns) / 1e9;
+    m->failed_ns = -1;
+    meter_record(m, attempt, restart_s > 0 ? restart_s : 0, "ranks' start (the program reports no steps)");
   }
 }
 
@@ -350,18 +362,30 @@ static int backoff_sleep(int64_t ms, ln_standby *sb) {
 static void report_goodput(ftl_events *events, int first_attempt, const ftl_goodput *per, int n) {
   ftl_goodput t = ln_goodput_sum(per, n);
   double pct = ln_goodput_pct(&t);
-  ln_events_write(events, "run_goodput", first_attempt + n - 1,
-                   json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "attempts", n, "wall_ms", t.wall_ms,
+  int measured = ln_goodput_measured(&t);
+  json_t *fields = json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "attempts", n, "wall_ms", t.wall_ms,
                              "productive_ms", t.productive_ms, "startup_ms", t.startup_ms, "ckpt_stall_ms", t.stall_ms,
                              "lost_work_ms", t.lost_ms, "teardown_ms", t.teardown_ms, "backoff_ms", t.backoff_ms,
-                             "goodput_pct", pct));
-  fprintf(stderr, "ftl: goodput %.1f%% of %.1f s over %d attempt%s\n", pct, t.wall_ms / 1000, n, n == 1 ? "" : "s");
-  fprintf(stderr, "  %-7s %9s %10s %11s %10s %8s %10s %9s\n", "attempt", "wall s", "start-up s", "productive s",
-          "ckpt stall", "lost s", "teardown s", "backoff s");
-  for (int i = 0; i < n; i++)
-    fprintf(stderr, "  %-7d %9.2f %10.2f %11.2f %10.2f %8.2f %10.2f %9.2f\n", first_attempt + i, per[i].wall_ms / 1000,
+                             "unreported_ms", t.unreported_ms);
+  /* No goodput_pct for a run that reported no step: its productive time is not known, not 0. */
+  if (fields && measured) json_object_set_new(fields, "goodput_pct", json_real(pct));
+  ln_events_write(events, "run_goodput", first_attempt + n - 1, fields);
+  if (measured)
+    fprintf(stderr, "ftl: goodput %.1f%% of %.1f s over %d attempt%s\n", pct, t.wall_ms / 1000, n, n == 1 ? "" : "s");
+  else
+    fprintf(stderr,
+            "ftl: goodput not measured: the program reports no steps (ftl_step_done), so its %.1f s of running are "
+            "not split; %.1f s over %d attempt%s\n",
+            t.unreported_ms / 1000, t.wall_ms / 1000, n, n == 1 ? "" : "s");
+  fprintf(stderr, "  %-7s %9s %10s %11s %10s %8s %10s %9s%s\n", "attempt", "wall s", "start-up s", "productive s",
+          "ckpt stall", "lost s", "teardown s", "backoff s", t.unreported_ms > 0 ? " running s" : "");
+  for (int i = 0; i < n; i++) {
+    fprintf(stderr, "  %-7d %9.2f %10.2f %11.2f %10.2f %8.2f %10.2f %9.2f", first_attempt + i, per[i].wall_ms / 1000,
             per[i].startup_ms / 1000, per[i].productive_ms / 1000, per[i].stall_ms / 1000, per[i].lost_ms / 1000,
             per[i].teardown_ms / 1000, per[i].backoff_ms / 1000);
+    if (t.unreported_ms > 0) fprintf(stderr, " %9.2f", per[i].unreported_ms / 1000);
+    fprintf(stderr, "\n");
+  }
 }
 
 enum { RUN_GO_ON = -1 }; /* plan_attempt_hosts: the attempt can start */
@@ -489,6 +513,14 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
     int failed = res.outcome == FTL_ATTEMPT_FAILED || res.outcome == FTL_ATTEMPT_RDZV_FAILED;
     int unreachable = job->hostfile ? leave_out_unreachable(&plan, &res, events, attempt, job->probe_port) : 0;
     ledger_record(job, run_dir, attempt, world, &res, failed);
+    /* A failure after the program committed its final adapter came after the training's end:
+     * nothing is restarted, since the next attempt would only train again what final/ holds. */
+    if (failed && ln_final_committed(run_dir)) {
+      fprintf(stderr, "ftl: %s after the training ended (final/ committed): not restarting\n", res.summary);
+      ln_events_write(events, "trained_before_failure", attempt, json_pack("{s:s}", "cause", ln_failure_kind_name(res.kind)));
+      exit_code = FTL_EXIT_OK;
+      break;
+    }
 
     ftl_policy_decision dec;
     ln_policy_decide(&cfg, &history, &res, plan.hosts, plan.count, job->name, run_dir, &dec);

@@ -96,32 +96,6 @@ static ftl_err write_record(int fd, json_t *rec, const char *path, ftl_diag *d) 
   return rc;
 }
 
-/* The run directory is another job's: a command-line job where a spec's job.yaml lies. (A spec
- * job's own job.yaml comparison is ln_run_dir_adopt_spec's, below; command-line jobs have no spec
- * to compare, and tests and users reuse a scratch run directory for different programs.) */
-static ftl_err check_owner(const char *run_dir, const ftl_job *job, ftl_diag *d) {
-  char spec[PATH_MAX];
-  if (!job->spec_path && core_rundir_path(spec, sizeof spec, run_dir, FTL_RUNDIR_JOB_SPEC) == FTL_OK &&
-      access(spec, F_OK) == 0) {
-    ftl_job *other = NULL;
-    ftl_diag ignored = {{0}};
-    ftl_err rc;
-    if (ln_job_parse_file(spec, &other, &ignored) == FTL_OK)
-      rc = ftl_diag_fail(d, FTL_ERR_SPEC,
-                         "run directory %s belongs to job '%s' (spec hash %s, its %s); the command-line job '%s' "
-                         "is not run into it: use another --run-dir",
-                         run_dir, other->name, other->spec_hash, spec, job->name);
-    else
-      rc = ftl_diag_fail(d, FTL_ERR_SPEC,
-                         "run directory %s belongs to the job of its spec %s; the command-line job '%s' is not run "
-                         "into it: use another --run-dir",
-                         run_dir, spec, job->name);
-    ln_job_destroy(other);
-    return rc;
-  }
-  return FTL_OK;
-}
-
 ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char path[PATH_MAX];
@@ -172,7 +146,6 @@ ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_m
   char holder[700];
   int released;
   int had_record = describe_file(fd, holder, sizeof holder, &released);
-  if ((rc = check_owner(run_dir, job, d))) goto out;
   if (had_record && !released) {
     fprintf(stderr, "ftl run: note: taking over the lock of %s, which ended without releasing it (a crash or a kill)\n",
             holder);
@@ -213,32 +186,130 @@ void ln_run_lock_release(ftl_run_lock *lock) {
   lock->fd = -1;
 }
 
-/* A run directory already used by a different spec is refused: mixing two jobs' checkpoints and
- * logs would cost someone their data. */
-ftl_err ln_run_dir_adopt_spec(const char *run_dir, const ftl_job *job, ftl_diag *d) {
-  ftl_err rc = ftl_mkdir_p(run_dir, d);
-  if (rc) return rc;
-  char path[PATH_MAX];
-  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_SPEC))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  if (!job->spec_path) return FTL_OK;
-  char *spec = NULL, *existing = NULL;
-  size_t spec_len = 0, existing_len = 0;
-  rc = ftl_read_file(job->spec_path, 1 << 20, &spec, &spec_len, d);
-  if (rc) goto out;
-  ftl_diag ignored;
-  if (ftl_read_file(path, 1 << 20, &existing, &existing_len, &ignored) == FTL_OK) {
-    if (existing_len != spec_len || memcmp(existing, spec, spec_len) != 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_SPEC,
-                         "run directory %s belongs to a different job spec (its job.yaml differs from %s); "
-                         "use another --run-dir or remove it",
-                         run_dir, job->spec_path);
+/* ---- whose run directory it is (RUNDIR/job.json, docs/formats/job-identity.md) ---------------- */
+
+enum { JOB_IDENTITY_VERSION = 1, JOB_IDENTITY_MAX = 64 << 10 };
+
+/* The identity of job (run as program, as found on PATH) as the record stores it. */
+static json_t *identity_of(const ftl_job *job, const char *program) {
+  char command[400], hash[33];
+  ln_job_command_text(job, command, sizeof command);
+  ln_job_command_hash(job, program, hash);
+  return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s}", "version", JOB_IDENTITY_VERSION, "kind",
+                   job->spec_path ? "spec" : "command", "name", job->name, "spec", job->spec_path ? job->spec_path : "",
+                   "spec_hash", job->spec_path ? job->spec_hash : "", "command", command, "command_hash", hash);
+}
+
+/* The job a record describes, for a message: "the job 'x' of spec S (spec hash 1234abcd5678)" or
+ * "the command-line job 'x' (python3 x.py)". */
+static void describe_identity(const json_t *id, char *out, size_t size) {
+  if (!strcmp(rec_str(id, "kind"), "spec"))
+    snprintf(out, size, "the job '%s' of spec %s (spec hash %.12s)", rec_str(id, "name"), rec_str(id, "spec"),
+             rec_str(id, "spec_hash"));
+  else
+    snprintf(out, size, "the command-line job '%s' (%s)", rec_str(id, "name"), rec_str(id, "command"));
+}
+
+/* Whether two identities are one job: the same kind, and the same spec bytes (a spec job) or the
+ * same program and arguments (a command-line job). The ranks are not part of it: a job may go on
+ * at another world size (its checkpoints reshard). */
+static int same_job(const json_t *a, const json_t *b) {
+  if (strcmp(rec_str(a, "kind"), rec_str(b, "kind"))) return 0;
+  const char *key = !strcmp(rec_str(a, "kind"), "spec") ? "spec_hash" : "command_hash";
+  return !strcmp(rec_str(a, key), rec_str(b, key));
+}
+
+/* The identity recorded in the run directory, or NULL (*rc FTL_OK) when there is none. A run
+ * directory of an earlier release has only job.yaml, from which a spec job's identity is taken;
+ * one with neither was a command-line job's, or is new: it is adopted. */
+static json_t *recorded_identity(const char *run_dir, ftl_err *rc, ftl_diag *d) {
+  char path[PATH_MAX], spec[PATH_MAX];
+  char *data = NULL;
+  size_t len = 0;
+  json_t *id = NULL;
+  *rc = FTL_OK;
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_IDENTITY) ||
+      core_rundir_path(spec, sizeof spec, run_dir, FTL_RUNDIR_JOB_SPEC)) {
+    *rc = ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long: %s", run_dir);
+    return NULL;
+  }
+  ftl_diag rd = {{0}};
+  ftl_err r = core_fs_read_regular(path, JOB_IDENTITY_MAX, &data, &len, &rd);
+  if (r == FTL_OK) {
+    id = json_loadb(data, len, 0, NULL);
+    if (!json_is_object(id) || json_integer_value(json_object_get(id, "version")) != JOB_IDENTITY_VERSION ||
+        !json_is_string(json_object_get(id, "kind"))) {
+      *rc = ftl_diag_fail(d, FTL_ERR_SPEC,
+                          "%s is not a job record this ftl reads (docs/formats/job-identity.md), so whose run directory "
+                          "%s is cannot be told: it is not run into (use another --run-dir)",
+                          path, run_dir);
+      json_decref(id);
+      id = NULL;
     }
+  } else if (r != FTL_ERR_NOTFOUND) {
+    *rc = ftl_diag_fail(d, r == FTL_ERR_CORRUPT ? FTL_ERR_SPEC : r, "%s", rd.msg);
+  } else if (access(spec, F_OK) == 0) {
+    ftl_job *other = NULL;
+    ftl_diag ignored = {{0}};
+    int ok = ln_job_parse_file(spec, &other, &ignored) == FTL_OK;
+    id = json_pack("{s:s, s:s, s:s, s:s}", "kind", "spec", "name", ok ? other->name : "?", "spec", spec, "spec_hash",
+                   ok ? other->spec_hash : "?");
+    ln_job_destroy(other);
+  }
+  ftl_free(data);
+  return id;
+}
+
+ftl_err ln_run_dir_check_job(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  json_t *have = recorded_identity(run_dir, &rc, d);
+  json_t *mine = have ? identity_of(job, program) : NULL;
+  if (have && !mine) rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  if (have && mine && !same_job(have, mine)) {
+    char theirs[600], ours[600];
+    describe_identity(have, theirs, sizeof theirs);
+    describe_identity(mine, ours, sizeof ours);
+    rc = ftl_diag_fail(d, FTL_ERR_SPEC,
+                       "run directory %s belongs to %s; this is %s: a run directory holds one job's checkpoints and "
+                       "adapter, so it is not run into (use another --run-dir, or remove %s)",
+                       run_dir, theirs, ours, run_dir);
+  }
+  json_decref(have);
+  json_decref(mine);
+  return rc;
+}
+
+ftl_err ln_run_dir_adopt(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d) {
+  char path[PATH_MAX], spec_copy[PATH_MAX];
+  char *spec = NULL, *text = NULL, *line = NULL;
+  size_t spec_len = 0;
+  json_t *id = NULL;
+  ftl_err rc = FTL_OK;
+  if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_JOB_IDENTITY) ||
+      core_rundir_path(spec_copy, sizeof spec_copy, run_dir, FTL_RUNDIR_JOB_SPEC))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long: %s", run_dir);
+  /* The spec's copy, for whoever reads the run later (and earlier releases' identity). */
+  if (job->spec_path && access(spec_copy, F_OK) != 0) {
+    if ((rc = ftl_read_file(job->spec_path, 1 << 20, &spec, &spec_len, d))) goto out;
+    if ((rc = ftl_write_file_atomic(spec_copy, spec, spec_len, d))) goto out;
+  }
+  if (access(path, F_OK) == 0) goto out; /* recorded by the first run; ln_run_dir_check_job compared it */
+  if (!(id = identity_of(job, program)) || !(text = json_dumps(id, JSON_SORT_KEYS | JSON_INDENT(2)))) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
-  rc = ftl_write_file_atomic(path, spec, spec_len, d);
+  size_t n = strlen(text);
+  if (!(line = ftl_malloc(n + 2))) {
+    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  memcpy(line, text, n);
+  line[n] = '\n';
+  rc = ftl_write_file_atomic(path, line, n + 1, d);
 out:
+  ftl_free(line);
+  free(text);
+  json_decref(id);
   ftl_free(spec);
-  ftl_free(existing);
   return rc;
 }

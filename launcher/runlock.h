@@ -2,9 +2,8 @@
  * its lock, RUNDIR/ftl.lock (docs/formats/ftl-lock.md), which `ftl run` holds for its whole life so
  * that two launchers never run into one run directory (a requeued batch job whose old launcher
  * still lives would otherwise write the same checkpoints and final/ as it); whose run directory it
- * is (a command-line job is not run into another job's run directory); its copy of the job spec,
- * RUNDIR/job.yaml (a spec job is not run into another spec's); and whether a launcher holds it now
- * (`ftl status`). */
+ * is (RUNDIR/job.json: one job per run directory, whichever kind came first); its copy of the job
+ * spec, RUNDIR/job.yaml; and whether a launcher holds it now (`ftl status`). */
 #ifndef FTL_LAUNCHER_RUNLOCK_H
 #define FTL_LAUNCHER_RUNLOCK_H
 
@@ -24,8 +23,7 @@ typedef struct ftl_run_lock {
  * launcher. A lock held by a live launcher is waited for up to wait_ms (0: not at all), then
  * refused: FTL_ERR_STATE (FTL_ERR_TIMEOUT after a wait), d naming the holder's pid, host, job and
  * start. A record left by a launcher that died (the kernel released its flock) is taken over with a
- * note on stderr. FTL_ERR_SPEC when the run directory is another job's: a command-line job (no
- * spec file) where a spec job's job.yaml lies (named with its spec hash). */
+ * note on stderr. */
 ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d);
 
 /* Reads a lock record's bytes (docs/formats/ftl-lock.md; any bytes: the file is outside input):
@@ -41,10 +39,15 @@ void ln_run_lock_release(ftl_run_lock *lock);
  * launcher's run directory: decide from the events). Only reads: safe while the job runs. */
 int ln_run_lock_held(const char *run_dir);
 
-/* Keeps a copy of the job's spec file in the run directory (RUNDIR/job.yaml, made with its folder
- * when missing), after ln_run_lock_take. A command-line job (no spec file) keeps none.
- * FTL_ERR_SPEC when job.yaml is there and differs from the spec byte for byte: the run directory
- * is another spec's. Other codes: the spec or the copy could not be read or written. */
-ftl_err ln_run_dir_adopt_spec(const char *run_dir, const ftl_job *job, ftl_diag *d);
+/* Whose run directory it is (RUNDIR/job.json, docs/formats/job-identity.md), after
+ * ln_run_lock_take: FTL_ERR_SPEC (d naming both jobs) when it records another job than job, run as
+ * program: another kind (a spec job and a command-line job), another spec (its bytes' hash), or
+ * another program or arguments. A run directory of an earlier release has only job.yaml: a spec
+ * job's, compared as one. Nothing is written: a refused submission leaves nothing behind. */
+ftl_err ln_run_dir_check_job(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d);
+
+/* Records the run directory as job's once the submission is taken (ftl run's inputs checked):
+ * RUNDIR/job.json the first time, and a copy of a spec job's file, RUNDIR/job.yaml. */
+ftl_err ln_run_dir_adopt(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d);
 
 #endif

@@ -149,6 +149,19 @@ void ln_runview_add(ftl_runview *rv, const json_t *line) {
     a->last_step = a->committed_step = -1;
     jstr(line, "launcher", a->launcher, sizeof a->launcher);
     if (!rv->job[0]) jstr(line, "job", rv->job, sizeof rv->job);
+  } else if (!strcmp(ev, "gate")) {
+    rv->gate_us = t;
+    jstr(line, "result", rv->gate_result, sizeof rv->gate_result);
+  } else if (!strcmp(ev, "publish")) {
+    rv->publish_us = t;
+    jstr(line, "result", rv->publish_result, sizeof rv->publish_result);
+    jstr(line, "version", rv->publish_version, sizeof rv->publish_version);
+  } else if (!strcmp(ev, "rank_started") && a) {
+    a->started++;
+    double launch_ms = jnum(line, "launch_ms", 0);
+    if (launch_ms > a->started_ms) a->started_ms = launch_ms;
+  } else if (!strcmp(ev, "rank_ready") && a) {
+    a->joined++;
   } else if (!strcmp(ev, "startup") && a) {
     a->first_step_us = t;
     a->startup_ms = jnum(line, "total_ms", 0);
@@ -188,7 +201,8 @@ void ln_runview_add(ftl_runview *rv, const json_t *line) {
     rv->gp_lost_ms = jnum(line, "lost_work_ms", 0);
     rv->gp_teardown_ms = jnum(line, "teardown_ms", 0);
     rv->gp_backoff_ms = jnum(line, "backoff_ms", 0);
-    rv->gp_pct = jnum(line, "goodput_pct", 0);
+    rv->gp_pct = jnum(line, "goodput_pct", -1); /* absent: not measured (the program reports no steps) */
+    rv->gp_unreported_ms = jnum(line, "unreported_ms", 0);
   } else if (!strcmp(ev, "ckpt_committed") && jsmall(line, "rank", 0) == 0) {
     int64_t step = jint(line, "step", -1);
     if (a && step > a->committed_step) {
@@ -287,7 +301,10 @@ ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
                          .teardown_ms = rv->gp_teardown_ms,
                          .backoff_ms = rv->gp_backoff_ms,
                          .pct = rv->gp_pct,
+                         .unreported_ms = rv->gp_unreported_ms,
+                         .measured = rv->gp_pct >= 0,
                          .final = 1};
+    if (g.pct < 0) g.pct = 0;
     return g;
   }
   ftl_goodput total = {0};
@@ -300,7 +317,9 @@ ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
                             .failure_ms = a->failure_us ? (double)(a->failure_us - a->start_us) / 1000 : -1,
                             .end_ms = (double)(end - a->start_us) / 1000,
                             .committed_at_ms = a->committed_us ? (double)(a->committed_us - a->start_us) / 1000 : -1,
-                            .ckpt_stall_ms = a->stall_ms};
+                            .ckpt_stall_ms = a->stall_ms,
+                            .started_ms = a->started > 0 ? a->started_ms : -1,
+                            .joined = a->joined};
     ftl_goodput one = ln_goodput_of_attempt(&r, a->backoff_ms), sum = ln_goodput_sum(&one, 1);
     total.wall_ms += sum.wall_ms;
     total.startup_ms += sum.startup_ms;
@@ -309,8 +328,11 @@ ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
     total.lost_ms += sum.lost_ms;
     total.teardown_ms += sum.teardown_ms;
     total.backoff_ms += sum.backoff_ms;
+    total.unreported_ms += sum.unreported_ms;
   }
   g = (ftl_rv_goodput){.wall_ms = total.wall_ms,
+                       .unreported_ms = total.unreported_ms,
+                       .measured = ln_goodput_measured(&total),
                        .productive_ms = total.productive_ms,
                        .startup_ms = total.startup_ms,
                        .stall_ms = total.stall_ms,

@@ -29,6 +29,8 @@ typedef struct ftl_rv_attempt {
   int64_t committed_us; /* the last ckpt_committed of the attempt (0: none) */
   int64_t failure_us;   /* its failure event (0: none) */
   double backoff_ms;    /* the pause after it (its restart event), 0 if none */
+  double started_ms;    /* its last rank_started's launch_ms: every program started (-1: not all yet) */
+  int started, joined;  /* ranks started (rank_started), ranks that joined ftl_init (rank_ready) */
   char summary[256];
 } ftl_rv_attempt;
 
@@ -91,6 +93,11 @@ typedef struct ftl_runview {
   /* The run_goodput event, when there is one (the run ended). */
   int have_goodput;
   double gp_wall_ms, gp_productive_ms, gp_startup_ms, gp_stall_ms, gp_lost_ms, gp_teardown_ms, gp_backoff_ms, gp_pct;
+  double gp_unreported_ms;
+  /* The end of the run after training: the gate's and the publish's events (0: none), when each
+   * ended; the last attempt's end is when the gate began. */
+  int64_t gate_us, publish_us;
+  char gate_result[16], publish_result[16], publish_version[65];
 } ftl_runview;
 
 /* Starts an empty view. keep_series: 1 to keep every sample (ftl report), 0 for the latest only. */
@@ -117,7 +124,9 @@ int64_t ln_runview_last_committed(const ftl_runview *rv);
  * attempts so far with the goodput arithmetic (launcher/goodput.c) up to now_us. */
 typedef struct ftl_rv_goodput {
   double wall_ms, productive_ms, startup_ms, stall_ms, lost_ms, teardown_ms, backoff_ms, pct;
-  int final; /* 1: the run's own run_goodput */
+  double unreported_ms; /* running time of a program that reports no steps (goodput.h) */
+  int measured;         /* 0: no step was ever reported, so pct says nothing (a program without ftl) */
+  int final;            /* 1: the run's own run_goodput */
 } ftl_rv_goodput;
 ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us);
 

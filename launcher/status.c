@@ -285,10 +285,16 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
   json_object_set_new(doc, "published", pub);
   ftl_rv_goodput g = ln_runview_goodput(&rv, now);
   json_object_set_new(doc, "goodput",
-                      json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "final", g.final, "wall_ms", g.wall_ms,
-                                "productive_ms", g.productive_ms, "startup_ms", g.startup_ms, "ckpt_stall_ms",
+                      json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:o}", "final", g.final, "wall_ms",
+                                g.wall_ms, "productive_ms", g.productive_ms, "startup_ms", g.startup_ms, "ckpt_stall_ms",
                                 g.stall_ms, "lost_work_ms", g.lost_ms, "teardown_ms", g.teardown_ms, "backoff_ms",
-                                g.backoff_ms, "goodput_pct", g.pct));
+                                g.backoff_ms, "unreported_ms", g.unreported_ms, "measured", g.measured, "goodput_pct",
+                                g.measured ? json_real(g.pct) : json_null()));
+  /* Whether the program reports steps at all (ftl_step_done): a program that does not shows none,
+   * which is not a failure to make progress. */
+  int reported = rv.latest.step >= 0;
+  for (int i = 0; i < rv.n_attempts && !reported; i++) reported = rv.attempts[i].last_step >= 0 || rv.attempts[i].first_step_us;
+  json_object_set_new(doc, "steps_reported", json_boolean(reported));
   *out = doc;
   doc = NULL;
 out:
@@ -331,15 +337,24 @@ static void print_human(const json_t *doc) {
     printf(" (attempt %.0f)\n", num(p, "attempt"));
   }
   const json_t *attempts = json_object_get(doc, "attempts");
+  int reported = json_is_true(json_object_get(doc, "steps_reported"));
   printf("attempts: %zu, restarts: %.0f\n", json_array_size(attempts), num(doc, "restarts"));
   size_t i;
   const json_t *a;
   json_array_foreach(attempts, i, a) {
     char t[64];
     when(t, sizeof t, (int64_t)num(a, "start_us"));
-    printf("  attempt %.0f  %-7s %s  %8.1f s  %-17s steps to %.0f, committed %.0f", num(a, "attempt"),
-           str(a, "launcher"), t, num(a, "duration_s"), str(a, "outcome"), num(a, "last_step"),
-           num(a, "committed_step"));
+    char steps[64], committed[64];
+    if (num(a, "last_step") >= 0)
+      snprintf(steps, sizeof steps, "steps to %.0f", num(a, "last_step"));
+    else
+      snprintf(steps, sizeof steps, "%s", reported ? "no step reached" : "steps not reported");
+    if (num(a, "committed_step") >= 0)
+      snprintf(committed, sizeof committed, "committed %.0f", num(a, "committed_step"));
+    else
+      snprintf(committed, sizeof committed, "nothing committed");
+    printf("  attempt %.0f  %-7s %s  %8.1f s  %-17s %s, %s", num(a, "attempt"), str(a, "launcher"), t,
+           num(a, "duration_s"), str(a, "outcome"), steps, committed);
     if (*str(a, "summary")) printf(": %s", str(a, "summary"));
     printf("\n");
   }
@@ -358,15 +373,17 @@ static void print_human(const json_t *doc) {
   const json_t *failures = json_object_get(doc, "failures");
   if (json_array_size(failures)) printf("failures: %zu\n", json_array_size(failures));
   json_array_foreach(failures, i, a) {
-    printf("  attempt %.0f: %s, rank %.0f on host %s, step %.0f: %s\n", num(a, "attempt"), str(a, "cause"),
-           num(a, "rank"), str(a, "host"), num(a, "step"), str(a, "message"));
+    char at[48] = "";
+    if (num(a, "step") >= 0) snprintf(at, sizeof at, ", step %.0f", num(a, "step"));
+    printf("  attempt %.0f: %s, rank %.0f on host %s%s: %s\n", num(a, "attempt"), str(a, "cause"), num(a, "rank"),
+           str(a, "host"), at, str(a, "message"));
   }
   const json_t *rc = json_object_get(doc, "restart_cost");
   if (json_is_true(json_object_get(rc, "measured"))) {
     size_t n = json_array_size(json_object_get(rc, "records"));
-    printf("restart cost: R = %.2f s (measured: median of the newest %.0f of %zu restart%s, failure detected to first "
-           "resumed step)\n",
-           num(rc, "restart_s"), num(rc, "samples"), n, n == 1 ? "" : "s");
+    printf("restart cost: R = %.2f s (measured: median of the newest %.0f of %zu restart%s, failure detected to %s)\n",
+           num(rc, "restart_s"), num(rc, "samples"), n, n == 1 ? "" : "s",
+           reported ? "first resumed step" : "the ranks' start: the program reports no steps");
   } else if (json_is_object(rc)) {
     printf("restart cost: R = %.0f s (assumed: no restart measured in this run)\n", num(rc, "restart_s"));
   }
@@ -393,11 +410,17 @@ static void print_human(const json_t *doc) {
       printf("publish: %s %s\n", str(pub, "result"), str(pub, "message"));
   }
   const json_t *gp = json_object_get(doc, "goodput");
-  printf("goodput%s: %.1f%% of %.1f s: productive %.1f s, start-up %.1f s, checkpoint stalls %.1f s, lost work %.1f s, "
-         "teardown %.1f s, back-off %.1f s\n",
-         json_is_true(json_object_get(gp, "final")) ? "" : " so far", num(gp, "goodput_pct"), num(gp, "wall_ms") / 1e3,
-         num(gp, "productive_ms") / 1e3, num(gp, "startup_ms") / 1e3, num(gp, "ckpt_stall_ms") / 1e3,
-         num(gp, "lost_work_ms") / 1e3, num(gp, "teardown_ms") / 1e3, num(gp, "backoff_ms") / 1e3);
+  if (json_is_true(json_object_get(gp, "measured")))
+    printf("goodput%s: %.1f%% of %.1f s: productive %.1f s, start-up %.1f s, checkpoint stalls %.1f s, lost work %.1f "
+           "s, teardown %.1f s, back-off %.1f s\n",
+           json_is_true(json_object_get(gp, "final")) ? "" : " so far", num(gp, "goodput_pct"), num(gp, "wall_ms") / 1e3,
+           num(gp, "productive_ms") / 1e3, num(gp, "startup_ms") / 1e3, num(gp, "ckpt_stall_ms") / 1e3,
+           num(gp, "lost_work_ms") / 1e3, num(gp, "teardown_ms") / 1e3, num(gp, "backoff_ms") / 1e3);
+  else
+    printf("goodput: not measured (the program reports no steps: ftl_step_done); of %.1f s: start-up %.1f s, running "
+           "%.1f s, teardown %.1f s, back-off %.1f s\n",
+           num(gp, "wall_ms") / 1e3, num(gp, "startup_ms") / 1e3, num(gp, "unreported_ms") / 1e3,
+           num(gp, "teardown_ms") / 1e3, num(gp, "backoff_ms") / 1e3);
 }
 
 int ln_cmd_status(int argc, char **argv) {

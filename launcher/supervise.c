@@ -355,7 +355,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
     case FTL_RDZV_AGENT_HELLO:
       if (!s) return;
       s->hello_ms = w->alive_ms = ftl_clock_ms();
-      if (!w->has_agent && !w->lost_ns) a->agents_up++;
+      if (!w->has_agent && !w->lost_ns && ++a->agents_up == a->world && a->res->started_ms < 0)
+        a->res->started_ms = since_start(a);
       w->has_agent = 1;
       snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
       /* An agent that comes up after the gang is being ended (a stop before the rendezvous, or
@@ -571,7 +572,7 @@ static void request_stop(attempt *a, int sig) {
   }
   set_phase(a, LN_PHASE_STOPPING);
   a->stop_deadline_ms = ftl_deadline_after_ms(a->o->job->preempt_grace_ms);
-  snprintf(reason, sizeof reason, "preempted by %s", ln_signal_name(sig));
+  snprintf(reason, sizeof reason, "%s by %s", sig == SIGINT ? "interrupted" : "preempted", ln_signal_name(sig));
   rz_rdzv_server_request_stop(a->server, reason);
   FTL_LOG(FTL_LOG_WARN, "launcher", "%s: asked the ranks to checkpoint and stop (grace %.0f s)", reason,
           (double)a->o->job->preempt_grace_ms / 1000.0);
@@ -580,6 +581,7 @@ static void request_stop(attempt *a, int sig) {
 /* How the attempt ended, once mpirun is gone and the root cause (if any) is known (ln_conclude). */
 static void conclude(attempt *a) {
   ftl_attempt_result *res = a->res;
+  res->joined = rz_rdzv_server_joined(a->server);
   int st = a->gang.status;
   ln_conclusion_in in = {.outcome = res->outcome,
                          .mpirun_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
@@ -615,7 +617,7 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
   memset(res, 0, sizeof *res);
   res->root_rank = -1;
   res->last_step = res->restored_step = res->committed_step = -1;
-  res->first_step_ms = res->failure_ms = res->end_ms = res->committed_at_ms = -1;
+  res->first_step_ms = res->started_ms = res->failure_ms = res->end_ms = res->committed_at_ms = -1;
   if (core_rundir_attempt_dir(a->attempt_dir, sizeof a->attempt_dir, o->run_dir, o->attempt))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long");
   if ((rc = ftl_mkdir_p(a->attempt_dir, d))) return rc;
@@ -770,8 +772,16 @@ static void on_signals(attempt *a) {
       request_stop(a, sig); /* preemption: Slurm's --signal, scancel, a cluster's drain */
       continue;
     }
+    /* Ctrl-C: the ranks stop as for a preemption (the library's at their next step, a checkpoint
+     * committed; the others by SIGTERM, which a Python program dies of without a traceback), and a
+     * second Ctrl-C stops them at once. Either way ftl exits 130 and a rerun resumes. */
+    if (sig == SIGINT && !was(a, LN_PHASE_STOPPING) && a->ph.phase < LN_PHASE_ENDING) {
+      fprintf(stderr, "ftl: interrupted: the ranks stop at their next step (Ctrl-C again stops them at once)\n");
+      request_stop(a, sig);
+      continue;
+    }
     FTL_LOG(FTL_LOG_WARN, "launcher", "received %s: stopping the ranks", ln_signal_name(sig));
-    terminate_gang(a, sig == SIGHUP ? SIGTERM : sig);
+    terminate_gang(a, SIGTERM);
   }
 }
 

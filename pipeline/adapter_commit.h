@@ -15,13 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/rundir.h"
 #include "ftl/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define FTL_ADAPTER_COMMIT_NAME "COMMIT"
+#define FTL_ADAPTER_COMMIT_NAME CORE_RUNDIR_FINAL_COMMIT
 #define FTL_ADAPTER_COMMIT_FORMAT "ftl-adapter-commit"
 #define FTL_ADAPTER_COMMIT_VERSION 1
 /* The largest file of an adapter any reader takes (the size of a whole package): final/ is written

@@ -46,7 +46,7 @@ static ftl_err check_config(const char *path, ftl_diag *d) {
   char *text = NULL;
   size_t size = 0;
   json_t *j = NULL;
-  ftl_err rc = pl_read_regular(path, PEFT_CONFIG_MAX_BYTES, &text, &size, d);
+  ftl_err rc = core_fs_read_regular(path, PEFT_CONFIG_MAX_BYTES, &text, &size, d);
   if (rc) return rc;
   json_error_t jerr;
   j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
@@ -90,7 +90,7 @@ static ftl_err check_weights(const char *path, ftl_diag *d) {
   ftl_st_file *st = NULL;
   char *data = NULL;
   size_t size = 0;
-  ftl_err rc = pl_read_regular(path, PEFT_WEIGHTS_MAX_BYTES, &data, &size, d);
+  ftl_err rc = core_fs_read_regular(path, PEFT_WEIGHTS_MAX_BYTES, &data, &size, d);
   if (rc) return rc;
   if ((rc = pl_st_parse((const uint8_t *)data, size, NULL, &st, d))) {
     ftl_diag_prefix(d, rc, "%s", path);
@@ -132,7 +132,7 @@ static ftl_err copy_file(const char *from_dir, const char *to_dir, const char *n
   size_t size = 0;
   if (ftl_fmt(from, sizeof from, "%s/%s", from_dir, name) || ftl_fmt(to, sizeof to, "%s/%s", to_dir, name))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", from_dir);
-  ftl_err rc = pl_read_regular(from, max_bytes, &data, &size, d);
+  ftl_err rc = core_fs_read_regular(from, max_bytes, &data, &size, d);
   if (!rc && want_sha256) {
     if ((rc = pl_sha256_hex(data, size, got)))
       ftl_diag_fail(d, rc, "cannot hash %s", from);

@@ -12,6 +12,7 @@
 #include "ftl/core.h"
 #include "pipeline/package.h"
 #include "pipeline/peft.h"
+#include "pipeline/hf_cache.h"
 #include "pipeline/registry.h"
 #include "pipeline/verdict_sign.h"
 
@@ -38,7 +39,9 @@ const char pl_registry_help[] =
     "  ftl registry ls [NAME]                     adapters, their versions and channels\n"
     "  ftl registry routes [--channel C]          one vLLM --lora-modules NAME@CHANNEL=PATH per channel\n"
     "                                             (the version unpacked and verified on first use)\n"
-    "  ftl registry fetch NAME@VERSION|NAME@CHANNEL DIR   unpack a version, verified, into a new DIR\n"
+    "  ftl registry fetch NAME@VERSION|NAME@CHANNEL DIR   unpack a version, verified, into a new DIR; its base/ goes\n"
+    "                                                     in the Hugging Face cache under the name its adapter gives\n"
+    "                                                     it (--no-hf-cache: not), so PEFT loads it from any folder\n"
     "  ftl registry check NAME                    every stored package byte for byte, served folders hold\n"
     "                                             exactly their files, pointers equal the audit log's moves\n"
     "  ftl registry publish NAME PACKAGE [--channel C] [--why TEXT] [--signature SIG | --unverified]\n"
@@ -123,6 +126,7 @@ typedef struct reg_args {
   ftl_registry_ref ref;
   const char *why, *channel, *to, *key, *signature, *out;
   int unverified;
+  int no_hf_cache; /* fetch: --no-hf-cache */
 } reg_args;
 
 static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
@@ -132,7 +136,8 @@ static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
       {"to", required_argument, NULL, 't'},       {"lock-timeout-ms", required_argument, NULL, 'l'},
       {"key", required_argument, NULL, 'k'},      {"signature", required_argument, NULL, 's'},
       {"unverified", no_argument, NULL, 'u'},     {"out", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+      {"no-hf-cache", no_argument, NULL, 'n'},    {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   int c;
   memset(ra, 0, sizeof *ra);
   /* Test-only fault injection (FTL_FAULT, core/fs.h) reaches the registry's writes as it reaches
@@ -152,6 +157,7 @@ static int parse_reg(int argc, char **argv, reg_args *ra, const char *use) {
     case 's': ra->signature = optarg; break;
     case 'u': ra->unverified = 1; break;
     case 'o': ra->out = optarg; break;
+    case 'n': ra->no_hf_cache = 1; break;
     case 'l':
       if (ftl_parse_i64(optarg, 1, INT32_MAX, &v)) return usage(use);
       ra->ref.lock_timeout_ms = v;
@@ -260,9 +266,24 @@ int pl_cmd_registry(int argc, char **argv) {
     rc = pl_registry_routes(&ra.ref, ra.channel, stdout, stderr, &d);
     if (rc) return 1; /* each failed channel was reported on stderr */
   } else if (!strcmp(sub, "fetch")) {
+    char id[FTL_SHA256_HEX_LEN + 1], rev[41], base[256], where[4096];
     if (n != 2) return usage(use);
-    rc = pl_registry_fetch(&ra.ref, pos[0], pos[1], &d);
+    rc = pl_registry_fetch(&ra.ref, pos[0], pos[1], id, &d);
     if (!rc) printf("fetched %s into %s\n", pos[0], pos[1]);
+    /* The version's base under the name its adapter gives it, in the Hugging Face cache (hf_cache.h). */
+    ftl_diag hd = {{0}};
+    snprintf(rev, sizeof rev, "%.40s", id);
+    if (!rc && !ra.no_hf_cache) {
+      ftl_err hrc = pl_hf_cache_register(pos[1], rev, base, sizeof base, where, sizeof where, &hd);
+      if (hrc == FTL_OK)
+        printf("its base is in the Hugging Face cache as %s (%s): AutoPeftModelForCausalLM.from_pretrained(\"%s\") "
+               "loads it from any folder\n",
+               base, where, pos[1]);
+      else if (hrc == FTL_ERR_NOTFOUND)
+        printf("not in the Hugging Face cache: %s\n", hd.msg);
+      else
+        fprintf(stderr, "ftl registry fetch: warning: the base could not be put in the Hugging Face cache: %s\n", hd.msg);
+    }
   } else if (!strcmp(sub, "check")) {
     size_t lines = 0;
     if (n != 1) return usage(use);

@@ -39,65 +39,12 @@ void pl_crash_point(const char *name) {
   if (name && name[0]) core_crash_point(name, -1, -1);
 }
 
-ftl_err pl_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d) {
-  struct stat st;
-  *fd_out = -1;
-  /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. */
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s does not exist", path);
-    if (errno == ELOOP) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is a symbolic link; refused", path);
-    return ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-  }
-  if (fstat(fd, &st)) {
-    close(fd);
-    return ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a regular file (a FIFO, device, socket or folder); refused",
-                         path);
-  }
-  if ((uint64_t)st.st_size > max_bytes) {
-    close(fd);
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is %lld bytes, more than the %llu allowed; refused", path,
-                         (long long)st.st_size, (unsigned long long)max_bytes);
-  }
-  *fd_out = fd;
-  *size_out = (uint64_t)st.st_size;
-  return FTL_OK;
-}
-
-ftl_err pl_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {
-  int fd = -1;
-  uint64_t size = 0;
-  *data_out = NULL;
-  if (size_out) *size_out = 0;
-  ftl_err rc = pl_open_regular(path, max_bytes, &fd, &size, d);
-  if (rc) return rc;
-  char *buf = ftl_malloc((size_t)size + 1);
-  if (!buf) {
-    close(fd);
-    return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", path);
-  }
-  rc = core_fs_pread_all(fd, buf, (size_t)size, 0);
-  close(fd);
-  if (rc) {
-    ftl_free(buf);
-    return ftl_diag_fail(d, rc, "cannot read %s: %s", path, rc == FTL_ERR_CORRUPT ? "shorter than its size" : strerror(errno));
-  }
-  buf[size] = '\0';
-  *data_out = buf;
-  if (size_out) *size_out = (size_t)size;
-  return FTL_OK;
-}
-
 ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], uint64_t *size_out, ftl_diag *d) {
   static __thread unsigned char buf[1 << 16];
   int fd = -1;
   uint64_t size = 0, at = 0;
   ftl_sha256 *h = NULL;
-  ftl_err rc = pl_open_regular(path, max_bytes, &fd, &size, d);
+  ftl_err rc = core_fs_open_regular(path, max_bytes, &fd, &size, d);
   if (rc) return rc;
   if ((rc = pl_sha256_begin(&h))) {
     rc = ftl_diag_fail(d, rc, "out of memory hashing %s", path);

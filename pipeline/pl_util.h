@@ -29,14 +29,7 @@ ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeou
 ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d);
 void pl_unlock(int fd);
 
-/* Reads a file from outside: opened O_NOFOLLOW|O_NONBLOCK (a link, FIFO or device never blocks or
- * redirects the read), fstat must say a regular file of at most max_bytes, and no more than that
- * recorded size is read. NUL-terminated, freed with ftl_free. FTL_ERR_NOTFOUND when missing,
- * FTL_ERR_CORRUPT (naming path) when not a regular file, too large or shorter than its size. */
-ftl_err pl_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
-/* The same open and checks; the descriptor and the recorded size. */
-ftl_err pl_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d);
-/* SHA-256 of a file opened as pl_open_regular does, exactly its recorded size. */
+/* SHA-256 of a file opened as core_fs_open_regular does (core/fs.h), exactly its recorded size. */
 ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], uint64_t *size_out, ftl_diag *d);
 /* "NAME@HOST": the effective user's passwd name (its numeric uid when it has none) and this host;
  * never $USER, which a cron job, a container or `env -i` leaves unset or wrong. The registry's

@@ -105,8 +105,10 @@ ftl_err pl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char 
 ftl_err pl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, const char *id, char *out, size_t size,
                                  ftl_diag *d);
 
-/* Unpacks spec's package into dir (must not exist), verified (exactly the declared files). */
-ftl_err pl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir, ftl_diag *d);
+/* Unpacks spec's package into dir (must not exist), verified (exactly the declared files); the
+ * version id into id_out (may be NULL). */
+ftl_err pl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir,
+                          char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* Human listing: adapters (or one), their versions and channels, to out. */
 ftl_err pl_registry_list(const ftl_registry_ref *reg, const char *name, FILE *out, ftl_diag *d);

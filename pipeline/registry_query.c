@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/jsonl.h"
 #include "ftl/core.h"
 #include "pipeline/package.h"
@@ -77,10 +78,12 @@ ftl_err pl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, c
   return pl_reg_verify_unpacked(out, id, d);
 }
 
-ftl_err pl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir, ftl_diag *d) {
+ftl_err pl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir,
+                          char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   char name[FTL_REGISTRY_NAME_MAX + 1], id[PL_REG_ID_LEN + 1], rel[160], pkg[4096];
   ftl_err rc = pl_registry_resolve(reg, spec, name, id, d);
   if (rc) return rc;
+  if (id_out) snprintf(id_out, FTL_SHA256_HEX_LEN + 1, "%s", id);
   snprintf(rel, sizeof rel, "versions/%s/%s", id, FTL_PACKAGE_FILE);
   if ((rc = pl_reg_path(pkg, sizeof pkg, reg, name, rel, d))) return rc;
   if ((rc = pl_package_unpack(pkg, dir, id, NULL, NULL, NULL, NULL, d))) return rc;
@@ -154,7 +157,7 @@ static json_t *publication_read(const ftl_registry_ref *reg, const char *name, c
   size_t size = 0;
   json_error_t jerr;
   snprintf(rel, sizeof rel, "versions/%s/%s", id, PL_REG_PUBLICATION_FILE);
-  if (pl_reg_path(path, sizeof path, reg, name, rel, d) || pl_read_regular(path, 1u << 16, &text, &size, d))
+  if (pl_reg_path(path, sizeof path, reg, name, rel, d) || core_fs_read_regular(path, 1u << 16, &text, &size, d))
     return NULL;
   json_t *j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
   ftl_free(text);
@@ -344,7 +347,7 @@ static ftl_err check_version(const ftl_registry_ref *reg, const char *name, cons
   if ((rc = pl_reg_version_complete(reg, name, id, NULL, NULL, d))) return rc;
   snprintf(rel, sizeof rel, "versions/%s/%s", id, FTL_PACKAGE_FILE);
   if ((rc = pl_reg_path(pkg, sizeof pkg, reg, name, rel, d))) return rc;
-  if ((rc = pl_open_regular(pkg, PL_REG_PACKAGE_MAX_BYTES, &fd, &psize, d))) return rc;
+  if ((rc = core_fs_open_regular(pkg, PL_REG_PACKAGE_MAX_BYTES, &fd, &psize, d))) return rc;
   close(fd);
   if ((rc = pl_package_unpack(pkg, NULL, id, NULL, NULL, NULL, NULL, &vd)))
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not the package of version %.12s: %s", pkg, id, vd.msg);

@@ -5,7 +5,7 @@
  * Changes are made in registry_txn.c, reads in registry_query.c; neither calls the other.
  *
  * Everything read from the registry is opened O_NOFOLLOW|O_NONBLOCK and checked to be a regular
- * file of bounded size (pl_read_regular): a FIFO or device planted in it is refused, never waited
+ * file of bounded size (core_fs_read_regular): a FIFO or device planted in it is refused, never waited
  * on while the lock is held. */
 #include "pipeline/registry_store.h"
 
@@ -129,7 +129,7 @@ ftl_err pl_reg_pointer_read(const ftl_registry_ref *reg, const char *name, const
   snprintf(rel, sizeof rel, "channels/%s.json", channel);
   ftl_err rc = pl_reg_path(path, sizeof path, reg, name, rel, d);
   if (rc) return rc;
-  rc = pl_read_regular(path, PL_REG_POINTER_MAX_BYTES, &text, &size, &rd);
+  rc = core_fs_read_regular(path, PL_REG_POINTER_MAX_BYTES, &text, &size, &rd);
   if (rc == FTL_ERR_NOTFOUND) return ftl_diag_fail(d, rc, "%s@%s: no such channel", name, channel);
   if (rc) return ftl_diag_fail(d, rc, "%s", rd.msg);
   rc = pl_reg_pointer_parse(text, size, p, &rd);
@@ -147,7 +147,7 @@ ftl_err pl_reg_audit_read(const ftl_registry_ref *reg, const char *name, char *p
   *size = 0;
   ftl_err rc = pl_reg_path(path, path_size, reg, name, "audit.jsonl", d);
   if (rc) return rc;
-  rc = pl_read_regular(path, PL_REG_AUDIT_MAX_BYTES, text, size, d);
+  rc = core_fs_read_regular(path, PL_REG_AUDIT_MAX_BYTES, text, size, d);
   return rc == FTL_ERR_NOTFOUND ? FTL_OK : rc;
 }
 
@@ -317,7 +317,7 @@ ftl_err pl_reg_version_complete(const ftl_registry_ref *reg, const char *name, c
   snprintf(rel, sizeof rel, "versions/%s/%s", id, FTL_PACKAGE_MANIFEST);
   ftl_err rc = pl_reg_path(path, sizeof path, reg, name, rel, d);
   if (rc) return rc;
-  rc = pl_read_regular(path, PL_REG_MANIFEST_MAX_BYTES, &text, &size, &rd);
+  rc = core_fs_read_regular(path, PL_REG_MANIFEST_MAX_BYTES, &text, &size, &rd);
   if (rc == FTL_ERR_NOTFOUND) return ftl_diag_fail(d, rc, "%s has no version %s", name, id);
   if (rc) return ftl_diag_fail(d, rc, "%s", rd.msg);
   pl_sha256_hex(text, size, hex);
@@ -467,7 +467,7 @@ ftl_err pl_reg_verify_unpacked(const char *dir, const char *id, ftl_diag *d) {
   ftl_err rc;
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_PACKAGE_MANIFEST))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-  if ((rc = pl_read_regular(path, PL_REG_MANIFEST_MAX_BYTES, &text, &size, d))) return rc;
+  if ((rc = core_fs_read_regular(path, PL_REG_MANIFEST_MAX_BYTES, &text, &size, d))) return rc;
   if ((rc = pl_package_manifest_parse(text, size, NULL, &m, d))) goto out;
   if (strcmp(m->id, id)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s does not belong to version %s", path, id);

@@ -155,7 +155,7 @@ static ftl_err check_content(const char *dir, const char *what, ftl_diag *d) {
   ftl_err rc;
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_PACKAGE_VERDICT))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-  if ((rc = pl_read_regular(path, 1u << 20, &text, &size, d))) goto out;
+  if ((rc = core_fs_read_regular(path, 1u << 20, &text, &size, d))) goto out;
   j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
   json_t *ver = json_object_get(j, "version"), *passed = json_object_get(j, "passed");
   if (!json_is_object(j) || !json_is_integer(ver) || json_integer_value(ver) != 1 || !json_is_boolean(passed)) {
@@ -178,7 +178,7 @@ static ftl_err check_content(const char *dir, const char *what, ftl_diag *d) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
     goto out;
   }
-  if ((rc = pl_read_regular(path, 16u << 20, &text, &size, d))) goto out;
+  if ((rc = core_fs_read_regular(path, 16u << 20, &text, &size, d))) goto out;
   j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
   if (!json_is_object(j) || !json_is_string(json_object_get(j, "peft_type"))) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
@@ -192,7 +192,7 @@ static ftl_err check_content(const char *dir, const char *what, ftl_diag *d) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
     goto out;
   }
-  if ((rc = pl_read_regular(path, PL_REG_ADAPTER_FILE_MAX_BYTES, &text, &size, d))) goto out;
+  if ((rc = core_fs_read_regular(path, PL_REG_ADAPTER_FILE_MAX_BYTES, &text, &size, d))) goto out;
   if (pl_st_parse((const uint8_t *)text, size, NULL, &st, &rd)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: adapter_model.safetensors is not a valid safetensors file: %s; refused",
                        what, rd.msg);
@@ -409,7 +409,7 @@ static ftl_err verify_signature(const ftl_registry_ref *reg, const char *package
   if (o->signature_path ? ftl_fmt(sig_path, sizeof sig_path, "%s", o->signature_path)
                         : ftl_fmt(sig_path, sizeof sig_path, "%s.sig", package_path))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", package_path);
-  rc = pl_read_regular(sig_path, FTL_VERDICT_SIG_MAX_BYTES, &sig, &sig_size, d);
+  rc = core_fs_read_regular(sig_path, FTL_VERDICT_SIG_MAX_BYTES, &sig, &sig_size, d);
   if (rc == FTL_ERR_NOTFOUND)
     return ftl_diag_fail(d, FTL_ERR_STATE,
                          "%s has no verdict signature (%s): sign it with `ftl registry sign-verdict`, or publish with "
@@ -490,7 +490,7 @@ ftl_err pl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, co
   /* The package must be a bounded regular file (checked without blocking: a FIFO is refused, not
    * waited on) before anything reads it; what is stored is re-made from its verified entries and
    * checked again below, so what is stored is what was checked. */
-  if ((rc = pl_open_regular(package_path, PL_REG_PACKAGE_MAX_BYTES, &in, &in_size, d))) return rc;
+  if ((rc = core_fs_open_regular(package_path, PL_REG_PACKAGE_MAX_BYTES, &in, &in_size, d))) return rc;
   if ((rc = pl_package_unpack(package_path, NULL, NULL, NULL, id, &man, &man_size, d))) goto out;
   if ((rc = pl_package_manifest_parse(man, man_size, NULL, &m, d))) goto out;
   if (o.trust == FTL_REGISTRY_TRUST_SIGNED && (rc = verify_signature(reg, package_path, &o, m, key_id, &sig_json, d)))

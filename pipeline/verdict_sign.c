@@ -54,7 +54,7 @@ static ftl_err load_key(const char *path, int want_private, EVP_PKEY **out, ftl_
   BIO *bio = NULL;
   EVP_PKEY *k = NULL;
   *out = NULL;
-  ftl_err rc = pl_read_regular(path, FTL_VERDICT_KEY_MAX_BYTES, &text, &size, d);
+  ftl_err rc = core_fs_read_regular(path, FTL_VERDICT_KEY_MAX_BYTES, &text, &size, d);
   if (rc) return rc;
   if (!(bio = BIO_new_mem_buf(text, (int)size))) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -226,7 +226,7 @@ ftl_err pl_verdict_sign(const char *key_path, const char *verdict_path, const ch
   ftl_err rc;
   memset(&dg, 0, sizeof dg);
   if ((rc = load_key(key_path, 1, &k, d))) return rc;
-  if ((rc = pl_read_regular(verdict_path, VERDICT_MAX_BYTES, &verdict, &verdict_size, d))) goto out;
+  if ((rc = core_fs_read_regular(verdict_path, VERDICT_MAX_BYTES, &verdict, &verdict_size, d))) goto out;
   if ((rc = verdict_shape(verdict, verdict_size, verdict_path, d))) goto out;
   pl_sha256_hex(verdict, verdict_size, vhex);
   if ((rc = target_digests(target, &dg, &is_package, d))) goto out;

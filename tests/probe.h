@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ftl/ftl.h"
 
@@ -43,6 +44,19 @@ static inline int probe_parse_opts(int argc, char **argv, const probe_opt *opts,
       return 2;
   }
   return 0;
+}
+
+/* Takes "--NAME VALUE" out of argv (and *argc) and returns VALUE, or NULL when it is not there: an
+ * option whose value is a path, which probe_opt's whole numbers do not hold. */
+static inline const char *probe_take_path(int *argc, char **argv, const char *name) {
+  for (int i = 1; i + 1 < *argc; i++)
+    if (argv[i][0] == '-' && argv[i][1] == '-' && strcmp(argv[i] + 2, name) == 0) {
+      const char *value = argv[i + 1];
+      memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof *argv); /* with argv[argc] (NULL) */
+      *argc -= 2;
+      return value;
+    }
+  return NULL;
 }
 
 /* ftl_init for a probe called name: the context, or NULL after printing why on stderr. */

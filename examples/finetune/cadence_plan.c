@@ -27,7 +27,23 @@ struct ft_cadence_plan {
   int levels;              /* rank 0: the controller plans per level (ftl_cadence_set_levels) */
   int low_level;           /* the lowest level the job has: L2 on several hosts with L2, else L1 */
   double durable_by_level[FTL_CADENCE_MAX_LEVELS]; /* rank 0: the newest W per level (-1: none yet) */
+  int restart_counted;     /* rank 0, after a restart: the ledger's R of the restart that began this
+                              attempt has been read (the launcher records it after the first step) */
+  int restarts_loaded;     /* rank 0: the restart records the controller held at start */
 };
+
+/* Rank 0, in an attempt after a restart: the ledgers read again until they hold the restart that
+ * began this attempt. The launcher measures R up to this attempt's first step, after the ranks
+ * loaded the ledgers, so without this the whole attempt would plan with the R assumed before it.
+ * Records already read are recognised and not counted twice (cadence/ledger.c). */
+static void catch_up_restart(ft_cadence_plan *p) {
+  if (p->restart_counted || ftl_ctx_info(p->ctx)->attempt <= 0) return;
+  ftl_diag d = {{0}};
+  int samples = 0;
+  if (ftl_cadence_load_from_env(p->cad, NULL, NULL, &d) != FTL_OK) return;
+  (void)ftl_cadence_restart_estimate(p->cad, NULL, &samples);
+  p->restart_counted = samples > p->restarts_loaded;
+}
 
 /* Rank 0: the job's levels as ftl run passes them (docs/checkpoint.md "Levels"): L1 when the ranks
  * have an L1 folder, L2 with it when asked for (1, or auto) and the gang spans several hosts. */
@@ -77,6 +93,7 @@ static int64_t decide(ft_cadence_plan *p, int64_t step) {
     p->pending_s = 0;
     p->pending_steps = 0;
   }
+  catch_up_restart(p);
   if (ftl_cadence_decide(p->cad, &dec) != FTL_OK) return p->last_interval > 0 ? p->last_interval : 50;
   const char *why = ftl_cadence_explain(p->cad);
   json_t *fields = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "step",
@@ -155,6 +172,7 @@ ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, int64_t pin_l3_every, do
       snprintf(msg, msg_size, "cadence: %s", d.msg);
       ok = 0;
     }
+    if (ok) (void)ftl_cadence_restart_estimate(p->cad, NULL, &p->restarts_loaded);
     /* Derived, with levels below L3: one interval per level (docs/cadence.md "Multi-level
      * cadence"), each checkpoint's level from ftl_cadence_due_level. */
     ftl_cadence_levels_config lc;

@@ -682,6 +682,17 @@ static loop_end train_loop(run *r, int *failed) {
  * metrics of the base model against the adapter's. */
 static int finish(run *r) {
   int ok = 1;
+  /* The last step is committed before the adapter is written (the cadence's steps need not include
+   * it): a rank lost during the export or the evaluation restarts from it with nothing left to
+   * train, and the export is all that is done again. Its failure (a full disk) costs only that:
+   * the adapter is still written (the outcome is the same on every rank). */
+  if (r->ck && r->last_ckpt_step != r->st.step) {
+    ftl_err rc = ft_state_ckpt_save(r->ck, FTL_CKPT_LEVEL_L3, r->msg, sizeof r->msg);
+    r->last_ckpt_step = r->st.step;
+    r->saved_any = 1;
+    if (!rc) rc = ft_state_ckpt_wait(r->ck, r->msg, sizeof r->msg);
+    if (rc && r->R == 0) fprintf(stderr, "rank 0: the last step's checkpoint failed (%s); writing the adapter\n", r->msg);
+  }
   if (r->R == 0) {
     ft_adapter_meta meta = {.base_hash = r->base_hash,
                             .data_hash = r->train.hash,

@@ -201,7 +201,6 @@ int64_t ft_state_ckpt_last(const ft_state_ckpt *c, int *ok) {
 ftl_err ft_state_ckpt_close(ft_state_ckpt *c) {
   if (!c) return FTL_OK;
   ftl_err rc = ftl_ckpt_wait(c->ck, -1, NULL);
-  if (rc == FTL_ERR_NOTFOUND) rc = FTL_OK;
   ftl_err rc2 = ftl_ckpt_destroy(c->ck);
   ftl_free(c);
   return rc ? rc : rc2;

@@ -149,12 +149,14 @@ FTL_API ftl_err ftl_ckpt_prepare(ftl_ckpt *ck);
  * streams made with cudaStreamNonBlocking (docs/gpu.md). Host tensors are unaffected. */
 FTL_API void ftl_ckpt_set_stream(ftl_ckpt *ck, void *cuda_stream);
 
-/* Collective (same step on every rank). Starts checkpoint `step` (>= 0, greater than any step
- * saved by this handle): if the previous checkpoint is still in flight, waits for it first (at
+/* Collective (same step on every rank). Starts checkpoint `step` (>= 0, after the last step this
+ * handle saved or restored): if the previous checkpoint is still in flight, waits for it first (at
  * most one in flight; the wait counts as stall), copies the registered state into staging and
- * returns; the writer thread does the rest. Returns an error only when the checkpoint could not
- * be started (FTL_ERR_INVAL: step not after the last one saved or restored; FTL_ERR_TIMEOUT: the
- * previous one did not finish in time; FTL_ERR_STATE: the handle is broken). Everything else,
+ * returns; the writer thread does the rest. The last step saved or restored itself is not saved
+ * again: FTL_OK at once, nothing written (a program that restored its final step and saves it at
+ * its end, as on a rerun of a finished run, has nothing to save). Returns an error only when the
+ * checkpoint could not be started (FTL_ERR_INVAL: a step before the last one saved or restored;
+ * FTL_ERR_TIMEOUT: the previous one did not finish in time; FTL_ERR_STATE: the handle is broken). Everything else,
  * including a failure to stage on this rank (out of memory, a CUDA copy), abandons the step on
  * every rank and is reported by ftl_ckpt_wait/ftl_ckpt_last, so all ranks see the same outcome.
  * The registered memory may be modified as soon as this returns. */
@@ -180,7 +182,8 @@ FTL_API ftl_err ftl_ckpt_save_level(ftl_ckpt *ck, int64_t step, int level);
 
 /* Not collective. Waits (up to timeout_ms; <0 means the handle's deadline) until no checkpoint
  * is in flight, then returns the result of the last one (its err; stats copied to *out if not
- * NULL). FTL_ERR_TIMEOUT when it is still in flight, FTL_ERR_NOTFOUND when none was ever saved. */
+ * NULL). FTL_ERR_TIMEOUT when it is still in flight. When none was ever saved nothing is pending:
+ * FTL_OK, and *out is zeroed with step -1 (ftl_ckpt_last says FTL_ERR_NOTFOUND then). */
 FTL_API ftl_err ftl_ckpt_wait(ftl_ckpt *ck, int64_t timeout_ms, ftl_ckpt_stats *out);
 
 /* Thread-safe, never blocks. 1 while a checkpoint is in flight on this rank, else 0. */

@@ -370,7 +370,8 @@ class Checkpoint:
 
     def wait(self, timeout_ms=-1):
         """Not collective: until no checkpoint is in flight; returns the last one's statistics
-        (a dict) and raises FtlError when it was abandoned."""
+        (a dict) and raises FtlError when it was abandoned. With nothing ever saved (a rerun that
+        restored its last step) nothing is pending: the statistics say step -1."""
         st = _Stats()
         rc = _load().ftl_ckpt_wait(self._live(), int(timeout_ms), ctypes.byref(st))
         stats = {"step": st.step, "stall_ms": st.stall_ms, "wait_prev_ms": st.wait_prev_ms,

@@ -23,6 +23,7 @@ Not here: the frozen base itself (the script rebuilds it, from a folder or a see
 generators, optimizers other than Adam/AdamW before their first step (their state must exist at
 registration), and transformers' Trainer (its loop owns the process group and the checkpoints).
 """
+import glob
 import hashlib
 import os
 import random
@@ -125,6 +126,13 @@ def _fsync_tree(folder):
         os.close(fd)
 
 
+def base_name(model):
+    """The name an exported adapter gives its base when the base came from a local folder:
+    "ftl-base-" and 16 hex digits of the SHA-256 of its frozen weights (what the adapter was
+    trained on), a name no model hub holds."""
+    return "ftl-base-" + _base_digest(model).hex()[:16]
+
+
 def export_adapter(model, out_dir, commit=True):
     """`model.save_pretrained` into OUT_DIR as one step: written and fsynced into a sibling
     temporary folder, then renamed over OUT_DIR, so a reader (or a restarted rank 0) sees either
@@ -136,15 +144,26 @@ def export_adapter(model, out_dir, commit=True):
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = f"{out_dir}.tmp.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    # What an earlier writer killed mid-export left (one writer per folder: rank 0 of the job).
+    for stale in glob.glob(glob.escape(out_dir) + ".tmp.*") + glob.glob(glob.escape(out_dir) + ".old.*"):
+        shutil.rmtree(stale, ignore_errors=True)
     # peft keeps target_modules (and other name lists) as sets and writes list(set): an order
     # that follows the process's string-hash seed, so two runs of one job would write different
     # adapter_config.json bytes. They are saved sorted, then put back as they were.
     configs = list(getattr(model, "peft_config", {}).values())
     saved = [(c, k, v) for c in configs for k, v in vars(c).items() if isinstance(v, set)]
+    # A base loaded from a local folder is named in adapter_config.json by that folder's path, which
+    # means nothing where the adapter is used (and, in the training tree, a base other than the
+    # one it ships with). It is named by its weights instead (base_name): `ftl registry fetch`
+    # registers the version's base/ under that name in the Hugging Face cache, so that
+    # AutoPeftModelForCausalLM finds it from any folder (docs/pipeline.md, "Serving").
+    local = [(c, "base_model_name_or_path", c.base_model_name_or_path) for c in configs
+             if isinstance(getattr(c, "base_model_name_or_path", None), str) and os.path.isdir(c.base_model_name_or_path)]
+    name = base_name(model) if local else None
+    saved += local
     try:
         for c, k, v in saved:
-            setattr(c, k, sorted(v))
+            setattr(c, k, name if k == "base_model_name_or_path" else sorted(v))
         model.save_pretrained(tmp)
     finally:
         for c, k, v in saved:
@@ -218,6 +237,7 @@ class TrainingState:
                                "(a different base or seed); refusing to resume on it")
         (self.position,) = _POS.unpack(self._global[:_POS.size].tobytes())
         _rng_unpack(self._rng)
+        self._last_saved = step  # committed already: finish() at this step saves nothing
         return step
 
     def save(self, step):

@@ -178,6 +178,8 @@ static int mode_dtypes(ftl_ctx *ctx, const char *rundir) {
   ftl_ckpt_restore_info info;
   RCHECK(ftl_ckpt_restore(ck, &info) == FTL_ERR_NOTFOUND);
   RCHECK(info.step == -1 && info.committed_found == 0);
+  /* Nothing saved yet: nothing is pending, so a wait returns at once. */
+  RCHECK(ftl_ckpt_wait(ck, -1, &s) == FTL_OK && s.step == -1 && s.level == 0);
   CHECK_OK(ftl_ckpt_prepare(ck), ftl_ckpt_errmsg(ck));
 
   fill_state(&st, 10);
@@ -185,7 +187,11 @@ static int mode_dtypes(ftl_ctx *ctx, const char *rundir) {
   RCHECK(ftl_ckpt_last(ck, &s) == FTL_OK);
   RCHECK(s.step == 10 && s.err == FTL_OK && s.stall_ms > 0 && s.durable_ms >= s.stall_ms && s.shard_bytes > 0);
   if (rank == 0) RCHECK(s.total_bytes >= s.shard_bytes);
-  RCHECK(ftl_ckpt_save(ck, 10) == FTL_ERR_INVAL); /* steps only move forward */
+  /* Steps only move forward; the last one again is already saved: nothing is written. */
+  RCHECK(ftl_ckpt_save(ck, 9) == FTL_ERR_INVAL);
+  RCHECK(strstr(ftl_ckpt_errmsg(ck), "step 9 is before step 10") != NULL);
+  RCHECK(ftl_ckpt_save(ck, 10) == FTL_OK && !ftl_ckpt_in_flight(ck));
+  RCHECK(ftl_ckpt_last(ck, &s) == FTL_OK && s.step == 10);
 
   /* Two saves back to back: the second waits for the first (one in flight) and both commit. */
   fill_state(&st, 20);

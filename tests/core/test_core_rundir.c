@@ -27,6 +27,8 @@ static void test_names(void) {
       {FTL_RUNDIR_EXPORT, "export"},
       {FTL_RUNDIR_PACKAGE, "package"},
       {FTL_RUNDIR_FENCE, "fence"},
+      {FTL_RUNDIR_JOB_IDENTITY, "job.json"},
+      {FTL_RUNDIR_FINISH, "finish.json"},
   };
   CHECK_INT_EQ(sizeof want / sizeof want[0], FTL_RUNDIR_ITEMS_);
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

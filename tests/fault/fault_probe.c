@@ -48,15 +48,7 @@ int main(int argc, char **argv) {
   int64_t steps = 20, step_ms = 20, fail_rank = -1, fail_step = -1, fail_code = 3, fail_attempts = INT64_MAX;
   int64_t stop_rank = -1, stop_step = -1, save_every = 5, slow_rank = -1, slow_ms = 0;
   int per_attempt = 0;
-  const char *until_file = NULL;
-  /* --until-file takes a path, which probe_opt does not: taken out of argv before the others. */
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], "--until-file") == 0) {
-      until_file = argv[i + 1];
-      memmove(argv + i, argv + i + 2, (size_t)(argc - i - 1) * sizeof *argv); /* with argv[argc] (NULL) */
-      argc -= 2;
-      break;
-    }
+  const char *until_file = probe_take_path(&argc, argv, "until-file");
   const probe_opt opts[] = {PROBE_NUM("steps", steps, 0, INT64_MAX),
                             PROBE_NUM("step-ms", step_ms, 0, INT64_MAX),
                             PROBE_NUM("fail-rank", fail_rank, 0, INT64_MAX),

@@ -20,9 +20,14 @@ expect_refused() {
   if grep -q "starting at step 0" "$out"; then fail "$if_fresh"; fi
 }
 
+# unfinish RUNDIR: the run as if stopped before its end (a preemption): its final adapter and the
+# record of its end gone, so the next run restores from its checkpoints (a finished run would not).
+unfinish() { rm -rf "$1/final" "$1/finish.json"; }
+
 # a. Every committed step corrupt.
 ft_run ok.out r1 2
 expect_rc 0 ok.out
+unfinish r1
 steps=$(committed_steps r1)
 [ -n "$steps" ] || fail "the first run committed nothing"
 for s in $steps; do flip_tensor_byte r1 "$s" 0; done
@@ -50,6 +55,7 @@ expect_contains fresh.out "starting at step 0"
 # c. A missing shard is not proof of corruption.
 ft_run t.out r2 2
 expect_rc 0 t.out
+unfinish r2
 steps=$(committed_steps r2)
 last=$(echo "$steps" | tail -n1)
 mkdir -p aside

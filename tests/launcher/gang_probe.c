@@ -4,11 +4,14 @@
  *   --kill-rank R        rank R kills itself with SIGKILL after joining
  *   --check-env          every rank checks RANK/WORLD_SIZE/LOCAL_RANK/... against ftl_init's view
  *   --sleep-ms MS        every rank sleeps this long before finishing
+ *   --until-file F       ... or less: until F exists (looked at every 50 ms), so that a test runs
+ *                        the same command again without the wait
  * RANK comes from the environment ftl run sets, so a rank that skips ftl_init still knows it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl/ftl.h"
@@ -24,6 +27,7 @@ static int env_int(const char *name) {
 int main(int argc, char **argv) {
   int64_t no_init = -1, exit_rank = -1, code = 3, kill_rank = -1, sleep_ms = 0;
   int check_env = 0;
+  const char *until_file = probe_take_path(&argc, argv, "until-file");
   const probe_opt opts[] = {PROBE_NUM("no-init-rank", no_init, 0, 1 << 20), PROBE_NUM("exit-rank", exit_rank, 0, 1 << 20),
                             PROBE_NUM("code", code, 0, 255),          PROBE_NUM("kill-rank", kill_rank, 0, 1 << 20),
                             PROBE_FLAG("check-env", check_env),       PROBE_NUM("sleep-ms", sleep_ms, 0, 3600000)};
@@ -55,7 +59,9 @@ int main(int argc, char **argv) {
     _exit((int)code);
   }
   if (info->rank == kill_rank) raise(SIGKILL);
-  if (sleep_ms) usleep((useconds_t)sleep_ms * 1000);
+  struct stat st;
+  for (int64_t slept = 0; slept < sleep_ms && !(until_file && stat(until_file, &st) == 0); slept += 50)
+    usleep((useconds_t)(sleep_ms - slept < 50 ? sleep_ms - slept : 50) * 1000);
   /* Waits for everyone: with a rank gone, the launcher must end this wait, not the deadline. */
   ftl_err rc = ftl_barrier(ctx, 120000);
   ftl_finalize(ctx);

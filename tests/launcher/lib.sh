@@ -183,5 +183,7 @@ standby_pid() {
 
 # count_events RUNDIR EVENT: how many EVENT records the run's event log holds.
 count_events() {
-  grep -c "\"event\":\"$2\"" "$1/events.jsonl" 2>/dev/null || true
+  local n
+  n=$(grep -c "\"event\":\"$2\"" "$1/events.jsonl" 2>/dev/null)
+  echo "${n:-0}"
 }

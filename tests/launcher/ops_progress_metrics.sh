@@ -37,7 +37,7 @@ expect_rc 0 lines.out
 [ $seen_up = 1 ] || fail "the metrics textfile never said ftl_up 1 with a step while the job ran"
 $CHECK mid.prom ftl_up=1 ftl_job=ftl-finetune ftl_step='*' ftl_restarts_total=0 || fail "bad textfile while running"
 promtool_ok mid.prom
-$CHECK live.prom ftl_up=0 ftl_step=40 ftl_total_steps=40 ftl_last_committed_step=35 ftl_restarts_total=0 \
+$CHECK live.prom ftl_up=0 ftl_step=40 ftl_total_steps=40 ftl_last_committed_step=40 ftl_restarts_total=0 \
   ftl_exit_code=0 ftl_checkpoint_interval_steps=5 ftl_loss='*' ftl_tokens_per_second='*' ftl_goodput_ratio='*' \
   ftl_checkpoint_interval_seconds='*' ftl_mtbf_seconds='*' ftl_job=ftl-finetune || fail "bad final textfile"
 promtool_ok live.prom

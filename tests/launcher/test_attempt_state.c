@@ -57,6 +57,10 @@ static void exit_reports(void) {
   /* a preemption: the outside SIGTERM's deaths are part of it; SIGKILL is not */
   CHECK_INT_EQ(judge(0, SIGTERM, 0, 0, 1, 0, 0, 0), LN_EXIT_CONSEQUENCE);
   CHECK_INT_EQ(judge(0, SIGKILL, 0, 0, 1, 0, 0, 0), LN_EXIT_ROOT);
+  /* Ctrl-C: a rank dying of SIGINT while ftl stops or ends the gang is part of it; alone, not */
+  CHECK_INT_EQ(judge(0, SIGINT, 0, 0, 1, 0, 0, 0), LN_EXIT_CONSEQUENCE);
+  CHECK_INT_EQ(judge(128 + SIGINT, 0, 0, 1, 0, 0, 0, 0), LN_EXIT_CONSEQUENCE);
+  CHECK_INT_EQ(judge(0, SIGINT, 0, 0, 0, 0, 0, 0), LN_EXIT_ROOT);
   /* an outside SIGTERM, or any failure while an agent vanished: held (a lost host may be why) */
   CHECK_INT_EQ(judge(0, SIGTERM, 0, 0, 0, 0, 0, 0), LN_EXIT_HELD);
   CHECK_INT_EQ(judge(128 + SIGTERM, 0, 0, 0, 0, 0, 0, 0), LN_EXIT_HELD);

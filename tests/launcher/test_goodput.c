@@ -16,7 +16,7 @@ static ftl_attempt_result attempt(ftl_attempt_outcome outcome) {
   ftl_attempt_result r;
   memset(&r, 0, sizeof r);
   r.outcome = outcome;
-  r.first_step_ms = r.failure_ms = r.end_ms = r.committed_at_ms = -1;
+  r.first_step_ms = r.started_ms = r.failure_ms = r.end_ms = r.committed_at_ms = -1;
   return r;
 }
 
@@ -59,12 +59,39 @@ int main(void) {
   CHECK_MS(e.teardown_ms, 200);
   CHECK_MS(e.productive_ms, 0);
 
+  /* A library program that failed before its first step (a rank joined): start-up too, even with
+   * every rank started. */
+  early.started_ms = 300;
+  early.joined = 2;
+  e = ln_goodput_of_attempt(&early, 0);
+  CHECK_MS(e.startup_ms, 5000);
+  CHECK_MS(e.unreported_ms, 0);
+  early.started_ms = -1;
+  early.joined = 0;
+
+  /* A program that does not use ftl (no rank joined, so no steps ever): start-up until its ranks
+   * started, then running time whose split is not known; goodput is not measured. */
+  ftl_attempt_result plain = attempt(FTL_ATTEMPT_FAILED);
+  plain.started_ms = 400;
+  plain.failure_ms = 9000;
+  plain.end_ms = 10000;
+  ftl_goodput u = ln_goodput_of_attempt(&plain, 0);
+  CHECK_MS(u.startup_ms, 400);
+  CHECK_MS(u.unreported_ms, 8600);
+  CHECK_MS(u.lost_ms, 0);
+  CHECK_MS(u.productive_ms, 0);
+  CHECK_MS(u.teardown_ms, 1000);
+  ftl_goodput ut = ln_goodput_sum(&u, 1);
+  CHECK_MS(ut.unreported_ms, 8600);
+  CHECK(!ln_goodput_measured(&ut));
+
   ftl_goodput per[3] = {e, f, g};
   ftl_goodput t = ln_goodput_sum(per, 3);
   CHECK_MS(t.wall_ms, 5200 + 8500 + 250 + 11000);
   CHECK_MS(t.productive_ms, 3700 + 9800);
   CHECK_MS(t.stall_ms, 500);
   CHECK_MS(ln_goodput_pct(&t), 100.0 * 13500 / 24950);
+  CHECK(ln_goodput_measured(&t));
   ftl_goodput none = {0};
   CHECK_MS(ln_goodput_pct(&none), 0);
   printf("ok\n");

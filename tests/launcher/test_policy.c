@@ -29,8 +29,8 @@ static ftl_policy_config config(int ranks, int min_ranks, int max_restarts, int 
                              .have_hostfile = hostfile};
 }
 
-typedef enum { R_FAIL, R_EXEC, R_SUCCESS, R_PREEMPTED, R_SIGINT, R_SIGTERM, R_FAIL_STOPPING, R_RDZV, R_LAUNCH,
-               R_NODE_H1, R_HANG_H1, R_FAIL_H1, R_NODE_ADDR } result_kind;
+typedef enum { R_FAIL, R_EXEC, R_SUCCESS, R_PREEMPTED, R_SIGINT, R_SIGINT_CLEAN, R_SIGTERM, R_FAIL_STOPPING, R_RDZV,
+               R_LAUNCH, R_NODE_H1, R_HANG_H1, R_FAIL_H1, R_NODE_ADDR } result_kind;
 
 static ftl_attempt_result make_result(result_kind k) {
   ftl_attempt_result r = failed_at(10, -1);
@@ -40,6 +40,8 @@ static ftl_attempt_result make_result(result_kind k) {
     case R_SUCCESS: r.outcome = FTL_ATTEMPT_SUCCEEDED; r.kind = FTL_FAIL_NONE; break;
     case R_PREEMPTED: r.outcome = FTL_ATTEMPT_PREEMPTED; r.kind = FTL_FAIL_NONE; r.interrupt_signal = SIGTERM; break;
     case R_SIGINT: r.outcome = FTL_ATTEMPT_INTERRUPTED; r.interrupt_signal = SIGINT; break;
+    /* Ctrl-C, the ranks stopped cleanly at their next step (a stop as a preemption's) */
+    case R_SIGINT_CLEAN: r.outcome = FTL_ATTEMPT_PREEMPTED; r.kind = FTL_FAIL_NONE; r.interrupt_signal = SIGINT; break;
     case R_SIGTERM: r.outcome = FTL_ATTEMPT_INTERRUPTED; r.interrupt_signal = SIGHUP; break;
     case R_FAIL_STOPPING: r.interrupt_signal = SIGTERM; break;
     case R_RDZV: r.outcome = FTL_ATTEMPT_RDZV_FAILED; r.kind = FTL_FAIL_RDZV; break;
@@ -97,6 +99,8 @@ static const row rows[] = {
     {"failure while stopping: 143", CFG(2, 0, 3, 3, 0), 0, 0, "", R_FAIL_STOPPING, FTL_POLICY_STOP,
      FTL_STOP_WHILE_STOPPING, 143, 0, 0, "", 0},
     {"SIGINT: 130", CFG(2, 0, 3, 3, 0), 0, 0, "", R_SIGINT, FTL_POLICY_STOP, FTL_STOP_INTERRUPTED, 130, 0, 0, "", 0},
+    {"Ctrl-C, stopped cleanly: 130, not 75", CFG(2, 0, 3, 3, 0), 0, 0, "", R_SIGINT_CLEAN, FTL_POLICY_STOP,
+     FTL_STOP_INTERRUPTED, 130, 0, 0, "", 0},
     {"SIGHUP: 143", CFG(2, 0, 3, 3, 0), 0, 0, "", R_SIGTERM, FTL_POLICY_STOP, FTL_STOP_INTERRUPTED, 143, 0, 0, "", 0},
     {"lost host left out, a spare takes its place", CFG(4, 0, 3, 3, 1), 3, 0, "", R_NODE_H1, FTL_POLICY_RESTART,
      FTL_STOP_NONE, 0, 100, 4, "h1", 1},

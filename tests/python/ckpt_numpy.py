@@ -38,6 +38,7 @@ def main():
         blob[:] = np.frombuffer(f"rank {r:11d}".encode(), dtype=np.uint8)
         mine = blob.copy()
         assert ck.restore() == -1  # a fresh run directory
+        assert ck.wait()["step"] == -1  # nothing saved: nothing pending, nothing raised
         ck.save(5)
         # Async: the state may change as soon as save returns; the checkpoint has the old bytes.
         rep[:] = 0
@@ -52,11 +53,13 @@ def main():
         assert split.tobytes() == keep[1].tobytes(), "split rows differ after restore"
         assert scalar.tobytes() == keep[2].tobytes(), "0-d array differs after restore"
         assert blob.tobytes() == mine.tobytes(), "per-rank blob differs after restore"
+        ck.save(5)  # the step just restored: already committed, so nothing is saved
+        assert not ck.in_flight()
         try:
-            ck.save(5)  # not after the last step: FTL_ERR_INVAL
+            ck.save(4)  # before the last step: FTL_ERR_INVAL
             raise AssertionError("save of an old step succeeded")
         except ftl.FtlError as e:
-            assert e.name == "FTL_ERR_INVAL", e
+            assert e.name == "FTL_ERR_INVAL" and "step 4 is before step 5" in str(e), e
         # A step saved at L1 (ftl_ckpt_save_level): kept in host memory only, restored from there
         # (at L3 when the ranks have no L1 folder).
         ck.save(6, level=1)

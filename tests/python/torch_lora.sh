@@ -21,7 +21,7 @@ kill -TERM $pid
 wait_rc $pid
 expect_rc 75 pre.out
 expect_contains pre/attempt-0000/rank-00000.out "stop requested; checkpoint"
-run_ftl pre2.out run -n 2 --run-dir pre -- "$TL_TRAIN" --steps 120 --ckpt-every 10
+run_ftl pre2.out run -n 2 --run-dir pre -- "$TL_TRAIN" --steps 120 --ckpt-every 10 --step-ms 40 # the same job
 expect_rc 0 pre2.out
 grep -rq "resumed from step" pre/attempt-*/rank-00000.out || fail "the requeued job did not resume"
 same_adapter rd/export pre/export

@@ -849,7 +849,7 @@ static void test_from_argv(void) {
   ftl_job *job = NULL;
   ftl_diag d = {{0}};
   CHECK_OK(ln_job_from_argv(8, 4, argv, &job, &d), d.msg);
-  CHECK_STR_EQ(job->name, "python3.11");
+  CHECK_STR_EQ(job->name, "train"); /* an interpreter's job is named after its script */
   CHECK_INT_EQ(job->ranks, 8);
   CHECK_STR_EQ(job->program, "/usr/bin/python3.11");
   CHECK_INT_EQ(job->args_count, 3);
@@ -876,6 +876,48 @@ static void test_from_argv(void) {
   char *dots[] = {only_dots, NULL};
   CHECK_OK(ln_job_from_argv(1, 1, dots, &job, &d), d.msg);
   CHECK_STR_EQ(job->name, "cli");
+  ln_job_destroy(job);
+
+  /* The name of an interpreter's job: its script's (options and their values passed over), the
+   * module of python's -m, or the interpreter's own for inline code. */
+  static const struct {
+    const char *words[6];
+    const char *name;
+  } named[] = {
+      {{"python3", "-u", "-X", "dev", "dir/a.py", NULL}, "a"},
+      {{"/usr/bin/python3.11", "-m", "pkg.train", "--lr", "1", NULL}, "pkg.train"},
+      {{"python3", "-c", "print(1)", NULL}, "python3"},
+      {{"bash", "-o", "pipefail", "run.sh", NULL}, "run"},
+      {{"sh", "-e", "x.sh", NULL}, "x"},
+      {{"perl", "-e", "print 1", NULL}, "perl"},
+      {{"node", "-r", "ts-node/register", "main.ts", NULL}, "main"},
+      {{"python3", NULL}, "python3"},
+      {{"pythonista", "a.py", NULL}, "pythonista"}, /* not python followed by a version */
+      {{"./train", "--steps", "5", NULL}, "train"},
+  };
+  for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+    char *w[6] = {NULL};
+    int n = 0;
+    while (named[i].words[n]) {
+      w[n] = (char *)(uintptr_t)named[i].words[n];
+      n++;
+    }
+    CHECK_OK(ln_job_from_argv(1, n, w, &job, &d), d.msg);
+    CHECK_STR_EQ(job->name, named[i].name);
+    ln_job_destroy(job);
+  }
+  /* The identity of a command line: the same words, the same hash; any other word, another. */
+  char h1[33], h2[33], shown[64];
+  CHECK_OK(ln_job_from_argv(2, 4, argv, &job, &d), d.msg);
+  ln_job_command_hash(job, "/usr/bin/python3.11", h1);
+  ln_job_command_hash(job, "/usr/bin/python3.11", h2);
+  CHECK_STR_EQ(h1, h2);
+  ln_job_command_hash(job, "/usr/bin/python3", h2);
+  CHECK(strcmp(h1, h2) != 0);
+  ln_job_command_text(job, shown, sizeof shown);
+  CHECK_STR_EQ(shown, "/usr/bin/python3.11 train.py --lr 1e-4");
+  ln_job_command_text(job, shown, 16);
+  CHECK_STR_EQ(shown, "/usr/bin/pyt...");
   ln_job_destroy(job);
 
   job = (ftl_job *)1;

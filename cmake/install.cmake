@@ -36,12 +36,9 @@ if(TARGET hdf5::hdf5)
 else()
   list(APPEND FTL_LIB_DEPS ${HDF5_C_LIBRARIES})
 endif()
-if(FTL_HAVE_CUDA)
-  list(APPEND FTL_LIB_DEPS CUDA::cudart)
-endif()
-if(FTL_HAVE_NCCL)
-  list(APPEND FTL_LIB_DEPS ${NCCL_LIBRARY})
-endif()
+# The CUDA runtime and NCCL are loaded at run time (rendezvous/gpu_cuda.c), not linked: the library
+# loads on a host without them.
+list(APPEND FTL_LIB_DEPS ${CMAKE_DL_LIBS})
 if(TARGET ftl_adapter_io)
   # The cache variable: pipeline/'s OpenSSL::Crypto target is not visible from here.
   list(APPEND FTL_LIB_DEPS ${OPENSSL_CRYPTO_LIBRARY})
@@ -111,18 +108,6 @@ function(ftl_pc_private libs_out requires_out)
       endif()
     endforeach()
   endforeach()
-  if(FTL_HAVE_CUDA)
-    list(APPEND libs -lcudart)
-  endif()
-  if(FTL_HAVE_NCCL)
-    # A runtime-only NCCL has libnccl.so.2 and no unversioned link: name the file itself then.
-    get_filename_component(name ${NCCL_LIBRARY} NAME)
-    if(name MATCHES "\\.so\\.[0-9]+$")
-      list(APPEND libs "-l:${name}")
-    else()
-      list(APPEND libs -lnccl)
-    endif()
-  endif()
   list(APPEND libs -lpthread -lm)
   list(REMOVE_DUPLICATES libs)
   list(JOIN libs " " libs)
@@ -137,9 +122,10 @@ ftl_pc_private(FTL_PC_LIBS_PRIVATE FTL_PC_REQUIRES_PRIVATE)
 # Every install rule, for one library folder: the library (LIB), its development files (DEV: the
 # .so link, libftl.a, headers, ftl.pc, the CMake package), the ftl binary with docs and man pages
 # (BIN) and the Python binding under PYDIR (PY; none when PYDIR is empty). Files that depend on the
-# folder (ftl.pc, ftlConfig.cmake, the binding's _install.py) are written under OUT.
+# folder (ftl.pc, ftlConfig.cmake, the binding's _install.py) are written under OUT. DEBIAN: the
+# packages' layout, where packaging/copyright carries the license instead of a LICENSE file.
 function(ftl_install_layout)
-  cmake_parse_arguments(L "EXCLUDE_FROM_ALL" "OUT;LIBDIR;PYDIR;LIB;DEV;BIN;PY;SUFFIX" "" ${ARGN})
+  cmake_parse_arguments(L "EXCLUDE_FROM_ALL;DEBIAN" "OUT;LIBDIR;PYDIR;LIB;DEV;BIN;PY;SUFFIX" "" ${ARGN})
   set(x "")
   if(L_EXCLUDE_FROM_ALL)
     set(x EXCLUDE_FROM_ALL)
@@ -178,11 +164,22 @@ function(ftl_install_layout)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ftl DESTINATION ${L_PYDIR} COMPONENT ${L_PY} ${x}
             FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
     install(FILES ${L_OUT}/python-install/_install.py DESTINATION ${L_PYDIR}/ftl COMPONENT ${L_PY} ${x})
+    # The distribution's metadata (the core metadata spec, version 2.4), so that importlib.metadata
+    # and pip know the binding: its name, version and license.
+    set(dist ${L_OUT}/python-install/ftl-${PROJECT_VERSION}.dist-info)
+    file(WRITE ${dist}/METADATA "Metadata-Version: 2.4\nName: ftl\nVersion: ${PROJECT_VERSION}\n"
+         "Summary: Python binding of ftl, a fault-tolerant launcher for distributed fine-tunes\n"
+         "License-Expression: Apache-2.0\nRequires-Python: >=3.9\n")
+    file(WRITE ${dist}/top_level.txt "ftl\n")
+    install(DIRECTORY ${dist} DESTINATION ${L_PYDIR} COMPONENT ${L_PY} ${x})
   endif()
 
   # Docs, and man pages where they exist (docs/man/*.N into share/man/manN; globbed at install
   # time, so pages added after the configure are installed too).
   install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ${L_BIN} ${x})
+  if(NOT L_DEBIAN)
+    install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ${L_BIN} ${x})
+  endif()
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT ${L_BIN} ${x}
           FILES_MATCHING PATTERN "*.md" PATTERN "man" EXCLUDE)
   foreach(section 1 5 7)
@@ -232,7 +229,19 @@ if(NOT FTL_DEB_MULTIARCH)
   set(FTL_DEB_MULTIARCH "${CMAKE_LIBRARY_ARCHITECTURE}")
 endif()
 if(FTL_DEB_MULTIARCH)
-  ftl_install_layout(OUT ${CMAKE_BINARY_DIR}/packaging-deb SUFFIX Deb EXCLUDE_FROM_ALL
+  ftl_install_layout(OUT ${CMAKE_BINARY_DIR}/packaging-deb SUFFIX Deb EXCLUDE_FROM_ALL DEBIAN
                      LIBDIR lib/${FTL_DEB_MULTIARCH} PYDIR lib/python3/dist-packages
                      LIB deb-libftl0 DEV deb-libftl-dev BIN deb-ftl PY deb-python3-ftl)
+  # The packages that provide what libftl0 loads at run time when it is there (rendezvous/
+  # gpu_cuda.c: the CUDA runtime, NCCL), named as NVIDIA's Debian repository names them: libftl0
+  # Suggests them (scripts/build-deb.sh), since it loads and takes the CPU path without them.
+  set(gpu_suggests "")
+  if(FTL_HAVE_CUDA)
+    list(APPEND gpu_suggests "cuda-cudart-${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
+  endif()
+  if(FTL_HAVE_NCCL)
+    list(APPEND gpu_suggests libnccl2)
+  endif()
+  list(JOIN gpu_suggests ", " gpu_suggests)
+  file(WRITE ${CMAKE_BINARY_DIR}/packaging-deb/gpu-suggests "${gpu_suggests}\n")
 endif()

@@ -1,27 +1,101 @@
 /* rendezvous/gpu_cuda.c: the GPU seam's table over the CUDA runtime and NCCL (see gpu_seam.h):
  * one thin wrapper per call, folding the result into FTL_GPU_* and keeping the library's text for
  * last_error(). Compiled when the CUDA toolkit is found; the NCCL calls only when NCCL is too
- * (FTL_HAVE_NCCL), else they fail saying so and ftl_init keeps to MPI. No logic here: deadlines, aborts and ordering are in gpu.c, where the fakes of
- * tests/rendezvous/test_gpu_fake.c reach them. */
+ * (FTL_HAVE_NCCL), else they fail saying so and ftl_init keeps to MPI. No logic here: deadlines,
+ * aborts and ordering are in gpu.c, where the fakes of tests/rendezvous/test_gpu_fake.c reach them.
+ *
+ * The two libraries are loaded when first needed (core_dl_open: their sonames, FTL_CUDART_SONAME
+ * and FTL_NCCL_SONAME, then the build's folders), never linked: libftl.so and every program
+ * built on it load and run on a host without CUDA or NCCL (a CPU node, a login node), where the
+ * seam answers "no device" (no CUDA runtime) or NCCL fails (no NCCL) and ftl_init takes the MPI
+ * CPU path. The headers give the types and the names; the calls go through the table below. */
 #include <cuda_runtime.h>
+#include <dlfcn.h> /* dlsym */
 #include <glob.h>
 #ifdef FTL_HAVE_NCCL
 #include <nccl.h>
 #endif
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dl.h"
 #include "rendezvous/gpu_seam.h"
 
 static _Thread_local char last_text[256];
 
+/* The calls this file makes, resolved by name from the loaded libraries. */
+#define CUDA_CALLS(X)                                                                                                  \
+  X(cudaGetDeviceCount) X(cudaGetLastError) X(cudaGetErrorString) X(cudaGetErrorName) X(cudaSetDevice)                \
+  X(cudaPointerGetAttributes) X(cudaStreamCreateWithFlags) X(cudaStreamDestroy) X(cudaStreamQuery)                    \
+  X(cudaEventCreateWithFlags) X(cudaEventDestroy) X(cudaEventRecord) X(cudaEventQuery) X(cudaStreamWaitEvent)         \
+  X(cudaMemcpyAsync) X(cudaHostRegister) X(cudaHostUnregister) X(cudaRuntimeGetVersion) X(cudaDriverGetVersion)
+#ifdef FTL_HAVE_NCCL
+#define NCCL_CALLS(X)                                                                                                  \
+  X(ncclGetLastError) X(ncclGetErrorString) X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRankConfig)           \
+  X(ncclCommGetAsyncError) X(ncclAllReduce) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort)
+#else
+#define NCCL_CALLS(X)
+#endif
+#define DECLARE(f) __typeof__(&f) f;
+static struct {
+  CUDA_CALLS(DECLARE)
+  NCCL_CALLS(DECLARE)
+} lib;
+#undef DECLARE
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int cuda_loaded, nccl_loaded;
+static char cuda_missing[160], nccl_missing[160];
+
+/* Resolves every name of a list from handle h; 0 (and why naming it) when one is missing. */
+#define RESOLVE(f)                                                                                                     \
+  if (ok && !(*(void **)&lib.f = dlsym(h, #f))) {                                                                      \
+    snprintf(why, why_size, "%s has no %s", soname, #f);                                                               \
+    ok = 0;                                                                                                            \
+  }
+
+static int resolve_cuda(void *h, const char *soname, char *why, size_t why_size) {
+  int ok = 1;
+  CUDA_CALLS(RESOLVE)
+  return ok;
+}
+
+#ifdef FTL_HAVE_NCCL
+static int resolve_nccl(void *h, const char *soname, char *why, size_t why_size) {
+  int ok = 1;
+  NCCL_CALLS(RESOLVE)
+  return ok;
+}
+#endif
+#undef RESOLVE
+
+static void load_libraries(void) {
+  void *h = core_dl_open(FTL_CUDART_SONAME, FTL_CUDA_LIB_DIR, cuda_missing, sizeof cuda_missing);
+  cuda_loaded = h && resolve_cuda(h, FTL_CUDART_SONAME, cuda_missing, sizeof cuda_missing);
+#ifdef FTL_HAVE_NCCL
+  /* NCCL is only of use with the runtime. */
+  h = cuda_loaded ? core_dl_open(FTL_NCCL_SONAME, FTL_NCCL_LIB_DIR, nccl_missing, sizeof nccl_missing) : NULL;
+  if (!cuda_loaded) snprintf(nccl_missing, sizeof nccl_missing, "no CUDA runtime");
+  nccl_loaded = h && resolve_nccl(h, FTL_NCCL_SONAME, nccl_missing, sizeof nccl_missing);
+#endif
+}
+
+/* Whether the runtime is there; without it every call answers FTL_GPU_NO_DEVICE, saying why. */
+static int have_cuda(void) {
+  pthread_once(&load_once, load_libraries);
+  if (!cuda_loaded)
+    snprintf(last_text, sizeof last_text, "no CUDA runtime on this host (%s): the CPU path", cuda_missing);
+  return cuda_loaded;
+}
+
 static int cuda_rc(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return FTL_GPU_OK;
   if (e == cudaErrorNotReady) {
-    cudaGetLastError(); /* not sticky, but clear it so a later cudaGetLastError is not confused */
+    lib.cudaGetLastError(); /* not sticky, but clear it so a later cudaGetLastError is not confused */
     return FTL_GPU_NOT_READY;
   }
-  snprintf(last_text, sizeof last_text, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  snprintf(last_text, sizeof last_text, "%s: %s (%s)", what, lib.cudaGetErrorString(e), lib.cudaGetErrorName(e));
   return FTL_GPU_FAILED;
 }
 
@@ -29,8 +103,8 @@ static int cuda_rc(cudaError_t e, const char *what) {
 static int nccl_rc(ncclResult_t r, const char *what) {
   if (r == ncclSuccess) return FTL_GPU_OK;
   if (r == ncclInProgress) return FTL_GPU_IN_PROGRESS;
-  const char *last = ncclGetLastError(NULL);
-  snprintf(last_text, sizeof last_text, "%s: %s%s%s", what, ncclGetErrorString(r), last && *last ? ": " : "",
+  const char *last = lib.ncclGetLastError(NULL);
+  snprintf(last_text, sizeof last_text, "%s: %s%s%s", what, lib.ncclGetErrorString(r), last && *last ? ": " : "",
            last ? last : "");
   return FTL_GPU_FAILED;
 }
@@ -46,15 +120,18 @@ static int have_device_node(void) {
 }
 
 static int r_device_count(int *count) {
+  *count = 0;
+  if (!have_cuda()) return FTL_GPU_NO_DEVICE;
   int n = 0; /* cudaGetDeviceCount leaves it untouched when there is no driver */
-  cudaError_t e = cudaGetDeviceCount(&n);
+  cudaError_t e = lib.cudaGetDeviceCount(&n);
   *count = 0;
   if (e == cudaSuccess) {
     *count = n;
     return FTL_GPU_OK;
   }
-  cudaGetLastError(); /* clear the error so later CUDA calls are not confused */
-  snprintf(last_text, sizeof last_text, "cudaGetDeviceCount: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+  lib.cudaGetLastError(); /* clear the error so later CUDA calls are not confused */
+  snprintf(last_text, sizeof last_text, "cudaGetDeviceCount: %s (%s)", lib.cudaGetErrorString(e),
+           lib.cudaGetErrorName(e));
   if (e == cudaErrorNoDevice || !have_device_node()) {
     size_t len = strlen(last_text);
     if (e != cudaErrorNoDevice) snprintf(last_text + len, sizeof last_text - len, "; no /dev/nvidia*");
@@ -63,16 +140,19 @@ static int r_device_count(int *count) {
   return FTL_GPU_FAILED;
 }
 
-static int r_set_device(int device) { return cuda_rc(cudaSetDevice(device), "cudaSetDevice"); }
+static int r_set_device(int device) {
+  return have_cuda() ? cuda_rc(lib.cudaSetDevice(device), "cudaSetDevice") : FTL_GPU_NO_DEVICE;
+}
 
 static int r_pointer_kind(const void *p, ftl_gpu_mem *kind, int *device) {
   struct cudaPointerAttributes a;
   memset(&a, 0, sizeof a);
   *kind = FTL_GPU_MEM_HOST;
   *device = -1;
-  cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (!have_cuda()) return FTL_GPU_OK; /* no runtime: no memory of CUDA's either */
+  cudaError_t e = lib.cudaPointerGetAttributes(&a, p);
   if (e == cudaErrorInvalidValue) { /* CUDA < 11 said this for unregistered host memory */
-    cudaGetLastError();
+    lib.cudaGetLastError();
     return FTL_GPU_OK;
   }
   if (e != cudaSuccess) return cuda_rc(e, "cudaPointerGetAttributes");
@@ -87,62 +167,101 @@ static int r_pointer_kind(const void *p, ftl_gpu_mem *kind, int *device) {
 
 static int r_stream_create(void **stream) {
   cudaStream_t s = NULL;
-  int rc = cuda_rc(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  *stream = NULL;
+  if (!have_cuda()) return FTL_GPU_NO_DEVICE;
+  int rc = cuda_rc(lib.cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   *stream = s;
   return rc;
 }
-static void r_stream_destroy(void *stream) { if (stream) cudaStreamDestroy((cudaStream_t)stream); }
+static void r_stream_destroy(void *stream) {
+  if (stream && have_cuda()) lib.cudaStreamDestroy((cudaStream_t)stream);
+}
 static cudaStream_t as_stream(void *stream) { return stream ? (cudaStream_t)stream : cudaStreamLegacy; }
-static int r_stream_query(void *stream) { return cuda_rc(cudaStreamQuery(as_stream(stream)), "cudaStreamQuery"); }
+static int r_stream_query(void *stream) {
+  return have_cuda() ? cuda_rc(lib.cudaStreamQuery(as_stream(stream)), "cudaStreamQuery") : FTL_GPU_NO_DEVICE;
+}
 static int r_event_create(void **event) {
   cudaEvent_t e = NULL;
-  int rc = cuda_rc(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  *event = NULL;
+  if (!have_cuda()) return FTL_GPU_NO_DEVICE;
+  int rc = cuda_rc(lib.cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   *event = e;
   return rc;
 }
-static void r_event_destroy(void *event) { if (event) cudaEventDestroy((cudaEvent_t)event); }
-static int r_event_record(void *event, void *stream) {
-  return cuda_rc(cudaEventRecord((cudaEvent_t)event, as_stream(stream)), "cudaEventRecord");
+static void r_event_destroy(void *event) {
+  if (event && have_cuda()) lib.cudaEventDestroy((cudaEvent_t)event);
 }
-static int r_event_query(void *event) { return cuda_rc(cudaEventQuery((cudaEvent_t)event), "cudaEventQuery"); }
+static int r_event_record(void *event, void *stream) {
+  if (!have_cuda()) return FTL_GPU_NO_DEVICE;
+  return cuda_rc(lib.cudaEventRecord((cudaEvent_t)event, as_stream(stream)), "cudaEventRecord");
+}
+static int r_event_query(void *event) {
+  return have_cuda() ? cuda_rc(lib.cudaEventQuery((cudaEvent_t)event), "cudaEventQuery") : FTL_GPU_NO_DEVICE;
+}
 static int r_stream_wait_event(void *stream, void *event) {
-  return cuda_rc(cudaStreamWaitEvent(as_stream(stream), (cudaEvent_t)event, 0), "cudaStreamWaitEvent");
+  if (!have_cuda()) return FTL_GPU_NO_DEVICE;
+  return cuda_rc(lib.cudaStreamWaitEvent(as_stream(stream), (cudaEvent_t)event, 0), "cudaStreamWaitEvent");
 }
 static int r_memcpy_async(void *dst, const void *src, size_t n, int to_device, void *stream) {
-  return cuda_rc(cudaMemcpyAsync(dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
-                                 as_stream(stream)),
+  if (!have_cuda()) return FTL_GPU_NO_DEVICE;
+  return cuda_rc(lib.cudaMemcpyAsync(dst, src, n, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                                     as_stream(stream)),
                  "cudaMemcpyAsync");
 }
 static int r_host_register(void *p, size_t n) {
-  return cuda_rc(cudaHostRegister(p, n, cudaHostRegisterDefault), "cudaHostRegister");
+  if (!have_cuda()) return FTL_GPU_NO_DEVICE;
+  return cuda_rc(lib.cudaHostRegister(p, n, cudaHostRegisterDefault), "cudaHostRegister");
 }
-static void r_host_unregister(void *p) { cudaHostUnregister(p); }
-static int r_runtime_version(int *v) { return cuda_rc(cudaRuntimeGetVersion(v), "cudaRuntimeGetVersion"); }
-static int r_driver_version(int *v) { return cuda_rc(cudaDriverGetVersion(v), "cudaDriverGetVersion"); }
+static void r_host_unregister(void *p) {
+  if (have_cuda()) lib.cudaHostUnregister(p);
+}
+static int r_runtime_version(int *v) {
+  *v = 0;
+  return have_cuda() ? cuda_rc(lib.cudaRuntimeGetVersion(v), "cudaRuntimeGetVersion") : FTL_GPU_NO_DEVICE;
+}
+static int r_driver_version(int *v) {
+  *v = 0;
+  return have_cuda() ? cuda_rc(lib.cudaDriverGetVersion(v), "cudaDriverGetVersion") : FTL_GPU_NO_DEVICE;
+}
 
 #ifdef FTL_HAVE_NCCL
-static int r_nccl_version(int *v) { return nccl_rc(ncclGetVersion(v), "ncclGetVersion"); }
+/* Whether NCCL is there (with the runtime); without it every NCCL call fails, saying why, and
+ * ftl_init keeps to MPI. */
+static int have_nccl(void) {
+  if (!have_cuda()) return 0;
+  if (!nccl_loaded) snprintf(last_text, sizeof last_text, "NCCL is not on this host (%s)", nccl_missing);
+  return nccl_loaded;
+}
+
+static int r_nccl_version(int *v) {
+  *v = 0;
+  return have_nccl() ? nccl_rc(lib.ncclGetVersion(v), "ncclGetVersion") : FTL_GPU_FAILED;
+}
 static int r_nccl_unique_id(unsigned char id[FTL_NCCL_ID_BYTES]) {
+  if (!have_nccl()) return FTL_GPU_FAILED;
   ncclUniqueId uid;
   _Static_assert(sizeof uid == FTL_NCCL_ID_BYTES, "NCCL unique id size changed");
-  int rc = nccl_rc(ncclGetUniqueId(&uid), "ncclGetUniqueId");
+  int rc = nccl_rc(lib.ncclGetUniqueId(&uid), "ncclGetUniqueId");
   if (rc == FTL_GPU_OK) memcpy(id, &uid, sizeof uid);
   return rc;
 }
 static int r_nccl_init(void **comm, int nranks, const unsigned char id[FTL_NCCL_ID_BYTES], int rank) {
+  *comm = NULL;
+  if (!have_nccl()) return FTL_GPU_FAILED;
   ncclUniqueId uid;
   memcpy(&uid, id, sizeof uid);
   /* Non-blocking: a blocking ncclCommInitRank waits forever for a rank that failed before it. */
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t c = NULL;
-  int rc = nccl_rc(ncclCommInitRankConfig(&c, nranks, uid, rank, &config), "ncclCommInitRankConfig");
+  int rc = nccl_rc(lib.ncclCommInitRankConfig(&c, nranks, uid, rank, &config), "ncclCommInitRankConfig");
   *comm = c;
   return rc;
 }
 static int r_nccl_async_error(void *comm) {
+  if (!have_nccl()) return FTL_GPU_FAILED;
   ncclResult_t state = ncclSuccess;
-  ncclResult_t r = ncclCommGetAsyncError((ncclComm_t)comm, &state);
+  ncclResult_t r = lib.ncclCommGetAsyncError((ncclComm_t)comm, &state);
   if (r != ncclSuccess) return nccl_rc(r, "ncclCommGetAsyncError");
   return nccl_rc(state, "NCCL (asynchronous error)");
 }
@@ -176,16 +295,23 @@ static ncclRedOp_t nccl_op(ftl_op op) {
 static int r_nccl_allreduce(const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op, void *comm,
                             void *stream) {
   ncclDataType_t t;
+  if (!have_nccl()) return FTL_GPU_FAILED;
   if (!nccl_type(dtype, &t)) {
     snprintf(last_text, sizeof last_text, "dtype %d has no NCCL type", (int)dtype);
     return FTL_GPU_FAILED;
   }
-  return nccl_rc(ncclAllReduce(send, recv, count, t, nccl_op(op), (ncclComm_t)comm, as_stream(stream)),
+  return nccl_rc(lib.ncclAllReduce(send, recv, count, t, nccl_op(op), (ncclComm_t)comm, as_stream(stream)),
                  "ncclAllReduce");
 }
-static int r_nccl_finalize(void *comm) { return nccl_rc(ncclCommFinalize((ncclComm_t)comm), "ncclCommFinalize"); }
-static void r_nccl_destroy(void *comm) { ncclCommDestroy((ncclComm_t)comm); }
-static void r_nccl_abort(void *comm) { ncclCommAbort((ncclComm_t)comm); }
+static int r_nccl_finalize(void *comm) {
+  return have_nccl() ? nccl_rc(lib.ncclCommFinalize((ncclComm_t)comm), "ncclCommFinalize") : FTL_GPU_FAILED;
+}
+static void r_nccl_destroy(void *comm) {
+  if (have_nccl()) lib.ncclCommDestroy((ncclComm_t)comm);
+}
+static void r_nccl_abort(void *comm) {
+  if (have_nccl()) lib.ncclCommAbort((ncclComm_t)comm);
+}
 #else
 static int no_nccl(void) {
   snprintf(last_text, sizeof last_text, "ftl was built with CUDA but without NCCL");

@@ -11,10 +11,12 @@
 # the packages from dpkg-deb (owner root, no fakeroot needed). The Debian version is the newest
 # entry of packaging/changelog, whose upstream part must be the build's project version.
 #
-# Not here: building ftl (scripts/build.sh), signing, a source package. Libraries that no Debian
-# package owns (a CUDA runtime or NCCL under /usr/local) give no dependency: dpkg-shlibdeps names
-# them, and FTL_DEB_GPU_DEPENDS (e.g. "libnccl2, cuda-cudart-13-0") adds the packages that provide
-# them on the target machines to libftl0's Depends.
+# Not here: building ftl (scripts/build.sh), signing, a source package. The CUDA runtime and NCCL
+# are loaded at run time (rendezvous/gpu_cuda.c), never linked, so the packages install and load
+# on a CPU node: libftl0 Suggests the packages that provide them (BUILD/packaging-deb/gpu-suggests,
+# NVIDIA's names for the build's toolkit; FTL_DEB_GPU_SUGGESTS replaces them). An ELF file that
+# NEEDs a library no Debian package owns (one under /usr/local) is refused: its package would not
+# load where that library is missing. lintian overrides: packaging/lintian-overrides, each with why.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] || { echo "usage: scripts/build-deb.sh BUILD [OUTDIR]" >&2; exit 2; }
@@ -56,6 +58,8 @@ for p in $PACKAGES; do
   mkdir -p "$doc"
   install -m 0644 "$ROOT/packaging/copyright" "$doc/copyright"
   gzip -9n -c "$ROOT/packaging/changelog" >"$doc/changelog.Debian.gz"
+  mkdir -p "debian/$p/usr/share/lintian/overrides"
+  install -m 0644 "$ROOT/packaging/lintian-overrides" "debian/$p/usr/share/lintian/overrides/$p"
 done
 [ -f "debian/libftl0/usr/lib/$MA/libftl.so.${VERSION%%.*}" ] || die "libftl.so.${VERSION%%.*} is not in usr/lib/$MA"
 find debian/ftl/usr/share/man -type f ! -name '*.gz' -exec gzip -9n {} +
@@ -97,13 +101,16 @@ mkdir -p debian/libftl0/DEBIAN
 echo "libftl ${VERSION%%.*} libftl0 (>= ${DEBVER%-*})" >debian/libftl0/DEBIAN/shlibs
 echo "activate-noawait ldconfig" >debian/libftl0/DEBIAN/triggers
 for p in $PACKAGES; do : >"debian/$p.substvars"; done
-echo "gpu:Depends=${FTL_DEB_GPU_DEPENDS:-}" >>debian/libftl0.substvars
+[ -z "${FTL_DEB_GPU_DEPENDS:-}" ] ||
+  die "FTL_DEB_GPU_DEPENDS is gone: libftl0 loads the CUDA runtime and NCCL at run time and Suggests their packages (FTL_DEB_GPU_SUGGESTS)"
+echo "gpu:Suggests=${FTL_DEB_GPU_SUGGESTS-$(cat "$BUILD/packaging-deb/gpu-suggests" 2>/dev/null)}" >>debian/libftl0.substvars
 for p in libftl0 ftl; do
   mapfile -t elves < <(find "debian/$p" -type f \( -path '*/bin/*' -o -name '*.so.*' \) | LC_ALL=C sort)
   dpkg-shlibdeps --ignore-missing-info -T"debian/$p.substvars" "${elves[@]}" 2>"shlibdeps-$p.log" ||
     { cat "shlibdeps-$p.log" >&2; die "dpkg-shlibdeps failed for $p"; }
   # --ignore-missing-info passes over a library that no package owns (a CUDA runtime or NCCL
-  # under /usr/local): it then gives no dependency. Say which, so that FTL_DEB_GPU_DEPENDS is set.
+  # under /usr/local): it then gives no dependency, and the package fails to load where that
+  # library is missing. Refuse it (the GPU libraries are loaded at run time, not linked).
   unowned=""
   ldconfig -p >ldconfig.txt
   for lib in $(readelf -d "${elves[@]}" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u); do
@@ -111,8 +118,8 @@ for p in libftl0 ftl; do
     [ -n "$path" ] || continue
     dpkg -S "$path" >/dev/null 2>&1 || dpkg -S "$(readlink -f "$path")" >/dev/null 2>&1 || unowned="$unowned $path"
   done
-  [ -z "$unowned" ] || echo "build-deb: $p: no package owns$unowned: no dependency on them" \
-    "(FTL_DEB_GPU_DEPENDS='...' adds the packages that provide them to libftl0)" >&2
+  [ -z "$unowned" ] ||
+    die "$p's ELF files need$unowned, which no Debian package owns: the package would not load without them"
 done
 
 # 5. Control files, md5sums, and the packages.

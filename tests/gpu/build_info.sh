@@ -16,6 +16,8 @@ check "^  HDF5:  "
 check "^  MPI:   .+"
 check "^  this machine: (CUDA driver [0-9]+\.[0-9]+|no CUDA driver)"
 if [ "$cuda" = ON ]; then check "^  CUDA:  ON \([0-9]+\.[0-9]+, /"; fi
+# The runtime the library loads at run time (core/dl.h), found or named.
+if [ "$cuda" = ON ]; then check "^  this machine: .*, (CUDA runtime [0-9]+\.[0-9]+|no CUDA runtime \(libcudart\.so\.[0-9]+\))"; fi
 if [ "$nccl" = ON ]; then check "^  NCCL:  ON \([0-9]+\.[0-9]+\.[0-9]+, /.*libnccl\.so"; fi
 if [ "$nccl" = OFF ] && [ "$cuda" = ON ]; then check "^  NCCL:  OFF \(.*(not found|FTL_WITH_NCCL=OFF)"; fi
 echo ok

@@ -1,9 +1,13 @@
 # tests/install/deb_lintian.sh BUILD: makes the Debian packages of the build (scripts/build-deb.sh),
-# fails on any lintian error (and counts its warnings), then unpacks every package into one
-# scratch root (dpkg -x) and uses it as a user would: the root's `ftl version`, tests/install/prog.c
-# built against the root with pkg-config and with find_package(ftl) and run under the root's
-# `ftl run -n 2`, and the root's Python binding finding the root's library. Skipped (77) without
-# lintian or dpkg-deb.
+# fails on any lintian error or warning (overrides: packaging/lintian-overrides), then unpacks every
+# package into one scratch root (dpkg -x) and uses it as a user would: the root's `ftl version`,
+# tests/install/prog.c built against the root with pkg-config and with find_package(ftl) and run
+# under the root's `ftl run -n 2`, and the root's Python binding finding the root's library and
+# naming its license. Then as on a CPU node: no packaged ELF file NEEDs the CUDA runtime or NCCL,
+# and with every CUDA folder hidden (a mount namespace: tmpfs over /usr/local/cuda* and /usr/local/lib,
+# /dev/null over any other copy of libcudart or libnccl) the same `ftl version`, `ftl run -n 2` of
+# prog.c and `import ftl` work. Skipped (77) without lintian or dpkg-deb, or (after every other
+# check) when no mount namespace can be made to hide CUDA in.
 . "$(dirname "$0")/../launcher/lib.sh" || exit 1
 . "$(dirname "$0")/lib.sh" || exit 1
 BUILD=$1
@@ -29,6 +33,7 @@ errors=$(grep -c '^E: ' lintian.txt)
 warnings=$(grep -c '^W: ' lintian.txt)
 echo "lintian: $errors error(s), $warnings warning(s) in $(ls "$SCRATCH"/debs/*.deb | wc -l) packages"
 [ "$errors" -eq 0 ] || fail "lintian reports $errors error(s)"
+[ "$warnings" -eq 0 ] || fail "lintian reports $warnings warning(s) (an override, with why, goes in packaging/lintian-overrides)"
 [ "$lrc" -eq 0 ] || fail "lintian exited $lrc"
 
 # One root with every package, as `dpkg -i` would leave /usr.
@@ -68,4 +73,66 @@ done
 got=$(cd / && env -u FTL_BIN_DIR -u FTL_LIBRARY PYTHONPATH="$R/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
   'import ftl; print(ftl.library_path())') || fail "the packaged Python binding does not import"
 [ "$(readlink -f "$got")" = "$(readlink -f "$LIBDIR/libftl.so.0")" ] || fail "the packaged binding loads $got, not $LIBDIR/libftl.so.0"
-echo "ok: $errors lintian errors, $warnings warnings"
+lic=$(cd / && PYTHONPATH="$R/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
+  'import importlib.metadata as m; d = m.distribution("ftl"); print(d.version, d.metadata["License-Expression"])') ||
+  fail "the packaged binding has no distribution metadata"
+[ "$lic" = "$version Apache-2.0" ] || fail "the packaged binding's metadata says '$lic', not '$version Apache-2.0'"
+grep -q '^License: Apache-2.0$' "$R/usr/share/doc/libftl0/copyright" || fail "libftl0's copyright file does not name Apache-2.0"
+
+# A CPU node: nothing packaged links the CUDA runtime or NCCL (they are dlopened where present).
+while IFS= read -r -d '' f; do
+  readelf -h "$f" >/dev/null 2>&1 || continue
+  if readelf -d "$f" | grep -E 'NEEDED.*\[lib(cudart|nccl|cuda)\.so'; then fail "$f links the CUDA runtime or NCCL"; fi
+done < <(find "$R/usr/bin" "$LIBDIR" -type f -print0)
+
+# Then the packaged files used with CUDA hidden. hide-cuda.sh, run in a private mount namespace,
+# covers every folder and file that holds a CUDA runtime or NCCL, proves they are gone (a dlopen
+# of each fails) and runs its arguments.
+cat >hide-cuda.sh <<'HIDE'
+set -e
+for d in /usr/local/cuda* /usr/local/lib; do
+  [ -d "$d" ] && [ ! -L "$d" ] && mount -t tmpfs -o size=1m,mode=0755 ftl-no-cuda "$d"
+done
+# Copies elsewhere (a CUDA or NCCL from Debian packages, in the multiarch folder): the files.
+for f in $(ldconfig -p | sed -n 's/^[[:space:]]*lib\(cudart\|nccl\|cuda\)\.so[^ ]* .*=> //p' | sort -u); do
+  [ -e "$f" ] && mount --bind /dev/null "$(readlink -f "$f")"
+done
+python3 -c '
+import ctypes, sys
+for name in ("libcudart.so.13", "libcudart.so.12", "libnccl.so.2", "libcudart.so", "libnccl.so"):
+    try:
+        ctypes.CDLL(name)
+    except OSError:
+        continue
+    sys.exit("hide-cuda: %s still loads" % name)
+'
+exec "$@"
+HIDE
+hide=""
+for how in "unshare -m --propagation private" "unshare -r -m --propagation private"; do
+  if $how sh -c 'mount -t tmpfs ftl-probe /mnt' 2>/dev/null; then hide=$how; break; fi
+done
+if [ -z "$hide" ]; then
+  echo "ok: $errors lintian errors, $warnings warnings; the packages load with CUDA present"
+  echo "SKIP: no mount namespace here (unshare -m) to hide CUDA in: the load without CUDA was not checked"
+  exit 77
+fi
+$hide bash hide-cuda.sh "$R/usr/bin/ftl" version >nocuda-version.out 2>&1
+RC=$?
+expect_rc 0 nocuda-version.out
+expect_contains nocuda-version.out "ftl $version"
+# A build with the CUDA paths says the runtime is missing, rather than failing to start.
+if grep -q '^  CUDA:  ON' version.out; then expect_contains nocuda-version.out "no CUDA runtime (libcudart.so."; fi
+$hide bash hide-cuda.sh "$R/usr/bin/ftl" run -n 2 --run-dir rd-nocuda -- ./prog-pc >nocuda-run.out 2>&1
+RC=$?
+expect_rc 0 nocuda-run.out
+for r in 0 1; do
+  expect_contains "rd-nocuda/attempt-0000/rank-0000$r.out" "prog ok rank $r of 2, sum 3, restored step 1"
+done
+(cd / && $hide env -u FTL_BIN_DIR -u FTL_LIBRARY PYTHONPATH="$R/usr/lib/python3/dist-packages" \
+  bash "$SCRATCH/hide-cuda.sh" /usr/bin/python3 -c 'import ftl; print("import ftl:", ftl.library_path(), ftl.split_rows(10, 1, 2))') \
+  >nocuda-python.out 2>&1
+RC=$?
+expect_rc 0 nocuda-python.out
+expect_contains nocuda-python.out "libftl.so.0 (5, 5)"
+echo "ok: $errors lintian errors, $warnings warnings; the packaged library, ftl and import ftl load with CUDA hidden"

@@ -19,7 +19,7 @@ LIB=$(ls "$P"/lib*/libftl.so 2>/dev/null || ls "$P"/lib/*/libftl.so)
 [ -f "$LIB" ] || fail "no libftl.so under $P"
 LIBDIR=$(dirname "$LIB")
 for f in "$P/bin/ftl" "$LIBDIR/libftl.a" "$LIBDIR/pkgconfig/ftl.pc" "$LIBDIR/cmake/ftl/ftlConfig.cmake" \
-         "$P/include/ftl/ftl.h" "$P/include/ftl/export.h" "$P/share/doc/ftl/checkpoint.md"; do
+         "$P/include/ftl/ftl.h" "$P/include/ftl/export.h" "$P/share/doc/ftl/checkpoint.md" "$P/share/doc/ftl/LICENSE"; do
   [ -e "$f" ] || fail "not installed: $f"
 done
 # A versioned soname from the project version.
@@ -64,5 +64,11 @@ if [ -n "$PYDIR" ]; then
   got=$(cd / && env -u FTL_BIN_DIR -u FTL_LIBRARY PYTHONPATH="$P/$PYDIR" /usr/bin/python3 -c 'import ftl; print(ftl.library_path())') ||
     fail "the installed Python binding does not import"
   [ "$(readlink -f "$got")" = "$(readlink -f "$LIBDIR/libftl.so.0")" ] || fail "the installed binding loads $got, not $LIBDIR/libftl.so.0"
+  # Its distribution metadata: what pip and importlib.metadata read (name, version, license).
+  lic=$(cd / && PYTHONPATH="$P/$PYDIR" /usr/bin/python3 -c \
+    'import importlib.metadata as m; d = m.distribution("ftl"); print(d.version, d.metadata["License-Expression"])') ||
+    fail "the installed binding has no distribution metadata"
+  version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD/CMakeCache.txt")
+  [ "$lic" = "$version Apache-2.0" ] || fail "the installed binding's metadata says '$lic', not '$version Apache-2.0'"
 fi
 echo "ok"

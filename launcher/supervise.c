@@ -776,7 +776,12 @@ static void on_signals(attempt *a) {
      * committed; the others by SIGTERM, which a Python program dies of without a traceback), and a
      * second Ctrl-C stops them at once. Either way ftl exits 130 and a rerun resumes. */
     if (sig == SIGINT && !was(a, LN_PHASE_STOPPING) && a->ph.phase < LN_PHASE_ENDING) {
-      fprintf(stderr, "ftl: interrupted: the ranks stop at their next step (Ctrl-C again stops them at once)\n");
+      int library_ranks = 0;
+      for (int i = 0; i < a->world; i++) library_ranks += a->ranks[i].ready;
+      if (library_ranks)
+        fprintf(stderr, "ftl: interrupted: the ranks stop at their next step (Ctrl-C again stops them at once)\n");
+      else
+        fprintf(stderr, "ftl: interrupted: stopping the ranks\n");
       request_stop(a, sig);
       continue;
     }

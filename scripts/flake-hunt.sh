@@ -2,7 +2,7 @@
 # Runs tests of the normal build many times over, in random order, to find the ones whose verdict
 # depends on timing, and prints each test's failures:
 #
-#   scripts/flake-hunt.sh [-n N] [--load K] [-j J] [--build DIR | --fresh] [REGEX]
+#   scripts/flake-hunt.sh [-n N] [--load K] [-j J] [-L LABELS] [--build DIR | --fresh] [REGEX]
 #
 #   -n N       rounds (default 5): each round runs every selected test once, in a random order
 #   --load K   K busy loops beside the tests (default 0, a quiet machine); --load 2 on the 2-core CI
@@ -11,6 +11,7 @@
 #   --build D  the build folder (default build/release; built with scripts/build.sh when absent)
 #   --fresh    clone this checkout's HEAD into a scratch folder and set up, build and test there, as
 #              CI does (its logs are kept under /tmp/ftl-flake-hunt.*)
+#   -L LABELS  only the tests with one of these labels (ctest -L: a regex, e.g. 'fault|launcher|pipeline')
 #   REGEX      the tests (ctest -R); default every test
 #
 # Each round's output is kept in DIR/flake-hunt/round-N.log; a failing test's output is shown at the
@@ -24,15 +25,17 @@ load=0
 jobs=$FTL_TEST_JOBS
 build=build/release
 regex=""
+labels=""
 fresh=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) rounds=$2; shift 2 ;;
     --load) load=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
+    -L) labels=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --fresh) fresh=1; shift ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "flake-hunt: unknown option '$1' (see scripts/flake-hunt.sh --help)" >&2; exit 2 ;;
     *) regex=$1; shift ;;
   esac
@@ -60,8 +63,9 @@ fi
 build=$(cd "$build" && pwd)
 select=()
 [ -n "$regex" ] && select=(-R "$regex")
+[ -n "$labels" ] && select+=(-L "$labels")
 n_tests=$(cd "$build" && ctest -N "${select[@]}" | sed -n 's/^Total Tests: //p')
-[ "${n_tests:-0}" -gt 0 ] || { echo "flake-hunt: no test matches '${regex}'" >&2; exit 2; }
+[ "${n_tests:-0}" -gt 0 ] || { echo "flake-hunt: no test matches '${regex}'${labels:+ with a label of '$labels'}" >&2; exit 2; }
 
 out=$build/flake-hunt
 rm -rf "$out"
@@ -73,7 +77,7 @@ for _ in $(seq 1 "$load"); do
   sh -c 'while :; do :; done' &
   pids+=($!)
 done
-echo "flake-hunt: $n_tests test(s) matching '${regex:-.}', $rounds round(s), -j $jobs, $load busy loop(s) on $(nproc) core(s)"
+echo "flake-hunt: $n_tests test(s) matching '${regex:-.}'${labels:+ labelled '$labels'}, $rounds round(s), -j $jobs, $load busy loop(s) on $(nproc) core(s)"
 
 t_all=$(date +%s)
 for r in $(seq 1 "$rounds"); do

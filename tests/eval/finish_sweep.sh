@@ -10,6 +10,7 @@
 #                            (one run directory, as a batch job requeued four times)
 #   rerun-published          `ftl run` once more: "already finished", exit 0, no rank started
 . "$(dirname "$0")/lib.sh" || exit 1
+. "$(dirname "$0")/finish_lib.sh" || exit 1
 GATE="$EXAMPLE_EVAL
 metric: loss_gain
 direction: higher
@@ -23,24 +24,6 @@ job() {
   write_job "$1.yaml" "$1" "$GATE" "path: reg-$1
 channel: candidate"
   [ -z "${2:-}" ] || sed -i "s/^env: {/env: {$2, /" "$1.yaml"
-}
-
-# versions NAME: how many versions the registry of job NAME holds.
-versions() { ls "reg-$1/$1/versions" 2>/dev/null | grep -c '^[0-9a-f]\{64\}$'; }
-
-ROWS=()
-# row CASE NAME RC: checks the case's end (exit 0, the adapter, one version and candidate on it)
-# and keeps its line for the table.
-row() {
-  local case=$1 name=$2 rc=$3 same=yes
-  for f in "${FILES[@]}"; do cmp -s "ref/final/$f" "$name/final/$f" || same=no; done
-  local n
-  n=$(versions "$name")
-  ROWS+=("$(printf '%-32s %4s %10s %9s' "$case" "$rc" "$same" "$n")")
-  [ "$rc" = 0 ] || fail "$case: the run ended with exit code $rc, not 0"
-  [ "$same" = yes ] || fail "$case: final/ differs from the unbroken run's"
-  [ "$n" = 1 ] || fail "$case: $n versions published, not 1"
-  [ -f "reg-$name/$name/channels/candidate.json" ] || fail "$case: candidate points at nothing"
 }
 
 job ref
@@ -57,7 +40,7 @@ if grep -q '"event":"rank_started".*"attempt":1' r1/events.jsonl 2>/dev/null || 
   expect_contains r1/attempt-0001/rank-00000.out "resumed from the checkpoint of step $FT_STEPS"
   grep -q "^step [0-9]" r1/attempt-0001/rank-00000.out && fail "the restarted attempt trained again after restoring step $FT_STEPS"
 fi
-row rank-after-final-commit r1 "$RC"
+sweep_row rank-after-final-commit r1 "$RC"
 
 # Rank 0 killed writing final/ (files written, COMMIT not yet): the restart exports again.
 job r2 "FTL_CRASH_AT: adapter.commit"
@@ -65,35 +48,15 @@ run_ftl r2.out run --run-dir r2 r2.yaml
 expect_contains r2.out "crash point adapter.commit reached"
 [ -d r2/attempt-0001 ] || fail "rank-during-export: no restart after rank 0 died writing final/"
 grep -q "^step [0-9]" r2/attempt-0001/rank-00000.out && fail "rank-during-export: the restart trained again"
-row rank-during-export r2 "$RC"
+sweep_row rank-during-export r2 "$RC"
 
 # The launcher killed at each boundary after the training, then run again (a requeue), in one run
 # directory: the training happens once.
 job l
-for point in run.after_training verdict_write publish.before_rename run.after_publish; do
-  FTL_CRASH_AT=$point run_ftl "l-$point.out" run --run-dir l l.yaml
-  expect_contains "l-$point.out" "crash point $point reached"
-  [ "$RC" = 137 ] || { cat "l-$point.out" >&2; fail "the launcher killed at $point exited $RC, not 137 (SIGKILL)"; }
-  ROWS+=("$(printf '%-32s %4s %10s %9s' "launcher-$point" "$RC" "-" "$(versions l)")")
-done
-[ "$(ls -d l/attempt-* | wc -l)" = 1 ] || fail "the requeues started ranks again: $(ls -d l/attempt-*)"
-run_ftl l-last.out run --run-dir l l.yaml
-expect_contains l-last.out "finished its training before (final/ committed)"
-row launcher-then-requeue l "$RC"
-id=$(ls reg-l/l/versions | grep '^[0-9a-f]\{64\}$')
-expect_contains l-last.out "published l version $id"
-
+sweep_launcher_requeues l
 # Once more: already finished, nothing started, under 5 s.
-t0=$(date +%s%N)
-run_ftl l-again.out run --run-dir l l.yaml
-ms=$((($(date +%s%N) - t0) / 1000000))
-expect_contains l-again.out "already finished: published l version $id"
-[ "$(ls -d l/attempt-* | wc -l)" = 1 ] || fail "the rerun of a published run started ranks"
-[ "$ms" -lt 5000 ] || fail "the rerun of a published run took $ms ms"
-row rerun-published l "$RC"
+sweep_rerun_published l
 
-printf '%-32s %4s %10s %9s\n' case exit identical versions
-printf '%s\n' "${ROWS[@]}"
-echo "rerun of the published run: $ms ms"
+sweep_table
 expect_no_leftovers
 echo ok

@@ -5,8 +5,8 @@
 # ledger and the fleet's; then:
 #   - failures.jsonl and the fleet ledger hold two restart records with a plausible R;
 #   - `ftl status --json` shows R measured, and `ftl status` and `ftl report` say so;
-#   - the cadence of the first attempt says R is assumed, that of the third (which started after
-#     the first restart was recorded) says measured;
+#   - the cadence of the first attempt says R is assumed, that of the third says measured, over
+#     both restarts (the second being the one that started it);
 #   - a second job with the same fleet ledger, which never fails, starts from the measured R.
 # No tight timing: R only has to be above 0 and below 30 s (a restart here takes a second or two).
 FT_STEPS=${FT_STEPS:-150}
@@ -125,7 +125,9 @@ print("after a restart  (attempt 2):", third[0]["explanation"])
 assert r_of(first[0]) == (60.0, "assumed"), first[0]["explanation"]
 r3, how3 = r_of(third[0])
 assert how3 == "measured", third[0]["explanation"]
-assert abs(r3 - restarts[0]["restart_s"]) <= 0.06 * restarts[0]["restart_s"] + 0.01, (r3, restarts[0])
+# The third attempt's cadence takes the R of the restart that began it too (the example waits to
+# see it in the ledger, examples/finetune/cadence_plan.c): the median of both restarts.
+assert abs(r3 - median) <= 0.06 * median + 0.01, (r3, median, restarts)
 
 cad2 = [json.loads(l) for l in open("cadence2.jsonl")]
 print("a new run with the same fleet ledger (attempt 0):", cad2[0]["explanation"])

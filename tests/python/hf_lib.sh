@@ -35,3 +35,69 @@ same_files() {
     cmp -s "$a/$f" "$b/$f" || fail "$a/$f and $b/$f differ"
   done
 }
+
+# hf_pipeline_setup: examples/hf-lora as a pipeline job needs the small C base (tests/finetune/lib.sh:
+# 1 layer, 32 channels, pre-trained 300 steps to copy words) as a Hugging Face folder, made the way
+# a user makes one (`ftl export --base-file` of a C run): data/ and cexp/base here, made once per
+# build (cached).
+hf_pipeline_setup() {
+  FT_PRETRAIN_STEPS=300
+  . "$FTL_SOURCE_DIR/tests/finetune/lib.sh" || exit 1
+  cached "hf base export; $FT_DATA_KEY; $(bin_key ftl)" cexp hf_export_base || fail "exporting the base failed"
+}
+hf_export_base() {
+  cp -a "$SCRATCH/data" data || return 1
+  ftl run -n 1 --run-dir c0 -- ftl-finetune "${FT_ARGS[@]}" --steps 1 >c0.out 2>&1 || { cat c0.out >&2; return 1; }
+  ftl export c0 --base-file data/base.h5 -o out >export.out 2>&1 || { cat export.out >&2; return 1; }
+  [ -f out/base/config.json ] || { echo "ftl export wrote no base folder" >&2; return 1; }
+  mv out/base base && rm -rf c0 data out c0.out export.out
+}
+
+# hf_pipeline_job FILE NAME STEPS CKPT_EVERY [ENV]: examples/hf-lora's job (examples/hf-lora/job.yaml)
+# with this test's paths, STEPS steps and a threshold a short run clears (55 steps get 39 of the 64
+# held-out lines, 0.609375), its registry reg-NAME and channel candidate; ENV: more of the ranks'
+# environment as YAML flow entries.
+hf_pipeline_job() {
+  local file=$1 name=$2 steps=$3 every=$4 env=${5:-}
+  {
+    echo "name: $name"
+    echo "ranks: 2"
+    echo "program: $HF_PY"
+    echo "args: [\"$HF_TRAIN\", \"--base\", \"cexp/base\", \"--data\", \"data/train.txt\", \"--steps\", \"$steps\","
+    echo "       \"--ckpt-every\", \"$every\", \"--targets\", \"q_proj,v_proj,o_proj,gate_proj,up_proj\", \"--lr\", \"1e-2\"]"
+    echo "env: {${env:+$env, }OMP_NUM_THREADS: \"1\", FTL_BACKEND: mpi, FTL_LOG_LEVEL: warn, HF_HUB_OFFLINE: \"1\", TRANSFORMERS_OFFLINE: \"1\"}"
+    echo "rendezvous: {timeout_s: 60}"
+    echo "inputs:"
+    echo "  train: data/train.txt"
+    echo "  heldout: data/heldout.txt"
+    echo "  base: cexp/base"
+    echo "eval:"
+    echo "  program: $FTL_SOURCE_DIR/examples/hf-lora/eval.py"
+    echo "  args: [\"--base\", \"{base}\", \"--adapter\", \"{adapter}\", \"--data\", \"{data}\", \"--metrics\", \"{metrics}\"]"
+    echo "  data: heldout"
+    echo "  base: base"
+    echo "  metric: exact_match"
+    echo "  direction: higher"
+    echo "  threshold: 0.5"
+    echo "  timeout_s: 120"
+    echo "  env: {OMP_NUM_THREADS: \"1\", FTL_PYTHON: \"$HF_PY\"}"
+    echo "registry:"
+    echo "  path: reg-$name"
+    echo "  channel: candidate"
+  } >"$file"
+}
+
+# expect_auto_peft_loads PKG: a fetched version (PKG, relative to the scratch folder) loads the way
+# a PEFT user loads an adapter, AutoPeftModelForCausalLM on the folder, which names its base by
+# content (not the training tree's path), fetch having put base/ in the Hugging Face cache under
+# that name (tests/python/auto_peft_load.py): from an empty folder elsewhere, and from here.
+expect_auto_peft_loads() {
+  local pkg=$SCRATCH/$1 elsewhere
+  elsewhere=$(mktemp -d "${TMPDIR:-/tmp}/ftl-elsewhere.XXXXXX")
+  (cd "$elsewhere" && HF_HUB_OFFLINE=1 "$HF_PY" "$FTL_SOURCE_DIR/tests/python/auto_peft_load.py" "$pkg") >auto.out 2>&1 ||
+    { rm -rf "$elsewhere"; cat auto.out >&2; fail "AutoPeftModelForCausalLM did not load the fetched version from another folder"; }
+  rm -rf "$elsewhere"
+  tail -1 auto.out
+  HF_HUB_OFFLINE=1 "$HF_PY" "$FTL_SOURCE_DIR/tests/python/auto_peft_load.py" "$pkg" >auto-here.out 2>&1 ||
+    { cat auto-here.out >&2; fail "AutoPeftModelForCausalLM did not load the fetched version from the scratch folder"; }
+}

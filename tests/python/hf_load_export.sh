@@ -23,6 +23,9 @@ expect_contains run.out "published hfl version"
 run_ftl fetch.out registry fetch --registry reg hfl@candidate pkg
 expect_rc 0 fetch.out
 [ -f pkg/base/config.json ] || { ls -R pkg >&2; fail "the fetched package has no base/"; }
+# The way a PEFT user loads it (hf_lib.sh): AutoPeftModelForCausalLM, from another folder too.
+expect_contains fetch.out "its base is in the Hugging Face cache as ftl-"
+expect_auto_peft_loads pkg
 # The package's verdict is the run's with its clock readings left out (docs/formats/package.md):
 # the same metric and value.
 value=$("$HF_PY" -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["value"]))' pkg/verdict.json)

@@ -7,45 +7,10 @@
 # folder; tests/python/hf_load.py loads it in a fresh interpreter, offline, and its greedy exact
 # match must be the verdict's to the last digit. Then bad PEFT final/s are refused by name.
 . "$(dirname "$0")/hf_lib.sh" || exit 1
-# The small C base (tests/finetune/lib.sh: 1 layer, 32 channels), pre-trained to copy words.
-FT_PRETRAIN_STEPS=300
-. "$FTL_SOURCE_DIR/tests/finetune/lib.sh" || exit 1
+hf_pipeline_setup
 t0=$(date +%s)
-# The base as a Hugging Face folder, the way a user makes one: `ftl export --base-file` of a C run.
-ftl run -n 1 --run-dir c0 -- ftl-finetune "${FT_ARGS[@]}" --steps 1 >c0.out 2>&1 || { cat c0.out >&2; fail "the C run failed"; }
-run_ftl export.out export c0 --base-file data/base.h5 -o cexp
-expect_rc 0 export.out
-[ -f cexp/base/config.json ] || fail "ftl export wrote no base folder"
-
-# The example's job (examples/hf-lora/job.yaml) with this test's paths, fewer steps and a
-# threshold this short run clears: 55 steps get 39 of the 64 held-out lines (0.609375), a figure
-# strictly between 0 and 1, so the comparison below can tell decoders apart.
-cat >job.yaml <<EOF
-name: hflora
-ranks: 2
-program: $HF_PY
-args: ["$HF_TRAIN", "--base", "cexp/base", "--data", "data/train.txt", "--steps", "55", "--ckpt-every", "20",
-       "--targets", "q_proj,v_proj,o_proj,gate_proj,up_proj", "--lr", "1e-2"]
-env: {OMP_NUM_THREADS: "1", FTL_BACKEND: mpi, FTL_LOG_LEVEL: warn, HF_HUB_OFFLINE: "1", TRANSFORMERS_OFFLINE: "1"}
-rendezvous: {timeout_s: 60}
-inputs:
-  train: data/train.txt
-  heldout: data/heldout.txt
-  base: cexp/base
-eval:
-  program: $FTL_SOURCE_DIR/examples/hf-lora/eval.py
-  args: ["--base", "{base}", "--adapter", "{adapter}", "--data", "{data}", "--metrics", "{metrics}"]
-  data: heldout
-  base: base
-  metric: exact_match
-  direction: higher
-  threshold: 0.5
-  timeout_s: 120
-  env: {OMP_NUM_THREADS: "1", FTL_PYTHON: "$HF_PY"}
-registry:
-  path: reg
-  channel: candidate
-EOF
+# The example's job with this test's paths and fewer steps (hf_lib.sh).
+hf_pipeline_job job.yaml hflora 55 20
 run_ftl run.out run --run-dir r1 job.yaml
 expect_rc 0 run.out
 expect_contains run.out "hashing 3 inputs"
@@ -60,14 +25,17 @@ grep -q '"adapter_model.safetensors"' r1/final/COMMIT || fail "COMMIT does not l
 expect_contains r1/gate/eval.out "held-out exact match"
 value=$("$HF_PY" -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["value"]))' r1/verdict.json)
 
-run_ftl fetch.out registry fetch --registry reg hflora@candidate pkg
+run_ftl fetch.out registry fetch --registry reg-hflora hflora@candidate pkg
 expect_rc 0 fetch.out
 # Packaged as it is: the adapter's two files are final/'s, the base the snapshot's folder.
 same_files r1/final pkg adapter_config.json adapter_model.safetensors
 same_files cexp/base pkg/base config.json model.safetensors tokenizer.json tokenizer_config.json special_tokens_map.json
 pkg_value=$("$HF_PY" -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["value"]))' pkg/verdict.json)
 [ "$pkg_value" = "$value" ] || fail "the package's verdict says $pkg_value, the run's $value"
-run_ftl list.out registry ls --registry reg hflora
+# The way a PEFT user loads it (hf_lib.sh): AutoPeftModelForCausalLM, from another folder too.
+expect_contains fetch.out "its base is in the Hugging Face cache as ftl-"
+expect_auto_peft_loads pkg
+run_ftl list.out registry ls --registry reg-hflora hflora
 expect_rc 0 list.out
 expect_contains list.out "candidate -> "
 

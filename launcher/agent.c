@@ -685,13 +685,20 @@ static void watch_program(agent *ag, ftl_diag *d) {
                             {.fd = ag->client.fd, .events = POLLIN}, /* launcher gone: EOF */
                             {.fd = ag->out.pipe_fd, .events = POLLIN},
                             {.fd = ag->err.pipe_fd, .events = POLLIN}};
-    int timeout = ag->proc.reaped ? 200 : ftl_deadline_left_ms(ag->proc.kill_at_ms);
+    /* Whether the program had ended before this poll began: only then does a quiet poll mean that
+     * everything it wrote has been read. A program reaped after the poll returned (it wrote its
+     * last lines and exited while this agent was not scheduled) may have left output in the pipes:
+     * the agent polls once more for it. */
+    int ended_before_poll = ag->proc.reaped;
+    int timeout = ended_before_poll ? 200 : ftl_deadline_left_ms(ag->proc.kill_at_ms);
     if (timeout > 200) timeout = 200;
     int pr = poll(fds, 4, timeout);
     if (pr < 0 && errno != EINTR) break;
     if (!ag->proc.reaped) core_proc_step(&ag->proc); /* the SIGKILL a grace after an ending signal */
     if (pr <= 0) {
-      if (ag->proc.reaped) break; /* output pipes held open by a stray grandchild: do not wait for it */
+      /* 200 ms without output or EOF from an ended program: its pipes are held open by a stray
+       * grandchild, whose end the agent does not wait for. */
+      if (ended_before_poll && pr == 0) break;
       continue;
     }
     if (fds[0].revents & POLLIN) on_signals(ag);

@@ -378,7 +378,6 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
 }
 
 static void plot_goodput(out *o, const ftl_rv_goodput *g) {
-  svg_open(o, 1000, 110, "goodput breakdown");
   struct {
     const char *name, *color;
     double ms;
@@ -390,6 +389,22 @@ static void plot_goodput(out *o, const ftl_rv_goodput *g) {
                {"back-off", C_BACKOFF, g->backoff_ms},
                {"running (no steps)", C_UNREPORTED, g->unreported_ms}};
   size_t n_parts = g->unreported_ms > 0 ? 7 : 6;
+  /* The legend's items side by side, each as wide as its label (the tick font's digits and letters
+   * average under 6.5 px), wrapping to a second row rather than running past the picture's edge. */
+  char labels[7][64];
+  double item_x[7], item_y[7], lx = 20, ly = 72;
+  for (size_t i = 0; i < n_parts; i++) {
+    snprintf(labels[i], sizeof labels[i], "%s %.1f s", parts[i].name, parts[i].ms / 1e3);
+    double item_w = 16 + 6.5 * (double)strlen(labels[i]) + 28;
+    if (lx > 20 && lx + item_w > 990) {
+      lx = 20;
+      ly += 20;
+    }
+    item_x[i] = lx;
+    item_y[i] = ly;
+    lx += item_w;
+  }
+  svg_open(o, 1000, (int)ly + 38, "goodput breakdown");
   double total = 0;
   for (size_t i = 0; i < n_parts; i++)
     total += parts[i].ms > 0 ? parts[i].ms : 0;
@@ -407,14 +422,13 @@ static void plot_goodput(out *o, const ftl_rv_goodput *g) {
     }
     x += pw;
   }
-  double lx = 20;
   for (size_t i = 0; i < n_parts; i++) {
     put(o,
-        "<rect x=\"%.1f\" y=\"72\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"82\" class=\"tick\">",
-        lx, parts[i].color, lx + 16);
-    put_text(o, parts[i].name);
-    put(o, " %.1f s</text>\n", parts[i].ms / 1e3);
-    lx += n_parts > 6 ? 140 : 160;
+        "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" "
+        "class=\"tick\">",
+        item_x[i], item_y[i], parts[i].color, item_x[i] + 16, item_y[i] + 10);
+    put_text(o, labels[i]);
+    put(o, "</text>\n");
   }
   put(o, "</svg>\n");
 }

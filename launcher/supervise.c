@@ -78,6 +78,7 @@ typedef struct rank_state {
   char addrs[512];      /* the agent's host addresses */
   double phases[3];     /* rendezvous, mpi_init, comm_init as the rank measured them */
   int ready;
+  int joined;           /* said its rank's hello to the rendezvous */
   double first_step_ms;
   int first_step_seen;
   int exit_code, signal;
@@ -390,6 +391,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       break;
     case FTL_RDZV_RANK_JOINED:
       if (!s) return;
+      s->joined = 1;
       note_progress(w);
       ln_events_write(log, "rank_joined", attempt_no, json_pack("{s:i}", "rank", ev->rank));
       update_life_phase(a);
@@ -536,11 +538,15 @@ static void fail_rendezvous(attempt *a, const char *reason) {
   a->rdzv_end_ms = ftl_deadline_after_ms(a->o->kill_grace_ms);
 }
 
-/* Ends the gang after a failed rendezvous once the joined ranks have gone or the grace is over. */
+/* Ends the gang after a failed rendezvous once the joined ranks have gone or the grace is over.
+ * Gone means ended, as their agents report it: not their connections closed, since ftl_init closes
+ * a rank's connection before it returns the reason, and a SIGTERM sent then would often end the
+ * rank before it said why. */
 static void end_after_rendezvous(attempt *a) {
   if (!a->rdzv_end_ms || a->ph.phase >= LN_PHASE_ENDING) return;
-  if (rz_rdzv_server_rank_connections(a->server) == 0 || ftl_deadline_left_ms(a->rdzv_end_ms) == 0)
-    terminate_gang(a, SIGTERM);
+  int joined_running = 0;
+  for (int i = 0; i < a->world; i++) joined_running += a->ranks[i].joined && !a->watch[i].exited;
+  if (joined_running == 0 || ftl_deadline_left_ms(a->rdzv_end_ms) == 0) terminate_gang(a, SIGTERM);
 }
 
 /* Asks the ranks to stop cleanly (preemption). Programs that use the library get a stop request

@@ -1,10 +1,15 @@
 # tests/eval/finish_lib.sh: what the end-of-job sweeps share (tests/eval/finish_sweep.sh for the C
-# fine-tune, tests/python/hf_finish_sweep.sh for examples/hf-lora): each case's check and table row,
+# fine-tune, tests/python/hf_finish_sweep.sh for examples/hf-lora; tests/python/torch_finish.sh takes
+# sweep_trained_again): each case's check and table row,
 # the launcher killed at each boundary after the training and requeued, and the timed rerun of the
 # published run. Sourced after tests/launcher/lib.sh (through the folder's own lib). The caller
 # sets FILES (final/'s files to compare with ref/final) and runs the unbroken reference into
 # ref/; every job publishes to reg-NAME on channel candidate.
 SWEEP_ROWS=()
+
+# sweep_trained_again RUNDIR: whether an attempt after the first trained a step (the Python examples
+# print "step N loss" from their first step on).
+sweep_trained_again() { cat "$1"/attempt-000[1-9]/rank-00000.out 2>/dev/null | grep -q '^step [0-9]* loss'; }
 
 # sweep_versions NAME: how many versions the registry of job NAME holds.
 sweep_versions() { ls "reg-$1/$1/versions" 2>/dev/null | grep -c '^[0-9a-f]\{64\}$'; }

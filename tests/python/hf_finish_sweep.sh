@@ -14,9 +14,6 @@ EVERY=11 # the final step is a checkpoint step: the kill lands after its commit
 FILES=(adapter_model.safetensors adapter_config.json README.md COMMIT)
 export PYTHONHASHSEED=1
 
-# trained_again RUNDIR: whether an attempt after the first trained a step (train.py prints
-# "step N loss" from its first step on).
-trained_again() { cat "$1"/attempt-000[1-9]/rank-00000.out 2>/dev/null | grep -q '^step [0-9]* loss'; }
 
 hf_pipeline_job ref.yaml ref $STEPS $EVERY
 run_ftl ref.out run --run-dir ref ref.yaml
@@ -26,14 +23,14 @@ expect_contains ref.out "published ref version"
 hf_pipeline_job r1.yaml r1 $STEPS $EVERY "FTL_CRASH_AT: after_commit, FTL_CRASH_RANK: \"1\", FTL_CRASH_STEP: \"$STEPS\""
 run_ftl r1.out run --run-dir r1 r1.yaml
 expect_contains r1.out "crash point after_commit reached"
-trained_again r1 && fail "rank-after-final-commit: a restart trained again after the final commit"
+sweep_trained_again r1 && fail "rank-after-final-commit: a restart trained again after the final commit"
 sweep_row rank-after-final-commit r1 "$RC"
 
 hf_pipeline_job r2.yaml r2 $STEPS $EVERY "FTL_CRASH_AT: adapter.commit"
 run_ftl r2.out run --run-dir r2 r2.yaml
 expect_contains r2.out "crash point adapter.commit reached"
 [ -d r2/attempt-0001 ] || fail "rank-during-export: no restart after rank 0 died writing final/"
-trained_again r2 && fail "rank-during-export: the restart trained again"
+sweep_trained_again r2 && fail "rank-during-export: the restart trained again"
 ls -d r2/final.tmp.* >/dev/null 2>&1 && fail "rank-during-export: the dead export's temporary folder was left"
 sweep_row rank-during-export r2 "$RC"
 

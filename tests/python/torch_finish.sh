@@ -6,6 +6,7 @@
 # Each ends with exit 0 and the unbroken run's adapter; a rerun of a finished run says so, starts
 # nothing, and takes under 5 s.
 . "$(dirname "$0")/torch_lib.sh" || exit 1
+. "$(dirname "$0")/../eval/finish_lib.sh" || exit 1
 ARGS=(--steps 30 --ckpt-every 10)
 
 # job FILE NAME [ENV]: torch-lora's job spec with these arguments and ENV in the ranks' environment.
@@ -22,8 +23,6 @@ row() {
   [ "$same" = yes ] || fail "$1: the adapter differs from the unbroken run's"
 }
 same_adapter_quiet() { cmp -s "$1/adapter_model.safetensors" "$2/adapter_model.safetensors" && cmp -s "$1/adapter_config.json" "$2/adapter_config.json"; }
-# trained_again RUNDIR: whether an attempt after the first trained a step ("step N loss" lines).
-trained_again() { cat "$1"/attempt-000[1-9]/rank-00000.out 2>/dev/null | grep -q '^step [0-9]* loss'; }
 
 job ref.yaml ref
 run_ftl ref.out run --run-dir ref ref.yaml
@@ -35,7 +34,7 @@ run_ftl r1.out run --run-dir r1 r1.yaml
 expect_contains r1.out "crash point after_commit reached"
 [ -d r1/attempt-0001 ] || fail "rank-after-final-commit: no restart"
 expect_contains r1/attempt-0001/rank-00000.out "resumed from step 30"
-trained_again r1 && fail "rank-after-final-commit: the restart trained again"
+sweep_trained_again r1 && fail "rank-after-final-commit: the restart trained again"
 row rank-after-final-commit r1 "$RC"
 
 job l.yaml l
@@ -45,7 +44,7 @@ expect_contains l-killed.out "crash point run.after_training reached"
 ROWS+=("$(printf '%-32s %4s %10s' launcher-run.after_training "$RC" -)")
 run_ftl l-again.out run --run-dir l l.yaml
 expect_contains l/attempt-0001/rank-00000.out "resumed from step 30"
-trained_again l && fail "launcher-then-rerun: the rerun trained again"
+sweep_trained_again l && fail "launcher-then-rerun: the rerun trained again"
 row launcher-then-rerun l "$RC"
 
 t0=$(date +%s%N)

@@ -14,6 +14,7 @@
  *
  * Map: plan; load on this rank; try one step (agreement); restore. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +172,7 @@ static void drop_fetched(const ftl_ckpt *ck, const ck_manifest *m, const unsigne
       core_fs_table.unlink(path);
   /* The folder too once empty (it fails while copies are there): a fetch into a step that has no
    * L2 copies made it, and the step's folder is removed only once empty (levels.c). */
-  rmdir(dir);
+  core_fs_table.unlinkat(AT_FDCWD, dir, AT_REMOVEDIR);
 }
 
 /* ---- plan and load on this rank ---------------------------------------------------------- */

@@ -175,7 +175,7 @@ static uint64_t shard_reserve_bytes(const ck_h5_dset *dsets, int n) {
 static int reserve_file(const char *path, uint64_t bytes) {
   int fd = core_fs_table.open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) return errno;
-  int e = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) == 0 ? 0 : errno;
+  int e = core_fs_table.fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) == 0 ? 0 : errno;
   core_fs_table.close(fd);
   return (e == EOPNOTSUPP || e == ENOSYS) ? 0 : e;
 }

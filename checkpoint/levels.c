@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -28,7 +29,16 @@ static const char *not_private(const char *path) {
   if (!S_ISDIR(own.st_mode)) return "not a folder (a link?)";
   if (own.st_uid != geteuid()) return "owned by another user";
   if ((own.st_mode & 022) != 0) return "writable by other users";
-  if ((own.st_mode & 077) != 0 && chmod(path, 0700) != 0) return strerror(errno);
+  if ((own.st_mode & 077) != 0) {
+    /* Through the folder itself (O_NOFOLLOW): the folder checked above, not what a link put in its
+     * place since. */
+    int fd = core_fs_table.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) return strerror(errno);
+    int rc = core_fs_table.fchmod(fd, 0700);
+    int e = errno;
+    core_fs_table.close(fd);
+    if (rc != 0) return strerror(e);
+  }
   return NULL;
 }
 
@@ -103,8 +113,8 @@ static void remove_copy(const ck_l1 *l1, const char *sub, int64_t step, const ch
   core_fs_table.unlink(path);
   char sd[PATH_MAX], pd[PATH_MAX];
   if (ck_l1_step_dir(l1, step, sd, sizeof sd) != FTL_OK) return;
-  if (*sub && ftl_fmt(pd, sizeof pd, "%s/%s", sd, sub) == FTL_OK) rmdir(pd);
-  rmdir(sd); /* fails while other ranks' copies are there */
+  if (*sub && ftl_fmt(pd, sizeof pd, "%s/%s", sd, sub) == FTL_OK) core_fs_table.unlinkat(AT_FDCWD, pd, AT_REMOVEDIR);
+  core_fs_table.unlinkat(AT_FDCWD, sd, AT_REMOVEDIR); /* fails while other ranks' copies are there */
 }
 
 typedef struct room {
@@ -234,7 +244,7 @@ void ck_l1_drop_manifests(const ck_l1 *l1, int64_t step, int64_t also) {
         ck_l1_manifest_path(l1, v[i].step, path, sizeof path) || ck_l1_step_dir(l1, v[i].step, sd, sizeof sd))
       continue;
     core_fs_table.unlink(path);
-    rmdir(sd); /* fails while copies are still there: their owners remove them, and the folder */
+    core_fs_table.unlinkat(AT_FDCWD, sd, AT_REMOVEDIR); /* fails while copies are still there: their owners remove them, and the folder */
   }
   ftl_free(v);
 }
@@ -286,13 +296,13 @@ void ck_l1_forget_run(const char *root, const char *run_dir) {
     char sd[PATH_MAX], pd[PATH_MAX];
     if (ftl_fmt(sd, sizeof sd, "%s/%s", top, e->d_name) || ftl_fmt(pd, sizeof pd, "%s/%s", sd, CK_L2_SUB)) continue;
     remove_shard_files(pd);
-    rmdir(pd);
+    core_fs_table.unlinkat(AT_FDCWD, pd, AT_REMOVEDIR);
     remove_shard_files(sd);
     /* An L1/L2 step's manifest (its temporary files, manifest.json.tmp.<pid>, are removed by
      * their writer, or stay with a writer that died: the folder then stays too). */
     if (ftl_fmt(pd, sizeof pd, "%s/manifest.json", sd) == FTL_OK) core_fs_table.unlink(pd);
-    rmdir(sd);
+    core_fs_table.unlinkat(AT_FDCWD, sd, AT_REMOVEDIR);
   }
   closedir(dir);
-  rmdir(top);
+  core_fs_table.unlinkat(AT_FDCWD, top, AT_REMOVEDIR);
 }

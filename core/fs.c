@@ -134,6 +134,7 @@ static char *fs_mkdtemp(char *tmpl) { return mkdtemp(tmpl); }
 static int fs_fchmod(int fd, mode_t mode) { return fchmod(fd, mode); }
 static int fs_unlinkat(int dirfd, const char *name, int flags) { return unlinkat(dirfd, name, flags); }
 static int fs_symlink(const char *target, const char *path) { return symlink(target, path); }
+static int fs_fallocate(int fd, int mode, off_t offset, off_t len) { return fallocate(fd, mode, offset, len); }
 
 /* The real table, spelled once for the static initializer and for core_fs_reset. */
 #define REAL_TABLE                                                                                                     \
@@ -141,7 +142,7 @@ static int fs_symlink(const char *target, const char *path) { return symlink(tar
     .open = fs_open, .close = fs_close, .pwrite = fs_pwrite, .pread = fs_pread, .fsync = fs_fsync,                     \
     .rename = fs_rename, .unlink = fs_unlink, .ftruncate = fs_ftruncate, .openat = fs_openat, .write = fs_write,       \
     .read = fs_read, .mkdir = fs_mkdir, .mkdtemp = fs_mkdtemp, .fchmod = fs_fchmod, .unlinkat = fs_unlinkat,           \
-    .rename_noreplace = fs_rename_noreplace, .symlink = fs_symlink,                                                    \
+    .rename_noreplace = fs_rename_noreplace, .symlink = fs_symlink, .fallocate = fs_fallocate,                         \
   }
 
 ftl_fs core_fs_table = REAL_TABLE;

@@ -60,6 +60,9 @@ typedef struct ftl_fs {
   /* A symbolic link at path to target (the Hugging Face cache's entries for a fetched base,
    * pipeline/hf_cache.c). */
   int (*symlink)(const char *target, const char *path);
+  /* Space reserved for a file beyond its end (FALLOC_FL_KEEP_SIZE: a checkpoint shard's blocks
+   * taken before HDF5 writes them, checkpoint/h5.c). */
+  int (*fallocate)(int fd, int mode, off_t offset, off_t len);
 } ftl_fs;
 
 /* The table in use. Tests may replace single entries; core_fs_reset() restores the real calls. */

@@ -194,7 +194,7 @@ check_sm90() { # check_sm90 BUILDDIR
     [ -n "$archs" ] || continue # no device code in this one
     n=$((n + 1))
     note "device code in ${f#"$ROOT"/} ($how): ${archs}"
-    echo "$archs" | grep -qw sm_90 || fail "no sm_90 machine code in $f"
+    grep -qw sm_90 <<<"$archs" || fail "no sm_90 machine code in $f"
   done
   [ $n -gt 0 ] && pass "sm_90 machine code in the $n file(s) with device code" || fail "no file with device code in $1"
 }

@@ -79,7 +79,7 @@ corrupt)
   out=$(cli verify "$work/r" 20); rc=$?
   echo "$out"
   [ $rc -eq 1 ] || fail "verify exited $rc, expected 1"
-  echo "$out" | grep -q "shard-00001.h5: FAILED: shard-00001.h5: checksum mismatch in tensor 'w'" || fail "verify does not name the shard and tensor"
+  grep -q "shard-00001.h5: FAILED: shard-00001.h5: checksum mismatch in tensor 'w'" <<<"$out" || fail "verify does not name the shard and tensor"
   cli verify "$work/r" 10 || fail "verify of the good step failed"
   run 2 restore "$work/r" 10 1
   out=$(cli ls "$work/r")
@@ -95,7 +95,7 @@ manifest)
   grep -q '"version": 9' "$c/step-00000020/manifest.json" || fail "could not edit the manifest"
   out=$(cli verify "$work/r" 30); rc=$?
   echo "$out"
-  [ $rc -eq 1 ] && echo "$out" | grep -q "not valid JSON" || fail "verify of broken JSON: rc $rc"
+  [ $rc -eq 1 ] && grep -q "not valid JSON" <<<"$out" || fail "verify of broken JSON: rc $rc"
   run 2 restore "$work/r" 10 2
   out=$(cli ls "$work/r"); echo "$out"
   echo "$out" | grep -E "^30 +bad .*not valid JSON" >/dev/null || fail "step 30 not marked bad"
@@ -136,7 +136,7 @@ cli)
   grep -qF "l1 copy here: $copy" "$work/s1.txt" || fail "show --level l1 does not name the copy"
   out=$(cli verify "$work/r1" 6 --level l2); rc=$?
   [ $rc -eq 1 ] || fail "verify --level l2 without L2 copies exited $rc, expected 1"
-  echo "$out" | grep -q "step 6: no l2 copy on this host" || fail "verify --level l2 does not say there is no copy"
+  grep -q "step 6: no l2 copy on this host" <<<"$out" || fail "verify --level l2 does not say there is no copy"
   python3 -c 'import os, sys
 p = sys.argv[1]
 with open(p, "r+b") as f:
@@ -145,7 +145,7 @@ with open(p, "r+b") as f:
   out=$(cli verify "$work/r1" 6 --level l1); rc=$?
   echo "$out"
   [ $rc -eq 1 ] || fail "verify --level l1 of a damaged copy exited $rc, expected 1"
-  echo "$out" | grep -qF "step 6: $copy: FAILED" || fail "verify --level l1 does not name the damaged copy"
+  grep -qF "step 6: $copy: FAILED" <<<"$out" || fail "verify --level l1 does not name the damaged copy"
   cli verify "$work/r1" 6 || fail "the run directory's step 6 no longer verifies"
   cli verify "$work/r1" 6 --level l5; [ $? -eq 2 ] || fail "usage exit code of a bad level"
   cli ls "$work/r1" --level l1; [ $? -eq 2 ] || fail "ls takes no level"

@@ -8,7 +8,7 @@ cuda=$2
 nccl=$3
 out=$("$ftl" version) || { echo "FAIL: ftl version exited $?"; exit 1; }
 echo "$out"
-check() { echo "$out" | grep -qE "$1" || { echo "FAIL: ftl version has no line matching '$1'"; exit 1; }; }
+check() { grep -qE "$1" <<<"$out" || { echo "FAIL: ftl version has no line matching '$1'"; exit 1; }; }
 check "^ftl [0-9]+\.[0-9]+\.[0-9]+$"
 check "^  CUDA:  $cuda \("
 check "^  NCCL:  $nccl \("

@@ -34,7 +34,7 @@ expect_verify_fails() { # STEP TEXT
   out=$(cli verify "$work/r" "$1"); rc=$?
   echo "$out"
   [ $rc -eq 1 ] || fail "verify of step $1 exited $rc, expected 1"
-  echo "$out" | grep -qF -- "$2" || fail "verify of step $1 does not say '$2'"
+  grep -qF -- "$2" <<<"$out" || fail "verify of step $1 does not say '$2'"
 }
 
 # ---- edited manifests ----
@@ -63,7 +63,7 @@ run 2 write "$work/l" 10
 c=$work/l/checkpoints edit 10 'item["w"]["kind"] = "replicated"'
 out=$("$bin/ckpt_cli_tool" ckpt verify "$work/l" 10); rc=$?
 echo "$out"
-[ $rc -eq 1 ] && echo "$out" | grep -q "layout mismatch" || fail "verify of a layout edit: rc $rc"
+[ $rc -eq 1 ] && grep -q "layout mismatch" <<<"$out" || fail "verify of a layout edit: rc $rc"
 run 2 restore "$work/l" corrupt 1
 
 # ---- a FIFO in place of a shard ----
@@ -74,7 +74,7 @@ mkfifo "$(sd 20)/shard-00001.h5"
 out=$(cli verify "$work/r" 20); rc=$?
 echo "$out"
 [ $rc -ne 124 ] || fail "verify hangs on a FIFO"
-[ $rc -eq 1 ] && echo "$out" | grep -q "shard-00001.h5.*not a regular file" || fail "verify of a FIFO: rc $rc"
+[ $rc -eq 1 ] && grep -q "shard-00001.h5.*not a regular file" <<<"$out" || fail "verify of a FIFO: rc $rc"
 out=$(timeout 20 "$mpiexec" --oversubscribe -n 2 "$bin/ckpt_mpi" restore "$work/r" 10 1 2>&1); rc=$?
 echo "$out"
 [ $rc -ne 124 ] || fail "restore hangs on a FIFO"
@@ -98,12 +98,12 @@ before=$(snap)
 out=$(cli ls "$work/r"); echo "$out"
 echo "$out" | grep -E "^30 +refused .*symbolic link" >/dev/null || fail "ls does not show step 30 as refused"
 out=$(cli verify "$work/r"); rc=$?; echo "$out"
-[ $rc -eq 1 ] && echo "$out" | grep -q "step 30: REFUSED" || fail "verify of all steps does not report the refused folder"
+[ $rc -eq 1 ] && grep -q "step 30: REFUSED" <<<"$out" || fail "verify of all steps does not report the refused folder"
 cli verify "$work/r" 30 >/dev/null && fail "verify of the refused step 30 passed"
 run 2 restore "$work/r" 20 0
 # A save of step 30 must not write through the link: the step is abandoned.
 out=$(timeout 60 "$mpiexec" --oversubscribe -n 2 "$bin/ckpt_mpi" write "$work/r" 30 2>&1)
-echo "$out" | grep -q "symbolic link" || { echo "$out"; fail "the save of step 30 did not name the link"; }
+grep -q "symbolic link" <<<"$out" || { echo "$out"; fail "the save of step 30 did not name the link"; }
 [ "$(snap)" = "$before" ] || { diff <(echo "$before") <(snap); fail "the save of step 30 wrote outside the run directory"; }
 # Later saves: step 30 itself is refused (abandoned, not written through); the keep rule runs
 # after steps 40..60 commit and must not delete through the links.

@@ -9,13 +9,16 @@ for b in slurmctld slurmd salloc sbatch scontrol munged; do
 done
 SLURM_DIR=$SCRATCH/slurm
 D=$SLURM_DIR
-mkdir -p "$D/munge" "$D/spool" "$D/state" "$D/log"
+mkdir -p "$D/munge" "$D/spool" "$D/state" "$D/log" "$D/tmp"
 chmod 755 "$SCRATCH" "$D" "$D/munge"
 slurm_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 ctl_port=$(slurm_free_port)
 d_port=$(slurm_free_port)
 dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 2>/dev/null
 chmod 400 "$D/munge/munge.key"
+# TmpFS: the mpi/pmix plugin makes each step's folder there (spmix_appdir_UID_JOB.STEP): under /tmp,
+# the default, two tests' clusters (slurm_srun beside slurm_sbatch_requeue) both number their first
+# job 1 and shared it, and a step failed to launch ("task 0 launch failed"; flake hunt, 1 in 120).
 # KillWait: the grace between a job's SIGTERM and its SIGKILL (scancel, scontrol requeue).
 cat >"$D/slurm.conf" <<CONF
 ClusterName=ftltest
@@ -29,6 +32,7 @@ AuthInfo=socket=$D/munge/munge.sock
 CredType=cred/munge
 StateSaveLocation=$D/state
 SlurmdSpoolDir=$D/spool/%n
+TmpFS=$D/tmp
 SlurmctldPidFile=$D/slurmctld.pid
 SlurmdPidFile=$D/slurmd.%n.pid
 SlurmctldLogFile=$D/log/slurmctld.log

@@ -21,6 +21,11 @@
 #include "core/fs.h"
 #include "ftl/core.h"
 
+/* Every name ftl puts below an L1 root fits the room the job spec leaves it (levels.h): "/ftl-" and
+ * 16 hex digits, "/step-" and 19 digits, "/partner", "/" and the longest file name with ".tmp". */
+_Static_assert(CK_L1_BELOW_ROOT_MAX >= 5 + 16 + 6 + 19 + 1 + sizeof CK_L2_SUB - 1 + 1 + CK_FILE_MAX - 1 + 4,
+               "raise CK_L1_BELOW_ROOT_MAX");
+
 /* NULL when path is this user's own folder, private and not a link (an older ftl made them 0755:
  * one writable by nobody else is made private); else why not. */
 static const char *not_private(const char *path) {
@@ -58,6 +63,19 @@ void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_
   if (root[0] != '/' || stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
     FTL_LOG(FTL_LOG_WARN, "ckpt", "L1 folder '%s' is not an absolute path to a folder: checkpoints go to the run "
             "directory only", root);
+    return;
+  }
+  if (strlen(root) > CK_L1_ROOT_MAX) {
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "L1 off: the L1 folder '%.64s...' is %zu bytes long, more than the %d its paths "
+            "leave room for: checkpoints go to the run directory only", root, strlen(root), CK_L1_ROOT_MAX);
+    return;
+  }
+  /* Our folder's own checks (below) cannot help here: in such a root another user may rename or
+   * remove it between two of our steps, and put theirs in its place. */
+  if (ck_l1_root_unguarded(st.st_mode)) {
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "L1 off: the L1 folder %s is writable by every user and has no sticky bit (any of "
+            "them could rename or delete this run's folder in it; chmod +t, as /dev/shm has): checkpoints go to "
+            "the run directory only", root);
     return;
   }
   if (!run_folder(root, run_dir, l1->dir, sizeof l1->dir)) {

@@ -21,9 +21,11 @@
 #ifndef FTL_CKPT_LEVELS_H
 #define FTL_CKPT_LEVELS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "ftl/error.h"
 
@@ -36,6 +38,19 @@ static inline const char *ck_l1_default_root(void) {
   return env && env[0] == '/' ? env : "/dev/shm";
 }
 
+/* The most bytes ftl's names add below an L1 root: "/ftl-" and 16 hex digits, "/step-" and up to
+ * 19 digits, "/partner", "/" and a file name of at most 63 bytes (CK_FILE_MAX, checkpoint/manifest.h)
+ * with ".tmp" after it; levels.c checks the sum. A longer root would leave L1 off on every rank
+ * (its paths cannot be named), so the job spec refuses one (launcher/jobspec.c). */
+#define CK_L1_BELOW_ROOT_MAX 128
+#define CK_L1_ROOT_MAX (PATH_MAX - 1 - CK_L1_BELOW_ROOT_MAX)
+
+/* A root writable by every user without the sticky bit (mode from stat): any user could rename or
+ * remove the run's folder in it, and put their own in its place. /dev/shm and /tmp have the bit
+ * (1777). Refused by the job spec when the submitting host has the folder, and by ck_l1_setup on
+ * every host. Header-only, for the launcher too. */
+static inline int ck_l1_root_unguarded(mode_t mode) { return (mode & S_IWOTH) && !(mode & S_ISVTX); }
+
 /* The L1 level of one handle: its folder for this run ("" when L1 is off) and its size limit. */
 typedef struct ck_l1 {
   char dir[4096];     /* L1ROOT/ftl-<hash>; "" when off */
@@ -45,7 +60,8 @@ typedef struct ck_l1 {
 
 /* The L1 level for run_dir: root from want (NULL: the environment's FTL_CKPT_L1_DIR; "" or unset:
  * off), limit from FTL_CKPT_L1_MAX_BYTES (or max_bytes when > 0). A root that is not an absolute
- * folder turns L1 off with a warning (never an error: L3 is the level that must work). */
+ * folder, is longer than CK_L1_ROOT_MAX or is ck_l1_root_unguarded turns L1 off with a warning
+ * naming it and why (never an error: L3 is the level that must work). */
 void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_bytes);
 
 /* L1DIR/step-<step> into out. */

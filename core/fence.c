@@ -3,12 +3,17 @@
  * shared flock by every rank around each change to checkpoints/.
  *
  * In place rather than replaced by a rename: a flock belongs to the file, and a rename would give
- * readers a new file that the launcher's lock does not cover. */
+ * readers a new file that the launcher's lock does not cover.
+ *
+ * The file sits in the run directory, where a user can plant anything: every open is core's open
+ * of an outside file (core_fs_open_regular_as: no link followed, never blocking on a FIFO, nothing
+ * but a regular file, of bounded size where it is read). */
 #include "core/fence.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -58,9 +63,12 @@ static int read_number(int fd) {
 ftl_err core_fence_advance(const char *run_dir, int attempt, int64_t deadline_ms, ftl_diag *d) {
   char path[PATH_MAX];
   if (!fence_path(path, sizeof path, run_dir)) return ftl_diag_fail(d, FTL_ERR_RANGE, "run directory path too long");
-  int fd = core_fs_table.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return ftl_diag_fail(d, core_errno_to_err(errno), "cannot open %s: %s", path, strerror(errno));
-  ftl_err rc = lock_until(fd, LOCK_EX, deadline_ms, path, d);
+  int fd = -1;
+  uint64_t size = 0;
+  /* No size bound: the content is replaced, never read here. */
+  ftl_err rc = core_fs_open_regular_as(path, O_RDWR | O_CREAT, 0644, UINT64_MAX, &fd, &size, d);
+  if (rc) return rc;
+  rc = lock_until(fd, LOCK_EX, deadline_ms, path, d);
   if (rc) goto out;
   char text[32];
   int len = snprintf(text, sizeof text, "%d\n", attempt);
@@ -82,12 +90,13 @@ ftl_err core_fence_enter(const char *run_dir, int attempt, const char *what, int
   h->fd = -1;
   char path[PATH_MAX];
   if (attempt < 0 || !fence_path(path, sizeof path, run_dir)) return FTL_OK;
-  int fd = core_fs_table.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) {
-    if (errno == ENOENT) return FTL_OK;
-    return ftl_diag_fail(d, core_errno_to_err(errno), "cannot open %s: %s", path, strerror(errno));
-  }
-  ftl_err rc = lock_until(fd, LOCK_SH, deadline_ms, path, d);
+  int fd = -1;
+  uint64_t size = 0;
+  ftl_diag open_d = {{0}};
+  ftl_err rc = core_fs_open_regular(path, FENCE_MAX_BYTES, &fd, &size, &open_d);
+  if (rc == FTL_ERR_NOTFOUND) return FTL_OK;
+  if (rc) return ftl_diag_fail(d, rc, "%s: not %s", open_d.msg, what);
+  rc = lock_until(fd, LOCK_SH, deadline_ms, path, d);
   if (rc) {
     core_fs_table.close(fd);
     return rc;
@@ -111,8 +120,10 @@ void core_fence_leave(core_fence_hold *h) {
 int core_fence_read(const char *run_dir) {
   char path[PATH_MAX];
   if (!fence_path(path, sizeof path, run_dir)) return -1;
-  int fd = core_fs_table.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) return -1;
+  int fd = -1;
+  uint64_t size = 0;
+  ftl_diag d = {{0}};
+  if (core_fs_open_regular(path, FENCE_MAX_BYTES, &fd, &size, &d) != FTL_OK) return -1;
   int v = read_number(fd);
   core_fs_table.close(fd);
   return v;

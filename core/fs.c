@@ -239,24 +239,34 @@ void core_crash_point(const char *name, int rank, int64_t step) {
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-ftl_err core_fs_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d) {
+/* What a file that is not a regular one is, for messages. */
+static const char *kind_of(mode_t mode) {
+  return S_ISFIFO(mode) ? "a FIFO" : S_ISDIR(mode) ? "a folder" : S_ISSOCK(mode) ? "a socket" : "a device";
+}
+
+ftl_err core_fs_open_regular_as(const char *path, int flags, mode_t mode, uint64_t max_bytes, int *fd_out,
+                                uint64_t *size_out, ftl_diag *d) {
   struct stat st;
   *fd_out = -1;
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. */
-  int fd = core_fs_table.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+  int fd = core_fs_table.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
   if (fd < 0) {
     if (errno == ENOENT) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s does not exist", path);
     if (errno == ELOOP) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is a symbolic link; refused", path);
+    /* Opened for writing: a FIFO without a reader or a socket (ENXIO), a folder (EISDIR). */
+    if (errno == ENXIO)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a regular file (a FIFO or socket); refused", path);
+    if (errno == EISDIR) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a regular file (a folder); refused", path);
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
   }
   if (fstat(fd, &st)) {
+    int e = errno;
     close(fd);
-    return ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
+    return ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(e));
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a regular file (a FIFO, device, socket or folder); refused",
-                         path);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is not a regular file (%s); refused", path, kind_of(st.st_mode));
   }
   if ((uint64_t)st.st_size > max_bytes) {
     close(fd);
@@ -266,6 +276,10 @@ ftl_err core_fs_open_regular(const char *path, uint64_t max_bytes, int *fd_out, 
   *fd_out = fd;
   *size_out = (uint64_t)st.st_size;
   return FTL_OK;
+}
+
+ftl_err core_fs_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d) {
+  return core_fs_open_regular_as(path, O_RDONLY, 0, max_bytes, fd_out, size_out, d);
 }
 
 ftl_err core_fs_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d) {

@@ -162,6 +162,11 @@ void core_fs_rm_tree(const char *dir);
 ftl_err core_fs_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
 /* The same open and checks; the descriptor and the recorded size. */
 ftl_err core_fs_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d);
+/* The same with the caller's access flags and creation mode (O_RDWR|O_CREAT and 0644: a file from
+ * outside that ftl also writes in place, such as the attempt fence); O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC
+ * are added. A FIFO or socket that cannot be opened for writing is refused as not a regular file. */
+ftl_err core_fs_open_regular_as(const char *path, int flags, mode_t mode, uint64_t max_bytes, int *fd_out,
+                                uint64_t *size_out, ftl_diag *d);
 
 /* n random bytes as 2n lowercase hex digits (getrandom), out holding at least 2n+1 bytes; n <= 64. */
 ftl_err core_random_hex(char *out, size_t n, ftl_diag *d);

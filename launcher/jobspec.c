@@ -7,7 +7,9 @@
  * one FTL_YB_SECTION row.
  *
  * Deliberately not here: looking the program up on PATH, checking that files or folders exist,
- * anything about a run. Those belong to the launcher, which knows the host it runs on.
+ * anything about a run. Those belong to the launcher, which knows the host it runs on. One
+ * exception: a checkpoint.l1_dir that this host has and every user may write without the sticky
+ * bit is refused here, with the field's line, rather than left to turn L1 off on every rank.
  *
  * Map:
  *   limits ............ sizes that keep hostile input cheap
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -237,7 +240,8 @@ static const char *const allowed_ftl_env_names[] = {
     "FTL_LOG_LEVEL",      "FTL_BACKEND",          "FTL_COLLECTIVE_TIMEOUT_MS", "FTL_CKPT_ALLOW_FRESH",
     "FTL_FAULT",          "FTL_CKPT_FAULT",       "FTL_CRASH_AT",              "FTL_CRASH_RANK",
     "FTL_CRASH_STEP",     "FTL_CRASH_ATTEMPT",    "FTL_CKPT_CRASH_AT",         "FTL_CKPT_CRASH_RANK",
-    "FTL_CKPT_CRASH_STEP", "FTL_CKPT_CRASH_ATTEMPT", "FTL_CKPT_L2_TRANSPORT", "FTL_CKPT_L2_TCP_FAULT", NULL};
+    "FTL_CKPT_CRASH_STEP", "FTL_CKPT_CRASH_ATTEMPT", "FTL_CKPT_L2_TRANSPORT", "FTL_CKPT_L2_TCP_FAULT",
+    "FTL_CKPT_L2_TCP_ANNOUNCE", NULL};
 
 static bool name_in(const char *name, size_t len, const char *const *list) {
   for (const char *const *p = list; *p; p++)
@@ -274,27 +278,51 @@ static ftl_err check_env_names(const ftl_job *job, const ftl_yb_doc *doc, ftl_di
   return FTL_OK;
 }
 
-/* checkpoint.levels: l1, l2 and l3, l3 always (it is where a step is committed); l2 only with l1
- * (its copies live in the partner host's L1 folder). */
+/* checkpoint.levels: l1, l2 and l3, each once, l3 always (it is where a step is committed); l2 only
+ * with l1 (its copies live in the partner host's L1 folder). An empty list is not "no list" (the
+ * default): it names no level, so it lacks l3. */
 static ftl_err check_levels(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag *d) {
-  int l1 = job->ckpt_levels_count == 0, l2 = 0, l3 = job->ckpt_levels_count == 0;
+  static const char *const names[] = {"l1", "l2", "l3"};
+  int given = ln_yb_has_field(doc, "checkpoint.levels");
+  int seen[3] = {!given, 0, !given};
   for (size_t i = 0; i < job->ckpt_levels_count; i++) {
     const char *l = job->ckpt_levels[i];
-    if (!strcmp(l, "l3"))
-      l3 = 1;
-    else if (!strcmp(l, "l2"))
-      l2 = 1;
-    else if (!strcmp(l, "l1"))
-      l1 = 1;
-    else
-      return ln_yb_fail_field(doc, "checkpoint.levels", d, "expected l1, l2 or l3, got '%s'", l);
+    size_t k = 0;
+    while (k < 3 && strcmp(l, names[k]) != 0) k++;
+    if (k == 3) return ln_yb_fail_field(doc, "checkpoint.levels", d, "expected l1, l2 or l3, got '%s'", l);
+    if (seen[k]) return ln_yb_fail_field(doc, "checkpoint.levels", d, "names %s twice", l);
+    seen[k] = 1;
   }
-  if (!l3)
-    return ln_yb_fail_field(doc, "checkpoint.levels", d,
-                            "must include l3: a step is committed in the run directory, the other levels are copies");
-  if (l2 && !l1)
+  if (!seen[2])
+    return ln_yb_fail_field(doc, "checkpoint.levels", d, "%smust include l3: a step is committed in the run directory, "
+                            "the other levels are copies", job->ckpt_levels_count ? "" : "an empty list: ");
+  if (seen[1] && !seen[0])
     return ln_yb_fail_field(doc, "checkpoint.levels", d,
                             "l2 needs l1: the partner host keeps its copies in its L1 folder (checkpoint.l1_dir)");
+  return FTL_OK;
+}
+
+/* checkpoint.l1_dir: every host's ranks make their L1 folder under it, whatever folder they start
+ * in, and the names below it must fit PATH_MAX: either wrong would turn L1 off on every rank, with
+ * only a warning in each rank's log. A root this host has and everyone may write without the
+ * sticky bit is refused too (checkpoint/levels.h, ck_l1_root_unguarded); the ranks' hosts check
+ * their own. */
+static ftl_err check_l1_dir(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag *d) {
+  const char *dir = job->ckpt_l1_dir;
+  struct stat st;
+  if (!dir) return FTL_OK;
+  if (dir[0] != '/')
+    return ln_yb_fail_field(doc, "checkpoint.l1_dir", d,
+                            "expected an absolute path (the ranks of every host make their L1 folder under it), "
+                            "got '%.200s'", dir);
+  if (strlen(dir) > CK_L1_ROOT_MAX)
+    return ln_yb_fail_field(doc, "checkpoint.l1_dir", d,
+                            "too long: %zu bytes, at most %d (the L1 paths below it, ftl-<hash>/step-N/partner/"
+                            "<shard file>, must fit PATH_MAX, %d bytes)", strlen(dir), CK_L1_ROOT_MAX, PATH_MAX);
+  if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && ck_l1_root_unguarded(st.st_mode))
+    return ln_yb_fail_field(doc, "checkpoint.l1_dir", d,
+                            "%.200s is writable by every user and has no sticky bit: any of them could rename or "
+                            "delete this run's L1 folder in it (chmod +t, as /dev/shm has)", dir);
   return FTL_OK;
 }
 
@@ -529,6 +557,8 @@ static ftl_err parse_common(const char *data, size_t size, const char *file, con
   rc = check_env_names(job, doc, d);
   if (rc) goto out;
   rc = check_levels(job, doc, d);
+  if (rc) goto out;
+  rc = check_l1_dir(job, doc, d);
   if (rc) goto out;
   if (job->min_ranks > job->ranks) {
     /* A rule across two fields: point at min_ranks, which the user set on purpose. */

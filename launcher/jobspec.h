@@ -60,10 +60,12 @@ typedef struct ftl_job {
                                (docs/formats/fleet-ledger.md); may be NULL */
   /* `preemption:` */
   /* `checkpoint:` the levels of the ranks' checkpoints (docs/checkpoint.md, "Levels") */
-  char **ckpt_levels;       /* `checkpoint.levels`: NULL-terminated, each "l1", "l2" or "l3"; empty:
-                               the default, [l1, l3] on one host, [l1, l2, l3] on several */
+  char **ckpt_levels;       /* `checkpoint.levels`: NULL-terminated, each "l1", "l2" or "l3", each at most
+                               once; empty: not given (`[]` is refused), the default, [l1, l3] on one
+                               host, [l1, l2, l3] on several */
   size_t ckpt_levels_count;
-  char *ckpt_l1_dir;        /* `checkpoint.l1_dir`: node-local memory folder; NULL: /dev/shm */
+  char *ckpt_l1_dir;        /* `checkpoint.l1_dir`: node-local memory folder, absolute, at most
+                               CK_L1_ROOT_MAX bytes; NULL: /dev/shm */
   int ckpt_l1_max_mb;       /* `checkpoint.l1_max_mb`: per rank; 0: the folder's free space */
   int64_t preempt_grace_ms; /* `preemption.grace_s`: time ranks get to checkpoint and stop after
                                SIGTERM/SIGUSR1 before they are killed; default 30 s */

@@ -967,22 +967,32 @@ static const yaml_node_t *mapping_value(yaml_document_t *doc, const yaml_node_t 
   return NULL;
 }
 
+/* The value of path (a top-level key, or section.key) in doc, or NULL; *mark (may be NULL) gets
+ * where the deepest part of it found starts, else the top-level mapping. */
+static const yaml_node_t *path_value(const ftl_yb_doc *doc, const char *path, yaml_mark_t *mark) {
+  yaml_document_t *ydoc = (yaml_document_t *)(uintptr_t)&doc->doc; /* libyaml's getters are not const */
+  const yaml_node_t *root = yaml_document_get_root_node(ydoc);
+  if (mark) *mark = root ? root->start_mark : (yaml_mark_t){0};
+  const yaml_node_t *at = root;
+  for (const char *p = path; at && *p;) {
+    size_t n = strcspn(p, ".");
+    at = mapping_value(ydoc, at, p, n);
+    if (at && mark) *mark = at->start_mark;
+    p += n + (p[n] == '.');
+  }
+  return at;
+}
+
+bool ln_yb_has_field(const ftl_yb_doc *doc, const char *path) { return doc && path_value(doc, path, NULL); }
+
 ftl_err ln_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...) {
   char detail[768];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
-  yaml_document_t *ydoc = (yaml_document_t *)(uintptr_t)&doc->doc; /* libyaml's getters are not const */
-  const yaml_node_t *root = yaml_document_get_root_node(ydoc);
-  yaml_mark_t mark = root ? root->start_mark : (yaml_mark_t){0};
-  const yaml_node_t *at = root;
-  for (const char *p = path; at && *p;) {
-    size_t n = strcspn(p, ".");
-    at = mapping_value(ydoc, at, p, n);
-    if (at) mark = at->start_mark;
-    p += n + (p[n] == '.');
-  }
+  yaml_mark_t mark;
+  path_value(doc, path, &mark);
   return ftl_diag_fail(d, FTL_ERR_SPEC, "%s:%zu:%zu: field '%s': %s", doc->file, mark.line + 1, mark.column + 1, path,
                        detail);
 }

@@ -128,6 +128,10 @@ ftl_err ln_yb_parse(const char *data, size_t size, const ftl_yb_schema *schema, 
 ftl_err ln_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Whether the document gives path (a top-level key, or section.key) at all: a list's count of 0
+ * cannot tell an empty list from an absent one. */
+bool ln_yb_has_field(const ftl_yb_doc *doc, const char *path);
+
 void ln_yb_doc_free(ftl_yb_doc *doc);
 
 /* Helpers the owners of targets use too. */

@@ -1,8 +1,9 @@
 /* tests/ckpt/test_ckpt_l2.c: the L2 level's pieces that need no MPI: the partner placement (every
  * rank's partner on the next host of the sorted host list, never its own host, spread over the
  * partner host's ranks, none with one host) and the partner copies' folder (the limit per shard,
- * oldest step evicted first, keep-only after a commit, drop, and the run's removal with them). The
- * transfers themselves are tested on real hosts by tests/fault/ft_l2.sh. */
+ * oldest step evicted first, keep-only after a commit, drop, and the run's removal with them), and
+ * the L1 roots that turn the level off (every user may write it without the sticky bit, too long).
+ * The transfers themselves are tested on real hosts by tests/fault/ft_l2.sh. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,9 +113,68 @@ static void test_folder(void) {
   CHECK(rmdir(root) == 0);
 }
 
+/* ck_l1_setup for run under root, its warnings (stderr) into said. */
+static void setup_capturing(ck_l1 *l1, const char *run, const char *root, char *said, size_t size) {
+  char log[] = "/tmp/ftl-test-l1log-XXXXXX";
+  int fd = mkstemp(log), saved = dup(2);
+  CHECK(fd >= 0 && saved >= 0);
+  fflush(stderr);
+  CHECK(dup2(fd, 2) == 2);
+  ck_l1_setup(l1, run, root, 0);
+  fflush(stderr);
+  CHECK(dup2(saved, 2) == 2);
+  close(saved);
+  ssize_t n = pread(fd, said, size - 1, 0);
+  said[n > 0 ? n : 0] = '\0';
+  close(fd);
+  unlink(log);
+}
+
+/* A root another user could rename our folder in, or one too long for the paths below it: L1 off
+ * with a warning naming the root and why, nothing made there. The sticky bit makes the same root
+ * fine. */
+static void test_root(void) {
+  char root[] = "/tmp/ftl-test-l1root-XXXXXX", run[PATH_MAX], said[8192];
+  CHECK(mkdtemp(root) != NULL);
+  snprintf(run, sizeof run, "%s/run", root);
+  CHECK(mkdir(run, 0700) == 0);
+  CHECK(chmod(root, 0777) == 0);
+  ck_l1 l1;
+  setup_capturing(&l1, run, root, said, sizeof said);
+  CHECK_STR_EQ(l1.dir, "");
+  CHECK_STR_CONTAINS(said, root);
+  CHECK_STR_CONTAINS(said, "L1 off: the L1 folder");
+  CHECK_STR_CONTAINS(said, "is writable by every user and has no sticky bit");
+  char found[PATH_MAX];
+  CHECK_INT_EQ(ck_l1_find_run(root, run, found, sizeof found), 0);
+  CHECK(chmod(root, 01777) == 0);
+  setup_capturing(&l1, run, root, said, sizeof said);
+  CHECK(l1.dir[0] != '\0');
+  CHECK(exists(l1.dir));
+  CHECK_STR_EQ(said, "");
+  ck_l1_forget_run(root, run);
+  CHECK(!exists(l1.dir));
+  CHECK(chmod(root, 0700) == 0);
+  /* A folder whose path is longer than CK_L1_ROOT_MAX (folders of 250 bytes, one in another). */
+  char deep[PATH_MAX];
+  snprintf(deep, sizeof deep, "%s", root);
+  while (strlen(deep) <= CK_L1_ROOT_MAX) {
+    size_t n = strlen(deep);
+    deep[n] = '/';
+    memset(deep + n + 1, 'd', 250);
+    deep[n + 251] = '\0';
+    CHECK(mkdir(deep, 0700) == 0);
+  }
+  setup_capturing(&l1, run, deep, said, sizeof said);
+  CHECK_STR_EQ(l1.dir, "");
+  CHECK_STR_CONTAINS(said, "bytes long, more than the");
+  CHECK_INT_EQ(ftl_test_rm_rf(root), 0);
+}
+
 int main(void) {
   test_placement();
   test_folder();
+  test_root();
   printf("ok\n");
   return 0;
 }

@@ -18,6 +18,7 @@
 
 #include <xxhash.h>
 
+#include "checkpoint/levels.h"
 #include "ftl/core.h"
 #include "ftl_test.h"
 #include "launcher/jobspec.h"
@@ -318,6 +319,14 @@ static void test_unknown_fields(void) {
                 "field 'checkpoint.levels': l2 needs l1: the partner host keeps its copies in its L1 folder");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l3, disk]}\n",
                 "field 'checkpoint.levels': expected l1, l2 or l3, got 'disk'");
+  /* An empty list is not the default (no list): it names no level at all. A level named twice is
+   * a mistake, not a second copy. */
+  CHECK_ERR("ranks: 1\nprogram: p\ncheckpoint: {levels: []}\n",
+            "job.yaml:3:22: field 'checkpoint.levels': an empty list: must include l3: a step is committed in the run "
+            "directory, the other levels are copies");
+  CHECK_ERR("ranks: 1\nprogram: p\ncheckpoint:\n  levels: [l1, l1, l3]\n",
+            "job.yaml:4:11: field 'checkpoint.levels': names l1 twice");
+  CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l3, l1, l3]}\n", "field 'checkpoint.levels': names l3 twice");
   ftl_job *lv = parse_ok("ranks: 2\nprogram: p\ncheckpoint: {levels: [l1, l2, l3]}\n");
   CHECK(ln_job_ckpt_l1(lv) && ln_job_ckpt_l2(lv));
   CHECK_INT_EQ(ln_job_ckpt_l2_mode(lv), 1);
@@ -1048,6 +1057,48 @@ static void test_fault_tolerance_fields(void) {
   CHECK_ERR_HAS("ranks: 2\nprogram: p\npreemption: 30\n", "field 'preemption'");
 }
 
+/* checkpoint.l1_dir: absolute, short enough for the L1 paths below it, and where this host has it
+ * not writable by every user without the sticky bit (each of which would leave L1 off on every
+ * rank, checkpoint/levels.c). */
+static void test_l1_dir(void) {
+  CHECK_ERR("ranks: 1\nprogram: p\ncheckpoint: {l1_dir: shm}\n",
+            "job.yaml:3:22: field 'checkpoint.l1_dir': expected an absolute path (the ranks of every host make "
+            "their L1 folder under it), got 'shm'");
+  static char spec[CK_L1_ROOT_MAX + 128];
+  char dir[CK_L1_ROOT_MAX + 2];
+  memset(dir, 'a', sizeof dir - 1);
+  dir[0] = '/';
+  dir[sizeof dir - 1] = '\0';
+  snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\ncheckpoint: {l1_dir: %s}\n", dir);
+  char want[400];
+  snprintf(want, sizeof want, "field 'checkpoint.l1_dir': too long: %d bytes, at most %d (the L1 paths below it",
+           CK_L1_ROOT_MAX + 1, CK_L1_ROOT_MAX);
+  CHECK_ERR_HAS(spec, want);
+  /* A path of 5000 bytes (the review's), and one of exactly the limit, which is taken. */
+  static char big[5200];
+  snprintf(big, sizeof big, "ranks: 1\nprogram: p\ncheckpoint: {l1_dir: /%05000d}\n", 0);
+  CHECK_ERR_HAS(big, "field 'checkpoint.l1_dir': too long: 5001 bytes");
+  dir[CK_L1_ROOT_MAX] = '\0';
+  snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\ncheckpoint: {l1_dir: %s}\n", dir);
+  ln_job_destroy(parse_ok(spec));
+  /* A folder here that every user may write: refused without the sticky bit, taken with it. A
+   * folder this host does not have is the ranks' hosts' to check. */
+  char shared[64];
+  snprintf(shared, sizeof shared, "%s/l1-open", tmp_dir);
+  CHECK(mkdir(shared, 0700) == 0);
+  CHECK(chmod(shared, 0777) == 0);
+  snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\ncheckpoint:\n  l1_dir: %s\n", shared);
+  snprintf(want, sizeof want, "job.yaml:4:11: field 'checkpoint.l1_dir': %s is writable by every user and has no "
+           "sticky bit", shared);
+  CHECK_ERR_HAS(spec, want);
+  CHECK(chmod(shared, 01777) == 0);
+  ln_job_destroy(parse_ok(spec));
+  CHECK(chmod(shared, 0755) == 0);
+  ln_job_destroy(parse_ok(spec));
+  CHECK(rmdir(shared) == 0);
+  ln_job_destroy(parse_ok(spec));
+}
+
 int main(void) {
   struct {
     const char *name;
@@ -1082,6 +1133,7 @@ int main(void) {
       {"from_argv", test_from_argv},
       {"alloc_failures", test_alloc_failures},
       {"fault_tolerance_fields", test_fault_tolerance_fields},
+      {"l1_dir", test_l1_dir},
   };
   if (!mkdtemp(tmp_dir)) FTL_TEST_FAIL_("mkdtemp: %s", strerror(errno));
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

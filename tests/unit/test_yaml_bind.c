@@ -105,6 +105,17 @@ int main(void) {
   CHECK_STR_EQ(c.evaluator, "e");
   CHECK_INT_EQ(ln_yb_fail_field(doc, "limits.min_samples", &d, "must be even, got %d", c.min_samples), FTL_ERR_SPEC);
   CHECK_STR_EQ(d.msg, "gate.yaml:3:16: field 'limits.min_samples': must be even, got 7");
+  CHECK(ln_yb_has_field(doc, "limits.min_samples") && ln_yb_has_field(doc, "evaluator"));
+  CHECK(!ln_yb_has_field(doc, "limits.timeout_s") && !ln_yb_has_field(doc, "args"));
+  ln_yb_doc_free(doc);
+  cfg_free(&c);
+
+  /* An empty list is given, with a count of 0 like an absent one: only the document tells them apart. */
+  memset(&c, 0, sizeof c);
+  text = "evaluator: e\nargs: []\n";
+  CHECK_OK(ln_yb_parse(text, strlen(text), &gate_schema, "gate.yaml", NULL, &c, &doc, &d), d.msg);
+  CHECK_INT_EQ(c.args_count, 0);
+  CHECK(ln_yb_has_field(doc, "args") && !ln_yb_has_field(doc, "env"));
   ln_yb_doc_free(doc);
   cfg_free(&c);
 

@@ -1,9 +1,10 @@
 /* pipeline/archive_seam.c: the one file that talks to libarchive (archive_seam.h).
  *
  * Map: the writer (memory or fd sink, entries fed in fixed pieces); the reader's input (a bounded
- * regular file or memory, hashed as it is read); the walk of the decompressed tar stream that
- * catches what libarchive reads past; the reader itself (a raw-format archive that decompresses,
- * teeing into the walk and into a tar-format archive that parses entries).
+ * regular file or memory, hashed as it is read); the walk of the decompressed tar stream and the
+ * walk of the input's zstd frames, which catch what libarchive reads past; the reader itself (a
+ * raw-format archive that decompresses, teeing into the walk and into a tar-format archive that
+ * parses entries).
  *
  * Not here: the package's rules (pipeline/package.c). */
 #include "pipeline/archive_seam.h"
@@ -249,8 +250,7 @@ typedef struct walk {
   char *pax;     /* W_PAX: the extended header's records */
   size_t pax_len, pax_need;
   uint64_t pax_pad; /* its padding, passed over afterwards */
-  int pax_global;
-  int have_size; /* a pax `size` record for the next header */
+  int have_size;    /* a pax `size` record for the next header */
   uint64_t next_size;
   uint64_t headers; /* headers seen, for messages */
   uint64_t trail;   /* zero bytes after the end-of-archive marker */
@@ -317,7 +317,7 @@ static void walk_pax(walk *k) {
                   vlen - strnlen(val, vlen) - 1);
         return;
       }
-    } else if (klen == 4 && !memcmp(key, "size", 4) && !k->pax_global) {
+    } else if (klen == 4 && !memcmp(key, "size", 4)) {
       uint64_t v = 0;
       for (size_t j = 0; j < vlen && val[j] >= '0' && val[j] <= '9' && v < ((uint64_t)1 << 60); j++)
         v = v * 10 + (uint64_t)(val[j] - '0');
@@ -345,7 +345,16 @@ static void walk_header(walk *k) {
   k->headers++;
   uint64_t size = header_size(h);
   char type = (char)h[156];
-  if (type == 'x' || type == 'g') {
+  /* libarchive applies a global header's records to nothing and reports nothing, but other readers
+   * apply them (a `path`, a `size`) to every later entry: a second reading of the same bytes. */
+  if (type == 'g') {
+    walk_fail(k,
+              "header %llu is a pax global header, which would change how every later entry is read (a package "
+              "has none); refused",
+              (unsigned long long)k->headers);
+    return;
+  }
+  if (type == 'x') {
     if (size > PL_AR_MAX_PAX) {
       walk_fail(k, "header %llu: a pax header of %llu bytes, over the limit of %llu; refused",
                 (unsigned long long)k->headers, (unsigned long long)size, (unsigned long long)PL_AR_MAX_PAX);
@@ -359,7 +368,6 @@ static void walk_header(walk *k) {
     k->pax_len = 0;
     k->pax_need = (size_t)size;
     k->pax_pad = round_block(size) - size;
-    k->pax_global = type == 'g';
     k->state = W_PAX;
     return;
   }
@@ -436,6 +444,122 @@ static void walk_end(walk *k) {
     walk_fail(k, "the archive is cut short inside header %llu or its data; refused", (unsigned long long)k->headers);
 }
 
+/* ---- the walk of the compressed input --------------------------------------------------------- */
+
+/* A zstd stream is a sequence of frames (RFC 8878): a frame is a magic number, a header whose length
+ * its descriptor byte gives, blocks (a 3-byte header: last-block flag, type, size) and an optional
+ * 4-byte checksum. The walk follows that much, to see where each frame ends and what comes next:
+ * libzstd passes over a skippable frame (magic 0x184D2A50..0x184D2A5F) without a word, and what
+ * libarchive says of bytes that are no frame depends on where they fall, so both are refused here,
+ * by offset. Input that does not start with a frame is not zstd: the walk leaves it alone. */
+#define Z_MAGIC_FRAME 0xFD2FB528u
+#define Z_MAGIC_SKIPPABLE 0x184D2A50u /* the low 4 bits are free */
+
+enum { Z_MAGIC, Z_DESC, Z_BLOCK, Z_OFF };
+
+typedef struct zwalk {
+  int state;
+  unsigned char b[4]; /* the field being read */
+  size_t have, need;
+  uint64_t skip;   /* bytes to pass over (a block's content, a checksum) */
+  int checksum;    /* the current frame ends with one */
+  uint64_t off;    /* input bytes walked */
+  uint64_t at;     /* where the current frame started */
+  uint64_t frames; /* frames begun */
+  int failed;
+  char msg[sizeof(((ftl_diag *)0)->msg)];
+} zwalk;
+
+__attribute__((format(printf, 2, 3))) static void zwalk_fail(zwalk *z, const char *fmt, ...) {
+  if (z->failed) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(z->msg, sizeof z->msg, fmt, ap);
+  va_end(ap);
+  z->failed = 1;
+}
+
+/* The field in z->b is whole: what it says, and the next field. */
+static void zwalk_field(zwalk *z) {
+  static const unsigned dict_len[4] = {0, 1, 2, 4}, fcs_len[4] = {0, 2, 4, 8};
+  uint32_t v = (uint32_t)z->b[0] | (uint32_t)z->b[1] << 8 | (uint32_t)z->b[2] << 16 | (uint32_t)z->b[3] << 24;
+  z->have = 0;
+  switch (z->state) {
+  case Z_MAGIC:
+    if (v == Z_MAGIC_FRAME) {
+      z->frames++;
+      z->state = Z_DESC;
+      z->need = 1;
+    } else if ((v & ~0xFu) == Z_MAGIC_SKIPPABLE) {
+      zwalk_fail(z,
+                 "the package holds a zstd skippable frame at offset %llu (bytes the decompressor passes over "
+                 "without a word: a payload no manifest declares); refused",
+                 (unsigned long long)z->at);
+    } else if (!z->frames) {
+      z->state = Z_OFF;
+    } else {
+      zwalk_fail(z,
+                 "the package holds data after the end of the archive (offset %llu, after its last zstd frame, "
+                 "is not a zstd frame); refused",
+                 (unsigned long long)z->at);
+    }
+    break;
+  case Z_DESC: {
+    unsigned single = (v >> 5) & 1, fcs = v >> 6;
+    z->checksum = (v >> 2) & 1;
+    /* The rest of the header (window, dictionary id, content size) is passed over. */
+    z->skip = (single ? 0 : 1) + dict_len[v & 3] + (fcs || !single ? fcs_len[fcs] : 1);
+    z->state = Z_BLOCK;
+    z->need = 3;
+    break;
+  }
+  default: /* Z_BLOCK */
+    if (((v >> 1) & 3) == 3) {
+      zwalk_fail(z, "the zstd frame at offset %llu holds a block of the reserved type; refused",
+                 (unsigned long long)z->at);
+      break;
+    }
+    z->skip = ((v >> 1) & 3) == 1 ? 1 : v >> 3; /* an RLE block's content is its one byte */
+    z->need = 3;
+    if (v & 1) {
+      z->skip += z->checksum ? 4 : 0;
+      z->state = Z_MAGIC;
+      z->need = 4;
+    }
+  }
+  memset(z->b, 0, sizeof z->b);
+}
+
+static void zwalk_feed(zwalk *z, const unsigned char *p, size_t n) {
+  while (n && !z->failed && z->state != Z_OFF) {
+    if (z->skip) {
+      size_t m = z->skip < n ? (size_t)z->skip : n;
+      z->skip -= m;
+      z->off += m;
+      p += m;
+      n -= m;
+      continue;
+    }
+    if (z->state == Z_MAGIC && !z->have) z->at = z->off;
+    z->b[z->have++] = *p++;
+    n--;
+    z->off++;
+    if (z->have == z->need) zwalk_field(z);
+  }
+}
+
+/* At the end of the input. */
+static void zwalk_end(zwalk *z) {
+  if (z->failed || z->state == Z_OFF || !z->frames) return;
+  if (z->state == Z_MAGIC && !z->skip && z->have)
+    zwalk_fail(z,
+               "the package holds data after the end of the archive (%zu bytes at offset %llu, after its last zstd "
+               "frame, that are not a frame); refused",
+               z->have, (unsigned long long)z->at);
+  else if (z->state != Z_MAGIC || z->skip)
+    zwalk_fail(z, "the zstd frame at offset %llu is cut short; refused", (unsigned long long)z->at);
+}
+
 /* ---- reader -------------------------------------------------------------------------------- */
 
 #define AR_BUF ((size_t)1 << 16)
@@ -451,7 +575,8 @@ struct pl_archive_r {
   char in_msg[256];
   unsigned char *inbuf, *buf; /* AR_BUF each */
   int raw_eof, raw_failed;
-  walk k;
+  zwalk z; /* of the input */
+  walk k;  /* of the decompressed stream */
 };
 
 void pl_ar_close(pl_archive_r *r) {
@@ -467,7 +592,8 @@ void pl_ar_close(pl_archive_r *r) {
 }
 
 /* The input as libarchive's read callback: from the file through the seam, or from memory,
- * never more than in_max bytes (a file that grows after its size was checked stops there). */
+ * never more than in_max bytes (a file that grows after its size was checked stops there), walked
+ * frame by frame on its way (a problem the walk finds stops the reader at once). */
 static la_ssize_t in_read(struct archive *a, void *ctx, const void **out) {
   pl_archive_r *r = ctx;
   size_t n = 0;
@@ -495,6 +621,14 @@ static la_ssize_t in_read(struct archive *a, void *ctx, const void **out) {
       archive_set_error(a, EFBIG, "%s", r->in_msg);
       return -1;
     }
+  }
+  if (n)
+    zwalk_feed(&r->z, *out, n);
+  else
+    zwalk_end(&r->z);
+  if (r->z.failed) {
+    archive_set_error(a, EINVAL, "%s", r->z.msg);
+    return -1;
   }
   pl_sha256_update(r->in_h, *out, n);
   r->in_off += n;
@@ -536,6 +670,7 @@ static la_ssize_t tee_read(struct archive *a, void *ctx, const void **out) {
  * decompressor's, or libarchive's own. */
 static ftl_err ar_fail(pl_archive_r *r, const char *fallback, ftl_diag *d) {
   if (r->in_failed) return ftl_diag_fail(d, FTL_ERR_IO, "%s", r->in_msg);
+  if (r->z.failed) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s", r->z.msg);
   if (r->k.failed) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s", r->k.msg);
   if (r->raw_failed)
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the compressed stream is damaged: %s",
@@ -556,7 +691,7 @@ static ftl_err ar_open(pl_archive_r *r, ftl_diag *d) {
     return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "libarchive cannot read tar+zstd here: %s",
                          archive_error_string(r->raw) ? archive_error_string(r->raw) : "?");
   if (archive_read_open2(r->raw, r, NULL, in_read, NULL, NULL) != ARCHIVE_OK) {
-    if (r->in_failed) return ftl_diag_fail(d, FTL_ERR_IO, "%s", r->in_msg);
+    if (r->in_failed || r->z.failed) return ar_fail(r, "?", d);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "not a package: %s",
                          archive_error_string(r->raw) ? archive_error_string(r->raw) : "unreadable");
   }
@@ -566,7 +701,7 @@ static ftl_err ar_open(pl_archive_r *r, ftl_diag *d) {
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the package is compressed %d times (zstd inside zstd); refused",
                          archive_filter_count(r->raw) - 1);
   if (archive_read_next_header(r->raw, &ae) != ARCHIVE_OK) {
-    if (r->in_failed) return ftl_diag_fail(d, FTL_ERR_IO, "%s", r->in_msg);
+    if (r->in_failed || r->z.failed) return ar_fail(r, "?", d);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "not a package: %s",
                          archive_error_string(r->raw) ? archive_error_string(r->raw) : "unreadable");
   }
@@ -578,6 +713,7 @@ static ftl_err ar_new(pl_archive_r **out, ftl_diag *d) {
   *out = ftl_calloc(1, sizeof **out);
   if (!*out) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory opening an archive");
   (*out)->fd = -1;
+  (*out)->z.need = 4;
   return FTL_OK;
 }
 
@@ -633,7 +769,8 @@ ftl_err pl_ar_open_memory(const void *bytes, size_t size, pl_archive_r **out, ft
 }
 
 /* After the tar reader's end: the rest of the decompressed stream goes through the walk, which
- * accepts zero padding only and must have seen the end-of-archive marker. */
+ * accepts zero padding only and must have seen the end-of-archive marker; then the rest of the
+ * input through the frame walk, which must end at the end of a zstd frame. */
 static ftl_err ar_drain(pl_archive_r *r, ftl_diag *d) {
   while (!r->raw_eof && !r->k.failed) {
     la_ssize_t n = archive_read_data(r->raw, r->buf, AR_BUF);
@@ -648,7 +785,13 @@ static ftl_err ar_drain(pl_archive_r *r, ftl_diag *d) {
       walk_feed(&r->k, r->buf, (size_t)n);
     }
   }
-  if (r->in_failed || r->k.failed || r->raw_failed) return ar_fail(r, "?", d);
+  /* The decompressor has had the whole input when it ends, but that is libarchive's habit, not
+   * its promise: whatever is left is walked too, up to the input's end (which ends the walk). */
+  while (!r->k.failed && !r->raw_failed && !r->in_failed && !r->z.failed) {
+    const void *p;
+    if (in_read(r->raw, r, &p) <= 0) break;
+  }
+  if (r->in_failed || r->z.failed || r->k.failed || r->raw_failed) return ar_fail(r, "?", d);
   return FTL_OK;
 }
 
@@ -694,14 +837,15 @@ ftl_err pl_ar_read(pl_archive_r *r, void *buf, size_t n, size_t *got, ftl_diag *
 }
 
 ftl_err pl_ar_input_digest(pl_archive_r *r, uint64_t *size, char hex[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
-  /* The decompressor stops at the end of its last frame; whatever the input still holds is
-   * hashed too, so the digest is of the whole input. */
+  /* At the archive's end the input was walked to its end (ar_drain); whatever a caller that
+   * stopped earlier left is hashed too, so the digest is of the whole input. */
   while (!r->mem && !r->in_failed) {
     const void *p;
     la_ssize_t n = in_read(r->raw, r, &p);
     if (n <= 0) break;
   }
   if (r->in_failed) return ftl_diag_fail(d, FTL_ERR_IO, "%s", r->in_msg);
+  if (r->z.failed) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s", r->z.msg);
   if (r->mem) {
     pl_sha256_update(r->in_h, r->mem + r->in_off, (size_t)(r->in_size - r->in_off));
     r->in_off = r->in_size;

@@ -11,8 +11,10 @@
  * type so the caller can refuse anything that is not a plain file. Beside libarchive's tar reader,
  * the decompressed stream is walked block by block (a tar has no other structure to hide in), and
  * what libarchive reads past silently is refused: zstd inside zstd, a NUL byte in a pax path, a
- * tar without its two-block end-of-archive marker, and any byte after that marker other than
- * zero padding (at most PL_AR_MAX_PADDING). The input is a regular file of bounded size.
+ * pax global header, a tar without its two-block end-of-archive marker, and any byte after that
+ * marker other than zero padding (at most PL_AR_MAX_PADDING). The compressed input is walked frame
+ * by frame too: a zstd skippable frame, or bytes after the last frame that are not a frame, are
+ * refused. The input is a regular file of bounded size.
  *
  * Not here: what a package holds (pipeline/package.c). Internal to pipeline/. Thread-safety: one
  * handle per thread. */
@@ -77,7 +79,7 @@ ftl_err pl_ar_open_file(const char *path, uint64_t max_bytes, pl_archive_r **out
 /* bytes are borrowed until pl_ar_close. */
 ftl_err pl_ar_open_memory(const void *bytes, size_t size, pl_archive_r **out, ftl_diag *d);
 /* The next entry's header; *eof set at the end of the archive, once the rest of the stream has
- * been checked to be zero padding. */
+ * been checked to be zero padding and the input to end with its last zstd frame. */
 ftl_err pl_ar_next(pl_archive_r *r, pl_ar_entry *e, int *eof, ftl_diag *d);
 /* True when the input is zstd-compressed, once (valid after open). */
 int pl_ar_is_zstd(pl_archive_r *r);

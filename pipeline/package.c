@@ -7,6 +7,7 @@
  * canonicalize (a package taken in is stored as the bytes ftl's writer makes of its entries). */
 #include "pipeline/package.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +62,39 @@ void pl_package_manifest_free(ftl_package_manifest *m) {
     ftl_free(m->files[i].name);
   ftl_free(m->files);
   ftl_free(m);
+}
+
+/* 1 when a and b name the same entry of the unpack folder on a file system that folds case or
+ * drops trailing dots (Windows, macOS; a copy made there, or a reader that compares so): their top
+ * components ("base" for a base file) compared without case and without trailing dots. */
+static int names_fold_alike(const char *a, const char *b) {
+  size_t na = strcspn(a, "/"), nb = strcspn(b, "/");
+  while (na && a[na - 1] == '.')
+    na--;
+  while (nb && b[nb - 1] == '.')
+    nb--;
+  if (na != nb) return 0;
+  for (size_t i = 0; i < na; i++)
+    if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i])) return 0;
+  return 1;
+}
+
+/* Refuses two declared names (MANIFEST.json's own among them) that fold alike: unpacked where
+ * case is folded, one file would silently take the other's place. The base files share base/. */
+static ftl_err check_folded_names(const ftl_package_manifest *m, ftl_diag *d) {
+  for (size_t i = 0; i <= m->n_files; i++) {
+    const char *a = i < m->n_files ? m->files[i].name : FTL_PACKAGE_MANIFEST;
+    for (size_t j = 0; j < i && j < m->n_files; j++) {
+      const char *b = m->files[j].name;
+      if (pl_package_is_base_file(a) && pl_package_is_base_file(b)) continue;
+      if (names_fold_alike(a, b))
+        return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                             "%s declares \"%s\" and \"%s\", which differ only by case or trailing dots (one file "
+                             "on a case-insensitive file system); refused",
+                             FTL_PACKAGE_MANIFEST, b, a);
+    }
+  }
+  return FTL_OK;
 }
 
 ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits_in,
@@ -153,6 +187,7 @@ ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_pack
                        FTL_PACKAGE_MANIFEST, m->n_base, PL_PACKAGE_N_BASE);
     goto out;
   }
+  if ((rc = check_folded_names(m, d))) goto out;
   for (size_t k = 0; k < N_REQUIRED; k++) {
     size_t i = 0;
     while (i < m->n_files && strcmp(m->files[i].name, required_files[k]))

@@ -14,15 +14,17 @@
  * Reading (pl_package_unpack) trusts nothing: only regular files named in the manifest, in its
  * order, with its sizes; no '/', '..', absolute names, links, devices or FIFOs; no entry beyond the
  * declared ones; every SHA-256 checked; the total bounded (a zstd bomb stops at the declared
- * sizes); nothing hidden where libarchive reads past (zstd inside zstd, a NUL in a pax path, a
- * missing end-of-archive marker, data after it: refused, archive_seam.h). Files are written with
- * O_EXCL|O_NOFOLLOW into a fresh mkdtemp folder next to the target, which must then hold exactly
- * the declared files, and is renamed into place only when everything checked out.
+ * sizes); no two names that fold alike (differ only by case or trailing dots); nothing hidden
+ * where libarchive reads past (zstd inside zstd, a NUL in a pax path, a pax global header, a
+ * missing end-of-archive marker, data after it, a zstd skippable frame, bytes after the last zstd
+ * frame: refused, archive_seam.h). Files are written with O_EXCL|O_NOFOLLOW into a fresh mkdtemp
+ * folder next to the target, which must then hold exactly the declared files, and is renamed into
+ * place only when everything checked out.
  *
  * Taking a package in (pl_package_canonicalize): the offered bytes are never stored; ftl's writer
  * re-makes the package from the verified entries, so packaging noise (modes, owners, times, pax
- * records, a pax global header, zstd frames, skippable frames, padding, compression level) is
- * dropped, and an untampered ftl-made package comes out byte-identical (same version id anyway).
+ * records, zstd frames, padding, compression level) is dropped, and an untampered ftl-made
+ * package comes out byte-identical (same version id anyway).
  *
  * Thread-safety: reentrant. */
 #ifndef FTL_PIPELINE_PACKAGE_H
@@ -121,8 +123,8 @@ typedef struct ftl_package_info {
  * problem), and writes into out_fd the bytes ftl's own writer makes of the verified entries:
  * MANIFEST.json then the declared files, each mode 0644, uid/gid 0, no names, mtime 0, one zstd
  * frame at ftl's level, a proper end-of-archive and nothing after it. What the offered file carried
- * besides (modes, setuid bits, owners, times, extra pax records, a pax global header, several zstd
- * frames, skippable frames, zero padding) is not in the output; the version id is the same.
+ * besides (modes, setuid bits, owners, times, extra pax records, several zstd frames, zero
+ * padding) is not in the output; the version id is the same.
  *
  * out_fd: borrowed, an empty regular file open for writing; bytes go from offset 0 through the
  * file seam (core/fs.h: pwrite, then fsync) and nothing else is done to it (not closed, not

@@ -6,11 +6,13 @@
  *
  * Everything read from the registry is opened O_NOFOLLOW|O_NONBLOCK and checked to be a regular
  * file of bounded size (core_fs_read_regular): a FIFO or device planted in it is refused, never waited
- * on while the lock is held. */
+ * on while the lock is held. A version folder is a real folder, never a link followed out of the
+ * registry (pl_reg_version_complete). */
 #include "pipeline/registry_store.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,8 +305,64 @@ ftl_err pl_reg_replay_channel(const char *text, size_t size, const char *audit_p
 
 /* ---- versions ------------------------------------------------------------------------------ */
 
-/* FTL_OK when versions/<id>/ holds a package (a regular file) and a MANIFEST.json whose SHA-256
- * is id. The manifest bytes into *man (may be NULL; freed with ftl_free). */
+/* Refuses a version folder that is not a real folder of the registry's: everything under
+ * versions/<id>/ is read and served by path, so a symbolic link planted there (or a file system
+ * mounted there) would serve another tree's files as this version. The adapter's folder and its
+ * versions/ are opened O_NOFOLLOW from the registry's root, the version folder O_NOFOLLOW from
+ * versions/ (openat), and it must be on versions/' own file system, where ftl's rename put it.
+ * A writer who can rename inside versions/ can replace a version anyway: this is against a planted
+ * link, not a racing writer. */
+static ftl_err version_dir_check(const ftl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
+  const char *parts[] = {name, "versions", id};
+  char shown[4096];
+  struct stat up, st;
+  int fd = core_fs_table.open(reg->root, O_RDONLY | O_DIRECTORY, 0), nfd = -1;
+  ftl_err rc = FTL_OK;
+  if (fd < 0 && errno == ENOENT) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s has no version %s", name, id);
+  if (fd < 0) return ftl_diag_fail(d, core_errno_to_err(errno), "cannot open %s: %s", reg->root, strerror(errno));
+  snprintf(shown, sizeof shown, "%s", reg->root);
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    size_t at = strlen(shown);
+    snprintf(shown + at, sizeof shown - at, "/%s", parts[i]);
+    nfd = core_fs_table.openat(fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+    if (nfd < 0) {
+      int e = errno;
+      if (e == ENOENT)
+        rc = ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s has no version %s", name, id);
+      else if (e == ELOOP || e == ENOTDIR)
+        rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                           "version %.12s of %s: %s is a symbolic link or not a folder; a version is served only "
+                           "from the registry's own folders; refused",
+                           id, name, shown);
+      else
+        rc = ftl_diag_fail(d, core_errno_to_err(e), "version %.12s of %s: cannot open %s: %s", id, name, shown,
+                           strerror(e));
+      goto out;
+    }
+    if (i == 2 && (fstat(fd, &up) || fstat(nfd, &st))) {
+      rc = ftl_diag_fail(d, FTL_ERR_IO, "version %.12s of %s: cannot stat %s: %s", id, name, shown, strerror(errno));
+      goto out;
+    }
+    if (i == 2 && st.st_dev != up.st_dev) {
+      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "version %.12s of %s: %s is on another file system than its versions/ folder (mounted "
+                         "there?); a version is served only from the registry's own folders; refused",
+                         id, name, shown);
+      goto out;
+    }
+    core_fs_table.close(fd);
+    fd = nfd;
+    nfd = -1;
+  }
+out:
+  if (nfd >= 0) core_fs_table.close(nfd);
+  core_fs_table.close(fd);
+  return rc;
+}
+
+/* FTL_OK when versions/<id>/ is a real folder of the registry's holding a package (a regular file)
+ * and a MANIFEST.json whose SHA-256 is id. The manifest bytes into *man (may be NULL; freed with
+ * ftl_free). */
 ftl_err pl_reg_version_complete(const ftl_registry_ref *reg, const char *name, const char *id, char **man,
                                 size_t *man_size, ftl_diag *d) {
   char path[4096], rel[160], hex[PL_REG_ID_LEN + 1];
@@ -317,6 +375,7 @@ ftl_err pl_reg_version_complete(const ftl_registry_ref *reg, const char *name, c
   snprintf(rel, sizeof rel, "versions/%s/%s", id, FTL_PACKAGE_MANIFEST);
   ftl_err rc = pl_reg_path(path, sizeof path, reg, name, rel, d);
   if (rc) return rc;
+  if ((rc = version_dir_check(reg, name, id, d))) return rc;
   rc = core_fs_read_regular(path, PL_REG_MANIFEST_MAX_BYTES, &text, &size, &rd);
   if (rc == FTL_ERR_NOTFOUND) return ftl_diag_fail(d, rc, "%s has no version %s", name, id);
   if (rc) return ftl_diag_fail(d, rc, "%s", rd.msg);

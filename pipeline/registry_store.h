@@ -84,7 +84,11 @@ ftl_err pl_reg_replay_channel(const char *text, size_t size, const char *audit_p
                               ftl_diag *d);
 
 /* FTL_OK when versions/<id>/ holds a package (a regular file) and a MANIFEST.json whose SHA-256
- * is id. The manifest bytes into *man (may be NULL; freed with ftl_free). */
+ * is id. The adapter's folder, versions/ and versions/<id>/ must be real folders (opened
+ * O_NOFOLLOW from the registry's root), the last on versions/' file system: a link planted there
+ * is refused (FTL_ERR_CORRUPT, naming the version), never followed out of the registry. Every
+ * query and move of a version passes here first. The manifest bytes into *man (may be NULL;
+ * freed with ftl_free). */
 ftl_err pl_reg_version_complete(const ftl_registry_ref *reg, const char *name, const char *id, char **man,
                                 size_t *man_size, ftl_diag *d);
 

@@ -1,8 +1,9 @@
 /* tests/pipeline/fuzz_package.c: libFuzzer harness for the package reader (pipeline/package.h):
  * the MANIFEST.json parser on the raw input, and the whole reader (tar, optionally zstd, and the
- * seam's walk of the decompressed stream: pax records, end-of-archive, trailing bytes) in
- * verify-only mode. Any input is refused with a message or accepted; nothing is written. The
- * corpus holds a good package and the forms tamper.py makes that the walk refuses. */
+ * seam's walks of the decompressed stream: pax records, end-of-archive, trailing bytes; and of
+ * the zstd frames: skippable frames, bytes after the last frame) in verify-only mode. Any input is
+ * refused with a message or accepted; nothing is written. The corpus holds a good package and the
+ * forms tamper.py makes that the walks or the manifest's name rules refuse. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

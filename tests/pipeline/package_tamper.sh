@@ -1,10 +1,10 @@
 # Tampered packages, made with Python's tarfile and the zstd command (tamper.py): each is refused
 # by the reader with a message naming the problem, in verify-only mode, when unpacking and when
-# canonicalizing (taking a package in); the target folder never appears, no temporary folder or
-# file is left, and nothing is written anywhere else. The same entries in other packaging (extra
-# zstd frames, skippable frames, a pax global header, setuid modes, foreign owners...) are
-# accepted, and canonicalized back to exactly the bytes of the good package: none of the extra
-# survives. An untampered package canonicalizes to itself, byte for byte.
+# canonicalizing (taking a package in), and by `ftl registry publish --unverified`; the target
+# folder never appears, no temporary folder or file is left, and nothing is written anywhere else.
+# The same entries in other packaging (the tar over several zstd frames, setuid modes, foreign
+# owners...) are accepted, and canonicalized back to exactly the bytes of the good package: none
+# of the extra survives. An untampered package canonicalizes to itself, byte for byte.
 . "$FTL_SOURCE_DIR/tests/pipeline/lib.sh" || exit 1
 PY=
 for p in /usr/bin/python3 python3; do
@@ -59,6 +59,12 @@ refused onezero "ends with one zero block, not the two"
 refused zstd2 "zstd inside zstd"
 refused tar2 "data after the end of the archive"
 refused frame2_tar "data after the end of the archive"
+# Issue 32: what is no packaging noise but a second meaning (or a hidden payload) is refused too.
+refused global "is a pax global header"
+refused skippable "zstd skippable frame at offset"
+refused skippable_first "zstd skippable frame at offset 0 "
+refused trailing "after its last zstd frame, is not a zstd frame"
+refused casefold "declares \"ADAPTER_CONFIG.json\" and \"adapter_config.json\", which differ only by case"
 
 # normalised KIND: the same entries, other bytes; accepted under the same id, and taken in as
 # exactly the good package's bytes.
@@ -78,9 +84,6 @@ normalised() {
 }
 normalised frame2_zeros
 normalised split
-normalised skippable
-normalised skippable_first
-normalised global
 normalised setuid
 normalised owner
 
@@ -107,13 +110,20 @@ pipeline_tool unpack noise.tar.zst out/target >noise.out 2>&1 && fail "random by
 # Taken into a registry, an oddly packaged form is stored as ftl's own bytes: the stored package
 # is the good package, byte for byte, under the same version (ftl registry publish).
 REG=$SCRATCH/reg
-for kind in setuid global skippable; do
+for kind in setuid owner split; do
   ftl registry publish --registry "$REG" tampered "odd-$kind.tar.zst" --unverified >pub-$kind.out 2>&1 ||
     { cat pub-$kind.out >&2; fail "$kind: registry publish refused a normalisable package"; }
   cmp good.tar.zst "$REG/tampered/versions/$id/package.tar.zst" ||
     fail "$kind: the registry stored the offered bytes, not ftl's canonical ones"
 done
 [ "$(ls "$REG/tampered/versions")" = "$id" ] || fail "several versions for one adapter: $(ls "$REG/tampered/versions")"
+# --unverified skips the gate's signature, not the package's checks.
+for kind in casefold global skippable trailing; do
+  ftl registry publish --registry "$REG" tampered "bad-$kind.tar.zst" --unverified >pub-$kind.out 2>&1 &&
+    fail "$kind: registry publish --unverified took it"
+  expect_contains pub-$kind.out "refused"
+done
+[ "$(ls "$REG/tampered/versions")" = "$id" ] || fail "a refused package left a version: $(ls "$REG/tampered/versions")"
 
 # The good one still unpacks, and only into its target.
 pipeline_tool unpack good.tar.zst out/target >/dev/null || fail "the good package is refused"

@@ -53,6 +53,18 @@ head -1 "$REG/chat/audit.jsonl" | grep -q '"who"' || fail "audit lines lack who"
 [ "$(pipeline_tool resolve "$REG" "chat@${v1:0:10}")" = "$v1" ] || fail "resolve by prefix"
 pipeline_tool resolve "$REG" chat@nope >out 2>&1 && fail "resolved a missing channel"
 expect_contains out "no channel or version nope"
+# A version folder that is a symbolic link out of the registry is refused, naming the version,
+# never followed (issue 32): resolve, promote and check; routes and fetch below.
+mv "$REG/chat/versions/$v1" "$SCRATCH/outside-v1"
+ln -s "$SCRATCH/outside-v1" "$REG/chat/versions/$v1"
+pipeline_tool resolve "$REG" "chat@$v1" >out 2>&1 && fail "a version folder linked out of the registry was resolved"
+expect_contains out "version ${v1:0:12} of chat: $REG/chat/versions/$v1 is a symbolic link or not a folder"
+pipeline_tool promote "$REG" chat "$v1" linked >out 2>&1 && fail "a linked version folder was promoted"
+expect_contains out "is a symbolic link"
+pipeline_tool check "$REG" chat >out 2>&1 && fail "check accepted a linked version folder"
+expect_contains out "is a symbolic link"
+rm "$REG/chat/versions/$v1"
+mv "$SCRATCH/outside-v1" "$REG/chat/versions/$v1"
 
 # The same through `ftl` (skipped when this build's ftl lacks the pipeline's commands).
 if ftl registry help >/dev/null 2>&1; then
@@ -77,6 +89,19 @@ if ftl registry help >/dev/null 2>&1; then
   run_ftl out registry routes --channel canary
   expect_rc 0 out
   [ "$(wc -l <out)" = 1 ] || fail "routes --channel canary printed $(wc -l <out) lines"
+  # prod's version folder linked out of the registry: not served from there.
+  mv "$REG/chat/versions/$v3" "$SCRATCH/outside-v3"
+  ln -s "$SCRATCH/outside-v3" "$REG/chat/versions/$v3"
+  run_ftl out registry routes
+  expect_rc 1 out
+  expect_contains out "chat@prod: version ${v3:0:12} of chat: $REG/chat/versions/$v3 is a symbolic link"
+  expect_contains out "chat@canary=$REG/chat/versions/$v2/adapter"
+  run_ftl out registry fetch chat@prod linked
+  expect_rc 1 out
+  expect_contains out "is a symbolic link"
+  [ -e linked ] && fail "fetch made linked/ from a linked version folder"
+  rm "$REG/chat/versions/$v3"
+  mv "$SCRATCH/outside-v3" "$REG/chat/versions/$v3"
   # An unpacked folder that was changed is noticed.
   chmod u+w "$REG/chat/versions/$v3/adapter/adapter_config.json"
   echo x >>"$REG/chat/versions/$v3/adapter/adapter_config.json"

@@ -11,12 +11,14 @@ KIND, refused by the reader:
   zstd2        the package compressed again (zstd inside zstd)
   tar2         a second tar (extra.txt) after the end-of-archive, in the same zstd frame
   frame2_tar   a second zstd frame holding a tar (extra.txt) after the package
+  skippable    a zstd skippable frame (a hidden payload) after the package
+  skippable_first  the same, before the package
+  trailing     a payload appended after the package's last zstd frame (not a frame)
+  global       a pax global header (comment and path records) before MANIFEST.json
+  casefold     a declared ADAPTER_CONFIG.json beside adapter_config.json (one file where case folds)
 KIND, the same entries in other packaging (canonicalized back to the good bytes):
   frame2_zeros a second zstd frame of zero padding
   split        the tar split over two zstd frames
-  skippable    a zstd skippable frame (a hidden payload) after the package
-  skippable_first  the same, before the package
-  global       a pax global header (comment and path records) before MANIFEST.json
   setuid       adapter_config.json with mode 04755
   owner        every entry owned by uid 1234/gid 5678 "mallory"/"staff", mtime 1700000000
 """
@@ -101,6 +103,7 @@ byte_forms = {
     "split": lambda: zstd(raw[:1000]) + zstd(raw[1000:]),
     "skippable": lambda: good_bytes + skippable,
     "skippable_first": lambda: skippable + good_bytes,
+    "trailing": lambda: good_bytes + payload,
 }
 if kind in byte_forms:
     with open(out, "wb") as f:
@@ -153,6 +156,14 @@ elif kind == "notfirst":
     entries[0], entries[1] = entries[1], entries[0]
 elif kind == "nulpath":
     entries[0][0].pax_headers = {"path": "MANIFEST.json\x00../evil"}
+elif kind == "casefold":
+    # Declared truthfully (size and SHA-256) and in byte order: only the names' folding is wrong.
+    data = b'{"peft_type": "LORA", "r": 64}\n'
+    man = json.loads(entries[0][1])
+    man["files"].append({"name": "ADAPTER_CONFIG.json", "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)})
+    man["files"].sort(key=lambda f: f["name"])
+    entries[0] = reg("MANIFEST.json", (json.dumps(man, indent=2, sort_keys=True) + "\n").encode())
+    entries.insert(1, reg("ADAPTER_CONFIG.json", data))
 elif kind == "global":
     global_headers = {"comment": "not in the manifest", "path": "evil"}
 elif kind == "setuid":

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "launcher/gang.h"
 
@@ -22,17 +23,12 @@ int ln_relay_on(void) {
 }
 
 ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size) {
-  unsigned char raw[8] = {0};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t ignored = read(fd, raw, sizeof raw);
-    (void)ignored;
-    close(fd);
-  }
-  uint64_t mix = (uint64_t)ftl_wall_us() ^ ((uint64_t)getpid() << 32);
-  for (int i = 0; i < 8; i++) raw[i] ^= (unsigned char)(mix >> (8 * i));
-  return ftl_fmt(buf, size, "%02x%02x%02x%02x%02x%02x%02x%02x-a%d", raw[0], raw[1], raw[2], raw[3], raw[4], raw[5],
-                 raw[6], raw[7], attempt_no);
+  /* The attempt's secret (wire version 4 proves it, never sends it): 128 bits from getrandom. */
+  char rnd[33];
+  ftl_diag ignored;
+  ftl_err rc = core_random_hex(rnd, 16, &ignored);
+  if (rc) return rc;
+  return ftl_fmt(buf, size, "%s-a%d", rnd, attempt_no);
 }
 
 /* The kernel's ephemeral ports, the ones it hands to outgoing connections and to bind(port 0):

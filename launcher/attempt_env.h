@@ -10,7 +10,8 @@
 #include "ftl/error.h"
 #include "launcher/launcher.h"
 
-/* A fresh token for attempt_no ("<16 hex digits>-a<N>"): urandom mixed with the clock and pid. */
+/* A fresh token for attempt_no ("<32 hex digits>-a<N>": 128 bits from getrandom), the attempt's
+ * secret: the job's processes get it in their environment and prove it on the wire, never send it. */
 ftl_err ln_attempt_token(int attempt_no, char *buf, size_t size);
 
 /* 1 unless `ftl run` was started with FTL_RELAY=0: each host's agents and ranks report through its

@@ -38,6 +38,9 @@ typedef struct local {
   int fd;
   enum local_role role;
   int rank;
+  pid_t pid;       /* its process and user (SO_PEERCRED), for the refusal's event */
+  uid_t uid;
+  char nonce[FTL_WIRE_NONCE_HEX + 1]; /* the challenge its hello must answer */
   ftl_linebuf lb;
   json_t *pending; /* the latest message that waits for the next batch (may_wait), or NULL */
 } local;
@@ -50,13 +53,21 @@ typedef struct relay {
   size_t n, cap;
   bool had_local;
   int expected_agents, agents_seen; /* the host's agents, and how many said hello so far */
+  int64_t *bound;  /* every (role, rank) a local connection was bound to, as role * 2^25 + rank: each
+                      is bound once in the relay's life (a refused or ended one is never rebound) */
+  size_t nbound, cap_bound;
   int64_t idle_since_ms, next_batch_ms;
   size_t pending;
 } relay;
 
 ftl_err ln_relay_address(const ftl_launch_env *env, char *addr, size_t size, ftl_diag *d) {
   if (!env->token[0]) return ftl_diag_fail(d, FTL_ERR_INVAL, "relay: no FTL_RDZV_TOKEN to name the relay by");
-  if (ftl_fmt(addr, size, "@ftl-relay-%s", env->token)) return ftl_diag_fail(d, FTL_ERR_RANGE, "relay: token too long");
+  /* Abstract names are listed for everyone in /proc/net/unix: the name is derived from the token,
+   * never the token itself. */
+  char name[FTL_WIRE_NAME_HEX + 1];
+  ftl_err rc = rz_wire_public_name(env->token, "ftl-relay-name", name, d);
+  if (rc) return rc;
+  if (ftl_fmt(addr, size, "@ftl-relay-%s", name)) return ftl_diag_fail(d, FTL_ERR_RANGE, "relay: address too long");
   return FTL_OK;
 }
 
@@ -132,17 +143,58 @@ static json_t *batch_entry(const local *l, const json_t *msg) {
                    json_integer_value(json_object_get(msg, "rss_kb")));
 }
 
+/* Tells the launcher that a local connection was turned away and why (it logs it as every refusal,
+ * with the pid and uid); false, so the caller closes it. */
+static bool refuse_local(relay *r, const local *l, const char *why) {
+  up_send(r, json_pack("{s:s, s:s, s:I, s:I}", "type", "refused", "reason", why, "pid", (json_int_t)l->pid, "uid",
+                       (json_int_t)l->uid));
+  return false;
+}
+
+/* Records (role, rank) as bound; false when it was already, now or before. */
+static bool bind_once(relay *r, enum local_role role, int rank) {
+  int64_t key = (int64_t)role * ((int64_t)1 << 25) + rank;
+  for (size_t i = 0; i < r->nbound; i++)
+    if (r->bound[i] == key) return false;
+  if (r->nbound == r->cap_bound) {
+    size_t ncap = r->cap_bound ? r->cap_bound * 2 : 16;
+    int64_t *nb = ftl_realloc(r->bound, ncap * sizeof *nb);
+    if (!nb) return false;
+    r->bound = nb;
+    r->cap_bound = ncap;
+  }
+  r->bound[r->nbound++] = key;
+  return true;
+}
+
 /* One message from a local connection; false when the connection must be closed. */
 static bool on_local_message(relay *r, local *l, json_t *msg) {
   const char *type = rz_wire_str(msg, "type", "");
   if (l->role == LOCAL_UNKNOWN) {
-    /* Its hello: the launcher checks the token and the rank; the relay only names the sender. */
+    /* Its hello: the relay checks the proof (the launcher trusts the relay for its locals), binds
+     * the connection to the (role, rank) it proved, once, and forwards under that binding only. The
+     * launcher checks the rank against the gang. */
     int64_t rank = rz_wire_int(msg, "rank", -1);
-    if ((strcmp(type, "agent") && strcmp(type, "rank")) || rank < 0 || rank > (1 << 24)) return false;
-    l->role = !strcmp(type, "agent") ? LOCAL_AGENT : LOCAL_RANK;
+    char why[200];
+    if ((strcmp(type, "agent") && strcmp(type, "rank")) || rank < 0 || rank > (1 << 24)) {
+      snprintf(why, sizeof why, "first message is not an agent's or a rank's hello");
+      return refuse_local(r, l, why);
+    }
+    if (!rz_wire_proof_ok(r->env->token, l->nonce, type, rank, rz_wire_str(msg, "proof", NULL))) {
+      snprintf(why, sizeof why, "%s of rank %lld has no valid proof of this attempt's token", type, (long long)rank);
+      return refuse_local(r, l, why);
+    }
+    enum local_role role = !strcmp(type, "agent") ? LOCAL_AGENT : LOCAL_RANK;
+    if (!bind_once(r, role, (int)rank)) {
+      snprintf(why, sizeof why, "%s of rank %lld said hello twice", type, (long long)rank);
+      return refuse_local(r, l, why);
+    }
+    l->role = role;
     l->rank = (int)rank;
     r->agents_seen += l->role == LOCAL_AGENT;
-    return forward(r, l, msg);
+    json_object_del(msg, "proof"); /* proven here; nothing of the secret goes further */
+    return up_send(r, json_pack("{s:s, s:s, s:i, s:I, s:I, s:O}", "type", "fwd", "role", role_name(l->role), "rank",
+                                l->rank, "peer_pid", (json_int_t)l->pid, "peer_uid", (json_int_t)l->uid, "msg", msg));
   }
   if (may_wait(l, msg, type)) {
     if (!l->pending) r->pending++;
@@ -267,7 +319,24 @@ static void accept_locals(relay *r) {
       close(fd);
       continue;
     }
-    *l = (local){.fd = fd, .role = LOCAL_UNKNOWN, .rank = -1};
+    *l = (local){.fd = fd, .role = LOCAL_UNKNOWN, .rank = -1, .pid = -1, .uid = (uid_t)-1};
+    /* Another user's process is turned away before it can say anything: the abstract name is
+     * open to every process of the host's network namespace. */
+    ftl_diag d;
+    if (rz_unix_peer(fd, &l->pid, &l->uid, &d) != FTL_OK || l->uid != getuid()) {
+      char why[160];
+      snprintf(why, sizeof why, "a local connection of uid %lld, not the job's uid %u", (long long)l->uid,
+               (unsigned)getuid());
+      refuse_local(r, l, why);
+      close(fd);
+      ftl_free(l);
+      continue;
+    }
+    if (rz_wire_nonce(l->nonce, &d) != FTL_OK || rz_wire_send_challenge(fd, l->nonce, &d) != FTL_OK) {
+      close(fd);
+      ftl_free(l);
+      continue;
+    }
     r->locals[r->n++] = l;
     r->had_local = true;
   }
@@ -292,9 +361,14 @@ static bool read_launcher(relay *r) {
 /* The relay's life, in the forked child; returns its exit code. */
 static int relay_run(relay *r) {
   ftl_diag d = {{0}};
-  if (rz_tcp_connect(r->env->addr, ftl_deadline_after_ms(15000), &r->up_fd, &d) != FTL_OK) return 1;
-  if (!up_send(r, json_pack("{s:s, s:i, s:s, s:s, s:I}", "type", "relay", "version", FTL_WIRE_VERSION, "token",
-                            r->env->token, "host", ftl_hostname(), "pid", (json_int_t)getpid())))
+  char nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1];
+  int64_t deadline = ftl_deadline_after_ms(15000);
+  if (rz_tcp_connect(r->env->addr, deadline, &r->up_fd, &d) != FTL_OK) return 1;
+  if (rz_wire_read_challenge(r->up_fd, &r->up_lb, "the launcher", deadline, nonce, &d) != FTL_OK ||
+      rz_wire_proof(r->env->token, nonce, "relay", -1, proof, &d) != FTL_OK)
+    return 1;
+  if (!up_send(r, json_pack("{s:s, s:i, s:s, s:s, s:I}", "type", "relay", "version", FTL_WIRE_VERSION, "proof", proof,
+                            "host", ftl_hostname(), "pid", (json_int_t)getpid())))
     return 1;
   fcntl(r->listen_fd, F_SETFL, fcntl(r->listen_fd, F_GETFL) | O_NONBLOCK);
   int64_t start = ftl_clock_ms();
@@ -381,6 +455,7 @@ ftl_err ln_relay_ensure(const ftl_launch_env *env, int local_agents, pid_t *star
     relay r = {.env = env, .listen_fd = fd, .up_fd = -1, .expected_agents = local_agents > 0 ? local_agents : 1};
     int code = relay_run(&r);
     while (r.n > 0) close_local(&r, r.n - 1, false);
+    ftl_free(r.bound);
     _exit(code);
   }
   close(fd);

@@ -166,7 +166,11 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       doom(sb, why);
       break;
     case FTL_RDZV_REJECTED:
-      FTL_LOG(FTL_LOG_WARN, "launcher", "standby: refused a connection: %s", ev->detail ? ev->detail : "");
+      FTL_LOG(FTL_LOG_WARN, "launcher", "standby: refused a connection from %s: %s", ev->peer ? ev->peer : "?",
+              ev->detail ? ev->detail : "");
+      ln_events_write(sb->events, "rendezvous_rejected", sb->attempt,
+                      json_pack("{s:s, s:s, s:b}", "reason", ev->detail ? ev->detail : "", "peer",
+                                ev->peer ? ev->peer : "?", "standby", 1));
       break;
     default:
       break;

@@ -96,6 +96,7 @@ typedef struct attempt {
   int64_t start_ms;
   int64_t rdzv_deadline_ms;
   core_proc gang;          /* mpirun or srun, in its own process group */
+  int64_t rejections;      /* connections refused (rendezvous_rejected): the first ones are logged */
   ln_phases ph;
   int64_t stop_deadline_ms;
   int have_root;           /* the root cause is recorded */
@@ -234,6 +235,9 @@ static void log_startup_summary(attempt *a) {
 }
 
 enum { LOST_AGENT_SETTLE_MS = 250 };
+/* Refused connections logged one by one per attempt (docs/security.md: a stranger's loop of
+ * connections must not grow the event log without bound); the rest are counted in attempt_end. */
+enum { LN_REJECTIONS_LOGGED = 200 };
 
 /* Agents vanished without an exit report: a lost host or a lost agent (detect.c). */
 static void blame_lost_agent(attempt *a) {
@@ -462,8 +466,17 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       }
       break;
     case FTL_RDZV_REJECTED:
-      FTL_LOG(FTL_LOG_WARN, "launcher", "refused a rendezvous connection: %s", ev->detail ? ev->detail : "");
-      ln_events_write(log, "rendezvous_rejected", attempt_no, json_pack("{s:s}", "reason", ev->detail ? ev->detail : ""));
+      /* Each refusal is shown, up to a bound: a stranger who connects in a loop must not fill the
+       * disk with the run's log. Past it, one line says they go on, and attempt_end counts them. */
+      if (++a->rejections <= LN_REJECTIONS_LOGGED) {
+        FTL_LOG(FTL_LOG_WARN, "launcher", "refused a rendezvous connection from %s: %s", ev->peer ? ev->peer : "?",
+                ev->detail ? ev->detail : "");
+        ln_events_write(log, "rendezvous_rejected", attempt_no,
+                        json_pack("{s:s, s:s}", "reason", ev->detail ? ev->detail : "", "peer", ev->peer ? ev->peer : "?"));
+      } else if (a->rejections == LN_REJECTIONS_LOGGED + 1) {
+        FTL_LOG(FTL_LOG_WARN, "launcher", "more than %d rendezvous connections refused in this attempt: the next are "
+                "counted, not logged one by one", LN_REJECTIONS_LOGGED);
+      }
       break;
   }
 }
@@ -958,12 +971,13 @@ static void finish_attempt(attempt *a, const char *token, ftl_err rc) {
   }
   if (rc == FTL_OK && a->gang.pid > 0) conclude(a);
   if (a->gang.pid > 0) set_phase(a, LN_PHASE_ENDED);
-  ln_events_write(o->events, "attempt_end", o->attempt,
-                   json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", ln_outcome_name(res->outcome),
-                             "cause", ln_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
-                             res->exit_code, "signal", res->signal, "summary", res->summary, "last_step",
-                             (json_int_t)res->last_step, "committed_step", (json_int_t)res->committed_step,
-                             "duration_ms", res->end_ms));
+  json_t *end = json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", ln_outcome_name(res->outcome),
+                           "cause", ln_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
+                           res->exit_code, "signal", res->signal, "summary", res->summary, "last_step",
+                           (json_int_t)res->last_step, "committed_step", (json_int_t)res->committed_step,
+                           "duration_ms", res->end_ms);
+  if (end && a->rejections > 0) json_object_set_new(end, "rejected_connections", json_integer(a->rejections));
+  ln_events_write(o->events, "attempt_end", o->attempt, end);
 }
 
 ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {

@@ -54,6 +54,19 @@ ftl_err rz_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
   return FTL_OK;
 }
 
+/* A relay is a process of the job's owner: a listener of another user's (on an abstract name
+ * anyone may take) is refused before the hello, which would give it a proof for its own nonce. */
+static ftl_err check_relay_owner(int fd, const char *to, ftl_diag *d) {
+  pid_t pid;
+  uid_t uid;
+  ftl_err rc = rz_unix_peer(fd, &pid, &uid, d);
+  if (rc) return rc;
+  if (uid != getuid())
+    return ftl_diag_fail(d, FTL_ERR_RDZV, "the relay at %s is a process of uid %u (pid %d), not of this job's uid %u",
+                         to, (unsigned)uid, (int)pid, (unsigned)getuid());
+  return FTL_OK;
+}
+
 ftl_err rz_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
                              int64_t deadline_ms, ftl_diag *d) {
   return rz_rdzv_client_open_with(c, env, role, rank, NULL, deadline_ms, d);
@@ -68,10 +81,16 @@ ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, 
   pthread_mutex_init(&c->send_lock, NULL);
   /* Through the host's relay when there is one (wire version 3): it speaks for this host. */
   const char *to = env->relay[0] ? env->relay : env->addr;
+  char peer[320], nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1];
+  snprintf(peer, sizeof peer, "%s %s", env->relay[0] ? "the relay at" : "the launcher at", to);
   rc = rz_tcp_connect(to, deadline_ms, &c->fd, d);
   if (rc) goto out;
-  msg = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:I}", "type", role, "version", FTL_WIRE_VERSION, "token",
-                  env->token, "rank", rank, "world_size", env->world_size, "host", ftl_hostname(), "pid",
+  if (env->relay[0] && (rc = check_relay_owner(c->fd, to, d))) goto out;
+  /* The token is never sent: the hello proves it with an HMAC of the listener's fresh nonce. */
+  if ((rc = rz_wire_read_challenge(c->fd, &lb, peer, deadline_ms, nonce, d))) goto out;
+  if ((rc = rz_wire_proof(env->token, nonce, role, rank, proof, d))) goto out;
+  msg = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:I, s:I}", "type", role, "version", FTL_WIRE_VERSION, "proof",
+                  proof, "rank", rank, "world_size", env->world_size, "host", ftl_hostname(), "pid",
                   (json_int_t)getpid(), "wall_us", (json_int_t)ftl_wall_us());
   if (!msg) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");

@@ -14,7 +14,9 @@
  * agent or rank of a relay (go, fail, stop, signal, ping) go once per relay, which fans them out. */
 #include "rendezvous/server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -40,6 +42,8 @@ struct conn {
   size_t slot;         /* its index in ftl_rdzv_server.conns, or in its relay's locals */
   ftl_linebuf lb;      /* a partial line only; empty (no allocation) between messages */
   conn *relay;         /* a virtual connection: the relay it speaks through; NULL: its own socket */
+  char nonce[FTL_WIRE_NONCE_HEX + 1]; /* the challenge its hello must answer (a direct connection) */
+  char peer[80];       /* who it is, for refusals: "address:port", or a relayed one's pid and uid */
   conn **locals;       /* a relay: its virtual connections */
   size_t nlocals, cap_locals;
 };
@@ -59,6 +63,7 @@ struct ftl_rdzv_server {
                           first relay; a relay's lines name their sender by rank, found in O(1)) */
   char *scratch;       /* SCRATCH_BYTES: where every read lands first */
   bool *joined;        /* per rank */
+  bool *agent_seen;    /* per rank: its agent said hello (on either path: once) */
   char (*hosts)[64];   /* per rank, from whichever of agent/rank spoke first */
   int joined_count;
   bool went;
@@ -82,11 +87,12 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
     goto out;
   }
   s->joined = ftl_calloc((size_t)world_size, sizeof *s->joined);
+  s->agent_seen = ftl_calloc((size_t)world_size, sizeof *s->agent_seen);
   s->hosts = ftl_calloc((size_t)world_size, sizeof *s->hosts);
   s->scratch = ftl_malloc(SCRATCH_BYTES);
   s->batch_step = json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)0, "compute_ms", 0.0);
   s->batch_alive = json_pack("{s:s, s:s, s:I}", "type", "alive", "state", "?", "rss_kb", (json_int_t)-1);
-  if (!s->joined || !s->hosts || !s->scratch || !s->batch_step || !s->batch_alive) {
+  if (!s->joined || !s->agent_seen || !s->hosts || !s->scratch || !s->batch_step || !s->batch_alive) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
@@ -121,6 +127,7 @@ void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
   ftl_free(s->scratch);
   ftl_free(s->conns);
   ftl_free(s->joined);
+  ftl_free(s->agent_seen);
   ftl_free(s->hosts);
   ftl_free(s);
 }
@@ -191,7 +198,8 @@ static void emit(ftl_rdzv_event_fn fn, void *user, ftl_rdzv_event_kind kind, con
                        .rank = c ? c->rank : -1,
                        .role = c ? (c->role == ROLE_AGENT ? "agent" : c->role == ROLE_RANK ? "rank" : "unknown") : "",
                        .msg = msg,
-                       .detail = detail};
+                       .detail = detail,
+                       .peer = c ? c->peer : ""};
   fn(user, &ev);
 }
 
@@ -205,22 +213,31 @@ static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
 /* Returns false when the connection must be dropped. */
 static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type, ftl_rdzv_event_fn fn,
                          void *user) {
-  char why[256];
-  const char *token = rz_wire_str(msg, "token", "");
+  char why[256], who[64];
   int64_t rank = rz_wire_int(msg, "rank", -1);
-  if (strcmp(token, s->token) != 0) {
-    snprintf(why, sizeof why, "%s of rank %lld has token '%.60s', not this attempt's: a process of another attempt",
-             type, (long long)rank, token);
+  snprintf(who, sizeof who, "%s %lld", strcmp(type, "agent") == 0 ? "the agent of rank" : "rank", (long long)rank);
+  /* A direct connection proves the token for this connection's nonce; a relayed one was proven to
+   * its relay (launcher/relay.c), which proved itself here. */
+  if (!c->relay && rz_wire_int(msg, "version", 0) < FTL_WIRE_VERSION) {
+    snprintf(why, sizeof why,
+             "%s speaks wire version %lld, without a proof of the attempt's token: this launcher needs version %d "
+             "(an ftl library of the same release)",
+             who, (long long)rz_wire_int(msg, "version", 0), FTL_WIRE_VERSION);
+    goto reject;
+  }
+  if (!c->relay && !rz_wire_proof_ok(s->token, c->nonce, type, rank, rz_wire_str(msg, "proof", NULL))) {
+    snprintf(why, sizeof why,
+             "%s has no valid proof of this attempt's token: a process of another attempt, or not of this job", who);
     goto reject;
   }
   if (rank < 0 || rank >= s->world_size) {
     snprintf(why, sizeof why, "%s has rank %lld outside 0..%d", type, (long long)rank, s->world_size - 1);
     goto reject;
   }
-  if (c->relay && strcmp(type, "agent") == 0 && s->by_rank[0][rank]) {
-    /* Through a relay a second agent for one rank is refused (the index holds one; a rank's second
-     * join is refused on either path, below). */
-    snprintf(why, sizeof why, "agent of rank %lld said hello twice", (long long)rank);
+  if (strcmp(type, "agent") == 0 && s->agent_seen[rank]) {
+    /* An agent says hello once, on whichever path: a second would take over the first's reports
+     * (a rank's second join is refused the same way, below). */
+    snprintf(why, sizeof why, "%s said hello twice", who);
     goto reject;
   }
   c->rank = (int)rank;
@@ -228,6 +245,7 @@ static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const c
   if (!s->hosts[rank][0]) snprintf(s->hosts[rank], sizeof s->hosts[rank], "%s", host);
   if (strcmp(type, "agent") == 0) {
     c->role = ROLE_AGENT;
+    s->agent_seen[rank] = true;
     if (c->relay) s->by_rank[0][rank] = c;
     emit(fn, user, FTL_RDZV_AGENT_HELLO, c, msg, NULL);
     send_activation(s, c);
@@ -302,10 +320,12 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
 
 static bool handle_relay_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
   char why[256];
-  const char *token = rz_wire_str(msg, "token", "");
-  if (strcmp(token, s->token) != 0) {
-    snprintf(why, sizeof why, "relay of host %.64s has token '%.60s', not this attempt's: a process of another attempt",
-             rz_wire_str(msg, "host", "?"), token);
+  if (rz_wire_int(msg, "version", 0) < FTL_WIRE_VERSION ||
+      !rz_wire_proof_ok(s->token, c->nonce, "relay", -1, rz_wire_str(msg, "proof", NULL))) {
+    snprintf(why, sizeof why,
+             "relay of host %.64s has no valid proof of this attempt's token: a process of another attempt, or not of "
+             "this job",
+             rz_wire_str(msg, "host", "?"));
     goto reject;
   }
   if (!s->by_rank[0]) {
@@ -400,6 +420,9 @@ static void handle_fwd(ftl_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_
       return;
     }
     if (!(v = add_virtual(s, r))) return;
+    /* Who it is, as the relay's SO_PEERCRED saw it: for a refusal's event. */
+    snprintf(v->peer, sizeof v->peer, "pid %lld uid %lld via relay %.40s", (long long)rz_wire_int(env, "peer_pid", -1),
+             (long long)rz_wire_int(env, "peer_uid", -1), r->peer);
   }
   if (!handle_message(s, v, msg, fn, user)) refuse_virtual(s, v, role, rank);
 }
@@ -438,6 +461,15 @@ static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg,
     handle_fwd(s, c, msg, fn, user);
   } else if (strcmp(type, "batch") == 0) {
     handle_batch(s, c, msg, fn, user);
+  } else if (strcmp(type, "refused") == 0) {
+    /* The relay turned a local connection away itself (another user's, no valid proof, a second
+     * hello for a rank): shown as every refusal is, with who it was. */
+    char why[512], who[160];
+    snprintf(why, sizeof why, "%s", rz_wire_str(msg, "reason", "refused by the relay"));
+    snprintf(who, sizeof who, "pid %lld uid %lld via relay %.40s", (long long)rz_wire_int(msg, "pid", -1),
+             (long long)rz_wire_int(msg, "uid", -1), c->peer);
+    ftl_rdzv_event ev = {.kind = FTL_RDZV_REJECTED, .rank = -1, .role = "unknown", .detail = why, .peer = who};
+    fn(user, &ev);
   } else if (strcmp(type, "closed") == 0) {
     /* A local connection ended, after every line it sent: lost unless it said goodbye. */
     conn *v = local_of(s, c, rz_wire_str(msg, "role", ""), rz_wire_int(msg, "rank", -1));
@@ -478,6 +510,26 @@ static void drop_conn(ftl_rdzv_server *s, conn *c) {
   ftl_free(c);
 }
 
+/* "address:port" of a TCP peer, for refusals. */
+static void describe_peer(int fd, char *out, size_t size) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = -1;
+  snprintf(out, size, "?");
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) return;
+  if (ss.ss_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+  }
+  snprintf(out, size, "%s:%d", host, port);
+}
+
 static void accept_all(ftl_rdzv_server *s) {
   for (;;) {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -511,6 +563,10 @@ static void accept_all(ftl_rdzv_server *s) {
     }
     *c = (conn){.fd = fd, .role = ROLE_UNKNOWN, .rank = -1, .slot = s->nconns};
     s->conns[s->nconns++] = c;
+    describe_peer(fd, c->peer, sizeof c->peer);
+    /* The challenge goes first: the hello must answer it (wire version 4). A connection that cannot
+     * take one short line on an empty buffer is gone already; its close is read as any other. */
+    if (rz_wire_nonce(c->nonce, &ignored) == FTL_OK) rz_wire_send_challenge(fd, c->nonce, &ignored);
   }
 }
 

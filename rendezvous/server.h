@@ -41,6 +41,8 @@ typedef struct ftl_rdzv_event {
   const char *role;     /* "agent" or "rank" */
   const json_t *msg;    /* borrowed; NULL for CONN_LOST and GANG_GO */
   const char *detail;   /* for REJECTED */
+  const char *peer;     /* who the connection is: "address:port", or "pid P uid U via relay ..." for one
+                           behind a relay (what its SO_PEERCRED said); for REJECTED's event and log */
 } ftl_rdzv_event;
 
 typedef void (*ftl_rdzv_event_fn)(void *user, const ftl_rdzv_event *ev);

@@ -12,12 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "ftl/error.h"
 
 #define FTL_WIRE_MAX_LINE 65536
-#define FTL_WIRE_VERSION 3 /* 2: `step` may carry a progress report; 3: relays, one connection per host
-                            * (docs/formats/rendezvous-wire.md) */
+#define FTL_WIRE_VERSION 4 /* 2: `step` may carry a progress report; 3: relays, one connection per host;
+                            * 4: every connection answers a challenge with a proof of the token, which
+                            * is never sent (docs/formats/rendezvous-wire.md) */
 
 typedef struct ftl_linebuf {
   char *data;
@@ -83,6 +85,38 @@ typedef struct rz_batch_entry {
   char state[9];
 } rz_batch_entry;
 ftl_err rz_wire_batch_parse(const char *line, size_t len, void (*fn)(void *user, const rz_batch_entry *e), void *user);
+
+/* --- proof of membership (wire version 4; rendezvous/wire_auth.c) ---------------------------
+ * Whoever accepts a connection (the launcher, a relay) sends {"type":"challenge","nonce":HEX} first;
+ * the hello carries "proof": HMAC-SHA256 of the nonce, role and rank under the attempt's token,
+ * never the token. */
+#define FTL_WIRE_NONCE_HEX 32 /* 16 random bytes */
+#define FTL_WIRE_PROOF_HEX 64
+#define FTL_WIRE_NAME_HEX 24  /* a public name derived from a secret: 96 bits */
+
+/* A fresh nonce (getrandom), as hex. */
+ftl_err rz_wire_nonce(char out[FTL_WIRE_NONCE_HEX + 1], ftl_diag *d);
+/* Sends the challenge for nonce on a fresh connection (without waiting). */
+ftl_err rz_wire_send_challenge(int fd, const char *nonce, ftl_diag *d);
+/* Reads the peer's challenge (the first line; what follows stays in lb) until deadline_ms; peer
+ * names the other end in errors. */
+ftl_err rz_wire_read_challenge(int fd, ftl_linebuf *lb, const char *peer, int64_t deadline_ms,
+                               char nonce[FTL_WIRE_NONCE_HEX + 1], ftl_diag *d);
+/* The proof a hello of (role, rank) carries for nonce under token (rank -1 for a relay). */
+ftl_err rz_wire_proof(const char *token, const char *nonce, const char *role, long long rank,
+                      char out[FTL_WIRE_PROOF_HEX + 1], ftl_diag *d);
+/* Whether proof is that proof (compared in constant time). */
+bool rz_wire_proof_ok(const char *token, const char *nonce, const char *role, long long rank, const char *proof);
+/* A name for something of the attempt that others may see (a relay's abstract socket): derived
+ * from the token and purpose, from which the token cannot be found. */
+ftl_err rz_wire_public_name(const char *token, const char *purpose, char out[FTL_WIRE_NAME_HEX + 1], ftl_diag *d);
+/* HMAC-SHA256 of msg under key (the seam to OpenSSL, also for checkpoint/ckpt_l2_tcp.c's proof),
+ * and a comparison of two MACs in constant time. */
+ftl_err rz_wire_hmac(const void *key, size_t key_len, const void *msg, size_t len, unsigned char out[32], ftl_diag *d);
+bool rz_wire_mac_equal(const void *a, const void *b, size_t n);
+/* The process and user at the other end of a Unix socket (SO_PEERCRED: as of its connect or
+ * listen, which the kernel recorded; a peer cannot claim another). */
+ftl_err rz_unix_peer(int fd, pid_t *pid_out, uid_t *uid_out, ftl_diag *d);
 
 /* Small typed getters: absent or wrong-typed fields give the fallback. */
 int64_t rz_wire_int(const json_t *msg, const char *key, int64_t fallback);

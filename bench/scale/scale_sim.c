@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rendezvous/wire.h" /* the proof of the token (rz_wire_proof) */
+
 enum { ROLE_AGENT = 0, ROLE_RANK = 1, ROLE_RELAY = 2 };
 enum { OUT_CAP = 8192, RELAY_OUT_CAP = 1 << 20, IN_CAP = 4096, MAX_WORKERS = 64, LINE_MAX = 65536 };
 enum { STEP_PERIOD_MS = 250, ALIVE_PERIOD_MS = 1000, DEADLINE_MS = 180000 };
@@ -52,6 +54,7 @@ typedef struct conn {
   int role;
   int connected;
   int closed;
+  int challenged; /* the launcher's challenge was read and the hello sent (wire version 4) */
   char in[IN_CAP];
   size_t in_len;
   char *out;
@@ -198,6 +201,7 @@ static void close_conn(worker *w, conn *c) {
 static void start_conn(worker *w, conn *c, int rank, int role) {
   const opts *o = w->o;
   c->rank = rank;
+  c->challenged = 0;
   c->role = role;
   c->out_cap = role == ROLE_RELAY ? RELAY_OUT_CAP : OUT_CAP;
   if (!c->out && !(c->out = malloc(c->out_cap))) die("out of memory");
@@ -222,27 +226,46 @@ static void start_conn(worker *w, conn *c, int rank, int role) {
     w->ranks_open++;
   else
     w->agents_open++;
+  /* The hello waits for the launcher's challenge (send_hellos). */
+}
+
+/* The launcher's challenge came (its first line): the hello with the proof of the token for it
+ * (rendezvous/wire.h), as a real agent, rank or relay sends it. */
+static void send_hellos(worker *w, conn *c, const char *line) {
+  const opts *o = w->o;
+  int rank = c->rank, role = c->role;
+  const char *p = strstr(line, "\"nonce\":\"");
+  char nonce[FTL_WIRE_NONCE_HEX + 1] = "", proof[FTL_WIRE_PROOF_HEX + 1];
+  if (!strstr(line, "\"type\":\"challenge\"") || !p || strlen(p + 9) < FTL_WIRE_NONCE_HEX + 1)
+    die("rank %d: the launcher's first line is not a challenge: %.200s", rank, line);
+  memcpy(nonce, p + 9, FTL_WIRE_NONCE_HEX);
+  ftl_diag d;
+  const char *as = role == ROLE_RELAY ? "relay" : role == ROLE_AGENT ? "agent" : "rank";
+  if (rz_wire_proof(o->token, nonce, as, role == ROLE_RELAY ? -1 : rank, proof, &d) != FTL_OK)
+    die("rank %d: cannot make the proof: %s", rank, d.msg);
+  c->challenged = 1;
   int64_t t = now_ns();
   if (!w->first_hello_ns) w->first_hello_ns = t;
   w->last_hello_ns = t;
   if (role == ROLE_RELAY) {
-    /* The relay's hello, then every agent's and rank's of its host, as the relay forwards them. */
+    /* The relay's hello, then every agent's and rank's of its host, as the relay forwards them
+     * (proven to the relay: no proof in the envelope). */
     int end = rank + o->per_host < w->hi ? rank + o->per_host : w->hi;
-    say(w, c, 0, "{\"type\":\"relay\",\"version\":3,\"token\":\"%s\",\"host\":\"sim-host\",\"pid\":%d}", o->token,
-        (int)getpid());
+    say(w, c, 0, "{\"type\":\"relay\",\"version\":%d,\"proof\":\"%s\",\"host\":\"sim-host\",\"pid\":%d}",
+        FTL_WIRE_VERSION, proof, (int)getpid());
     for (int q = rank; q < end; q++)
       for (int k = 0; k < 2; k++)
         say(w, c, 0,
-            "{\"type\":\"fwd\",\"role\":\"%s\",\"rank\":%d,\"msg\":{\"type\":\"%s\",\"version\":3,\"token\":\"%s\","
+            "{\"type\":\"fwd\",\"role\":\"%s\",\"rank\":%d,\"msg\":{\"type\":\"%s\",\"version\":%d,"
             "\"rank\":%d,\"world_size\":%d,\"host\":\"sim-host\",\"pid\":%d,\"wall_us\":%" PRId64 "%s}}",
-            k ? "rank" : "agent", q, k ? "rank" : "agent", o->token, q, o->world, (int)getpid(), wall_us(),
+            k ? "rank" : "agent", q, k ? "rank" : "agent", FTL_WIRE_VERSION, q, o->world, (int)getpid(), wall_us(),
             k ? "" : ",\"addrs\":\"127.0.0.1\"");
     return;
   }
   say(w, c, 0,
-      "{\"type\":\"%s\",\"version\":2,\"token\":\"%s\",\"rank\":%d,\"world_size\":%d,\"host\":\"%s\",\"pid\":%d,"
+      "{\"type\":\"%s\",\"version\":%d,\"proof\":\"%s\",\"rank\":%d,\"world_size\":%d,\"host\":\"%s\",\"pid\":%d,"
       "\"wall_us\":%" PRId64 "%s}",
-      role == ROLE_AGENT ? "agent" : "rank", o->token, rank, o->world, "sim-host", (int)getpid(), wall_us(),
+      role == ROLE_AGENT ? "agent" : "rank", FTL_WIRE_VERSION, proof, rank, o->world, "sim-host", (int)getpid(), wall_us(),
       role == ROLE_AGENT ? ",\"addrs\":\"127.0.0.1\"" : "");
 }
 
@@ -336,6 +359,10 @@ static void relay_batch(worker *w, conn *h) {
 }
 
 static void on_line(worker *w, conn *c, const char *line) {
+  if (!c->challenged) {
+    send_hellos(w, c, line);
+    return;
+  }
   if (c->role == ROLE_RELAY) {
     on_relay_line(w, c, line);
     return;

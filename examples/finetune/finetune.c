@@ -38,6 +38,7 @@
 
 typedef struct opts {
   const char *data_dir, *base_path, *final_dir, *run_dir, *device;
+  const char *hold_file; /* --hold-file: tests only */
   int64_t steps, batch, rank, ckpt_every, log_every, throttle_ms;
   int64_t ckpt_l3_every; /* --ckpt-l3-every M: pinned, the checkpoints at multiples of M at L3, the others below */
   int ckpt_auto; /* --ckpt-every auto: the cadence controller decides */
@@ -66,7 +67,8 @@ static void usage(FILE *to, const char *argv0) {
           "  base model (built only when FILE.h5 is missing): --pretrain-steps N (400) --pretrain-batch B (32)\n"
           "              --pretrain-lr X (3e-3) --layers L (2) --embd C (64) --heads H (4)\n"
           "              --intermediate I (the SwiGLU MLP's width; 0: 8/3 C rounded up to a multiple of 8)\n"
-          "  tests:      --throttle-ms MS (sleep after each step) --marker STR (ignored; finds the processes)\n",
+          "  tests:      --throttle-ms MS (sleep after each step) --marker STR (ignored; finds the processes)\n"
+          "              --hold-file PATH (before each step, wait while PATH exists: a test's window)\n",
           argv0);
 }
 
@@ -109,6 +111,7 @@ static const opt_spec opt_specs[] = {
     {"seed", OPT_I64, OPT_FIELD(seed), 0, INT64_MAX},
     {"targets", OPT_TARGETS, 0, 0, 0},
     {"marker", OPT_IGNORE, 0, 0, 0},
+    {"hold-file", OPT_STR, OPT_FIELD(hold_file), 0, 0},
     {"device", OPT_DEVICE, 0, 0, 0},
 };
 #define NOPT_SPECS (sizeof opt_specs / sizeof opt_specs[0])
@@ -671,6 +674,9 @@ static loop_end train_loop(run *r, int *failed) {
       return LOOP_STOPPED;
     }
     if (o->throttle_ms) sleep_ms(o->throttle_ms);
+    /* A test's window (the forgeries of tests/fault/ft_stranger.sh): every rank waits here, so the
+     * job outlasts what the test does, whatever the machine's speed; the result is unchanged. */
+    while (o->hold_file && access(o->hold_file, F_OK) == 0) sleep_ms(20);
     /* The whole iteration is the step time the cadence converts seconds with (the throttle of
      * the tests stands for compute). */
     if (r->plan) ft_plan_step(r->plan, (double)(ftl_clock_ns() - step_t0) / 1e9);

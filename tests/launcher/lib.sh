@@ -23,6 +23,11 @@ export PATH="$SCRATCH/.bin:$PATH"
 # FTL_TEST_KEEP=1 keeps the scratch folder, for a look at a failure.
 remove_scratch() {
   [ -n "$TEST_L1" ] && rm -rf "$TEST_L1"
+  if [ -n "${STRANGER:-}" ]; then
+    pkill -KILL -u "$STRANGER" 2>/dev/null
+    userdel "$STRANGER" 2>/dev/null
+    rm -rf "$STRANGER_TOOLS"
+  fi
   if [ "${FTL_TEST_KEEP:-0}" = 1 ]; then echo "kept $SCRATCH" >&2; else rm -rf "$SCRATCH"; fi
 }
 trap 'pkill -KILL -f "$MARKER" 2>/dev/null; remove_scratch' EXIT
@@ -31,6 +36,22 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
+
+# stranger_up: a second local account with nothing of the job's (no files, no environment), named
+# in $STRANGER, with the forger (tests/fault/forger.py) where it can read it ($STRANGER_TOOLS);
+# removed with the scratch folder. Skips the test (77) where it is not root or useradd is refused.
+# as_stranger ARGS...: the forger, run by that account.
+stranger_up() {
+  [ "$(id -u)" = 0 ] || { echo "SKIP: making a second account needs root"; exit 77; }
+  local name="ftlx$$"
+  useradd -M -r -s /usr/sbin/nologin "$name" 2>/dev/null || { echo "SKIP: useradd is not permitted here"; exit 77; }
+  STRANGER=$name
+  STRANGER_TOOLS=$(mktemp -d /tmp/ftl-stranger.XXXXXX)
+  cp "$FTL_SOURCE_DIR/tests/fault/forger.py" "$STRANGER_TOOLS/"
+  chmod 755 "$STRANGER_TOOLS"
+  chmod 644 "$STRANGER_TOOLS/forger.py"
+}
+as_stranger() { (cd / && runuser -u "$STRANGER" -- /usr/bin/python3 "$STRANGER_TOOLS/forger.py" "$@"); }
 
 # yaml_list WORDS...: the words as a YAML flow list of double-quoted strings, ["a", "b"] (a job
 # spec's args); a word must not hold a double quote or a backslash.

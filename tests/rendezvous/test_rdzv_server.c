@@ -1,10 +1,12 @@
 /* tests/rendezvous/test_rdzv_server.c: the launcher's rendezvous server against real TCP clients
  * in child processes: every rank joins -> "go" for all; a client with another attempt's token is
  * refused and told why; a rank that joins twice is refused; fail() tells a waiting rank the
- * reason (naming the missing ranks), and describe_missing names ranks and hosts. A relay (wire
+ * reason (naming the missing ranks), and describe_missing names ranks and hosts. Wire version 4's
+ * proof: a hello that sends the token instead (an older peer), a proof replayed from another
+ * connection, and an agent's second hello are refused, each refusal naming its peer. A relay (wire
  * version 3) speaks for a host's agents and ranks over one connection: their hellos, the one "go"
- * it fans out, a batch of steps and alives, a lost agent, a relay for another attempt, and the
- * relay's own loss losing everything behind it. */
+ * it fans out, a batch of steps and alives, a lost agent, a relay for another attempt, a local
+ * connection the relay refused, and the relay's own loss losing everything behind it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@ typedef struct counts {
   int hello, joined, go, rejected, lost, step, alive, exits;
   int lost_ranks[8];
   char last_reject[256];
+  char last_peer[128];
 } counts;
 
 static void on_event(void *user, const ftl_rdzv_event *ev) {
@@ -33,6 +36,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
     case FTL_RDZV_REJECTED:
       c->rejected++;
       snprintf(c->last_reject, sizeof c->last_reject, "%s", ev->detail ? ev->detail : "");
+      snprintf(c->last_peer, sizeof c->last_peer, "%s", ev->peer ? ev->peer : "(none)");
       break;
     case FTL_RDZV_CONN_LOST:
       if (c->lost < 8) c->lost_ranks[c->lost] = ev->rank;
@@ -95,6 +99,36 @@ static void relay_say(int fd, const char *line) {
   CHECK_OK(rz_wire_send_line(fd, line, strlen(line), ftl_deadline_after_ms(2000), false, &d), d.msg);
 }
 
+/* Connects to the server as a raw peer (pumping the server, which sends the challenge when it
+ * accepts) and answers the challenge: *nonce_out is the connection's nonce, proof_out the proof of
+ * token for (role, rank) with it. */
+static int raw_open(ftl_rdzv_server *s, counts *c, ftl_linebuf *lb, const char *token, const char *role, int rank,
+                    char nonce_out[FTL_WIRE_NONCE_HEX + 1], char proof_out[FTL_WIRE_PROOF_HEX + 1]) {
+  ftl_diag d = {{0}};
+  char addr[64];
+  int fd = -1;
+  snprintf(addr, sizeof addr, "127.0.0.1:%d", rz_rdzv_server_port(s));
+  CHECK_OK(rz_tcp_connect(addr, ftl_deadline_after_ms(2000), &fd, &d), d.msg);
+  int64_t until = ftl_deadline_after_ms(5000);
+  ftl_err rc;
+  do {
+    pump(s, c, ftl_deadline_after_ms(20), never);
+    rc = rz_wire_read_challenge(fd, lb, "the test's server", ftl_deadline_after_ms(20), nonce_out, &d);
+  } while (rc == FTL_ERR_TIMEOUT && ftl_deadline_left_ms(until) > 0);
+  CHECK_OK(rc, d.msg);
+  CHECK_OK(rz_wire_proof(token, nonce_out, role, rank, proof_out, &d), d.msg);
+  return fd;
+}
+
+/* A relay's connection: its hello proves token. */
+static int relay_open(ftl_rdzv_server *s, counts *c, ftl_linebuf *lb, const char *token) {
+  char nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1], line[256];
+  int fd = raw_open(s, c, lb, token, "relay", -1, nonce, proof);
+  snprintf(line, sizeof line, "{\"type\":\"relay\",\"version\":4,\"proof\":\"%s\",\"host\":\"h1\",\"pid\":1}\n", proof);
+  relay_say(fd, line);
+  return fd;
+}
+
 /* Reads what the relay was sent (pumping the server meanwhile) until `needle` is among it. */
 static void relay_expect(ftl_rdzv_server *s, counts *c, int fd, ftl_linebuf *lb, const char *needle) {
   int64_t until = ftl_deadline_after_ms(5000);
@@ -114,37 +148,32 @@ static void relay_case(void) {
   ftl_rdzv_server *s = NULL;
   counts c = {0};
   CHECK_OK(rz_rdzv_server_create("127.0.0.1", 3, "tok-r0", &s, &d), d.msg);
-  char addr[64];
-  snprintf(addr, sizeof addr, "127.0.0.1:%d", rz_rdzv_server_port(s));
   /* A relay of another attempt is refused and told why. */
-  int stale = -1;
-  CHECK_OK(rz_tcp_connect(addr, ftl_deadline_after_ms(2000), &stale, &d), d.msg);
-  relay_say(stale, "{\"type\":\"relay\",\"version\":3,\"token\":\"tok-old\",\"host\":\"h1\",\"pid\":1}\n");
   ftl_linebuf slb = {0};
-  relay_expect(s, &c, stale, &slb, "not this attempt's");
+  int stale = relay_open(s, &c, &slb, "tok-old");
+  relay_expect(s, &c, stale, &slb, "no valid proof");
   rz_linebuf_free(&slb);
   close(stale);
   CHECK_INT_EQ(c.rejected, 1);
 
   /* Host h1's relay carries ranks 0 and 1 (agents and ranks); rank 2 connects directly. */
-  int fd = -1;
-  CHECK_OK(rz_tcp_connect(addr, ftl_deadline_after_ms(2000), &fd, &d), d.msg);
-  relay_say(fd, "{\"type\":\"relay\",\"version\":3,\"token\":\"tok-r0\",\"host\":\"h1\",\"pid\":1}\n");
+  ftl_linebuf lb = {0};
+  int fd = relay_open(s, &c, &lb, "tok-r0");
   for (int r = 0; r < 2; r++) {
     char line[512];
+    /* Proven to the relay (no proof in the envelope); the relay names the local peer. */
     snprintf(line, sizeof line,
-             "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":%d,\"msg\":{\"type\":\"agent\",\"version\":3,"
-             "\"token\":\"tok-r0\",\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":5}}\n"
-             "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"msg\":{\"type\":\"rank\",\"version\":3,"
-             "\"token\":\"tok-r0\",\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":6}}\n",
+             "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":%d,\"peer_pid\":5,\"peer_uid\":0,\"msg\":{\"type\":"
+             "\"agent\",\"version\":4,\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":5}}\n"
+             "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"peer_pid\":6,\"peer_uid\":0,\"msg\":{\"type\":"
+             "\"rank\",\"version\":4,\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":6}}\n",
              r, r, r, r);
     relay_say(fd, line);
   }
   /* A hello whose rank is not its envelope's is refused; the relay stays. */
-  relay_say(fd, "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":2,\"msg\":{\"type\":\"agent\",\"token\":\"tok-r0\","
+  relay_say(fd, "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":2,\"msg\":{\"type\":\"agent\",\"version\":4,"
                 "\"rank\":1}}\n");
   pid_t r2 = spawn_client(rz_rdzv_server_port(s), "tok-r0", "rank", 2, 3);
-  ftl_linebuf lb = {0};
   relay_expect(s, &c, fd, &lb, "\"to\":\"rank\"");
   CHECK_INT_EQ(c.go, 1);
   CHECK_INT_EQ(c.hello, 2);
@@ -181,6 +210,14 @@ static void relay_case(void) {
   CHECK_INT_EQ(c.exits, 1);
   CHECK_INT_EQ(c.lost, 1);
   CHECK_INT_EQ(c.lost_ranks[0], 0);
+  /* A local connection the relay refused itself is shown with who it was. */
+  int before = c.rejected;
+  relay_say(fd, "{\"type\":\"refused\",\"reason\":\"a local connection of uid 1234, not the job's uid 0\","
+                "\"pid\":4321,\"uid\":1234}\n");
+  int64_t until = ftl_deadline_after_ms(5000);
+  while (c.rejected == before && ftl_deadline_left_ms(until) > 0) pump(s, &c, ftl_deadline_after_ms(50), never);
+  CHECK_STR_CONTAINS(c.last_reject, "uid 1234");
+  CHECK_STR_CONTAINS(c.last_peer, "pid 4321 uid 1234 via relay 127.0.0.1:");
   /* The relay itself goes: ranks 0 and 1 (no bye) are lost with it. */
   close(fd);
   pump(s, &c, ftl_deadline_after_ms(5000), three_lost);
@@ -222,7 +259,8 @@ int main(void) {
   pid_t stale = spawn_client(port, "tok-a0", "rank", 0, 2);
   pump(s, &c, ftl_deadline_after_ms(10000), one_rejected);
   CHECK_INT_EQ(c.rejected, 1);
-  CHECK_STR_CONTAINS(c.last_reject, "not this attempt's");
+  CHECK_STR_CONTAINS(c.last_reject, "no valid proof");
+  CHECK_STR_CONTAINS(c.last_peer, "127.0.0.1:");
   CHECK_INT_EQ(exit_code(stale), 1);
   CHECK_INT_EQ(c.joined, 0);
   pump(s, &c, ftl_deadline_after_ms(200), never); /* let the refused connection close */
@@ -252,7 +290,52 @@ int main(void) {
   CHECK_INT_EQ(exit_code(dup), 1);
   rz_rdzv_server_destroy(s);
 
-  /* 5. A relay: one connection for a host's agents and ranks (wire version 3). */
+  /* 5. Wire version 4: nothing but a proof for this connection's nonce joins. */
+  memset(&c, 0, sizeof c);
+  CHECK_OK(rz_rdzv_server_create("127.0.0.1", 2, "tok-a2", &s, &d), d.msg);
+  ftl_linebuf lb = {0};
+  char nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1], line[512];
+  /* An older peer sends the token itself: refused, naming the version. */
+  int old = raw_open(s, &c, &lb, "tok-a2", "agent", 0, nonce, proof);
+  relay_say(old, "{\"type\":\"agent\",\"version\":3,\"token\":\"tok-a2\",\"rank\":0,\"world_size\":2}\n");
+  until = ftl_deadline_after_ms(5000);
+  while (c.rejected == 0 && ftl_deadline_left_ms(until) > 0) pump(s, &c, ftl_deadline_after_ms(50), never);
+  CHECK_STR_CONTAINS(c.last_reject, "speaks wire version 3");
+  close(old);
+  rz_linebuf_free(&lb);
+  /* A proof made for one connection's nonce, replayed on another: refused. */
+  int first = raw_open(s, &c, &lb, "tok-a2", "agent", 0, nonce, proof);
+  rz_linebuf_free(&lb);
+  char other_nonce[FTL_WIRE_NONCE_HEX + 1], other_proof[FTL_WIRE_PROOF_HEX + 1];
+  int second = raw_open(s, &c, &lb, "tok-a2", "agent", 0, other_nonce, other_proof);
+  rz_linebuf_free(&lb);
+  CHECK(strcmp(nonce, other_nonce) != 0);
+  snprintf(line, sizeof line, "{\"type\":\"agent\",\"version\":4,\"proof\":\"%s\",\"rank\":0,\"world_size\":2}\n", proof);
+  relay_say(second, line);
+  until = ftl_deadline_after_ms(5000);
+  while (c.rejected == 1 && ftl_deadline_left_ms(until) > 0) pump(s, &c, ftl_deadline_after_ms(50), never);
+  CHECK_INT_EQ(c.rejected, 2);
+  CHECK_STR_CONTAINS(c.last_reject, "agent of rank 0 has no valid proof");
+  CHECK_INT_EQ(c.hello, 0);
+  /* The proof on its own connection joins; the same agent's second hello, proven, is refused. */
+  relay_say(first, line);
+  until = ftl_deadline_after_ms(5000);
+  while (c.hello == 0 && ftl_deadline_left_ms(until) > 0) pump(s, &c, ftl_deadline_after_ms(50), never);
+  CHECK_INT_EQ(c.hello, 1);
+  int again = raw_open(s, &c, &lb, "tok-a2", "agent", 0, nonce, proof);
+  rz_linebuf_free(&lb);
+  snprintf(line, sizeof line, "{\"type\":\"agent\",\"version\":4,\"proof\":\"%s\",\"rank\":0,\"world_size\":2}\n", proof);
+  relay_say(again, line);
+  until = ftl_deadline_after_ms(5000);
+  while (c.rejected == 2 && ftl_deadline_left_ms(until) > 0) pump(s, &c, ftl_deadline_after_ms(50), never);
+  CHECK_STR_CONTAINS(c.last_reject, "agent of rank 0 said hello twice");
+  CHECK_INT_EQ(c.hello, 1);
+  close(first);
+  close(second);
+  close(again);
+  rz_rdzv_server_destroy(s);
+
+  /* 6. A relay: one connection for a host's agents and ranks (wire version 3). */
   relay_case();
   printf("ok\n");
   return 0;

@@ -10,21 +10,25 @@
  *      rz_tcp_listen) and draws a random token; one allgather, made by every rank, carries each
  *      rank's port, token, IPv4 addresses (rz_host_ipv4, loopback last) and whether it can and may
  *      use TCP (FTL_CKPT_L2_TRANSPORT). If any rank cannot or may not, every rank stops here;
- *   2. each fetcher connects to its server, trying the server's addresses in order, and sends a
- *      hello (magic, the server's token, its own rank, the server's rank, the shard); the server
- *      answers a hello that matches one of its streams with an ack and closes any other
- *      connection: a stranger without the token reads nothing, and a fetcher that reached the
- *      wrong listener tries the next address. Meanwhile an allgather of each fetcher's result runs
+ *   2. each fetcher connects to its server, trying the server's addresses in order; the server
+ *      sends every connection it accepts a fresh nonce, and the fetcher answers with a hello (magic,
+ *      an HMAC-SHA256 under the server's token of the nonce and of its own rank, the server's rank
+ *      and the shard, then those three in the clear); the server answers a hello that matches one
+ *      of its streams with an ack and closes any other connection: a stranger without the token
+ *      reads nothing but a nonce, the token never crosses the network, a hello copied off one
+ *      connection is refused on another, and a fetcher that reached the wrong listener tries the
+ *      next address. Meanwhile an allgather of each fetcher's result runs
  *      (started when its connections are settled, polled while the server keeps answering), so
  *      every rank learns whether every stream is connected; if one is not, every rank closes its
  *      sockets and the engine runs over MPI as before.
  * The data itself (a header, then the body) and its checks are the engine's (ckpt_l2.c); the
- * checksums prove integrity, the token only keeps strangers out.
+ * checksums prove integrity, the proof of the token only keeps strangers out.
  *
  * Not here: which rank serves which shard, or what a stream carries (ckpt_l2.c); MPI calls
  * (ckpt_coll.c). */
 #include "checkpoint/ckpt_l2_tcp.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -48,24 +52,54 @@
 
 typedef ck_l2_tcp_rec tcp_rec;
 typedef ck_l2_tcp_hello tcp_hello;
+typedef ck_l2_tcp_challenge tcp_challenge;
 static const char hello_magic[8] = CK_L2_TCP_HELLO_MAGIC;
 static const char ack_magic[4] = CK_L2_TCP_ACK;
+static const char challenge_magic[4] = CK_L2_TCP_CHALLENGE_MAGIC;
 
-/* An accepted connection until its hello is read. */
+/* An accepted connection until its hello is read: the nonce it was sent. */
 typedef struct pending {
   int fd;
   size_t got;
+  unsigned char nonce[CK_L2_TCP_NONCE];
+  char peer[64];   /* "address:port", for the refusal's warning */
   tcp_hello h;
 } pending;
 
-/* A fetcher's connection attempt: state 0 connecting, 1 sending the hello, 2 awaiting the ack,
- * 3 connected, 4 every address failed. */
+/* "address:port" of an accepted IPv4 connection. */
+static void describe_peer(int fd, char *out, size_t size) {
+  struct sockaddr_in sin;
+  socklen_t sl = sizeof sin;
+  char host[INET_ADDRSTRLEN] = "?";
+  if (getpeername(fd, (struct sockaddr *)&sin, &sl) != 0 || sin.sin_family != AF_INET) {
+    (void)ftl_fmt(out, size, "?");
+    return;
+  }
+  inet_ntop(AF_INET, &sin.sin_addr, host, sizeof host);
+  (void)ftl_fmt(out, size, "%s:%d", host, ntohs(sin.sin_port));
+}
+
+/* A fetcher's connection attempt: state 0 connecting, 1 reading the challenge, 2 sending the
+ * hello, 3 awaiting the ack, 4 connected, 5 every address failed. */
+enum { AT_CONNECTING, AT_CHALLENGE, AT_HELLO, AT_ACK, AT_CONNECTED, AT_FAILED };
 typedef struct attempt {
   int state, addr, fd;
   size_t moved;
   int64_t until_ms;
+  tcp_challenge ch;
+  tcp_hello h;
   char why[160];
 } attempt;
+
+ftl_err ck_l2_tcp_mac(const unsigned char token[CK_L2_TCP_TOKEN], const unsigned char nonce[CK_L2_TCP_NONCE],
+                      int32_t from, int32_t to, int32_t shard, unsigned char mac[CK_L2_TCP_MAC], ftl_diag *d) {
+  unsigned char text[8 + CK_L2_TCP_NONCE + 12];
+  int32_t ids[3] = {from, to, shard};
+  memcpy(text, "ftl-l2-2", 8);
+  memcpy(text + 8, nonce, CK_L2_TCP_NONCE);
+  memcpy(text + 8 + CK_L2_TCP_NONCE, ids, sizeof ids);
+  return rz_wire_hmac(token, CK_L2_TCP_TOKEN, text, sizeof text, mac, d);
+}
 
 /* FTL_CKPT_L2_TRANSPORT: 1 tcp (the default), 0 mpi. */
 static int transport_tcp(void) {
@@ -76,16 +110,15 @@ static int transport_tcp(void) {
   return 1;
 }
 
-/* The hello of fetching link k from the server whose record is r. */
-static tcp_hello hello_of(const ftl_ckpt *ck, const ck_l2_link *k, const tcp_rec *r) {
-  tcp_hello h;
-  memset(&h, 0, sizeof h);
-  memcpy(h.magic, hello_magic, sizeof h.magic);
-  memcpy(h.token, r->token, sizeof h.token);
-  h.from = ck->rank;
-  h.to = k->peer;
-  h.shard = k->shard;
-  return h;
+/* The hello of fetching link k from the server whose record is r, answering nonce. */
+static ftl_err hello_of(const ftl_ckpt *ck, const ck_l2_link *k, const tcp_rec *r, const unsigned char *nonce,
+                        tcp_hello *h, ftl_diag *d) {
+  memset(h, 0, sizeof *h);
+  memcpy(h->magic, hello_magic, sizeof h->magic);
+  h->from = ck->rank;
+  h->to = k->peer;
+  h->shard = k->shard;
+  return ck_l2_tcp_mac(r->token, nonce, h->from, h->to, h->shard, h->mac, d);
 }
 
 /* FTL_CKPT_L2_TCP_FAULT=listen:RANK or connect:RANK (the tests' fault, docs/checkpoint.md): that
@@ -97,11 +130,33 @@ static int fault_at(const char *what, int rank) {
   return f && !strncmp(f, what, n) && f[n] == ':' && ftl_parse_i64(f + n + 1, 0, INT_MAX, &r) == FTL_OK && r == rank;
 }
 
+/* FTL_CKPT_L2_TCP_ANNOUNCE=DIR (tests only, docs/checkpoint.md): a rank that listens writes
+ * DIR/rank-R.a<ATTEMPT>.port ("ADDRESS:PORT" lines, its addresses) and, while DIR/hold exists,
+ * waits (30 s at most) before the set-up goes on: a test's window to connect to the listener from
+ * elsewhere (tests/fault/ft_l2.sh stranger). */
+static void announce_for_tests(const ftl_ckpt *ck, const tcp_rec *mine) {
+  const char *dir = getenv("FTL_CKPT_L2_TCP_ANNOUNCE");
+  char path[PATH_MAX], tmp[PATH_MAX + 8], hold[PATH_MAX];
+  if (!dir || !*dir || ftl_fmt(path, sizeof path, "%s/rank-%d.a%d.port", dir, ck->rank, ck->attempt) ||
+      ftl_fmt(tmp, sizeof tmp, "%s.tmp", path) || ftl_fmt(hold, sizeof hold, "%s/hold", dir))
+    return;
+  FILE *f = fopen(tmp, "w");
+  if (!f) return;
+  for (int i = 0; i < mine->naddr; i++) {
+    char host[INET_ADDRSTRLEN];
+    struct in_addr a = {.s_addr = mine->addr[i]};
+    fprintf(f, "%s:%u\n", inet_ntop(AF_INET, &a, host, sizeof host) ? host : "?", (unsigned)mine->port);
+  }
+  if (fclose(f) != 0 || rename(tmp, path) != 0) return;
+  for (int64_t until = ftl_deadline_after_ms(30000); access(hold, F_OK) == 0 && ftl_deadline_left_ms(until) > 0;)
+    usleep(20000);
+}
+
 void ck_l2_tcp_close(int sock) {
   if (sock >= 0) close(sock);
 }
 
-/* Starts attempt a at the server's next address (r: the server's record); state 4 when none is left. */
+/* Starts attempt a at the server's next address (r: the server's record); AT_FAILED when none is left. */
 static void attempt_next(attempt *a, const tcp_rec *r) {
   ck_l2_tcp_close(a->fd);
   a->fd = -1;
@@ -116,26 +171,27 @@ static void attempt_next(attempt *a, const tcp_rec *r) {
     a->moved = 0;
     a->until_ms = ftl_clock_ms() + TCP_CONNECT_MS;
     if (connect(a->fd, (struct sockaddr *)&sin, sizeof sin) == 0 || errno == EINPROGRESS) {
-      a->state = 0;
+      a->state = AT_CONNECTING;
       return;
     }
     (void)ftl_fmt(a->why, sizeof a->why, "connect: %s", strerror(errno));
     close(a->fd);
     a->fd = -1;
   }
-  a->state = 4;
+  a->state = AT_FAILED;
 }
 
-/* Moves attempt a on as far as its socket allows (revents from poll, 0: none yet). */
-static void attempt_step(attempt *a, const tcp_rec *r, const tcp_hello *h, short revents) {
+/* Moves attempt a (fetching link k, r: the server's record) on as far as its socket allows
+ * (revents from poll, 0: none yet). */
+static void attempt_step(const ftl_ckpt *ck, attempt *a, const ck_l2_link *k, const tcp_rec *r, short revents) {
   for (;;) {
-    if (a->state >= 3) return;
+    if (a->state >= AT_CONNECTED) return;
     if (ftl_clock_ms() > a->until_ms) {
-      (void)ftl_fmt(a->why, sizeof a->why, "%s timed out", a->state == 0 ? "connect" : "the server's answer");
+      (void)ftl_fmt(a->why, sizeof a->why, "%s timed out", a->state == AT_CONNECTING ? "connect" : "the server's answer");
       attempt_next(a, r);
       continue;
     }
-    if (a->state == 0) {
+    if (a->state == AT_CONNECTING) {
       if (!(revents & (POLLOUT | POLLERR | POLLHUP))) return;
       int err = 0;
       socklen_t sl = sizeof err;
@@ -146,56 +202,90 @@ static void attempt_step(attempt *a, const tcp_rec *r, const tcp_hello *h, short
         revents = 0;
         continue;
       }
-      a->state = 1;
+      a->state = AT_CHALLENGE;
+      a->moved = 0;
+      a->until_ms = ftl_clock_ms() + TCP_ACK_MS;
     }
-    if (a->state == 1) {
-      ssize_t k = send(a->fd, (const char *)h + a->moved, sizeof *h - a->moved, MSG_NOSIGNAL);
-      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (k < 0) {
+    if (a->state == AT_CHALLENGE) {
+      ssize_t n = recv(a->fd, (char *)&a->ch + a->moved, sizeof a->ch - a->moved, 0);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n > 0) a->moved += (size_t)n;
+      if (n > 0 && a->moved < sizeof a->ch) return;
+      if (n <= 0 || memcmp(a->ch.magic, challenge_magic, sizeof challenge_magic) != 0) {
+        (void)ftl_fmt(a->why, sizeof a->why, "%s", n < 0 ? strerror(errno) : "no challenge (not the server)");
+        attempt_next(a, r);
+        revents = 0;
+        continue;
+      }
+      ftl_diag md;
+      if (hello_of(ck, k, r, a->ch.nonce, &a->h, &md) != FTL_OK) {
+        (void)ftl_fmt(a->why, sizeof a->why, "%s", md.msg);
+        a->state = AT_FAILED;
+        return;
+      }
+      a->state = AT_HELLO;
+      a->moved = 0;
+    }
+    if (a->state == AT_HELLO) {
+      ssize_t n = send(a->fd, (const char *)&a->h + a->moved, sizeof a->h - a->moved, MSG_NOSIGNAL);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n < 0) {
         (void)ftl_fmt(a->why, sizeof a->why, "send: %s", strerror(errno));
         attempt_next(a, r);
         revents = 0;
         continue;
       }
-      a->moved += (size_t)k;
-      if (a->moved < sizeof *h) return;
-      a->state = 2;
+      a->moved += (size_t)n;
+      if (a->moved < sizeof a->h) return;
+      a->state = AT_ACK;
       a->moved = 0;
       a->until_ms = ftl_clock_ms() + TCP_ACK_MS;
     }
     char ack[sizeof ack_magic];
-    ssize_t k = recv(a->fd, ack + a->moved, sizeof ack - a->moved, 0);
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (k <= 0 || memcmp(ack + a->moved, ack_magic + a->moved, (size_t)k) != 0) {
-      (void)ftl_fmt(a->why, sizeof a->why, "%s", k < 0 ? strerror(errno) : "refused (not the server, or a wrong token)");
+    ssize_t n = recv(a->fd, ack + a->moved, sizeof ack - a->moved, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0 || memcmp(ack + a->moved, ack_magic + a->moved, (size_t)n) != 0) {
+      (void)ftl_fmt(a->why, sizeof a->why, "%s", n < 0 ? strerror(errno) : "refused (not the server, or a wrong proof)");
       attempt_next(a, r);
       revents = 0;
       continue;
     }
-    a->moved += (size_t)k;
-    if (a->moved == sizeof ack) a->state = 3;
+    a->moved += (size_t)n;
+    if (a->moved == sizeof ack) a->state = AT_CONNECTED;
   }
 }
 
+/* Refusals of one set-up shown one by one (a warning and an l2_rejected event each): a stranger
+ * who connects in a loop must not flood the rank's log and the run's events. */
+enum { L2_REFUSALS_SHOWN = 16 };
+
 /* Reads what has come of pending connection p's hello; when it is whole, gives the connection to
- * the link it names (answering with the ack) or closes it. */
-static void pending_step(ftl_ckpt *ck, pending *p, const unsigned char *token, ck_l2_link *links, int n) {
+ * the link it names (answering with the ack) or closes it (*refusals counts those whose whole
+ * hello was wrong). */
+static void pending_step(ftl_ckpt *ck, pending *p, const unsigned char *token, ck_l2_link *links, int n,
+                         int *refusals) {
   ssize_t k = recv(p->fd, (char *)&p->h + p->got, sizeof p->h - p->got, 0);
   if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
   if (k > 0) p->got += (size_t)k;
   if (k > 0 && p->got < sizeof p->h) return;
   int link = -1;
-  if (k > 0 && !memcmp(p->h.magic, hello_magic, sizeof hello_magic) && !memcmp(p->h.token, token, CK_L2_TCP_TOKEN) &&
-      p->h.to == ck->rank)
+  unsigned char want[CK_L2_TCP_MAC];
+  ftl_diag md;
+  if (k > 0 && !memcmp(p->h.magic, hello_magic, sizeof hello_magic) && p->h.to == ck->rank &&
+      ck_l2_tcp_mac(token, p->nonce, p->h.from, p->h.to, p->h.shard, want, &md) == FTL_OK &&
+      rz_wire_mac_equal(want, p->h.mac, sizeof want))
     for (int i = 0; i < n && link < 0; i++)
       if (links[i].out && links[i].fd < 0 && links[i].peer == p->h.from && links[i].shard == p->h.shard) link = i;
   /* A fresh socket has room for 4 bytes: a short send is a broken connection. */
   if (link >= 0 && send(p->fd, ack_magic, sizeof ack_magic, MSG_NOSIGNAL) == (ssize_t)sizeof ack_magic) {
     links[link].fd = p->fd;
   } else {
-    if (k > 0)
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "an L2 connection was refused: it did not name one of this rank's transfers "
-                                    "with this restore's token");
+    if (k > 0 && ++*refusals <= L2_REFUSALS_SHOWN) {
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "an L2 connection from %s was refused: it did not name one of this rank's "
+                                    "transfers with a proof of this restore's token", p->peer);
+      ck_emit(ck, "l2_rejected", json_pack("{s:s, s:s}", "peer", p->peer, "reason",
+                                           "no valid proof of the restore's token for one of this rank's transfers"));
+    }
     close(p->fd);
   }
   p->fd = -1;
@@ -211,7 +301,7 @@ static void close_links(ck_l2_link *links, int n) {
 ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *what, int loud, int *tcp,
                           int64_t deadline_ms, ftl_diag *d) {
   const int info = loud ? FTL_LOG_INFO : FTL_LOG_DEBUG;
-  int W = ck->world, listen_fd = -1, serves = 0, npend = 0, started = 0;
+  int W = ck->world, listen_fd = -1, serves = 0, npend = 0, started = 0, refusals = 0;
   ftl_err rc = FTL_OK;
   tcp_rec mine;
   tcp_rec *all = ftl_calloc((size_t)W, sizeof *all);
@@ -265,6 +355,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
       (void)ftl_fmt(why, sizeof why, "%s", ld.msg);
     } else {
       mine.port = (uint16_t)port;
+      announce_for_tests(ck, &mine);
     }
   }
   rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the allgather of the L2 connections", deadline_ms, d);
@@ -289,7 +380,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
     if (links[i].out) continue;
     const tcp_rec *r = &all[links[i].peer];
     if (r->port == 0 || r->naddr == 0 || fault_at("connect", ck->rank)) {
-      at[i].state = 4;
+      at[i].state = AT_FAILED;
       (void)ftl_fmt(at[i].why, sizeof at[i].why, "%s", r->port ? "fault injected (FTL_CKPT_L2_TCP_FAULT)"
                                                                  : "the server does not listen");
       continue;
@@ -300,15 +391,13 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
     int np = 0, open = 0;
     for (int i = 0; i < n; i++) {
       if (links[i].out) continue;
-      const tcp_rec *r = &all[links[i].peer];
-      tcp_hello h = hello_of(ck, &links[i], r);
-      attempt_step(&at[i], r, &h, 0); /* the timeouts, and what needs no wait */
-      open += at[i].state < 3;
+      attempt_step(ck, &at[i], &links[i], &all[links[i].peer], 0); /* the timeouts, and what needs no wait */
+      open += at[i].state < AT_CONNECTED;
     }
     if (!open && !started) {
       oks[W] = 1;
       for (int i = 0; i < n; i++)
-        if (!links[i].out && at[i].state != 3) {
+        if (!links[i].out && at[i].state != AT_CONNECTED) {
           oks[W] = 0;
           FTL_LOG(FTL_LOG_WARN, "ckpt", "%s goes over MPI: no connection to rank %d for shard %d (%s)", what,
                   links[i].peer, links[i].shard, at[i].why);
@@ -346,8 +435,9 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
       who[np++] = -2 - i;
     }
     for (int i = 0; i < n; i++)
-      if (!links[i].out && at[i].state < 3) {
-        pfd[np] = (struct pollfd){.fd = at[i].fd, .events = at[i].state == 2 ? POLLIN : POLLOUT};
+      if (!links[i].out && at[i].state < AT_CONNECTED) {
+        pfd[np] = (struct pollfd){.fd = at[i].fd,
+                                  .events = at[i].state == AT_CONNECTING || at[i].state == AT_HELLO ? POLLOUT : POLLIN};
         who[np++] = i;
       }
     int wait_ms = started ? 1 : 50;
@@ -358,11 +448,9 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
     for (int j = 0; j < np; j++) {
       if (!pfd[j].revents) continue;
       if (who[j] >= 0) {
-        const tcp_rec *r = &all[links[who[j]].peer];
-        tcp_hello h = hello_of(ck, &links[who[j]], r);
-        attempt_step(&at[who[j]], r, &h, pfd[j].revents);
+        attempt_step(ck, &at[who[j]], &links[who[j]], &all[links[who[j]].peer], pfd[j].revents);
       } else if (who[j] <= -2) {
-        pending_step(ck, &pend[-2 - who[j]], mine.token, links, n);
+        pending_step(ck, &pend[-2 - who[j]], mine.token, links, n, &refusals);
       }
     }
     /* Settled pending connections leave the table; then new ones are accepted. */
@@ -378,7 +466,18 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
         close(fd);
         continue;
       }
-      pend[npend++] = (pending){.fd = fd};
+      /* The challenge first (a fresh socket has room for it): its hello must answer this nonce. */
+      tcp_challenge ch;
+      memcpy(ch.magic, challenge_magic, sizeof ch.magic);
+      if (getrandom(ch.nonce, sizeof ch.nonce, 0) != (ssize_t)sizeof ch.nonce ||
+          send(fd, &ch, sizeof ch, MSG_NOSIGNAL) != (ssize_t)sizeof ch) {
+        close(fd);
+        continue;
+      }
+      pend[npend] = (pending){.fd = fd};
+      memcpy(pend[npend].nonce, ch.nonce, sizeof ch.nonce);
+      describe_peer(fd, pend[npend].peer, sizeof pend[npend].peer);
+      npend++;
     }
   }
   for (int r = 0; r < W; r++)

@@ -27,14 +27,28 @@ typedef struct ck_l2_tcp_rec {
   uint8_t naddr;
   uint8_t ok; /* this rank can and may use TCP */
 } ck_l2_tcp_rec;
-/* What a fetcher sends first on its connection (the server answers CK_L2_TCP_ACK, or closes it). */
-#define CK_L2_TCP_HELLO_MAGIC {'f', 't', 'l', '-', 'l', '2', 0, 1}
+/* What the server sends first on every connection it accepts: a fresh nonce, which the fetcher's
+ * hello must answer (a hello read off one connection is refused on the next). */
+#define CK_L2_TCP_CHALLENGE_MAGIC {'L', '2', 'c', 'h'}
+#define CK_L2_TCP_NONCE 16
+typedef struct ck_l2_tcp_challenge {
+  char magic[4];
+  unsigned char nonce[CK_L2_TCP_NONCE];
+} ck_l2_tcp_challenge;
+/* The fetcher's answer (the server answers CK_L2_TCP_ACK, or closes it): mac is HMAC-SHA256 under
+ * the server's token of ck_l2_tcp_proof_text (the nonce, from, to, shard): the token itself never
+ * crosses the network. */
+#define CK_L2_TCP_HELLO_MAGIC {'f', 't', 'l', '-', 'l', '2', 0, 2}
 #define CK_L2_TCP_ACK {'L', '2', 'o', 'k'}
+#define CK_L2_TCP_MAC 32
 typedef struct ck_l2_tcp_hello {
   char magic[8];
-  unsigned char token[CK_L2_TCP_TOKEN]; /* the server's */
+  unsigned char mac[CK_L2_TCP_MAC];
   int32_t from, to, shard;              /* the fetcher's rank, the server's, the shard */
 } ck_l2_tcp_hello;
+/* The MAC a hello of (from, to, shard) carries for nonce under token (also the unit test's). */
+ftl_err ck_l2_tcp_mac(const unsigned char token[CK_L2_TCP_TOKEN], const unsigned char nonce[CK_L2_TCP_NONCE],
+                      int32_t from, int32_t to, int32_t shard, unsigned char mac[CK_L2_TCP_MAC], ftl_diag *d);
 
 /* Every rank, collective (two allgathers on the handle's communicator, whether or not it has
  * links): sets up a connection for each link of every rank. *tcp = 1 when every link of every

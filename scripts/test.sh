@@ -48,6 +48,10 @@ NORMAL_ONLY=(
   ft_levels_kill ft_levels_gone ft_levels_hostile ft_levels_full
   ft_level_steps_gone ft_level_steps_corrupt ft_level_steps_l2 ft_level_steps_l2_lost
   ft_l2_corrupt ft_l2_deleted ft_l2_spare_listen_fail ft_l2_spare_connect_fail # (ckpt_l2_tcp: the TCP refusals)
+  ft_l2_spare_stranger    # a stranger's L2 connections: the refusals are in ckpt_l2_tcp (unit), the restore in ft_l2_spare
+  # Another user against a running job: ft_stranger_relay (the server's and the relay's refusals,
+  # both wire paths) is in the pass; these replay the same forgeries without relays and on a standby.
+  ft_stranger_direct ft_stranger_standby
   ft_crash_mid_shard ft_crash_mid_manifest # a crash mid-checkpoint: see ckpt_crash_* (the same crash points)
   finetune_kill_autorestart finetune_deterministic # see finetune_kill_resume (two runs, a kill between)
   eval_gate_e2e           # snapshot, train, gate, publish: each is in the pass (eval_snapshot_relaunch,

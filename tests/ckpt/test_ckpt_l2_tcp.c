@@ -1,8 +1,10 @@
 /* tests/ckpt/test_ckpt_l2_tcp.c: the set-up of the L2 fetch's direct TCP transport
  * (checkpoint/ckpt_l2_tcp.c) in one process, a world of 1 over a fake MPI whose rank serves a shard
  * to itself. Before the fetcher connects (inside the first allgather, where the listener's port
- * and token are known), strangers connect: one with a wrong token, one with the right token but a
- * transfer that does not exist, one that says nothing. Each must be closed without an answer while
+ * and token are known), strangers connect: one whose proof is made with a wrong token, one with the
+ * right token but for another nonce than its connection's (a replayed hello), one that answers its
+ * challenge with the right token for a transfer that does not exist (from a thread), one that says
+ * nothing. Each must get its challenge and nothing more (no ack) and be closed while
  * the real connection is made and carries bytes, and a server whose fetcher is gone gets an error
  * (not a SIGPIPE). Then FTL_CKPT_L2_TRANSPORT=mpi and the injected
  * listen and connect faults must each leave the transfer to MPI (no socket, *tcp = 0). The
@@ -11,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +28,12 @@
 #include "ftl_test.h"
 #include "rendezvous/mpi_seam.h"
 
-#define STRANGERS 3
-static int stranger[STRANGERS] = {-1, -1, -1};
+#define STRANGERS 4
+static int stranger[STRANGERS] = {-1, -1, -1, -1};
 static int allgathers;
+static pthread_t answerer;
+static int answering;
+static unsigned char real_token[CK_L2_TCP_TOKEN];
 
 /* A blocking connection to the loopback at port that sends h (NULL: nothing). */
 static int connect_stranger(uint16_t port, const ck_l2_tcp_hello *h) {
@@ -40,6 +46,32 @@ static int connect_stranger(uint16_t port, const ck_l2_tcp_hello *h) {
   return fd;
 }
 
+/* A hello of (from 0, to 0, shard) proven with token for nonce. */
+static ck_l2_tcp_hello forged(const unsigned char *token, const unsigned char *nonce, int32_t shard) {
+  const char magic[8] = CK_L2_TCP_HELLO_MAGIC;
+  ck_l2_tcp_hello h = {.from = 0, .to = 0, .shard = shard};
+  ftl_diag d = {{0}};
+  memcpy(h.magic, magic, sizeof magic);
+  CHECK_OK(ck_l2_tcp_mac(token, nonce, h.from, h.to, h.shard, h.mac, &d), d.msg);
+  return h;
+}
+
+/* The stranger that reads its challenge and answers it with the right token, for shard 4, which
+ * no link serves (in a thread: the server sends the challenge when it accepts). */
+static void *answer_challenge(void *arg) {
+  int fd = *(int *)arg;
+  ck_l2_tcp_challenge ch;
+  size_t got = 0;
+  while (got < sizeof ch) {
+    ssize_t k = recv(fd, (char *)&ch + got, sizeof ch - got, 0);
+    if (k <= 0) return NULL;
+    got += (size_t)k;
+  }
+  ck_l2_tcp_hello h = forged(real_token, ch.nonce, 4);
+  if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h) return NULL;
+  return NULL;
+}
+
 /* The first allgather carries the listener's record: the strangers come now, before the fetcher. */
 static int f_iallgather(const void *send, int send_count, MPI_Datatype send_type, void *recv, int recv_count,
                         MPI_Datatype recv_type, MPI_Comm comm, MPI_Request *req) {
@@ -49,16 +81,17 @@ static int f_iallgather(const void *send, int send_count, MPI_Datatype send_type
   if (allgathers++ == 0 && send_count == (int)sizeof(ck_l2_tcp_rec)) {
     const ck_l2_tcp_rec *r = send;
     if (r->port) {
-      const char magic[8] = CK_L2_TCP_HELLO_MAGIC;
-      ck_l2_tcp_hello wrong_token = {.from = 0, .to = 0, .shard = 3}, wrong_shard = {.from = 0, .to = 0, .shard = 4};
-      memcpy(wrong_token.magic, magic, sizeof magic);
-      memcpy(wrong_token.token, r->token, sizeof r->token);
-      wrong_token.token[5] ^= 1;
-      memcpy(wrong_shard.magic, magic, sizeof magic);
-      memcpy(wrong_shard.token, r->token, sizeof r->token);
+      unsigned char wrong[CK_L2_TCP_TOKEN], some_nonce[CK_L2_TCP_NONCE] = {0};
+      memcpy(real_token, r->token, sizeof real_token);
+      memcpy(wrong, r->token, sizeof wrong);
+      wrong[5] ^= 1;
+      ck_l2_tcp_hello wrong_token = forged(wrong, some_nonce, 3), replayed = forged(real_token, some_nonce, 3);
       stranger[0] = connect_stranger(r->port, &wrong_token);
-      stranger[1] = connect_stranger(r->port, &wrong_shard);
+      stranger[1] = connect_stranger(r->port, &replayed);
       stranger[2] = connect_stranger(r->port, NULL);
+      stranger[3] = connect_stranger(r->port, NULL);
+      answering = pthread_create(&answerer, NULL, answer_challenge, &stranger[3]) == 0;
+      CHECK(answering);
     }
   }
   return MPI_SUCCESS;
@@ -88,14 +121,26 @@ static ftl_err connect_self(ftl_ckpt *ck, ck_l2_link *links, int *tcp) {
   return rc;
 }
 
-/* The stranger's connection ends with nothing said to it: closed, or reset (never accepted before
- * the listener closed), but not left open (a timeout). */
+/* The stranger's connection ends with nothing said to it but its challenge: closed, or reset
+ * (never accepted before the listener closed), but not left open (a timeout), and never an ack. */
 static void check_refused(int fd) {
+  if (answering) {
+    pthread_join(answerer, NULL);
+    answering = 0;
+  }
   struct timeval tv = {5, 0};
-  char c;
+  char buf[64];
+  size_t got = 0;
   CHECK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
-  ssize_t k = recv(fd, &c, 1, 0);
-  CHECK(k == 0 || (k < 0 && errno == ECONNRESET));
+  for (;;) {
+    ssize_t k = recv(fd, buf + got, sizeof buf - got, 0);
+    if (k > 0 && got + (size_t)k <= sizeof(ck_l2_tcp_challenge)) {
+      got += (size_t)k;
+      continue;
+    }
+    CHECK(k == 0 || (k < 0 && errno == ECONNRESET)); /* more than a challenge would be an answer */
+    break;
+  }
   close(fd);
 }
 

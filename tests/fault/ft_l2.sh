@@ -13,6 +13,11 @@
 #                       to MPI
 #   spare_connect_fail  the same, rank 4 (a fetcher on h4) failing to connect: every rank falls
 #                       back to MPI
+#   spare_stranger      the same, and while rank 0 (a server on h1) listens for the spare's fetches,
+#                       another local user, on host 2, connects to it: a hello proven for another
+#                       nonce, one with a guessed token, a silent connection. None gets an answer
+#                       but its challenge; rank 0 names each refused peer; the fetch still goes over
+#                       TCP (docs/security.md)
 #   corrupt  the same loss with restarts off; the L2 copy of shard 4 gets a flipped byte, then the
 #            job is run again on h1 h2 h4: every rank that reads it (fetched, or on h1 itself) names
 #            the copy that failed verification and reads shard 4 from the run directory
@@ -56,6 +61,11 @@ case $MODE in
 spare_mpi) FT_ENV="FTL_CKPT_L2_TRANSPORT: mpi" ;;
 spare_listen_fail) FT_ENV="FTL_CKPT_L2_TCP_FAULT: \"listen:0\"" ;;
 spare_connect_fail) FT_ENV="FTL_CKPT_L2_TCP_FAULT: \"connect:4\"" ;;
+spare_stranger)
+  stranger_up
+  mkdir -p "$SCRATCH/l2-announce"
+  FT_ENV="FTL_CKPT_L2_TCP_ANNOUNCE: \"$SCRATCH/l2-announce\""
+  ;;
 esac
 reference 6
 netns_up 4
@@ -74,6 +84,35 @@ grep -q '"l2"' "$m" || fail "the manifest's levels do not say l2"
 ftl ckpt ls "$RUN" | grep -qE "^$(basename "$(dirname "$m")" | sed 's/step-0*//') +committed .* l1\+l2\+l3 " ||
   { ftl ckpt ls "$RUN" >&2; fail "ftl ckpt ls does not say the step has l1, l2 and l3"; }
 kill_host 3
+if [ "$MODE" = spare_stranger ]; then
+  # The spare's restore: rank 0's listener waits (hold) until the stranger's connections are in
+  # its backlog; then the set-up goes on and answers them.
+  ann=$SCRATCH/l2-announce
+  touch "$ann/hold"
+  for _ in $(seq 1 600); do
+    [ -s "$ann/rank-0.a1.port" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -s "$ann/rank-0.a1.port" ] || { rm -f "$ann/hold"; cat out >&2; fail "rank 0 of attempt 1 never listened for L2"; }
+  target=$(grep "^$NET.1:" "$ann/rank-0.a1.port" | head -1)
+  [ -n "$target" ] || fail "rank 0 listens on no address of h1: $(cat "$ann/rank-0.a1.port")"
+  (cd / && ip netns exec "$NS_PREFIX-h2" runuser -u "$STRANGER" -- /usr/bin/python3 "$STRANGER_TOOLS/forger.py" l2 "$target") \
+    >l2-forgeries.jsonl 2>l2-forger.err &
+  forger=$!
+  for _ in $(seq 1 100); do
+    grep -q '"connected"' l2-forgeries.jsonl 2>/dev/null && break
+    sleep 0.1
+  done
+  rm -f "$ann/hold"
+  grep -q '"connected": 3' l2-forgeries.jsonl || { cat l2-forger.err >&2; fail "the stranger could not connect to $target"; }
+  wait $forger || { cat l2-forger.err >&2; fail "the forger failed"; }
+  cat l2-forgeries.jsonl
+  [ "$(grep -c '"forgery"' l2-forgeries.jsonl)" -eq 3 ] || fail "not every L2 forgery was played"
+  grep '"forgery"' l2-forgeries.jsonl | grep -v '"challenge": true' && fail "a stranger's connection got no challenge"
+  grep '"forgery"' l2-forgeries.jsonl | grep -v '"ack": false' && fail "a stranger's hello was answered"
+  grep '"forgery"' l2-forgeries.jsonl | grep -v '"closed": true' && fail "a stranger's connection was left open"
+fi
 wait_rc $pid
 case $MODE in
 spare*)
@@ -87,6 +126,14 @@ spare*)
   e0=$RUN/attempt-0001/rank-00000.err e4=$RUN/attempt-0001/rank-00004.err
   case $MODE in
   spare) expect_contains "$e4" "the L2 fetch goes over TCP" ;;
+  spare_stranger)
+    expect_contains "$e4" "the L2 fetch goes over TCP"
+    [ "$(grep -c "an L2 connection from $NET.2:[0-9]* was refused" "$e0")" -eq 2 ] ||
+      { cat "$e0" >&2; fail "rank 0 did not name both refused hellos from h2 ($NET.2)"; }
+    grep "an L2 connection from" "$e0"
+    [ "$(grep '"event":"l2_rejected"' "$RUN/events.jsonl" | grep -c "\"peer\":\"$NET.2:")" -eq 2 ] ||
+      fail "expected two l2_rejected events naming $NET.2: $(grep l2_rejected "$RUN/events.jsonl")"
+    ;;
   spare_mpi) expect_contains "$e4" "the L2 fetch goes over MPI: FTL_CKPT_L2_TRANSPORT=mpi" ;;
   spare_listen_fail)
     expect_contains "$e0" "the L2 fetch goes over MPI: cannot listen: fault injected"
@@ -97,7 +144,7 @@ spare*)
     expect_contains "$e0" "the L2 fetch goes over MPI: rank 4 could not connect"
     ;;
   esac
-  [ "$MODE" = spare ] || ! grep -l "the L2 fetch goes over TCP" "$RUN"/attempt-0001/rank-*.err ||
+  [ "$MODE" = spare ] || [ "$MODE" = spare_stranger ] || ! grep -l "the L2 fetch goes over TCP" "$RUN"/attempt-0001/rank-*.err ||
     fail "a rank used TCP where every rank should have fallen back to MPI"
   # The set-up closes only its own sockets (a fallback once closed descriptor 0, which a save's
   # copy then failed to read).

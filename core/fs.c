@@ -507,9 +507,18 @@ ftl_err core_fs_mkdtemp(char *tmpl, mode_t mode, int *dirfd, ftl_diag *d) {
   return FTL_OK;
 }
 
+void core_hex(const void *bytes, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  const unsigned char *b = bytes;
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[b[i] >> 4];
+    out[2 * i + 1] = digits[b[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
 ftl_err core_random_hex(char *out, size_t n, ftl_diag *d) {
   unsigned char raw[64];
-  static const char digits[] = "0123456789abcdef";
   if (n > sizeof raw) return ftl_diag_fail(d, FTL_ERR_RANGE, "too many random bytes asked for");
   size_t got = 0;
   while (got < n) {
@@ -518,11 +527,7 @@ ftl_err core_random_hex(char *out, size_t n, ftl_diag *d) {
     if (r <= 0) return ftl_diag_fail(d, FTL_ERR_IO, "getrandom failed: %s", strerror(errno));
     got += (size_t)r;
   }
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = digits[raw[i] >> 4];
-    out[2 * i + 1] = digits[raw[i] & 15];
-  }
-  out[2 * n] = '\0';
+  core_hex(raw, n, out);
   return FTL_OK;
 }
 

@@ -170,6 +170,9 @@ ftl_err core_fs_open_regular_as(const char *path, int flags, mode_t mode, uint64
 
 /* n random bytes as 2n lowercase hex digits (getrandom), out holding at least 2n+1 bytes; n <= 64. */
 ftl_err core_random_hex(char *out, size_t n, ftl_diag *d);
+/* n bytes as 2n lowercase hex digits and a NUL, into out (2n+1 bytes): ftl's one hex encoder (digests,
+ * MACs, signatures, random names). */
+void core_hex(const void *bytes, size_t n, char *out);
 
 /* fsync of a folder through the seam: the one of ftl (ftl_fsync_dir, ftl/core.h, is this call). */
 ftl_err core_fs_fsync_dir(const char *dir, ftl_diag *d);

@@ -32,6 +32,7 @@
 #include <xxhash.h>
 
 #include "checkpoint/levels.h"
+#include "core/fs.h"
 #include "ftl/core.h"
 #include "launcher/yaml_bind.h"
 
@@ -489,12 +490,7 @@ const char *ln_launch_kind_name(ftl_launch_kind kind) {
 static void hash_hex(const char *data, size_t size, char out[33]) {
   XXH128_canonical_t canon;
   XXH128_canonicalFromHash(&canon, XXH3_128bits(data, size));
-  static const char hex[] = "0123456789abcdef";
-  for (size_t i = 0; i < 16; i++) {
-    out[2 * i] = hex[canon.digest[i] >> 4];
-    out[2 * i + 1] = hex[canon.digest[i] & 0xF];
-  }
-  out[32] = '\0';
+  core_hex(canon.digest, 16, out);
 }
 
 void ln_job_command_hash(const ftl_job *job, const char *program, char out[33]) {
@@ -508,12 +504,7 @@ void ln_job_command_hash(const ftl_job *job, const char *program, char out[33]) 
   XXH3_freeState(st);
   XXH128_canonical_t canon;
   XXH128_canonicalFromHash(&canon, h);
-  static const char hex[] = "0123456789abcdef";
-  for (size_t i = 0; i < 16; i++) {
-    out[2 * i] = hex[canon.digest[i] >> 4];
-    out[2 * i + 1] = hex[canon.digest[i] & 0xF];
-  }
-  out[32] = '\0';
+  core_hex(canon.digest, 16, out);
 }
 
 /* One character of ln_job_command_text into out (size > 4); 0 when out is full, "..." then ending it. */

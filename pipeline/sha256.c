@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "ftl/core.h"
 
 struct ftl_sha256 {
@@ -35,12 +36,7 @@ ftl_err pl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   ftl_err rc = EVP_DigestFinal_ex(h->ctx, md, &n) == 1 && n == 32 ? FTL_OK : FTL_ERR_IO;
-  static const char digits[] = "0123456789abcdef";
-  for (unsigned i = 0; i < 32; i++) {
-    hex[2 * i] = digits[md[i] >> 4];
-    hex[2 * i + 1] = digits[md[i] & 15];
-  }
-  hex[FTL_SHA256_HEX_LEN] = '\0';
+  core_hex(md, 32, hex);
   pl_sha256_abort(h);
   return rc;
 }

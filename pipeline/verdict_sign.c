@@ -203,15 +203,6 @@ out:
   return rc;
 }
 
-static void hex_of(const unsigned char *b, size_t n, char *out) {
-  static const char digits[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = digits[b[i] >> 4];
-    out[2 * i + 1] = digits[b[i] & 15];
-  }
-  out[2 * n] = '\0';
-}
-
 ftl_err pl_verdict_sign(const char *key_path, const char *verdict_path, const char *target, const char *out_path,
                          char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   char *verdict = NULL, *text = NULL, msg[512], id[FTL_SHA256_HEX_LEN + 1], vhex[FTL_SHA256_HEX_LEN + 1];
@@ -243,7 +234,7 @@ ftl_err pl_verdict_sign(const char *key_path, const char *verdict_path, const ch
     rc = ftl_diag_fail(d, FTL_ERR_IO, "signing failed (libcrypto)");
     goto out;
   }
-  hex_of(sig, sig_len, sig_hex);
+  core_hex(sig, sig_len, sig_hex);
   j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "format", FTL_VERDICT_SIG_FORMAT, "version",
                 FTL_VERDICT_SIG_VERSION, "key_id", id, "verdict_sha256", dg.verdict, "adapter_config_sha256", dg.config,
                 "adapter_model_sha256", dg.model, "signature", sig_hex);

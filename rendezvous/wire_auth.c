@@ -21,15 +21,6 @@
 #include "core/fs.h"
 #include "ftl/core.h"
 
-static void to_hex(const unsigned char *raw, size_t n, char *out) {
-  static const char digits[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = digits[raw[i] >> 4];
-    out[2 * i + 1] = digits[raw[i] & 15];
-  }
-  out[2 * n] = '\0';
-}
-
 ftl_err rz_wire_hmac(const void *key, size_t key_len, const void *msg, size_t len, unsigned char out[32], ftl_diag *d) {
   unsigned int n = 0;
   if (key_len == 0 || key_len > 1024) return ftl_diag_fail(d, FTL_ERR_INVAL, "HMAC key of %zu bytes", key_len);
@@ -58,7 +49,7 @@ ftl_err rz_wire_proof(const char *token, const char *nonce, const char *role, lo
   unsigned char mac[32];
   ftl_err rc = hmac(token, text, (size_t)len, mac, d);
   if (rc) return rc;
-  to_hex(mac, sizeof mac, out);
+  core_hex(mac, sizeof mac, out);
   return FTL_OK;
 }
 
@@ -75,7 +66,7 @@ ftl_err rz_wire_public_name(const char *token, const char *purpose, char out[FTL
   unsigned char mac[32];
   ftl_err rc = hmac(token, purpose, strlen(purpose), mac, d);
   if (rc) return rc;
-  to_hex(mac, FTL_WIRE_NAME_HEX / 2, out);
+  core_hex(mac, FTL_WIRE_NAME_HEX / 2, out);
   return FTL_OK;
 }
 

@@ -42,8 +42,10 @@ struct conn {
   size_t slot;         /* its index in ftl_rdzv_server.conns, or in its relay's locals */
   ftl_linebuf lb;      /* a partial line only; empty (no allocation) between messages */
   conn *relay;         /* a virtual connection: the relay it speaks through; NULL: its own socket */
-  char nonce[FTL_WIRE_NONCE_HEX + 1]; /* the challenge its hello must answer (a direct connection) */
-  char peer[80];       /* who it is, for refusals: "address:port", or a relayed one's pid and uid */
+  char nonce[FTL_WIRE_NONCE_HEX]; /* the challenge its hello must answer (a direct connection; hex,
+                                     no NUL: at 16k ranks each byte here is 32 KiB) */
+  int32_t peer_pid, peer_uid; /* a virtual connection: its process, as its relay's SO_PEERCRED saw it;
+                                 a direct one's peer is read from its socket when a refusal names it */
   conn **locals;       /* a relay: its virtual connections */
   size_t nlocals, cap_locals;
 };
@@ -192,14 +194,44 @@ static void send_activation(const ftl_rdzv_server *s, conn *c) {
   if (s->activation) send_to(c, json_copy(s->activation));
 }
 
+/* "address:port" of a TCP peer, for refusals. */
+static void describe_peer(int fd, char *out, size_t size) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = -1;
+  snprintf(out, size, "?");
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) return;
+  if (ss.ss_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+  }
+  snprintf(out, size, "%s:%d", host, port);
+}
+
+/* Who a connection is, for a refusal: its address, or (behind a relay) its process and the relay's. */
+static void describe_conn(const conn *c, char *out, size_t size) {
+  char addr[80];
+  describe_peer(c->fd, addr, sizeof addr);
+  if (c->relay) snprintf(out, size, "pid %d uid %d via relay %s", (int)c->peer_pid, (int)c->peer_uid, addr);
+  else snprintf(out, size, "%s", addr);
+}
+
 static void emit(ftl_rdzv_event_fn fn, void *user, ftl_rdzv_event_kind kind, const conn *c, const json_t *msg,
                  const char *detail) {
+  char peer[160] = "";
+  if (c && kind == FTL_RDZV_REJECTED) describe_conn(c, peer, sizeof peer);
   ftl_rdzv_event ev = {.kind = kind,
                        .rank = c ? c->rank : -1,
                        .role = c ? (c->role == ROLE_AGENT ? "agent" : c->role == ROLE_RANK ? "rank" : "unknown") : "",
                        .msg = msg,
                        .detail = detail,
-                       .peer = c ? c->peer : ""};
+                       .peer = peer};
   fn(user, &ev);
 }
 
@@ -208,6 +240,14 @@ static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
   s->went = true;
   send_to_all(s, ROLE_RANK, json_pack("{s:s, s:i}", "type", "go", "world_size", s->world_size), false);
   emit(fn, user, FTL_RDZV_GANG_GO, NULL, NULL, NULL);
+}
+
+/* Whether msg's proof answers the challenge c was sent. */
+static bool nonce_proven(const ftl_rdzv_server *s, const conn *c, const char *role, int64_t rank, const json_t *msg) {
+  char nonce[FTL_WIRE_NONCE_HEX + 1];
+  memcpy(nonce, c->nonce, FTL_WIRE_NONCE_HEX);
+  nonce[FTL_WIRE_NONCE_HEX] = '\0';
+  return rz_wire_proof_ok(s->token, nonce, role, rank, rz_wire_str(msg, "proof", NULL));
 }
 
 /* Returns false when the connection must be dropped. */
@@ -225,7 +265,7 @@ static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const c
              who, (long long)rz_wire_int(msg, "version", 0), FTL_WIRE_VERSION);
     goto reject;
   }
-  if (!c->relay && !rz_wire_proof_ok(s->token, c->nonce, type, rank, rz_wire_str(msg, "proof", NULL))) {
+  if (!c->relay && !nonce_proven(s, c, type, rank, msg)) {
     snprintf(why, sizeof why,
              "%s has no valid proof of this attempt's token: a process of another attempt, or not of this job", who);
     goto reject;
@@ -321,7 +361,7 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
 static bool handle_relay_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
   char why[256];
   if (rz_wire_int(msg, "version", 0) < FTL_WIRE_VERSION ||
-      !rz_wire_proof_ok(s->token, c->nonce, "relay", -1, rz_wire_str(msg, "proof", NULL))) {
+      !nonce_proven(s, c, "relay", -1, msg)) {
     snprintf(why, sizeof why,
              "relay of host %.64s has no valid proof of this attempt's token: a process of another attempt, or not of "
              "this job",
@@ -421,8 +461,8 @@ static void handle_fwd(ftl_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_
     }
     if (!(v = add_virtual(s, r))) return;
     /* Who it is, as the relay's SO_PEERCRED saw it: for a refusal's event. */
-    snprintf(v->peer, sizeof v->peer, "pid %lld uid %lld via relay %.40s", (long long)rz_wire_int(env, "peer_pid", -1),
-             (long long)rz_wire_int(env, "peer_uid", -1), r->peer);
+    v->peer_pid = (int32_t)rz_wire_int(env, "peer_pid", -1);
+    v->peer_uid = (int32_t)rz_wire_int(env, "peer_uid", -1);
   }
   if (!handle_message(s, v, msg, fn, user)) refuse_virtual(s, v, role, rank);
 }
@@ -466,8 +506,10 @@ static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg,
      * hello for a rank): shown as every refusal is, with who it was. */
     char why[512], who[160];
     snprintf(why, sizeof why, "%s", rz_wire_str(msg, "reason", "refused by the relay"));
-    snprintf(who, sizeof who, "pid %lld uid %lld via relay %.40s", (long long)rz_wire_int(msg, "pid", -1),
-             (long long)rz_wire_int(msg, "uid", -1), c->peer);
+    char relay_addr[80];
+    describe_peer(c->fd, relay_addr, sizeof relay_addr);
+    snprintf(who, sizeof who, "pid %lld uid %lld via relay %s", (long long)rz_wire_int(msg, "pid", -1),
+             (long long)rz_wire_int(msg, "uid", -1), relay_addr);
     ftl_rdzv_event ev = {.kind = FTL_RDZV_REJECTED, .rank = -1, .role = "unknown", .detail = why, .peer = who};
     fn(user, &ev);
   } else if (strcmp(type, "closed") == 0) {
@@ -510,26 +552,6 @@ static void drop_conn(ftl_rdzv_server *s, conn *c) {
   ftl_free(c);
 }
 
-/* "address:port" of a TCP peer, for refusals. */
-static void describe_peer(int fd, char *out, size_t size) {
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof ss;
-  char host[INET6_ADDRSTRLEN] = "?";
-  int port = -1;
-  snprintf(out, size, "?");
-  if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) return;
-  if (ss.ss_family == AF_INET) {
-    const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-  }
-  snprintf(out, size, "%s:%d", host, port);
-}
-
 static void accept_all(ftl_rdzv_server *s) {
   for (;;) {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -563,10 +585,14 @@ static void accept_all(ftl_rdzv_server *s) {
     }
     *c = (conn){.fd = fd, .role = ROLE_UNKNOWN, .rank = -1, .slot = s->nconns};
     s->conns[s->nconns++] = c;
-    describe_peer(fd, c->peer, sizeof c->peer);
     /* The challenge goes first: the hello must answer it (wire version 4). A connection that cannot
-     * take one short line on an empty buffer is gone already; its close is read as any other. */
-    if (rz_wire_nonce(c->nonce, &ignored) == FTL_OK) rz_wire_send_challenge(fd, c->nonce, &ignored);
+     * take one short line on an empty buffer is gone already; its close is read as any other. A
+     * nonce that cannot be drawn stays zeros, which no proof answers (rz_wire_proof_ok). */
+    char nonce[FTL_WIRE_NONCE_HEX + 1];
+    if (rz_wire_nonce(nonce, &ignored) == FTL_OK) {
+      memcpy(c->nonce, nonce, FTL_WIRE_NONCE_HEX);
+      rz_wire_send_challenge(fd, nonce, &ignored);
+    }
   }
 }
 

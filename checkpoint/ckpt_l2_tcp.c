@@ -133,7 +133,16 @@ static int fault_at(const char *what, int rank) {
 /* FTL_CKPT_L2_TCP_ANNOUNCE=DIR (tests only, docs/checkpoint.md): a rank that listens writes
  * DIR/rank-R.a<ATTEMPT>.port ("ADDRESS:PORT" lines, its addresses) and, while DIR/hold exists,
  * waits (30 s at most) before the set-up goes on: a test's window to connect to the listener from
- * elsewhere (tests/fault/ft_l2.sh stranger). */
+ * elsewhere (tests/fault/ft_l2.sh spare_stranger). Then, while DIR/hold-fetch exists (30 s at
+ * most), no rank starts its own fetches' connections, but every server answers what connects: the
+ * set-up cannot end before the test's connections were answered, whatever the machine's speed. */
+static int held_for_tests(const char *name, int64_t since_ms) {
+  const char *dir = getenv("FTL_CKPT_L2_TCP_ANNOUNCE");
+  char path[PATH_MAX];
+  if (!dir || !*dir || ftl_fmt(path, sizeof path, "%s/%s", dir, name)) return 0;
+  return access(path, F_OK) == 0 && ftl_clock_ms() - since_ms < 30000;
+}
+
 static void announce_for_tests(const ftl_ckpt *ck, const tcp_rec *mine) {
   const char *dir = getenv("FTL_CKPT_L2_TCP_ANNOUNCE");
   char path[PATH_MAX], tmp[PATH_MAX + 8], hold[PATH_MAX];
@@ -291,6 +300,21 @@ static void pending_step(ftl_ckpt *ck, pending *p, const unsigned char *token, c
   p->fd = -1;
 }
 
+/* Starts the connection of each of this rank's fetches (all: every rank's record). */
+static void start_fetches(const ftl_ckpt *ck, const ck_l2_link *links, int n, const tcp_rec *all, attempt *at) {
+  for (int i = 0; i < n; i++) {
+    if (links[i].out) continue;
+    const tcp_rec *r = &all[links[i].peer];
+    if (r->port == 0 || r->naddr == 0 || fault_at("connect", ck->rank)) {
+      at[i].state = AT_FAILED;
+      (void)ftl_fmt(at[i].why, sizeof at[i].why, "%s", r->port ? "fault injected (FTL_CKPT_L2_TCP_FAULT)"
+                                                                 : "the server does not listen");
+      continue;
+    }
+    attempt_next(&at[i], r);
+  }
+}
+
 static void close_links(ck_l2_link *links, int n) {
   for (int i = 0; i < n; i++) {
     ck_l2_tcp_close(links[i].fd);
@@ -375,26 +399,22 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
       FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d cannot or may not use TCP", what, refuser);
     goto out;
   }
-  /* Step 2: connect, answer, agree. */
-  for (int i = 0; i < n; i++) {
-    if (links[i].out) continue;
-    const tcp_rec *r = &all[links[i].peer];
-    if (r->port == 0 || r->naddr == 0 || fault_at("connect", ck->rank)) {
-      at[i].state = AT_FAILED;
-      (void)ftl_fmt(at[i].why, sizeof at[i].why, "%s", r->port ? "fault injected (FTL_CKPT_L2_TCP_FAULT)"
-                                                                 : "the server does not listen");
-      continue;
-    }
-    attempt_next(&at[i], r);
-  }
+  /* Step 2: connect, answer, agree (the connections are started once no test holds them). */
+  int64_t step2_ms = ftl_clock_ms();
+  int deferred = held_for_tests("hold-fetch", step2_ms);
+  if (!deferred) start_fetches(ck, links, n, all, at);
   for (;;) {
     int np = 0, open = 0;
-    for (int i = 0; i < n; i++) {
+    if (deferred && !held_for_tests("hold-fetch", step2_ms)) {
+      deferred = 0;
+      start_fetches(ck, links, n, all, at);
+    }
+    for (int i = 0; i < n && !deferred; i++) {
       if (links[i].out) continue;
       attempt_step(ck, &at[i], &links[i], &all[links[i].peer], 0); /* the timeouts, and what needs no wait */
       open += at[i].state < AT_CONNECTED;
     }
-    if (!open && !started) {
+    if (!open && !started && !deferred) {
       oks[W] = 1;
       for (int i = 0; i < n; i++)
         if (!links[i].out && at[i].state != AT_CONNECTED) {
@@ -434,7 +454,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
       pfd[np] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
       who[np++] = -2 - i;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && !deferred; i++)
       if (!links[i].out && at[i].state < AT_CONNECTED) {
         pfd[np] = (struct pollfd){.fd = at[i].fd,
                                   .events = at[i].state == AT_CONNECTING || at[i].state == AT_HELLO ? POLLOUT : POLLIN};

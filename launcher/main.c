@@ -167,7 +167,8 @@ static const char env_reads_help[] =
     "  FTL_CRASH_AT, FTL_CRASH_RANK, FTL_CRASH_STEP, FTL_CRASH_ATTEMPT (old names FTL_CKPT_CRASH_*)\n"
     "                                                   SIGKILL the process at a named point\n"
     "  FTL_CKPT_L2_TCP_FAULT=listen:RANK|connect:RANK   that rank's L2 listener or connections fail (MPI is used)\n"
-    "  FTL_CKPT_L2_TCP_ANNOUNCE=DIR                     L2 listeners write their address to DIR, wait while DIR/hold\n";
+    "  FTL_CKPT_L2_TCP_ANNOUNCE=DIR                     L2 listeners write their address to DIR, wait while DIR/hold;\n"
+    "                                                   no fetch starts while DIR/hold-fetch\n";
 
 static const char ckpt_help[] =
     "ftl ckpt: look at a run's checkpoints (docs/checkpoint.md).\n"

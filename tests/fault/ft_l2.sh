@@ -86,15 +86,16 @@ ftl ckpt ls "$RUN" | grep -qE "^$(basename "$(dirname "$m")" | sed 's/step-0*//'
 kill_host 3
 if [ "$MODE" = spare_stranger ]; then
   # The spare's restore: rank 0's listener waits (hold) until the stranger's connections are in
-  # its backlog; then the set-up goes on and answers them.
+  # its backlog; then the servers answer them while no rank's own fetches start (hold-fetch), so
+  # the set-up cannot end before both hellos were judged, however slow this machine is.
   ann=$SCRATCH/l2-announce
-  touch "$ann/hold"
+  touch "$ann/hold" "$ann/hold-fetch"
   for _ in $(seq 1 600); do
     [ -s "$ann/rank-0.a1.port" ] && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.1
   done
-  [ -s "$ann/rank-0.a1.port" ] || { rm -f "$ann/hold"; cat out >&2; fail "rank 0 of attempt 1 never listened for L2"; }
+  [ -s "$ann/rank-0.a1.port" ] || { rm -f "$ann/hold" "$ann/hold-fetch"; cat out >&2; fail "rank 0 of attempt 1 never listened for L2"; }
   target=$(grep "^$NET.1:" "$ann/rank-0.a1.port" | head -1)
   [ -n "$target" ] || fail "rank 0 listens on no address of h1: $(cat "$ann/rank-0.a1.port")"
   (cd / && ip netns exec "$NS_PREFIX-h2" runuser -u "$STRANGER" -- /usr/bin/python3 "$STRANGER_TOOLS/forger.py" l2 "$target") \
@@ -105,7 +106,12 @@ if [ "$MODE" = spare_stranger ]; then
     sleep 0.1
   done
   rm -f "$ann/hold"
-  grep -q '"connected": 3' l2-forgeries.jsonl || { cat l2-forger.err >&2; fail "the stranger could not connect to $target"; }
+  grep -q '"connected": 3' l2-forgeries.jsonl || { rm -f "$ann/hold-fetch"; cat l2-forger.err >&2; fail "the stranger could not connect to $target"; }
+  for _ in $(seq 1 300); do
+    [ "$(grep -c "an L2 connection from $NET.2:[0-9]* was refused" "$RUN/attempt-0001/rank-00000.err" 2>/dev/null)" -ge 2 ] && break
+    sleep 0.1
+  done
+  rm -f "$ann/hold-fetch" # the set-up ends: the silent connection is closed with it
   wait $forger || { cat l2-forger.err >&2; fail "the forger failed"; }
   cat l2-forgeries.jsonl
   [ "$(grep -c '"forgery"' l2-forgeries.jsonl)" -eq 3 ] || fail "not every L2 forgery was played"

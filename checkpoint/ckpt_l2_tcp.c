@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "rendezvous/wire.h"
 
 #define TCP_PENDING 64          /* accepted connections not yet proven, at most */
@@ -145,20 +146,19 @@ static int held_for_tests(const char *name, int64_t since_ms) {
 
 static void announce_for_tests(const ftl_ckpt *ck, const tcp_rec *mine) {
   const char *dir = getenv("FTL_CKPT_L2_TCP_ANNOUNCE");
-  char path[PATH_MAX], tmp[PATH_MAX + 8], hold[PATH_MAX];
-  if (!dir || !*dir || ftl_fmt(path, sizeof path, "%s/rank-%d.a%d.port", dir, ck->rank, ck->attempt) ||
-      ftl_fmt(tmp, sizeof tmp, "%s.tmp", path) || ftl_fmt(hold, sizeof hold, "%s/hold", dir))
-    return;
-  FILE *f = fopen(tmp, "w");
-  if (!f) return;
+  char path[PATH_MAX], text[CK_L2_TCP_ADDRS * 32] = "";
+  size_t len = 0;
+  ftl_diag d;
+  if (!dir || !*dir || ftl_fmt(path, sizeof path, "%s/rank-%d.a%d.port", dir, ck->rank, ck->attempt)) return;
   for (int i = 0; i < mine->naddr; i++) {
     char host[INET_ADDRSTRLEN];
     struct in_addr a = {.s_addr = mine->addr[i]};
-    fprintf(f, "%s:%u\n", inet_ntop(AF_INET, &a, host, sizeof host) ? host : "?", (unsigned)mine->port);
+    int w = snprintf(text + len, sizeof text - len, "%s:%u\n", inet_ntop(AF_INET, &a, host, sizeof host) ? host : "?",
+                     (unsigned)mine->port);
+    if (w > 0 && (size_t)w < sizeof text - len) len += (size_t)w;
   }
-  if (fclose(f) != 0 || rename(tmp, path) != 0) return;
-  for (int64_t until = ftl_deadline_after_ms(30000); access(hold, F_OK) == 0 && ftl_deadline_left_ms(until) > 0;)
-    usleep(20000);
+  if (core_fs_write_atomic(path, text, len, NULL, ck->rank, -1, &d) != FTL_OK) return;
+  for (int64_t since = ftl_clock_ms(); held_for_tests("hold", since);) usleep(20000);
 }
 
 void ck_l2_tcp_close(int sock) {

@@ -551,4 +551,4 @@ static void rm_tree_at(int parent, const char *name, int depth) {
   core_fs_table.unlinkat(parent, name, AT_REMOVEDIR);
 }
 
-void core_fs_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 4); }
+void core_fs_rm_tree(const char *dir) { rm_tree_at(AT_FDCWD, dir, 6); }

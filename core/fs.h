@@ -149,9 +149,10 @@ ftl_err core_fs_write_new_at(int dirfd, const char *shown_dir, const char *name,
  * names the folder even on failure, and removing it is the caller's. */
 ftl_err core_fs_mkdtemp(char *tmpl, mode_t mode, int *dirfd, ftl_diag *d);
 
-/* Removes a folder of ftl's own making (a temporary folder, a rank's shared-memory folder): its
- * plain files and folders, at most 4 deep, then itself, through the seam and never following a
- * link. Best effort, as cleanup is: what cannot be removed stays. */
+/* Removes a folder of ftl's own making (a temporary folder, a rank's shared-memory folder, the
+ * base of mpirun's session folder): its plain files and folders, at most 6 deep, then itself,
+ * through the seam and never following a link. Best effort, as cleanup is: what cannot be removed
+ * stays. */
 void core_fs_rm_tree(const char *dir);
 
 /* The one reader of a file from outside (run directories, registries, ledgers, anything a user or

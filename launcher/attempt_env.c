@@ -122,6 +122,34 @@ void ln_gang_launch_free(ln_gang_launch *L) {
   ln_argv_free(L->exports);
   ln_argv_free(L->envp);
   L->argv = L->exports = L->envp = NULL;
+  if (L->session_base[0]) core_fs_rm_tree(L->session_base);
+  L->session_base[0] = '\0';
+}
+
+void ln_gang_launch_move_session(ln_gang_launch *from, ln_gang_launch *to) {
+  if (to->session_base[0]) core_fs_rm_tree(to->session_base);
+  memcpy(to->session_base, from->session_base, sizeof to->session_base);
+  from->session_base[0] = '\0';
+}
+
+/* A fresh folder for mpirun's session directory, under $TMPDIR (absolute) or /tmp; "" when none
+ * can be made (mpirun then uses its default, as before). */
+static void make_session_base(ln_gang_launch *L) {
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || tmp[0] != '/') tmp = "/tmp";
+  L->session_base[0] = '\0';
+  char tmpl[sizeof L->session_base];
+  /* Short: Open MPI and PMIx put socket files below it, and a socket path has at most 107 bytes. */
+  if (ftl_fmt(tmpl, sizeof tmpl, "%s/ftl-mpi-XXXXXX", tmp) || strlen(tmpl) > 48) return;
+  int dirfd = -1;
+  ftl_diag d = {{0}};
+  if (core_fs_mkdtemp(tmpl, 0700, &dirfd, &d) != FTL_OK) {
+    if (tmpl[0]) core_fs_rm_tree(tmpl);
+    FTL_LOG(FTL_LOG_DEBUG, "launcher", "no session folder of its own for mpirun (%s): Open MPI's default", d.msg);
+    return;
+  }
+  core_fs_table.close(dirfd);
+  memcpy(L->session_base, tmpl, sizeof tmpl);
 }
 
 ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
@@ -133,6 +161,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
   /* MASTER_ADDR is where rank 0 runs: the hostfile's first host; under Slurm the launcher's own
    * node, where srun places task 0 (the batch host); this machine otherwise. */
   L->kind = ln_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
+  if (L->kind == FTL_LAUNCH_MPIRUN) make_session_base(L);
   char master_addr[256] = "127.0.0.1";
   if (o->hostfile && ln_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) return FTL_ERR_SPEC;
   if (!o->hostfile && L->kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
@@ -159,7 +188,8 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
                        .ckpt_l2 = ln_job_ckpt_l2_mode(o->job),
                        .relay = ln_relay_on(),
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
-                       .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0};
+                       .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0,
+                       .mpi_session_base = L->session_base[0] ? L->session_base : NULL};
   if ((rc = ln_gang_build_env(environ, &genv, &L->envp, d))) return rc;
   /* The job's env rides along for the program only (ln_gang_program_env in the agent). */
   if ((rc = ln_gang_export_names(o->job->env, &L->exports, d))) return rc;

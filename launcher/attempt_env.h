@@ -5,6 +5,7 @@
 #ifndef FTL_LAUNCHER_ATTEMPT_ENV_H
 #define FTL_LAUNCHER_ATTEMPT_ENV_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "ftl/error.h"
@@ -28,13 +29,22 @@ int ln_sweep_token(const char *token);
 typedef struct ln_gang_launch {
   ftl_launch_kind kind;
   char **argv, **exports, **envp;
+  /* mpirun's session folder base on this host (Open MPI's orte_local_tmpdir_base), a folder of
+   * this gang's own ("" under srun or when none could be made). mpirun removes its session
+   * directory when it exits by itself, but ftl ends some gangs with SIGKILL (a standby at the
+   * run's end, a warm restart's old gang), and each such mpirun left about 8 MB in /tmp. */
+  char session_base[PATH_MAX];
 } ln_gang_launch;
 
 /* Builds L for attempt o (its folder attempt_dir; the rendezvous at o->rdzv_host:rdzv_port, with
- * token). Free with ln_gang_launch_free, also after a failure. */
+ * token). Free with ln_gang_launch_free, also after a failure, and only once the gang's mpirun is
+ * reaped: the free removes L->session_base. */
 ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
                              ln_gang_launch *L, ftl_diag *d);
 
 void ln_gang_launch_free(ln_gang_launch *L);
+
+/* Moves from's session folder to to (a standby gang taken over by an attempt): to removes it. */
+void ln_gang_launch_move_session(ln_gang_launch *from, ln_gang_launch *to);
 
 #endif

@@ -277,6 +277,7 @@ ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp
     env_set(&b, "OMPI_ALLOW_RUN_AS_ROOT", "1");
     env_set(&b, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   }
+  if (e->mpi_session_base) env_set(&b, "OMPI_MCA_orte_local_tmpdir_base", e->mpi_session_base);
   return finish(&b, envp_out, "the ranks' environment", d);
 }
 
@@ -301,11 +302,18 @@ ftl_err ln_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *
   return finish(&b, names_out, "the launch command", d);
 }
 
+/* Set for mpirun alone: an MPI program that inherits it is refused by Open MPI, since mpirun hands
+ * its processes the session folder as orte_tmpdir_base and the two may not be given together. */
+static int for_mpirun_only(const char *kv) {
+  static const char name[] = "OMPI_MCA_orte_local_tmpdir_base=";
+  return !strncmp(kv, name, sizeof name - 1);
+}
+
 ftl_err ln_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d) {
   argv_builder b = {0};
   *envp_out = NULL;
   for (char *const *p = agent_env; p && *p; p++)
-    if (strchr(*p, '=') && !has_job_env_prefix(*p)) env_set(&b, *p, NULL);
+    if (strchr(*p, '=') && !has_job_env_prefix(*p) && !for_mpirun_only(*p)) env_set(&b, *p, NULL);
   for (char *const *p = agent_env; p && *p; p++)
     if (has_job_env_prefix(*p) && strchr(*p, '=')) env_set(&b, *p + sizeof FTL_GANG_JOB_ENV_PREFIX - 1, NULL);
   for (char *const *p = place; p && *p; p++)

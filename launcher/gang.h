@@ -56,6 +56,8 @@ typedef struct ftl_gang_env {
   char *const *job_env;          /* the spec's `env`: "NAME=VALUE", NULL-terminated; may be NULL;
                                     carried for the program, not applied (FTL_GANG_JOB_ENV_PREFIX) */
   int allow_root;                /* add OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1: Open MPI refuses root without */
+  const char *mpi_session_base;  /* OMPI_MCA_orte_local_tmpdir_base: the folder under which mpirun keeps
+                                    its session directory on this host (NULL: Open MPI's default, /tmp) */
   int standby;                   /* FTL_STANDBY=1: a standby gang, parked in ftl_init until activated */
   const char *ckpt_l1_dir;       /* FTL_CKPT_L1_DIR: the checkpoints' L1 folder ("" or NULL: no L1) */
   int64_t ckpt_l1_max_bytes;     /* FTL_CKPT_L1_MAX_BYTES (0: the folder's free space) */
@@ -89,7 +91,7 @@ ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp
 ftl_err ln_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *d);
 
 /* The program's environment, built by the rank agent: agent_env (its own, borrowed) less the
- * carried FTL_JOB_ENV_ variables, then the job's env they carry, then place ("NAME=VALUE": RANK,
+ * carried FTL_JOB_ENV_ variables and mpirun's OMPI_MCA_orte_local_tmpdir_base, then the job's env they carry, then place ("NAME=VALUE": RANK,
  * WORLD_SIZE, ...), each replacing an earlier one of the same name. Free with ln_argv_free. */
 ftl_err ln_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d);
 

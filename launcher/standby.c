@@ -284,7 +284,8 @@ int ln_standby_fits(const ln_standby *sb, const ftl_attempt_opts *o) {
 }
 
 void ln_standby_take(ln_standby *sb, const ftl_attempt_opts *o, const char *attempt_dir, ftl_rdzv_server **server_out,
-                     core_proc *gang_out, char *token_out, size_t token_size, json_t ***hello_out) {
+                     core_proc *gang_out, char *token_out, size_t token_size, json_t ***hello_out,
+                     ln_gang_launch *launch_out) {
   json_t *fields = json_pack("{s:i, s:s, s:I}", "attempt", o->attempt, "attempt_dir", attempt_dir, "timeout_ms",
                              (json_int_t)o->job->rendezvous_timeout_ms);
   rz_rdzv_server_activate(sb->server, fields);
@@ -299,6 +300,7 @@ void ln_standby_take(ln_standby *sb, const ftl_attempt_opts *o, const char *atte
   *gang_out = sb->gang;
   ftl_fmt(token_out, token_size, "%s", sb->token);
   *hello_out = sb->hello;
+  ln_gang_launch_move_session(&sb->launch, launch_out);
   sb->server = NULL;
   sb->hello = NULL;
   sb->gang = (core_proc){.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE};

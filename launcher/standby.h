@@ -81,9 +81,11 @@ void ln_standby_drop(ln_standby *sb, const char *reason);
 /* The take-over: hands the live standby's server and gang to the caller, which becomes attempt o
  * (attempt_dir is its folder), and activates the parked ranks (ranks that have not parked yet are
  * activated when they do). *hello_out gets the agents' hellos (per rank, owned by the caller: free
- * with ln_standby_free_hellos) to replay. The standby is no longer live after this. */
+ * with ln_standby_free_hellos) to replay; launch_out its mpirun's session folder, which the caller's
+ * ln_gang_launch_free removes once that mpirun is reaped. The standby is no longer live after this. */
 void ln_standby_take(ln_standby *sb, const ftl_attempt_opts *o, const char *attempt_dir, ftl_rdzv_server **server_out,
-                     core_proc *gang_out, char *token_out, size_t token_size, json_t ***hello_out);
+                     core_proc *gang_out, char *token_out, size_t token_size, json_t ***hello_out,
+                     ln_gang_launch *launch_out);
 void ln_standby_free_hellos(json_t **hello, int world);
 
 /* The parked ranks' resident memory in KiB (sum), -1 when unknown. */

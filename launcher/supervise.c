@@ -121,6 +121,7 @@ typedef struct attempt {
   int hosts_dirty;         /* a hello came since the watch's hosts were copied (refresh_hosts) */
   int warm;                /* this attempt took over the standby gang (launcher/standby.h) */
   json_t **standby_hello;  /* its agents' hellos, replayed as this attempt's (owned) */
+  ln_gang_launch *launch;  /* how the gang is started; a taken-over standby's session folder lands here */
 } attempt;
 
 static int was(const attempt *a, ln_attempt_phase p) { return ln_phase_was(&a->ph, p); }
@@ -654,7 +655,7 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
     return rc;
   ln_standby *sb = o->standby;
   if (sb && sb->live && ln_standby_fits(sb, o)) {
-    ln_standby_take(sb, o, a->attempt_dir, &a->server, &a->gang, token, token_size, &a->standby_hello);
+    ln_standby_take(sb, o, a->attempt_dir, &a->server, &a->gang, token, token_size, &a->standby_hello, a->launch);
     a->warm = 1;
     return FTL_OK;
   }
@@ -989,7 +990,8 @@ ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_d
                .lost_rank = -1,
                .term_rank = -1,
                .hosts_dirty = 1};
-  ln_gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL};
+  ln_gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL, ""};
+  a.launch = &L;
   char token[96];
   struct sigaction old[N_HANDLED];
   ftl_err rc = attempt_init(&a, token, sizeof token, d);

@@ -15,6 +15,9 @@ netns_down() {
     ip netns del "$NS_PREFIX-h$i" 2>/dev/null
   done
   ip netns del "$NS_PREFIX-sw" 2>/dev/null
+  # The hosts' Open MPI daemons keep their session folders in this machine's /tmp; a killed host's
+  # stay behind (a real host's go with its reboot), so the test removes what its hosts left.
+  rm -rf /tmp/ompi."$NS_PREFIX"-h* 2>/dev/null
 }
 
 netns_up() {

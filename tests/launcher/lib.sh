@@ -15,8 +15,10 @@ MARKER="ftl-test-marker-$$-$RANDOM"
 # otherwise leave them in /dev/shm. `ftl` on PATH is a wrapper that sets ftl run's default L1 root
 # (FTL_CKPT_L1_DIR, unless the test sets its own) and execs the real one, so $! and pkill see ftl.
 TEST_L1=$(mktemp -d /dev/shm/ftl-test.XXXXXX 2>/dev/null) || TEST_L1=
-mkdir -p "$SCRATCH/.bin"
-printf '#!/bin/sh\nFTL_CKPT_L1_DIR=${FTL_CKPT_L1_DIR:-%s} exec "%s/ftl" "$@"\n' "$TEST_L1" "$FTL_BIN_DIR" >"$SCRATCH/.bin/ftl"
+# Its TMPDIR is the test's own too, where expect_no_leftovers looks for what an ended run left
+# (mpirun's session folders).
+mkdir -p "$SCRATCH/.bin" "$SCRATCH/tmp"
+printf '#!/bin/sh\nFTL_CKPT_L1_DIR=${FTL_CKPT_L1_DIR:-%s} TMPDIR=%s exec "%s/ftl" "$@"\n' "$TEST_L1" "$SCRATCH/tmp" "$FTL_BIN_DIR" >"$SCRATCH/.bin/ftl"
 chmod +x "$SCRATCH/.bin/ftl"
 export PATH="$SCRATCH/.bin:$PATH"
 # remove_scratch: the test's files go, its L1 folder too (every EXIT trap ends with it).
@@ -162,6 +164,10 @@ expect_no_leftovers() {
     ps -ef | grep -F "$MARKER" | grep -v grep >&2
     fail "processes of the job are still running"
   fi
+  # An ended run leaves no session folder of mpirun's in its TMPDIR (each was about 8 MB).
+  local left
+  left=$(ls -A "$SCRATCH/tmp" 2>/dev/null | grep -E '^(ftl-mpi-|ompi\.)')
+  [ -z "$left" ] || fail "the run left in its TMPDIR: $left"
 }
 
 # current_attempt RUNDIR: the number of the newest attempt folder (the attempt running now; a

@@ -3,9 +3,12 @@
  * launcher's own: after an attempt, a child the launcher starts must not see that attempt's token.
  * The first part checks the builder alone; the second runs two real attempts (mpirun, one rank,
  * /bin/sh) through ln_attempt_run and a later child after each. */
+#include <dirent.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl/core.h"
@@ -30,7 +33,8 @@ static void test_builder(void) {
   ftl_gang_env e = {.rdzv_addr = "127.0.0.1:4000", .rdzv_token = "tok-a0", .rdzv_timeout_ms = 5000,
                     .run_dir = "/runs/x", .attempt_dir = "/runs/x/attempt-0000", .attempt = 0, .job_name = "x",
                     .spec_hash = "", .kill_grace_ms = 2000, .node_timeout_ms = 10000, .preempt_grace_ms = 30000,
-                    .master_addr = "n0", .master_port = 29500, .job_env = job_env, .allow_root = 1};
+                    .master_addr = "n0", .master_port = 29500, .job_env = job_env, .allow_root = 1,
+                    .mpi_session_base = "/tmp/ftl-mpi-abc123"};
   char **envp = NULL;
   CHECK_OK(ln_gang_build_env(base, &e, &envp, &d), d.msg);
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a0");
@@ -65,9 +69,12 @@ static void test_builder(void) {
   CHECK_STR_EQ(ln_gang_env_get(prog, "FTL_RDZV_TOKEN"), "tok-a0");
   CHECK_INT_EQ(count_name(prog, "PATH"), 1);
   for (char **p = prog; *p; p++) CHECK(strncmp(*p, "FTL_JOB_ENV_", 12) != 0);
+  /* mpirun's session folder is for mpirun: Open MPI refuses a program that inherits it. */
+  CHECK(ln_gang_env_get(prog, "OMPI_MCA_orte_local_tmpdir_base") == NULL);
   ln_argv_free(prog);
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_FLEET_LEDGER"), "");
   CHECK_STR_EQ(ln_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
+  CHECK_STR_EQ(ln_gang_env_get(envp, "OMPI_MCA_orte_local_tmpdir_base"), "/tmp/ftl-mpi-abc123");
   for (int i = 0; ln_gang_env_names[i]; i++) CHECK(ln_gang_env_get(envp, ln_gang_env_names[i]) != NULL);
   ln_argv_free(envp);
 
@@ -75,7 +82,9 @@ static void test_builder(void) {
   e.rdzv_token = "tok-a1";
   e.attempt = 1;
   e.allow_root = 0;
+  e.mpi_session_base = NULL;
   CHECK_OK(ln_gang_build_env(base, &e, &envp, &d), d.msg);
+  CHECK(ln_gang_env_get(envp, "OMPI_MCA_orte_local_tmpdir_base") == NULL);
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a1");
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_ATTEMPT"), "1");
   CHECK(ln_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT") == NULL);
@@ -103,16 +112,38 @@ static void read_text(const char *path, char *out, size_t size) {
   ftl_free(data);
 }
 
+/* How many entries a folder holds (-1: it cannot be read). */
+static int count_entries(const char *dir) {
+  DIR *dp = opendir(dir);
+  if (!dp) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(dp));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+      fprintf(stderr, "left in TMPDIR: %s\n", e->d_name);
+      n++;
+    }
+  closedir(dp);
+  return n;
+}
+
 static void test_attempts(void) {
   const char *bin = getenv("FTL_BIN_DIR");
   if (!bin) FTL_SKIP("FTL_BIN_DIR is not set (run under ctest)");
   char ftl_exe[PATH_MAX], tmpl[] = "/tmp/ftl-attempt-env.XXXXXX";
   snprintf(ftl_exe, sizeof ftl_exe, "%s/ftl", bin);
   CHECK(mkdtemp(tmpl) != NULL);
+  /* mpirun's session folders go under this TMPDIR, in a folder of the attempt's own that is gone
+   * once the attempt is over. */
+  char tmpdir[PATH_MAX];
+  snprintf(tmpdir, sizeof tmpdir, "%s/tmp", tmpl);
+  CHECK(mkdir(tmpdir, 0700) == 0);
+  char *old_tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+  setenv("TMPDIR", tmpdir, 1);
   ftl_diag d = {{0}};
   ftl_job *job = NULL;
   static char a0[] = "/bin/sh", a1[] = "-c",
-              a2[] = "printf '%s %s' \"$FTL_RDZV_TOKEN\" \"$FTL_RDZV_ADDR\" > \"$FTL_ATTEMPT_DIR/seen.txt\"";
+              a2[] = "printf '%s %s %s' \"$FTL_RDZV_TOKEN\" \"$FTL_RDZV_ADDR\" "
+                     "\"${OMPI_MCA_orte_local_tmpdir_base:-unset}\" > \"$FTL_ATTEMPT_DIR/seen.txt\"";
   char *argv[] = {a0, a1, a2, NULL};
   CHECK_OK(ln_job_from_argv(1, 3, argv, &job, &d), d.msg);
   job->rendezvous_timeout_ms = 30000;
@@ -130,6 +161,8 @@ static void test_attempts(void) {
     fprintf(stderr, "attempt %d: the rank saw '%s'\n", attempt, seen[attempt]);
     CHECK(strlen(seen[attempt]) > 20);
     CHECK(strstr(seen[attempt], "127.0.0.1:") != NULL);
+    CHECK(strstr(seen[attempt], " unset") != NULL); /* the program never sees mpirun's session folder */
+    CHECK_INT_EQ(count_entries(tmpdir), 0);
     /* The launcher's own environment holds nothing of the attempt, so a later child sees nothing. */
     CHECK(getenv("FTL_RDZV_TOKEN") == NULL);
     CHECK(getenv("FTL_RDZV_ADDR") == NULL);
@@ -140,6 +173,9 @@ static void test_attempts(void) {
     CHECK_STR_EQ(child, "unset");
   }
   CHECK(strcmp(seen[0], seen[1]) != 0); /* each attempt had its own token and address */
+  if (old_tmpdir) setenv("TMPDIR", old_tmpdir, 1);
+  else unsetenv("TMPDIR");
+  free(old_tmpdir);
   ln_job_destroy(job);
   CHECK_INT_EQ(ftl_test_rm_rf(tmpl), 0);
 }

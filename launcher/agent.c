@@ -16,17 +16,19 @@
  *
  * It deliberately does not restart anything: the launcher decides, for the whole gang. */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,6 +36,7 @@
 
 #include "core/buf.h"
 #include "core/fs.h"
+#include "core/owned_dir.h"
 #include "core/proc.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
@@ -267,33 +270,6 @@ static int open_log(const char *attempt_dir, int rank, const char *suffix) {
   return core_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 }
 
-/* A process's scheduler state ('R' running, 'S' sleeping, 'D' disk wait, 'T' stopped, 'Z' zombie)
- * and its start time (clock ticks since boot: with the pid, what names one process for good, since
- * pids are reused), from /proc/PID/stat; state '?' when it cannot be read. */
-static char process_stat(pid_t pid, unsigned long long *start_ticks) {
-  char path[64], buf[1024];
-  if (start_ticks) *start_ticks = 0;
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return '?';
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return '?';
-  buf[n] = '\0';
-  const char *paren = strrchr(buf, ')'); /* the command name may itself hold ')' */
-  if (!paren || paren[1] != ' ' || !paren[2]) return '?';
-  if (start_ticks) {
-    /* Field 22 (starttime); the state after the name is field 3. */
-    const char *p = paren + 2;
-    for (int field = 3; field < 22 && p; field++) {
-      p = strchr(p, ' ');
-      if (p) p++;
-    }
-    if (p) *start_ticks = strtoull(p, NULL, 10);
-  }
-  return paren[2];
-}
-
 /* A process's resident memory in KiB (/proc/PID/statm), or -1. */
 static long resident_kib(pid_t pid) {
   char path[64], buf[128];
@@ -335,6 +311,23 @@ static void write_exit_record(const char *attempt_dir, int rank, int code, int s
   free(text);
 }
 
+/* The alive reports go out from a thread of their own, every second, whatever the agent's loop is
+ * doing: the launcher calls a host lost from their silence alone, and the loop also writes the
+ * program's output to its log files and the console, where a slow disk or a stalled reader must
+ * not read as a dead host (the flake hunt saw two hosts' agents fall 3-4 s behind at once, on a
+ * quiet machine, and one host called lost for it). A report says the program's state ('X': ended,
+ * its output still draining), read from /proc. The thread only sends: the connection's lock makes
+ * that safe beside the loop's own sends, and the loop stops the thread before it closes the
+ * connection. */
+typedef struct alive_reporter {
+  ftl_rdzv_client *client;
+  pid_t pid;                 /* the program */
+  atomic_int program_reaped; /* set by the loop once it has reaped the program */
+  int stop_fd;               /* an eventfd: the loop's word to stop (-1 until started) */
+  int started;
+  pthread_t thread;
+} alive_reporter;
+
 /* One agent's state while its program runs. */
 typedef struct agent {
   rank_place pl;
@@ -347,7 +340,8 @@ typedef struct agent {
   int said_stopping;
   int64_t grace_ms;     /* between a forwarded ending signal and the program's SIGKILL */
   int64_t fence_ms;     /* FTL_NODE_TIMEOUT_MS: silence from the launcher that cuts this rank off */
-  int64_t heard_ms, next_alive_ms;
+  int64_t heard_ms;
+  alive_reporter alive;
   char prefix[32];
   int standby;          /* FTL_STANDBY=1: parked until the launcher's activation */
   char attempt_dir[PATH_MAX]; /* "" until known (a standby: its activation) */
@@ -363,64 +357,12 @@ typedef struct agent {
  * however it ended. Open MPI hands the file's full name to the host's other ranks, so one folder
  * per rank serves. A backing folder the user set is theirs and left alone; without /dev/shm there
  * is nothing to do. */
-/* "ftl-mpi-sm-n<pid namespace>-p<agent pid>-r<rank>-XXXXXX": whose the folder is. */
-#define SM_DIR_PREFIX "ftl-mpi-sm-n"
-
-/* This process's pid namespace (the inode of /proc/self/ns/pid), or 0 when unknown. */
-static unsigned long pid_namespace(void) {
-  struct stat st;
-  return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long)st.st_ino : 0;
-}
-
-/* Whether the agent that made a folder is gone: no process has its pid, or the one that has it
- * is a zombie (killed, its parent not yet reaping) or started at another time than the one the
- * folder's name records (the pid was reused: a busy host cycles through 32768 pids in minutes).
- * A folder of an earlier release names no start time: its pid alone decides. */
-static int maker_is_gone(pid_t pid, unsigned long long recorded_start) {
-  unsigned long long start = 0;
-  char state = process_stat(pid, &start);
-  if (state == '?') return kill(pid, 0) != 0 && errno == ESRCH; /* no /proc entry we can read */
-  if (state == 'Z' || state == 'X') return 1;
-  return recorded_start && start && start != recorded_start;
-}
-
-/* The folders of agents that are gone. An agent SIGKILLed before its program's end (mpirun kills
- * its children a second after its own SIGTERM; a lost launcher's gang goes that way) cannot remove
- * its folder, so each agent that starts removes those of dead agents of this user in its pid
- * namespace: what a killed gang leaves is gone once the next gang on the host is up. A pid counts
- * only in the namespace it was read in, so a folder from another namespace (a container sharing
- * /dev/shm) is never judged by this one's pids. The name is SM_DIR_PREFIX<ns>-p<pid>-s<start
- * ticks>-r<rank>-XXXXXX (make_sm_dir); an earlier release's has no -s part. */
-static void sweep_dead_sm_dirs(unsigned long ns) {
-  DIR *dp = opendir("/dev/shm");
-  if (!dp) return;
-  int dfd = dirfd(dp);
-  struct dirent *e;
-  while ((e = readdir(dp))) {
-    if (strncmp(e->d_name, SM_DIR_PREFIX, strlen(SM_DIR_PREFIX)) != 0) continue;
-    char *end = NULL;
-    const char *q = e->d_name + strlen(SM_DIR_PREFIX);
-    errno = 0;
-    unsigned long their_ns = strtoul(q, &end, 10);
-    if (errno || end == q || their_ns != ns || strncmp(end, "-p", 2) != 0) continue;
-    q = end + 2;
-    long pid = strtol(q, &end, 10);
-    if (errno || end == q || pid <= 0 || pid > INT32_MAX || *end != '-') continue;
-    unsigned long long start = 0;
-    if (strncmp(end, "-s", 2) == 0) {
-      q = end + 2;
-      start = strtoull(q, &end, 10);
-      if (errno || end == q || *end != '-') continue;
-    }
-    if (!maker_is_gone((pid_t)pid, start)) continue; /* alive, or not ours to judge */
-    struct stat st;
-    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-      continue;
-    char path[PATH_MAX];
-    if (ftl_fmt(path, sizeof path, "/dev/shm/%s", e->d_name) == FTL_OK) core_fs_rm_tree(path);
-  }
-  closedir(dp);
-}
+/* "ftl-mpi-sm-n<pid namespace>-p<agent pid>-s<start ticks>-r<rank>-XXXXXX" (core/owned_dir.h):
+ * whose the folder is. An agent SIGKILLed before its program's end (mpirun kills its children a
+ * second after its own SIGTERM; a lost launcher's gang goes that way) cannot remove its folder, so
+ * each agent that starts removes those of dead agents: what a killed gang leaves is gone once the
+ * next gang on the host is up. */
+#define SM_DIR_PREFIX "ftl-mpi-sm-"
 
 /* Removes the program's shared-memory folder, once it has ended. */
 static void drop_sm_dir(agent *ag) {
@@ -436,23 +378,17 @@ static void make_sm_dir(agent *ag, char vars[2][192]) {
   struct stat st;
   vars[0][0] = vars[1][0] = '\0';
   if (stat("/dev/shm", &st) != 0 || !S_ISDIR(st.st_mode)) return;
-  unsigned long ns = pid_namespace();
-  if (ns) sweep_dead_sm_dirs(ns);
-  if (getenv(names[0]) || getenv(names[1])) return;
-  char tmpl[sizeof ag->sm_dir];
-  unsigned long long start = 0;
-  (void)process_stat(getpid(), &start);
-  if (ftl_fmt(tmpl, sizeof tmpl, "/dev/shm/" SM_DIR_PREFIX "%lu-p%d-s%llu-r%d-XXXXXX", ns, (int)getpid(), start,
-              ag->pl.rank))
+  if (getenv(names[0]) || getenv(names[1])) {
+    core_owned_dir_sweep("/dev/shm", SM_DIR_PREFIX);
     return;
-  int dirfd = -1;
+  }
+  char tmpl[sizeof ag->sm_dir], tag[32];
+  snprintf(tag, sizeof tag, "r%d", ag->pl.rank);
   ftl_diag d = {{0}};
-  if (core_fs_mkdtemp(tmpl, 0700, &dirfd, &d) != FTL_OK) {
-    if (tmpl[0]) core_fs_rm_tree(tmpl);
+  if (core_owned_dir_make("/dev/shm", SM_DIR_PREFIX, tag, tmpl, sizeof tmpl, &d) != FTL_OK) {
     FTL_LOG(FTL_LOG_DEBUG, "agent", "no shared-memory folder for the program (%s): Open MPI's default", d.msg);
     return;
   }
-  core_fs_table.close(dirfd);
   snprintf(ag->sm_dir, sizeof ag->sm_dir, "%s", tmpl);
   for (int i = 0; i < 2; i++)
     snprintf(vars[i], sizeof vars[i], "%s=%s", names[i], ag->sm_dir);
@@ -614,6 +550,73 @@ static void activate(agent *ag, const char *attempt_dir) {
   release_held(&ag->err, ag->prefix);
 }
 
+static void *alive_main(void *arg) {
+  alive_reporter *r = arg;
+  int64_t due = ftl_clock_ms();
+  int first = 1;
+  for (;;) {
+    int64_t now = ftl_clock_ms();
+    if (now >= due) {
+      /* A report seconds late means this whole process was not scheduled: the launcher may call
+       * its host lost for it, so the log says which side was silent. */
+      if (!first && now - due > 2000)
+        FTL_LOG(FTL_LOG_WARN, "agent", "this alive report is %.1f s late (the agent was not scheduled)",
+                (double)(now - due) / 1000.0);
+      first = 0;
+      int reaped = atomic_load(&r->program_reaped);
+      char state[2] = {reaped ? 'X' : core_proc_stat(r->pid, NULL), '\0'};
+      long rss = reaped ? -1 : resident_kib(r->pid);
+      ftl_diag ignored;
+      rz_rdzv_client_send(r->client, json_pack("{s:s, s:s, s:I}", "type", "alive", "state", state, "rss_kb", (json_int_t)rss),
+                          1, &ignored);
+      due = ftl_clock_ms() + 1000;
+      continue;
+    }
+    struct pollfd pf = {.fd = r->stop_fd, .events = POLLIN};
+    int pr = poll(&pf, 1, (int)(due - now));
+    if (pr > 0) break;
+    if (pr < 0 && errno != EINTR) break;
+  }
+  return NULL;
+}
+
+/* Starts the reports for the program just spawned; without a thread the loop is left to notice
+ * nothing, so the failure is logged (the launcher will call the host lost in node_s). */
+static void alive_start(agent *ag) {
+  alive_reporter *r = &ag->alive;
+  r->client = &ag->client;
+  r->pid = ag->proc.pid;
+  atomic_store(&r->program_reaped, ag->proc.reaped);
+  r->stop_fd = eventfd(0, EFD_CLOEXEC);
+  int err = r->stop_fd < 0 ? errno : pthread_create(&r->thread, NULL, alive_main, r);
+  if (err) {
+    FTL_LOG(FTL_LOG_ERROR, "agent", "cannot start the alive reports: %s", strerror(err));
+    if (r->stop_fd >= 0) close(r->stop_fd);
+    r->stop_fd = -1;
+    return;
+  }
+  r->started = 1;
+}
+
+/* Stops the reports and waits for the thread (it is between reports or in a non-blocking send). */
+static void alive_stop(agent *ag) {
+  alive_reporter *r = &ag->alive;
+  if (!r->started) return;
+  uint64_t one = 1;
+  ssize_t ignored = write(r->stop_fd, &one, sizeof one);
+  (void)ignored;
+  pthread_join(r->thread, NULL);
+  close(r->stop_fd);
+  r->stop_fd = -1;
+  r->started = 0;
+}
+
+/* The launcher's connection is done with (its EOF, or the fence): the reports stop first. */
+static void close_launcher(agent *ag) {
+  alive_stop(ag);
+  rz_rdzv_client_close(&ag->client);
+}
+
 /* The launcher's messages: signals to pass on (the pings only count as word from it); EOF: it is gone. */
 static void on_launcher(agent *ag) {
   bool eof = false;
@@ -633,54 +636,47 @@ static void on_launcher(agent *ag) {
   if (eof) {
     /* The launcher is gone: nobody would notice this rank any more, so it ends now. */
     FTL_LOG(FTL_LOG_ERROR, "agent", "lost the launcher; ending the program");
-    rz_rdzv_client_close(&ag->client);
+    close_launcher(ag);
     if (!ag->proc.reaped) core_proc_signal(&ag->proc, SIGKILL);
   }
 }
 
-/* One turn's timers: the fence (no word from the launcher) and the alive report. */
-static void agent_timers(agent *ag, ftl_diag *d) {
+/* One turn's timer: the fence (no word from the launcher). */
+static void agent_timers(agent *ag) {
   ftl_rdzv_client *client = &ag->client;
   if (client->fd >= 0 && !ag->proc.reaped && ag->fence_ms > 0 && ftl_clock_ms() - ag->heard_ms > ag->fence_ms) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "no word from the launcher for %.1f s: ending the program",
             (double)(ftl_clock_ms() - ag->heard_ms) / 1000.0);
-    rz_rdzv_client_close(client);
+    close_launcher(ag);
     core_proc_signal(&ag->proc, SIGKILL);
-  }
-  /* Also after the program is reaped, while its last output drains (a stray grandchild may hold
-   * the pipes): until the exit report goes out, silence would read as a lost host. */
-  if (client->fd >= 0 && ftl_clock_ms() >= ag->next_alive_ms) {
-    /* A report seconds late means this agent was not scheduled, or was blocked: the launcher may
-     * call its host lost for it, so the log says which side was silent. */
-    int64_t late_ms = ftl_clock_ms() - ag->next_alive_ms;
-    if (ag->next_alive_ms > 0 && late_ms > 2000)
-      FTL_LOG(FTL_LOG_WARN, "agent", "this alive report is %.1f s late (the agent was not scheduled, or was blocked)",
-              (double)late_ms / 1000.0);
-    char state[2] = {ag->proc.reaped ? 'X' : process_stat(ag->proc.pid, NULL), '\0'};
-    long rss = ag->proc.reaped ? -1 : resident_kib(ag->proc.pid);
-    rz_rdzv_client_send(client, json_pack("{s:s, s:s, s:I}", "type", "alive", "state", state, "rss_kb", (json_int_t)rss),
-                        1, d);
-    ag->next_alive_ms = ftl_clock_ms() + 1000;
   }
 }
 
+/* A turn's handler that took more than a second: said, with what it was doing, since the loop is
+ * what passes the program's output on and signals to it. */
+static void note_slow(int64_t t0_ms, const char *what) {
+  int64_t took = ftl_clock_ms() - t0_ms;
+  if (took > 1000) FTL_LOG(FTL_LOG_WARN, "agent", "%s took %.1f s", what, (double)took / 1000.0);
+}
+
 /* Until the program is reaped and its output drained: its output passed through, signals passed
- * on, the launcher heard, and the agent's own alive reports. */
+ * on, the launcher heard; the alive reports (alive_main) run beside it until then. */
 static void watch_program(agent *ag, ftl_diag *d) {
   int64_t parsed;
   ag->grace_ms = 5000;
   if (ftl_parse_i64(getenv("FTL_KILL_GRACE_MS"), 0, 3600000, &parsed) == FTL_OK) ag->grace_ms = parsed;
-  /* The agent says it is alive every second, with its program's state ('X': exited, output still
-   * draining): the launcher notices a lost host by the silence, and a stopped (SIGSTOP) program by
-   * its state. */
-  ag->next_alive_ms = ftl_clock_ms();
   /* The launcher pings every second. An agent that hears nothing for FTL_NODE_TIMEOUT_MS is cut
    * off (its link is down): the launcher has already given up on this host, so the rank ends
    * here rather than linger beside the next attempt. */
   ag->heard_ms = ftl_clock_ms();
   if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &parsed) == FTL_OK) ag->fence_ms = parsed;
+  /* The agent says it is alive every second, with its program's state ('X': exited, output still
+   * draining): the launcher notices a lost host by the silence, and a stopped (SIGSTOP) program by
+   * its state. Also after the program is reaped, while its last output drains (a stray grandchild
+   * may hold the pipes): until the exit report goes out, silence would read as a lost host. */
+  if (ag->client.fd >= 0) alive_start(ag);
   while (!ag->proc.reaped || ag->out.pipe_fd >= 0 || ag->err.pipe_fd >= 0) {
-    agent_timers(ag, d);
+    agent_timers(ag);
     struct pollfd fds[4] = {{.fd = ln_sigpipe_fd(), .events = POLLIN},
                             {.fd = ag->client.fd, .events = POLLIN}, /* launcher gone: EOF */
                             {.fd = ag->out.pipe_fd, .events = POLLIN},
@@ -695,18 +691,28 @@ static void watch_program(agent *ag, ftl_diag *d) {
     int pr = poll(fds, 4, timeout);
     if (pr < 0 && errno != EINTR) break;
     if (!ag->proc.reaped) core_proc_step(&ag->proc); /* the SIGKILL a grace after an ending signal */
+    atomic_store(&ag->alive.program_reaped, ag->proc.reaped);
     if (pr <= 0) {
       /* 200 ms without output or EOF from an ended program: its pipes are held open by a stray
        * grandchild, whose end the agent does not wait for. */
       if (ended_before_poll && pr == 0) break;
       continue;
     }
+    int64_t t0 = ftl_clock_ms();
     if (fds[0].revents & POLLIN) on_signals(ag);
+    atomic_store(&ag->alive.program_reaped, ag->proc.reaped);
     if (ag->client.fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) on_launcher(ag);
+    note_slow(t0, "handling signals and the launcher's messages");
+    t0 = ftl_clock_ms();
     if (ag->out.pipe_fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) pump(&ag->out, ag->prefix);
+    note_slow(t0, "passing on the program's stdout (log file and console)");
+    t0 = ftl_clock_ms();
     if (ag->err.pipe_fd >= 0 && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) pump(&ag->err, ag->prefix);
+    note_slow(t0, "passing on the program's stderr (log file and console)");
   }
   if (!ag->proc.reaped) core_proc_wait(&ag->proc, d);
+  atomic_store(&ag->alive.program_reaped, 1);
+  alive_stop(ag); /* before the exit report: the launcher hears nothing of this rank after it */
   core_proc_signal(&ag->proc, SIGKILL); /* whatever the program left behind in its group goes with it */
 }
 
@@ -750,6 +756,7 @@ int ln_rank_agent_main(int argc, char **argv) {
   int64_t start_us = ftl_wall_us();
   ftl_diag d = {{0}};
   agent ag = {.client = {.fd = -1},
+              .alive = {.stop_fd = -1},
               .proc = {.pid = -1, .fd = {-1, -1, -1}, .kill_at_ms = FTL_NO_DEADLINE, .term_at_ms = FTL_NO_DEADLINE},
               .out = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDOUT_FILENO},
               .err = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDERR_FILENO}};

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "core/owned_dir.h"
 #include "ftl/core.h"
 #include "launcher/gang.h"
 
@@ -132,24 +133,16 @@ void ln_gang_launch_move_session(ln_gang_launch *from, ln_gang_launch *to) {
   from->session_base[0] = '\0';
 }
 
-/* A fresh folder for mpirun's session directory, under $TMPDIR (absolute) or /tmp; "" when none
- * can be made (mpirun then uses its default, as before). */
+/* A fresh folder for mpirun's session directory, under $TMPDIR (absolute) or /tmp, named for this
+ * launcher (core/owned_dir.h): a SIGKILLed launcher cannot remove its folder, so the next launcher
+ * on the host removes those of launchers that are gone. "" when none can be made (mpirun then
+ * uses its default, as before). */
 static void make_session_base(ln_gang_launch *L) {
   const char *tmp = getenv("TMPDIR");
   if (!tmp || tmp[0] != '/') tmp = "/tmp";
-  L->session_base[0] = '\0';
-  char tmpl[sizeof L->session_base];
-  /* Short: Open MPI and PMIx put socket files below it, and a socket path has at most 107 bytes. */
-  if (ftl_fmt(tmpl, sizeof tmpl, "%s/ftl-mpi-XXXXXX", tmp) || strlen(tmpl) > 48) return;
-  int dirfd = -1;
   ftl_diag d = {{0}};
-  if (core_fs_mkdtemp(tmpl, 0700, &dirfd, &d) != FTL_OK) {
-    if (tmpl[0]) core_fs_rm_tree(tmpl);
+  if (core_owned_dir_make(tmp, "ftl-mpirun-", NULL, L->session_base, sizeof L->session_base, &d) != FTL_OK)
     FTL_LOG(FTL_LOG_DEBUG, "launcher", "no session folder of its own for mpirun (%s): Open MPI's default", d.msg);
-    return;
-  }
-  core_fs_table.close(dirfd);
-  memcpy(L->session_base, tmpl, sizeof tmpl);
 }
 
 ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,

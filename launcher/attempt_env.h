@@ -30,9 +30,10 @@ typedef struct ln_gang_launch {
   ftl_launch_kind kind;
   char **argv, **exports, **envp;
   /* mpirun's session folder base on this host (Open MPI's orte_local_tmpdir_base), a folder of
-   * this gang's own ("" under srun or when none could be made). mpirun removes its session
-   * directory when it exits by itself, but ftl ends some gangs with SIGKILL (a standby at the
-   * run's end, a warm restart's old gang), and each such mpirun left about 8 MB in /tmp. */
+   * this gang's own, $TMPDIR/ftl-mpirun-... (core/owned_dir.h; "" under srun or when none could
+   * be made). mpirun removes its session directory when it exits by itself, but ftl ends some
+   * gangs with SIGKILL (a standby at the run's end, a warm restart's old gang), and each such
+   * mpirun left about 8 MB in /tmp. */
   char session_base[PATH_MAX];
 } ln_gang_launch;
 

@@ -5,7 +5,7 @@
 #   1. normal: a normal build (warnings as errors), every test;
 #   2. asan: an ASan+UBSan build, every test but the normal-build-only ones listed below;
 #   3. tsan: a TSan build, the tests labelled "tsan" (threaded code: the checkpoint writer, the
-#      JSON-lines appends, the rank library's threads).
+#      JSON-lines appends, the rank library's threads, the rank agent's alive reports).
 # All three passes run even when one fails; the end prints, per pass, the tests run, passed, failed
 # and skipped, then the 10 slowest tests and the total time. Exit code 0 only if every pass passed.
 # Long soaks are not here: see scripts/soak.sh; the flake hunt: scripts/flake-hunt.sh

@@ -166,7 +166,7 @@ expect_no_leftovers() {
   fi
   # An ended run leaves no session folder of mpirun's in its TMPDIR (each was about 8 MB).
   local left
-  left=$(ls -A "$SCRATCH/tmp" 2>/dev/null | grep -E '^(ftl-mpi-|ompi\.)')
+  left=$(ls -A "$SCRATCH/tmp" 2>/dev/null | grep -E '^(ftl-mpirun-|ompi\.)')
   [ -z "$left" ] || fail "the run left in its TMPDIR: $left"
 }
 

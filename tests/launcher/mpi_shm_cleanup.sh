@@ -42,13 +42,30 @@ expect_segments() {
   done
 }
 
-# wait_gone: until no process of the test runs (30 s at most), then none may.
+# wait_gone [killed PID]: until no process of the test runs (30 s at most), then none may. After a
+# launcher PID that was SIGKILLed, its mpirun's session folder (core/owned_dir.h) is still in its
+# TMPDIR, named for it, until the next launcher sweeps it; otherwise nothing may be left there.
 wait_gone() {
   for _ in $(seq 1 300); do
     pgrep -f "$MARKER" >/dev/null || break
     sleep 0.1
   done
-  expect_no_leftovers
+  if [ "${1:-}" = killed ]; then
+    pgrep -f "$MARKER" >/dev/null && fail "processes of the job are still running"
+    # One for its attempt's mpirun, and one for its standby's if that was up.
+    killed_base=$(ls -d "$SCRATCH"/tmp/ftl-mpirun-n*-p"$2"-* 2>/dev/null)
+    [ -n "$killed_base" ] || fail "no session folder named for the SIGKILLed launcher $2: $(ls -A "$SCRATCH/tmp")"
+  else
+    expect_no_leftovers
+  fi
+}
+
+# expect_base_swept WHAT: the killed launcher's session folder is gone.
+expect_base_swept() {
+  local b
+  for b in $killed_base; do
+    [ ! -e "$b" ] || fail "$1: $b is still there"
+  done
 }
 
 # expect_swept AGENTS WHAT: none of the (ended) agents' folders is left.
@@ -69,13 +86,14 @@ expect_segments "$active"
 gone1=$(agent_pids) # with the standby gang's, if it is up
 kill -KILL $launcher
 wait $launcher 2>/dev/null
-wait_gone
+wait_gone killed $launcher
 
 # 2. One rank's program SIGKILLed; the gang ends (no restarts).
 ftl run -n 3 --run-dir run2 --max-restarts 0 -- gang_probe --sleep-ms 60000 --marker "$MARKER" >run2.out 2>&1 &
 launcher=$!
 wait_ready run2 3
 expect_swept "$gone1" "once the next gang was up, after a SIGKILLed launcher"
+expect_base_swept "once the next launcher was up"
 expect_segments "$(agent_pids active)"
 gone2=$(agent_pids)
 victim=$(rank_pid run2 "$MARKER" 1 gang_probe)
@@ -101,5 +119,9 @@ tr '\0' '\n' <"/proc/$prog/environ" | grep -qx "OMPI_MCA_btl_vader_backing_direc
 ls user-shm | grep -qE '^(vader|sm)_segment\.' || fail "no Open MPI segment in the user's folder: $(ls -A user-shm)"
 kill -KILL $launcher # a SIGTERM would give the sleeping ranks their grace
 wait $launcher 2>/dev/null
+wait_gone killed $launcher
+# The next run on the host, however short, leaves nothing of either.
+ftl run -n 1 --run-dir run4 -- gang_probe --marker "$MARKER" >run4.out 2>&1 || { cat run4.out >&2; fail "run4 failed"; }
+expect_base_swept "after the next run"
 wait_gone
 echo "PASS"

@@ -34,7 +34,7 @@ static void test_builder(void) {
                     .run_dir = "/runs/x", .attempt_dir = "/runs/x/attempt-0000", .attempt = 0, .job_name = "x",
                     .spec_hash = "", .kill_grace_ms = 2000, .node_timeout_ms = 10000, .preempt_grace_ms = 30000,
                     .master_addr = "n0", .master_port = 29500, .job_env = job_env, .allow_root = 1,
-                    .mpi_session_base = "/tmp/ftl-mpi-abc123"};
+                    .mpi_session_base = "/tmp/ftl-mpirun-abc123"};
   char **envp = NULL;
   CHECK_OK(ln_gang_build_env(base, &e, &envp, &d), d.msg);
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a0");
@@ -74,7 +74,7 @@ static void test_builder(void) {
   ln_argv_free(prog);
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_FLEET_LEDGER"), "");
   CHECK_STR_EQ(ln_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT"), "1");
-  CHECK_STR_EQ(ln_gang_env_get(envp, "OMPI_MCA_orte_local_tmpdir_base"), "/tmp/ftl-mpi-abc123");
+  CHECK_STR_EQ(ln_gang_env_get(envp, "OMPI_MCA_orte_local_tmpdir_base"), "/tmp/ftl-mpirun-abc123");
   for (int i = 0; ln_gang_env_names[i]; i++) CHECK(ln_gang_env_get(envp, ln_gang_env_names[i]) != NULL);
   ln_argv_free(envp);
 

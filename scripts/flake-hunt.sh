@@ -79,15 +79,26 @@ for _ in $(seq 1 "$load"); do
 done
 echo "flake-hunt: $n_tests test(s) matching '${regex:-.}'${labels:+ labelled '$labels'}, $rounds round(s), -j $jobs, $load busy loop(s) on $(nproc) core(s)"
 
+# The packets the kernel dropped from its per-CPU backlogs (/proc/net/softnet_stat, column 2): the
+# network-namespace tests' "hosts" talk through them, and a dropped packet silences a TCP connection
+# until its resend (0.2 s, doubling), so a round that saw drops says so.
+softnet_drops() {
+  local s=0 _ d
+  while read -r _ d _; do s=$((s + 16#$d)); done </proc/net/softnet_stat 2>/dev/null
+  echo "$s"
+}
+
 t_all=$(date +%s)
 for r in $(seq 1 "$rounds"); do
   t0=$(date +%s)
+  drops0=$(softnet_drops)
   set +e
   (cd "$build" && ctest -j "$jobs" --schedule-random --output-on-failure "${select[@]}") >"$out/round-$r.log" 2>&1
   set -e
   ctest_results "$out/round-$r.log" | sed "s/^/$r\t/" >>"$out/results.tsv"
   bad=$(ctest_results "$out/round-$r.log" | awk -F'\t' '$2 != "passed" && $2 != "skipped" { printf "%s%s (%s)", sep, $1, $2; sep = ", " }')
-  echo "round $r: $(( $(date +%s) - t0 )) s, load $(cut -d' ' -f1 /proc/loadavg)${bad:+; not passed: $bad}"
+  drops=$(( $(softnet_drops) - drops0 ))
+  echo "round $r: $(( $(date +%s) - t0 )) s, load $(cut -d' ' -f1 /proc/loadavg)${bad:+; not passed: $bad}$( [ "$drops" -gt 0 ] && echo "; $drops packet(s) dropped by the kernel's backlog")"
 done
 
 echo

@@ -21,29 +21,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/flock.h"
 #include "core/fs.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
 
-enum { FENCE_MAX_BYTES = 32, FENCE_POLL_MS = 2 };
+enum { FENCE_MAX_BYTES = 32 };
 
 static int fence_path(char *out, size_t size, const char *run_dir) {
   return run_dir && *run_dir && core_rundir_path(out, size, run_dir, FTL_RUNDIR_FENCE) == FTL_OK;
 }
 
-/* flock with a deadline: LOCK_NB tried every few milliseconds (flock itself has no timeout). */
+/* The fence's flock by the deadline (core/flock.h); a timeout says which side held it. */
 static ftl_err lock_until(int fd, int op, int64_t deadline_ms, const char *path, ftl_diag *d) {
-  for (;;) {
-    if (flock(fd, op | LOCK_NB) == 0) return FTL_OK;
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      return ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
-    if (ftl_deadline_left_ms(deadline_ms) == 0)
-      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s stayed locked past the deadline (%s)", path,
-                           op == LOCK_EX ? "a rank of the ended attempt is still changing its checkpoints"
-                                         : "the launcher is moving the fence");
-    struct timespec ts = {0, FENCE_POLL_MS * 1000000L};
-    nanosleep(&ts, NULL);
-  }
+  ftl_err rc = core_flock_until(fd, op, deadline_ms, 0, path, d);
+  if (rc != FTL_ERR_TIMEOUT) return rc;
+  return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s stayed locked past the deadline (%s)", path,
+                       op == LOCK_EX ? "a rank of the ended attempt is still changing its checkpoints"
+                                     : "the launcher is moving the fence");
 }
 
 /* The number in an open fence file; -1 when it holds none (empty, torn, not a number). */

@@ -12,7 +12,7 @@
  * Not here: what the records mean (each owner's format page), durable replacement of whole files
  * (core/fs.c).
  *
- * Map: flock with a deadline; the open log; one-shot append; the locked reader; line iteration. */
+ * Map: the open log; one-shot append; the locked reader; line iteration. */
 #include "core/jsonl.h"
 
 #include <errno.h>
@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/flock.h"
 #include "core/fs.h"
 #include "ftl/core.h"
 
@@ -38,23 +39,6 @@ struct ftl_jsonl {
   pthread_mutex_t mu;
   char path[PATH_MAX];
 };
-
-/* ---- flock with a deadline ------------------------------------------------------------------- */
-
-ftl_err core_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d) {
-  /* flock itself cannot time out: LOCK_NB in a loop with short sleeps. */
-  int64_t deadline = ftl_deadline_after_ms(timeout_ms < 0 ? 0 : timeout_ms);
-  for (;;) {
-    if (flock(fd, op | LOCK_NB) == 0) return FTL_OK;
-    if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) return ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", what, strerror(errno));
-    if (ftl_deadline_left_ms(deadline) == 0)
-      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "%s stayed locked by another process for %lld ms", what,
-                           (long long)timeout_ms);
-    struct timespec ts = {0, 2 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-}
 
 /* ---- the open log ---------------------------------------------------------------------------- */
 
@@ -128,7 +112,8 @@ ftl_err core_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
   struct stat st;
   if (log->opts.lock) {
     pthread_mutex_lock(&log->mu);
-    if ((rc = core_flock_deadline(log->fd, LOCK_EX, log->opts.lock_timeout_ms, log->path, d))) {
+    int64_t lock_ms = log->opts.lock_timeout_ms < 0 ? 0 : log->opts.lock_timeout_ms;
+    if ((rc = core_flock_until(log->fd, LOCK_EX, ftl_deadline_after_ms(lock_ms), 0, log->path, d))) {
       pthread_mutex_unlock(&log->mu);
       goto out;
     }
@@ -220,7 +205,8 @@ ftl_err core_jsonl_read(const char *path, size_t max_bytes, int64_t lock_timeout
     return ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: not a regular file", path);
   }
   /* Under the shared lock no locked appender is mid-line, so no line is seen half-written. */
-  if ((rc = core_flock_deadline(fd, LOCK_SH, lock_timeout_ms, path, d)) == FTL_OK)
+  int64_t lock_ms = lock_timeout_ms < 0 ? 0 : lock_timeout_ms;
+  if ((rc = core_flock_until(fd, LOCK_SH, ftl_deadline_after_ms(lock_ms), 0, path, d)) == FTL_OK)
     rc = ftl_read_fd(fd, path, max_bytes, data_out, size_out, d);
   core_fs_table.close(fd); /* closing releases the lock */
   return rc;

@@ -92,9 +92,6 @@ ftl_err core_jsonl_load_object(const char *data, size_t size, size_t max_bytes, 
     goto out;                                                                                                          \
   } while (0)
 
-/* flock(fd, op) with a deadline (LOCK_NB in a loop with short sleeps); `what` names the file. */
-ftl_err core_flock_deadline(int fd, int op, int64_t timeout_ms, const char *what, ftl_diag *d);
-
 #ifdef __cplusplus
 }
 #endif

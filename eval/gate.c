@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/flock.h"
 #include "core/fs.h"
 #include "core/jsonl.h"
 #include "core/proc.h"
@@ -360,32 +361,21 @@ ftl_err ev_gate_rundir_lock(const char *run_dir, const char *what, int *fd_out, 
     }
     timeout_ms = (int64_t)(v * 1000.0 + 0.5);
   }
-  int64_t deadline = ftl_deadline_after_ms(timeout_ms);
-  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
-      core_fs_table.close(fd);
-      return rc;
-    }
-    if (ftl_deadline_left_ms(deadline) == 0) {
-      /* The holder wrote who it is into the file when it took the lock. */
-      char holder[256] = "";
-      ssize_t got = pread(fd, holder, sizeof holder - 1, 0);
-      holder[got > 0 ? got : 0] = '\0';
-      holder[strcspn(holder, "\n")] = '\0';
-      core_fs_table.close(fd);
-      return ftl_diag_fail(d, FTL_ERR_TIMEOUT,
-                           "another gate or publish holds %s (%s) and did not finish within %.3g s "
-                           "(FTL_GATE_LOCK_TIMEOUT_S)",
-                           path, holder[0] ? holder : "holder unknown", (double)timeout_ms / 1000.0);
-    }
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+  rc = core_flock_until(fd, LOCK_EX, ftl_deadline_after_ms(timeout_ms), 0, path, d);
+  if (rc == FTL_ERR_TIMEOUT) {
+    /* The holder wrote who it is into the file when it took the lock. */
+    char holder[256];
+    core_flock_note_read(fd, holder, sizeof holder);
+    rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT,
+                       "another gate or publish holds %s (%s) and did not finish within %.3g s "
+                       "(FTL_GATE_LOCK_TIMEOUT_S)",
+                       path, holder[0] ? holder : "holder unknown", (double)timeout_ms / 1000.0);
   }
-  char who[256], when[40];
-  iso_now(when);
-  int n = snprintf(who, sizeof who, "%s: pid %ld on %s since %s\n", what, (long)getpid(), ftl_hostname(), when);
-  if (core_fs_table.ftruncate(fd, 0) == 0 && n > 0) (void)core_fs_pwrite_all(fd, who, (size_t)n, 0);
+  if (rc) {
+    core_fs_table.close(fd);
+    return rc;
+  }
+  core_flock_note_write(fd, what);
   *fd_out = fd;
   return FTL_OK;
 }

@@ -159,57 +159,12 @@ out:
   return rc;
 }
 
-/* The metrics file, read as outside input (see the top of this file). */
-static ftl_err read_regular(const char *path, char **data_out, size_t *size_out, ftl_diag *d) {
-  ftl_err rc = FTL_OK;
-  char *buf = NULL;
-  struct stat st;
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "metrics file %s: cannot open: %s", path,
-                         errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-  if (fstat(fd, &st) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "metrics file %s: cannot stat: %s", path, strerror(errno));
-    goto out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "metrics file %s: not a regular file (a FIFO, a device or a socket)", path);
-    goto out;
-  }
-  if ((uint64_t)st.st_size > FTL_METRICS_MAX_BYTES) {
-    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "metrics file %s: larger than %u bytes", path, FTL_METRICS_MAX_BYTES);
-    goto out;
-  }
-  size_t want = (size_t)st.st_size, have = 0;
-  if (!(buf = ftl_malloc(want + 1))) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
-    goto out;
-  }
-  while (have < want) {
-    ssize_t got = read(fd, buf + have, want - have);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "metrics file %s: cannot read: %s", path, strerror(errno));
-      goto out;
-    }
-    if (got == 0) break;
-    have += (size_t)got;
-  }
-  buf[have] = '\0';
-  *data_out = buf;
-  *size_out = have;
-  buf = NULL;
-out:
-  ftl_free(buf);
-  close(fd);
-  return rc;
-}
-
 ftl_err ev_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
-  ftl_err rc = read_regular(path, &data, &size, d);
-  if (rc) return rc;
+  /* Read as outside input (see the top of this file): core's one reader of such files. */
+  ftl_err rc = core_fs_read_regular(path, FTL_METRICS_MAX_BYTES, &data, &size, d);
+  if (rc) return ftl_diag_prefix(d, rc, "metrics file");
   rc = ev_metrics_parse(data, size, out, d);
   ftl_free(data);
   if (rc) ftl_diag_prefix(d, rc, "metrics file %s", path);

@@ -20,11 +20,12 @@
 
 #include <jansson.h>
 
+#include "core/flock.h"
 #include "core/fs.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
 
-enum { RUN_LOCK_VERSION = 1, RUN_LOCK_POLL_MS = 100 };
+enum { RUN_LOCK_VERSION = 1 };
 
 /* The record's bytes now in the file into buf (NUL-terminated); its length, 0 if none. */
 static size_t read_bytes(int fd, char *buf, size_t size) {
@@ -109,39 +110,31 @@ ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_m
     rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot open the run directory's lock %s: %s", path, strerror(errno));
     goto out;
   }
-  /* flock cannot time out by itself: LOCK_NB, polled until the deadline. */
-  int64_t deadline = ftl_deadline_after_ms(wait_ms > 0 ? wait_ms : 0);
-  int said_waiting = 0;
-  for (;;) {
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) break;
-    if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
-      goto out;
-    }
+  /* Tried once at once; held: refused, or (--wait-lock) waited for, saying so once. */
+  rc = core_flock_until(fd, LOCK_EX, ftl_clock_ms(), 0, path, d);
+  if (rc == FTL_ERR_TIMEOUT && wait_ms > 0) {
     char holder[700];
     int released;
     describe_file(fd, holder, sizeof holder, &released);
-    if (ftl_deadline_left_ms(deadline) == 0) {
-      if (wait_ms > 0)
-        rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT,
-                           "run directory %s is still in use after waiting %.1f s: its lock %s is held by %s", run_dir,
-                           (double)wait_ms / 1000.0, path, holder);
-      else
-        rc = ftl_diag_fail(d, FTL_ERR_STATE,
-                           "run directory %s is in use: its lock %s is held by %s; not starting a second launcher "
-                           "into it (--wait-lock S waits for it)",
-                           run_dir, path, holder);
-      goto out;
-    }
-    if (!said_waiting) {
-      fprintf(stderr, "ftl run: run directory %s is in use by %s: waiting up to %.1f s for it\n", run_dir, holder,
-              (double)wait_ms / 1000.0);
-      said_waiting = 1;
-    }
-    struct timespec ts = {0, RUN_LOCK_POLL_MS * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    fprintf(stderr, "ftl run: run directory %s is in use by %s: waiting up to %.1f s for it\n", run_dir, holder,
+            (double)wait_ms / 1000.0);
+    rc = core_flock_until(fd, LOCK_EX, ftl_deadline_after_ms(wait_ms), 0, path, d);
   }
+  if (rc == FTL_ERR_TIMEOUT) {
+    char holder[700];
+    int released;
+    describe_file(fd, holder, sizeof holder, &released);
+    if (wait_ms > 0)
+      rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT,
+                         "run directory %s is still in use after waiting %.1f s: its lock %s is held by %s", run_dir,
+                         (double)wait_ms / 1000.0, path, holder);
+    else
+      rc = ftl_diag_fail(d, FTL_ERR_STATE,
+                         "run directory %s is in use: its lock %s is held by %s; not starting a second launcher "
+                         "into it (--wait-lock S waits for it)",
+                         run_dir, path, holder);
+  }
+  if (rc) goto out;
 
   char holder[700];
   int released;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/fs.h"
+#include "core/flock.h"
 #include "core/jsonl.h"
 #include "ftl/core.h"
 #include "pipeline/sha256.h"
@@ -79,7 +80,7 @@ ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d) 
     core_fs_table.close(fd);
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the lock %s is not a regular file; refused", path);
   }
-  ftl_err rc = core_flock_deadline(fd, LOCK_EX, timeout_ms, path, d);
+  ftl_err rc = core_flock_until(fd, LOCK_EX, ftl_deadline_after_ms(timeout_ms < 0 ? 0 : timeout_ms), 0, path, d);
   if (rc) {
     core_fs_table.close(fd);
     return rc;

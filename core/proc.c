@@ -1,4 +1,5 @@
-/* core/proc.c: spawning a child program and ending it on time (see proc.h).
+/* core/proc.c: spawning a child program and ending it on time, and finding a program on PATH (see
+ * proc.h).
  *
  * The child between fork and exec only makes system calls: everything that can fail for a reason
  * the caller should hear (pipes, /dev/null) is opened in the parent first. The child's report of a
@@ -11,7 +12,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -231,4 +235,51 @@ void core_proc_kill_wait(core_proc *p) {
 
 void core_proc_close(core_proc *p) {
   for (int i = 0; i < 3; i++) close_fd(&p->fd[i]);
+}
+
+/* ---- finding a program on PATH ------------------------------------------------------------ */
+
+int core_proc_is_executable(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* path made absolute into out (PATH_MAX bytes): with keep_name, only its folder is resolved and its
+ * last component kept as written, so a symbolic link stays the link; else realpath() of it all. */
+static int absolute_path(const char *path, int keep_name, char *out) {
+  if (!keep_name) return realpath(path, out) ? 0 : -1;
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  int dir_len = slash ? (int)(slash - path) : 0;
+  char dir[PATH_MAX], real[PATH_MAX];
+  if (!*name || ftl_fmt(dir, sizeof dir, "%.*s", dir_len, path) != FTL_OK ||
+      !realpath(dir_len ? dir : (slash ? "/" : "."), real))
+    return -1;
+  return ftl_fmt(out, PATH_MAX, "%s%s%s", real, strcmp(real, "/") ? "/" : "", name) == FTL_OK ? 0 : -1;
+}
+
+ftl_err core_proc_find_program(const char *program, const char *path_env, int keep_name, char **abs_out, ftl_diag *d) {
+  char buf[PATH_MAX];
+  if (!program || !*program) return ftl_diag_fail(d, FTL_ERR_SPEC, "no program to run");
+  if (strchr(program, '/')) {
+    if (absolute_path(program, keep_name, buf) || access(buf, F_OK))
+      return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "program '%s' does not exist", program);
+    if (!core_proc_is_executable(buf))
+      return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "program '%s' is not an executable file", program);
+    *abs_out = ftl_strdup(buf);
+    return *abs_out ? FTL_OK : FTL_ERR_NOMEM;
+  }
+  const char *p = path_env ? path_env : "";
+  while (*p) {
+    const char *end = strchr(p, ':');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > 0 && ftl_fmt(buf, sizeof buf, "%.*s/%s", (int)len, p, program) == FTL_OK && core_proc_is_executable(buf)) {
+      char real[PATH_MAX];
+      *abs_out = ftl_strdup(absolute_path(buf, keep_name, real) == 0 ? real : buf);
+      return *abs_out ? FTL_OK : FTL_ERR_NOMEM;
+    }
+    p += len;
+    if (*p == ':') p++;
+  }
+  return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "program '%s' was not found on PATH", program);
 }

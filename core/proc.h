@@ -15,6 +15,9 @@
  * A caller with its own poll loop calls core_proc_step each turn; core_proc_wait blocks (10 ms
  * turns) until the child is reaped, acting on the same deadlines.
  *
+ * core_proc_find_program resolves a program named on a command line or in a job spec as exec would
+ * (PATH for a bare name), to the absolute path ftl then runs or pins.
+ *
  * Not here: reading the pipes (the caller polls the descriptors it asked for). */
 #ifndef FTL_CORE_PROC_H
 #define FTL_CORE_PROC_H
@@ -97,5 +100,15 @@ void core_proc_kill_wait(core_proc *p);
 
 /* Closes the parent's pipe ends still open. Does not wait for or signal the child. */
 void core_proc_close(core_proc *p);
+
+/* A regular file this process may execute (stat follows links). */
+int core_proc_is_executable(const char *path);
+
+/* Resolves program to an absolute executable path: a name without '/' is looked up on path_env
+ * (PATH), a relative path is taken from cwd. keep_name: the folders are resolved but a symbolic
+ * link named last stays the link (the job's program: a virtual environment's bin/python is a link
+ * to the system's interpreter and finds its venv only when run by its own path); 0: every link
+ * resolved (the gate's evaluator, pinned by what it is). Error names the program and why. */
+ftl_err core_proc_find_program(const char *program, const char *path_env, int keep_name, char **abs_out, ftl_diag *d);
 
 #endif

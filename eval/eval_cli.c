@@ -66,17 +66,15 @@ static int parse_opts(int argc, char **argv, const char *usage, cli_opts *o) {
   return -1;
 }
 
-/* The canonical gate spec of --spec FILE (a job spec), or NULL without --spec. */
-static ftl_err given_gate(const char *spec, json_t **out, ftl_diag *d) {
+/* The canonical gate spec of --spec FILE (a job spec, read by the caller's hook), or NULL without
+ * --spec. */
+static ftl_err given_gate(const char *spec, const ev_hooks *hooks, json_t **out, ftl_diag *d) {
   *out = NULL;
   if (!spec) return FTL_OK;
-  ftl_job *job = NULL;
-  ftl_err rc = ln_job_parse_file(spec, &job, d);
-  if (rc) return rc;
-  rc = ev_gate_spec_from_job(job, out, d);
+  if (!hooks || !hooks->gate_of_spec) return ftl_diag_fail(d, FTL_ERR_UNSUPPORTED, "--spec cannot be read here");
+  ftl_err rc = hooks->gate_of_spec(spec, out, d);
   if (!rc && !*out)
     rc = ftl_diag_fail(d, FTL_ERR_SPEC, "%s has no eval: section to compare with the locked gate", spec);
-  ln_job_destroy(job);
   return rc;
 }
 
@@ -88,7 +86,7 @@ static int abs_run_dir(const char *cmd, const char *rd, char out[PATH_MAX]) {
   return 0;
 }
 
-int ev_cmd_gate(int argc, char **argv) {
+int ev_cmd_gate(int argc, char **argv, const ev_hooks *hooks) {
   cli_opts o = {0};
   int rc = parse_opts(argc, argv, ev_gate_help, &o);
   if (rc >= 0) return rc;
@@ -96,7 +94,7 @@ int ev_cmd_gate(int argc, char **argv) {
   json_t *given = NULL, *verdict = NULL;
   char run_dir[PATH_MAX];
   if (abs_run_dir("gate", o.run_dir, run_dir)) return EXIT_ERROR;
-  if (given_gate(o.spec, &given, &d)) {
+  if (given_gate(o.spec, hooks, &given, &d)) {
     fprintf(stderr, "ftl gate: refused: %s\n", d.msg);
     return EXIT_ERROR;
   }
@@ -121,7 +119,7 @@ int ev_cmd_gate(int argc, char **argv) {
   return g == FTL_GATE_PASSED ? EXIT_PASS : EXIT_FAIL;
 }
 
-int ev_cmd_publish(int argc, char **argv) {
+int ev_cmd_publish(int argc, char **argv, const ev_hooks *hooks) {
   cli_opts o = {0};
   int rc = parse_opts(argc, argv, ev_publish_help, &o);
   if (rc >= 0) return rc;
@@ -129,11 +127,11 @@ int ev_cmd_publish(int argc, char **argv) {
   json_t *given = NULL, *prov = NULL;
   char run_dir[PATH_MAX], id[65] = "";
   if (abs_run_dir("publish", o.run_dir, run_dir)) return EXIT_ERROR;
-  if (given_gate(o.spec, &given, &d)) {
+  if (given_gate(o.spec, hooks, &given, &d)) {
     fprintf(stderr, "ftl publish: refused: %s\n", d.msg);
     return EXIT_ERROR;
   }
-  ftl_err err = ev_publish_run(run_dir, given, id, &prov, &d);
+  ftl_err err = ev_publish_run(run_dir, given, hooks, id, &prov, &d);
   json_decref(given);
   if (err) {
     fprintf(stderr, "ftl publish: refused: %s\n", d.msg);

@@ -18,8 +18,10 @@ extern "C" {
 extern const char ev_gate_help[];
 extern const char ev_publish_help[];
 
-int ev_cmd_gate(int argc, char **argv);
-int ev_cmd_publish(int argc, char **argv);
+/* hooks: the caller's (--spec is read through hooks->gate_of_spec, the run's facts through
+ * hooks->run_facts). */
+int ev_cmd_gate(int argc, char **argv, const ev_hooks *hooks);
+int ev_cmd_publish(int argc, char **argv, const ev_hooks *hooks);
 
 #ifdef __cplusplus
 }

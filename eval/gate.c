@@ -38,7 +38,6 @@
 #include "eval/metrics.h"
 #include "eval/verdict.h"
 #include "ftl/core.h"
-#include "launcher/gang.h"
 #include "pipeline/adapter_commit.h"
 #include "pipeline/gate_lock.h"
 #include "pipeline/peft.h"

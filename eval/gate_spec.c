@@ -218,7 +218,7 @@ const char *ev_split_kv(const char *kv, char *name, size_t size) {
   return eq ? eq + 1 : "";
 }
 
-static int has_input(const ftl_job *job, const char *name) {
+static int has_input(const ev_gate_fields *job, const char *name) {
   char n[256];
   for (size_t i = 0; i < job->inputs_count; i++) {
     ev_split_kv(job->inputs[i], n, sizeof n);
@@ -227,14 +227,14 @@ static int has_input(const ftl_job *job, const char *name) {
   return 0;
 }
 
-static ftl_err spec_err(const ftl_job *job, ftl_diag *d, const char *field, const char *what) {
+static ftl_err spec_err(const ev_gate_fields *job, ftl_diag *d, const char *field, const char *what) {
   return ftl_diag_fail(d, FTL_ERR_SPEC, "%s: field '%s': %s", job->spec_path ? job->spec_path : "job", field, what);
 }
 
-ftl_err ev_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
+ftl_err ev_gate_spec_of(const ev_gate_fields *job, json_t **out, ftl_diag *d) {
   *out = NULL;
-  if (!job->eval.program) {
-    if (job->registry.present)
+  if (!job->eval->program) {
+    if (job->registry->present)
       return spec_err(job, d, "registry", "needs an eval: section (only a gated adapter is published)");
     return FTL_OK;
   }
@@ -242,49 +242,49 @@ ftl_err ev_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
   json_t *gate = NULL, *args = json_array(), *env = json_object();
   if (!args || !env) goto oom;
   /* eval.data and eval.base name inputs, so the gate reads them through the snapshot. */
-  if (!has_input(job, job->eval.data)) {
+  if (!has_input(job, job->eval->data)) {
     char what[512];
-    snprintf(what, sizeof what, "'%s' is not one of the job's inputs: (eval data must be snapshotted)", job->eval.data);
+    snprintf(what, sizeof what, "'%s' is not one of the job's inputs: (eval data must be snapshotted)", job->eval->data);
     rc = spec_err(job, d, "eval.data", what);
     goto out;
   }
-  if (job->eval.base && !has_input(job, job->eval.base)) {
+  if (job->eval->base && !has_input(job, job->eval->base)) {
     char what[512];
-    snprintf(what, sizeof what, "'%s' is not one of the job's inputs:", job->eval.base);
+    snprintf(what, sizeof what, "'%s' is not one of the job's inputs:", job->eval->base);
     rc = spec_err(job, d, "eval.base", what);
     goto out;
   }
   ftl_gate_placeholders ph = {"a", "d", "m", "b", "r"};
-  for (size_t i = 0; i < job->eval.args_count; i++) {
+  for (size_t i = 0; i < job->eval->args_count; i++) {
     char *x = NULL;
     ftl_diag inner;
-    if (ev_gate_expand(job->eval.args[i], &ph, &x, &inner)) {
+    if (ev_gate_expand(job->eval->args[i], &ph, &x, &inner)) {
       char field[64];
       snprintf(field, sizeof field, "eval.args[%zu]", i);
       rc = spec_err(job, d, field, inner.msg);
       goto out;
     }
     ftl_free(x);
-    json_array_append_new(args, json_string(job->eval.args[i]));
+    json_array_append_new(args, json_string(job->eval->args[i]));
   }
-  for (size_t i = 0; i < job->eval.env_count; i++) {
+  for (size_t i = 0; i < job->eval->env_count; i++) {
     char name[256];
-    const char *v = ev_split_kv(job->eval.env[i], name, sizeof name);
+    const char *v = ev_split_kv(job->eval->env[i], name, sizeof name);
     json_object_set_new(env, name, json_string(v));
   }
-  const char *baseline = job->eval.baseline_channel;
-  if (job->eval.has_min_gain && !job->registry.present) {
+  const char *baseline = job->eval->baseline_channel;
+  if (job->eval->has_min_gain && !job->registry->present) {
     rc = spec_err(job, d, "eval.min_gain", "needs a registry: section (the baseline is the adapter in a channel)");
     goto out;
   }
-  if (job->eval.has_min_gain && !baseline) baseline = job->registry.channel ? job->registry.channel : "candidate";
-  if (baseline && !job->eval.has_min_gain) {
+  if (job->eval->has_min_gain && !baseline) baseline = job->registry->channel ? job->registry->channel : "candidate";
+  if (baseline && !job->eval->has_min_gain) {
     rc = spec_err(job, d, "eval.baseline_channel", "has no effect without eval.min_gain");
     goto out;
   }
   json_t *reg = json_null();
-  if (job->registry.present) {
-    const char *root = job->registry.path ? job->registry.path : pl_registry_root_from_env();
+  if (job->registry->present) {
+    const char *root = job->registry->path ? job->registry->path : pl_registry_root_from_env();
     if (!root) {
       rc = spec_err(job, d, "registry.path", "required (or set FTL_REGISTRY)");
       goto out;
@@ -296,10 +296,10 @@ ftl_err ev_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
       rc = spec_err(job, d, "registry.path", "cannot be made absolute");
       goto out;
     }
-    const char *name = job->registry.name ? job->registry.name : job->name;
-    const char *channel = job->registry.channel ? job->registry.channel : "candidate";
+    const char *name = job->registry->name ? job->registry->name : job->name;
+    const char *channel = job->registry->channel ? job->registry->channel : "candidate";
     if (!pl_registry_name_ok(name)) {
-      rc = spec_err(job, d, job->registry.name ? "registry.name" : "name",
+      rc = spec_err(job, d, job->registry->name ? "registry.name" : "name",
                     "not a registry name (1-64 characters of A-Z a-z 0-9 . _ -, not starting with . or -)");
       goto out;
     }
@@ -311,12 +311,12 @@ ftl_err ev_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d) {
     reg = json_pack("{s:s, s:s, s:s}", "path", abs, "name", name, "channel", channel);
   }
   gate = json_pack("{s:{s:s, s:O, s:O, s:f, s:s, s:s, s:f, s:o, s:o, s:s, s:o}, s:o}", "eval", "program",
-                   job->eval.program, "args", args, "env", env, "timeout_s", (double)job->eval.timeout_ms / 1000.0,
-                   "metric", job->eval.metric, "direction", job->eval.direction == FTL_EVAL_LOWER ? "lower" : "higher",
-                   "threshold", job->eval.threshold, "min_gain",
-                   job->eval.has_min_gain ? json_real(job->eval.min_gain) : json_null(), "baseline_channel",
-                   baseline ? json_string(baseline) : json_null(), "data", job->eval.data, "base",
-                   job->eval.base ? json_string(job->eval.base) : json_null(), "registry", reg);
+                   job->eval->program, "args", args, "env", env, "timeout_s", (double)job->eval->timeout_ms / 1000.0,
+                   "metric", job->eval->metric, "direction", job->eval->direction == EV_LOWER_PASSES ? "lower" : "higher",
+                   "threshold", job->eval->threshold, "min_gain",
+                   job->eval->has_min_gain ? json_real(job->eval->min_gain) : json_null(), "baseline_channel",
+                   baseline ? json_string(baseline) : json_null(), "data", job->eval->data, "base",
+                   job->eval->base ? json_string(job->eval->base) : json_null(), "registry", reg);
   if (!gate) goto oom;
   if ((rc = ev_gate_spec_check(gate, d))) goto out;
   *out = gate;

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "ftl/error.h"
-#include "launcher/jobspec.h"
+#include "eval/inputs.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,7 +47,7 @@ ftl_err ev_gate_spec_compare(const json_t *locked, const json_t *given, char *fi
  * against the current folder; a missing registry path falls back to $FTL_REGISTRY. FTL_ERR_SPEC
  * naming the field for a gate spec that cannot work (eval.data naming no input, an unknown
  * placeholder, min_gain without a registry). */
-ftl_err ev_gate_spec_from_job(const ftl_job *job, json_t **out, ftl_diag *d);
+ftl_err ev_gate_spec_of(const ev_gate_fields *job, json_t **out, ftl_diag *d);
 
 /* A job spec's "NAME=VALUE" (inputs:, eval.env): the name into name (truncated to size), the value
  * returned ("" without '='). */

@@ -24,20 +24,12 @@
 #include "eval/verdict.h"
 #include "ftl/core.h"
 #include "ftl/ftl.h"
-#include "launcher/runview.h"
 #include "pipeline/package.h"
 #include "pipeline/peft.h"
 #include "pipeline/registry.h"
 #include "pipeline/snapshot.h"
 
 /* ---- provenance --------------------------------------------------------------------------- */
-
-typedef struct run_facts {
-  int attempts;
-  int64_t last_committed_step;
-  double goodput_pct, wall_ms;
-  int failures;
-} run_facts;
 
 /* A failure record of failures.jsonl, read by the ledger's one codec (core/failure_record.c); a
  * malformed line is not counted. */
@@ -46,39 +38,32 @@ static ftl_err failure_line(const char *line, size_t len, size_t line_no, void *
   core_failure_record rec;
   ftl_diag ignored;
   if (core_failure_record_parse(line, len, &rec, &ignored) == FTL_OK && rec.kind == CORE_REC_FAILURE)
-    ((run_facts *)ctx)->failures++;
+    (*(int *)ctx)++;
   return FTL_OK;
 }
 
-/* Attempts, the last committed checkpoint step and the goodput from events.jsonl, folded by the
- * event log's one reader (launcher/runview.c); failures from failures.jsonl. Missing logs leave
- * the defaults (a run directory made by hand in a test). */
-static void read_facts(const char *run_dir, run_facts *f) {
+/* Attempts, the last committed checkpoint step and the goodput from the caller's fold of the event
+ * log (hooks->run_facts: the launcher's one reader of events.jsonl); failures from failures.jsonl.
+ * Missing logs leave the defaults (a run directory made by hand in a test). */
+static void read_facts(const char *run_dir, const ev_hooks *hooks, ev_run_facts *f, int *failures) {
   memset(f, 0, sizeof *f);
   f->last_committed_step = -1;
+  *failures = 0;
+  if (hooks && hooks->run_facts) hooks->run_facts(run_dir, f);
+  if (!f->have_goodput) f->goodput_pct = f->wall_ms = 0;
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
   ftl_diag ignored;
-  ftl_runview rv;
-  ln_runview_init(&rv, 0);
-  if (ln_runview_load(&rv, run_dir, &ignored) == FTL_OK) {
-    f->attempts = rv.attempts_ended;
-    f->last_committed_step = ln_runview_last_committed(&rv);
-    if (rv.have_goodput) {
-      f->goodput_pct = rv.gp_pct;
-      f->wall_ms = rv.gp_wall_ms;
-    }
-  }
-  ln_runview_free(&rv);
   if (!core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) &&
       !core_jsonl_read(path, 64u << 20, 5000, &data, &size, &ignored)) {
-    core_jsonl_each_line(data, size, failure_line, f);
+    core_jsonl_each_line(data, size, failure_line, failures);
     ftl_free(data);
   }
 }
 
-static json_t *provenance(const char *run_dir, const json_t *snap, const json_t *verdict, const json_t *lock) {
+static json_t *provenance(const char *run_dir, const ev_hooks *hooks, const json_t *snap, const json_t *verdict,
+                          const json_t *lock) {
   const json_t *gate = pl_snapshot_gate(snap);
   const json_t *ev = json_object_get(gate, "eval"), *reg = json_object_get(gate, "registry");
   json_t *inputs = json_object();
@@ -90,8 +75,9 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
                                   json_string_value(json_object_get(e, "kind")), "size", json_object_get(e, "size")));
   }
   const char *base_name = json_string_value(json_object_get(ev, "base"));
-  run_facts f;
-  read_facts(run_dir, &f);
+  ev_run_facts f;
+  int failures;
+  read_facts(run_dir, hooks, &f, &failures);
   const json_t *pinned = pl_snapshot_evaluator(snap);
   json_t *p = json_pack(
       "{s:i, s:s, s:s, s:s, s:s, s:s, s:{s:s?, s:s?}, s:{s:s, s:o}, s:s, s:{s:s, s:O, s:O, s:s, s:b},"
@@ -105,7 +91,7 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
       json_string_value(json_object_get(verdict, "metric")), "value", json_object_get(verdict, "value"), "threshold",
       json_object_get(verdict, "threshold"), "direction", json_string_value(json_object_get(verdict, "direction")),
       "passed", json_is_true(json_object_get(verdict, "passed")), "training", "last_checkpoint_step",
-      (json_int_t)f.last_committed_step, "attempts", f.attempts, "failures", f.failures, "goodput_pct", f.goodput_pct,
+      (json_int_t)f.last_committed_step, "attempts", f.attempts, "failures", failures, "goodput_pct", f.goodput_pct,
       "wall_ms", f.wall_ms, "registry_name", json_string_value(json_object_get(reg, "name")), "registry_channel",
       json_string_value(json_object_get(reg, "channel")));
   /* Which evaluator judged it and which registry record locked the gate: no timestamps, so the
@@ -123,7 +109,8 @@ static json_t *provenance(const char *run_dir, const json_t *snap, const json_t 
 
 /* ---- publishing ------------------------------------------------------------------------------ */
 
-ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, char id_out[65], json_t **provenance_out,
+ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, const ev_hooks *hooks, char id_out[65],
+                       json_t **provenance_out,
                         ftl_diag *d) {
   json_t *snap = NULL, *verdict = NULL, *files = NULL, *prov = NULL, *lock = NULL;
   char adapter_hex[65], final_dir[PATH_MAX], export_dir[PATH_MAX], pkg_dir[PATH_MAX], pkg_path[PATH_MAX];
@@ -182,7 +169,7 @@ ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, char id_ou
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s changed after the gate evaluated it; run `ftl gate` again", final_dir);
     goto out;
   }
-  if (!(prov = provenance(run_dir, snap, verdict, lock))) {
+  if (!(prov = provenance(run_dir, hooks, snap, verdict, lock))) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }

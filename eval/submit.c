@@ -23,24 +23,37 @@
 #include "eval/submit.h"
 #include "eval/verdict.h"
 #include "ftl/core.h"
-#include "launcher/gang.h"
+#include "core/proc.h"
 #include "pipeline/gate_lock.h"
 #include "pipeline/registry.h"
 #include "pipeline/snapshot.h"
 
-static ftl_err env_add(ftl_job *job, const char *name, const char *value, ftl_diag *d) {
+static ftl_err var_add(ev_rank_vars *vars, const char *name, const char *value, ftl_diag *d) {
   size_t len = strlen(name) + strlen(value) + 2;
   char *kv = ftl_malloc(len);
-  char **grown = kv ? ftl_realloc(job->env, (job->env_count + 2) * sizeof *grown) : NULL;
+  char **grown = kv ? ftl_realloc(vars->kv, (vars->count + 2) * sizeof *grown) : NULL;
   if (!grown) {
     ftl_free(kv);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   }
   snprintf(kv, len, "%s=%s", name, value);
-  job->env = grown;
-  job->env[job->env_count++] = kv;
-  job->env[job->env_count] = NULL;
+  vars->kv = grown;
+  vars->kv[vars->count++] = kv;
+  vars->kv[vars->count] = NULL;
   return FTL_OK;
+}
+
+void ev_rank_vars_free(ev_rank_vars *vars) {
+  for (size_t i = 0; i < vars->count; i++) ftl_free(vars->kv[i]);
+  ftl_free(vars->kv);
+  vars->kv = NULL;
+  vars->count = 0;
+}
+
+/* Records an event through the caller's hook, if it gave one; fields is taken. */
+static void record(const ev_hooks *h, const char *type, json_t *fields) {
+  if (h && h->event) h->event(h->event_ctx, type, fields);
+  else json_decref(fields);
 }
 
 /* The evaluator resolved and pinned into the snapshot, then (with a registry) the lock recorded in
@@ -51,7 +64,7 @@ static ftl_err pin_gate(const json_t *gate, const char *run_dir, json_t *snap, f
   const json_t *reg = json_object_get(gate, "registry");
   char *prog = NULL, abs_run[PATH_MAX];
   json_t *rec = NULL;
-  ftl_err rc = ln_gang_find_program(json_string_value(json_object_get(ev, "program")), getenv("PATH"), 0, &prog, d);
+  ftl_err rc = core_proc_find_program(json_string_value(json_object_get(ev, "program")), getenv("PATH"), 0, &prog, d);
   if (rc) {
     ftl_diag_prefix(d, rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC, "field 'eval.program'");
     rc = rc == FTL_ERR_NOMEM ? rc : FTL_ERR_SPEC;
@@ -103,12 +116,12 @@ static int locked_registry(const char *run_dir, char *path, size_t path_size, ch
   return found;
 }
 
-ftl_err ev_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
-  if (!job->inputs_count && !job->eval.program) return FTL_OK;
+ftl_err ev_submit_prepare(const ev_gate_fields *job, const char *run_dir, ev_rank_vars *vars, ftl_diag *d) {
+  if (!job->inputs_count && !job->eval->program) return FTL_OK;
   json_t *gate = NULL, *snap = NULL;
   ftl_snapshot_input *in = NULL;
   char(*names)[128] = NULL;
-  ftl_err rc = ev_gate_spec_from_job(job, &gate, d);
+  ftl_err rc = ev_gate_spec_of(job, &gate, d);
   if (rc) goto out;
   char snap_path[PATH_MAX];
   if (core_rundir_path(snap_path, sizeof snap_path, run_dir, FTL_RUNDIR_SNAPSHOT)) {
@@ -151,15 +164,16 @@ ftl_err ev_submit_prepare(ftl_job *job, const char *run_dir, ftl_diag *d) {
     if ((rc = pl_snapshot_write(run_dir, snap, d))) goto out;
   }
   /* The ranks read their inputs through the record. */
-  if ((rc = env_add(job, "FTL_SNAPSHOT", snap_path, d))) goto out;
+  if ((rc = var_add(vars, "FTL_SNAPSHOT", snap_path, d))) goto out;
   const json_t *inputs = json_object_get(snap, "inputs");
   for (size_t i = 0; i < json_array_size(inputs); i++) {
     const json_t *e = json_array_get(inputs, i);
     char var[160];
     pl_snapshot_input_var(e, var, sizeof var);
-    if ((rc = env_add(job, var, json_string_value(json_object_get(e, "path")), d))) goto out;
+    if ((rc = var_add(vars, var, json_string_value(json_object_get(e, "path")), d))) goto out;
   }
 out:
+  if (rc) ev_rank_vars_free(vars);
   ftl_free(in);
   ftl_free(names);
   json_decref(gate);
@@ -167,9 +181,9 @@ out:
   return rc;
 }
 
-int ev_submit_gate(const ftl_job *job, const char *run_dir, ftl_events *events, ev_finish_result *out) {
+int ev_submit_gate(const ev_gate_fields *job, const char *run_dir, const ev_hooks *hooks, ev_finish_result *out) {
   memset(out, 0, sizeof *out);
-  if (!job->eval.program) return 0;
+  if (!job->eval->program) return 0;
   ftl_diag d = {{0}};
   json_t *verdict = NULL;
   char line[1024];
@@ -177,14 +191,14 @@ int ev_submit_gate(const ftl_job *job, const char *run_dir, ftl_events *events, 
   ftl_gate_result g = ev_gate_run(&o, &verdict, &d);
   if (g == FTL_GATE_ERROR) {
     fprintf(stderr, "ftl: the gate could not run: %s; nothing published\n", d.msg);
-    ln_events_write(events, "gate", 0, json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
+    record(hooks, "gate", json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
     return 1;
   }
   ev_verdict_summary(verdict, line, sizeof line);
   printf("ftl: %s\n", line);
   fflush(stdout);
   const char *metric = json_string_value(json_object_get(verdict, "metric"));
-  ln_events_write(events, "gate", 0,
+  record(hooks, "gate",
                    json_pack("{s:s, s:s, s:O}", "result", g == FTL_GATE_PASSED ? "passed" : "failed", "metric", metric,
                              "value", json_object_get(verdict, "value")));
   out->gate = g == FTL_GATE_PASSED ? 1 : -1;
@@ -198,25 +212,24 @@ int ev_submit_gate(const ftl_job *job, const char *run_dir, ftl_events *events, 
   return 0;
 }
 
-int ev_submit_publish(const ftl_job *job, const char *run_dir, ftl_events *events, ev_finish_result *out) {
+int ev_submit_publish(const ev_gate_fields *job, const char *run_dir, const ev_hooks *hooks, ev_finish_result *out) {
   out->published = 0;
-  if (!job->registry.present) {
+  if (!job->registry->present) {
     fprintf(stderr, "ftl: no registry: section; nothing to publish\n");
     return 0;
   }
   ftl_diag d = {{0}};
   char id[65] = "";
   json_t *prov = NULL;
-  if (ev_publish_run(run_dir, NULL, id, &prov, &d)) {
+  if (ev_publish_run(run_dir, NULL, hooks, id, &prov, &d)) {
     fprintf(stderr, "ftl: publishing failed: %s\n", d.msg);
-    ln_events_write(events, "publish", 0, json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
+    record(hooks, "publish", json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
     return 5;
   }
   const char *name = json_string_value(json_object_get(prov, "registry_name"));
   const char *channel = json_string_value(json_object_get(prov, "registry_channel"));
   printf("ftl: published %s version %s; %s@%s -> %.12s\n", name, id, name, channel, id);
-  ln_events_write(
-      events, "publish", 0,
+  record(hooks, "publish",
       json_pack("{s:s, s:s, s:s, s:s}", "result", "published", "name", name, "channel", channel, "version", id));
   out->published = 1;
   locked_registry(run_dir, out->registry, sizeof out->registry, NULL, 0);

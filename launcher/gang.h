@@ -99,12 +99,6 @@ ftl_err ln_gang_program_env(char *const *agent_env, char *const *place, char ***
 /* The value of name in a NULL-terminated envp, or NULL. */
 const char *ln_gang_env_get(char *const *envp, const char *name);
 
-/* Resolves program to an absolute executable path: a name without '/' is looked up on path_env
- * (PATH), a relative path is taken from cwd. keep_name: the folders are resolved but a symbolic
- * link named last stays the link (the job's program: a virtual environment's bin/python is a link
- * to the system's interpreter and finds its venv only when run by its own path); 0: every link
- * resolved (the gate's evaluator, pinned by what it is). Error names the program and why. */
-ftl_err ln_gang_find_program(const char *program, const char *path_env, int keep_name, char **abs_out, ftl_diag *d);
 
 /* The first host of an Open MPI hostfile (where rank 0 lands with the default by-slot mapping),
  * used for MASTER_ADDR; the file is read by the strict reader of launcher/hostfile.h. */

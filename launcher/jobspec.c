@@ -132,8 +132,8 @@ static const ftl_yb_section metrics_section = FTL_YB_SECTION_OF(metrics_fields);
 
 /* `eval:` the gate, locked at submission (docs/pipeline.md). */
 static const ftl_yb_choice direction_choices[] = {
-    {"higher", FTL_EVAL_HIGHER},
-    {"lower", FTL_EVAL_LOWER},
+    {"higher", EV_HIGHER_PASSES},
+    {"lower", EV_LOWER_PASSES},
     {NULL, 0},
 };
 static const ftl_yb_field eval_fields[] = {
@@ -150,7 +150,7 @@ static const ftl_yb_field eval_fields[] = {
     {.key = "base", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, eval.base)},
     {.key = "metric", .kind = FTL_YB_STRING, .flags = FTL_YB_REQUIRED | FTL_YB_NONEMPTY,
      .offset = offsetof(ftl_job, eval.metric)},
-    {.key = "direction", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, eval.direction), .def = FTL_EVAL_HIGHER,
+    {.key = "direction", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, eval.direction), .def = EV_HIGHER_PASSES,
      .choices = direction_choices},
     {.key = "threshold", .kind = FTL_YB_NUMBER, .flags = FTL_YB_REQUIRED, .offset = offsetof(ftl_job, eval.threshold)},
     {.key = "min_gain", .kind = FTL_YB_NUMBER, .flags = FTL_YB_MARK_SET, .offset = offsetof(ftl_job, eval.min_gain),
@@ -212,7 +212,7 @@ _Static_assert(ARRAY_LEN(timeout_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FT
 _Static_assert(ARRAY_LEN(preemption_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FTL_YB_SECTION_MAX_FIELDS");
 _Static_assert(ARRAY_LEN(eval_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FTL_YB_SECTION_MAX_FIELDS");
 _Static_assert(ARRAY_LEN(registry_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FTL_YB_SECTION_MAX_FIELDS");
-_Static_assert(sizeof(ftl_eval_direction) == sizeof(int), "ftl_eval_direction must be int-sized");
+_Static_assert(sizeof(ev_direction) == sizeof(int), "ev_direction must be int-sized");
 
 static const ftl_yb_schema job_schema = {.root = &job_section,
                                          .noun = "job spec",
@@ -451,6 +451,31 @@ static ftl_job *job_new(void) {
   }
   ln_yb_apply_defaults(&job_section, job);
   return job;
+}
+
+ftl_err ln_job_env_add(ftl_job *job, char *const *kv, size_t count, ftl_diag *d) {
+  char **grown = ftl_realloc(job->env, (job->env_count + count + 1) * sizeof *grown);
+  if (!grown) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+  job->env = grown;
+  for (size_t i = 0; i < count; i++) {
+    if (!(job->env[job->env_count] = ftl_strdup(kv[i]))) {
+      job->env[job->env_count] = NULL;
+      return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
+    }
+    job->env_count++;
+  }
+  job->env[job->env_count] = NULL;
+  return FTL_OK;
+}
+
+ev_gate_fields ln_job_gate_fields(const ftl_job *job) {
+  return (ev_gate_fields){.spec_path = job->spec_path,
+                          .name = job->name,
+                          .spec_hash = job->spec_hash,
+                          .inputs = job->inputs,
+                          .inputs_count = job->inputs_count,
+                          .eval = &job->eval,
+                          .registry = &job->registry};
 }
 
 void ln_job_destroy(ftl_job *job) {

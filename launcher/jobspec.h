@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "eval/inputs.h"
 #include "ftl/error.h"
 
 typedef enum ftl_launch_kind {
@@ -16,12 +17,6 @@ typedef enum ftl_launch_kind {
   FTL_LAUNCH_MPIRUN = 1,
   FTL_LAUNCH_SRUN = 2,
 } ftl_launch_kind;
-
-/* `eval.direction`: which way the gate's metric is better. */
-typedef enum ftl_eval_direction {
-  FTL_EVAL_HIGHER = 0, /* passes when value >= threshold */
-  FTL_EVAL_LOWER = 1,  /* passes when value <= threshold */
-} ftl_eval_direction;
 
 typedef struct ftl_job {
   char *spec_path;          /* the file it came from, NULL when built from the command line */
@@ -75,29 +70,9 @@ typedef struct ftl_job {
   char **inputs;
   size_t inputs_count;
   /* `eval:` the gate, locked at submission (docs/pipeline.md); program is NULL without the section */
-  struct {
-    char *program;          /* `eval.program`: as written, or resolved against the spec's folder when it has a '/' */
-    char **args;            /* `eval.args`: NULL-terminated, with {adapter} {data} {metrics} {base} {run_dir} */
-    size_t args_count;
-    char **env;             /* `eval.env`: "KEY=VALUE", NULL-terminated */
-    size_t env_count;
-    int64_t timeout_ms;     /* `eval.timeout_s`: the evaluator's deadline; default 600 s */
-    char *metric;           /* `eval.metric`: the metric's name in the metrics file */
-    int direction;          /* `eval.direction`: ftl_eval_direction */
-    double threshold;       /* `eval.threshold` */
-    double min_gain;        /* `eval.min_gain`, when has_min_gain */
-    int has_min_gain;
-    char *baseline_channel; /* `eval.baseline_channel`: may be NULL (then registry.channel) */
-    char *data;             /* `eval.data`: the name of the input that is the eval data */
-    char *base;             /* `eval.base`: the name of the input that is the base model; may be NULL */
-  } eval;
+  ev_eval_section eval;
   /* `registry:` where a passing adapter is published */
-  struct {
-    int present;            /* the section was given */
-    char *path;             /* `registry.path`: may be NULL (then $FTL_REGISTRY) */
-    char *name;             /* `registry.name`: may be NULL (then the job's name) */
-    char *channel;          /* `registry.channel`: may be NULL (then "candidate") */
-  } registry;
+  ev_registry_section registry;
 } ftl_job;
 
 /* Parses and validates the file at path into a new job (*job_out, freed by ln_job_destroy).
@@ -114,6 +89,13 @@ ftl_err ln_job_parse_bytes(const char *data, size_t size, const char *name_for_e
 ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d);
 
 void ln_job_destroy(ftl_job *job);
+
+/* Adds "KEY=VALUE" strings (a copy of each) to the ranks' environment (job->env), after the spec's:
+ * the variables eval's submission returns (FTL_SNAPSHOT, FTL_INPUT_<NAME>). */
+ftl_err ln_job_env_add(ftl_job *job, char *const *kv, size_t count, ftl_diag *d);
+
+/* What of the job the gate is locked with, for eval (eval/inputs.h); borrowed from job. */
+ev_gate_fields ln_job_gate_fields(const ftl_job *job);
 
 /* What a command-line job runs, for its identity (launcher/runlock.c): out gets the XXH3-128 of the
  * program as found and every argument (each NUL-terminated) as 32 hex digits. */

@@ -18,6 +18,7 @@
 
 #include "core/fs.h"
 #include "core/rundir.h"
+#include "core/proc.h"
 #include "ftl/core.h"
 #include "ftl/ftl.h"
 #include "launcher/gang.h"
@@ -35,6 +36,7 @@
 #endif
 #ifdef FTL_HAVE_EVAL
 #include "eval/eval_cli.h"
+#include "launcher/eval_hooks.h"
 #endif
 #ifdef FTL_HAVE_PIPELINE_CLI
 #include "pipeline/pipeline_cli.h"
@@ -222,6 +224,20 @@ typedef struct subcommand {
   int internal;                          /* started by ftl itself; listed apart */
 } subcommand;
 
+#ifdef FTL_HAVE_EVAL
+/* eval's commands, handed the launcher's hooks (a --spec read by the job spec parser, the run's
+ * facts from its event log). */
+static int cmd_gate(int argc, char **argv) {
+  ev_hooks hooks = ln_eval_hooks(NULL);
+  return ev_cmd_gate(argc, argv, &hooks);
+}
+
+static int cmd_publish(int argc, char **argv) {
+  ev_hooks hooks = ln_eval_hooks(NULL);
+  return ev_cmd_publish(argc, argv, &hooks);
+}
+#endif
+
 static const subcommand subcommands[] = {
     {"run", cmd_run, "start every rank of a job, watch it, restart it after failures", run_help,
      "ftl run [OPTIONS] JOB.yaml\nftl run -n N [OPTIONS] -- PROGRAM [ARGS...]\n", 0},
@@ -230,9 +246,9 @@ static const subcommand subcommands[] = {
      "ftl ckpt ls|verify|show RUNDIR [STEP]\n", 0},
 #endif
 #ifdef FTL_HAVE_EVAL
-    {"gate", ev_cmd_gate, "evaluate a run's adapter against the gate locked at submission", ev_gate_help,
+    {"gate", cmd_gate, "evaluate a run's adapter against the gate locked at submission", ev_gate_help,
      "ftl gate RUNDIR [--spec JOB.yaml] [--json] [--quiet]\n", 0},
-    {"publish", ev_cmd_publish, "publish a run whose gate passed and promote it to its channel", ev_publish_help,
+    {"publish", cmd_publish, "publish a run whose gate passed and promote it to its channel", ev_publish_help,
      "ftl publish RUNDIR [--spec JOB.yaml] [--json]\n", 0},
 #endif
 #ifdef FTL_HAVE_PIPELINE_CLI
@@ -320,11 +336,6 @@ static int cmd_help(int argc, char **argv) {
 static int has_yaml_extension(const char *path) {
   size_t n = strlen(path);
   return (n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml"));
-}
-
-static int is_executable_file(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
 /* `ftl run -n 4 /bin/true` (the `--` forgotten): what was meant, and how to say it. ranks < 0: no -n. */
@@ -479,8 +490,8 @@ static int read_job(int argc, char **argv, const run_opts *ro, ftl_job **job) {
     }
   } else if (rest == 1 || (rest > 1 && ro->ranks > 0 && !has_yaml_extension(rest_argv[0]))) {
     /* A program where a spec belongs (the `--` forgotten) is said so, not read as YAML. */
-    if (!has_yaml_extension(rest_argv[0]) && (rest > 1 || is_executable_file(rest_argv[0]))) {
-      say_not_a_spec(rest_argv[0], is_executable_file(rest_argv[0]) ? "it is an executable" : "a spec comes alone",
+    if (!has_yaml_extension(rest_argv[0]) && (rest > 1 || core_proc_is_executable(rest_argv[0]))) {
+      say_not_a_spec(rest_argv[0], core_proc_is_executable(rest_argv[0]) ? "it is an executable" : "a spec comes alone",
                      ro->ranks, rest, rest_argv);
       return FTL_EXIT_USAGE;
     }
@@ -620,7 +631,7 @@ static int find_programs(const ftl_job *job, char **program, char *exe, size_t e
   ftl_diag d = {{0}};
   const char *lookup_path = ln_gang_env_get(job->env, "PATH");
   if (!lookup_path) lookup_path = getenv("PATH");
-  if (ln_gang_find_program(job->program, lookup_path, 1, program, &d)) {
+  if (core_proc_find_program(job->program, lookup_path, 1, program, &d)) {
     fprintf(stderr, "ftl run: %s%s%s\n", job->spec_path ? job->spec_path : "", job->spec_path ? ": field 'program': " : "",
             d.msg);
     return FTL_EXIT_LAUNCH;
@@ -639,9 +650,18 @@ static int find_programs(const ftl_job *job, char **program, char *exe, size_t e
 static int prepare_inputs(ftl_job *job, const char *run_dir) {
 #ifdef FTL_HAVE_EVAL
   ftl_diag d = {{0}};
-  if (ev_submit_prepare(job, run_dir, &d)) {
+  ev_gate_fields fields = ln_job_gate_fields(job);
+  ev_rank_vars vars = {0};
+  if (ev_submit_prepare(&fields, run_dir, &vars, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
     return FTL_EXIT_USAGE;
+  }
+  /* The ranks read their inputs through the snapshot: its path and each input's, in their env. */
+  ftl_err rc = ln_job_env_add(job, vars.kv, vars.count, &d);
+  ev_rank_vars_free(&vars);
+  if (rc) {
+    fprintf(stderr, "ftl run: %s\n", d.msg);
+    return FTL_EXIT_INTERNAL;
   }
 #else
   (void)run_dir;
@@ -760,8 +780,10 @@ static int cmd_run(int argc, char **argv) {
    * verdict itself. */
   if (exit_code == FTL_EXIT_OK && job->eval.program) {
     ev_finish_result r = {0};
+    ev_gate_fields fields = ln_job_gate_fields(job);
+    ev_hooks hooks = ln_eval_hooks(events);
     if (!(trained_before && fin.gate > 0)) {
-      exit_code = ev_submit_gate(job, run_dir, events, &r);
+      exit_code = ev_submit_gate(&fields, run_dir, &hooks, &r);
       if (r.gate) {
         fin.gate = r.gate;
         fin.gate_wall_us = ftl_wall_us();
@@ -774,7 +796,7 @@ static int cmd_run(int argc, char **argv) {
               fin.gate_value, run_dir);
     }
     if (exit_code == FTL_EXIT_OK) {
-      exit_code = ev_submit_publish(job, run_dir, events, &r);
+      exit_code = ev_submit_publish(&fields, run_dir, &hooks, &r);
       if (r.published) {
         core_crash_point("run.after_publish", -1, -1); /* tests: published, not yet recorded */
         fin.published = 1;

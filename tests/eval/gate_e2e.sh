@@ -23,6 +23,15 @@ id=$(sed -n 's/.*published gpass version \([0-9a-f]\{64\}\).*/\1/p' out1)
 [ -n "$id" ] || fail "no version id printed"
 [ -f "reg/gpass/versions/$id/package.tar.zst" ] || fail "version $id is not in the registry"
 grep -q "$id" reg/gpass/channels/candidate.json || fail "candidate does not point at $id"
+# The provenance holds the run's facts as the launcher's fold of its event log tells them (handed to
+# eval's publish through its hooks): one attempt, a committed step, a goodput. Publishing the same
+# gated run again is the same version.
+run_ftl out1j publish r1 --json
+expect_rc 0 out1j
+expect_contains out1j "\"version\": \"$id\""
+expect_contains out1j '"attempts": 1,'
+grep -qE '"last_checkpoint_step": [1-9][0-9]*' out1j || fail "the provenance names no committed step: $(cat out1j)"
+grep -qE '"goodput_pct": [1-9]' out1j || fail "the provenance has no goodput: $(cat out1j)"
 # The snapshot pins the data by SHA-256, and the verdict names the eval data and gate spec.
 sha=$(sha256sum data/heldout.txt | cut -c1-64)
 grep -q "$sha" r1/snapshot.json || fail "snapshot.json does not hold the SHA-256 of data/heldout.txt"

@@ -7,6 +7,7 @@
 
 #include "ftl/core.h"
 #include "ftl_test.h"
+#include "core/proc.h"
 #include "launcher/gang.h"
 
 static int has_seq(char **argv, const char *a, const char *b) {
@@ -91,14 +92,14 @@ int main(void) {
 
   /* Program lookup. */
   char *found = NULL;
-  CHECK_OK(ln_gang_find_program("sh", "/nonexistent:/bin:/usr/bin", 1, &found, &d), d.msg);
+  CHECK_OK(core_proc_find_program("sh", "/nonexistent:/bin:/usr/bin", 1, &found, &d), d.msg);
   CHECK(found[0] == '/');
   free(found);
-  CHECK_INT_EQ(ln_gang_find_program("definitely-not-a-program", "/bin:/usr/bin", 1, &found, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(core_proc_find_program("definitely-not-a-program", "/bin:/usr/bin", 1, &found, &d), FTL_ERR_NOTFOUND);
   CHECK_STR_CONTAINS(d.msg, "definitely-not-a-program");
-  CHECK_INT_EQ(ln_gang_find_program("./nope/x", "/bin", 1, &found, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(core_proc_find_program("./nope/x", "/bin", 1, &found, &d), FTL_ERR_NOTFOUND);
   /* A folder is not a program. */
-  CHECK_INT_EQ(ln_gang_find_program("/tmp", "/bin", 1, &found, &d), FTL_ERR_NOTFOUND);
+  CHECK_INT_EQ(core_proc_find_program("/tmp", "/bin", 1, &found, &d), FTL_ERR_NOTFOUND);
   CHECK_STR_CONTAINS(d.msg, "not an executable");
   /* A link named last: kept for the job's program (a venv's bin/python), resolved for the gate's. */
   char ldir[] = "/tmp/ftl-gang-link-XXXXXX", link[PATH_MAX], want[PATH_MAX], target[PATH_MAX];
@@ -108,13 +109,13 @@ int main(void) {
   CHECK_OK(ftl_fmt(link, sizeof link, "%s/py", ldir), "link path");
   CHECK(symlink("/bin/sh", link) == 0);
   CHECK_OK(ftl_fmt(want + strlen(want), sizeof want - strlen(want), "/py"), "want path");
-  CHECK_OK(ln_gang_find_program(link, "/bin", 1, &found, &d), d.msg);
+  CHECK_OK(core_proc_find_program(link, "/bin", 1, &found, &d), d.msg);
   CHECK_STR_EQ(found, want);
   free(found);
-  CHECK_OK(ln_gang_find_program(link, "/bin", 0, &found, &d), d.msg);
+  CHECK_OK(core_proc_find_program(link, "/bin", 0, &found, &d), d.msg);
   CHECK_STR_EQ(found, target);
   free(found);
-  CHECK_OK(ln_gang_find_program("py", ldir, 1, &found, &d), d.msg);
+  CHECK_OK(core_proc_find_program("py", ldir, 1, &found, &d), d.msg);
   CHECK_STR_EQ(found, want);
   free(found);
   unlink(link);

@@ -372,7 +372,7 @@ static void test_pipeline_sections(void) {
   CHECK_STR_EQ(job->eval.args[1], "{adapter}");
   CHECK_STR_EQ(job->eval.env[0], "X=1");
   CHECK(job->eval.threshold == 0.9);
-  CHECK_INT_EQ(job->eval.direction, FTL_EVAL_LOWER);
+  CHECK_INT_EQ(job->eval.direction, EV_LOWER_PASSES);
   CHECK_INT_EQ(job->eval.has_min_gain, 1);
   CHECK(job->eval.min_gain == -1e-3);
   CHECK_INT_EQ(job->eval.timeout_ms, 2500);
@@ -381,7 +381,7 @@ static void test_pipeline_sections(void) {
   CHECK(job->registry.path == NULL && job->registry.channel == NULL);
   ln_job_destroy(job);
   job = parse_ok("ranks: 1\nprogram: p\neval: {program: e, data: d, metric: m, threshold: 1}\n");
-  CHECK_INT_EQ(job->eval.direction, FTL_EVAL_HIGHER);
+  CHECK_INT_EQ(job->eval.direction, EV_HIGHER_PASSES);
   CHECK_INT_EQ(job->eval.timeout_ms, 600000);
   CHECK_INT_EQ(job->eval.has_min_gain, 0);
   CHECK(job->eval.threshold == 1.0);

@@ -7,8 +7,8 @@
  *
  * Set-up, over the handle's communicator (trusted, unlike the network):
  *   1. every rank that serves a stream listens (an ephemeral port on all addresses, rendezvous's
- *      rz_tcp_listen) and draws a random token; one allgather, made by every rank, carries each
- *      rank's port, token, IPv4 addresses (rz_host_ipv4, loopback last) and whether it can and may
+ *      core_net_listen) and draws a random token; one allgather, made by every rank, carries each
+ *      rank's port, token, IPv4 addresses (core_net_host_ipv4, loopback last) and whether it can and may
  *      use TCP (FTL_CKPT_L2_TRANSPORT). If any rank cannot or may not, every rank stops here;
  *   2. each fetcher connects to its server, trying the server's addresses in order; the server
  *      sends every connection it accepts a fresh nonce, and the fetcher answers with a hello (magic,
@@ -45,7 +45,8 @@
 #include <unistd.h>
 
 #include "core/fs.h"
-#include "rendezvous/wire.h"
+#include "core/net.h"
+#include "rendezvous/wire_auth.h"
 
 #define TCP_PENDING 64          /* accepted connections not yet proven, at most */
 #define TCP_CONNECT_MS 2000     /* per address: a SYN that is dropped moves on to the next one */
@@ -364,7 +365,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
       if (k < 0 && errno != EINTR) break;
       if (k > 0) got += (size_t)k;
     }
-    mine.naddr = (uint8_t)rz_host_ipv4(mine.addr, CK_L2_TCP_ADDRS);
+    mine.naddr = (uint8_t)core_net_host_ipv4(mine.addr, CK_L2_TCP_ADDRS);
     if (got < sizeof mine.token) {
       mine.ok = 0;
       (void)ftl_fmt(why, sizeof why, "getrandom: %s", strerror(errno));
@@ -374,7 +375,7 @@ ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *wh
     } else if (fault_at("listen", ck->rank)) {
       mine.ok = 0;
       (void)ftl_fmt(why, sizeof why, "cannot listen: fault injected (FTL_CKPT_L2_TCP_FAULT)");
-    } else if (rz_tcp_listen(NULL, &listen_fd, &port, &ld) != FTL_OK) {
+    } else if (core_net_listen(NULL, &listen_fd, &port, &ld) != FTL_OK) {
       mine.ok = 0;
       (void)ftl_fmt(why, sizeof why, "%s", ld.msg);
     } else {

@@ -36,6 +36,7 @@
 
 #include "core/buf.h"
 #include "core/fs.h"
+#include "core/net.h"
 #include "core/owned_dir.h"
 #include "core/proc.h"
 #include "core/rundir.h"
@@ -74,7 +75,7 @@ static int slurm_local_size(const char *tasks_per_node, int node_id) {
  * launcher must match a host it blames to its hostfile line. */
 static void host_addresses(char *out, size_t size) {
   uint32_t addr[32];
-  int n = rz_host_ipv4(addr, 32);
+  int n = core_net_host_ipv4(addr, 32);
   size_t used = 0;
   out[0] = '\0';
   for (int i = 0; i < n; i++) {

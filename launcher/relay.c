@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/net.h"
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
 
@@ -323,7 +324,7 @@ static void accept_locals(relay *r) {
     /* Another user's process is turned away before it can say anything: the abstract name is
      * open to every process of the host's network namespace. */
     ftl_diag d;
-    if (rz_unix_peer(fd, &l->pid, &l->uid, &d) != FTL_OK || l->uid != getuid()) {
+    if (core_net_unix_peer(fd, &l->pid, &l->uid, &d) != FTL_OK || l->uid != getuid()) {
       char why[160];
       snprintf(why, sizeof why, "a local connection of uid %lld, not the job's uid %u", (long long)l->uid,
                (unsigned)getuid());
@@ -363,7 +364,7 @@ static int relay_run(relay *r) {
   ftl_diag d = {{0}};
   char nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1];
   int64_t deadline = ftl_deadline_after_ms(15000);
-  if (rz_tcp_connect(r->env->addr, deadline, &r->up_fd, &d) != FTL_OK) return 1;
+  if (core_net_connect(r->env->addr, deadline, &r->up_fd, &d) != FTL_OK) return 1;
   if (rz_wire_read_challenge(r->up_fd, &r->up_lb, "the launcher", deadline, nonce, &d) != FTL_OK ||
       rz_wire_proof(r->env->token, nonce, "relay", -1, proof, &d) != FTL_OK)
     return 1;
@@ -421,7 +422,7 @@ ftl_err ln_relay_ensure(const ftl_launch_env *env, int local_agents, pid_t *star
   struct sockaddr_un sa;
   socklen_t sl;
   ftl_err rc = ln_relay_address(env, name, sizeof name, d);
-  if (!rc) rc = rz_unix_address(name, &sa, &sl, d);
+  if (!rc) rc = core_net_unix_address(name, &sa, &sl, d);
   if (rc) return rc;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "relay: socket: %s", strerror(errno));

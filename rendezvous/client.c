@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/net.h"
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
 
@@ -59,7 +60,7 @@ ftl_err rz_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
 static ftl_err check_relay_owner(int fd, const char *to, ftl_diag *d) {
   pid_t pid;
   uid_t uid;
-  ftl_err rc = rz_unix_peer(fd, &pid, &uid, d);
+  ftl_err rc = core_net_unix_peer(fd, &pid, &uid, d);
   if (rc) return rc;
   if (uid != getuid())
     return ftl_diag_fail(d, FTL_ERR_RDZV, "the relay at %s is a process of uid %u (pid %d), not of this job's uid %u",
@@ -83,7 +84,7 @@ ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, 
   const char *to = env->relay[0] ? env->relay : env->addr;
   char peer[320], nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1];
   snprintf(peer, sizeof peer, "%s %s", env->relay[0] ? "the relay at" : "the launcher at", to);
-  rc = rz_tcp_connect(to, deadline_ms, &c->fd, d);
+  rc = core_net_connect(to, deadline_ms, &c->fd, d);
   if (rc) goto out;
   if (env->relay[0] && (rc = check_relay_owner(c->fd, to, d))) goto out;
   /* The token is never sent: the hello proves it with an HMAC of the listener's fresh nonce. */

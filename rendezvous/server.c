@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/evloop.h"
+#include "core/net.h"
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
 
@@ -99,7 +100,7 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
     goto out;
   }
   if ((rc = core_evloop_create(&s->loop, d))) goto out;
-  rc = rz_tcp_listen(bind_addr, &s->listen_fd, &s->port, d);
+  rc = core_net_listen(bind_addr, &s->listen_fd, &s->port, d);
   if (rc) goto out;
   if ((rc = core_evloop_add(s->loop, s->listen_fd, s, d))) goto out;
   *out = s;

@@ -3,7 +3,8 @@
  * One message is one JSON object on one line ("\n"-terminated), at most FTL_WIRE_MAX_LINE bytes.
  * The messages and their fields are documented in docs/formats/rendezvous-wire.md. This file
  * holds only framing (a line buffer for non-blocking reads, whole-message sends with a deadline)
- * and the TCP helpers; what the messages mean lives in client.c and server.c. */
+ * and the proof of the token (wire_auth.c); the sockets are core's (core/net.h), what the messages
+ * mean lives in client.c and server.c. */
 #ifndef FTL_RDZV_WIRE_H
 #define FTL_RDZV_WIRE_H
 
@@ -15,6 +16,7 @@
 #include <sys/types.h>
 
 #include "ftl/error.h"
+#include "rendezvous/wire_auth.h"
 
 #define FTL_WIRE_MAX_LINE 65536
 #define FTL_WIRE_VERSION 4 /* 2: `step` may carry a progress report; 3: relays, one connection per host;
@@ -56,21 +58,6 @@ ftl_err rz_wire_send_nowait(int fd, const json_t *msg, ftl_diag *d);
 ftl_err rz_wire_encode(const json_t *msg, char **line_out, size_t *len_out, ftl_diag *d);
 ftl_err rz_wire_send_line(int fd, const char *line, size_t len, int64_t deadline_ms, bool nowait, ftl_diag *d);
 
-/* Connects to "host:port" with a deadline; the returned fd is blocking, close-on-exec. "@NAME" is
- * a host's relay instead: the abstract Unix socket NAME (launcher/relay.c). */
-ftl_err rz_tcp_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d);
-
-/* The address of the abstract Unix socket "@NAME"; FTL_ERR_INVAL when name is not one. */
-struct sockaddr_un;
-ftl_err rz_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len_out, ftl_diag *d);
-
-/* Listens on addr (NULL or "" = all addresses) at an ephemeral port; returns fd and port. */
-ftl_err rz_tcp_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d);
-
-/* This host's IPv4 addresses on interfaces that are up (network byte order), the loopback ones
- * last: at most max in out; returns how many (0 when there are none or getifaddrs fails). */
-int rz_host_ipv4(uint32_t *out, int max);
-
 /* A relay's batch line read without building JSON (docs/scale.md: at 16k ranks the launcher's
  * parse of batches was half its steady CPU). Only the compact layout relays write is taken:
  *   {"type":"batch"[,"step":[[RANK,STEP,COMPUTE_MS],...]][,"alive":[[RANK,"STATE",RSS_KB],...]]}
@@ -110,13 +97,6 @@ bool rz_wire_proof_ok(const char *token, const char *nonce, const char *role, lo
 /* A name for something of the attempt that others may see (a relay's abstract socket): derived
  * from the token and purpose, from which the token cannot be found. */
 ftl_err rz_wire_public_name(const char *token, const char *purpose, char out[FTL_WIRE_NAME_HEX + 1], ftl_diag *d);
-/* HMAC-SHA256 of msg under key (the seam to OpenSSL, also for checkpoint/ckpt_l2_tcp.c's proof),
- * and a comparison of two MACs in constant time. */
-ftl_err rz_wire_hmac(const void *key, size_t key_len, const void *msg, size_t len, unsigned char out[32], ftl_diag *d);
-bool rz_wire_mac_equal(const void *a, const void *b, size_t n);
-/* The process and user at the other end of a Unix socket (SO_PEERCRED: as of its connect or
- * listen, which the kernel recorded; a peer cannot claim another). */
-ftl_err rz_unix_peer(int fd, pid_t *pid_out, uid_t *uid_out, ftl_diag *d);
 
 /* Small typed getters: absent or wrong-typed fields give the fallback. */
 int64_t rz_wire_int(const json_t *msg, const char *key, int64_t fallback);

@@ -1,6 +1,7 @@
 /* rendezvous/wire_auth.c: how a connection proves it belongs to the attempt without saying its
- * secret (wire version 4, docs/formats/rendezvous-wire.md "Proof"), and who is at the other end of
- * a Unix socket. The one place the wire calls OpenSSL (HMAC-SHA256): the seam to swap it.
+ * secret (wire version 4, docs/formats/rendezvous-wire.md "Proof"). The one place ftl calls
+ * OpenSSL's HMAC-SHA256 (rendezvous/wire_auth.h): the seam to swap it. Who is at the other end of
+ * a Unix socket is core's (core/net.h).
  *
  * The attempt's token (FTL_RDZV_TOKEN) reaches only the job's own processes, through their
  * environment. Whoever accepts a connection sends a fresh random nonce first; the hello answers
@@ -111,12 +112,3 @@ ftl_err rz_wire_read_challenge(int fd, ftl_linebuf *lb, const char *peer, int64_
   return rc;
 }
 
-ftl_err rz_unix_peer(int fd, pid_t *pid_out, uid_t *uid_out, ftl_diag *d) {
-  struct ucred cred;
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
-    return ftl_diag_fail(d, FTL_ERR_IO, "SO_PEERCRED: %s", strerror(errno));
-  *pid_out = cred.pid;
-  *uid_out = cred.uid;
-  return FTL_OK;
-}

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/net.h"
 #include "ftl/core.h"
 #include "ftl_test.h"
 #include "rendezvous/client.h"
@@ -108,7 +109,7 @@ static int raw_open(ftl_rdzv_server *s, counts *c, ftl_linebuf *lb, const char *
   char addr[64];
   int fd = -1;
   snprintf(addr, sizeof addr, "127.0.0.1:%d", rz_rdzv_server_port(s));
-  CHECK_OK(rz_tcp_connect(addr, ftl_deadline_after_ms(2000), &fd, &d), d.msg);
+  CHECK_OK(core_net_connect(addr, ftl_deadline_after_ms(2000), &fd, &d), d.msg);
   int64_t until = ftl_deadline_after_ms(5000);
   ftl_err rc;
   do {

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "core/evloop.h"
+#include "core/failure_record.h"
 #include "core/fence.h"
 #include "core/proc.h"
 #include "core/rundir.h"
@@ -62,14 +63,11 @@
 
 static const char *msg_str(const json_t *msg, const char *key) { return rz_wire_str(msg, key, ""); }
 
+/* The ledger's name of a cause: core's one table (core/failure_record.c); the enum follows the
+ * same map's order (launcher/launcher.h). */
 const char *ln_failure_kind_name(ftl_failure_kind kind) {
-  static const char *const names[] = {
-#define FTL_FAIL_NAME_(k, name, cls) [FTL_FAIL_##k] = name,
-      FTL_FAILURE_CAUSE_MAP(FTL_FAIL_NAME_)
-#undef FTL_FAIL_NAME_
-  };
-  if ((int)kind < 0 || (size_t)kind >= sizeof names / sizeof names[0]) return "unknown";
-  return names[kind];
+  const char *name = core_failure_cause_name((int)kind);
+  return name ? name : "unknown";
 }
 
 /* What the launcher keeps about one rank besides what the detectors read (ftl_rank_watch). */

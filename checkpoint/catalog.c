@@ -47,40 +47,6 @@ ftl_err ck_step_dir_check(const char *base, int64_t step, ftl_diag *d) {
   return FTL_OK;
 }
 
-ftl_err ck_open_regular(const char *path, int flags, int *fd_out, ftl_diag *d) {
-  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-  *fd_out = -1;
-  /* O_NONBLOCK: an open of a FIFO returns at once instead of waiting for a writer; O_NOFOLLOW: a
-   * symbolic link is refused (ELOOP). The fstat below refuses anything but a regular file. */
-  int fd = core_fs_table.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
-  if (fd < 0) {
-    int e = errno;
-    if (e == ENOENT) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s: missing", name);
-    if (e == ELOOP) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (a symbolic link)", name);
-    if (e == ENXIO) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (a FIFO or socket)", name);
-    return ftl_diag_fail(d, core_errno_to_err(e), "%s: cannot open: %s", name, strerror(e));
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    core_fs_table.close(fd);
-    return ftl_diag_fail(d, FTL_ERR_IO, "%s: cannot stat: %s", name, strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    core_fs_table.close(fd);
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: not a regular file (%s)", name,
-                         S_ISFIFO(st.st_mode)   ? "a FIFO"
-                         : S_ISDIR(st.st_mode)  ? "a folder"
-                         : S_ISSOCK(st.st_mode) ? "a socket"
-                                                : "a device");
-  }
-  /* Reads of a regular file never block; the flag is dropped so nothing else sees it. */
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  *fd_out = fd;
-  return FTL_OK;
-}
-
 ftl_err ck_read_manifest_text(const char *base, int64_t step, char **text_out, size_t *len_out, ftl_diag *d) {
   char sd[PATH_MAX], path[PATH_MAX];
   *text_out = NULL;
@@ -89,14 +55,9 @@ ftl_err ck_read_manifest_text(const char *base, int64_t step, char **text_out, s
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long under %s", base);
   ftl_err rc = ck_step_dir_check(base, step, d);
   if (rc) return rc;
-  int fd = -1;
-  rc = ck_open_regular(path, O_RDONLY, &fd, d);
-  if (rc) return rc;
-  rc = ftl_read_fd(fd, path, CK_MANIFEST_MAX_BYTES, text_out, len_out, d);
-  core_fs_table.close(fd);
-  /* Too big to be a manifest is a malformed one; a failed read is the storage's. */
-  if (rc == FTL_ERR_RANGE || rc == FTL_ERR_INVAL) rc = FTL_ERR_CORRUPT;
-  return rc;
+  /* Core's one reader of outside files: a link, FIFO or folder there, or a file too big to be a
+   * manifest, is a malformed manifest (FTL_ERR_CORRUPT); a failed read is the storage's. */
+  return core_fs_read_regular(path, CK_MANIFEST_MAX_BYTES, text_out, len_out, d);
 }
 
 int ck_parse_step_name(const char *name, int64_t *step) {
@@ -220,17 +181,13 @@ ftl_err ck_delete_step(const char *base, int64_t step, ftl_diag *d) {
 void ck_read_bad_reason(const char *base, int64_t step, char *out, size_t size) {
   char sd[PATH_MAX], p[PATH_MAX], *text = NULL;
   size_t len = 0;
-  int fd = -1;
   out[0] = '\0';
   if (ck_step_dir(base, step, sd, sizeof sd) || ftl_fmt(p, sizeof p, "%s/bad-reason.txt", sd) ||
-      ck_step_dir_check(base, step, NULL) || ck_open_regular(p, O_RDONLY, &fd, NULL))
+      ck_step_dir_check(base, step, NULL) || core_fs_read_regular(p, 4096, &text, &len, NULL))
     return;
-  if (ftl_read_fd(fd, p, 4096, &text, &len, NULL) == FTL_OK) {
-    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-      text[--len] = '\0';
-    snprintf(out, size, "%s", text);
-  }
-  core_fs_table.close(fd);
+  while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+    text[--len] = '\0';
+  snprintf(out, size, "%s", text);
   ftl_free(text);
 }
 

@@ -7,7 +7,8 @@
  * <run_dir>/checkpoints/COMMITTED marks a run directory that once committed (never deleted).
  * Safety: a step folder that is a symbolic link (or resolves outside the checkpoints folder) is
  * refused, never read, written, renamed in or deleted; manifests and shards are opened with
- * O_NOFOLLOW | O_NONBLOCK and must be regular files (ck_open_regular).
+ * O_NOFOLLOW | O_NONBLOCK and must be regular files (core_fs_open_regular, core's one reader of
+ * outside files).
  *
  * Not here: MPI (callers decide which rank acts), verification of shard bytes (shard.c). */
 #ifndef FTL_CKPT_CATALOG_H
@@ -51,13 +52,7 @@ ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_dia
  * folder checks this first. */
 ftl_err ck_step_dir_check(const char *base, int64_t step, ftl_diag *d);
 
-/* Opens path (flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, through the file seam) and refuses
- * anything but a regular file: a FIFO, socket, device, folder or symbolic link is FTL_ERR_CORRUPT
- * "not a regular file", named; a missing file FTL_ERR_NOTFOUND; other errors FTL_ERR_IO. The
- * returned descriptor is blocking again. */
-ftl_err ck_open_regular(const char *path, int flags, int *fd_out, ftl_diag *d);
-
-/* The raw bytes of <step dir>/manifest.json (step folder checked, ck_open_regular), freed with
+/* The raw bytes of <step dir>/manifest.json (step folder checked, core_fs_read_regular), freed with
  * ftl_free. FTL_ERR_CORRUPT when it is not a regular file or too big to be a manifest,
  * FTL_ERR_NOTFOUND when missing, FTL_ERR_IO when the read fails. */
 ftl_err ck_read_manifest_text(const char *base, int64_t step, char **text_out, size_t *len_out, ftl_diag *d);

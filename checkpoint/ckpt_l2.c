@@ -527,13 +527,13 @@ static void free_streams(l2_stream *v, int n, int leak) {
 static int open_copy(const char *path, uint64_t size, char *why, size_t why_size) {
   ftl_diag od = {{0}};
   int fd = -1;
-  struct stat st;
-  if (ck_open_regular(path, O_RDONLY, &fd, &od) != FTL_OK) {
+  uint64_t have = 0;
+  if (core_fs_open_regular(path, UINT64_MAX, &fd, &have, &od) != FTL_OK) {
     (void)ftl_fmt(why, why_size, "%s", od.msg);
     return -1;
   }
-  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != size) {
-    (void)ftl_fmt(why, why_size, "%s has %lld bytes, the manifest %llu", path, (long long)st.st_size,
+  if (have != size) {
+    (void)ftl_fmt(why, why_size, "%s has %llu bytes, the manifest %llu", path, (unsigned long long)have,
              (unsigned long long)size);
     core_fs_table.close(fd);
     return -1;

@@ -361,22 +361,18 @@ static ftl_err open_shard(const char *dir, const ck_shard *sh, int *fd_out, uint
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s/%s", dir, sh->file);
   int fd = -1;
-  ftl_err orc = ck_open_regular(path, O_RDONLY, &fd, d);
+  uint64_t have = 0;
+  ftl_err orc = core_fs_open_regular(path, UINT64_MAX, &fd, &have, d);
   if (orc) return orc;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
+  if (have != sh->size_bytes) {
     core_fs_table.close(fd);
-    return ftl_diag_fail(d, FTL_ERR_IO, "%s: cannot stat: %s", sh->file, strerror(errno));
-  }
-  if ((uint64_t)st.st_size != sh->size_bytes) {
-    core_fs_table.close(fd);
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: size is %lld bytes, the manifest says %llu", sh->file,
-                         (long long)st.st_size, (unsigned long long)sh->size_bytes);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s: size is %llu bytes, the manifest says %llu", sh->file,
+                         (unsigned long long)have, (unsigned long long)sh->size_bytes);
   }
   /* One sequential pass: ask for read-ahead. */
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   *fd_out = fd;
-  *size_out = (uint64_t)st.st_size;
+  *size_out = have;
   return FTL_OK;
 }
 

@@ -273,6 +273,10 @@ ftl_err core_fs_open_regular_as(const char *path, int flags, mode_t mode, uint64
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is %lld bytes, more than the %llu allowed; refused", path,
                          (long long)st.st_size, (unsigned long long)max_bytes);
   }
+  /* A regular file's reads never block: the flag, needed only for the open, is dropped so that
+   * whatever the descriptor is handed to (HDF5, a mapping, a sendfile) sees a plain one. */
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   *fd_out = fd;
   *size_out = (uint64_t)st.st_size;
   return FTL_OK;

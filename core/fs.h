@@ -159,7 +159,9 @@ void core_fs_rm_tree(const char *dir);
  * another user can plant): opened O_NOFOLLOW|O_NONBLOCK (a link, FIFO or device never blocks or
  * redirects the read), fstat must say a regular file of at most max_bytes, and no more than that
  * recorded size is read. NUL-terminated, freed with ftl_free. FTL_ERR_NOTFOUND when missing,
- * FTL_ERR_CORRUPT (naming path) when a link, not a regular file, too large or shorter than its size. */
+ * FTL_ERR_CORRUPT (naming path) when a link, not a regular file, too large or shorter than its size.
+ * Every refusal is one error, FTL_ERR_CORRUPT, its message naming the path and what it is; the
+ * descriptors of the two below are blocking again once checked. */
 ftl_err core_fs_read_regular(const char *path, size_t max_bytes, char **data_out, size_t *size_out, ftl_diag *d);
 /* The same open and checks; the descriptor and the recorded size. */
 ftl_err core_fs_open_regular(const char *path, uint64_t max_bytes, int *fd_out, uint64_t *size_out, ftl_diag *d);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/fs.h"
 #include "eval/verdict.h"
 #include "ftl/core.h"
 #include "pipeline/registry.h"
@@ -61,7 +62,7 @@ ftl_err ev_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag
   json_t *v = NULL;
   if (ftl_fmt(vpath, sizeof vpath, "%s/verdict.json", dir))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-  if ((rc = pl_snapshot_read_regular(vpath, FTL_VERDICT_MAX_BYTES, 1, &data, &size, &inner)))
+  if ((rc = core_fs_read_regular(vpath, FTL_VERDICT_MAX_BYTES, &data, &size, &inner)))
     return ftl_diag_fail(d, rc == FTL_ERR_NOTFOUND ? FTL_ERR_CORRUPT : rc, "the baseline %s: %s", spec, inner.msg);
   rc = ev_verdict_parse(data, size, &v, &inner);
   ftl_free(data);

@@ -48,7 +48,7 @@ ftl_err pl_adapter_commit_write(const char *dir, const char *const *names, size_
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
       goto out;
     }
-    if ((rc = pl_sha256_file(path, hex, &size, d))) goto out;
+    if ((rc = pl_sha256_file(path, FTL_ADAPTER_FILE_MAX_BYTES, hex, &size, d))) goto out;
     json_t *e = json_object();
     json_object_set_new(e, "sha256", json_string(hex));
     json_object_set_new(e, "size", json_integer((json_int_t)size));
@@ -145,7 +145,7 @@ ftl_err pl_adapter_commit_verify(const char *dir, const char *const *required, s
     }
     /* A regular file of bounded size only: final/ is written by the training program, and a
      * FIFO or device named in its marker must not hang or flood the gate. */
-    ftl_err hr = pl_sha256_regular(fpath, FTL_ADAPTER_FILE_MAX_BYTES, hex, &fsize, &rd);
+    ftl_err hr = pl_sha256_file(fpath, FTL_ADAPTER_FILE_MAX_BYTES, hex, &fsize, &rd);
     if (hr == FTL_ERR_NOTFOUND) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s is missing (listed in %s)", fpath, path);
       goto out;

@@ -128,7 +128,7 @@ ftl_err pl_gate_lock_store(const char *root, const char *name, const json_t *rec
     goto out;
   }
   /* Under the lock: a record is never replaced, so the same run cannot re-lock another gate. */
-  rc = pl_snapshot_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, 1, &have, &have_len, d);
+  rc = core_fs_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, &have, &have_len, d);
   if (rc == FTL_OK) {
     if (have_len != len || memcmp(have, text, len) != 0)
       rc = ftl_diag_fail(d, FTL_ERR_STATE, "%s already holds another gate lock for run %s; it is never replaced", path,
@@ -238,7 +238,7 @@ ftl_err pl_gate_lock_load(const char *root, const char *name, const char *run_id
   ftl_err rc = lock_path(path, sizeof path, root, name, run_id, d);
   if (rc) return rc;
   if (path_out) snprintf(path_out, path_size, "%s", path);
-  rc = pl_snapshot_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, 1, &data, &size, d);
+  rc = core_fs_read_regular(path, FTL_GATE_LOCK_MAX_BYTES, &data, &size, d);
   if (rc == FTL_ERR_NOTFOUND)
     return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "the registry %s holds no gate lock for this run (%s)", root, path);
   if (rc) return rc;

@@ -40,47 +40,15 @@ void pl_crash_point(const char *name) {
   if (name && name[0]) core_crash_point(name, -1, -1);
 }
 
-ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], uint64_t *size_out, ftl_diag *d) {
-  static __thread unsigned char buf[1 << 16];
-  int fd = -1;
-  uint64_t size = 0, at = 0;
-  ftl_sha256 *h = NULL;
-  ftl_err rc = core_fs_open_regular(path, max_bytes, &fd, &size, d);
-  if (rc) return rc;
-  if ((rc = pl_sha256_begin(&h))) {
-    rc = ftl_diag_fail(d, rc, "out of memory hashing %s", path);
-    goto out;
-  }
-  /* Exactly the recorded size: a file that grows while it is read is not read further. */
-  while (at < size) {
-    size_t n = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
-    if ((rc = core_fs_pread_all(fd, buf, n, at))) {
-      rc = ftl_diag_fail(d, rc, "cannot read %s", path);
-      goto out;
-    }
-    pl_sha256_update(h, buf, n);
-    at += n;
-  }
-  rc = pl_sha256_end(h, hex);
-  h = NULL;
-  if (size_out) *size_out = size;
-out:
-  pl_sha256_abort(h);
-  close(fd);
-  return rc;
-}
-
-
 ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d) {
   *fd_out = -1;
-  struct stat st;
-  int fd = core_fs_table.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd < 0) return ftl_diag_fail(d, FTL_ERR_IO, "cannot open the lock %s: %s", path, strerror(errno));
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    core_fs_table.close(fd);
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "the lock %s is not a regular file; refused", path);
-  }
-  ftl_err rc = core_flock_until(fd, LOCK_EX, ftl_deadline_after_ms(timeout_ms < 0 ? 0 : timeout_ms), 0, path, d);
+  int fd = -1;
+  uint64_t size = 0;
+  /* Opened as every file from outside is (core's one reader): a link, FIFO or folder planted at
+   * the lock's name is refused, never followed or waited on. Its contents are not read. */
+  ftl_err rc = core_fs_open_regular_as(path, O_RDWR | O_CREAT, 0644, UINT64_MAX, &fd, &size, d);
+  if (rc) return ftl_diag_prefix(d, rc, "the lock");
+  rc = core_flock_until(fd, LOCK_EX, ftl_deadline_after_ms(timeout_ms < 0 ? 0 : timeout_ms), 0, path, d);
   if (rc) {
     core_fs_table.close(fd);
     return rc;

@@ -29,8 +29,6 @@ ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeou
 ftl_err pl_lock(const char *path, int64_t timeout_ms, int *fd_out, ftl_diag *d);
 void pl_unlock(int fd);
 
-/* SHA-256 of a file opened as core_fs_open_regular does (core/fs.h), exactly its recorded size. */
-ftl_err pl_sha256_regular(const char *path, uint64_t max_bytes, char hex[65], uint64_t *size_out, ftl_diag *d);
 /* "NAME@HOST": the effective user's passwd name (its numeric uid when it has none) and this host;
  * never $USER, which a cron job, a container or `env -i` leaves unset or wrong. The registry's
  * default `who` in pointers and audit lines. */

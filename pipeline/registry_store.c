@@ -559,7 +559,7 @@ ftl_err pl_reg_verify_unpacked(const char *dir, const char *id, ftl_diag *d) {
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
       goto out;
     }
-    rc = pl_sha256_regular(path, m->files[i].size, hex, &fsize, &rd);
+    rc = pl_sha256_file(path, m->files[i].size, hex, &fsize, &rd);
     if (rc || fsize != m->files[i].size || strcmp(hex, m->files[i].sha256)) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT,
                          "%s is missing or was changed after unpacking%s%s (remove %s to unpack again)", path,

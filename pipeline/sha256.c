@@ -59,33 +59,31 @@ ftl_err pl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN
   return pl_sha256_end(h, hex);
 }
 
-ftl_err pl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out, ftl_diag *d) {
+ftl_err pl_sha256_file(const char *path, uint64_t max_bytes, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out,
+                       ftl_diag *d) {
+  static __thread unsigned char buf[1 << 16];
+  int fd = -1;
+  uint64_t size = 0, at = 0;
   ftl_sha256 *h = NULL;
-  ftl_err rc = FTL_OK;
-  uint64_t total = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
-    return ftl_diag_fail(d, errno == ENOENT ? FTL_ERR_NOTFOUND : FTL_ERR_IO, "cannot open %s: %s", path,
-                         strerror(errno));
+  ftl_err rc = core_fs_open_regular(path, max_bytes, &fd, &size, d);
+  if (rc) return rc;
   if ((rc = pl_sha256_begin(&h))) {
-    ftl_diag_fail(d, rc, "out of memory hashing %s", path);
+    rc = ftl_diag_fail(d, rc, "out of memory hashing %s", path);
     goto out;
   }
-  static __thread unsigned char buf[1 << 16];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+  /* Exactly the recorded size: a file that grows while it is read is not read further. */
+  while (at < size) {
+    size_t n = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
+    if ((rc = core_fs_pread_all(fd, buf, n, at))) {
+      rc = ftl_diag_fail(d, rc, "cannot read %s", path);
       goto out;
     }
-    if (n == 0) break;
-    pl_sha256_update(h, buf, (size_t)n);
-    total += (uint64_t)n;
+    pl_sha256_update(h, buf, n);
+    at += n;
   }
   rc = pl_sha256_end(h, hex);
   h = NULL;
-  if (size_out) *size_out = total;
+  if (size_out) *size_out = size;
 out:
   pl_sha256_abort(h);
   close(fd);

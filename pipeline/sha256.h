@@ -28,8 +28,12 @@ void pl_sha256_abort(ftl_sha256 *h);
 /* One shot over a buffer. */
 ftl_err pl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN + 1]);
 
-/* Of a whole file (its size into *size_out when not NULL). FTL_ERR_NOTFOUND when missing. */
-ftl_err pl_sha256_file(const char *path, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out, ftl_diag *d);
+/* Of a whole file from outside, opened as core's one reader does (core_fs_open_regular: no link,
+ * a regular file of at most max_bytes) and hashed to exactly its recorded size (a file that grows
+ * meanwhile is not read further); its size into *size_out when not NULL. FTL_ERR_NOTFOUND when
+ * missing, FTL_ERR_CORRUPT naming the file when refused. */
+ftl_err pl_sha256_file(const char *path, uint64_t max_bytes, char hex[FTL_SHA256_HEX_LEN + 1], uint64_t *size_out,
+                       ftl_diag *d);
 
 /* True when s is exactly 64 lowercase hex digits. */
 int pl_sha256_is_hex(const char *s);

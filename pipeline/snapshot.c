@@ -114,50 +114,6 @@ static ftl_err open_input(const char *path, int nofollow, int *fd_out, ftl_diag 
   return FTL_OK;
 }
 
-ftl_err pl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
-                                  ftl_diag *d) {
-  int fd = -1;
-  char *buf = NULL;
-  struct stat st;
-  ftl_err rc = open_input(path, nofollow, &fd, d);
-  if (rc) return rc;
-  if (fstat(fd, &st) != 0) {
-    rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot stat %s: %s", path, strerror(errno));
-    goto out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    rc = ftl_diag_fail(d, FTL_ERR_INVAL, "%s is not a regular file", path);
-    goto out;
-  }
-  if ((uint64_t)st.st_size > max_bytes) {
-    rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s is larger than %zu bytes", path, max_bytes);
-    goto out;
-  }
-  size_t want = (size_t)st.st_size, have = 0;
-  if (!(buf = ftl_malloc(want + 1))) {
-    rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory reading %s", path);
-    goto out;
-  }
-  while (have < want) {
-    ssize_t got = read(fd, buf + have, want - have);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-      goto out;
-    }
-    if (got == 0) break; /* shrank meanwhile: what is there is what the parser sees */
-    have += (size_t)got;
-  }
-  buf[have] = '\0';
-  *data_out = buf;
-  *size_out = have;
-  buf = NULL;
-out:
-  ftl_free(buf);
-  if (fd >= 0) close(fd);
-  return rc;
-}
-
 ftl_err pl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d) {
   int fd = -1;
   ftl_err rc = open_input(path, 0, &fd, d);
@@ -263,11 +219,11 @@ static ftl_err file_entry(const char *path, const char *label, int nofollow, jso
   return *out ? FTL_OK : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
 }
 
-/* A FLAT entry: {path, size, sha256}, the file opened without following a link (pl_sha256_file). */
+/* A FLAT entry: {path, size, sha256}, the file opened as core's one reader does (pl_sha256_file). */
 static ftl_err flat_entry(const char *path, const char *label, json_t **out, ftl_diag *d) {
   char hex[FTL_SHA256_HEX_LEN + 1];
   uint64_t size = 0;
-  ftl_err rc = pl_sha256_file(path, hex, &size, d);
+  ftl_err rc = pl_sha256_file(path, UINT64_MAX, hex, &size, d);
   if (rc) return rc;
   *out = json_pack("{s:s, s:I, s:s}", "path", label, "size", (json_int_t)size, "sha256", hex);
   return *out ? FTL_OK : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -656,7 +612,7 @@ ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t 
   size_t size = 0;
   if (core_rundir_path(path, sizeof path, run_dir, item))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", run_dir);
-  ftl_err rc = pl_snapshot_read_regular(path, max_bytes, 1, &data, &size, d);
+  ftl_err rc = core_fs_read_regular(path, max_bytes, &data, &size, d);
   if (rc) return rc;
   rc = parse(data, size, out, d);
   ftl_free(data);

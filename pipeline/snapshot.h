@@ -46,13 +46,6 @@ ftl_err pl_snapshot_pin_evaluator(json_t *snap, const char *abs_path, ftl_diag *
  * size), for the evaluator's bytes. FTL_ERR_INVAL naming a FIFO or device. */
 ftl_err pl_snapshot_hash_file(const char *path, char hex_out[65], uint64_t *size_out, ftl_diag *d);
 
-/* Reads a whole file from outside: opened with O_NONBLOCK (and O_NOFOLLOW when nofollow), checked
- * with fstat to be a regular file of at most max_bytes, read no further than that size.
- * NUL-terminated; *data_out freed with ftl_free. FTL_ERR_NOTFOUND when absent, FTL_ERR_INVAL for
- * a FIFO or a device, FTL_ERR_RANGE when too large, FTL_ERR_CORRUPT for a link under nofollow. */
-ftl_err pl_snapshot_read_regular(const char *path, size_t max_bytes, int nofollow, char **data_out, size_t *size_out,
-                                  ftl_diag *d);
-
 /* Writes a record to RUNDIR/snapshot.json atomically (through core/fs.h). */
 ftl_err pl_snapshot_write(const char *run_dir, const json_t *snap, ftl_diag *d);
 
@@ -104,7 +97,7 @@ typedef enum pl_folder_style { PL_FOLDER_TREE = 0, PL_FOLDER_FLAT = 1 } pl_folde
 ftl_err pl_folder_digest(const char *dir, pl_folder_style style, json_t **files_out, char hex_out[65], ftl_diag *d);
 
 /* A JSON record of the run directory (the snapshot, the verdict): RUNDIR/<item> read as a regular
- * file of at most max_bytes, not through a link (pl_snapshot_read_regular), then parsed; with
+ * file of at most max_bytes, not through a link (core_fs_read_regular), then parsed; with
  * name_path, a parse error is prefixed with the file's path. FTL_ERR_NOTFOUND when there is none. */
 typedef ftl_err (*pl_record_parse_fn)(const char *data, size_t size, json_t **out, ftl_diag *d);
 ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,

@@ -177,10 +177,10 @@ static ftl_err target_digests(const char *target, ftl_verdict_digests *dg, int *
     char path[4096];
     *is_package = 0;
     if (ftl_fmt(path, sizeof path, "%s/adapter_config.json", target) ||
-        (rc = pl_sha256_regular(path, FTL_ADAPTER_FILE_MAX_BYTES, dg->config, NULL, d)))
+        (rc = pl_sha256_file(path, FTL_ADAPTER_FILE_MAX_BYTES, dg->config, NULL, d)))
       return rc ? rc : ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", target);
     if (ftl_fmt(path, sizeof path, "%s/adapter_model.safetensors", target) ||
-        (rc = pl_sha256_regular(path, FTL_ADAPTER_FILE_MAX_BYTES, dg->model, NULL, d)))
+        (rc = pl_sha256_file(path, FTL_ADAPTER_FILE_MAX_BYTES, dg->model, NULL, d)))
       return rc ? rc : ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", target);
     return FTL_OK;
   }

@@ -323,217 +323,265 @@ static void close_links(ck_l2_link *links, int n) {
   }
 }
 
+/* What one set-up holds, freed (and its sockets closed) by setup_free. A buffer an MPI request may
+ * still write into after a timeout is left to it (set to NULL) rather than freed. */
+typedef struct setup {
+  int listen_fd, npend, started, deferred, refusals;
+  int may;             /* FTL_CKPT_L2_TRANSPORT lets this rank use TCP */
+  int64_t step2_ms;
+  tcp_rec mine;
+  tcp_rec *all;        /* every rank's record (step 1's allgather) */
+  unsigned char *oks;  /* every rank's "all my fetches connected"; oks[world] is this rank's own */
+  attempt *at;         /* this rank's fetches, by link */
+  pending *pend;       /* accepted connections until their hello is read */
+  struct pollfd *pfd;
+  int *who;            /* what pfd[j] is: a link (>= 0), the listener (-1), pend[-2 - who] */
+  MPI_Request req;
+  char why[200];       /* why this rank cannot or may not use TCP */
+} setup;
+
+static int setup_alloc(setup *s, int world, int n) {
+  memset(s, 0, sizeof *s);
+  s->listen_fd = -1;
+  s->all = ftl_calloc((size_t)world, sizeof *s->all);
+  s->oks = ftl_calloc((size_t)world + 1, 1);
+  s->at = ftl_calloc((size_t)n + 1, sizeof *s->at);
+  s->pend = ftl_calloc(TCP_PENDING, sizeof *s->pend);
+  s->pfd = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *s->pfd);
+  s->who = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *s->who);
+  for (int i = 0; s->at && i < n; i++) s->at[i].fd = -1;
+  for (int i = 0; s->pend && i < TCP_PENDING; i++) s->pend[i].fd = -1;
+  return s->all && s->oks && s->at && s->pend && s->pfd && s->who ? 0 : -1;
+}
+
+static void setup_free(setup *s, int n) {
+  for (int i = 0; s->at && i < n; i++) ck_l2_tcp_close(s->at[i].fd);
+  for (int i = 0; s->pend && i < s->npend; i++) ck_l2_tcp_close(s->pend[i].fd);
+  ck_l2_tcp_close(s->listen_fd);
+  ftl_free(s->all);
+  ftl_free(s->oks);
+  ftl_free(s->at);
+  ftl_free(s->pend);
+  ftl_free(s->pfd);
+  ftl_free(s->who);
+}
+
+/* Step 1 on this rank: whether it may use TCP and, when it serves a stream, its token, addresses
+ * and listener (s->mine; s->why says why not). */
+static void listen_here(ftl_ckpt *ck, setup *s, int serves) {
+  tcp_rec *mine = &s->mine;
+  s->may = transport_tcp();
+  mine->ok = (uint8_t)s->may;
+  if (!mine->ok) (void)ftl_fmt(s->why, sizeof s->why, "FTL_CKPT_L2_TRANSPORT=mpi");
+  if (!mine->ok || !serves) return;
+  ftl_diag ld = {{0}};
+  int port = 0;
+  size_t got = 0;
+  while (got < sizeof mine->token) {
+    ssize_t k = getrandom(mine->token + got, sizeof mine->token - got, 0);
+    if (k < 0 && errno != EINTR) break;
+    if (k > 0) got += (size_t)k;
+  }
+  mine->naddr = (uint8_t)core_net_host_ipv4(mine->addr, CK_L2_TCP_ADDRS);
+  if (got < sizeof mine->token) {
+    mine->ok = 0;
+    (void)ftl_fmt(s->why, sizeof s->why, "getrandom: %s", strerror(errno));
+  } else if (mine->naddr == 0) {
+    mine->ok = 0;
+    (void)ftl_fmt(s->why, sizeof s->why, "this host has no IPv4 address that is up");
+  } else if (fault_at("listen", ck->rank)) {
+    mine->ok = 0;
+    (void)ftl_fmt(s->why, sizeof s->why, "cannot listen: fault injected (FTL_CKPT_L2_TCP_FAULT)");
+  } else if (core_net_listen(NULL, &s->listen_fd, &port, &ld) != FTL_OK) {
+    mine->ok = 0;
+    (void)ftl_fmt(s->why, sizeof s->why, "%s", ld.msg);
+  } else {
+    mine->port = (uint16_t)port;
+    announce_for_tests(ck, mine);
+  }
+}
+
+/* Takes the connections waiting on the listener, sending each its challenge first (a fresh
+ * socket has room for it): its hello must answer this nonce. */
+static void accept_pending(setup *s) {
+  while (s->listen_fd >= 0) {
+    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (s->npend == TCP_PENDING) {
+      close(fd);
+      continue;
+    }
+    tcp_challenge ch;
+    memcpy(ch.magic, challenge_magic, sizeof ch.magic);
+    if (getrandom(ch.nonce, sizeof ch.nonce, 0) != (ssize_t)sizeof ch.nonce ||
+        send(fd, &ch, sizeof ch, MSG_NOSIGNAL) != (ssize_t)sizeof ch) {
+      close(fd);
+      continue;
+    }
+    pending *p = &s->pend[s->npend++];
+    *p = (pending){.fd = fd};
+    memcpy(p->nonce, ch.nonce, sizeof ch.nonce);
+    describe_peer(fd, p->peer, sizeof p->peer);
+  }
+}
+
+/* One wait on every socket of the set-up (briefly once the agreement is under way: MPI moves only
+ * when tested), then the steps it lets go on: fetches, hellos read, new connections accepted. */
+static void poll_sockets(ftl_ckpt *ck, setup *s, ck_l2_link *links, int n, int64_t deadline_ms) {
+  int np = 0;
+  if (s->listen_fd >= 0) {
+    s->pfd[np] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+    s->who[np++] = -1;
+  }
+  for (int i = 0; i < s->npend; i++) {
+    s->pfd[np] = (struct pollfd){.fd = s->pend[i].fd, .events = POLLIN};
+    s->who[np++] = -2 - i;
+  }
+  for (int i = 0; i < n && !s->deferred; i++)
+    if (!links[i].out && s->at[i].state < AT_CONNECTED) {
+      int out = s->at[i].state == AT_CONNECTING || s->at[i].state == AT_HELLO;
+      s->pfd[np] = (struct pollfd){.fd = s->at[i].fd, .events = out ? POLLOUT : POLLIN};
+      s->who[np++] = i;
+    }
+  int wait_ms = s->started ? 1 : 50;
+  int left = ftl_deadline_left_ms(deadline_ms);
+  if (left < wait_ms) wait_ms = left;
+  if (poll(s->pfd, (nfds_t)np, wait_ms) <= 0) return;
+  for (int j = 0; j < np; j++) {
+    int w = s->who[j];
+    if (!s->pfd[j].revents) continue;
+    if (w >= 0) attempt_step(ck, &s->at[w], &links[w], &s->all[links[w].peer], s->pfd[j].revents);
+    else if (w <= -2) pending_step(ck, &s->pend[-2 - w], s->mine.token, links, n, &s->refusals);
+  }
+  /* Settled pending connections leave the table; then new ones are accepted. */
+  int k = 0;
+  for (int i = 0; i < s->npend; i++)
+    if (s->pend[i].fd >= 0) s->pend[k++] = s->pend[i];
+  s->npend = k;
+  accept_pending(s);
+}
+
+/* Once every fetch of this rank is settled: its result into the agreement (an allgather polled
+ * while the server side keeps answering). */
+static ftl_err start_agreement(ftl_ckpt *ck, setup *s, const ck_l2_link *links, int n, const char *what,
+                               ftl_diag *d) {
+  unsigned char *own = &s->oks[ck->world];
+  *own = 1;
+  for (int i = 0; i < n; i++)
+    if (!links[i].out && s->at[i].state != AT_CONNECTED) {
+      *own = 0;
+      FTL_LOG(FTL_LOG_WARN, "ckpt", "%s goes over MPI: no connection to rank %d for shard %d (%s)", what,
+              links[i].peer, links[i].shard, s->at[i].why);
+    }
+  ftl_err rc = ck_coll_iallgather(ck, own, s->oks, 1, &s->req, d);
+  if (rc) s->oks = NULL;
+  else s->started = 1;
+  return rc;
+}
+
+/* Step 2: connect, answer, agree (the connections are started once no test holds them), until
+ * the agreement has every rank's result or the deadline passes. */
+static ftl_err connect_and_agree(ftl_ckpt *ck, setup *s, ck_l2_link *links, int n, const char *what,
+                                 int64_t deadline_ms, ftl_diag *d) {
+  s->step2_ms = ftl_clock_ms();
+  s->deferred = held_for_tests("hold-fetch", s->step2_ms);
+  if (!s->deferred) start_fetches(ck, links, n, s->all, s->at);
+  for (;;) {
+    int open = 0;
+    ftl_err rc;
+    if (s->deferred && !held_for_tests("hold-fetch", s->step2_ms)) {
+      s->deferred = 0;
+      start_fetches(ck, links, n, s->all, s->at);
+    }
+    for (int i = 0; i < n && !s->deferred; i++) {
+      if (links[i].out) continue;
+      attempt_step(ck, &s->at[i], &links[i], &s->all[links[i].peer], 0); /* the timeouts, and what needs no wait */
+      open += s->at[i].state < AT_CONNECTED;
+    }
+    if (!open && !s->started && !s->deferred && (rc = start_agreement(ck, s, links, n, what, d))) return rc;
+    if (s->started) {
+      int done = 0;
+      if ((rc = ck_p2p_test(ck, &s->req, &done, NULL, d))) {
+        s->oks = NULL;
+        return rc;
+      }
+      if (done) return FTL_OK;
+    }
+    if (ftl_deadline_left_ms(deadline_ms) == 0) {
+      atomic_store(&ck->sync->broken, 1);
+      if (s->started) s->oks = NULL; /* the request may still write into it */
+      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "the L2 connections were not set up within %lld ms (a rank is gone or "
+                           "stuck)", (long long)ck->timeout_ms);
+    }
+    poll_sockets(ck, s, links, n, deadline_ms);
+  }
+}
+
+/* After the agreement: every fetcher was answered, so every server holds its connections; the
+ * fetchers' sockets become their links'. *tcp 1 when every rank connected. */
+static ftl_err adopt_connections(ftl_ckpt *ck, setup *s, ck_l2_link *links, int n, const char *what, int info,
+                                 int *tcp, ftl_diag *d) {
+  for (int r = 0; r < ck->world; r++)
+    if (!s->oks[r]) {
+      if (r != ck->rank && n) FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d could not connect", what, r);
+      return FTL_OK;
+    }
+  for (int i = 0; i < n; i++)
+    if (!links[i].out) {
+      links[i].fd = s->at[i].fd;
+      s->at[i].fd = -1;
+    }
+  for (int i = 0; i < n; i++)
+    if (links[i].fd < 0) {
+      /* Cannot be while every fetcher says it was answered; kept as a refusal, not a crash. */
+      atomic_store(&ck->sync->broken, 1);
+      return ftl_diag_fail(d, FTL_ERR_PROTO, "L2 connection for shard %d with rank %d missing after the agreement",
+                           links[i].shard, links[i].peer);
+    }
+  *tcp = 1;
+  if (n) FTL_LOG(info, "ckpt", "%s goes over TCP (%d connections)", what, n);
+  return FTL_OK;
+}
+
 ftl_err ck_l2_tcp_connect(ftl_ckpt *ck, ck_l2_link *links, int n, const char *what, int loud, int *tcp,
                           int64_t deadline_ms, ftl_diag *d) {
   const int info = loud ? FTL_LOG_INFO : FTL_LOG_DEBUG;
-  int W = ck->world, listen_fd = -1, serves = 0, npend = 0, started = 0, refusals = 0;
+  int serves = 0;
   ftl_err rc = FTL_OK;
-  tcp_rec mine;
-  tcp_rec *all = ftl_calloc((size_t)W, sizeof *all);
-  /* oks[W] is this rank's own byte: the agreement's buffers are left to a request that timed out. */
-  unsigned char *oks = ftl_calloc((size_t)W + 1, 1);
-  attempt *at = ftl_calloc((size_t)n + 1, sizeof *at);
-  pending *pend = ftl_calloc(TCP_PENDING, sizeof *pend);
-  struct pollfd *pfd = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *pfd);
-  int *who = ftl_calloc((size_t)n + TCP_PENDING + 1, sizeof *who);
-  char why[200] = "";
-  MPI_Request req;
+  setup s;
   *tcp = 0;
-  memset(&mine, 0, sizeof mine);
   for (int i = 0; i < n; i++) {
     links[i].fd = -1;
     serves += links[i].out;
   }
-  if (!all || !oks || !at || !pend || !pfd || !who) {
+  if (setup_alloc(&s, ck->world, n)) {
     /* The others expect this rank in both allgathers: without memory it cannot take part. */
     atomic_store(&ck->sync->broken, 1);
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 connections");
     goto out;
   }
-  for (int i = 0; i < n; i++) at[i].fd = -1;
-  for (int i = 0; i < TCP_PENDING; i++) pend[i].fd = -1;
-  /* Step 1: this rank's listener, token and addresses. */
-  int may = transport_tcp();
-  mine.ok = (uint8_t)may;
-  if (!mine.ok) (void)ftl_fmt(why, sizeof why, "FTL_CKPT_L2_TRANSPORT=mpi");
-  if (mine.ok && serves) {
-    ftl_diag ld = {{0}};
-    int port = 0;
-    size_t got = 0;
-    while (got < sizeof mine.token) {
-      ssize_t k = getrandom(mine.token + got, sizeof mine.token - got, 0);
-      if (k < 0 && errno != EINTR) break;
-      if (k > 0) got += (size_t)k;
-    }
-    mine.naddr = (uint8_t)core_net_host_ipv4(mine.addr, CK_L2_TCP_ADDRS);
-    if (got < sizeof mine.token) {
-      mine.ok = 0;
-      (void)ftl_fmt(why, sizeof why, "getrandom: %s", strerror(errno));
-    } else if (mine.naddr == 0) {
-      mine.ok = 0;
-      (void)ftl_fmt(why, sizeof why, "this host has no IPv4 address that is up");
-    } else if (fault_at("listen", ck->rank)) {
-      mine.ok = 0;
-      (void)ftl_fmt(why, sizeof why, "cannot listen: fault injected (FTL_CKPT_L2_TCP_FAULT)");
-    } else if (core_net_listen(NULL, &listen_fd, &port, &ld) != FTL_OK) {
-      mine.ok = 0;
-      (void)ftl_fmt(why, sizeof why, "%s", ld.msg);
-    } else {
-      mine.port = (uint16_t)port;
-      announce_for_tests(ck, &mine);
-    }
-  }
-  rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the allgather of the L2 connections", deadline_ms, d);
+  /* Step 1: this rank's listener, token and addresses, then everyone's. */
+  listen_here(ck, &s, serves);
+  rc = ck_coll_allgather(ck, &s.mine, s.all, (int)sizeof s.mine, "the allgather of the L2 connections", deadline_ms, d);
   if (rc) {
-    all = NULL; /* a timed-out request may still write into it */
+    s.all = NULL; /* a timed-out request may still write into it */
     goto out;
   }
-  int refuser = -1;
-  for (int r = 0; r < W && refuser < 0; r++)
-    if (!all[r].ok) refuser = r;
-  if (refuser >= 0) {
-    /* Said on the ranks with transfers, this rank's own reason first; a warning only where TCP
-     * failed. */
-    if (n && !mine.ok)
-      FTL_LOG(may ? FTL_LOG_WARN : info, "ckpt", "%s goes over MPI: %s", what, why);
-    else if (n)
-      FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d cannot or may not use TCP", what, refuser);
-    goto out;
-  }
-  /* Step 2: connect, answer, agree (the connections are started once no test holds them). */
-  int64_t step2_ms = ftl_clock_ms();
-  int deferred = held_for_tests("hold-fetch", step2_ms);
-  if (!deferred) start_fetches(ck, links, n, all, at);
-  for (;;) {
-    int np = 0, open = 0;
-    if (deferred && !held_for_tests("hold-fetch", step2_ms)) {
-      deferred = 0;
-      start_fetches(ck, links, n, all, at);
-    }
-    for (int i = 0; i < n && !deferred; i++) {
-      if (links[i].out) continue;
-      attempt_step(ck, &at[i], &links[i], &all[links[i].peer], 0); /* the timeouts, and what needs no wait */
-      open += at[i].state < AT_CONNECTED;
-    }
-    if (!open && !started && !deferred) {
-      oks[W] = 1;
-      for (int i = 0; i < n; i++)
-        if (!links[i].out && at[i].state != AT_CONNECTED) {
-          oks[W] = 0;
-          FTL_LOG(FTL_LOG_WARN, "ckpt", "%s goes over MPI: no connection to rank %d for shard %d (%s)", what,
-                  links[i].peer, links[i].shard, at[i].why);
-        }
-      rc = ck_coll_iallgather(ck, &oks[W], oks, 1, &req, d);
-      if (rc) {
-        oks = NULL;
-        goto out;
-      }
-      started = 1;
-    }
-    if (started) {
-      int done = 0;
-      rc = ck_p2p_test(ck, &req, &done, NULL, d);
-      if (rc) {
-        oks = NULL;
-        goto out;
-      }
-      if (done) break;
-    }
-    if (ftl_deadline_left_ms(deadline_ms) == 0) {
-      atomic_store(&ck->sync->broken, 1);
-      if (started) oks = NULL; /* the request may still write into it */
-      rc = ftl_diag_fail(d, FTL_ERR_TIMEOUT, "the L2 connections were not set up within %lld ms (a rank is gone or "
-                         "stuck)", (long long)ck->timeout_ms);
+  for (int r = 0; r < ck->world; r++)
+    if (!s.all[r].ok) {
+      /* Said on the ranks with transfers, this rank's own reason first; a warning only where TCP
+       * failed. */
+      if (n && !s.mine.ok)
+        FTL_LOG(s.may ? FTL_LOG_WARN : info, "ckpt", "%s goes over MPI: %s", what, s.why);
+      else if (n)
+        FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d cannot or may not use TCP", what, r);
       goto out;
     }
-    /* Wait for any socket, briefly once the agreement is under way (MPI moves only when tested). */
-    if (listen_fd >= 0) {
-      pfd[np] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
-      who[np++] = -1;
-    }
-    for (int i = 0; i < npend; i++) {
-      pfd[np] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
-      who[np++] = -2 - i;
-    }
-    for (int i = 0; i < n && !deferred; i++)
-      if (!links[i].out && at[i].state < AT_CONNECTED) {
-        pfd[np] = (struct pollfd){.fd = at[i].fd,
-                                  .events = at[i].state == AT_CONNECTING || at[i].state == AT_HELLO ? POLLOUT : POLLIN};
-        who[np++] = i;
-      }
-    int wait_ms = started ? 1 : 50;
-    int left = ftl_deadline_left_ms(deadline_ms);
-    if (left < wait_ms) wait_ms = left;
-    int pr = poll(pfd, (nfds_t)np, wait_ms);
-    if (pr <= 0) continue;
-    for (int j = 0; j < np; j++) {
-      if (!pfd[j].revents) continue;
-      if (who[j] >= 0) {
-        attempt_step(ck, &at[who[j]], &links[who[j]], &all[links[who[j]].peer], pfd[j].revents);
-      } else if (who[j] <= -2) {
-        pending_step(ck, &pend[-2 - who[j]], mine.token, links, n, &refusals);
-      }
-    }
-    /* Settled pending connections leave the table; then new ones are accepted. */
-    int k = 0;
-    for (int i = 0; i < npend; i++)
-      if (pend[i].fd >= 0) pend[k++] = pend[i];
-    npend = k;
-    for (;;) {
-      if (listen_fd < 0) break;
-      int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) break;
-      if (npend == TCP_PENDING) {
-        close(fd);
-        continue;
-      }
-      /* The challenge first (a fresh socket has room for it): its hello must answer this nonce. */
-      tcp_challenge ch;
-      memcpy(ch.magic, challenge_magic, sizeof ch.magic);
-      if (getrandom(ch.nonce, sizeof ch.nonce, 0) != (ssize_t)sizeof ch.nonce ||
-          send(fd, &ch, sizeof ch, MSG_NOSIGNAL) != (ssize_t)sizeof ch) {
-        close(fd);
-        continue;
-      }
-      pend[npend] = (pending){.fd = fd};
-      memcpy(pend[npend].nonce, ch.nonce, sizeof ch.nonce);
-      describe_peer(fd, pend[npend].peer, sizeof pend[npend].peer);
-      npend++;
-    }
-  }
-  for (int r = 0; r < W; r++)
-    if (!oks[r]) {
-      if (r != ck->rank && n)
-        FTL_LOG(info, "ckpt", "%s goes over MPI: rank %d could not connect", what, r);
-      goto out;
-    }
-  /* Every fetcher was answered, so every server holds its connections. */
-  for (int i = 0; i < n; i++)
-    if (!links[i].out) {
-      links[i].fd = at[i].fd;
-      at[i].fd = -1;
-    }
-  for (int i = 0; i < n; i++)
-    if (links[i].fd < 0) {
-      /* Cannot be while every fetcher says it was answered; kept as a refusal, not a crash. */
-      rc = ftl_diag_fail(d, FTL_ERR_PROTO, "L2 connection for shard %d with rank %d missing after the agreement",
-                         links[i].shard, links[i].peer);
-      atomic_store(&ck->sync->broken, 1);
-      goto out;
-    }
-  *tcp = 1;
-  if (n) FTL_LOG(info, "ckpt", "%s goes over TCP (%d connections)", what, n);
+  if ((rc = connect_and_agree(ck, &s, links, n, what, deadline_ms, d))) goto out;
+  rc = adopt_connections(ck, &s, links, n, what, info, tcp, d);
 out:
   if (!*tcp) close_links(links, n);
-  for (int i = 0; at && i < n; i++) ck_l2_tcp_close(at[i].fd);
-  for (int i = 0; pend && i < npend; i++) ck_l2_tcp_close(pend[i].fd);
-  ck_l2_tcp_close(listen_fd);
-  ftl_free(all);
-  ftl_free(oks);
-  ftl_free(at);
-  ftl_free(pend);
-  ftl_free(pfd);
-  ftl_free(who);
+  setup_free(&s, n);
   return rc;
 }
 

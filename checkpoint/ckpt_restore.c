@@ -379,31 +379,17 @@ static void check_l3_descriptions(const ftl_ckpt *ck, const ck_manifest *m, cons
   }
 }
 
-/* Tries one committed step; returns WHY_* agreed by all ranks, with the first failing rank's
- * message in msg. src: 0 for a step of the run directory, r + 1 for a step saved below L3 whose
- * manifest rank r reads from its host's L1 folder. */
-static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *written_world, int *missing_blobs,
-                    char *msg, size_t msg_size, ftl_err *coll_rc, ftl_diag *d) {
+/* Where one try's time goes, phase by phase (a debug line; bench/ckpt is read with it). */
+typedef struct try_times {
+  int64_t start, fetch, check, load, l3check, agree;
+} try_times;
+
+/* The step's manifest read on root (rank 0 for the run directory's steps, the L1 folder's reader
+ * otherwise) and broadcast, so every rank parses the same bytes: WHY_OK with *text_out (*len_out
+ * bytes, ftl_free), or why the step cannot be used with msg. A failed collective is *coll_rc. */
+static int share_manifest(ftl_ckpt *ck, int64_t step, int src, int64_t deadline, char **text_out, size_t *len_out,
+                          char *msg, size_t msg_size, ftl_err *coll_rc, ftl_diag *d) {
   int root = src > 0 ? src - 1 : 0;
-  /* ckpt_restored says where the step loaded was read from, not the steps passed over before it. */
-  ck->restore_l1 = ck->restore_l2 = ck->restore_l3 = 0;
-  int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
-  /* Where the time goes, phase by phase (a debug line; bench/ckpt is read with it). */
-  int64_t t_start = ftl_clock_ns(), t_fetch = 0, t_check = 0, t_load = 0, t_l3check = 0, t_agree = 0;
-  char sd[PATH_MAX];
-  char *text = NULL;
-  ck_manifest *m = NULL;
-  unsigned char *l2_got = NULL, *l3_check = NULL;
-  rplan plan = {NULL, NULL};
-  verdict_rec mine, *all = ck->verdicts;
-  int why = WHY_OK;
-  memset(&mine, 0, sizeof mine);
-  *coll_rc = FTL_OK;
-  if (ck_step_dir(ck->base, step, sd, sizeof sd)) {
-    snprintf(msg, msg_size, "path too long");
-    return WHY_IO;
-  }
-  /* Rank 0 reads the manifest, everyone parses the same bytes. */
   struct {
     int64_t len;
     int32_t why, pad;
@@ -413,7 +399,7 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
   if (ck->rank == root) {
     size_t len = 0;
     ftl_diag rd = {{0}};
-    ftl_err mrc = ck_read_manifest_text(src > 0 ? ck->l1.dir : ck->base, step, &text, &len, &rd);
+    ftl_err mrc = ck_read_manifest_text(src > 0 ? ck->l1.dir : ck->base, step, text_out, &len, &rd);
     if (mrc) {
       head.len = -1;
       /* A manifest that is malformed or not a regular file condemns the step; one that cannot be
@@ -425,121 +411,174 @@ static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *wri
     }
   }
   *coll_rc = ck_coll_bcast_from(ck, root, &head, (int)sizeof head, "the broadcast of the manifest's length", deadline, d);
-  if (*coll_rc) goto out;
+  if (*coll_rc) return WHY_OK;
   if (head.len < 0) {
     snprintf(msg, msg_size, "%s", head.err);
-    why = head.why;
-    goto out;
+    return head.why;
   }
-  if (ck->rank != root) {
-    text = ftl_malloc((size_t)head.len + 1);
-    if (!text) {
-      *coll_rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the manifest");
-      atomic_store(&ck->sync->broken, 1);
-      goto out;
-    }
+  if (ck->rank != root && !(*text_out = ftl_malloc((size_t)head.len + 1))) {
+    *coll_rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the manifest");
+    atomic_store(&ck->sync->broken, 1);
+    return WHY_OK;
   }
-  *coll_rc = ck_coll_bcast_from(ck, root, text, (int)head.len, "the manifest's broadcast", deadline, d);
-  if (*coll_rc) goto out;
+  *len_out = (size_t)head.len;
+  *coll_rc = ck_coll_bcast_from(ck, root, *text_out, (int)head.len, "the manifest's broadcast", deadline, d);
+  return WHY_OK;
+}
+
+/* The manifest parsed and checked against where it was found (step, level): WHY_OK with *m, or
+ * WHY_CORRUPT with why in msg. */
+static int parse_manifest(const char *text, size_t len, int64_t step, int src, ck_manifest **m, char *msg,
+                          size_t msg_size) {
   ftl_diag pd = {{0}};
-  if (ck_manifest_parse(text, (size_t)head.len, &m, &pd)) {
-    mine.why = WHY_CORRUPT;
-    ck_copy_text(mine.msg, sizeof mine.msg, pd.msg);
-  } else if (m->step != step) {
-    mine.why = WHY_CORRUPT;
-    snprintf(mine.msg, sizeof mine.msg, "manifest: step mismatch: step %lld in the folder of step %lld",
-             (long long)m->step, (long long)step);
-  } else if (m->l3 != (src == 0)) {
-    mine.why = WHY_CORRUPT;
-    snprintf(mine.msg, sizeof mine.msg, "manifest: its levels %s l3, but it is in %s", m->l3 ? "name" : "do not name",
-             src ? "an L1 folder" : "the run directory");
-  } else {
-    *written_world = m->world_size;
-    /* Where every byte this rank needs lands, before any is fetched: L2 bytes go straight there.
-     * A registry mismatch found here is reported after the description check below, which may
-     * prove the step corrupt instead. */
-    char plan_msg[sizeof mine.msg] = "";
-    int plan_why = plan_local(ck, m, land, &plan, missing_blobs, plan_msg, sizeof plan_msg);
-    t_fetch = ftl_clock_ns();
-    /* Copies in other hosts' memory come over the network first, every rank taking part when the
-     * manifest names any copy in memory and the gang spans several hosts (the same bytes and hosts
-     * on every rank, so the same decision). */
-    int in_memory = 0;
-    for (int s = 0; s < m->world_size; s++)
-      in_memory |= m->shards[s].l1_host[0] || m->shards[s].l2_host[0];
-    if (in_memory && ck->l2_hosts > 1 && ck_p2p_available()) {
-      l2_got = ftl_calloc((size_t)m->world_size, 1);
-      *coll_rc = l2_got ? fetch_l2(ck, m, &plan, l2_got, deadline, d)
-                        : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
-      if (!l2_got) atomic_store(&ck->sync->broken, 1);
-      if (*coll_rc) goto out;
-    }
-    /* The manifest's own description against each shard's (step, rank, dtypes, shapes, layouts;
-     * shard s by rank s % world, like its checksums): an edited manifest is proof of corruption
-     * even when the edit made it match what this program registered. A copy in memory is checked
-     * here, before the reads; the run directory's file after them (check_l3_descriptions): its
-     * HDF5 metadata is then in the page cache, where before the reads it was a few small reads
-     * that queued behind the other ranks' streams (40 ms of a 700 ms restore), and HDF5 parses
-     * only bytes the checksums have passed. */
-    t_check = ftl_clock_ns();
-    l3_check = ftl_calloc((size_t)m->world_size, 1);
-    if (!l3_check) {
-      mine.why = WHY_IO;
-      snprintf(mine.msg, sizeof mine.msg, "out of memory for the description check");
-    }
-    for (int sh = ck->rank; sh < m->world_size && mine.why == WHY_OK; sh += ck->world) {
-      char path[PATH_MAX], l1d[PATH_MAX];
-      ftl_diag hd = {{0}};
-      /* An L1 copy whose description checks spares the run directory's file this read; one that
-       * does not is passed over (load_local then verifies the run directory's). */
-      if (l1_copy_of(ck, m, sh, l1d, sizeof l1d, m->l3) && ftl_fmt(path, sizeof path, "%s/%s", l1d, m->shards[sh].file) == FTL_OK &&
-          ck_h5_check_shard(path, m, &m->shards[sh], &hd) == FTL_OK)
-        continue;
-      ck_shard l2sh;
-      if (l2_copy_of(ck, m, sh, l2_got, l1d, sizeof l1d, &l2sh, m->l3) &&
-          ftl_fmt(path, sizeof path, "%s/%s", l1d, l2sh.file) == FTL_OK && ck_h5_check_shard(path, m, &l2sh, &hd) == FTL_OK)
-        continue;
-      if (m->l3) {
-        l3_check[sh] = 1;
-        continue;
-      }
-      char seen[CK_MSG];
-      ck_copy_text(seen, sizeof seen, hd.msg);
-      ftl_diag_fail(&hd, FTL_ERR_NOTFOUND, "%s: no usable L1 or L2 copy on this host (the step was saved at %s)%s%.300s",
-                    m->shards[sh].file, m->shards[sh].l2_host[0] ? "l2" : "l1", seen[0] ? ": " : "", seen);
-      mine.why = WHY_IO;
-      ck_copy_text(mine.msg, sizeof mine.msg, hd.msg);
-    }
-    if (mine.why == WHY_OK && plan_why != WHY_OK) {
-      /* A mismatch reads nothing; the description may still prove the step corrupt instead. */
-      check_l3_descriptions(ck, m, sd, l3_check, &mine.why, mine.msg, sizeof mine.msg);
-      if (mine.why == WHY_OK) {
-        mine.why = plan_why;
-        ck_copy_text(mine.msg, sizeof mine.msg, plan_msg);
-      }
-    }
-    t_load = ftl_clock_ns();
-    if (mine.why == WHY_OK) mine.why = load_local(ck, m, sd, l2_got, &plan, mine.msg, sizeof mine.msg);
-    t_l3check = ftl_clock_ns();
-    if (mine.why == WHY_OK) check_l3_descriptions(ck, m, sd, l3_check, &mine.why, mine.msg, sizeof mine.msg);
-    t_agree = ftl_clock_ns();
+  if (ck_manifest_parse(text, len, m, &pd)) {
+    ck_copy_text(msg, msg_size, pd.msg);
+    return WHY_CORRUPT;
   }
-  *coll_rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
-  if (*coll_rc) goto out;
-  if (t_agree)
-    FTL_LOG(FTL_LOG_DEBUG, "ckpt", "step %lld: restore phases: manifest and plan %.1f ms, L2 fetch %.1f ms, "
-            "description check %.1f ms, reads and verification %.1f ms, agreement %.1f ms", (long long)step,
-            (double)(t_fetch - t_start) / 1e6, (double)(t_check - t_fetch) / 1e6,
-            (double)(t_load - t_check + t_agree - t_l3check) / 1e6, (double)(t_l3check - t_load) / 1e6,
-            ck_ms_since(t_agree));
-  /* Corruption outranks a mismatch (it is what marks a step bad), which outranks I/O. */
+  if ((*m)->step != step) {
+    snprintf(msg, msg_size, "manifest: step mismatch: step %lld in the folder of step %lld", (long long)(*m)->step,
+             (long long)step);
+    return WHY_CORRUPT;
+  }
+  if ((*m)->l3 != (src == 0)) {
+    snprintf(msg, msg_size, "manifest: its levels %s l3, but it is in %s", (*m)->l3 ? "name" : "do not name",
+             src ? "an L1 folder" : "the run directory");
+    return WHY_CORRUPT;
+  }
+  return WHY_OK;
+}
+
+/* The manifest's own description against each of this rank's shards' (step, rank, dtypes, shapes,
+ * layouts; shard s by rank s % world, like its checksums): an edited manifest is proof of
+ * corruption even when the edit made it match what this program registered. A copy in memory is
+ * checked here, before the reads; the run directory's file after them (check_l3_descriptions, for
+ * the shards marked in l3_check): its HDF5 metadata is then in the page cache, where before the
+ * reads it was a few small reads that queued behind the other ranks' streams (40 ms of a 700 ms
+ * restore), and HDF5 parses only bytes the checksums have passed. */
+static void check_memory_descriptions(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *l2_got,
+                                      unsigned char *l3_check, verdict_rec *mine) {
+  for (int sh = ck->rank; sh < m->world_size && mine->why == WHY_OK; sh += ck->world) {
+    char path[PATH_MAX], l1d[PATH_MAX];
+    ftl_diag hd = {{0}};
+    /* An L1 copy whose description checks spares the run directory's file this read; one that
+     * does not is passed over (load_local then verifies the run directory's). */
+    if (l1_copy_of(ck, m, sh, l1d, sizeof l1d, m->l3) &&
+        ftl_fmt(path, sizeof path, "%s/%s", l1d, m->shards[sh].file) == FTL_OK &&
+        ck_h5_check_shard(path, m, &m->shards[sh], &hd) == FTL_OK)
+      continue;
+    ck_shard l2sh;
+    if (l2_copy_of(ck, m, sh, l2_got, l1d, sizeof l1d, &l2sh, m->l3) &&
+        ftl_fmt(path, sizeof path, "%s/%s", l1d, l2sh.file) == FTL_OK && ck_h5_check_shard(path, m, &l2sh, &hd) == FTL_OK)
+      continue;
+    if (m->l3) {
+      l3_check[sh] = 1;
+      continue;
+    }
+    char seen[CK_MSG];
+    ck_copy_text(seen, sizeof seen, hd.msg);
+    ftl_diag_fail(&hd, FTL_ERR_NOTFOUND, "%s: no usable L1 or L2 copy on this host (the step was saved at %s)%s%.300s",
+                  m->shards[sh].file, m->shards[sh].l2_host[0] ? "l2" : "l1", seen[0] ? ": " : "", seen);
+    mine->why = WHY_IO;
+    ck_copy_text(mine->msg, sizeof mine->msg, hd.msg);
+  }
+}
+
+/* This rank's part of a step whose manifest checked: where every byte lands, the copies fetched
+ * from other hosts' memory, the description checks, the reads and their verification; its
+ * verdict into *mine (l2_got and l3_check are made here, freed by the caller). A failed collective
+ * is *coll_rc. */
+static void restore_here(ftl_ckpt *ck, ck_manifest *m, const char *sd, landing *land, rplan *plan,
+                         unsigned char **l2_got, unsigned char **l3_check, int *missing_blobs, verdict_rec *mine,
+                         try_times *t, int64_t deadline, ftl_err *coll_rc, ftl_diag *d) {
+  /* Where every byte this rank needs lands, before any is fetched: L2 bytes go straight there.
+   * A registry mismatch found here is reported after the description check below, which may
+   * prove the step corrupt instead. */
+  char plan_msg[sizeof mine->msg] = "";
+  int plan_why = plan_local(ck, m, land, plan, missing_blobs, plan_msg, sizeof plan_msg);
+  t->fetch = ftl_clock_ns();
+  /* Copies in other hosts' memory come over the network first, every rank taking part when the
+   * manifest names any copy in memory and the gang spans several hosts (the same bytes and hosts
+   * on every rank, so the same decision). */
+  int in_memory = 0;
+  for (int s = 0; s < m->world_size; s++) in_memory |= m->shards[s].l1_host[0] || m->shards[s].l2_host[0];
+  if (in_memory && ck->l2_hosts > 1 && ck_p2p_available()) {
+    *l2_got = ftl_calloc((size_t)m->world_size, 1);
+    *coll_rc = *l2_got ? fetch_l2(ck, m, plan, *l2_got, deadline, d)
+                       : ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory for the L2 requests");
+    if (!*l2_got) atomic_store(&ck->sync->broken, 1);
+    if (*coll_rc) return;
+  }
+  t->check = ftl_clock_ns();
+  if (!(*l3_check = ftl_calloc((size_t)m->world_size, 1))) {
+    mine->why = WHY_IO;
+    snprintf(mine->msg, sizeof mine->msg, "out of memory for the description check");
+  }
+  check_memory_descriptions(ck, m, *l2_got, *l3_check, mine);
+  if (mine->why == WHY_OK && plan_why != WHY_OK) {
+    /* A mismatch reads nothing; the description may still prove the step corrupt instead. */
+    check_l3_descriptions(ck, m, sd, *l3_check, &mine->why, mine->msg, sizeof mine->msg);
+    if (mine->why == WHY_OK) {
+      mine->why = plan_why;
+      ck_copy_text(mine->msg, sizeof mine->msg, plan_msg);
+    }
+  }
+  t->load = ftl_clock_ns();
+  if (mine->why == WHY_OK) mine->why = load_local(ck, m, sd, *l2_got, plan, mine->msg, sizeof mine->msg);
+  t->l3check = ftl_clock_ns();
+  if (mine->why == WHY_OK) check_l3_descriptions(ck, m, sd, *l3_check, &mine->why, mine->msg, sizeof mine->msg);
+  t->agree = ftl_clock_ns();
+}
+
+/* The step's verdict from every rank's: corruption outranks a mismatch (it is what marks a step
+ * bad), which outranks I/O; the first such rank's message into msg. */
+static int agreed_why(const ftl_ckpt *ck, const verdict_rec *all, char *msg, size_t msg_size) {
   int first = -1;
   for (int r = 0; r < ck->world; r++)
     if (all[r].why != WHY_OK && (first < 0 || (all[r].why == WHY_CORRUPT && all[first].why != WHY_CORRUPT))) first = r;
-  if (first >= 0) {
-    why = all[first].why;
-    snprintf(msg, msg_size, "rank %d: %s", first, all[first].msg);
+  if (first < 0) return WHY_OK;
+  snprintf(msg, msg_size, "rank %d: %s", first, all[first].msg);
+  return all[first].why;
+}
+
+/* Tries one committed step; returns WHY_* agreed by all ranks, with the first failing rank's
+ * message in msg. src: 0 for a step of the run directory, r + 1 for a step saved below L3 whose
+ * manifest rank r reads from its host's L1 folder. */
+static int try_step(ftl_ckpt *ck, int64_t step, int src, landing *land, int *written_world, int *missing_blobs,
+                    char *msg, size_t msg_size, ftl_err *coll_rc, ftl_diag *d) {
+  /* ckpt_restored says where the step loaded was read from, not the steps passed over before it. */
+  ck->restore_l1 = ck->restore_l2 = ck->restore_l3 = 0;
+  int64_t deadline = ftl_deadline_after_ms(ck->timeout_ms);
+  try_times tt = {.start = ftl_clock_ns()};
+  char sd[PATH_MAX];
+  char *text = NULL;
+  size_t len = 0;
+  ck_manifest *m = NULL;
+  unsigned char *l2_got = NULL, *l3_check = NULL;
+  rplan plan = {NULL, NULL};
+  verdict_rec mine, *all = ck->verdicts;
+  memset(&mine, 0, sizeof mine);
+  *coll_rc = FTL_OK;
+  if (ck_step_dir(ck->base, step, sd, sizeof sd)) {
+    snprintf(msg, msg_size, "path too long");
+    return WHY_IO;
   }
+  int why = share_manifest(ck, step, src, deadline, &text, &len, msg, msg_size, coll_rc, d);
+  if (*coll_rc || why != WHY_OK) goto out;
+  mine.why = parse_manifest(text, len, step, src, &m, mine.msg, sizeof mine.msg);
+  if (mine.why == WHY_OK) {
+    *written_world = m->world_size;
+    restore_here(ck, m, sd, land, &plan, &l2_got, &l3_check, missing_blobs, &mine, &tt, deadline, coll_rc, d);
+    if (*coll_rc) goto out;
+  }
+  *coll_rc = ck_coll_allgather(ck, &mine, all, (int)sizeof mine, "the restore agreement", deadline, d);
+  if (*coll_rc) goto out;
+  if (tt.agree)
+    FTL_LOG(FTL_LOG_DEBUG, "ckpt", "step %lld: restore phases: manifest and plan %.1f ms, L2 fetch %.1f ms, "
+            "description check %.1f ms, reads and verification %.1f ms, agreement %.1f ms", (long long)step,
+            (double)(tt.fetch - tt.start) / 1e6, (double)(tt.check - tt.fetch) / 1e6,
+            (double)(tt.load - tt.check + tt.agree - tt.l3check) / 1e6, (double)(tt.l3check - tt.load) / 1e6,
+            ck_ms_since(tt.agree));
+  why = agreed_why(ck, all, msg, msg_size);
   /* What an L1 save keeps besides its own step (ckpt_writer.c): the newest step complete at L2. */
   if (why == WHY_OK) {
     int l2_all = m->world_size > 0;

@@ -247,7 +247,7 @@ ftl_err ck_manifest_to_json(const ck_manifest *m, char **text_out, size_t *len_o
 
 /* ---- parse helpers ----------------------------------------------------------------------- */
 
-static int get_int(json_t *o, const char *key, int64_t min, int64_t max, int64_t *out) {
+static int get_int(const json_t *o, const char *key, int64_t min, int64_t max, int64_t *out) {
   json_t *v = json_object_get(o, key);
   if (!json_is_integer(v)) return -1;
   json_int_t x = json_integer_value(v);
@@ -256,7 +256,7 @@ static int get_int(json_t *o, const char *key, int64_t min, int64_t max, int64_t
   return 0;
 }
 
-static const char *get_str(json_t *o, const char *key) {
+static const char *get_str(const json_t *o, const char *key) {
   json_t *v = json_object_get(o, key);
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
@@ -302,6 +302,125 @@ static int cmp_extent(const void *a, const void *b) {
 
 static ftl_err validate(ck_manifest *m, ftl_diag *d);
 
+/* items[i]: name, kind, dtype, shape (a blob is a 1-d u8 item); names unique. */
+static ftl_err parse_items(ck_manifest *m, const json_t *items, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  for (int i = 0; i < m->nitems; i++) {
+    json_t *o = json_array_get(items, (size_t)i);
+    ck_item *it = &m->items[i];
+    const char *name = json_is_object(o) ? get_str(o, "name") : NULL;
+    if (!name || !ck_name_ok(name)) BAD("manifest: items[%d].name missing or not a valid name", i);
+    snprintf(it->name, sizeof it->name, "%s", name);
+    const char *kind = get_str(o, "kind"), *dt = get_str(o, "dtype");
+    if (!kind || kind_parse(kind, &it->kind)) BAD("manifest: item '%s': field 'kind' missing or unknown", name);
+    if (!dt || ck_dtype_parse(dt, &it->dtype)) BAD("manifest: item '%s': field 'dtype' missing or unknown", name);
+    json_t *shape = json_object_get(o, "shape");
+    if (!json_is_array(shape) || json_array_size(shape) > CK_MAX_DIMS)
+      BAD("manifest: item '%s': field 'shape' missing or more than %d dims", name, CK_MAX_DIMS);
+    it->ndim = (int)json_array_size(shape);
+    for (int k = 0; k < it->ndim; k++) {
+      json_t *v = json_array_get(shape, (size_t)k);
+      if (!json_is_integer(v) || json_integer_value(v) < 0)
+        BAD("manifest: item '%s': shape[%d] is not a non-negative integer", name, k);
+      it->shape[k] = (int64_t)json_integer_value(v);
+    }
+    if ((it->kind == CK_KIND_BLOB_GLOBAL || it->kind == CK_KIND_BLOB_PER_RANK) &&
+        (it->dtype != FTL_DTYPE_U8 || it->ndim != 1))
+      BAD("manifest: blob '%s' is not a 1-d u8 item", name);
+    if (ck_manifest_find_item(m, name) != i) BAD("manifest: item name '%s' appears twice", name);
+  }
+out:
+  return rc;
+}
+
+/* shards[r]'s optional l1_host or l2_host (manifests before levels have none): a host name,
+ * compared, never used as a path. */
+static ftl_err parse_host(const json_t *o, const char *key, int r, char out[CK_HOST_MAX], ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  json_t *v = json_object_get(o, key);
+  if (!v) return FTL_OK;
+  const char *h = json_string_value(v);
+  if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n")) BAD("manifest: shards[%d].%s is not a host name", r, key);
+  snprintf(out, CK_HOST_MAX, "%s", h);
+out:
+  return rc;
+}
+
+/* shards[r].pieces: each an item's rows at a place in the shard, with its checksum. */
+static ftl_err parse_pieces(ck_manifest *m, int r, const json_t *pieces, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  ck_shard *sh = &m->shards[r];
+  if (!json_is_array(pieces)) BAD("manifest: shards[%d].pieces missing or not an array", r);
+  if (json_array_size(pieces) > (size_t)m->nitems) BAD("manifest: shards[%d] has more pieces than items", r);
+  sh->npieces = (int)json_array_size(pieces);
+  sh->pieces = ftl_calloc(sh->npieces > 0 ? (size_t)sh->npieces : 1, sizeof *sh->pieces);
+  if (!sh->pieces) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory parsing the manifest");
+  for (int p = 0; p < sh->npieces; p++) {
+    json_t *po = json_array_get(pieces, (size_t)p);
+    ck_piece *pc = &sh->pieces[p];
+    int64_t v[4];
+    const char *iname = json_is_object(po) ? get_str(po, "item") : NULL;
+    if (!iname || (pc->item = ck_manifest_find_item(m, iname)) < 0)
+      BAD("manifest: shards[%d].pieces[%d].item names no item", r, p);
+    if (get_int(po, "row_start", 0, INT64_MAX, &v[0]) || get_int(po, "row_count", 1, INT64_MAX, &v[1]) ||
+        get_int(po, "file_offset", 0, INT64_MAX, &v[2]) || get_int(po, "size_bytes", 1, INT64_MAX, &v[3]))
+      BAD("manifest: shards[%d].pieces[%d] (item '%s'): row_start/row_count/file_offset/size_bytes missing or out of "
+          "range",
+          r, p, iname);
+    pc->row_start = v[0];
+    pc->row_count = v[1];
+    pc->file_offset = (uint64_t)v[2];
+    pc->size_bytes = (uint64_t)v[3];
+    if (parse_hex64(get_str(po, "checksum"), &pc->checksum))
+      BAD("manifest: shards[%d].pieces[%d].checksum is not 16 lowercase hex digits", r, p);
+  }
+out:
+  return rc;
+}
+
+/* shards[r]: its rank, file name, size, checksum, hosts and pieces. */
+static ftl_err parse_shard(ck_manifest *m, int r, const json_t *o, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  ck_shard *sh = &m->shards[r];
+  int64_t rank, size;
+  if (!json_is_object(o)) BAD("manifest: shards[%d] is not an object", r);
+  if (get_int(o, "rank", 0, INT32_MAX, &rank) || rank != r) BAD("manifest: shards[%d].rank is not %d", r, r);
+  sh->rank = r;
+  const char *file = get_str(o, "file");
+  char expect[CK_FILE_MAX];
+  ck_shard_file_name(r, expect);
+  if (!file || strcmp(file, expect) != 0) BAD("manifest: shards[%d].file is not \"%s\"", r, expect);
+  snprintf(sh->file, sizeof sh->file, "%s", file);
+  if (get_int(o, "size_bytes", 0, INT64_MAX, &size)) BAD("manifest: shards[%d].size_bytes missing or negative", r);
+  sh->size_bytes = (uint64_t)size;
+  if (parse_hex64(get_str(o, "checksum"), &sh->checksum))
+    BAD("manifest: shards[%d].checksum is not 16 lowercase hex digits", r);
+  if ((rc = parse_host(o, "l1_host", r, sh->l1_host, d)) || (rc = parse_host(o, "l2_host", r, sh->l2_host, d))) goto out;
+  rc = parse_pieces(m, r, json_object_get(o, "pieces"), d);
+out:
+  return rc;
+}
+
+/* Optional (manifests before levels have none: L3 steps). Without "l3" the step lives in the
+ * hosts' L1 folders only, so every shard must name the host whose L1 holds it. */
+static ftl_err parse_levels(ck_manifest *m, const json_t *lv, ftl_diag *d) {
+  ftl_err rc = FTL_OK;
+  if (!lv) return FTL_OK;
+  if (!json_is_array(lv) || json_array_size(lv) < 1 || json_array_size(lv) > 3)
+    BAD("manifest: field 'levels' is not a list of l1, l2, l3");
+  m->l3 = 0;
+  for (size_t k = 0; k < json_array_size(lv); k++) {
+    const char *l = json_string_value(json_array_get(lv, k));
+    if (!l || (strcmp(l, "l1") && strcmp(l, "l2") && strcmp(l, "l3"))) BAD("manifest: levels[%zu] is not l1, l2 or l3", k);
+    m->l3 |= strcmp(l, "l3") == 0;
+  }
+  for (int r = 0; r < m->world_size && !m->l3; r++)
+    if (!m->shards[r].l1_host[0])
+      BAD("manifest: a step without l3 in 'levels' needs every shard's l1_host; shards[%d] has none", r);
+out:
+  return rc;
+}
+
 ftl_err ck_manifest_parse(const char *text, size_t len, ck_manifest **out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   ck_manifest *m = NULL;
@@ -339,107 +458,10 @@ ftl_err ck_manifest_parse(const char *text, size_t len, ck_manifest **out, ftl_d
   const char *jsh = get_str(root, "job_spec_hash");
   if (jsh && ftl_fmt(m->job_spec_hash, sizeof m->job_spec_hash, "%s", jsh))
     BAD("manifest: field 'job_spec_hash' is too long");
-  for (int i = 0; i < m->nitems; i++) {
-    json_t *o = json_array_get(items, (size_t)i);
-    ck_item *it = &m->items[i];
-    const char *name = json_is_object(o) ? get_str(o, "name") : NULL;
-    if (!name || !ck_name_ok(name)) BAD("manifest: items[%d].name missing or not a valid name", i);
-    snprintf(it->name, sizeof it->name, "%s", name);
-    const char *kind = get_str(o, "kind"), *dt = get_str(o, "dtype");
-    if (!kind || kind_parse(kind, &it->kind)) BAD("manifest: item '%s': field 'kind' missing or unknown", name);
-    if (!dt || ck_dtype_parse(dt, &it->dtype)) BAD("manifest: item '%s': field 'dtype' missing or unknown", name);
-    json_t *shape = json_object_get(o, "shape");
-    if (!json_is_array(shape) || json_array_size(shape) > CK_MAX_DIMS)
-      BAD("manifest: item '%s': field 'shape' missing or more than %d dims", name, CK_MAX_DIMS);
-    it->ndim = (int)json_array_size(shape);
-    for (int k = 0; k < it->ndim; k++) {
-      json_t *v = json_array_get(shape, (size_t)k);
-      if (!json_is_integer(v) || json_integer_value(v) < 0)
-        BAD("manifest: item '%s': shape[%d] is not a non-negative integer", name, k);
-      it->shape[k] = (int64_t)json_integer_value(v);
-    }
-    if ((it->kind == CK_KIND_BLOB_GLOBAL || it->kind == CK_KIND_BLOB_PER_RANK) &&
-        (it->dtype != FTL_DTYPE_U8 || it->ndim != 1))
-      BAD("manifest: blob '%s' is not a 1-d u8 item", name);
-    if (ck_manifest_find_item(m, name) != i) BAD("manifest: item name '%s' appears twice", name);
-  }
-  for (int r = 0; r < m->world_size; r++) {
-    json_t *o = json_array_get(shards, (size_t)r);
-    ck_shard *sh = &m->shards[r];
-    int64_t rank, size;
-    if (!json_is_object(o)) BAD("manifest: shards[%d] is not an object", r);
-    if (get_int(o, "rank", 0, INT32_MAX, &rank) || rank != r) BAD("manifest: shards[%d].rank is not %d", r, r);
-    sh->rank = r;
-    const char *file = get_str(o, "file");
-    char expect[CK_FILE_MAX];
-    ck_shard_file_name(r, expect);
-    if (!file || strcmp(file, expect) != 0) BAD("manifest: shards[%d].file is not \"%s\"", r, expect);
-    snprintf(sh->file, sizeof sh->file, "%s", file);
-    if (get_int(o, "size_bytes", 0, INT64_MAX, &size)) BAD("manifest: shards[%d].size_bytes missing or negative", r);
-    sh->size_bytes = (uint64_t)size;
-    if (parse_hex64(get_str(o, "checksum"), &sh->checksum))
-      BAD("manifest: shards[%d].checksum is not 16 lowercase hex digits", r);
-    /* Optional (manifests before levels have none): a host name, compared, never used as a path. */
-    json_t *l1h = json_object_get(o, "l1_host");
-    if (l1h) {
-      const char *h = json_string_value(l1h);
-      if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n"))
-        BAD("manifest: shards[%d].l1_host is not a host name", r);
-      snprintf(sh->l1_host, sizeof sh->l1_host, "%s", h);
-    }
-    json_t *l2h = json_object_get(o, "l2_host");
-    if (l2h) {
-      const char *h = json_string_value(l2h);
-      if (!h || !*h || strlen(h) >= CK_HOST_MAX || strpbrk(h, "/\\\n"))
-        BAD("manifest: shards[%d].l2_host is not a host name", r);
-      snprintf(sh->l2_host, sizeof sh->l2_host, "%s", h);
-    }
-    json_t *pieces = json_object_get(o, "pieces");
-    if (!json_is_array(pieces)) BAD("manifest: shards[%d].pieces missing or not an array", r);
-    if (json_array_size(pieces) > (size_t)m->nitems) BAD("manifest: shards[%d] has more pieces than items", r);
-    sh->npieces = (int)json_array_size(pieces);
-    sh->pieces = ftl_calloc(sh->npieces > 0 ? (size_t)sh->npieces : 1, sizeof *sh->pieces);
-    if (!sh->pieces) {
-      rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory parsing the manifest");
-      goto out;
-    }
-    for (int p = 0; p < sh->npieces; p++) {
-      json_t *po = json_array_get(pieces, (size_t)p);
-      ck_piece *pc = &sh->pieces[p];
-      int64_t v[4];
-      const char *iname = json_is_object(po) ? get_str(po, "item") : NULL;
-      if (!iname || (pc->item = ck_manifest_find_item(m, iname)) < 0)
-        BAD("manifest: shards[%d].pieces[%d].item names no item", r, p);
-      if (get_int(po, "row_start", 0, INT64_MAX, &v[0]) || get_int(po, "row_count", 1, INT64_MAX, &v[1]) ||
-          get_int(po, "file_offset", 0, INT64_MAX, &v[2]) || get_int(po, "size_bytes", 1, INT64_MAX, &v[3]))
-        BAD("manifest: shards[%d].pieces[%d] (item '%s'): row_start/row_count/file_offset/size_bytes missing or out of "
-            "range",
-            r, p, iname);
-      pc->row_start = v[0];
-      pc->row_count = v[1];
-      pc->file_offset = (uint64_t)v[2];
-      pc->size_bytes = (uint64_t)v[3];
-      if (parse_hex64(get_str(po, "checksum"), &pc->checksum))
-        BAD("manifest: shards[%d].pieces[%d].checksum is not 16 lowercase hex digits", r, p);
-    }
-  }
-  /* Optional (manifests before levels have none: L3 steps). Without "l3" the step lives in the
-   * hosts' L1 folders only, so every shard must name the host whose L1 holds it. */
-  json_t *lv = json_object_get(root, "levels");
-  if (lv) {
-    if (!json_is_array(lv) || json_array_size(lv) < 1 || json_array_size(lv) > 3)
-      BAD("manifest: field 'levels' is not a list of l1, l2, l3");
-    m->l3 = 0;
-    for (size_t k = 0; k < json_array_size(lv); k++) {
-      const char *l = json_string_value(json_array_get(lv, k));
-      if (!l || (strcmp(l, "l1") && strcmp(l, "l2") && strcmp(l, "l3")))
-        BAD("manifest: levels[%zu] is not l1, l2 or l3", k);
-      m->l3 |= strcmp(l, "l3") == 0;
-    }
-    for (int r = 0; r < m->world_size && !m->l3; r++)
-      if (!m->shards[r].l1_host[0])
-        BAD("manifest: a step without l3 in 'levels' needs every shard's l1_host; shards[%d] has none", r);
-  }
+  if ((rc = parse_items(m, items, d))) goto out;
+  for (int r = 0; r < m->world_size; r++)
+    if ((rc = parse_shard(m, r, json_array_get(shards, (size_t)r), d))) goto out;
+  if ((rc = parse_levels(m, json_object_get(root, "levels"), d))) goto out;
   rc = validate(m, d);
   if (rc) goto out;
   *out = m;

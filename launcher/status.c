@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/failure_record.h"
+#include "core/fs.h"
 #include "core/jsonl.h"
 #include "core/rundir.h"
 #include "ftl/cadence.h"
@@ -150,7 +151,7 @@ static json_t *verdict_of(const char *run_dir) {
   size_t len = 0;
   ftl_diag ignored;
   if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_VERDICT) ||
-      ftl_read_file(path, 1 << 20, &data, &len, &ignored) != FTL_OK)
+      core_fs_read_regular(path, 1 << 20, &data, &len, &ignored) != FTL_OK)
     return json_null();
   json_t *v = json_loadb(data, len, 0, NULL);
   ftl_free(data);

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "core/fs.h"
+#include "core/rundir.h"
 #include "ftl/core.h"
 #include "pipeline/adapter_commit.h"
 #include "pipeline/safetensors.h"
@@ -25,8 +27,10 @@ static const char *const files[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
 ftl_err ftl_adapter_final_dir(const ftl_info *info, char *out, size_t size, ftl_diag *d) {
   if (!info || !info->run_dir || !info->run_dir[0])
     return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "no run directory (not started by ftl run)");
-  if (ftl_fmt(out, size, "%s/final", info->run_dir))
-    return ftl_diag_fail(d, FTL_ERR_RANGE, "the final folder's path is too long: %s/final", info->run_dir);
+  /* The run directory's paths are core/rundir.h's (docs/formats/run-dir.md). */
+  if (core_rundir_path(out, size, info->run_dir, FTL_RUNDIR_FINAL))
+    return ftl_diag_fail(d, FTL_ERR_RANGE, "the final folder's path is too long: %s/%s", info->run_dir,
+                         core_rundir_name(FTL_RUNDIR_FINAL));
   return FTL_OK;
 }
 
@@ -111,12 +115,12 @@ ftl_err ftl_adapter_open(const char *dir, ftl_adapter **out, ftl_diag *d) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s: path too long", dir);
     goto out;
   }
-  if ((rc = ftl_read_file(path, FTL_ADAPTER_MAX_JSON_BYTES, &a->json, &a->json_len, d))) goto out;
+  if ((rc = core_fs_read_regular(path, FTL_ADAPTER_MAX_JSON_BYTES, &a->json, &a->json_len, d))) goto out;
   if (ftl_fmt(path, sizeof path, "%s/" FTL_ADAPTER_SAFETENSORS, dir)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s: path too long", dir);
     goto out;
   }
-  if ((rc = ftl_read_file(path, FTL_ADAPTER_MAX_BYTES, &a->bytes, &size, d))) goto out;
+  if ((rc = core_fs_read_regular(path, FTL_ADAPTER_MAX_BYTES, &a->bytes, &size, d))) goto out;
   if ((rc = parse_into(a, a->bytes, size, d))) {
     char why[sizeof d->msg];
     memcpy(why, d->msg, sizeof why);

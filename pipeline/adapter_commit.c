@@ -100,7 +100,7 @@ ftl_err pl_adapter_commit_verify(const char *dir, const char *const *required, s
   static const char *const example_files[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_ADAPTER_COMMIT_NAME))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", dir);
-  rc = ftl_read_file(path, MARKER_MAX_BYTES, &text, &size, &rd);
+  rc = core_fs_read_regular(path, MARKER_MAX_BYTES, &text, &size, &rd);
   if (rc == FTL_ERR_NOTFOUND) {
     const char *const *names = required && n_required ? required : example_files;
     size_t nn = required && n_required ? n_required : 2;

@@ -258,9 +258,9 @@ ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const
       rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", export_dir);
       goto out;
     }
-    if ((rc = ftl_read_file(path, (size_t)4 << 30, &f[i].data, &f[i].size, d))) goto out;
+    if ((rc = core_fs_read_regular(path, (size_t)4 << 30, &f[i].data, &f[i].size, d))) goto out;
   }
-  if ((rc = ftl_read_file(verdict_path, 16u << 20, &verd->data, &verd->size, d))) goto out;
+  if ((rc = core_fs_read_regular(verdict_path, 16u << 20, &verd->data, &verd->size, d))) goto out;
   json_error_t jerr;
   verdict = json_loadb(verd->data, verd->size, JSON_REJECT_DUPLICATES, &jerr);
   json_t *vv = json_object_get(verdict, "version"), *passed = json_object_get(verdict, "passed");

@@ -79,7 +79,7 @@ static ftl_err read_example_config(const char *final_dir, example_config *c, ftl
   memset(c, 0, sizeof *c);
   if (ftl_fmt(path, sizeof path, "%s/%s", final_dir, FTL_ADAPTER_JSON))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", final_dir);
-  if ((rc = ftl_read_file(path, 1u << 20, &text, &size, d))) return rc;
+  if ((rc = core_fs_read_regular(path, 1u << 20, &text, &size, d))) return rc;
   json_error_t jerr;
   json_t *j = c->j = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
   ftl_free(text);

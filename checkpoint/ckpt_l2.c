@@ -791,9 +791,82 @@ static const char *copy_level(const ck_shard *sh, const char *host) {
   return strcmp(sh->l1_host, host) == 0 ? "L1" : "L2";
 }
 
+/* This host's folders of a step's copies in memory: its L1 copies, the L2 copies it keeps. */
+typedef struct copy_dirs {
+  char l1[PATH_MAX], l2[PATH_MAX];
+  int have_l1, have_l2;
+} copy_dirs;
+
+/* A stream this rank serves: the copy its host holds (hold: CK_HOLD_L1, the shard's own L1 copy, or
+ * the L2 copy kept for its partner) opened for sending; x->have 0 with why when it is not usable. */
+static void open_served_copy(const ck_manifest *m, unsigned char hold, const copy_dirs *dirs, l2_stream *x) {
+  const ck_shard *sh = &m->shards[x->shard];
+  const char *dir = hold == CK_HOLD_L1 ? dirs->l1 : dirs->l2;
+  char path[PATH_MAX];
+  (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
+  if ((hold == CK_HOLD_L1 ? dirs->have_l1 : dirs->have_l2) && ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file) == FTL_OK)
+    x->fd = open_copy(path, x->size, x->why, sizeof x->why);
+  x->have = x->fd >= 0;
+  if (!x->have)
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy of %s asked for by rank %d is not usable here (%s)",
+            (long long)m->step, hold == CK_HOLD_L1 ? "L1" : "L2", sh->file, x->peer, x->why);
+}
+
+/* A stream this rank fetches: the shard's verifier, where its bytes land (needs), and the file in
+ * this host's L2 folder that keeps the fetched copy; without that file nothing lands at all. */
+static void open_fetched_copy(ftl_ckpt *ck, const ck_manifest *m, const ck_need *needs, const int *first,
+                              const copy_dirs *dirs, l2_stream *x) {
+  const ck_shard *sh = &m->shards[x->shard];
+  char path[PATH_MAX], name[CK_FILE_MAX];
+  ftl_diag vd = {{0}};
+  x->fetch = 1;
+  x->needs = needs + first[x->shard];
+  x->nneeds = first[x->shard + 1] - first[x->shard];
+  (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
+  if (ck_verifier_new(m, sh, &x->ver, &vd) != FTL_OK) {
+    (void)ftl_fmt(x->why, sizeof x->why, "%s", vd.msg);
+  } else if (dirs->have_l2 && ck_l2_make_room(&ck->l1, x->shard, m->step, metadata_bytes(sh), x->why, sizeof x->why) &&
+             ck_l2_fetched_name(x->shard, ck->rank, name, sizeof name) == FTL_OK &&
+             ftl_fmt(path, sizeof path, "%s/%s", dirs->l2, name) == FTL_OK) {
+    x->fd = create_copy(path, x->size, x->why, sizeof x->why);
+    if (x->fd >= 0) x->why[0] = '\0';
+  }
+  if (x->fd < 0) x->nneeds = 0;
+}
+
+/* After the transfer: a fetched copy counts (got[shard] = 1) only once every byte verified; any
+ * other is removed from this host's L2 folder, saying why and what the restore reads instead. */
+static void settle_fetched_copy(ftl_ckpt *ck, const ck_manifest *m, l2_stream *x, const char *l2dir,
+                                unsigned char *got) {
+  const ck_shard *sh = &m->shards[x->shard];
+  const char *from = ck->hosts[x->peer].host, *level = copy_level(sh, from);
+  const char *then = m->l3 ? "reading the run directory's" : "the step has no copy in the run directory";
+  char name[CK_FILE_MAX], path[PATH_MAX];
+  int kept = x->fd >= 0 && core_fs_table.close(x->fd) == 0;
+  x->fd = -1;
+  if (ck_l2_fetched_name(x->shard, ck->rank, name, sizeof name) || ftl_fmt(path, sizeof path, "%s/%s", l2dir, name))
+    return;
+  if (kept && x->have == 1 && !x->failed) {
+    /* The promise of every level: the bytes count only once all of them verify. */
+    ftl_diag vd = {{0}};
+    if (ck_verifier_finish(x->ver, &vd) == FTL_OK) {
+      got[x->shard] = 1;
+      return;
+    }
+    core_fs_table.unlink(path);
+    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy %s (of %s, kept on %s) failed verification (%s): %s",
+            (long long)m->step, level, path, sh->file, from, vd.msg, then);
+    return;
+  }
+  core_fs_table.unlink(path);
+  const char *why = x->have != 1 ? "the host had none to send" : x->failed || x->why[0] ? x->why : "close failed";
+  FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy of %s on %s is not usable (%s): %s", (long long)m->step, level,
+          sh->file, from, why, then);
+}
+
 ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *want, const unsigned char *hold,
                     const ck_need *needs, const int *first, unsigned char *got, int64_t deadline_ms, ftl_diag *d) {
-  int W = m->world_size, me = ck->rank, n = 0, leak = 0, npairs = 0;
+  int W = m->world_size, n = 0, leak = 0, npairs = 0;
   memset(got, 0, (size_t)W);
   /* One tag per shard: past that many shards L2 is not read (every rank decides the same). */
   if (W > 32767 - L2_TAG_FETCH) return FTL_OK;
@@ -803,7 +876,6 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
   unsigned char *all = ftl_calloc(stride * (size_t)ck->world + 1, 1), *mine = ftl_calloc(stride + 1, 1);
   fetch_pair *pairs = NULL;
   l2_stream *v = NULL;
-  char l1dir[PATH_MAX] = "", l2dir[PATH_MAX] = "";
   ftl_err rc = FTL_OK;
   if (!all || !mine) {
     ftl_free(all);
@@ -827,12 +899,13 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
     atomic_store(&ck->sync->broken, 1); /* the peers expect these streams */
     goto out;
   }
-  int have_l1dir = ck->l1.dir[0] && ck_l1_step_dir(&ck->l1, m->step, l1dir, sizeof l1dir) == FTL_OK;
-  int have_l2dir = ck->l1.dir[0] && ck_l2_step_dir(&ck->l1, m->step, l2dir, sizeof l2dir) == FTL_OK;
+  copy_dirs dirs;
+  memset(&dirs, 0, sizeof dirs);
+  dirs.have_l1 = ck->l1.dir[0] && ck_l1_step_dir(&ck->l1, m->step, dirs.l1, sizeof dirs.l1) == FTL_OK;
+  dirs.have_l2 = ck->l1.dir[0] && ck_l2_step_dir(&ck->l1, m->step, dirs.l2, sizeof dirs.l2) == FTL_OK;
   for (int i = 0; i < npairs; i++) {
     const fetch_pair *pr = &pairs[i];
-    int s = pr->shard;
-    const ck_shard *sh = &m->shards[s];
+    const ck_shard *sh = &m->shards[pr->shard];
     if (pr->peer < 0) {
       /* Below L3 the step cannot be restored without it; at L3 the run directory has it (the
        * usual case after a host is lost with the only copy in memory). */
@@ -843,41 +916,14 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
       continue;
     }
     l2_stream *x = &v[n++];
-    char path[PATH_MAX], name[CK_FILE_MAX];
     x->fd = -1;
     x->out = pr->out;
     x->peer = pr->peer;
-    x->shard = s;
-    x->tag = L2_TAG_FETCH + s;
+    x->shard = pr->shard;
+    x->tag = L2_TAG_FETCH + pr->shard;
     x->size = sh->size_bytes;
-    if (x->out) {
-      /* The copy this host holds: the shard's own L1 copy, or the L2 copy kept for its partner. */
-      const char *dir = hold[s] == CK_HOLD_L1 ? l1dir : l2dir;
-      (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
-      if ((hold[s] == CK_HOLD_L1 ? have_l1dir : have_l2dir) &&
-          ftl_fmt(path, sizeof path, "%s/%s", dir, sh->file) == FTL_OK)
-        x->fd = open_copy(path, x->size, x->why, sizeof x->why);
-      x->have = x->fd >= 0;
-      if (!x->have)
-        FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy of %s asked for by rank %d is not usable here (%s)",
-                (long long)m->step, hold[s] == CK_HOLD_L1 ? "L1" : "L2", sh->file, x->peer, x->why);
-    } else {
-      ftl_diag vd = {{0}};
-      x->fetch = 1;
-      x->needs = needs + first[s];
-      x->nneeds = first[s + 1] - first[s];
-      (void)ftl_fmt(x->why, sizeof x->why, "L1 is off on this rank");
-      if (ck_verifier_new(m, sh, &x->ver, &vd) != FTL_OK) {
-        (void)ftl_fmt(x->why, sizeof x->why, "%s", vd.msg);
-      } else if (have_l2dir && ck_l2_make_room(&ck->l1, s, m->step, metadata_bytes(sh), x->why, sizeof x->why) &&
-                 ck_l2_fetched_name(s, me, name, sizeof name) == FTL_OK &&
-                 ftl_fmt(path, sizeof path, "%s/%s", l2dir, name) == FTL_OK) {
-        x->fd = create_copy(path, x->size, x->why, sizeof x->why);
-        if (x->fd >= 0) x->why[0] = '\0';
-      }
-      /* Without its file the copy cannot be used: nothing lands in the destinations either. */
-      if (x->fd < 0) x->nneeds = 0;
-    }
+    if (x->out) open_served_copy(m, hold[pr->shard], &dirs, x);
+    else open_fetched_copy(ck, m, needs, first, &dirs, x);
   }
   int tcp = 0;
   rc = connect_streams(ck, v, n, "the L2 fetch", 1, &tcp, deadline_ms, d);
@@ -892,34 +938,8 @@ ftl_err ck_l2_fetch(ftl_ckpt *ck, const ck_manifest *m, const unsigned char *wan
   }
   rc = run_streams(ck, v, n, deadline_ms, "the L2 transfer of the restore", &leak, d);
   if (rc) goto out;
-  for (int i = 0; i < n; i++) {
-    l2_stream *x = &v[i];
-    if (x->out) continue;
-    const ck_shard *sh = &m->shards[x->shard];
-    const char *from = ck->hosts[x->peer].host, *level = copy_level(sh, from);
-    const char *then = m->l3 ? "reading the run directory's" : "the step has no copy in the run directory";
-    char name[CK_FILE_MAX], path[PATH_MAX];
-    int kept = x->fd >= 0 && core_fs_table.close(x->fd) == 0;
-    x->fd = -1;
-    if (ck_l2_fetched_name(x->shard, me, name, sizeof name) || ftl_fmt(path, sizeof path, "%s/%s", l2dir, name))
-      continue;
-    if (kept && x->have == 1 && !x->failed) {
-      /* The promise of every level: the bytes count only once all of them verify. */
-      ftl_diag vd = {{0}};
-      if (ck_verifier_finish(x->ver, &vd) == FTL_OK) {
-        got[x->shard] = 1;
-        continue;
-      }
-      core_fs_table.unlink(path);
-      FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy %s (of %s, kept on %s) failed verification (%s): %s",
-              (long long)m->step, level, path, sh->file, from, vd.msg, then);
-      continue;
-    }
-    core_fs_table.unlink(path);
-    const char *why = x->have != 1 ? "the host had none to send" : x->failed || x->why[0] ? x->why : "close failed";
-    FTL_LOG(FTL_LOG_WARN, "ckpt", "step %lld: the %s copy of %s on %s is not usable (%s): %s", (long long)m->step,
-            level, sh->file, from, why, then);
-  }
+  for (int i = 0; i < n; i++)
+    if (!v[i].out) settle_fetched_copy(ck, m, &v[i], dirs.l2, got);
 out:
   free_streams(v, n, leak);
   ftl_free(pairs);

@@ -239,6 +239,127 @@ static int run_reports_steps(const ftl_runview *rv) {
   return rv->n_samples > 0;
 }
 
+/* Attempt i's row of the timeline: start-up (its phases in the lower half), training or running,
+ * checkpoint stalls, lost work, teardown, back-off, commits, and its outcome. */
+static void draw_attempt_row(out *o, const frame *f, const ftl_runview *rv, int i, int64_t t0, int64_t now_us) {
+  const ftl_rv_attempt *a = &rv->attempts[i];
+  char title[160];
+  double y = f->y0 + i * 34.0 + 6, h = 22;
+  double s = (double)(a->start_us - t0) / 1e6;
+  double end = (double)((a->end_us ? a->end_us : now_us) - t0) / 1e6;
+  double fail = a->failure_us ? (double)(a->failure_us - t0) / 1e6 : end;
+  if (fail > end) fail = end;
+  /* Without a first step: a program that reports none ran from its ranks' start (drawn as such),
+   * one that does was starting up until it ended. */
+  int unreported = !a->first_step_us && !a->joined && a->started > 0 && s + a->started_ms / 1e3 < fail;
+  double first = a->first_step_us ? (double)(a->first_step_us - t0) / 1e6 : unreported ? s + a->started_ms / 1e3 : end;
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">attempt %d</text>\n", f->x0 - 6, y + 15,
+      a->attempt);
+  snprintf(title, sizeof title, "attempt %d start-up: %.1f s (launch to %s)", a->attempt, first - s,
+           unreported ? "the ranks' start" : "first step");
+  bar(o, px(f, s), y, px(f, first) - px(f, s), h, C_STARTUP, title);
+  if (unreported) {
+    snprintf(title, sizeof title, "attempt %d running: %.1f s (the program reports no steps)", a->attempt, fail - first);
+    bar(o, px(f, first), y, px(f, fail) - px(f, first), h, C_UNREPORTED, title);
+  }
+  /* Its phases (the slowest rank's each, so they need not add up to the whole), in shades along
+   * the start-up bar's lower half, scaled into it. */
+  double phase_sum = 0;
+  for (int k = 0; k < 5; k++)
+    phase_sum += a->phase_ms[k] > 0 ? a->phase_ms[k] : 0;
+  if (phase_sum > 0 && first > s) {
+    double x = px(f, s), span = px(f, first) - px(f, s);
+    for (int k = 0; k < 5; k++) {
+      if (!(a->phase_ms[k] > 0)) continue;
+      double w = span * a->phase_ms[k] / phase_sum;
+      snprintf(title, sizeof title, "attempt %d start-up, %s: %.0f ms (slowest rank)", a->attempt, PHASE_NAMES[k],
+               a->phase_ms[k]);
+      bar(o, x, y + h / 2, w, h / 2, PHASE_SHADES[k], title);
+      x += w;
+    }
+  }
+  snprintf(title, sizeof title, "attempt %d training: %.1f s", a->attempt, fail - first);
+  if (fail > first && !unreported) bar(o, px(f, first), y, px(f, fail) - px(f, first), h, C_TRAIN, title);
+  /* Stalls are not placed in time in the log; their total is drawn at the end of training. */
+  double stall = a->stall_ms / 1e3;
+  if (stall > 0 && fail > first) {
+    snprintf(title, sizeof title, "attempt %d checkpoint stalls: %.2f s in total", a->attempt, stall);
+    bar(o, px(f, fail - stall), y + h - 6, px(f, fail) - px(f, fail - stall), 6, C_STALL, title);
+  }
+  int failed = !strcmp(a->outcome, "failed") || !strcmp(a->outcome, "interrupted");
+  if (failed && fail > first && !unreported) { /* without steps nothing says what was lost */
+    double since = a->committed_us ? (double)(a->committed_us - t0) / 1e6 : first;
+    if (since < first) since = first;
+    snprintf(title, sizeof title, "attempt %d lost work: %.1f s since the last commit", a->attempt, fail - since);
+    bar(o, px(f, since), y, px(f, fail) - px(f, since), h, C_LOST, title);
+  }
+  snprintf(title, sizeof title, "attempt %d teardown: %.1f s", a->attempt, end - fail);
+  bar(o, px(f, fail), y, px(f, end) - px(f, fail), h, C_TEAR, title);
+  if (a->backoff_ms > 0) {
+    snprintf(title, sizeof title, "back-off before the next attempt: %.1f s", a->backoff_ms / 1e3);
+    bar(o, px(f, end), y + 8, px(f, end + a->backoff_ms / 1e3) - px(f, end), 6, C_BACKOFF, title);
+  }
+  for (int k = 0; k < rv->n_commits; k++) {
+    if (rv->commits[k].attempt != a->attempt) continue;
+    double x = px(f, (double)(rv->commits[k].t_us - t0) / 1e6);
+    put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#264653\" stroke-width=\"2\"/>\n", x,
+        y - 3, x, y + 3);
+  }
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">",
+      px(f, end) + 4 > f->x0 + f->w - 90 ? f->x0 + f->w - 90 : px(f, end) + 4, y + 15);
+  put_text(o, a->outcome[0] ? a->outcome : "running");
+  put(o, "</text>\n");
+}
+
+/* The row after the last attempt: its gate (from the attempt's end to the gate's verdict) and the
+ * publish. */
+static void draw_end_row(out *o, const frame *f, const ftl_runview *rv, int64_t t0, int64_t now_us) {
+  char title[160];
+  const ftl_rv_attempt *last = &rv->attempts[rv->n_attempts - 1];
+  double y = f->y0 + rv->n_attempts * 34.0 + 6, h = 22;
+  double from = (double)((last->end_us ? last->end_us : now_us) - t0) / 1e6;
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">gate, publish</text>\n", f->x0 - 6, y + 15);
+  if (rv->gate_us) {
+    double g = (double)(rv->gate_us - t0) / 1e6;
+    snprintf(title, sizeof title, "gate: %.1f s (%s)", g - from, rv->gate_result[0] ? rv->gate_result : "?");
+    bar(o, px(f, from), y, px(f, g) - px(f, from), h, C_GATE, title);
+    from = g;
+  }
+  if (rv->publish_us) {
+    double p = (double)(rv->publish_us - t0) / 1e6;
+    snprintf(title, sizeof title, "publish: %.1f s (%s%s%.12s)", p - from, rv->publish_result,
+             rv->publish_version[0] ? " version " : "", rv->publish_version);
+    bar(o, px(f, from), y, px(f, p) - px(f, from), h, C_PUBLISH, title);
+    from = p;
+  }
+  put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">", px(f, from) + 4 > f->x0 + f->w - 90 ? f->x0 + f->w - 90 : px(f, from) + 4,
+      y + 15);
+  put_text(o, rv->publish_result[0] ? rv->publish_result : rv->gate_result);
+  put(o, "</text>\n");
+}
+
+/* The timeline's legend: the bars' colours, and the start-up phases' shades when any were drawn. */
+static void draw_timeline_legend(out *o, const frame *f, const ftl_runview *rv, int end_row) {
+  put(o,
+      "<text x=\"110\" y=\"14\" class=\"legend\"><tspan fill=\"%s\">&#9632; start-up</tspan>  <tspan fill=\"%s\">"
+      "&#9632; training</tspan>  <tspan fill=\"%s\">&#9632; checkpoint stalls</tspan>  <tspan fill=\"%s\">&#9632; "
+      "lost work</tspan>  <tspan fill=\"%s\">&#9632; teardown</tspan>  <tspan fill=\"%s\">&#9632; back-off</tspan>  ",
+      C_STARTUP, C_TRAIN, C_STALL, C_LOST, C_TEAR, C_BACKOFF);
+  if (!run_reports_steps(rv)) put(o, "<tspan fill=\"%s\">&#9632; running (no steps reported)</tspan>  ", C_UNREPORTED);
+  if (end_row) put(o, "<tspan fill=\"%s\">&#9632; gate</tspan>  <tspan fill=\"%s\">&#9632; publish</tspan>  ", C_GATE, C_PUBLISH);
+  put(o, "<tspan fill=\"#264653\">| commit</tspan></text>\n");
+  /* The start-up bar's lower half: its phases, each the slowest rank's (programs that use ftl). */
+  int phases = 0;
+  for (int i = 0; i < rv->n_attempts; i++)
+    for (int k = 0; k < 5; k++) phases |= rv->attempts[i].phase_ms[k] > 0;
+  if (phases) {
+    put(o, "<text x=\"110\" y=\"%.1f\" class=\"legend\">start-up phases (lower half, slowest rank each): ",
+        f->y0 + f->h + 50);
+    for (int k = 0; k < 5; k++) put(o, "<tspan fill=\"%s\">&#9632; %s</tspan>  ", PHASE_SHADES[k], PHASE_NAMES[k]);
+    put(o, "</text>\n");
+  }
+}
+
 static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
   int end_row = rv->gate_us || rv->publish_us; /* the gate and the publish after the last attempt */
   int rows = (rv->n_attempts ? rv->n_attempts : 1) + end_row;
@@ -262,118 +383,10 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
   for (double xv = 0; xv <= f.xmax + xs * 1e-9; xv += xs) put_tick(o, px(&f, xv), f.y0 + f.h + 14, "middle", xv, xs);
   put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\">seconds since the run started</text>\n",
       f.x0 + f.w / 2, f.y0 + f.h + 30);
-  char title[160];
-  for (int i = 0; i < rv->n_attempts; i++) {
-    const ftl_rv_attempt *a = &rv->attempts[i];
-    double y = f.y0 + i * 34.0 + 6, h = 22;
-    double s = (double)(a->start_us - t0) / 1e6;
-    double end = (double)((a->end_us ? a->end_us : now_us) - t0) / 1e6;
-    double fail = a->failure_us ? (double)(a->failure_us - t0) / 1e6 : end;
-    if (fail > end) fail = end;
-    /* Without a first step: a program that reports none ran from its ranks' start (drawn as such),
-     * one that does was starting up until it ended. */
-    int unreported = !a->first_step_us && !a->joined && a->started > 0 && s + a->started_ms / 1e3 < fail;
-    double first = a->first_step_us ? (double)(a->first_step_us - t0) / 1e6 : unreported ? s + a->started_ms / 1e3 : end;
-    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">attempt %d</text>\n", f.x0 - 6, y + 15,
-        a->attempt);
-    snprintf(title, sizeof title, "attempt %d start-up: %.1f s (launch to %s)", a->attempt, first - s,
-             unreported ? "the ranks' start" : "first step");
-    bar(o, px(&f, s), y, px(&f, first) - px(&f, s), h, C_STARTUP, title);
-    if (unreported) {
-      snprintf(title, sizeof title, "attempt %d running: %.1f s (the program reports no steps)", a->attempt, fail - first);
-      bar(o, px(&f, first), y, px(&f, fail) - px(&f, first), h, C_UNREPORTED, title);
-    }
-    /* Its phases (the slowest rank's each, so they need not add up to the whole), in shades along
-     * the start-up bar's lower half, scaled into it. */
-    double phase_sum = 0;
-    for (int k = 0; k < 5; k++)
-      phase_sum += a->phase_ms[k] > 0 ? a->phase_ms[k] : 0;
-    if (phase_sum > 0 && first > s) {
-      double x = px(&f, s), span = px(&f, first) - px(&f, s);
-      for (int k = 0; k < 5; k++) {
-        if (!(a->phase_ms[k] > 0)) continue;
-        double w = span * a->phase_ms[k] / phase_sum;
-        snprintf(title, sizeof title, "attempt %d start-up, %s: %.0f ms (slowest rank)", a->attempt, PHASE_NAMES[k],
-                 a->phase_ms[k]);
-        bar(o, x, y + h / 2, w, h / 2, PHASE_SHADES[k], title);
-        x += w;
-      }
-    }
-    snprintf(title, sizeof title, "attempt %d training: %.1f s", a->attempt, fail - first);
-    if (fail > first && !unreported) bar(o, px(&f, first), y, px(&f, fail) - px(&f, first), h, C_TRAIN, title);
-    /* Stalls are not placed in time in the log; their total is drawn at the end of training. */
-    double stall = a->stall_ms / 1e3;
-    if (stall > 0 && fail > first) {
-      snprintf(title, sizeof title, "attempt %d checkpoint stalls: %.2f s in total", a->attempt, stall);
-      bar(o, px(&f, fail - stall), y + h - 6, px(&f, fail) - px(&f, fail - stall), 6, C_STALL, title);
-    }
-    int failed = !strcmp(a->outcome, "failed") || !strcmp(a->outcome, "interrupted");
-    if (failed && fail > first && !unreported) { /* without steps nothing says what was lost */
-      double since = a->committed_us ? (double)(a->committed_us - t0) / 1e6 : first;
-      if (since < first) since = first;
-      snprintf(title, sizeof title, "attempt %d lost work: %.1f s since the last commit", a->attempt, fail - since);
-      bar(o, px(&f, since), y, px(&f, fail) - px(&f, since), h, C_LOST, title);
-    }
-    snprintf(title, sizeof title, "attempt %d teardown: %.1f s", a->attempt, end - fail);
-    bar(o, px(&f, fail), y, px(&f, end) - px(&f, fail), h, C_TEAR, title);
-    if (a->backoff_ms > 0) {
-      snprintf(title, sizeof title, "back-off before the next attempt: %.1f s", a->backoff_ms / 1e3);
-      bar(o, px(&f, end), y + 8, px(&f, end + a->backoff_ms / 1e3) - px(&f, end), 6, C_BACKOFF, title);
-    }
-    for (int k = 0; k < rv->n_commits; k++) {
-      if (rv->commits[k].attempt != a->attempt) continue;
-      double x = px(&f, (double)(rv->commits[k].t_us - t0) / 1e6);
-      put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#264653\" stroke-width=\"2\"/>\n", x,
-          y - 3, x, y + 3);
-    }
-    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">",
-        px(&f, end) + 4 > f.x0 + f.w - 90 ? f.x0 + f.w - 90 : px(&f, end) + 4, y + 15);
-    put_text(o, a->outcome[0] ? a->outcome : "running");
-    put(o, "</text>\n");
-  }
+  for (int i = 0; i < rv->n_attempts; i++) draw_attempt_row(o, &f, rv, i, t0, now_us);
   if (!rv->n_attempts) empty_note(o, &f, "no attempts yet");
-  /* After the last attempt: its gate (from the attempt's end to the gate's verdict) and the publish. */
-  if (end_row && rv->n_attempts) {
-    const ftl_rv_attempt *last = &rv->attempts[rv->n_attempts - 1];
-    double y = f.y0 + rv->n_attempts * 34.0 + 6, h = 22;
-    double from = (double)((last->end_us ? last->end_us : now_us) - t0) / 1e6;
-    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">gate, publish</text>\n", f.x0 - 6, y + 15);
-    if (rv->gate_us) {
-      double g = (double)(rv->gate_us - t0) / 1e6;
-      snprintf(title, sizeof title, "gate: %.1f s (%s)", g - from, rv->gate_result[0] ? rv->gate_result : "?");
-      bar(o, px(&f, from), y, px(&f, g) - px(&f, from), h, C_GATE, title);
-      from = g;
-    }
-    if (rv->publish_us) {
-      double p = (double)(rv->publish_us - t0) / 1e6;
-      snprintf(title, sizeof title, "publish: %.1f s (%s%s%.12s)", p - from, rv->publish_result,
-               rv->publish_version[0] ? " version " : "", rv->publish_version);
-      bar(o, px(&f, from), y, px(&f, p) - px(&f, from), h, C_PUBLISH, title);
-      from = p;
-    }
-    put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">", px(&f, from) + 4 > f.x0 + f.w - 90 ? f.x0 + f.w - 90 : px(&f, from) + 4,
-        y + 15);
-    put_text(o, rv->publish_result[0] ? rv->publish_result : rv->gate_result);
-    put(o, "</text>\n");
-  }
-  put(o,
-      "<text x=\"110\" y=\"14\" class=\"legend\"><tspan fill=\"%s\">&#9632; start-up</tspan>  <tspan fill=\"%s\">"
-      "&#9632; training</tspan>  <tspan fill=\"%s\">&#9632; checkpoint stalls</tspan>  <tspan fill=\"%s\">&#9632; "
-      "lost work</tspan>  <tspan fill=\"%s\">&#9632; teardown</tspan>  <tspan fill=\"%s\">&#9632; back-off</tspan>  ",
-      C_STARTUP, C_TRAIN, C_STALL, C_LOST, C_TEAR, C_BACKOFF);
-  if (!run_reports_steps(rv)) put(o, "<tspan fill=\"%s\">&#9632; running (no steps reported)</tspan>  ", C_UNREPORTED);
-  if (end_row) put(o, "<tspan fill=\"%s\">&#9632; gate</tspan>  <tspan fill=\"%s\">&#9632; publish</tspan>  ", C_GATE, C_PUBLISH);
-  put(o, "<tspan fill=\"#264653\">| commit</tspan></text>\n");
-  /* The start-up bar's lower half: its phases, each the slowest rank's (programs that use ftl). */
-  int phases = 0;
-  for (int i = 0; i < rv->n_attempts; i++)
-    for (int k = 0; k < 5; k++) phases |= rv->attempts[i].phase_ms[k] > 0;
-  if (phases) {
-    put(o, "<text x=\"110\" y=\"%.1f\" class=\"legend\">start-up phases (lower half, slowest rank each): ",
-        f.y0 + f.h + 50);
-    for (int k = 0; k < 5; k++) put(o, "<tspan fill=\"%s\">&#9632; %s</tspan>  ", PHASE_SHADES[k], PHASE_NAMES[k]);
-    put(o, "</text>\n");
-  }
+  if (end_row && rv->n_attempts) draw_end_row(o, &f, rv, t0, now_us);
+  draw_timeline_legend(o, &f, rv, end_row);
   put(o, "</svg>\n");
 }
 
@@ -482,26 +495,20 @@ static void stamp(char *buf, size_t size, int64_t us) {
   strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
-static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
-  ftl_runview rv;
-  ln_runview_init(&rv, 1);
-  json_t *st = NULL;
-  ftl_err rc = ln_runview_load(&rv, run_dir, d);
-  if (rc == FTL_ERR_NOTFOUND) rc = ftl_diag_fail(d, rc, "%s is not a run directory: it has no events.jsonl", run_dir);
-  if (rc) goto out;
-  if ((rc = ln_status_build(run_dir, &st, d))) goto out;
-  int64_t now = ftl_wall_us();
-  ftl_rv_goodput g = ln_runview_goodput(&rv, now);
+/* The page's head and its first paragraph: the run's state, attempts, committed step, goodput and
+ * publication. */
+static void put_summary(out *o, const ftl_runview *rv, const char *run_dir, const json_t *st, const ftl_rv_goodput *gp,
+                        int64_t now) {
   char t[64];
   put(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ftl report: ");
-  put_text(o, rv.job);
+  put_text(o, rv->job);
   put(o, "</title>\n<style>\nbody{font-family:sans-serif;margin:24px;color:#222;background:#fff;max-width:1040px}\n"
          "h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}\n"
          "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#eee}\n"
          "svg{display:block;margin:8px 0}.tick{font-size:11px;fill:#333}.axis{font-size:12px;fill:#111}\n"
          ".legend{font-size:12px}.note{font-size:13px;fill:#888}.barlabel{font-size:12px;fill:#fff;font-weight:bold}\n"
          ".ok{color:#2a9d8f}.bad{color:#d62828}\n</style></head><body>\n<h1>ftl run report: ");
-  put_text(o, rv.job);
+  put_text(o, rv->job);
   put(o, "</h1>\n<p>Run directory <code>");
   put_text(o, run_dir);
   const json_t *ec = json_object_get(st, "exit_code");
@@ -511,15 +518,14 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   put(o, "</b> (");
   put_text(o, json_string_value(json_object_get(st, "how")));
   stamp(t, sizeof t, now);
-  int reports_steps = run_reports_steps(&rv);
-  long long committed = (long long)json_integer_value(json_object_get(st, "last_committed_step"));
-  put(o, "). Attempts: %d, restarts: %d", rv.n_attempts, rv.restarts);
+    long long committed = (long long)json_integer_value(json_object_get(st, "last_committed_step"));
+  put(o, "). Attempts: %d, restarts: %d", rv->n_attempts, rv->restarts);
   if (committed >= 0)
     put(o, ", last committed step: %lld", committed);
   else
     put(o, ", no step committed through ftl");
-  if (g.measured)
-    put(o, ", goodput%s %.1f%%", g.final ? "" : " so far", g.pct);
+  if (gp->measured)
+    put(o, ", goodput%s %.1f%%", gp->final ? "" : " so far", gp->pct);
   else
     put(o, ", goodput not measured (the program reports no steps)");
   const json_t *pub = json_object_get(st, "published");
@@ -533,18 +539,15 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     put(o, "</code>");
   }
   put(o, ". Written %s.</p>\n", t);
-  put(o, "<h2>Loss against step</h2>\n");
-  if (rv.n_samples > 0)
-    plot_loss(o, &rv);
-  else
-    put(o, "<p>No loss reported: the program does not call ftl_progress_report (docs/cli.md, \"Watching a run\")%s.</p>\n",
-        reports_steps ? "" : ", nor ftl_step_done");
-  put(o, "<h2>Attempts</h2>\n");
-  plot_timeline(o, &rv, now);
+}
+
+/* The attempts' table: when each started, how long it ran, how it ended, its steps. */
+static void put_attempts(out *o, const ftl_runview *rv, int64_t now, int reports_steps) {
+  char t[64];
   put(o, "<table><tr><th>attempt</th><th>launcher</th><th>started</th><th>seconds</th><th>outcome</th><th>cause</th>"
          "<th>last step</th><th>committed</th><th>summary</th></tr>\n");
-  for (int i = 0; i < rv.n_attempts; i++) {
-    const ftl_rv_attempt *a = &rv.attempts[i];
+  for (int i = 0; i < rv->n_attempts; i++) {
+    const ftl_rv_attempt *a = &rv->attempts[i];
     stamp(t, sizeof t, a->start_us);
     put(o, "<tr><td>%d</td><td>", a->attempt);
     put_text(o, a->launcher);
@@ -567,8 +570,11 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     put(o, "</td></tr>\n");
   }
   put(o, "</table>\n");
-  /* The standby gang (launcher/standby.h): warm restarts, and what they cost while parked. */
-  const ftl_rv_standby *sb = &rv.standby;
+}
+
+/* The standby gang (launcher/standby.h): warm restarts, and what they cost while parked. */
+static void put_standby(out *o, const ftl_rv_standby *sb) {
+  char t[64];
   if (sb->state[0]) {
     stamp(t, sizeof t, sb->since_us);
     put(o, "<p>Standby gang: ");
@@ -584,11 +590,13 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     }
     put(o, ".</p>\n");
   }
-  put(o, "<h2>Goodput</h2>\n");
-  plot_goodput(o, &g);
+}
+
+/* The cadence's decisions, the restart cost they start from, and the gate's verdict. */
+static void put_cadence_and_gate(out *o, const ftl_runview *rv, const json_t *st, int reports_steps) {
   put(o, "<h2>Checkpoint cadence</h2>\n");
-  if (rv.n_cadences > 0)
-    plot_cadence(o, &rv);
+  if (rv->n_cadences > 0)
+    plot_cadence(o, rv);
   else
     put(o, "<p>No cadence decisions in this run: the program checkpoints on its own schedule (ftl's adaptive cadence, "
            "docs/cadence.md, runs in programs that ask it, as the example fine-tune does).</p>\n");
@@ -621,6 +629,33 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
     put(o, " = %.6g (threshold %.6g)</p>\n", json_number_value(json_object_get(gate, "value")),
         json_number_value(json_object_get(gate, "threshold")));
   }
+}
+
+static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
+  ftl_runview rv;
+  ln_runview_init(&rv, 1);
+  json_t *st = NULL;
+  ftl_err rc = ln_runview_load(&rv, run_dir, d);
+  if (rc == FTL_ERR_NOTFOUND) rc = ftl_diag_fail(d, rc, "%s is not a run directory: it has no events.jsonl", run_dir);
+  if (rc) goto out;
+  if ((rc = ln_status_build(run_dir, &st, d))) goto out;
+  int64_t now = ftl_wall_us();
+  ftl_rv_goodput g = ln_runview_goodput(&rv, now);
+  int reports_steps = run_reports_steps(&rv);
+  put_summary(o, &rv, run_dir, st, &g, now);
+  put(o, "<h2>Loss against step</h2>\n");
+  if (rv.n_samples > 0)
+    plot_loss(o, &rv);
+  else
+    put(o, "<p>No loss reported: the program does not call ftl_progress_report (docs/cli.md, \"Watching a run\")%s.</p>\n",
+        reports_steps ? "" : ", nor ftl_step_done");
+  put(o, "<h2>Attempts</h2>\n");
+  plot_timeline(o, &rv, now);
+  put_attempts(o, &rv, now, reports_steps);
+  put_standby(o, &rv.standby);
+  put(o, "<h2>Goodput</h2>\n");
+  plot_goodput(o, &g);
+  put_cadence_and_gate(o, &rv, st, reports_steps);
   put(o, "</body></html>\n");
   if (o->err == FTL_ERR_NOMEM) rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing the report");
   else if (o->err) rc = core_buf_check(o, "the report", d);

@@ -443,6 +443,71 @@ static void exclude_host(const ftl_job *job, const ftl_policy_decision *dec, con
   }
 }
 
+/* The restart meter (meter_observe) set on this job's event log. Once per process: the meter is
+ * file-scope, and an observer is never removed. */
+static void start_metering(const ftl_job *job, const char *run_dir, ftl_events *events) {
+  static ftl_events *metered;
+  ftl_diag d = {{0}};
+  if (events && metered != events) {
+    if (ln_events_observe(events, meter_observe, &meter, &d) == FTL_OK)
+      metered = events;
+    else
+      FTL_LOG(FTL_LOG_WARN, "launcher", "restart costs will not be measured: %s", d.msg);
+  }
+  meter = (restart_meter){.active = 1, .job = job, .run_dir = run_dir, .failed_ns = -1, .restored_attempt = -1};
+}
+
+/* After a failed attempt: the policy's decision (stop, or restart after a back-off without the bad
+ * host), the back-off itself, and a relaunch's check of the inputs. RUN_GO_ON to start the next
+ * attempt, else ftl's exit code. */
+static int restart_or_stop(const ftl_job *job, const ftl_policy_config *cfg, ftl_policy_state *history,
+                           ftl_attempt_result *res, host_plan *plan, const char *run_dir, ftl_events *events,
+                           int attempt, int unreachable, int64_t ended_at, ln_standby *standby,
+                           double *pending_backoff_ms) {
+  ftl_policy_decision dec;
+  ln_policy_decide(cfg, history, res, plan->hosts, plan->count, job->name, run_dir, &dec);
+  *history = dec.next;
+  if (dec.action == FTL_POLICY_STOP) {
+    fprintf(stderr, "ftl: %s\n", dec.message);
+    if (unreachable && dec.why == FTL_STOP_NO_HOSTS) fprintf(stderr, "ftl: left out: %s\n", res->summary);
+    write_stopped(events, attempt, &dec, res);
+    return dec.exit_code;
+  }
+  exclude_host(job, &dec, res, plan, events, attempt);
+  FTL_LOG(FTL_LOG_WARN, "launcher", "attempt %d %s", attempt, dec.message);
+  ln_events_write(events, "restart", attempt,
+                  json_pack("{s:i, s:i, s:I, s:s}", "restart", history->restarts, "max_restarts", job->max_restarts,
+                            "backoff_ms", (json_int_t)dec.backoff_ms, "after", ln_failure_kind_name(res->kind)));
+  int64_t t0 = ftl_clock_ms();
+  /* The back-off is counted from the failure itself (its detection less the detection lag the
+   * agent measured): the detection, the old gang's teardown and the bookkeeping since (ledger,
+   * policy) are part of the pause (a warm restart's teardown is most of it). */
+  int64_t pause_ms = dec.backoff_ms - (t0 - ended_at);
+  if (res->failure_ms >= 0 && res->end_ms >= res->failure_ms)
+    pause_ms -= (int64_t)(res->end_ms - res->failure_ms +
+                          (res->detect_lag_ms > 0 && res->detect_lag_ms < 1000 ? res->detect_lag_ms : 0)); /* clocks of two hosts */
+  int sig = backoff_sleep(pause_ms > 0 ? pause_ms : 0, standby);
+  *pending_backoff_ms = (double)(ftl_clock_ms() - t0);
+  if (sig) {
+    int exit_code = ln_policy_backoff_signal_exit(sig);
+    fprintf(stderr, "ftl: job '%s' stopped by signal %d during the back-off%s\n", job->name, sig,
+            exit_code == FTL_EXIT_PREEMPTED ? "; run `ftl run` again to resume" : "");
+    return exit_code;
+  }
+#ifdef FTL_HAVE_SNAPSHOT
+  /* A relaunch reads the same inputs as the first attempt, or none: an input changed since
+   * submission ends the job, naming the file (docs/pipeline.md). */
+  ftl_diag vd = {{0}};
+  ftl_err vrc = pl_snapshot_verify_run_dir(run_dir, &vd);
+  if (vrc && vrc != FTL_ERR_NOTFOUND) {
+    fprintf(stderr, "ftl: job '%s' not relaunched: %s\n", job->name, vd.msg);
+    ln_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:s}", "reason", "input changed", "message", vd.msg));
+    return FTL_EXIT_JOB_FAILED;
+  }
+#endif
+  return RUN_GO_ON;
+}
+
 int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
                 const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ftl_events *events) {
   ftl_diag d = {{0}};
@@ -467,15 +532,7 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
     fprintf(stderr, "ftl run: out of memory\n");
     return FTL_EXIT_INTERNAL;
   }
-  /* Once per process: the meter is file-scope, and an observer is never removed. */
-  static ftl_events *metered;
-  if (events && metered != events) {
-    if (ln_events_observe(events, meter_observe, &meter, &d) == FTL_OK)
-      metered = events;
-    else
-      FTL_LOG(FTL_LOG_WARN, "launcher", "restart costs will not be measured: %s", d.msg);
-  }
-  meter = (restart_meter){.active = 1, .job = job, .run_dir = run_dir, .failed_ns = -1, .restored_attempt = -1};
+  start_metering(job, run_dir, events);
 
   for (;;) {
     int world = job->ranks;
@@ -522,49 +579,12 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
       break;
     }
 
-    ftl_policy_decision dec;
-    ln_policy_decide(&cfg, &history, &res, plan.hosts, plan.count, job->name, run_dir, &dec);
-    history = dec.next;
-    if (dec.action == FTL_POLICY_STOP) {
-      fprintf(stderr, "ftl: %s\n", dec.message);
-      if (unreachable && dec.why == FTL_STOP_NO_HOSTS) fprintf(stderr, "ftl: left out: %s\n", res.summary);
-      exit_code = dec.exit_code;
-      write_stopped(events, attempt, &dec, &res);
+    int next = restart_or_stop(job, &cfg, &history, &res, &plan, run_dir, events, attempt, unreachable, ended_at,
+                               &standby, &pending_backoff_ms);
+    if (next != RUN_GO_ON) {
+      exit_code = next;
       break;
     }
-    exclude_host(job, &dec, &res, &plan, events, attempt);
-    FTL_LOG(FTL_LOG_WARN, "launcher", "attempt %d %s", attempt, dec.message);
-    ln_events_write(events, "restart", attempt,
-                     json_pack("{s:i, s:i, s:I, s:s}", "restart", history.restarts, "max_restarts", job->max_restarts,
-                               "backoff_ms", (json_int_t)dec.backoff_ms, "after", ln_failure_kind_name(res.kind)));
-    int64_t t0 = ftl_clock_ms();
-    /* The back-off is counted from the failure itself (its detection less the detection lag the
-     * agent measured): the detection, the old gang's teardown and the bookkeeping since (ledger,
-     * policy) are part of the pause (a warm restart's teardown is most of it). */
-    int64_t pause_ms = dec.backoff_ms - (t0 - ended_at);
-    if (res.failure_ms >= 0 && res.end_ms >= res.failure_ms)
-      pause_ms -= (int64_t)(res.end_ms - res.failure_ms +
-                            (res.detect_lag_ms > 0 && res.detect_lag_ms < 1000 ? res.detect_lag_ms : 0)); /* clocks of two hosts */
-    int sig = backoff_sleep(pause_ms > 0 ? pause_ms : 0, &standby);
-    pending_backoff_ms = (double)(ftl_clock_ms() - t0);
-    if (sig) {
-      exit_code = ln_policy_backoff_signal_exit(sig);
-      fprintf(stderr, "ftl: job '%s' stopped by signal %d during the back-off%s\n", job->name, sig,
-              exit_code == FTL_EXIT_PREEMPTED ? "; run `ftl run` again to resume" : "");
-      break;
-    }
-#ifdef FTL_HAVE_SNAPSHOT
-    /* A relaunch reads the same inputs as the first attempt, or none: an input changed since
-     * submission ends the job, naming the file (docs/pipeline.md). */
-    ftl_diag vd = {{0}};
-    ftl_err vrc = pl_snapshot_verify_run_dir(run_dir, &vd);
-    if (vrc && vrc != FTL_ERR_NOTFOUND) {
-      fprintf(stderr, "ftl: job '%s' not relaunched: %s\n", job->name, vd.msg);
-      ln_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:s}", "reason", "input changed", "message", vd.msg));
-      exit_code = FTL_EXIT_JOB_FAILED;
-      break;
-    }
-#endif
     attempt++;
   }
   ln_standby_drop(&standby, exit_code == FTL_EXIT_OK ? "the job is over" : "the job stopped");

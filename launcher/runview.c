@@ -124,6 +124,107 @@ static void add_standby(ftl_rv_standby *sb, const char *what, const json_t *line
   }
 }
 
+/* ---- one event each ------------------------------------------------------------------------ */
+
+static void add_attempt_start(ftl_runview *rv, const json_t *line, int n, int64_t t) {
+  ftl_rv_attempt *a = grow((void **)&rv->attempts, &rv->n_attempts, &rv->cap_attempts, sizeof *a);
+  if (!a) return;
+  a->attempt = n;
+  a->start_us = t;
+  a->last_step = a->committed_step = -1;
+  jstr(line, "launcher", a->launcher, sizeof a->launcher);
+  if (!rv->job[0]) jstr(line, "job", rv->job, sizeof rv->job);
+}
+
+static void add_startup(ftl_rv_attempt *a, const json_t *line, int64_t t) {
+  static const char *const phases[5] = {"launch_ms", "rendezvous_ms", "mpi_init_ms", "comm_init_ms", "first_step_ms"};
+  a->first_step_us = t;
+  a->startup_ms = jnum(line, "total_ms", 0);
+  for (int i = 0; i < 5; i++) a->phase_ms[i] = jnum(line, phases[i], 0);
+}
+
+static void add_attempt_end(ftl_rv_attempt *a, const json_t *line, int64_t t) {
+  a->end_us = t;
+  jstr(line, "outcome", a->outcome, sizeof a->outcome);
+  jstr(line, "cause", a->cause, sizeof a->cause);
+  jstr(line, "summary", a->summary, sizeof a->summary);
+  a->exit_code = jsmall(line, "exit_code", 0);
+  a->signal = jsmall(line, "signal", 0);
+  int64_t last = jint(line, "last_step", -1); /* heartbeats; a later progress report may know more */
+  if (last > a->last_step) a->last_step = last;
+  a->committed_step = jint(line, "committed_step", a->committed_step);
+}
+
+static void add_restart(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line, int n, int64_t t) {
+  rv->restarts = jsmall(line, "restart", rv->restarts < 1000000000 ? rv->restarts + 1 : rv->restarts);
+  rv->max_restarts = jsmall(line, "max_restarts", rv->max_restarts);
+  if (a) a->backoff_ms = jnum(line, "backoff_ms", 0);
+  if (rv->keep_series) {
+    ftl_rv_mark *m = grow((void **)&rv->restart_marks, &rv->n_restart_marks, &rv->cap_restart_marks, sizeof *m);
+    if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = a ? a->committed_step : -1};
+  }
+}
+
+static void add_goodput(ftl_runview *rv, const json_t *line) {
+  rv->have_goodput = 1;
+  rv->gp_wall_ms = jnum(line, "wall_ms", 0);
+  rv->gp_productive_ms = jnum(line, "productive_ms", 0);
+  rv->gp_startup_ms = jnum(line, "startup_ms", 0);
+  rv->gp_stall_ms = jnum(line, "ckpt_stall_ms", 0);
+  rv->gp_lost_ms = jnum(line, "lost_work_ms", 0);
+  rv->gp_teardown_ms = jnum(line, "teardown_ms", 0);
+  rv->gp_backoff_ms = jnum(line, "backoff_ms", 0);
+  rv->gp_pct = jnum(line, "goodput_pct", -1); /* absent: not measured (the program reports no steps) */
+  rv->gp_unreported_ms = jnum(line, "unreported_ms", 0);
+}
+
+/* Rank 0's commit of a step (every rank reports its own; one is the run's). */
+static void add_commit(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line, int n, int64_t t) {
+  int64_t step = jint(line, "step", -1);
+  if (a && step > a->committed_step) {
+    a->committed_step = step;
+    a->committed_us = t;
+  }
+  if (step > rv->committed_step) rv->committed_step = step;
+  rv->committed_us = t;
+  if (rv->keep_series) {
+    ftl_rv_mark *m = grow((void **)&rv->commits, &rv->n_commits, &rv->cap_commits, sizeof *m);
+    if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = step};
+  }
+}
+
+static void add_progress(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line, int n, int64_t t) {
+  ftl_rv_sample s = {.t_us = t,
+                     .attempt = n,
+                     .step = jint(line, "step", -1),
+                     .total_steps = jint(line, "total_steps", 0),
+                     .loss = jnum(line, "loss", NAN),
+                     .tokens_per_s = jnum(line, "tokens_per_s", -1)};
+  if (rv->latest.step < 0 || rv->latest.attempt != n) rv->attempt_first = s;
+  rv->latest = s;
+  if (a && s.step > a->last_step) a->last_step = s.step;
+  if (rv->keep_series) {
+    ftl_rv_sample *p = grow((void **)&rv->samples, &rv->n_samples, &rv->cap_samples, sizeof *p);
+    if (p) *p = s;
+  }
+}
+
+static void add_cadence(ftl_runview *rv, const json_t *line, int64_t t) {
+  ftl_rv_cadence c = {.t_us = t,
+                      .step = jint(line, "step", -1),
+                      .interval_steps = jint(line, "interval_steps", 0),
+                      .step_s = jnum(line, "step_s", 0),
+                      .mtbf_h = jnum(line, "mtbf_h", 0),
+                      .daly_s = jnum(line, "daly_s", 0),
+                      .stall_s = jnum(line, "stall_s", 0),
+                      .waste = jnum(line, "waste", 0)};
+  rv->latest_cadence = c;
+  if (rv->keep_series) {
+    ftl_rv_cadence *p = grow((void **)&rv->cadences, &rv->n_cadences, &rv->cap_cadences, sizeof *p);
+    if (p) *p = c;
+  }
+}
+
 void ln_runview_add(ftl_runview *rv, const json_t *line) {
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
@@ -142,13 +243,7 @@ void ln_runview_add(ftl_runview *rv, const json_t *line) {
     rv->ended = 1;
     rv->exit_code = jsmall(line, "exit_code", -1);
   } else if (!strcmp(ev, "attempt_start")) {
-    a = grow((void **)&rv->attempts, &rv->n_attempts, &rv->cap_attempts, sizeof *a);
-    if (!a) return;
-    a->attempt = n;
-    a->start_us = t;
-    a->last_step = a->committed_step = -1;
-    jstr(line, "launcher", a->launcher, sizeof a->launcher);
-    if (!rv->job[0]) jstr(line, "job", rv->job, sizeof rv->job);
+    add_attempt_start(rv, line, n, t);
   } else if (!strcmp(ev, "gate")) {
     rv->gate_us = t;
     jstr(line, "result", rv->gate_result, sizeof rv->gate_result);
@@ -163,88 +258,27 @@ void ln_runview_add(ftl_runview *rv, const json_t *line) {
   } else if (!strcmp(ev, "rank_ready") && a) {
     a->joined++;
   } else if (!strcmp(ev, "startup") && a) {
-    a->first_step_us = t;
-    a->startup_ms = jnum(line, "total_ms", 0);
-    static const char *const phases[5] = {"launch_ms", "rendezvous_ms", "mpi_init_ms", "comm_init_ms", "first_step_ms"};
-    for (int i = 0; i < 5; i++)
-      a->phase_ms[i] = jnum(line, phases[i], 0);
+    add_startup(a, line, t);
   } else if (!strcmp(ev, "failure") && a) {
     if (!a->failure_us) a->failure_us = t;
   } else if (!strcmp(ev, "attempt_end") && a) {
-    a->end_us = t;
-    jstr(line, "outcome", a->outcome, sizeof a->outcome);
-    jstr(line, "cause", a->cause, sizeof a->cause);
-    jstr(line, "summary", a->summary, sizeof a->summary);
-    a->exit_code = jsmall(line, "exit_code", 0);
-    a->signal = jsmall(line, "signal", 0);
-    int64_t last = jint(line, "last_step", -1); /* heartbeats; a later progress report may know more */
-    if (last > a->last_step) a->last_step = last;
-    a->committed_step = jint(line, "committed_step", a->committed_step);
+    add_attempt_end(a, line, t);
   } else if (!strcmp(ev, "restart")) {
-    rv->restarts = jsmall(line, "restart", rv->restarts < 1000000000 ? rv->restarts + 1 : rv->restarts);
-    rv->max_restarts = jsmall(line, "max_restarts", rv->max_restarts);
-    if (a) a->backoff_ms = jnum(line, "backoff_ms", 0);
-    if (rv->keep_series) {
-      ftl_rv_mark *m = grow((void **)&rv->restart_marks, &rv->n_restart_marks, &rv->cap_restart_marks, sizeof *m);
-      if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = a ? a->committed_step : -1};
-    }
+    add_restart(rv, a, line, n, t);
   } else if (!strncmp(ev, "standby_", 8)) {
     add_standby(&rv->standby, ev + 8, line, n, t);
   } else if (!strcmp(ev, "run_stopped")) {
     jstr(line, "reason", rv->stop_reason, sizeof rv->stop_reason);
   } else if (!strcmp(ev, "run_goodput")) {
-    rv->have_goodput = 1;
-    rv->gp_wall_ms = jnum(line, "wall_ms", 0);
-    rv->gp_productive_ms = jnum(line, "productive_ms", 0);
-    rv->gp_startup_ms = jnum(line, "startup_ms", 0);
-    rv->gp_stall_ms = jnum(line, "ckpt_stall_ms", 0);
-    rv->gp_lost_ms = jnum(line, "lost_work_ms", 0);
-    rv->gp_teardown_ms = jnum(line, "teardown_ms", 0);
-    rv->gp_backoff_ms = jnum(line, "backoff_ms", 0);
-    rv->gp_pct = jnum(line, "goodput_pct", -1); /* absent: not measured (the program reports no steps) */
-    rv->gp_unreported_ms = jnum(line, "unreported_ms", 0);
+    add_goodput(rv, line);
   } else if (!strcmp(ev, "ckpt_committed") && jsmall(line, "rank", 0) == 0) {
-    int64_t step = jint(line, "step", -1);
-    if (a && step > a->committed_step) {
-      a->committed_step = step;
-      a->committed_us = t;
-    }
-    if (step > rv->committed_step) rv->committed_step = step;
-    rv->committed_us = t;
-    if (rv->keep_series) {
-      ftl_rv_mark *m = grow((void **)&rv->commits, &rv->n_commits, &rv->cap_commits, sizeof *m);
-      if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = step};
-    }
+    add_commit(rv, a, line, n, t);
   } else if (!strcmp(ev, "ckpt_saved") && jsmall(line, "rank", 0) == 0 && a) {
     a->stall_ms += ln_goodput_saved_stall_ms(jnum(line, "stall_ms", 0), jnum(line, "wait_prev_ms", 0));
   } else if (!strcmp(ev, "progress")) {
-    ftl_rv_sample s = {.t_us = t,
-                       .attempt = n,
-                       .step = jint(line, "step", -1),
-                       .total_steps = jint(line, "total_steps", 0),
-                       .loss = jnum(line, "loss", NAN),
-                       .tokens_per_s = jnum(line, "tokens_per_s", -1)};
-    if (rv->latest.step < 0 || rv->latest.attempt != n) rv->attempt_first = s;
-    rv->latest = s;
-    if (a && s.step > a->last_step) a->last_step = s.step;
-    if (rv->keep_series) {
-      ftl_rv_sample *p = grow((void **)&rv->samples, &rv->n_samples, &rv->cap_samples, sizeof *p);
-      if (p) *p = s;
-    }
+    add_progress(rv, a, line, n, t);
   } else if (!strcmp(ev, "cadence") && jsmall(line, "rank", 0) == 0) {
-    ftl_rv_cadence c = {.t_us = t,
-                        .step = jint(line, "step", -1),
-                        .interval_steps = jint(line, "interval_steps", 0),
-                        .step_s = jnum(line, "step_s", 0),
-                        .mtbf_h = jnum(line, "mtbf_h", 0),
-                        .daly_s = jnum(line, "daly_s", 0),
-                        .stall_s = jnum(line, "stall_s", 0),
-                        .waste = jnum(line, "waste", 0)};
-    rv->latest_cadence = c;
-    if (rv->keep_series) {
-      ftl_rv_cadence *p = grow((void **)&rv->cadences, &rv->n_cadences, &rv->cap_cadences, sizeof *p);
-      if (p) *p = c;
-    }
+    add_cadence(rv, line, t);
   }
 }
 

@@ -346,6 +346,90 @@ static void on_agent_exit(attempt *a, const ftl_rdzv_event *ev, rank_state *s, f
   }
 }
 
+/* An agent's hello: its rank's agent is up (the attempt started once every rank's is). */
+static void on_agent_hello(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w) {
+  s->hello_ms = w->alive_ms = ftl_clock_ms();
+  if (!w->has_agent && !w->lost_ns && ++a->agents_up == a->world && a->res->started_ms < 0)
+    a->res->started_ms = since_start(a);
+  w->has_agent = 1;
+  snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
+  /* An agent that comes up after the gang is being ended (a stop before the rendezvous, or a root
+   * cause while mpirun still places the gang) is told at once, not left to run. */
+  if (a->ph.phase == LN_PHASE_ENDING) rz_rdzv_server_signal_agents(a->server, SIGTERM);
+  ln_events_write(a->o->events, "rank_started", a->o->attempt,
+                  json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", msg_str(ev->msg, "host"), "pid",
+                            (json_int_t)rz_wire_int(ev->msg, "pid", -1), "launch_ms",
+                            (json_int_t)(s->hello_ms - a->start_ms)));
+}
+
+/* The agent was asked to stop (a teardown's SIGTERM, or ftl's): its host is alive, whatever becomes
+ * of its connection next (detect.c, ln_detect_vanished). */
+static void on_agent_stopping(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watch *w) {
+  w->alive_ms = ftl_clock_ms();
+  if (w->stopping_ms) return;
+  w->stopping_ms = w->alive_ms;
+  w->stop_signal = (int)rz_wire_int(ev->msg, "signal", 0);
+  const char *host = rz_rdzv_server_host(a->server, ev->rank);
+  ln_events_write(a->o->events, "agent_stopping", a->o->attempt,
+                  json_pack("{s:i, s:s, s:i, s:s}", "rank", ev->rank, "host", host ? host : "?", "signal",
+                            w->stop_signal, "by", msg_str(ev->msg, "by")));
+}
+
+/* A rank is through ftl_init: its phases' times. */
+static void on_rank_ready(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w) {
+  note_progress(w);
+  s->phases[0] = rz_wire_num(ev->msg, "rendezvous_ms", 0);
+  s->phases[1] = rz_wire_num(ev->msg, "mpi_init_ms", 0);
+  s->phases[2] = rz_wire_num(ev->msg, "comm_init_ms", 0);
+  s->ready = 1;
+  ln_events_write(a->o->events, "rank_ready", a->o->attempt,
+                  json_pack("{s:i, s:f, s:f, s:f, s:s, s:I}", "rank", ev->rank, "rendezvous_ms", s->phases[0],
+                            "mpi_init_ms", s->phases[1], "comm_init_ms", s->phases[2], "backend",
+                            msg_str(ev->msg, "backend"), "device", (json_int_t)rz_wire_int(ev->msg, "device", -1)));
+}
+
+/* An event the library sent (a checkpoint saved, restored...): noted, then logged with its rank. */
+static void on_library_event(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watch *w) {
+  if (w) note_progress(w);
+  const json_t *src = json_object_get(ev->msg, "fields");
+  note_library_event(a, ev->rank, msg_str(ev->msg, "event"), src);
+  json_t *fields = json_deep_copy(src);
+  if (!json_is_object(fields)) {
+    json_decref(fields);
+    fields = json_object();
+  }
+  json_object_set_new(fields, "rank", json_integer(ev->rank));
+  ln_events_write(a->o->events, msg_str(ev->msg, "event"), a->o->attempt, fields);
+}
+
+/* An agent's connection dropped. Not the root cause yet: when a rank fails, mpirun kills the other
+ * agents, and their connections can drop before the failed rank's own exit report is read. A lost
+ * agent is the root cause only if no rank reports a failure within LOST_AGENT_SETTLE_MS. */
+static void on_agent_lost(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watch *w) {
+  w->has_agent = 0;
+  if (!w->exited) w->lost_ns = ftl_clock_ns();
+  /* An agent that said it was asked to stop went because of someone else's failure. */
+  if (!w->exited && !w->stopping_ms && !was(a, LN_PHASE_ENDING) && a->lost_rank < 0) {
+    a->lost_rank = ev->rank;
+    a->lost_ms = ftl_clock_ms();
+  }
+}
+
+/* A refused connection. Each refusal is shown, up to a bound: a stranger who connects in a loop
+ * must not fill the disk with the run's log. Past it, one line says they go on, and attempt_end
+ * counts them. */
+static void on_rejected(attempt *a, const ftl_rdzv_event *ev) {
+  if (++a->rejections <= LN_REJECTIONS_LOGGED) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "refused a rendezvous connection from %s: %s", ev->peer ? ev->peer : "?",
+            ev->detail ? ev->detail : "");
+    ln_events_write(a->o->events, "rendezvous_rejected", a->o->attempt,
+                    json_pack("{s:s, s:s}", "reason", ev->detail ? ev->detail : "", "peer", ev->peer ? ev->peer : "?"));
+  } else if (a->rejections == LN_REJECTIONS_LOGGED + 1) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "more than %d rendezvous connections refused in this attempt: the next are "
+            "counted, not logged one by one", LN_REJECTIONS_LOGGED);
+  }
+}
+
 static void on_event(void *user, const ftl_rdzv_event *ev) {
   attempt *a = user;
   int attempt_no = a->o->attempt;
@@ -357,19 +441,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
     a->hosts_dirty = 1;
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO:
-      if (!s) return;
-      s->hello_ms = w->alive_ms = ftl_clock_ms();
-      if (!w->has_agent && !w->lost_ns && ++a->agents_up == a->world && a->res->started_ms < 0)
-        a->res->started_ms = since_start(a);
-      w->has_agent = 1;
-      snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
-      /* An agent that comes up after the gang is being ended (a stop before the rendezvous, or
-       * a root cause while mpirun still places the gang) is told at once, not left to run. */
-      if (a->ph.phase == LN_PHASE_ENDING) rz_rdzv_server_signal_agents(a->server, SIGTERM);
-      ln_events_write(log, "rank_started", attempt_no,
-                       json_pack("{s:i, s:s, s:I, s:I}", "rank", ev->rank, "host", msg_str(ev->msg, "host"), "pid",
-                                 (json_int_t)rz_wire_int(ev->msg, "pid", -1), "launch_ms",
-                                 (json_int_t)(s->hello_ms - a->start_ms)));
+      if (s) on_agent_hello(a, ev, s, w);
       break;
     case FTL_RDZV_AGENT_ALIVE:
       if (!s) return;
@@ -379,18 +451,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       else if (!w->stopped_ms) w->stopped_ms = w->alive_ms;
       break;
     case FTL_RDZV_AGENT_STOPPING:
-      /* The agent was asked to stop (a teardown's SIGTERM, or ftl's): its host is alive, whatever
-       * becomes of its connection next (detect.c, ln_detect_vanished). */
-      if (!s) return;
-      w->alive_ms = ftl_clock_ms();
-      if (!w->stopping_ms) {
-        w->stopping_ms = w->alive_ms;
-        w->stop_signal = (int)rz_wire_int(ev->msg, "signal", 0);
-        ln_events_write(log, "agent_stopping", attempt_no,
-                         json_pack("{s:i, s:s, s:i, s:s}", "rank", ev->rank, "host",
-                                   rz_rdzv_server_host(a->server, ev->rank) ? rz_rdzv_server_host(a->server, ev->rank) : "?",
-                                   "signal", w->stop_signal, "by", msg_str(ev->msg, "by")));
-      }
+      if (w) on_agent_stopping(a, ev, w);
       break;
     case FTL_RDZV_RANK_JOINED:
       if (!s) return;
@@ -405,16 +466,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
                        json_pack("{s:i, s:f}", "world_size", a->world, "ms_since_launch", since_start(a)));
       break;
     case FTL_RDZV_RANK_READY:
-      if (!s) return;
-      note_progress(w);
-      s->phases[0] = rz_wire_num(ev->msg, "rendezvous_ms", 0);
-      s->phases[1] = rz_wire_num(ev->msg, "mpi_init_ms", 0);
-      s->phases[2] = rz_wire_num(ev->msg, "comm_init_ms", 0);
-      s->ready = 1;
-      ln_events_write(log, "rank_ready", attempt_no,
-                       json_pack("{s:i, s:f, s:f, s:f, s:s, s:I}", "rank", ev->rank, "rendezvous_ms", s->phases[0],
-                                 "mpi_init_ms", s->phases[1], "comm_init_ms", s->phases[2], "backend",
-                                 msg_str(ev->msg, "backend"), "device", (json_int_t)rz_wire_int(ev->msg, "device", -1)));
+      if (s) on_rank_ready(a, ev, s, w);
       break;
     case FTL_RDZV_FIRST_STEP:
     case FTL_RDZV_STEP:
@@ -427,19 +479,9 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
                    : s->first_step_seen                             ? FTL_SECTION_STEP
                                                                     : FTL_SECTION_STARTUP;
       break;
-    case FTL_RDZV_EVENT: {
-      if (w) note_progress(w);
-      const json_t *src = json_object_get(ev->msg, "fields");
-      note_library_event(a, ev->rank, msg_str(ev->msg, "event"), src);
-      json_t *fields = json_deep_copy(src);
-      if (!json_is_object(fields)) {
-        json_decref(fields);
-        fields = json_object();
-      }
-      json_object_set_new(fields, "rank", json_integer(ev->rank));
-      ln_events_write(log, msg_str(ev->msg, "event"), attempt_no, fields);
+    case FTL_RDZV_EVENT:
+      on_library_event(a, ev, w);
       break;
-    }
     case FTL_RDZV_AGENT_EXIT:
       if (s) on_agent_exit(a, ev, s, w);
       break;
@@ -450,32 +492,10 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
       if (w) note_progress(w);
       break;
     case FTL_RDZV_CONN_LOST:
-      if (!s) return;
-      /* Not the root cause yet: when a rank fails, mpirun kills the other agents, and their
-       * connections can drop before the failed rank's own exit report is read. A lost agent is
-       * the root cause only if no rank reports a failure within LOST_AGENT_SETTLE_MS. */
-      if (strcmp(ev->role, "agent") == 0) {
-        w->has_agent = 0;
-        if (!w->exited) w->lost_ns = ftl_clock_ns();
-        /* An agent that said it was asked to stop went because of someone else's failure. */
-        if (!w->exited && !w->stopping_ms && !was(a, LN_PHASE_ENDING) && a->lost_rank < 0) {
-          a->lost_rank = ev->rank;
-          a->lost_ms = ftl_clock_ms();
-        }
-      }
+      if (w && strcmp(ev->role, "agent") == 0) on_agent_lost(a, ev, w);
       break;
     case FTL_RDZV_REJECTED:
-      /* Each refusal is shown, up to a bound: a stranger who connects in a loop must not fill the
-       * disk with the run's log. Past it, one line says they go on, and attempt_end counts them. */
-      if (++a->rejections <= LN_REJECTIONS_LOGGED) {
-        FTL_LOG(FTL_LOG_WARN, "launcher", "refused a rendezvous connection from %s: %s", ev->peer ? ev->peer : "?",
-                ev->detail ? ev->detail : "");
-        ln_events_write(log, "rendezvous_rejected", attempt_no,
-                        json_pack("{s:s, s:s}", "reason", ev->detail ? ev->detail : "", "peer", ev->peer ? ev->peer : "?"));
-      } else if (a->rejections == LN_REJECTIONS_LOGGED + 1) {
-        FTL_LOG(FTL_LOG_WARN, "launcher", "more than %d rendezvous connections refused in this attempt: the next are "
-                "counted, not logged one by one", LN_REJECTIONS_LOGGED);
-      }
+      on_rejected(a, ev);
       break;
   }
 }

@@ -456,15 +456,14 @@ static ftl_err open_base_dir(const char *dir_path, int dirfd, int *basefd, ftl_d
 /* Reads a whole package from r: MANIFEST.json first, then exactly its files, in its order. With
  * dirfd >= 0 the files (and the manifest) are created in that folder; with w, each entry is
  * written into w as it is read (w's bytes are only good once this returned FTL_OK). */
-static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package_limits *lim, const char *expected_id,
-                            int dirfd, const char *dir_path, pl_archive_w *w, char id_out[FTL_SHA256_HEX_LEN + 1],
-                            char **man_out, size_t *man_size_out, ftl_diag *d) {
+/* The package's first entry, MANIFEST.json, read whole (within its limit and to exactly its
+ * declared size) into *man_out (NUL-terminated, ftl_free). */
+static ftl_err read_manifest_entry(pl_archive_r *r, int require_zstd, const ftl_package_limits *lim, char **man_out,
+                                   size_t *man_size_out, ftl_diag *d) {
   pl_ar_entry e;
-  int eof = 0, fd = -1, basefd = -1;
+  int eof = 0;
   char *man = NULL;
   size_t man_size = 0;
-  ftl_package_manifest *m = NULL;
-  char hex[FTL_SHA256_HEX_LEN + 1];
   ftl_err rc;
   if ((rc = pl_ar_next(r, &e, &eof, d))) goto out;
   if (eof) {
@@ -504,6 +503,58 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
     at += got;
   }
   man[man_size] = '\0';
+  *man_out = man;
+  *man_size_out = man_size;
+  man = NULL;
+out:
+  ftl_free(man);
+  return rc;
+}
+
+/* One file the manifest lists, entry e of the package: checked against its listing, copied into
+ * the unpack folder (dirfd >= 0; a base file into base/, opened once into *basefd) and/or the
+ * writer w, its SHA-256 compared, and made durable. */
+static ftl_err take_file(pl_archive_r *r, const pl_ar_entry *e, const ftl_package_file *pf, int dirfd,
+                         const char *dir_path, int *basefd, pl_archive_w *w, ftl_diag *d) {
+  char hex[FTL_SHA256_HEX_LEN + 1];
+  int fd = -1;
+  ftl_err rc;
+  if ((rc = check_entry(e, pf->name, pf->size, d))) goto out;
+  if (dirfd >= 0) {
+    int base = pl_package_is_base_file(pf->name);
+    /* A base file is created in base/ by its leaf name: no path with a slash reaches openat. */
+    if (base && (rc = open_base_dir(dir_path, dirfd, basefd, d))) goto out;
+    fd = core_fs_table.openat(base ? *basefd : dirfd, base ? base_leaf(pf->name) : pf->name,
+                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+      rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s: %s", pf->name, strerror(errno));
+      goto out;
+    }
+  }
+  if (w && (rc = pl_aw_begin(w, pf->name, pf->size, d))) goto out;
+  if ((rc = copy_entry(r, pf->name, pf->size, fd, w, hex, d))) goto out;
+  if (w && (rc = pl_aw_end(w, d))) goto out;
+  if (strcmp(hex, pf->sha256)) {
+    rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s's SHA-256 is %s, %s says %s: the package was altered", pf->name, hex,
+                       FTL_PACKAGE_MANIFEST, pf->sha256);
+    goto out;
+  }
+  if (fd >= 0 && core_fs_table.fsync(fd)) rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", pf->name, strerror(errno));
+out:
+  if (fd >= 0) core_fs_table.close(fd);
+  return rc;
+}
+
+static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package_limits *lim, const char *expected_id,
+                            int dirfd, const char *dir_path, pl_archive_w *w, char id_out[FTL_SHA256_HEX_LEN + 1],
+                            char **man_out, size_t *man_size_out, ftl_diag *d) {
+  pl_ar_entry e;
+  int eof = 0, basefd = -1;
+  char *man = NULL;
+  size_t man_size = 0;
+  ftl_package_manifest *m = NULL;
+  ftl_err rc;
+  if ((rc = read_manifest_entry(r, require_zstd, lim, &man, &man_size, d))) goto out;
   if ((rc = pl_package_manifest_parse(man, man_size, lim, &m, d))) goto out;
   if (expected_id && strcmp(expected_id, m->id)) {
     rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the package's manifest hashes to %s, not the expected %s", m->id,
@@ -523,34 +574,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
                          FTL_PACKAGE_MANIFEST);
       goto out;
     }
-    if ((rc = check_entry(&e, pf->name, pf->size, d))) goto out;
-    if (dirfd >= 0) {
-      int base = pl_package_is_base_file(pf->name);
-      /* A base file is created in base/ by its leaf name: no path with a slash reaches openat. */
-      if (base && (rc = open_base_dir(dir_path, dirfd, &basefd, d))) goto out;
-      fd = core_fs_table.openat(base ? basefd : dirfd, base ? base_leaf(pf->name) : pf->name,
-                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-      if (fd < 0) {
-        rc = ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s: %s", pf->name, strerror(errno));
-        goto out;
-      }
-    }
-    if (w && (rc = pl_aw_begin(w, pf->name, pf->size, d))) goto out;
-    if ((rc = copy_entry(r, pf->name, pf->size, fd, w, hex, d))) goto out;
-    if (w && (rc = pl_aw_end(w, d))) goto out;
-    if (strcmp(hex, pf->sha256)) {
-      rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "%s's SHA-256 is %s, %s says %s: the package was altered", pf->name, hex,
-                         FTL_PACKAGE_MANIFEST, pf->sha256);
-      goto out;
-    }
-    if (fd >= 0) {
-      if (core_fs_table.fsync(fd)) {
-        rc = ftl_diag_fail(d, FTL_ERR_IO, "cannot fsync %s: %s", pf->name, strerror(errno));
-        goto out;
-      }
-      core_fs_table.close(fd);
-      fd = -1;
-    }
+    if ((rc = take_file(r, &e, pf, dirfd, dir_path, &basefd, w, d))) goto out;
   }
   if ((rc = pl_ar_next(r, &e, &eof, d))) goto out;
   if (!eof) {
@@ -573,7 +597,6 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
   if (man_size_out) *man_size_out = man_size;
   rc = FTL_OK;
 out:
-  if (fd >= 0) core_fs_table.close(fd);
   if (basefd >= 0) core_fs_table.close(basefd);
   pl_package_manifest_free(m);
   ftl_free(man);

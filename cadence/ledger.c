@@ -19,6 +19,7 @@
 #include "cadence/controller.h"
 #include "core/failure_record.h"
 #include "core/jsonl.h"
+#include "core/launch_env.h"
 #include "core/rundir.h"
 #include "ftl/cadence.h"
 #include "ftl/core.h"
@@ -147,16 +148,20 @@ ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_st
   memset(run_stats, 0, sizeof *run_stats);
   memset(fleet_stats, 0, sizeof *fleet_stats);
   if (!c) return ftl_diag_fail(d, FTL_ERR_INVAL, "cadence: no controller");
-  const char *run_dir = getenv("FTL_RUN_DIR");
-  if (run_dir && *run_dir) {
+  /* The launch record (core/launch_env.h): FTL_RUN_DIR and FTL_FLEET_LEDGER, as ftl run sets them. */
+  core_launch_env env;
+  ftl_err erc = core_launch_env_read(&env, d);
+  if (erc) return erc;
+  const char *run_dir = env.run_dir;
+  if (*run_dir) {
     char path[PATH_MAX];
     if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES))
       return ftl_diag_fail(d, FTL_ERR_RANGE, "cadence: FTL_RUN_DIR is too long");
     ftl_err rc = ftl_cadence_load_ledger(c, path, run_stats, d);
     if (rc && rc != FTL_ERR_NOTFOUND) return rc;
   }
-  const char *fleet = getenv("FTL_FLEET_LEDGER");
-  if (fleet && *fleet) {
+  const char *fleet = env.fleet_ledger;
+  if (*fleet) {
     ftl_err rc = ftl_cadence_load_ledger(c, fleet, fleet_stats, d);
     if (rc && rc != FTL_ERR_NOTFOUND) return rc;
   }

@@ -19,6 +19,7 @@
 #include "checkpoint/h5.h"
 #include "core/fs.h"
 #include "core/rundir.h"
+#include "rendezvous/launch.h"
 
 void ftl_ckpt_options_init(ftl_ckpt_options *o) {
   memset(o, 0, sizeof *o);
@@ -65,8 +66,8 @@ static ftl_err setup_hosts(ftl_ckpt *ck, int64_t deadline, ftl_diag *d) {
   snprintf(mine.host, sizeof mine.host, "%s", ftl_hostname());
   /* 1: asked for (checkpoint.levels names l2); 2: "auto", the default of `ftl run` without a list,
    * on exactly when the gang spans several hosts, and silent when it does not. */
-  const char *l2 = getenv("FTL_CKPT_L2");
-  mine.l2 = !l2 || !ck_p2p_available() ? 0 : strcmp(l2, "1") == 0 ? 1 : strcmp(l2, "auto") == 0 ? 2 : 0;
+  const core_launch_env *env = rz_ctx_launch_env(ck->ctx);
+  mine.l2 = env && ck_p2p_available() ? env->ckpt_l2 : 0; /* FTL_CKPT_L2 */
   mine.l1 = ck->l1.dir[0] != '\0';
   ftl_err rc = ck_coll_allgather(ck, &mine, ck->hosts, (int)sizeof mine, "the allgather of the ranks' hosts", deadline, d);
   if (rc) return rc;
@@ -125,8 +126,11 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   }
   ck->ctx = ctx;
   ck->keep = o.keep;
-  const char *af = getenv("FTL_CKPT_ALLOW_FRESH");
-  ck->allow_fresh = o.allow_fresh || (af && strcmp(af, "1") == 0);
+  /* The launch record ftl_init read (core/launch_env.h): the module's settings from the environment. */
+  const core_launch_env *env = rz_ctx_launch_env(ctx);
+  ck->allow_fresh = o.allow_fresh || (env && env->ckpt_allow_fresh);
+  ck->l2_mpi = env && env->ckpt_l2_mpi;
+  if (env) snprintf(ck->job_spec_hash, sizeof ck->job_spec_hash, "%s", env->job_spec_hash);
   ck->timeout_ms = o.timeout_ms;
   ck->chunk = o.chunk_bytes;
   ck->last_step = -1;
@@ -134,8 +138,9 @@ ftl_err ftl_ckpt_create(ftl_ctx *ctx, const ftl_ckpt_options *opts, ftl_ckpt **o
   ck->sync->last.step = -1;
   /* Only a process the launcher started (FTL_ATTEMPT set) answers to the fence: a program run by
    * hand on a run directory is no attempt of it. */
-  ck->attempt = getenv("FTL_ATTEMPT") ? inf->attempt : -1;
-  ck_l1_setup(&ck->l1, run_dir, o.l1_dir, o.l1_max_bytes);
+  ck->attempt = env && env->has_attempt ? inf->attempt : -1;
+  ck_l1_setup(&ck->l1, run_dir, o.l1_dir ? o.l1_dir : env ? env->ckpt_l1_dir : NULL,
+              o.l1_max_bytes ? o.l1_max_bytes : env ? env->ckpt_l1_max_bytes : 0);
   if (ftl_fmt(ck->run_dir, sizeof ck->run_dir, "%s", run_dir) ||
       core_rundir_path(ck->base, sizeof ck->base, run_dir, FTL_RUNDIR_CHECKPOINTS)) {
     rc = FTL_ERR_RANGE;
@@ -229,4 +234,13 @@ ftl_err ftl_ckpt_destroy(ftl_ckpt *ck) {
 #endif
   free_handle(ck, 1, 1);
   return FTL_OK;
+}
+
+unsigned ftl_ckpt_levels(const ftl_ckpt *ck) {
+  if (!ck) return 0;
+  unsigned set = FTL_CKPT_LEVEL_BIT(FTL_CKPT_LEVEL_L3);
+  /* As ftl_ckpt_save_level lowers a level (ckpt_save.c): L1 needs every rank's folder, L2 also L2. */
+  if (ck->l1_all) set |= FTL_CKPT_LEVEL_BIT(FTL_CKPT_LEVEL_L1);
+  if (ck->l1_all && ck->l2_on) set |= FTL_CKPT_LEVEL_BIT(FTL_CKPT_LEVEL_L2);
+  return set;
 }

@@ -120,6 +120,8 @@ struct ftl_ckpt {
   unsigned char *l2_stored, *l2_stored_all; /* save: the shards this rank keeps for a partner; all of them (rank 0) */
   int keep;
   int allow_fresh; /* options.allow_fresh or FTL_CKPT_ALLOW_FRESH=1 */
+  int l2_mpi;      /* the L2 transfers over MPI only (FTL_CKPT_L2_TRANSPORT=mpi, the launch record) */
+  char job_spec_hash[65]; /* the launch record's FTL_JOB_SPEC_HASH, recorded in each manifest */
   int64_t timeout_ms;
   size_t chunk;
   reg *regs;

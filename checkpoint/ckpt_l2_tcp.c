@@ -103,14 +103,6 @@ ftl_err ck_l2_tcp_mac(const unsigned char token[CK_L2_TCP_TOKEN], const unsigned
   return rz_wire_hmac(token, CK_L2_TCP_TOKEN, text, sizeof text, mac, d);
 }
 
-/* FTL_CKPT_L2_TRANSPORT: 1 tcp (the default), 0 mpi. */
-static int transport_tcp(void) {
-  const char *t = getenv("FTL_CKPT_L2_TRANSPORT");
-  if (!t || !*t || !strcmp(t, "tcp")) return 1;
-  if (!strcmp(t, "mpi")) return 0;
-  FTL_LOG(FTL_LOG_WARN, "ckpt", "FTL_CKPT_L2_TRANSPORT=%s is neither tcp nor mpi: tcp is used", t);
-  return 1;
-}
 
 /* The hello of fetching link k from the server whose record is r, answering nonce. */
 static ftl_err hello_of(const ftl_ckpt *ck, const ck_l2_link *k, const tcp_rec *r, const unsigned char *nonce,
@@ -370,7 +362,7 @@ static void setup_free(setup *s, int n) {
  * and listener (s->mine; s->why says why not). */
 static void listen_here(ftl_ckpt *ck, setup *s, int serves) {
   tcp_rec *mine = &s->mine;
-  s->may = transport_tcp();
+  s->may = !ck->l2_mpi; /* FTL_CKPT_L2_TRANSPORT, from the launch record */
   mine->ok = (uint8_t)s->may;
   if (!mine->ok) (void)ftl_fmt(s->why, sizeof s->why, "FTL_CKPT_L2_TRANSPORT=mpi");
   if (!mine->ok || !serves) return;

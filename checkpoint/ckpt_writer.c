@@ -55,8 +55,7 @@ static ftl_err build_manifest(ftl_ckpt *ck, int64_t step, int level, const hdr *
   int l2 = ck->l2_on && level != FTL_CKPT_LEVEL_L1;
   *l2_complete = l2;
   m->created_unix_us = ftl_wall_us();
-  const char *jsh = getenv("FTL_JOB_SPEC_HASH");
-  if (jsh) snprintf(m->job_spec_hash, sizeof m->job_spec_hash, "%s", jsh);
+  snprintf(m->job_spec_hash, sizeof m->job_spec_hash, "%s", ck->job_spec_hash);
   for (int i = 0; i < ck->nregs; i++)
     m->items[i] = ck->regs[i].item;
   uint64_t total = 0;

@@ -57,7 +57,7 @@ static int run_folder(const char *root, const char *run_dir, char *out, size_t s
 
 void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_bytes) {
   memset(l1, 0, sizeof *l1);
-  const char *root = want ? want : getenv("FTL_CKPT_L1_DIR");
+  const char *root = want;
   if (!root || !*root || !run_dir || !*run_dir) return;
   struct stat st;
   if (root[0] != '/' || stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -82,10 +82,7 @@ void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_
     l1->dir[0] = '\0';
     return;
   }
-  int64_t v;
-  const char *mb = getenv("FTL_CKPT_L1_MAX_BYTES");
   l1->max_bytes = max_bytes;
-  if (!max_bytes && mb && ftl_parse_i64(mb, 1, INT64_MAX, &v) == FTL_OK) l1->max_bytes = (uint64_t)v;
   /* The root is shared (a world-writable /dev/shm) and the folder's name is predictable: it must be
    * this user's own folder, private, and not a link, or another user could hand a restore their
    * files (the checksums are not cryptographic). */

@@ -58,8 +58,8 @@ typedef struct ck_l1 {
   int warned;         /* a step without a copy was reported (once at warn level) */
 } ck_l1;
 
-/* The L1 level for run_dir: root from want (NULL: the environment's FTL_CKPT_L1_DIR; "" or unset:
- * off), limit from FTL_CKPT_L1_MAX_BYTES (or max_bytes when > 0). A root that is not an absolute
+/* The L1 level for run_dir: root from want (NULL or "": off; ftl_ckpt_create passes the options'
+ * l1_dir or the launch record's FTL_CKPT_L1_DIR), limit max_bytes (0: none of its own). A root that is not an absolute
  * folder, is longer than CK_L1_ROOT_MAX or is ck_l1_root_unguarded turns L1 off with a warning
  * naming it and why (never an error: L3 is the level that must work). */
 void ck_l1_setup(ck_l1 *l1, const char *run_dir, const char *want, uint64_t max_bytes);

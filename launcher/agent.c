@@ -14,7 +14,21 @@
  * console and the new attempt's log files, on activation. A standby never activated leaves no
  * trace in the run directory.
  *
- * It deliberately does not restart anything: the launcher decides, for the whole gang. */
+ * It deliberately does not restart anything: the launcher decides, for the whole gang.
+ *
+ * Map: the rank's place (Open MPI's or Slurm's variables); the program's output (the console, which
+ * must never stop the agent, the log files, a standby's held output); small reports (memory, a
+ * stop, the exit record); the agent's state; Open MPI's shared-memory folder; set-up (the launcher
+ * reached directly or through the host's relay) and the program's spawn; signals and the
+ * activation; the alive reports' thread; the launcher's connection; the loop; the exit report and
+ * the entry point (ln_rank_agent_main).
+ *
+ * Why one file (issue 33): it is one small program's whole life, and the parts from the
+ * shared-memory folder on all work on one private struct, agent (the connection, the program, both
+ * output streams, the alive thread), that no other file should see. What other processes share
+ * lives elsewhere already: the program's environment (gang.c), the relay (relay.c), spawning and
+ * process groups (core/proc.c), owned folders (core/owned_dir.c). The output streams need no agent
+ * and are the one part that could move out; nothing else uses them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -47,6 +61,8 @@
 #include "launcher/sigpipe.h"
 #include "rendezvous/client.h"
 #include "rendezvous/wire.h"
+
+/* ---- the rank's place ------------------------------------------------------------------------ */
 
 /* Slurm writes tasks per node as "2(x3),1": node i's count is found by expanding the list. */
 static int slurm_local_size(const char *tasks_per_node, int node_id) {
@@ -126,6 +142,8 @@ static ftl_err read_place(rank_place *pl, ftl_diag *d) {
   *pl = (rank_place){(int)v[0], (int)v[1], (int)v[2], (int)v[3]};
   return FTL_OK;
 }
+
+/* ---- the program's output -------------------------------------------------------------------- */
 
 /* Passes program output through, line by line with a "[rank N] " prefix, and keeps it unprefixed
  * in the rank's log file. The console (mpirun's or srun's output pipe) is the one outside reader
@@ -271,6 +289,8 @@ static int open_log(const char *attempt_dir, int rank, const char *suffix) {
   return core_fs_table.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 }
 
+/* ---- small reports --------------------------------------------------------------------------- */
+
 /* A process's resident memory in KiB (/proc/PID/statm), or -1. */
 static long resident_kib(pid_t pid) {
   char path[64], buf[128];
@@ -312,6 +332,8 @@ static void write_exit_record(const char *attempt_dir, int rank, int code, int s
   free(text);
 }
 
+/* ---- the agent's state ----------------------------------------------------------------------- */
+
 /* The alive reports go out from a thread of their own, every second, whatever the agent's loop is
  * doing: the launcher calls a host lost from their silence alone, and the loop also writes the
  * program's output to its log files and the console, where a slow disk or a stalled reader must
@@ -349,6 +371,8 @@ typedef struct agent {
   pid_t relay_pid;      /* the host's relay when this agent started it (launcher/relay.h), else 0 */
   char sm_dir[96];      /* the program's shared-memory folder (make_sm_dir), removed at the end; "" none */
 } agent;
+
+/* ---- Open MPI's shared-memory folder --------------------------------------------------------- */
 
 /* Open MPI's shared-memory transport (btl vader in 4.x, sm in 5.x) backs each rank with a file in
  * /dev/shm that the rank removes in MPI_Finalize, or mpirun when the job ends. A rank killed along
@@ -395,11 +419,13 @@ static void make_sm_dir(agent *ag, char vars[2][192]) {
     snprintf(vars[i], sizeof vars[i], "%s=%s", names[i], ag->sm_dir);
 }
 
+/* ---- set-up and spawning --------------------------------------------------------------------- */
+
 /* The rank's place, the program's environment, the parent-death signal and the launcher
  * connection. FTL_EXIT_OK, or the exit code to return at once. */
 static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
-  ftl_launch_env env;
-  if (read_place(&ag->pl, d) || rz_launch_env_read(&env, d)) {
+  core_launch_env env;
+  if (read_place(&ag->pl, d) || core_launch_env_read(&env, d)) {
     fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
     return FTL_EXIT_LAUNCH;
   }
@@ -431,7 +457,7 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
       /* Through the host's relay (wire version 3, launcher/relay.h): started by whichever agent of
        * this host comes first. Should it fail, this agent and its program connect directly: the
        * launcher takes both kinds in one gang. */
-      ftl_launch_env via = env;
+      core_launch_env via = env;
       ftl_diag rd = {{0}};
       if (ln_relay_address(&env, via.relay, sizeof via.relay, &rd) == FTL_OK &&
           ln_relay_ensure(&env, ag->pl.local_world_size, &ag->relay_pid, &rd) == FTL_OK)
@@ -510,6 +536,8 @@ static ftl_err spawn_program(agent *ag, char **argv, char **prog_env, ftl_diag *
   return FTL_OK;
 }
 
+/* ---- signals and the activation -------------------------------------------------------------- */
+
 /* Passes an ending signal (or any other) to the program's group; an ending one arms its SIGKILL. */
 static void pass_signal(agent *ag, int sig, int ending, const char *by) {
   if (ending && !ag->proc.reaped) say_stopping(&ag->client, &ag->said_stopping, sig, by);
@@ -550,6 +578,8 @@ static void activate(agent *ag, const char *attempt_dir) {
   release_held(&ag->out, ag->prefix);
   release_held(&ag->err, ag->prefix);
 }
+
+/* ---- the alive reports ----------------------------------------------------------------------- */
 
 static void *alive_main(void *arg) {
   alive_reporter *r = arg;
@@ -612,6 +642,8 @@ static void alive_stop(agent *ag) {
   r->started = 0;
 }
 
+/* ---- the launcher's connection --------------------------------------------------------------- */
+
 /* The launcher's connection is done with (its EOF, or the fence): the reports stop first. */
 static void close_launcher(agent *ag) {
   alive_stop(ag);
@@ -652,6 +684,8 @@ static void agent_timers(agent *ag) {
     core_proc_signal(&ag->proc, SIGKILL);
   }
 }
+
+/* ---- the loop -------------------------------------------------------------------------------- */
 
 /* A turn's handler that took more than a second: said, with what it was doing, since the loop is
  * what passes the program's output on and signals to it. */
@@ -716,6 +750,8 @@ static void watch_program(agent *ag, ftl_diag *d) {
   alive_stop(ag); /* before the exit report: the launcher hears nothing of this rank after it */
   core_proc_signal(&ag->proc, SIGKILL); /* whatever the program left behind in its group goes with it */
 }
+
+/* ---- the end: the exit report, the entry point ----------------------------------------------- */
 
 /* How the program ended: in the rank's exit record and to the launcher. Returns the agent's exit code. */
 static int report_exit(agent *ag, int64_t start_us, ftl_diag *d) {

@@ -2,7 +2,12 @@
  * "Relays"). One poll() loop over the launcher's connection, the listener and the host's local
  * connections (a few per rank of this host: nothing here grows with the gang). Every local line is
  * parsed (a line that is not a message closes its connection, as the launcher would), so what goes
- * up is always well-formed and within the launcher's line limit. */
+ * up is always well-formed and within the launcher's line limit.
+ *
+ * Map: limits, state and the relay's address; sending up to the launcher; local connections
+ * (closing one, what may wait for a batch, refusals, binding, their messages and reads); the
+ * launcher's messages; the batch; accepting locals and reading the launcher; the relay's loop
+ * (relay_run); starting the relay and waiting for it (ln_relay_ensure, ln_relay_wait). */
 #include "launcher/relay.h"
 
 #include <errno.h>
@@ -20,6 +25,8 @@
 #include "core/net.h"
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
+
+/* ---- limits, state, the relay's address ------------------------------------------------------ */
 
 /* The batch period, a batch line's budget
  * (under the launcher's FTL_WIRE_MAX_LINE), how long the relay outlives its last local connection,
@@ -47,7 +54,7 @@ typedef struct local {
 } local;
 
 typedef struct relay {
-  const ftl_launch_env *env;
+  const core_launch_env *env;
   int listen_fd, up_fd;
   ftl_linebuf up_lb;
   local **locals;
@@ -61,7 +68,7 @@ typedef struct relay {
   size_t pending;
 } relay;
 
-ftl_err ln_relay_address(const ftl_launch_env *env, char *addr, size_t size, ftl_diag *d) {
+ftl_err ln_relay_address(const core_launch_env *env, char *addr, size_t size, ftl_diag *d) {
   if (!env->token[0]) return ftl_diag_fail(d, FTL_ERR_INVAL, "relay: no FTL_RDZV_TOKEN to name the relay by");
   /* Abstract names are listed for everyone in /proc/net/unix: the name is derived from the token,
    * never the token itself. */
@@ -71,6 +78,8 @@ ftl_err ln_relay_address(const ftl_launch_env *env, char *addr, size_t size, ftl
   if (ftl_fmt(addr, size, "@ftl-relay-%s", name)) return ftl_diag_fail(d, FTL_ERR_RANGE, "relay: address too long");
   return FTL_OK;
 }
+
+/* ---- sending up ------------------------------------------------------------------------------ */
 
 static const char *role_name(enum local_role r) { return r == LOCAL_AGENT ? "agent" : "rank"; }
 
@@ -104,6 +113,8 @@ static bool flush_pending(relay *r, local *l) {
   json_decref(p);
   return ok;
 }
+
+/* ---- local connections ----------------------------------------------------------------------- */
 
 static void close_local(relay *r, size_t i, bool tell) {
   local *l = r->locals[i];
@@ -224,6 +235,8 @@ static bool read_local(relay *r, local *l) {
   return !eof;
 }
 
+/* ---- the launcher's messages ----------------------------------------------------------------- */
+
 /* The launcher's message: to every local connection of a role, or to one (to_rank). */
 static void on_launcher_message(relay *r, json_t *msg) {
   const char *to = rz_wire_str(msg, "to", "");
@@ -251,6 +264,8 @@ static void on_launcher_message(relay *r, json_t *msg) {
   }
   ftl_free(line);
 }
+
+/* ---- the batch ------------------------------------------------------------------------------- */
 
 /* Ends and sends one batch line (the current one of b); false when the launcher cannot take it. */
 static bool send_batch_line(relay *r, core_buf *b) {
@@ -299,6 +314,8 @@ static bool send_batch(relay *r) {
   core_buf_free(&b);
   return true;
 }
+
+/* ---- accepting locals, reading the launcher -------------------------------------------------- */
 
 static void accept_locals(relay *r) {
   for (;;) {
@@ -359,6 +376,8 @@ static bool read_launcher(relay *r) {
   return !eof;
 }
 
+/* ---- the relay's loop ------------------------------------------------------------------------ */
+
 /* The relay's life, in the forked child; returns its exit code. */
 static int relay_run(relay *r) {
   ftl_diag d = {{0}};
@@ -416,7 +435,9 @@ static int relay_run(relay *r) {
   return code;
 }
 
-ftl_err ln_relay_ensure(const ftl_launch_env *env, int local_agents, pid_t *started_out, ftl_diag *d) {
+/* ---- starting and waiting -------------------------------------------------------------------- */
+
+ftl_err ln_relay_ensure(const core_launch_env *env, int local_agents, pid_t *started_out, ftl_diag *d) {
   char name[160];
   *started_out = 0;
   struct sockaddr_un sa;

@@ -25,12 +25,12 @@
 #include "rendezvous/client.h"
 
 /* The relay's address for env's attempt ("@ftl-relay-TOKEN"), into addr (size bytes). */
-ftl_err ln_relay_address(const ftl_launch_env *env, char *addr, size_t size, ftl_diag *d);
+ftl_err ln_relay_address(const core_launch_env *env, char *addr, size_t size, ftl_diag *d);
 
 /* Makes sure this host's relay for env's attempt runs: starts it when no process holds its address
  * yet (*started_out: its pid; 0 when another agent's relay already holds the address). local_agents:
  * how many agents this host runs (LOCAL_WORLD_SIZE), so the relay knows when all have gone. */
-ftl_err ln_relay_ensure(const ftl_launch_env *env, int local_agents, pid_t *started_out, ftl_diag *d);
+ftl_err ln_relay_ensure(const core_launch_env *env, int local_agents, pid_t *started_out, ftl_diag *d);
 
 /* Waits until the relay this agent started (pid) has exited, at most until deadline_ms. */
 void ln_relay_wait(pid_t pid, int64_t deadline_ms);

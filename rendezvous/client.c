@@ -11,50 +11,6 @@
 #include "ftl/core.h"
 #include "rendezvous/wire.h"
 
-static ftl_err env_int(const char *name, int64_t min, int64_t max, int64_t fallback, int64_t *out, ftl_diag *d) {
-  const char *v = getenv(name);
-  if (!v || !*v) {
-    *out = fallback;
-    return FTL_OK;
-  }
-  if (ftl_parse_i64(v, min, max, out) != FTL_OK)
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "environment variable %s='%s' is not an integer in [%lld, %lld]", name,
-                         v, (long long)min, (long long)max);
-  return FTL_OK;
-}
-
-ftl_err rz_launch_env_read(ftl_launch_env *env, ftl_diag *d) {
-  memset(env, 0, sizeof *env);
-  ftl_err rc;
-  int64_t v;
-  const char *addr = getenv("FTL_RDZV_ADDR");
-  env->present = addr && *addr;
-  if (env->present && ftl_fmt(env->addr, sizeof env->addr, "%s", addr))
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RDZV_ADDR is too long");
-  const char *relay = getenv("FTL_RELAY_ADDR");
-  if (relay && *relay && (relay[0] != '@' || ftl_fmt(env->relay, sizeof env->relay, "%s", relay)))
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RELAY_ADDR='%.60s' is not a relay's address (@NAME, shorter than %zu)",
-                         relay, sizeof env->relay);
-  const char *token = getenv("FTL_RDZV_TOKEN");
-  if (token && ftl_fmt(env->token, sizeof env->token, "%s", token))
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RDZV_TOKEN is too long");
-  const char *run_dir = getenv("FTL_RUN_DIR");
-  if (run_dir && ftl_fmt(env->run_dir, sizeof env->run_dir, "%s", run_dir))
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "FTL_RUN_DIR is too long");
-  if ((rc = env_int("FTL_RDZV_TIMEOUT_MS", 0, INT64_MAX / 2, 300000, &env->timeout_ms, d))) return rc;
-  if ((rc = env_int("RANK", 0, 1 << 24, -1, &v, d))) return rc;
-  env->rank = (int)v;
-  if ((rc = env_int("WORLD_SIZE", 1, 1 << 24, -1, &v, d))) return rc;
-  env->world_size = (int)v;
-  if ((rc = env_int("LOCAL_RANK", 0, 1 << 24, -1, &v, d))) return rc;
-  env->local_rank = (int)v;
-  if ((rc = env_int("LOCAL_WORLD_SIZE", 1, 1 << 24, -1, &v, d))) return rc;
-  env->local_world_size = (int)v;
-  if ((rc = env_int("FTL_ATTEMPT", 0, 1 << 24, 0, &v, d))) return rc;
-  env->attempt = (int)v;
-  return FTL_OK;
-}
-
 /* A relay is a process of the job's owner: a listener of another user's (on an abstract name
  * anyone may take) is refused before the hello, which would give it a proof for its own nonce. */
 static ftl_err check_relay_owner(int fd, const char *to, ftl_diag *d) {
@@ -68,12 +24,12 @@ static ftl_err check_relay_owner(int fd, const char *to, ftl_diag *d) {
   return FTL_OK;
 }
 
-ftl_err rz_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open(ftl_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
                              int64_t deadline_ms, ftl_diag *d) {
   return rz_rdzv_client_open_with(c, env, role, rank, NULL, deadline_ms, d);
 }
 
-ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
                                   const json_t *extra, int64_t deadline_ms, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_t *msg = NULL;

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/launch_env.h"
 #include "ftl/error.h"
 
 typedef struct ftl_rdzv_client {
@@ -14,30 +15,14 @@ typedef struct ftl_rdzv_client {
   pthread_mutex_t send_lock; /* sends come from the training thread and the checkpoint writer */
 } ftl_rdzv_client;
 
-/* What the launcher told every rank through the environment. */
-typedef struct ftl_launch_env {
-  int present;        /* FTL_RDZV_ADDR is set: started by `ftl run` */
-  char addr[300];     /* FTL_RDZV_ADDR host:port */
-  char relay[160];    /* FTL_RELAY_ADDR: this host's relay ("@NAME", launcher/relay.h), connected to
-                         instead of addr when set; "" otherwise */
-  char token[128];    /* FTL_RDZV_TOKEN: run id and attempt, so a stale process cannot join */
-  int64_t timeout_ms; /* FTL_RDZV_TIMEOUT_MS: what is left of the rendezvous deadline at launch */
-  int rank, world_size, local_rank, local_world_size; /* RANK, WORLD_SIZE, ... (-1 if absent) */
-  int attempt;        /* FTL_ATTEMPT */
-  char run_dir[4096]; /* FTL_RUN_DIR */
-} ftl_launch_env;
-
-/* Reads the variables; malformed numbers are an error naming the variable. */
-ftl_err rz_launch_env_read(ftl_launch_env *env, ftl_diag *d);
-
 /* Connects and introduces itself. role is "rank" or "agent". For "rank" it then waits for the
  * launcher's verdict until deadline_ms: FTL_OK on "go", FTL_ERR_RDZV with the launcher's reason
  * (which ranks never arrived) on "fail", FTL_ERR_TIMEOUT if no verdict came. */
-ftl_err rz_rdzv_client_open(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open(ftl_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
                              int64_t deadline_ms, ftl_diag *d);
 
 /* The same, with extra fields for the hello (borrowed; may be NULL). */
-ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const ftl_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
                                   const json_t *extra, int64_t deadline_ms, ftl_diag *d);
 
 /* Sends one message (thread-safe). nowait: drop it rather than wait when the socket is full. */

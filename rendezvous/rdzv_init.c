@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rendezvous/launch.h"
 #include "rendezvous/rz_internal.h"
 
 /* NCCL's set-up waits for every rank: bounded by the launcher's rendezvous deadline when there is
@@ -38,7 +39,7 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   const ftl_mpi_ops *mpi = ftl_mpi();
   ftl_err rc = FTL_OK;
   char why[256] = "";
-  const char *forced = getenv("FTL_BACKEND");
+  const char *forced = ctx->env.backend[0] ? ctx->env.backend : NULL; /* FTL_BACKEND */
   int want_nccl = forced && strcmp(forced, "nccl") == 0;
   /* Probed even under FTL_BACKEND=mpi: where there are GPUs, device buffers must be recognised
    * (and staged) on the MPI path too. */
@@ -157,7 +158,7 @@ static ftl_err init_mpi(ftl_ctx *ctx, int *argc, char ***argv, ftl_diag *d) {
 /* Under the launcher, MPI's numbering must be the launcher's: otherwise RANK in the environment
  * (which PyTorch-style code reads) and the rank ftl uses would disagree. */
 static ftl_err check_gang(const ftl_ctx *ctx, ftl_diag *d) {
-  const ftl_launch_env *e = &ctx->env;
+  const core_launch_env *e = &ctx->env;
   if (!e->present) return FTL_OK;
   if (e->world_size >= 0 && e->world_size != ctx->info.world_size)
     return ftl_diag_fail(d, FTL_ERR_GANG, "MPI world size %d differs from WORLD_SIZE=%d set by the launcher",
@@ -190,6 +191,8 @@ static ftl_err take_activation(ftl_ctx *ctx, const json_t *msg, ftl_diag *d) {
   if (attempt < 0 || attempt > (1 << 24))
     return ftl_diag_fail(d, FTL_ERR_PROTO, "the launcher's activation names no attempt");
   ctx->env.attempt = (int)attempt;
+  ctx->env.has_attempt = 1;
+  ctx->env.standby = 0;
   ctx->info.attempt = (int)attempt;
   int64_t timeout_ms = rz_wire_int(msg, "timeout_ms", -1);
   if (timeout_ms > 0) ctx->env.timeout_ms = timeout_ms;
@@ -205,9 +208,7 @@ static ftl_err take_activation(ftl_ctx *ctx, const json_t *msg, ftl_diag *d) {
  * (FTL_OK), its close or a "stop" (FTL_ERR_RDZV: dismissed), or the park deadline. No busy-wait:
  * one poll() a second. */
 static ftl_err park(ftl_ctx *ctx, ftl_diag *d) {
-  int64_t limit = STANDBY_PARK_DEFAULT_MS, parsed;
-  const char *pt = getenv("FTL_STANDBY_PARK_TIMEOUT_MS");
-  if (pt && ftl_parse_i64(pt, 1, INT64_MAX / 4, &parsed) == FTL_OK) limit = parsed;
+  int64_t limit = ctx->env.standby_park_timeout_ms > 0 ? ctx->env.standby_park_timeout_ms : STANDBY_PARK_DEFAULT_MS;
   int64_t deadline = ftl_deadline_after_ms(limit);
   ftl_err rc = rz_rdzv_client_send(&ctx->client,
                                     json_pack("{s:s, s:i, s:f, s:f}", "type", "parked", "rss_kb", (int)resident_kib(),
@@ -253,16 +254,14 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ctx->startup = (ftl_startup_ms){-1, -1, -1, -1};
   *ctx_out = ctx;
 
-  rc = rz_launch_env_read(&ctx->env, &d);
+  rc = core_launch_env_read(&ctx->env, &d);
   if (rc) goto out;
   ctx->info.attempt = ctx->env.attempt;
   ctx->info.under_launcher = ctx->env.present;
   ctx->info.run_dir = ctx->env.run_dir[0] ? ctx->env.run_dir : NULL;
   ftl_log_set_identity(ctx->env.rank, ctx->env.world_size);
-  ctx->collective_timeout_ms = FTL_DEFAULT_COLLECTIVE_TIMEOUT_MS;
-  const char *ct = getenv("FTL_COLLECTIVE_TIMEOUT_MS");
-  int64_t parsed;
-  if (ct && ftl_parse_i64(ct, 1, INT64_MAX / 4, &parsed) == FTL_OK) ctx->collective_timeout_ms = parsed;
+  ctx->collective_timeout_ms =
+      ctx->env.collective_timeout_ms > 0 ? ctx->env.collective_timeout_ms : FTL_DEFAULT_COLLECTIVE_TIMEOUT_MS;
 
   int64_t t0 = ftl_clock_ns();
   if (ctx->env.present) {
@@ -285,8 +284,7 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ftl_log_set_identity(ctx->info.rank, ctx->info.world_size);
   rc = check_gang(ctx, &d);
   if (rc) goto out;
-  const char *standby = getenv("FTL_STANDBY");
-  if (ctx->have_client && standby && strcmp(standby, "1") == 0) {
+  if (ctx->have_client && ctx->env.standby) {
     int64_t parked_at = ftl_clock_ns();
     rc = park(ctx, &d);
     if (rc) goto out;
@@ -344,3 +342,5 @@ const ftl_info *ftl_ctx_info(const ftl_ctx *ctx) { return &ctx->info; }
 const ftl_startup_ms *ftl_ctx_startup(const ftl_ctx *ctx) { return &ctx->startup; }
 const char *ftl_ctx_errmsg(const ftl_ctx *ctx) { return ctx ? ctx->diag.msg : ""; }
 void *ftl_ctx_mpi_comm(ftl_ctx *ctx) { return ctx->have_comm ? &ctx->comm : NULL; }
+
+const core_launch_env *rz_ctx_launch_env(const ftl_ctx *ctx) { return ctx ? &ctx->env : NULL; }

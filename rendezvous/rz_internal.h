@@ -34,7 +34,7 @@
 struct ftl_ctx {
   ftl_info info;
   ftl_startup_ms startup;
-  ftl_launch_env env;
+  core_launch_env env;
   ftl_rdzv_client client;
   int have_client;
   MPI_Comm comm;      /* dup of MPI_COMM_WORLD: ftl's traffic never mixes with the program's */

@@ -45,19 +45,13 @@ static void catch_up_restart(ft_cadence_plan *p) {
   p->restart_counted = samples > p->restarts_loaded;
 }
 
-/* Rank 0: the job's levels as ftl run passes them (docs/checkpoint.md "Levels"): L1 when the ranks
- * have an L1 folder, L2 with it when asked for (1, or auto) and the gang spans several hosts. */
-static unsigned job_levels(const ftl_info *me, int *low) {
-  const char *l1 = getenv("FTL_CKPT_L1_DIR"), *l2 = getenv("FTL_CKPT_L2");
-  unsigned set = FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L3);
-  *low = FTL_CKPT_LEVEL_L3;
-  if (!l1 || !*l1) return set;
-  set |= FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L1);
-  *low = FTL_CKPT_LEVEL_L1;
-  if (l2 && (!strcmp(l2, "1") || !strcmp(l2, "auto")) && me->local_world_size < me->world_size) {
-    set |= FTL_CADENCE_LEVEL_BIT(FTL_CADENCE_LEVEL_L2);
-    *low = FTL_CKPT_LEVEL_L2;
-  }
+/* The levels the checkpoint handle agreed (ftl_ckpt_levels: L1 when every rank has an L1 folder,
+ * L2 with it when it is on; the same on every rank), and into *low the level a pinned checkpoint
+ * below L3 goes to: the highest of them under L3 (L2 when on, else L1), L3 when there is none. */
+static unsigned below_l3_level(unsigned set, int *low) {
+  *low = set & FTL_CKPT_LEVEL_BIT(FTL_CKPT_LEVEL_L2)   ? FTL_CKPT_LEVEL_L2
+         : set & FTL_CKPT_LEVEL_BIT(FTL_CKPT_LEVEL_L1) ? FTL_CKPT_LEVEL_L1
+                                                       : FTL_CKPT_LEVEL_L3;
   return set;
 }
 
@@ -140,7 +134,7 @@ static ftl_err share_next(ft_cadence_plan *p, int64_t step) {
   return rc;
 }
 
-ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, int64_t pin_l3_every, double pin_s, double fleet_rate,
+ftl_err ft_plan_create(ftl_ctx *ctx, unsigned ckpt_levels, int64_t pin_steps, int64_t pin_l3_every, double pin_s, double fleet_rate,
                        int64_t start_step, ft_cadence_plan **out, char *msg, size_t msg_size) {
   ftl_err rc = FTL_OK;
   ftl_diag d = {{0}};
@@ -153,7 +147,7 @@ ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, int64_t pin_l3_every, do
   p->next_level = FTL_CKPT_LEVEL_L3;
   for (int l = 0; l < FTL_CADENCE_MAX_LEVELS; l++) p->durable_by_level[l] = -1;
   const ftl_info *me = ftl_ctx_info(ctx);
-  unsigned levels = job_levels(me, &p->low_level);
+  unsigned levels = below_l3_level(ckpt_levels, &p->low_level);
   int ok = 1;
   if (me->rank == 0) {
     ftl_cadence_config cfg;

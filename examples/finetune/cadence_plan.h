@@ -21,11 +21,11 @@ typedef struct ft_cadence_plan ft_cadence_plan;
  * the steps that are multiples of pin_l3_every at L3, the others below; 0: all at L3); else
  * pin_s > 0: every pin_s seconds (turned into steps from the measured step time); else derived,
  * with the prior failure rate fleet_rate per rank-hour (0: the controller's default), and per
- * level when the job has L1 (FTL_CKPT_L1_DIR set by ftl run). The first checkpoint step follows
- * start_step (unless pinned in steps: 10 steps later, which also measures the stall). On error msg
- * says why. */
-ftl_err ft_plan_create(ftl_ctx *ctx, int64_t pin_steps, int64_t pin_l3_every, double pin_s, double fleet_rate,
-                       int64_t start_step, ft_cadence_plan **out, char *msg, size_t msg_size);
+ * level when the checkpoint handle saves below L3 (ckpt_levels: its ftl_ckpt_levels). The first
+ * checkpoint step follows start_step (unless pinned in steps: 10 steps later, which also measures
+ * the stall). On error msg says why. */
+ftl_err ft_plan_create(ftl_ctx *ctx, unsigned ckpt_levels, int64_t pin_steps, int64_t pin_l3_every, double pin_s,
+                       double fleet_rate, int64_t start_step, ft_cadence_plan **out, char *msg, size_t msg_size);
 
 /* Not collective (the same on every rank): the level of the checkpoint due (FTL_CKPT_LEVEL_*). */
 int ft_plan_level(const ft_cadence_plan *p);

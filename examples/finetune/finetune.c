@@ -505,7 +505,7 @@ static int open_checkpoints(run *r) {
   r->last_ckpt_step = r->st.step;
   r->saved_any = 0;
   if (r->ck && (o->ckpt_auto || o->ckpt_every > 0 || o->ckpt_every_s > 0)) {
-    rc = ft_plan_create(r->ctx, o->ckpt_auto ? 0 : o->ckpt_every, o->ckpt_auto ? 0 : o->ckpt_l3_every,
+    rc = ft_plan_create(r->ctx, ft_state_ckpt_levels(r->ck), o->ckpt_auto ? 0 : o->ckpt_every, o->ckpt_auto ? 0 : o->ckpt_l3_every,
                         o->ckpt_every_s, o->fleet_rate, r->st.step, &r->plan, r->msg, sizeof r->msg);
     if (rc) {
       fprintf(stderr, "rank %d: %s\n", r->R, r->msg);

@@ -73,6 +73,8 @@ struct ft_state_ckpt {
 
 int ft_state_ckpt_available(void) { return 1; }
 
+unsigned ft_state_ckpt_levels(const ft_state_ckpt *c) { return ftl_ckpt_levels(c ? c->ck : NULL); }
+
 static ftl_err add_lora(ftl_ckpt *ck, const char *prefix, ft_lora *a, char *msg, size_t msg_size) {
   for (int i = 0; i < a->n_tensors; i++) {
     char name[FTL_CKPT_NAME_MAX + 1];
@@ -214,6 +216,11 @@ struct ft_state_ckpt {
 };
 
 int ft_state_ckpt_available(void) { return 0; }
+
+unsigned ft_state_ckpt_levels(const ft_state_ckpt *c) {
+  (void)c;
+  return FTL_CKPT_LEVEL_BIT(FTL_CKPT_LEVEL_L3);
+}
 
 ftl_err ft_state_ckpt_open(ftl_ctx *ctx, ft_state *s, const char *run_dir, ft_state_ckpt **out, char *msg,
                            size_t msg_size) {

@@ -63,6 +63,10 @@ int ft_state_ckpt_available(void);
 ftl_err ft_state_ckpt_open(ftl_ctx *ctx, ft_state *s, const char *run_dir, ft_state_ckpt **out, char *msg,
                            size_t msg_size);
 
+/* Not collective: the checkpoint levels the handle agreed (ftl_ckpt_levels, a set of
+ * FTL_CKPT_LEVEL_BIT), the same on every rank; L3 alone in a build without ftl_ckpt. */
+unsigned ft_state_ckpt_levels(const ft_state_ckpt *c);
+
 /* Collective. Loads the newest committed checkpoint into s. FTL_OK: resumed (s->step is the step
  * it was saved after); FTL_ERR_NOTFOUND: nothing committed, s is untouched; FTL_ERR_STATE: the
  * checkpoint was made by a run with other settings (another base, data, seed...); others: failure.

@@ -180,6 +180,15 @@ FTL_API ftl_err ftl_ckpt_save(ftl_ckpt *ck, int64_t step);
  * only them. FTL_ERR_INVAL for a level outside 1..3; otherwise as ftl_ckpt_save. */
 FTL_API ftl_err ftl_ckpt_save_level(ftl_ckpt *ck, int64_t step, int level);
 
+/* Not collective. The levels this handle saves at, agreed by every rank at ftl_ckpt_create (the
+ * same on every rank), as bits FTL_CKPT_LEVEL_BIT(level): L3 always; L1 when every rank has an L1
+ * folder (the job's checkpoint.levels name l1, or ftl_ckpt_options.l1_dir); L2 with it when L2 is
+ * on (asked for, and the gang spans several hosts). What a program's checkpoint cadence plans
+ * with (ftl_cadence_levels_config.levels; examples/finetune/cadence_plan.c), rather than reading
+ * the launcher's FTL_CKPT_* variables itself. 0 for NULL. */
+#define FTL_CKPT_LEVEL_BIT(level) (1u << ((level) - 1)) /* as FTL_CADENCE_LEVEL_BIT: the same set */
+FTL_API unsigned ftl_ckpt_levels(const ftl_ckpt *ck);
+
 /* Not collective. Waits (up to timeout_ms; <0 means the handle's deadline) until no checkpoint
  * is in flight, then returns the result of the last one (its err; stats copied to *out if not
  * NULL). FTL_ERR_TIMEOUT when it is still in flight. When none was ever saved nothing is pending:

@@ -217,12 +217,17 @@ static void test_fetcher_gone(ftl_ckpt *ck) {
 
 /* Forced to MPI, or a fault on this (the only) rank: no socket, *tcp = 0, and no error; the
  * agreement is the first allgather, or (a failed connection) the second. */
+/* var=value set as a rank would have it: FTL_CKPT_L2_TRANSPORT through the handle's launch
+ * record (ck->l2_mpi, as ftl_ckpt_create sets it), a test hook through the environment. */
 static void test_mpi(ftl_ckpt *ck, const char *var, const char *value, int allgathers_made) {
   ck_l2_link links[2];
   int tcp = 1;
-  setenv(var, value, 1);
+  int transport = strcmp(var, "FTL_CKPT_L2_TRANSPORT") == 0;
+  if (transport) ck->l2_mpi = strcmp(value, "mpi") == 0;
+  else setenv(var, value, 1);
   CHECK_INT_EQ(connect_self(ck, links, &tcp), FTL_OK);
-  unsetenv(var);
+  if (transport) ck->l2_mpi = 0;
+  else unsetenv(var);
   CHECK_INT_EQ(tcp, 0);
   CHECK_INT_EQ(allgathers, allgathers_made);
   CHECK(fcntl(0, F_GETFD) >= 0); /* no descriptor but its own was closed (one was: 0) */
@@ -246,7 +251,6 @@ int main(void) {
   ck->rank = 0;
   ck->world = 1;
   ck->timeout_ms = 10000;
-  unsetenv("FTL_CKPT_L2_TRANSPORT");
   unsetenv("FTL_CKPT_L2_TCP_FAULT");
   test_strangers_refused(ck);
   test_fetcher_gone(ck);

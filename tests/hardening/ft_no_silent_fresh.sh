@@ -62,7 +62,7 @@ mkdir -p aside
 for s in $steps; do mv "$(step_dir r2 "$s")/shard-00001.h5" "aside/$s.h5"; done
 run_ftl blip.out run -n 2 --max-restarts 0 --run-dir r2 -- ftl-finetune "${FT_ARGS[@]}" --ckpt-every 7
 [ "$RC" -ne 0 ] || { cat blip.out >&2; fail "a run with every step missing a shard exited 0"; }
-expect_contains blip.out "shard-00001.h5: missing"
+expect_contains blip.out "shard-00001.h5 does not exist"
 grep -q "starting at step 0" blip.out && fail "the run started from scratch"
 for s in $steps; do
   [ -f "$(step_dir r2 "$s")/manifest.json" ] || fail "step $s was condemned for a missing shard"

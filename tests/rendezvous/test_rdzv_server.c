@@ -54,7 +54,7 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
 static pid_t spawn_client(int port, const char *token, const char *role, int rank, int world) {
   pid_t pid = fork();
   if (pid != 0) return pid;
-  ftl_launch_env env = {.present = 1, .rank = rank, .world_size = world};
+  core_launch_env env = {.present = 1, .rank = rank, .world_size = world};
   snprintf(env.addr, sizeof env.addr, "127.0.0.1:%d", port);
   snprintf(env.token, sizeof env.token, "%s", token);
   ftl_rdzv_client c;

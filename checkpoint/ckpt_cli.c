@@ -8,6 +8,9 @@
  * L1 folder of the run, l2 the partner copies kept there (checkpoint/levels.h), each one the
  * manifest places on this host.
  *
+ * Map: helpers; `ls`; the levels (a step's manifest, folder and host at a level); `verify`;
+ * `show`; the command line (--level, the level's folders, ck_ckpt_cli_main).
+ *
  * Not here: anything that needs MPI or a running gang. */
 #include "checkpoint/ckpt_cli.h"
 
@@ -24,6 +27,8 @@
 #include "checkpoint/shard.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
+
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 #define CLI_CHUNK (8u << 20)
 
@@ -82,6 +87,8 @@ static void levels_of(const ck_manifest *m, char *out, size_t size) {
   snprintf(out, size, "%s%s%s", l1 ? (l2 || m->l3 ? "l1+" : "l1") : "", l2 ? (m->l3 ? "l2+" : "l2") : "",
            m->l3 ? "l3" : "");
 }
+
+/* ---- ls -------------------------------------------------------------------------------------- */
 
 /* One row of `ftl ckpt ls` for a step of folder base (the run directory's checkpoints, or this
  * host's L1 folder of the run, where steps saved below L3 are committed). */
@@ -164,6 +171,8 @@ static int cmd_ls(const char *base) {
   return 0;
 }
 
+/* ---- levels ---------------------------------------------------------------------------------- */
+
 /* Where verify and show read a step: its level (1, 2, 3), the run directory's checkpoints (base)
  * and, below L3, this host's L1 folder of the run ("" when there is none). */
 typedef struct cli_level {
@@ -200,6 +209,8 @@ static ftl_err level_dir(const cli_level *lv, int64_t step, char *out, size_t si
 static const char *level_host(const cli_level *lv, const ck_shard *sh) {
   return lv->level == 3 ? NULL : lv->level == 1 ? sh->l1_host : sh->l2_host;
 }
+
+/* ---- verify ---------------------------------------------------------------------------------- */
 
 /* Verifies the copies of one committed step at lv; prints one line per shard. Below L3 only the
  * copies the manifest places on this host are read (the others are said to be elsewhere). Returns 0
@@ -311,6 +322,8 @@ static int cmd_verify(const cli_level *lv, const char *step_text) {
   return (failed || !checked) ? 1 : 0;
 }
 
+/* ---- show ------------------------------------------------------------------------------------ */
+
 static void print_shape(const ck_item *it) {
   printf("[");
   for (int k = 0; k < it->ndim; k++)
@@ -360,6 +373,8 @@ static int cmd_show(const cli_level *lv, const char *step_text) {
   ck_manifest_free(m);
   return 0;
 }
+
+/* ---- the command line ------------------------------------------------------------------------ */
 
 /* Takes --level L (or --level=L) out of argv: *level 1, 2 or 3 (3 when not given). -1: malformed. */
 static int take_level(int *argc, char **argv, int *level) {

@@ -3,6 +3,10 @@
  * Fletcher-32 filter (about 2.4 s per 256 MiB here), allocation at create time with no fill, so
  * the dataset's address is fixed before any byte of it is written and HDF5 never writes raw data.
  *
+ * Map: HDF5's errors; file types and attributes; creating a shard (closed once, its space
+ * reserved, its datasets allocated unfilled); reading a shard's own description back (attributes,
+ * dtype classes, each piece's dataset checked against the manifest).
+ *
  * Not here: any tensor byte (shard.c streams them through the file seam). */
 #include "checkpoint/h5.h"
 
@@ -17,6 +21,8 @@
 #include "core/dtype_table.h"
 #include "core/fs.h"
 #include "ftl/core.h"
+
+/* ---- HDF5's errors ---------------------------------------------------------------------- */
 
 /* HDF5 keeps its error stack per thread; its default printer is turned off in each thread. */
 static void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
@@ -70,6 +76,8 @@ long ck_h5_open_objects(void) {
   ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
   return n < 0 ? 0 : (long)n;
 }
+
+/* ---- types and attributes --------------------------------------------------------------- */
 
 /* The file type of each dtype: little-endian always, so a shard reads the same everywhere.
  * f16 and bf16 are IEEE-style floats HDF5 1.10 has no predefined type for; h5py reads the f16
@@ -144,6 +152,8 @@ out:
   if (s >= 0) H5Sclose(s);
   return rc;
 }
+
+/* ---- creating a shard ------------------------------------------------------------------- */
 
 /* Closes the file, once. A flush or close that fails (a full disk) leaves HDF5 1.10 with the file
  * identifier registered and its file half destroyed, even once space is freed: any later call on

@@ -8,6 +8,10 @@
  * So one pass computes the per-tensor checksums (which name the tensor at fault) and the whole-
  * file checksum (which covers HDF5's own bytes too), and readers verify in one pass as well.
  *
+ * Map: hashing and segments; write (a shard, and its copy teed into L1); read (opening a shard);
+ * the verifier; reads of a shard's pieces (verified: hashed in place in a tmpfs mapping, or in
+ * blocks; plain).
+ *
  * Not here: deciding which pieces a rank writes or needs (ckpt.c). */
 #include "checkpoint/shard.h"
 
@@ -45,6 +49,8 @@
 #include "ftl/core.h"
 #include "checkpoint/catalog.h"
 #include "checkpoint/h5.h"
+
+/* ---- hashing and segments ---------------------------------------------------------------- */
 
 uint64_t ck_hash(const void *p, size_t n) { return (uint64_t)CK_HASH_ONESHOT(p, n); }
 
@@ -482,6 +488,8 @@ ftl_err ck_verifier_finish(ck_verifier *v, ftl_diag *d) {
                          v->sh->file);
   return FTL_OK;
 }
+
+/* ---- reads of a shard's pieces ----------------------------------------------------------- */
 
 #define CK_VERIFY_BLOCK (256u << 10)
 

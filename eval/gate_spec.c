@@ -2,6 +2,9 @@
  * the placeholders of eval.args; the canonical gate spec's shape and the comparison of two; the
  * gate spec of a job spec; the check of a run's snapshot against the registry's gate lock.
  *
+ * Map: placeholders; the canonical gate spec (its shape, the comparison of two); the gate spec of
+ * a job; the registry's gate lock.
+ *
  * Not here: running the gate (eval/gate.c), the lock record itself (pipeline/gate_lock.c). */
 #include "eval/gate_spec.h"
 

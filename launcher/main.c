@@ -3,7 +3,17 @@
  *
  * A subcommand is one row of `subcommands` below: its name, its handler (argv[0] is the
  * subcommand's name), a one-line summary for `ftl help`, and its help text for `ftl help NAME`.
- * Help topics that are not commands (exit-codes, env) are rows of `topics`. */
+ * Help topics that are not commands (exit-codes, env) are rows of `topics`.
+ *
+ * Map: the help texts (`ftl run`, exit codes, env, ckpt, rank-agent, help); the subcommand table
+ * and the help topics; `ftl help` and the usage lines; `ftl run`'s command line (spec or program,
+ * the hostfile check, the options, the job, the overrides); `ftl run`'s steps (the run directory,
+ * the observers, the programs, the inputs, a run finished before, finish.json); cmd_run; main.
+ *
+ * Why one file (issue 33): some 160 of its lines are the help texts, kept beside the table whose
+ * rows point at them. The rest is the `ftl` command's front end: `ftl run`'s steps share a private
+ * run_opts and the RUN_GO_ON convention with cmd_run, and each step is a short call into the file
+ * that does the work (jobspec.c, runlock.c, events.c, progress.c, finish.c, run.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -41,6 +51,8 @@
 #ifdef FTL_HAVE_PIPELINE_CLI
 #include "pipeline/pipeline_cli.h"
 #endif
+
+/* ---- help texts ------------------------------------------------------------------------------ */
 
 static const char run_help[] =
     "ftl run: start every rank of a job through MPI (mpirun, or srun inside a Slurm allocation), or none.\n"
@@ -201,6 +213,8 @@ static const char help_help[] =
     "ftl-job(5), ftl-env(7)) and in docs/cli.md.\n"
     "Exit codes: 0, or 2 for an unknown command or topic (the list is printed on stderr).\n";
 
+/* ---- the subcommand table -------------------------------------------------------------------- */
+
 static int cmd_help(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
 
@@ -282,6 +296,8 @@ static const struct {
     {"env", "every environment variable ftl sets or reads", env_help},
 };
 
+/* ---- ftl help and the usage lines ------------------------------------------------------------ */
+
 static const subcommand *find_subcommand(const char *name) {
   for (size_t i = 0; i < N_SUBCOMMANDS; i++)
     if (!strcmp(subcommands[i].name, name)) return &subcommands[i];
@@ -331,6 +347,8 @@ static int cmd_help(int argc, char **argv) {
   fputs("\n`ftl help COMMAND` or `ftl help TOPIC` for more; docs/cli.md has it all.\n", out);
   return *topic ? FTL_EXIT_USAGE : FTL_EXIT_OK;
 }
+
+/* ---- ftl run: the command line --------------------------------------------------------------- */
 
 /* A name that says "job spec": ends in .yaml or .yml. */
 static int has_yaml_extension(const char *path) {
@@ -543,6 +561,8 @@ oom:
   return FTL_EXIT_INTERNAL;
 }
 
+/* ---- ftl run: the steps ---------------------------------------------------------------------- */
+
 /* The run directory made and locked, and checked to be this job's or nobody's (runlock.h); run_dir
  * gets its real path, *created whether this launcher made the folder (a refused submission then
  * takes it away again: forget_new_run_dir). */
@@ -719,6 +739,8 @@ static void store_finish(const char *run_dir, const ln_finish *fin) {
   if (ln_finish_store(run_dir, fin, &d) != FTL_OK)
     FTL_LOG(FTL_LOG_WARN, "launcher", "%s: a rerun will redo what it records", d.msg);
 }
+
+/* ---- cmd_run and main ------------------------------------------------------------------------ */
 
 static int cmd_run(int argc, char **argv) {
   /* A closed stdout or stderr (`ftl run ... | head -1`, a tee killed by Ctrl-C) never kills the

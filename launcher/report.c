@@ -5,6 +5,10 @@
  * over time (the interval and M, the gang's mean time between failures). Drawn from the same
  * event fold as `ftl status` (runview.c), so the two agree.
  *
+ * Map: output and SVG helpers (frames, nice ticks, axes, lines, marks); the loss plot; the
+ * timeline of the attempts (bars, rows, legend); the goodput bar; the cadence plot; the page's text
+ * (summary, attempts table, standby, cadence and gate); the page and the command.
+ *
  * Not here: anything interactive, anything that needs a network. */
 #include <getopt.h>
 #include <limits.h>
@@ -32,6 +36,8 @@ const char ln_report_help[] =
     "lost work, teardown, back-off), the goodput breakdown and the checkpoint cadence over time (interval\n"
     "and M). Inline CSS and SVG only: it opens offline. Works while the job runs and after.\n"
     "Exit codes: 0 written, 2 usage error or RUNDIR is not a run directory, 5 the file cannot be written.\n";
+
+/* ---- output and SVG helpers ------------------------------------------------------------------ */
 
 /* The page: loss and cadence curves of a long run are a few megabytes; past this it is refused. */
 #define REPORT_MAX_BYTES ((size_t)256 << 20)
@@ -166,6 +172,8 @@ static void empty_note(out *o, const frame *f, const char *why) {
   put(o, "</text>\n");
 }
 
+/* ---- the loss plot --------------------------------------------------------------------------- */
+
 static void plot_loss(out *o, const ftl_runview *rv) {
   svg_open(o, 1000, 320, "training loss against step, checkpoints and restarts marked");
   frame f = {
@@ -217,6 +225,8 @@ static void plot_loss(out *o, const ftl_runview *rv) {
   ftl_free(xs);
   ftl_free(ys);
 }
+
+/* ---- the timeline ---------------------------------------------------------------------------- */
 
 static void bar(out *o, double x, double y, double w, double h, const char *color, const char *title) {
   if (!(w > 0.05)) return;
@@ -390,6 +400,8 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
   put(o, "</svg>\n");
 }
 
+/* ---- the goodput bar ------------------------------------------------------------------------- */
+
 static void plot_goodput(out *o, const ftl_rv_goodput *g) {
   struct {
     const char *name, *color;
@@ -446,6 +458,8 @@ static void plot_goodput(out *o, const ftl_rv_goodput *g) {
   put(o, "</svg>\n");
 }
 
+/* ---- the cadence plot ------------------------------------------------------------------------ */
+
 static void plot_cadence(out *o, const ftl_runview *rv) {
   int n = rv->n_cadences;
   svg_open(o, 1000, 300, "checkpoint cadence over time: interval and M");
@@ -481,6 +495,8 @@ static void plot_cadence(out *o, const ftl_runview *rv) {
   ftl_free(iv);
   ftl_free(mh);
 }
+
+/* ---- the page's text ------------------------------------------------------------------------- */
 
 /* A string member of a status document, "" when absent or not a string. */
 static const char *sval(const json_t *obj, const char *key) {
@@ -630,6 +646,8 @@ static void put_cadence_and_gate(out *o, const ftl_runview *rv, const json_t *st
         json_number_value(json_object_get(gate, "threshold")));
   }
 }
+
+/* ---- the page and the command ---------------------------------------------------------------- */
 
 static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   ftl_runview rv;

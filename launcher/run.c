@@ -8,7 +8,11 @@
  * next attempt restore the last committed step themselves.
  * Failures are appended to RUNDIR/failures.jsonl (docs/formats/failures.md), which outlives runs,
  * and so is each restart's measured cost R (the restart meter below), which the cadence of later
- * attempts and later runs starts from. */
+ * attempts and later runs starts from.
+ *
+ * Map: the host plan and hostfiles; the ledgers (the run's failures.jsonl, the fleet ledger); the
+ * restart meter; leaving out unreachable hosts; the back-off and the goodput report; the job's
+ * steps (the attempt's hosts, a stop, an exclusion, the meter, restart or stop) and ln_run_job. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,6 +43,8 @@
 #ifdef FTL_HAVE_SNAPSHOT
 #include "pipeline/snapshot.h"
 #endif
+
+/* ---- the host plan and hostfiles ----------------------------------------------------------- */
 
 typedef struct host_plan {
   ftl_policy_host *hosts;
@@ -88,6 +94,8 @@ static ftl_err write_attempt_hostfile(const host_plan *plan, const char *path, f
   free(text);
   return rc;
 }
+
+/* ---- the ledgers --------------------------------------------------------------------------- */
 
 /* Appends one record, encoded by core's codec, to the run's ledger (RUNDIR/failures.jsonl),
  * fsynced: the ledger must survive what comes next. Locked, because training programs read it (the cadence) while
@@ -251,6 +259,8 @@ static void meter_observe(void *user, const json_t *line) {
   }
 }
 
+/* ---- unreachable hosts --------------------------------------------------------------------- */
+
 /* The probe's deadline, all hosts at once (hostprobe.h): a host that answers at all does so in
  * well under a second; this is paid only after an attempt whose ranks never started. */
 #define HOST_PROBE_TIMEOUT_MS 2000
@@ -336,6 +346,8 @@ out:
   return found;
 }
 
+/* ---- the back-off and the goodput report --------------------------------------------------- */
+
 static volatile sig_atomic_t backoff_signal;
 static void on_backoff_signal(int sig) { backoff_signal = sig; }
 
@@ -387,6 +399,8 @@ static void report_goodput(ftl_events *events, int first_attempt, const ftl_good
     fprintf(stderr, "\n");
   }
 }
+
+/* ---- the job ------------------------------------------------------------------------------- */
 
 enum { RUN_GO_ON = -1 }; /* plan_attempt_hosts: the attempt can start */
 

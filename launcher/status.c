@@ -2,7 +2,11 @@
  *
  * Running or ended is the run-directory lock first (RUNDIR/ftl.lock, ln_run_lock_held in
  * runlock.h: a launcher holds it for its whole life), the event log second (a run_start without
- * its run_end) where there is no lock file (an older launcher). */
+ * its run_end) where there is no lock file (an older launcher).
+ *
+ * Map: the help text; reading the run (the event log, the ledger's restart costs and failures, the
+ * last commit, the verdict); the status document (ln_status_build); printing it for people; the
+ * command. */
 #include "launcher/status.h"
 
 #include <getopt.h>
@@ -40,6 +44,8 @@ const char ln_status_help[] =
     "  --json   one JSON object instead (versioned; docs/formats/status.md)\n"
     "\n"
     "Exit codes: 0 printed, 2 usage error or RUNDIR is not a run directory (no events.jsonl).\n";
+
+/* ---- reading the run ------------------------------------------------------------------------- */
 
 typedef struct loader {
   ftl_runview *rv;
@@ -168,6 +174,8 @@ static json_t *verdict_of(const char *run_dir) {
   json_decref(v);
   return out;
 }
+
+/* ---- the status document --------------------------------------------------------------------- */
 
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
@@ -307,6 +315,8 @@ out:
   return rc;
 }
 
+/* ---- printing it for people ------------------------------------------------------------------ */
+
 static void when(char *buf, size_t size, int64_t us) {
   time_t s = (time_t)(us / 1000000);
   struct tm tm;
@@ -423,6 +433,8 @@ static void print_human(const json_t *doc) {
            num(gp, "wall_ms") / 1e3, num(gp, "startup_ms") / 1e3, num(gp, "unreported_ms") / 1e3,
            num(gp, "teardown_ms") / 1e3, num(gp, "backoff_ms") / 1e3);
 }
+
+/* ---- the command ----------------------------------------------------------------------------- */
 
 int ln_cmd_status(int argc, char **argv) {
   static const struct option options[] = {

@@ -32,6 +32,14 @@
  * the detectors' glue; preemption; the conclusion; the attempt's set-up; spawning the gang; the
  * poll loop and its turns; finishing.
  *
+ * Why one file (issue 33): what is left here is the attempt's I/O, and every part of it (the
+ * rendezvous events' handlers, the detectors' glue, preemption, set-up, spawning, the poll loop)
+ * reads and writes one private struct, attempt, that no other file should see. What needs no
+ * attempt already lives elsewhere: the phases' rules, the judging of exit reports and the
+ * conclusion (attempt_state.c) and the detectors (detect.c), both pure; the token, the gang's
+ * command line and environment and the sweep of leftovers (attempt_env.c); the standby gang
+ * (standby.c).
+ *
  * Not here: deciding whether to restart (policy.c, run.c). */
 #include <errno.h>
 #include <limits.h>
@@ -69,6 +77,8 @@ const char *ln_failure_kind_name(ftl_failure_kind kind) {
   const char *name = core_failure_cause_name((int)kind);
   return name ? name : "unknown";
 }
+
+/* ---- rank state and phases ------------------------------------------------------------------- */
 
 /* What the launcher keeps about one rank besides what the detectors read (ftl_rank_watch). */
 typedef struct rank_state {
@@ -150,6 +160,8 @@ static void refresh_hosts(attempt *a) {
 }
 
 static double since_start(const attempt *a) { return (double)(ftl_clock_ms() - a->start_ms); }
+
+/* ---- ending the gang and the root cause ------------------------------------------------------ */
 
 /* Ends the gang: the agents pass the signal to their programs at once and SIGKILL them after the
  * grace period. mpirun is not signalled here: it would take a second or more to pass the signal on
@@ -263,6 +275,8 @@ static void blame_term_death(attempt *a, int at_end) {
   a->res->detect_lag_ms = a->term_lag_ms;
   set_root(a, a->term_sig ? FTL_FAIL_SIGNAL : FTL_FAIL_EXIT, a->term_rank, a->term_code, a->term_sig, NULL, NULL);
 }
+
+/* ---- the rendezvous server's events ---------------------------------------------------------- */
 
 static void note_progress(ftl_rank_watch *w) { w->progress_ms = ftl_clock_ms(); }
 
@@ -500,6 +514,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
   }
 }
 
+/* ---- the detectors' glue --------------------------------------------------------------------- */
+
 /* The detectors (detect.c) on the ranks' state now; the first finding is the root cause. */
 static void check_hosts(attempt *a) {
   ftl_detection f;
@@ -581,6 +597,8 @@ static void end_after_rendezvous(attempt *a) {
   if (joined_running == 0 || ftl_deadline_left_ms(a->rdzv_end_ms) == 0) terminate_gang(a, SIGTERM);
 }
 
+/* ---- preemption ------------------------------------------------------------------------------ */
+
 /* Asks the ranks to stop cleanly (preemption). Programs that use the library get a stop request
  * and the preemption grace to checkpoint; programs that do not get the signal itself. Before the
  * gang has formed (launching, or a rendezvous still pending) nothing of this attempt has been
@@ -616,6 +634,8 @@ static void request_stop(attempt *a, int sig) {
           (double)a->o->job->preempt_grace_ms / 1000.0);
 }
 
+/* ---- the conclusion -------------------------------------------------------------------------- */
+
 /* How the attempt ended, once mpirun is gone and the root cause (if any) is known (ln_conclude). */
 static void conclude(attempt *a) {
   ftl_attempt_result *res = a->res;
@@ -646,6 +666,8 @@ static void conclude(attempt *a) {
     snprintf(res->summary, sizeof res->summary, "%s", c.summary);
   }
 }
+
+/* ---- the attempt's set-up -------------------------------------------------------------------- */
 
 /* The attempt's folder, the ranks' state, the token and the rendezvous server. */
 static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag *d) {
@@ -704,6 +726,8 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
   if ((rc = core_fd_limit_raise(need, what, d))) return rc;
   return rz_rdzv_server_create(o->rdzv_bind, a->world, token, &a->server, d);
 }
+
+/* ---- spawning the gang ----------------------------------------------------------------------- */
 
 /* The signals the launcher acts on while an attempt runs (the self-pipe, sigpipe.h). */
 static const int handled[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
@@ -785,6 +809,8 @@ static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
   if (rc) return ftl_diag_fail(d, FTL_ERR_LAUNCH, "%s", spawn_d.msg);
   return FTL_OK;
 }
+
+/* ---- the poll loop and its turns ------------------------------------------------------------- */
 
 /* The self-pipe's signals. Signals come first in a turn: when a scheduler signals ftl and the
  * ranks at once (Slurm's requeue, a cluster's drain), the ranks' deaths it causes must be seen as
@@ -970,6 +996,8 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
   ftl_free(fds);
   return rc;
 }
+
+/* ---- finishing ------------------------------------------------------------------------------- */
 
 /* After the loop: mpirun reaped for sure, the held blames settled, leftovers swept, the outcome
  * concluded and the attempt_end event written. */

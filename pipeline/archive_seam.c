@@ -6,6 +6,12 @@
  * raw-format archive that decompresses, teeing into the walk and into a tar-format archive that
  * parses entries).
  *
+ * Why one file (issue 33): it is the seam, the one file that includes libarchive's headers
+ * (archive.h, archive_entry.h), so the rest of pipeline/ never sees an archive handle and a test
+ * could link a fake in its place (archive_seam.h). The two walks use no libarchive type, but they
+ * live in the reader's handle (pl_archive_r), are fed as it reads, and exist only to catch what
+ * this reader lets through: a fake seam would replace them along with it.
+ *
  * Not here: the package's rules (pipeline/package.c). */
 #include "pipeline/archive_seam.h"
 

@@ -2,7 +2,10 @@
  * docs/formats/registry.md): resolve NAME@VERSION or NAME@CHANNEL, the served folder and fetch,
  * the listing, vLLM routes and `check`. None takes the lock, except to unpack a version's served
  * folder on its first use (a cache of the stored package, verified; no pointer or log changes).
- * Changes are in registry_txn.c; what both need is registry_store.c. */
+ * Changes are in registry_txn.c; what both need is registry_store.c.
+ *
+ * Map: resolve, the served folder (unpacked on first use) and fetch; the listing; vLLM routes;
+ * check (each version byte for byte, the audit log against the pointers). */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>

@@ -4,6 +4,10 @@
  * check of an unpacked folder); the adapter's lock and the removal of what dead writers left.
  * Changes are made in registry_txn.c, reads in registry_query.c; neither calls the other.
  *
+ * Map: names and paths; channel pointers (codec, reader); the audit log (reading, replay of a
+ * channel); versions (the completeness check, removal of what dead writers left, the adapter's
+ * lock, lookup by prefix, the check of an unpacked folder).
+ *
  * Everything read from the registry is opened O_NOFOLLOW|O_NONBLOCK and checked to be a regular
  * file of bounded size (core_fs_read_regular): a FIFO or device planted in it is refused, never waited
  * on while the lock is held. A version folder is a real folder, never a link followed out of the

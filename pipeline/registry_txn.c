@@ -8,7 +8,12 @@
  * is appended first, then the pointer (carrying the same number) is replaced atomically. The next
  * change of that channel, under the lock, finds a line whose pointer did not move and cancels it
  * with an "abort" line, so a command that failed never moved the channel, and `check` proves that
- * replaying the log gives every pointer exactly. */
+ * replaying the log gives every pointer exactly.
+ *
+ * Map: who and when, a pointer's write; the audit log (a line, finding one, repairing a publish);
+ * publish's content checks; channel moves (move_locked); storing a version (the package, the
+ * unpack check, PUBLISHED.json, the signature, the rename) and publish itself; promote and
+ * rollback. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -26,6 +31,8 @@
 #include "pipeline/registry_store.h"
 #include "pipeline/safetensors.h"
 #include "pipeline/verdict_sign.h"
+
+/* ---- who, when, a pointer's write ---------------------------------------------------------- */
 
 /* Who makes a change: --who, else the effective user (pl_effective_user). */
 static const char *who_of(const ftl_registry_ref *reg, char *buf, size_t size) {
@@ -318,6 +325,8 @@ out:
   return rc;
 }
 
+/* ---- publish: storing a version ------------------------------------------------------------ */
+
 /* Into the temporary version folder dirfd (tmp): package.tar.zst, ftl's own writer's bytes of the
  * verified entries, never the bytes offered (pipeline/package.h): packaging noise a manifest does
  * not declare stays out; then MANIFEST.json. Every write through the file seam, read back. */
@@ -540,6 +549,8 @@ ftl_err pl_registry_publish(const ftl_registry_ref *reg, const char *name, const
   ftl_registry_publish_opts o = {.channel = channel, .why = why, .trust = FTL_REGISTRY_TRUST_LOCAL_GATE};
   return pl_registry_publish_ex(reg, name, package_path, &o, id_out, d);
 }
+
+/* ---- promote and rollback ------------------------------------------------------------------ */
 
 ftl_err pl_registry_promote(const ftl_registry_ref *reg, const char *name, const char *version, const char *channel,
                             const char *why, ftl_diag *d) {

@@ -11,7 +11,11 @@
  * Since wire version 3 a host may speak through one connection, its relay (launcher/relay.c):
  * each agent and rank behind it is a virtual connection here (a struct without a descriptor, found
  * by rank in an index), so supervise.c sees the same events from either path. Messages to every
- * agent or rank of a relay (go, fail, stop, signal, ping) go once per relay, which fans them out. */
+ * agent or rank of a relay (go, fail, stop, signal, ping) go once per relay, which fans them out.
+ *
+ * Map: the state, create/destroy and queries, sending, events and refusals; hellos and messages;
+ * relays (virtual connections, forwarded lines, batches, a lost relay); connections (dropping,
+ * accepting, reading); one turn (rz_rdzv_server_handle) and the launcher's requests. */
 #include "rendezvous/server.h"
 
 #include <arpa/inet.h>
@@ -243,6 +247,8 @@ static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
   emit(fn, user, FTL_RDZV_GANG_GO, NULL, NULL, NULL);
 }
 
+/* ---- hellos and messages --------------------------------------------------------------------- */
+
 /* Whether msg's proof answers the challenge c was sent. */
 static bool nonce_proven(const ftl_rdzv_server *s, const conn *c, const char *role, int64_t rank, const json_t *msg) {
   char nonce[FTL_WIRE_NONCE_HEX + 1];
@@ -389,6 +395,8 @@ reject:
   emit(fn, user, FTL_RDZV_REJECTED, c, msg, why);
   return false;
 }
+
+/* ---- relays ---------------------------------------------------------------------------------- */
 
 /* The virtual connection of (role, rank) behind relay r, or NULL: a relay speaks for its own. */
 static conn *local_at(const ftl_rdzv_server *s, const conn *r, int k, int64_t rank) {
@@ -538,6 +546,8 @@ static void lose_relay(ftl_rdzv_server *s, conn *r, ftl_rdzv_event_fn fn, void *
     drop_virtual(s, v);
   }
 }
+
+/* ---- connections: dropping, accepting, reading ----------------------------------------------- */
 
 static void drop_conn(ftl_rdzv_server *s, conn *c) {
   core_evloop_del(s->loop, c->fd);
@@ -697,6 +707,8 @@ static bool read_conn(ftl_rdzv_server *s, conn *c, ftl_rdzv_event_fn fn, void *u
     if ((size_t)n < SCRATCH_BYTES) return true; /* drained: the next readiness says when there is more */
   }
 }
+
+/* ---- one turn and the launcher's requests ---------------------------------------------------- */
 
 void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user) {
   bool ready = false;

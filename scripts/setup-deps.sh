@@ -17,6 +17,7 @@ packages=(
   groff-base man-db # tests/launcher/man_pages.sh: renders docs/man/ with warnings on
   prometheus        # promtool: tests check the metrics textfile with `promtool check metrics`
   lintian dpkg-dev fakeroot # the Debian packages are built, dpkg-shlibdeps'd and lintian-checked in a test
+  universal-ctags   # tests/unit/house_limits.sh: the functions' lengths (scripts/house-metrics.sh)
 )
 
 missing=()

@@ -68,7 +68,7 @@ ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec
   if (rc) return rc;
   /* Locked (other jobs append to the same ledger, and the lock lets a writer repair a line torn by
    * one that died) and fsynced: the record must survive what comes next. */
-  const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = timeout_ms, .fsync = true};
+  const core_jsonl_opts opts = {.lock = true, .lock_timeout_ms = timeout_ms, .fsync = true};
   rc = core_jsonl_append(path, o, &opts, d);
   json_decref(o);
   return rc;

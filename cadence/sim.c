@@ -11,15 +11,15 @@
 #include <math.h>
 #include <string.h>
 
-double cd_sim_rng_uniform(ftl_sim_rng *r) { return (double)(ftl_sim_rng_next(r) >> 11) * 0x1.0p-53; }
+double cd_sim_rng_uniform(cd_sim_rng *r) { return (double)(cd_sim_rng_next(r) >> 11) * 0x1.0p-53; }
 
-double cd_sim_rng_exp(ftl_sim_rng *r, double mean) { return -mean * log1p(-cd_sim_rng_uniform(r)); }
+double cd_sim_rng_exp(cd_sim_rng *r, double mean) { return -mean * log1p(-cd_sim_rng_uniform(r)); }
 
 typedef struct sim {
-  const ftl_cadence_sim_params *p;
+  const cd_cadence_sim_params *p;
   ftl_cadence *c;
-  ftl_cadence_sim_result *r;
-  ftl_sim_rng rng;
+  cd_cadence_sim_result *r;
+  cd_sim_rng rng;
   double t;           /* wall clock */
   double next_fail;   /* wall time of the next failure */
   double exposure_t;  /* wall time up to which exposure was reported */
@@ -46,7 +46,7 @@ static void report_exposure(sim *s) {
 /* The clock has reached a failure at s->next_fail: roll back, then restart (failures may strike
  * during the restart too). */
 static void fail(sim *s, double partial_compute_s) {
-  ftl_cadence_sim_result *r = s->r;
+  cd_cadence_sim_result *r = s->r;
   s->t = s->next_fail;
   if (s->w_pending >= 0 && s->pending_at <= s->t) s->w_durable = s->w_pending;
   s->w_pending = -1;
@@ -75,14 +75,14 @@ static void fail(sim *s, double partial_compute_s) {
   if (s->c) check(s, ftl_cadence_observe_restart(s->c, s->w, s->p->restart_s));
 }
 
-ftl_err cd_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
-                            ftl_cadence_sim_result *out) {
+ftl_err cd_cadence_sim_run(const cd_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
+                            cd_cadence_sim_result *out) {
   if (!p || !out || !(p->mtbf_s > 0) || !(p->step_s > 0) || !(p->work_s > 0) || !(p->stall_s >= 0) ||
       !(p->durable_s >= 0) || !(p->restart_s >= 0) || p->world_size < 1 || (!c && fixed_steps < 1))
     return FTL_ERR_INVAL;
   memset(out, 0, sizeof *out);
   sim s = {.p = p, .c = c, .r = out, .w_pending = -1};
-  ftl_sim_rng_seed(&s.rng, p->seed);
+  cd_sim_rng_seed(&s.rng, p->seed);
   s.next_fail = cd_sim_rng_exp(&s.rng, p->mtbf_s);
   double give_up_s = (p->max_wall_factor > 0 ? p->max_wall_factor : 1000.0) * p->work_s;
   int64_t total = (int64_t)ceil(p->work_s / p->step_s);
@@ -152,7 +152,7 @@ typedef struct ml_sim {
   const cd_sim_ml_params *p;
   ftl_cadence *c;
   cd_sim_ml_result *r;
-  ftl_sim_rng rng[FTL_CADENCE_MAX_LEVELS]; /* one stream per class: the same trace for every policy */
+  cd_sim_rng rng[FTL_CADENCE_MAX_LEVELS]; /* one stream per class: the same trace for every policy */
   double next_fail[FTL_CADENCE_MAX_LEVELS];
   int64_t every[FTL_CADENCE_MAX_LEVELS]; /* the intervals in force */
   double t, exposure_t;
@@ -258,7 +258,7 @@ ftl_err cd_cadence_sim_ml_run(const cd_sim_ml_params *p, ftl_cadence *c, const i
   memset(out, 0, sizeof *out);
   ml_sim s = {.p = p, .c = c, .r = out, .pend_w = -1};
   for (int k = 0; k < p->levels; k++) {
-    ftl_sim_rng_seed(&s.rng[k], p->seed * 0x9E3779B97F4A7C15ull + (uint64_t)k + 1);
+    cd_sim_rng_seed(&s.rng[k], p->seed * 0x9E3779B97F4A7C15ull + (uint64_t)k + 1);
     s.next_fail[k] = p->lv[k].rate > 0 ? cd_sim_rng_exp(&s.rng[k], 1.0 / p->lv[k].rate) : INFINITY;
     if (!c) s.every[k] = interval_steps[k];
   }

@@ -17,15 +17,15 @@
 #include "ftl/core.h"
 
 /* ftl's generator (xoshiro256**, ftl/core.h): the same sequence on every machine. */
-typedef ftl_rng ftl_sim_rng;
-static inline void ftl_sim_rng_seed(ftl_sim_rng *r, uint64_t seed) { ftl_rng_seed(r, seed); }
-static inline uint64_t ftl_sim_rng_next(ftl_sim_rng *r) { return ftl_rng_next(r); }
+typedef ftl_rng cd_sim_rng;
+static inline void cd_sim_rng_seed(cd_sim_rng *r, uint64_t seed) { ftl_rng_seed(r, seed); }
+static inline uint64_t cd_sim_rng_next(cd_sim_rng *r) { return ftl_rng_next(r); }
 /* Uniform in [0, 1) with 53 random bits. */
-double cd_sim_rng_uniform(ftl_sim_rng *r);
+double cd_sim_rng_uniform(cd_sim_rng *r);
 /* Exponential with the given mean. */
-double cd_sim_rng_exp(ftl_sim_rng *r, double mean);
+double cd_sim_rng_exp(cd_sim_rng *r, double mean);
 
-typedef struct ftl_cadence_sim_params {
+typedef struct cd_cadence_sim_params {
   double mtbf_s;      /* true MTBF of the gang */
   double stall_s;     /* δ per checkpoint */
   double durable_s;   /* W, from the start of a save */
@@ -36,9 +36,9 @@ typedef struct ftl_cadence_sim_params {
   uint64_t seed;
   int window_after;       /* also measure the waste after this many failures (0: no window) */
   double max_wall_factor; /* give up once wall time exceeds this × work_s (0 → 1000) */
-} ftl_cadence_sim_params;
+} cd_cadence_sim_params;
 
-typedef struct ftl_cadence_sim_result {
+typedef struct cd_cadence_sim_result {
   double wall_s;    /* = compute_s + stall_s + restart_s */
   double compute_s; /* all compute, kept or lost */
   double lost_s;    /* compute rolled back by failures */
@@ -51,13 +51,13 @@ typedef struct ftl_cadence_sim_result {
   bool completed;      /* false: gave up at max_wall_factor */
   bool window_reached; /* the window_after-th failure happened */
   double window_wall_s, window_work_s, window_waste;
-} ftl_cadence_sim_result;
+} cd_cadence_sim_result;
 
 /* Runs one simulated run. With c (borrowed; the caller created and configured it) the interval is
  * the controller's, asked again after every checkpoint and restart and fed every observation;
  * with c NULL it is fixed_steps. FTL_ERR_INVAL for bad parameters. Thread-safe for distinct c. */
-ftl_err cd_cadence_sim_run(const ftl_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
-                            ftl_cadence_sim_result *out);
+ftl_err cd_cadence_sim_run(const cd_cadence_sim_params *p, ftl_cadence *c, int64_t fixed_steps,
+                            cd_cadence_sim_result *out);
 
 /* ---- multi-level runs (docs/cadence.md, "Multi-level cadence") ----------------------------------
  * The same model with levels: failures of each class (the lowest level that survives them) arrive

@@ -15,7 +15,7 @@ struct ck_dev {
 int ck_dev_compiled(void) { return ftl_gpu()->compiled; }
 
 ftl_err ck_dev_open(ck_dev **out, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   ftl_err rc = FTL_OK;
   int st;
   *out = NULL;
@@ -38,7 +38,7 @@ out:
 
 void ck_dev_close(ck_dev *dev) {
   if (!dev) return;
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   if (dev->done) g->event_destroy(dev->done);
   if (dev->caller) g->event_destroy(dev->caller);
   if (dev->stream) g->stream_destroy(dev->stream);
@@ -53,7 +53,7 @@ ftl_err ck_dev_pin(void *p, size_t n, ftl_diag *d) {
 void ck_dev_unpin(void *p) { ftl_gpu()->host_unregister(p); }
 
 ftl_err ck_dev_after(ck_dev *dev, void *caller_stream, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   int st = g->event_record(dev->caller, caller_stream);
   if (st != FTL_GPU_OK) return rz_gpu_fail(st, "CUDA: cudaEventRecord (caller's stream)", d);
   st = g->stream_wait_event(dev->stream, dev->caller);

@@ -1,7 +1,7 @@
 /* core/failure_cause.h: the one table of failure causes: the `cause` a failure record carries in
  * the run's ledger (docs/formats/failures.md) and the fleet ledger (docs/formats/fleet-ledger.md).
  *
- * The launcher's enum ftl_failure_kind and its names (launcher/launcher.h, supervise.c) and the
+ * The launcher's enum ln_failure_kind and its names (launcher/launcher.h, supervise.c) and the
  * cadence controller's classification (cadence/cadence.c) are both generated from this table, so
  * a cause added here is named by the one and counted by the other; before, two hand-written
  * tables let a new cause silently become "unknown" to the cadence.

@@ -36,7 +36,7 @@
 static _Atomic long fault_left[FTL_FAULT_OPS_];
 static _Atomic int fault_errno[FTL_FAULT_OPS_];
 
-void core_fault_set(ftl_fault_op op, long nth, int err) {
+void core_fault_set(core_fault_op op, long nth, int err) {
   if ((int)op < 0 || op >= FTL_FAULT_OPS_) return;
   atomic_store(&fault_errno[op], err ? err : EIO);
   atomic_store(&fault_left[op], nth > 0 ? nth : 0);
@@ -48,7 +48,7 @@ void core_fault_clear(void) {
 }
 
 /* True exactly once: on the nth call after core_fault_set. */
-static int fault_fires(ftl_fault_op op) {
+static int fault_fires(core_fault_op op) {
   long left = atomic_load(&fault_left[op]);
   while (left > 0) {
     if (atomic_compare_exchange_weak(&fault_left[op], &left, left - 1)) return left == 1;
@@ -145,10 +145,10 @@ static int fs_fallocate(int fd, int mode, off_t offset, off_t len) { return fall
     .rename_noreplace = fs_rename_noreplace, .symlink = fs_symlink, .fallocate = fs_fallocate,                         \
   }
 
-ftl_fs core_fs_table = REAL_TABLE;
+core_fs core_fs_table = REAL_TABLE;
 
 void core_fs_reset(void) {
-  const ftl_fs real = REAL_TABLE;
+  const core_fs real = REAL_TABLE;
   core_fs_table = real;
 }
 
@@ -191,7 +191,7 @@ static void fault_apply(const char *var, const char *env) {
       FTL_LOG(FTL_LOG_WARN, "fs", "%s: bad count '%s' ignored", var, num);
       continue;
     }
-    ftl_fault_op op;
+    core_fault_op op;
     if (strcmp(tok, "write") == 0)
       op = FTL_FAULT_WRITE;
     else if (strcmp(tok, "fsync") == 0)

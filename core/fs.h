@@ -35,7 +35,7 @@ extern "C" {
  * exclusive creates inside a folder (openat), appends of JSON-lines records (write to an O_APPEND
  * descriptor), temporary folders (mkdtemp, fchmod), folder trees (mkdir, unlinkat) and a rename
  * that never replaces. open and openat always add O_CLOEXEC. */
-typedef struct ftl_fs {
+typedef struct core_fs {
   int (*open)(const char *path, int flags, mode_t mode);
   int (*close)(int fd);
   ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
@@ -63,23 +63,23 @@ typedef struct ftl_fs {
   /* Space reserved for a file beyond its end (FALLOC_FL_KEEP_SIZE: a checkpoint shard's blocks
    * taken before HDF5 writes them, checkpoint/h5.c). */
   int (*fallocate)(int fd, int mode, off_t offset, off_t len);
-} ftl_fs;
+} core_fs;
 
 /* The table in use. Tests may replace single entries; core_fs_reset() restores the real calls. */
-extern ftl_fs core_fs_table;
+extern core_fs core_fs_table;
 void core_fs_reset(void);
 
 /* Fault injection, process-wide and thread-safe. nth: the nth call from now fails (1 = the next
  * one), 0 turns it off; err: the errno. FTL_FAULT_TEAR: the nth pwrite writes half its bytes and
  * reports full success, so only a checksum can notice. */
-typedef enum ftl_fault_op {
+typedef enum core_fault_op {
   FTL_FAULT_WRITE = 0,
   FTL_FAULT_FSYNC = 1,
   FTL_FAULT_RENAME = 2,
   FTL_FAULT_TEAR = 3,
   FTL_FAULT_OPS_ = 4,
-} ftl_fault_op;
-void core_fault_set(ftl_fault_op op, long nth, int err);
+} core_fault_op;
+void core_fault_set(core_fault_op op, long nth, int err);
 void core_fault_clear(void);
 void core_fault_from_env(void);
 

@@ -30,9 +30,9 @@
 #include "core/fs.h"
 #include "ftl/core.h"
 
-struct ftl_jsonl {
+struct core_jsonl {
   int fd;
-  ftl_jsonl_opts opts;
+  core_jsonl_opts opts;
   /* With opts.lock: held with the flock. A flock belongs to the open file, so threads writing one
    * handle would all hold it at once; this makes each locked append theirs alone, which the check
    * that the file grew by exactly the record (and the undo of a failed append) needs. */
@@ -42,9 +42,9 @@ struct ftl_jsonl {
 
 /* ---- the open log ---------------------------------------------------------------------------- */
 
-ftl_err core_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl **out, ftl_diag *d) {
+ftl_err core_jsonl_open(const char *path, const core_jsonl_opts *opts, core_jsonl **out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  ftl_jsonl *log = NULL;
+  core_jsonl *log = NULL;
   if (!path || !out) return ftl_diag_fail(d, FTL_ERR_INVAL, "no JSON-lines path");
   *out = NULL;
   log = ftl_calloc(1, sizeof *log);
@@ -86,7 +86,7 @@ static bool last_line_torn(int fd) {
   return core_fs_table.pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
 }
 
-ftl_err core_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d) {
+ftl_err core_jsonl_write(core_jsonl *log, const json_t *rec, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char *text = NULL, *line = NULL;
   bool locked = false;
@@ -161,7 +161,7 @@ out:
   return rc;
 }
 
-void core_jsonl_close(ftl_jsonl *log) {
+void core_jsonl_close(core_jsonl *log) {
   if (!log) return;
   if (log->fd >= 0) {
     core_fs_table.fsync(log->fd);
@@ -173,8 +173,8 @@ void core_jsonl_close(ftl_jsonl *log) {
 
 /* ---- one-shot append ------------------------------------------------------------------------- */
 
-ftl_err core_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_opts *opts, ftl_diag *d) {
-  ftl_jsonl *log = NULL;
+ftl_err core_jsonl_append(const char *path, const json_t *rec, const core_jsonl_opts *opts, ftl_diag *d) {
+  core_jsonl *log = NULL;
   ftl_err rc = core_jsonl_open(path, opts, &log, d);
   if (rc == FTL_OK) rc = core_jsonl_write(log, rec, d);
   if (log) {

@@ -37,23 +37,23 @@ extern "C" {
 /* The version written into records (events, ledgers, registry audit lines). */
 #define FTL_RECORD_VERSION 1
 
-typedef struct ftl_jsonl_opts {
+typedef struct core_jsonl_opts {
   bool lock;                /* hold an exclusive flock around each append (shared files) */
   int64_t lock_timeout_ms;  /* deadline for taking the lock; FTL_ERR_TIMEOUT when it passes */
   bool fsync;               /* fsync after each record (ledgers: the record must survive a crash) */
-} ftl_jsonl_opts;
+} core_jsonl_opts;
 
 /* An open log, for writers that append many records (the event log). */
-typedef struct ftl_jsonl ftl_jsonl;
+typedef struct core_jsonl core_jsonl;
 
-ftl_err core_jsonl_open(const char *path, const ftl_jsonl_opts *opts, ftl_jsonl **out, ftl_diag *d);
+ftl_err core_jsonl_open(const char *path, const core_jsonl_opts *opts, core_jsonl **out, ftl_diag *d);
 /* Appends rec (borrowed) as one line. */
-ftl_err core_jsonl_write(ftl_jsonl *log, const json_t *rec, ftl_diag *d);
+ftl_err core_jsonl_write(core_jsonl *log, const json_t *rec, ftl_diag *d);
 /* fsyncs and closes; accepts NULL. */
-void core_jsonl_close(ftl_jsonl *log);
+void core_jsonl_close(core_jsonl *log);
 
 /* One-shot: open, append rec (borrowed) as one line, close. */
-ftl_err core_jsonl_append(const char *path, const json_t *rec, const ftl_jsonl_opts *opts, ftl_diag *d);
+ftl_err core_jsonl_append(const char *path, const json_t *rec, const core_jsonl_opts *opts, ftl_diag *d);
 
 /* Reads the whole file under a shared flock taken within lock_timeout_ms (NUL-terminated; the
  * caller frees *data_out with ftl_free). FTL_ERR_NOTFOUND when the file does not exist. */

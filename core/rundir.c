@@ -10,7 +10,7 @@
 
 #include "ftl/core.h"
 
-/* Indexed by ftl_rundir_item; test_core_rundir checks that every item has its name. */
+/* Indexed by core_rundir_item; test_core_rundir checks that every item has its name. */
 static const char *const item_names[FTL_RUNDIR_ITEMS_] = {
     [FTL_RUNDIR_JOB_SPEC] = "job.yaml",
     [FTL_RUNDIR_EVENTS] = "events.jsonl",
@@ -32,12 +32,12 @@ static const char *const item_names[FTL_RUNDIR_ITEMS_] = {
  * listings sort in order; larger numbers simply grow wider. */
 #define ATTEMPT_MAX 100000
 
-const char *core_rundir_name(ftl_rundir_item item) {
+const char *core_rundir_name(core_rundir_item item) {
   if ((int)item < 0 || item >= FTL_RUNDIR_ITEMS_) return NULL;
   return item_names[item];
 }
 
-ftl_err core_rundir_path(char *out, size_t size, const char *run_dir, ftl_rundir_item item) {
+ftl_err core_rundir_path(char *out, size_t size, const char *run_dir, core_rundir_item item) {
   const char *name = core_rundir_name(item);
   if (!out || !run_dir || !name) return FTL_ERR_INVAL;
   return ftl_fmt(out, size, "%s/%s", run_dir, name);

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /* The fixed entries directly under RUNDIR. */
-typedef enum ftl_rundir_item {
+typedef enum core_rundir_item {
   FTL_RUNDIR_JOB_SPEC = 0,  /* job.yaml: the spec the run was started with (launcher) */
   FTL_RUNDIR_EVENTS,        /* events.jsonl: the event log (launcher, docs/formats/events.md) */
   FTL_RUNDIR_FAILURES,      /* failures.jsonl: the run's failure/exposure ledger (launcher, cadence) */
@@ -34,17 +34,17 @@ typedef enum ftl_rundir_item {
   FTL_RUNDIR_JOB_IDENTITY,  /* job.json: which job the run directory is (launcher, docs/formats/job-identity.md) */
   FTL_RUNDIR_FINISH,        /* finish.json: what of the job's end is done (launcher, docs/formats/finish.md) */
   FTL_RUNDIR_ITEMS_
-} ftl_rundir_item;
+} core_rundir_item;
 
 /* The commit marker of RUNDIR/final/ (docs/formats/adapter.md), written last by the program's final
  * adapter commit (pipeline/adapter_commit.c) and looked for by the launcher (launcher/finish.c). */
 #define CORE_RUNDIR_FINAL_COMMIT "COMMIT"
 
 /* The bare name of an item ("events.jsonl"); never NULL for a valid item. */
-const char *core_rundir_name(ftl_rundir_item item);
+const char *core_rundir_name(core_rundir_item item);
 
 /* RUNDIR/<name of item> into out. FTL_ERR_RANGE if it does not fit, FTL_ERR_INVAL for a bad item. */
-ftl_err core_rundir_path(char *out, size_t size, const char *run_dir, ftl_rundir_item item);
+ftl_err core_rundir_path(char *out, size_t size, const char *run_dir, core_rundir_item item);
 
 /* RUNDIR/attempt-NNNN (attempt >= 0). */
 ftl_err core_rundir_attempt_dir(char *out, size_t size, const char *run_dir, int attempt);

@@ -19,7 +19,7 @@
 
 /* ---- the baseline ------------------------------------------------------------------------- */
 
-ftl_err ev_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag *d) {
+ftl_err ev_gate_find_baseline(const json_t *gate, ev_gate_baseline *b, ftl_diag *d) {
   memset(b, 0, sizeof *b);
   const json_t *reg = json_object_get(gate, "registry");
   const json_t *ev = json_object_get(gate, "eval");
@@ -27,7 +27,7 @@ ftl_err ev_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag
   const char *metric = json_string_value(json_object_get(ev, "metric"));
   if (!json_is_object(reg) || !channel)
     return ftl_diag_fail(d, FTL_ERR_SPEC, "eval.min_gain needs a registry: section and a baseline channel");
-  ftl_registry_ref ref = {.root = json_string_value(json_object_get(reg, "path"))};
+  pl_registry_ref ref = {.root = json_string_value(json_object_get(reg, "path"))};
   const char *name = json_string_value(json_object_get(reg, "name"));
   char spec[256], name_out[FTL_REGISTRY_NAME_MAX + 1], dir[PATH_MAX], vpath[PATH_MAX], ptr[PATH_MAX];
   snprintf(b->channel, sizeof b->channel, "%s", channel);
@@ -78,7 +78,7 @@ ftl_err ev_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag
   return FTL_OK;
 }
 
-int ev_gate_decide(const json_t *gate, int value_ok, double value, const ftl_gate_baseline *b, double *gain_out,
+int ev_gate_decide(const json_t *gate, int value_ok, double value, const ev_gate_baseline *b, double *gain_out,
                     int *has_gain, char *reason, size_t reason_size) {
   const json_t *ev = json_object_get(gate, "eval");
   const char *metric = json_string_value(json_object_get(ev, "metric"));
@@ -127,7 +127,7 @@ ftl_err ev_verdict_rederive(const json_t *gate, const json_t *verdict, ftl_diag 
   const json_t *val = json_object_get(verdict, "value");
   int value_ok = json_is_number(val) && isfinite(json_number_value(val));
   double value = value_ok ? json_number_value(val) : 0;
-  ftl_gate_baseline b = {0};
+  ev_gate_baseline b = {0};
   const json_t *vb = json_object_get(verdict, "baseline");
   if (value_ok && json_is_number(json_object_get(ev, "min_gain"))) {
     ftl_err rc = ev_gate_find_baseline(gate, &b, d);

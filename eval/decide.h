@@ -20,20 +20,20 @@ extern "C" {
  * it was published with). present = 0 only when the registry is there and the channel has no
  * pointer at all (the adapter's first publish); a missing registry root, a pointer to a version that
  * is gone or a version without a readable verdict are errors. */
-typedef struct ftl_gate_baseline {
+typedef struct ev_gate_baseline {
   int present;
   char channel[FTL_REGISTRY_NAME_MAX + 1];
   char version[65];
   int has_value; /* the baseline's verdict has a finite value of this metric */
   double value;
-} ftl_gate_baseline;
-ftl_err ev_gate_find_baseline(const json_t *gate, ftl_gate_baseline *b, ftl_diag *d);
+} ev_gate_baseline;
+ftl_err ev_gate_find_baseline(const json_t *gate, ev_gate_baseline *b, ftl_diag *d);
 
 /* The decision, from a canonical gate spec and a value: the threshold (inclusive), then, when
  * eval.min_gain is set and b is present, the gain over it. Returns passed (1) or not; the gain
  * into *gain_out (*has_gain set) and why it failed into reason. The gate and `ftl publish` (which
  * re-derives the verdict instead of trusting its `passed`) both decide here. */
-int ev_gate_decide(const json_t *gate, int value_ok, double value, const ftl_gate_baseline *b, double *gain_out,
+int ev_gate_decide(const json_t *gate, int value_ok, double value, const ev_gate_baseline *b, double *gain_out,
                     int *has_gain, char *reason, size_t reason_size);
 
 /* Re-derives a verdict from its recorded value and the registry's copy of the gate. FTL_OK when

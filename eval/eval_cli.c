@@ -98,8 +98,8 @@ int ev_cmd_gate(int argc, char **argv, const ev_hooks *hooks) {
     fprintf(stderr, "ftl gate: refused: %s\n", d.msg);
     return EXIT_ERROR;
   }
-  ftl_gate_opts go = {.run_dir = run_dir, .given_spec = given, .quiet = o.quiet != 0};
-  ftl_gate_result g = ev_gate_run(&go, &verdict, &d);
+  ev_gate_opts go = {.run_dir = run_dir, .given_spec = given, .quiet = o.quiet != 0};
+  ev_gate_result g = ev_gate_run(&go, &verdict, &d);
   json_decref(given);
   if (g == FTL_GATE_ERROR) {
     fprintf(stderr, "ftl gate: refused: %s\n", d.msg);

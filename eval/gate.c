@@ -392,11 +392,11 @@ void ev_gate_rundir_unlock(int fd) {
 
 /* What one gate holds between its steps; released by gate_free. */
 typedef struct gate_ctx {
-  const ftl_gate_opts *o;
+  const ev_gate_opts *o;
   json_t *snap, *lock, *adapter_files, *base_json;
   const json_t *gate, *ev, *pinned; /* borrowed from snap */
   const char *data_name, *base_name, *data_path, *base_path;
-  ftl_metrics *metrics;
+  ev_metrics *metrics;
   char *prog;
   strv argv, envp;
   eval_run er;
@@ -431,7 +431,7 @@ static ftl_err gate_paths(gate_ctx *g, ftl_diag *d) {
 
 /* 1. The locked gate: the snapshot's, checked against the given spec and the registry's lock. */
 static ftl_err gate_load_locked(gate_ctx *g, ftl_diag *d) {
-  const ftl_gate_opts *o = g->o;
+  const ev_gate_opts *o = g->o;
   ftl_err rc = pl_snapshot_load(o->run_dir, &g->snap, d);
   if (rc == FTL_ERR_NOTFOUND)
     return ftl_diag_fail(d, rc, "%s has no snapshot.json: it was not started by `ftl run` with a job spec", o->run_dir);
@@ -491,8 +491,8 @@ static ftl_err gate_check_evaluator(gate_ctx *g, ftl_diag *d) {
 
 /* 4b. Its argv (placeholders expanded) and an environment built from scratch. */
 static ftl_err gate_build_exec(gate_ctx *g, ftl_diag *d) {
-  const ftl_gate_opts *o = g->o;
-  ftl_gate_placeholders ph = {.adapter = g->final_dir,
+  const ev_gate_opts *o = g->o;
+  ev_gate_placeholders ph = {.adapter = g->final_dir,
                               .data = g->data_path,
                               .metrics = g->metrics_path,
                               .base = g->base_path,
@@ -534,7 +534,7 @@ oom:
 
 /* 4c. Runs it under its deadline; an evaluator that did not exit 0 is an error (no verdict). */
 static ftl_err gate_evaluate(gate_ctx *g, ftl_diag *d) {
-  const ftl_gate_opts *o = g->o;
+  const ev_gate_opts *o = g->o;
   eval_run *er = &g->er;
   g->timeout_s = json_number_value(json_object_get(g->ev, "timeout_s"));
   int64_t timeout_ms = (int64_t)(g->timeout_s * 1000.0 + 0.5);
@@ -573,9 +573,9 @@ static ftl_err gate_verdict(gate_ctx *g, int *passed_out, json_t **out, ftl_diag
   const char *metric = json_string_value(json_object_get(g->ev, "metric"));
   const json_t *min_gain = json_object_get(g->ev, "min_gain");
   double value = 0;
-  ftl_metric_state st = ev_metrics_get(g->metrics, metric, &value);
+  ev_metric_state st = ev_metrics_get(g->metrics, metric, &value);
   char reason[PATH_MAX + 1024] = "";
-  ftl_gate_baseline b = {0};
+  ev_gate_baseline b = {0};
   if (st == FTL_METRIC_OK && json_is_number(min_gain)) {
     if ((rc = ev_gate_find_baseline(g->gate, &b, d))) return rc;
     if (b.present)
@@ -615,8 +615,8 @@ static ftl_err gate_verdict(gate_ctx *g, int *passed_out, json_t **out, ftl_diag
   return FTL_OK;
 }
 
-ftl_gate_result ev_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d) {
-  ftl_gate_result res = FTL_GATE_ERROR;
+ev_gate_result ev_gate_run(const ev_gate_opts *o, json_t **verdict_out, ftl_diag *d) {
+  ev_gate_result res = FTL_GATE_ERROR;
   gate_ctx g = {.o = o};
   json_t *verdict = NULL;
   int run_lock = -1, passed = 0;

@@ -36,21 +36,21 @@
 extern "C" {
 #endif
 
-typedef enum ftl_gate_result {
+typedef enum ev_gate_result {
   FTL_GATE_PASSED = 0,
   FTL_GATE_FAILED = 1,
   FTL_GATE_ERROR = 2,
-} ftl_gate_result;
+} ev_gate_result;
 
-typedef struct ftl_gate_opts {
+typedef struct ev_gate_opts {
   const char *run_dir;      /* the run directory */
   const json_t *given_spec; /* a canonical gate spec to check against the locked one, or NULL */
   bool quiet;               /* no progress lines on stderr */
-} ftl_gate_opts;
+} ev_gate_opts;
 
 /* Runs the gate (steps above). *verdict_out (may be NULL) gets the verdict (a new reference) when
  * the result is PASSED or FAILED. On ERROR, d says why. */
-ftl_gate_result ev_gate_run(const ftl_gate_opts *o, json_t **verdict_out, ftl_diag *d);
+ev_gate_result ev_gate_run(const ev_gate_opts *o, json_t **verdict_out, ftl_diag *d);
 
 /* RUNDIR/gate/lock: an exclusive flock taken within FTL_GATE_LOCK_TIMEOUT_S (default 30 s); the
  * holder writes "what: pid N on HOST since TIME" into it, and a waiter that passes the deadline

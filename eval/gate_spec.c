@@ -23,7 +23,7 @@
 
 /* ---- placeholders ------------------------------------------------------------------------- */
 
-ftl_err ev_gate_expand(const char *arg, const ftl_gate_placeholders *p, char **out, ftl_diag *d) {
+ftl_err ev_gate_expand(const char *arg, const ev_gate_placeholders *p, char **out, ftl_diag *d) {
   char *buf = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&buf, &len);
@@ -257,7 +257,7 @@ ftl_err ev_gate_spec_of(const ev_gate_fields *job, json_t **out, ftl_diag *d) {
     rc = spec_err(job, d, "eval.base", what);
     goto out;
   }
-  ftl_gate_placeholders ph = {"a", "d", "m", "b", "r"};
+  ev_gate_placeholders ph = {"a", "d", "m", "b", "r"};
   for (size_t i = 0; i < job->eval->args_count; i++) {
     char *x = NULL;
     ftl_diag inner;

@@ -20,17 +20,17 @@ extern "C" {
 #endif
 
 /* The placeholders of `eval.args`; any other {word} in an argument is an error. */
-typedef struct ftl_gate_placeholders {
+typedef struct ev_gate_placeholders {
   const char *adapter; /* {adapter}: RUNDIR/final */
   const char *data;    /* {data}: the eval data input's path */
   const char *metrics; /* {metrics}: where the evaluator writes its metrics file */
   const char *base;    /* {base}: the base model input's path ("" when eval.base is not set) */
   const char *run_dir; /* {run_dir} */
-} ftl_gate_placeholders;
+} ev_gate_placeholders;
 
 /* Expands the placeholders of one argument into a new string (*out, ftl_free). FTL_ERR_SPEC
  * naming an unknown placeholder. */
-ftl_err ev_gate_expand(const char *arg, const ftl_gate_placeholders *p, char **out, ftl_diag *d);
+ftl_err ev_gate_expand(const char *arg, const ev_gate_placeholders *p, char **out, ftl_diag *d);
 
 /* Checks a canonical gate spec's shape: {"eval": {...}, "registry": {...}} with every field
  * present and of the right type (see docs/formats/snapshot.md, "gate"). */

@@ -25,7 +25,7 @@
 #include "core/jsonl.h"
 #include "ftl/core.h"
 
-struct ftl_metrics {
+struct ev_metrics {
   json_t *root;    /* the whole file */
   json_t *metrics; /* borrowed from root */
 };
@@ -112,11 +112,11 @@ static char *quote_nonfinite(const char *data, size_t size, size_t *out_len) {
   return out;
 }
 
-ftl_err ev_metrics_parse(const char *data, size_t size, ftl_metrics **out, ftl_diag *d) {
+ftl_err ev_metrics_parse(const char *data, size_t size, ev_metrics **out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_error_t jerr;
   json_t *root = NULL;
-  ftl_metrics *m = NULL;
+  ev_metrics *m = NULL;
   size_t len = 0;
   if (size > FTL_METRICS_MAX_BYTES)
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "larger than %u bytes", FTL_METRICS_MAX_BYTES);
@@ -159,7 +159,7 @@ out:
   return rc;
 }
 
-ftl_err ev_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d) {
+ftl_err ev_metrics_load(const char *path, ev_metrics **out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
   /* Read as outside input (see the top of this file): core's one reader of such files. */
@@ -171,13 +171,13 @@ ftl_err ev_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d) {
   return rc;
 }
 
-void ev_metrics_destroy(ftl_metrics *m) {
+void ev_metrics_destroy(ev_metrics *m) {
   if (!m) return;
   json_decref(m->root);
   ftl_free(m);
 }
 
-ftl_metric_state ev_metrics_get(const ftl_metrics *m, const char *name, double *value) {
+ev_metric_state ev_metrics_get(const ev_metrics *m, const char *name, double *value) {
   const json_t *v = m && name ? json_object_get(m->metrics, name) : NULL;
   if (!v) return FTL_METRIC_MISSING;
   if (json_is_string(v)) {
@@ -192,9 +192,9 @@ ftl_metric_state ev_metrics_get(const ftl_metrics *m, const char *name, double *
   return FTL_METRIC_OK;
 }
 
-const json_t *ev_metrics_object(const ftl_metrics *m) { return m ? m->metrics : NULL; }
+const json_t *ev_metrics_object(const ev_metrics *m) { return m ? m->metrics : NULL; }
 
-const char *ev_metric_state_text(ftl_metric_state s) {
+const char *ev_metric_state_text(ev_metric_state s) {
   switch (s) {
   case FTL_METRIC_OK: return "a finite number";
   case FTL_METRIC_MISSING: return "missing";

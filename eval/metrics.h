@@ -30,26 +30,26 @@ extern "C" {
 
 /* A parsed metrics file: the "metrics" object (owned; values as parsed, non-finite literals
  * turned into the strings "NaN", "Infinity", "-Infinity"). Destroyed by ev_metrics_destroy. */
-typedef struct ftl_metrics ftl_metrics;
+typedef struct ev_metrics ev_metrics;
 
 /* Parses bytes. FTL_ERR_CORRUPT with the reason (and line) for a file of the wrong shape. */
-ftl_err ev_metrics_parse(const char *data, size_t size, ftl_metrics **out, ftl_diag *d);
+ftl_err ev_metrics_parse(const char *data, size_t size, ev_metrics **out, ftl_diag *d);
 /* Reads and parses a file; FTL_ERR_NOTFOUND when it does not exist. */
-ftl_err ev_metrics_load(const char *path, ftl_metrics **out, ftl_diag *d);
-void ev_metrics_destroy(ftl_metrics *m);
+ftl_err ev_metrics_load(const char *path, ev_metrics **out, ftl_diag *d);
+void ev_metrics_destroy(ev_metrics *m);
 
-typedef enum ftl_metric_state {
+typedef enum ev_metric_state {
   FTL_METRIC_OK = 0,        /* a finite number */
   FTL_METRIC_MISSING = 1,   /* no such name */
   FTL_METRIC_NONFINITE = 2, /* NaN, Infinity or -Infinity */
   FTL_METRIC_NOT_NUMBER = 3 /* a string, null, an object... */
-} ftl_metric_state;
+} ev_metric_state;
 
 /* Looks a metric up; *value is set only for FTL_METRIC_OK. */
-ftl_metric_state ev_metrics_get(const ftl_metrics *m, const char *name, double *value);
+ev_metric_state ev_metrics_get(const ev_metrics *m, const char *name, double *value);
 /* The names, for messages ("exact_match, loss"); borrowed view of the object. */
-const json_t *ev_metrics_object(const ftl_metrics *m);
-const char *ev_metric_state_text(ftl_metric_state s);
+const json_t *ev_metrics_object(const ev_metrics *m);
+const char *ev_metric_state_text(ev_metric_state s);
 
 /* Writes a metrics file atomically (used by evaluators written in C and by tests). */
 ftl_err ev_metrics_write(const char *path, const json_t *metrics, ftl_diag *d);

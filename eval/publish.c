@@ -175,7 +175,7 @@ ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, const ev_h
   }
   /* The package carries the base the gate evaluated (the snapshot's input, its SHA-256 checked
    * again as it is read), so a consumer who fetches it has both. */
-  ftl_peft_opts po = {.base_path = base_name ? pl_snapshot_input_path(snap, base_name) : NULL, .base_sha256 = base_sha};
+  pl_peft_opts po = {.base_path = base_name ? pl_snapshot_input_path(snap, base_name) : NULL, .base_sha256 = base_sha};
   /* A PEFT final/ (a peft program's) is packaged as it is, each file checked against the gate's
    * record of it; the example's own format is converted (pipeline/peft.c). */
   if (pl_peft_final_is_peft(final_dir))
@@ -187,7 +187,7 @@ ftl_err ev_publish_run(const char *run_dir, const json_t *given_spec, const ev_h
   if ((rc = ev_verdict_write_package_copy(verdict, pkg_verdict, d))) goto out;
   char id[FTL_SHA256_HEX_LEN + 1];
   if ((rc = pl_package_build(export_dir, pkg_verdict, prov, pkg_path, id, d))) goto out;
-  ftl_registry_ref ref = {.root = json_string_value(json_object_get(reg, "path"))};
+  pl_registry_ref ref = {.root = json_string_value(json_object_get(reg, "path"))};
   char why[600];
   snprintf(why, sizeof why, "ftl publish %s: gate passed (%s %.6g)", run_dir,
            json_string_value(json_object_get(verdict, "metric")), json_number_value(json_object_get(verdict, "value")));

@@ -119,7 +119,7 @@ static int locked_registry(const char *run_dir, char *path, size_t path_size, ch
 ftl_err ev_submit_prepare(const ev_gate_fields *job, const char *run_dir, ev_rank_vars *vars, ftl_diag *d) {
   if (!job->inputs_count && !job->eval->program) return FTL_OK;
   json_t *gate = NULL, *snap = NULL;
-  ftl_snapshot_input *in = NULL;
+  pl_snapshot_input *in = NULL;
   char(*names)[128] = NULL;
   ftl_err rc = ev_gate_spec_of(job, &gate, d);
   if (rc) goto out;
@@ -187,8 +187,8 @@ int ev_submit_gate(const ev_gate_fields *job, const char *run_dir, const ev_hook
   ftl_diag d = {{0}};
   json_t *verdict = NULL;
   char line[1024];
-  ftl_gate_opts o = {.run_dir = run_dir};
-  ftl_gate_result g = ev_gate_run(&o, &verdict, &d);
+  ev_gate_opts o = {.run_dir = run_dir};
+  ev_gate_result g = ev_gate_run(&o, &verdict, &d);
   if (g == FTL_GATE_ERROR) {
     fprintf(stderr, "ftl: the gate could not run: %s; nothing published\n", d.msg);
     record(hooks, "gate", json_pack("{s:s, s:s}", "result", "error", "message", d.msg));
@@ -246,7 +246,7 @@ int ev_submit_published(const char *run_dir, const char *registry, const char *n
       strcmp(locked_name, name))
     return 0;
   char spec[256], got_name[FTL_REGISTRY_NAME_MAX + 1], got_id[FTL_SHA256_HEX_LEN + 1];
-  ftl_registry_ref ref = {.root = registry};
+  pl_registry_ref ref = {.root = registry};
   ftl_diag d = {{0}};
   if (ftl_fmt(spec, sizeof spec, "%s@%s", name, version)) return 0;
   return pl_registry_resolve(&ref, spec, got_name, got_id, &d) == FTL_OK && !strcmp(got_id, version);

@@ -311,7 +311,7 @@ static long resident_kib(pid_t pid) {
  * outside, such as mpirun's or srun's teardown; "launcher" for ftl's own request), before it
  * passes the signal on: the word reaches the launcher ahead of this connection's close, so its
  * host is known to be alive whatever else the launcher reads in the same moment (detect.h). */
-static void say_stopping(ftl_rdzv_client *client, int *said, int sig, const char *by) {
+static void say_stopping(rz_rdzv_client *client, int *said, int sig, const char *by) {
   if (*said || client->fd < 0) return;
   *said = 1;
   ftl_diag ignored;
@@ -343,7 +343,7 @@ static void write_exit_record(const char *attempt_dir, int rank, int code, int s
  * that safe beside the loop's own sends, and the loop stops the thread before it closes the
  * connection. */
 typedef struct alive_reporter {
-  ftl_rdzv_client *client;
+  rz_rdzv_client *client;
   pid_t pid;                 /* the program */
   atomic_int program_reaped; /* set by the loop once it has reaped the program */
   int stop_fd;               /* an eventfd: the loop's word to stop (-1 until started) */
@@ -354,10 +354,10 @@ typedef struct alive_reporter {
 /* One agent's state while its program runs. */
 typedef struct agent {
   rank_place pl;
-  ftl_rdzv_client client;
+  rz_rdzv_client client;
   core_proc proc;
   out_stream out, err;
-  ftl_linebuf from_launcher;
+  rz_linebuf from_launcher;
   pid_t parent;         /* mpirun's daemon or srun: when it goes, getppid() changes */
   int exec_errno;       /* the program could not start (0: it did) */
   int said_stopping;
@@ -676,7 +676,7 @@ static void on_launcher(agent *ag) {
 
 /* One turn's timer: the fence (no word from the launcher). */
 static void agent_timers(agent *ag) {
-  ftl_rdzv_client *client = &ag->client;
+  rz_rdzv_client *client = &ag->client;
   if (client->fd >= 0 && !ag->proc.reaped && ag->fence_ms > 0 && ftl_clock_ms() - ag->heard_ms > ag->fence_ms) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "no word from the launcher for %.1f s: ending the program",
             (double)(ftl_clock_ms() - ag->heard_ms) / 1000.0);

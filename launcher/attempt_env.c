@@ -145,7 +145,7 @@ static void make_session_base(ln_gang_launch *L) {
     FTL_LOG(FTL_LOG_DEBUG, "launcher", "no session folder of its own for mpirun (%s): Open MPI's default", d.msg);
 }
 
-ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
+ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
                              ln_gang_launch *L, ftl_diag *d) {
   ftl_err rc;
   /* What every rank gets. Set here and exported by name (mpirun -x), so it reaches remote hosts. */
@@ -160,7 +160,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
   if (!o->hostfile && L->kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
   /* The ranks' environment: built for this attempt and given to mpirun/srun alone (execvpe), never
    * set in the launcher's own. The names are exported too (mpirun -x), so they reach remote hosts. */
-  ftl_gang_env genv = {.rdzv_addr = addr,
+  ln_gang_env genv = {.rdzv_addr = addr,
                        .rdzv_token = token,
                        .rdzv_timeout_ms = o->job->rendezvous_timeout_ms,
                        .run_dir = o->run_dir,
@@ -188,7 +188,7 @@ ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir,
   if ((rc = ln_gang_export_names(o->job->env, &L->exports, d))) return rc;
 
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  ftl_gang_opts g = {.kind = L->kind,
+  ln_gang_opts g = {.kind = L->kind,
                      .ranks = o->world_size,
                      .hostfile = o->hostfile,
                      .ftl_exe = o->ftl_exe,

@@ -27,7 +27,7 @@ int ln_sweep_token(const char *token);
 /* What mpirun or srun is started with: its argv, and the ranks' environment (envp) with the names
  * it exports (mpirun -x). */
 typedef struct ln_gang_launch {
-  ftl_launch_kind kind;
+  ln_launch_kind kind;
   char **argv, **exports, **envp;
   /* mpirun's session folder base on this host (Open MPI's orte_local_tmpdir_base), a folder of
    * this gang's own, $TMPDIR/ftl-mpirun-... (core/owned_dir.h; "" under srun or when none could
@@ -40,7 +40,7 @@ typedef struct ln_gang_launch {
 /* Builds L for attempt o (its folder attempt_dir; the rendezvous at o->rdzv_host:rdzv_port, with
  * token). Free with ln_gang_launch_free, also after a failure, and only once the gang's mpirun is
  * reaped: the free removes L->session_base. */
-ftl_err ln_gang_launch_build(const ftl_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
+ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
                              ln_gang_launch *L, ftl_diag *d);
 
 void ln_gang_launch_free(ln_gang_launch *L);

@@ -45,7 +45,7 @@ const char *ln_signal_name(int sig) {
   }
 }
 
-const char *ln_outcome_name(ftl_attempt_outcome o) {
+const char *ln_outcome_name(ln_attempt_outcome o) {
   switch (o) {
     case FTL_ATTEMPT_SUCCEEDED: return "succeeded";
     case FTL_ATTEMPT_FAILED: return "failed";

@@ -51,7 +51,7 @@ ln_attempt_phase ln_life_phase(ln_attempt_phase now, int joined, int went, int a
 const char *ln_signal_name(int sig);
 
 /* The outcome's name in events.jsonl ("succeeded", "rendezvous_failed", ...). */
-const char *ln_outcome_name(ftl_attempt_outcome o);
+const char *ln_outcome_name(ln_attempt_outcome o);
 
 /* One rank's exit report, and what the attempt knew when it came. */
 typedef struct ln_exit_report {
@@ -84,7 +84,7 @@ void ln_root_how(char *buf, size_t size, const char *how_override, int code, int
 
 /* What the attempt knew when mpirun had gone and the last reports were read. */
 typedef struct ln_conclusion_in {
-  ftl_attempt_outcome outcome; /* as set so far (a failed rendezvous or launch stays) */
+  ln_attempt_outcome outcome; /* as set so far (a failed rendezvous or launch stays) */
   int mpirun_code;             /* mpirun's exit code, 128 + signal when killed */
   int world;
   int all_zero;                /* every rank reported an exit 0 */
@@ -103,7 +103,7 @@ typedef enum ln_conclusion_kind {
 
 typedef struct ln_conclusion {
   ln_conclusion_kind kind;
-  ftl_attempt_outcome outcome;
+  ln_attempt_outcome outcome;
   char summary[300];    /* the launcher reason is cut here, as it always was */
 } ln_conclusion;
 

@@ -8,11 +8,11 @@
 
 #include "ftl/core.h"
 
-void ln_detect_note_compute(ftl_rank_watch *w, double compute_ms) {
+void ln_detect_note_compute(ln_rank_watch *w, double compute_ms) {
   w->compute_ms[w->compute_count++ % FTL_STRAGGLER_WINDOW] = compute_ms;
 }
 
-int64_t ln_detect_section_timeout(const ftl_detect_limits *lim, int section) {
+int64_t ln_detect_section_timeout(const ln_detect_limits *lim, int section) {
   switch (section) {
     case FTL_SECTION_STEP: return lim->step_ms;
     case FTL_SECTION_CHECKPOINT: return lim->checkpoint_ms;
@@ -28,10 +28,10 @@ static int same_host(const char *a, const char *b) { return a && b && !strcmp(a,
 
 /* A host whose agents have all been silent for timeouts.node_s is lost: the host died or its link
  * is down (a dead TCP peer can take minutes to be noticed by the socket itself). */
-int ln_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
-                         ftl_detection *out) {
+int ln_detect_lost_host(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms,
+                         ln_detection *out) {
   for (int i = 0; i < n; i++) {
-    const ftl_rank_watch *s = &r[i];
+    const ln_rank_watch *s = &r[i];
     if (!s->has_agent || s->exited || now_ms - s->alive_ms < lim->node_ms) continue;
     int silent = 1, ranks_on_host = 0;
     for (int j = 0; j < n; j++) {
@@ -61,7 +61,7 @@ int ln_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits 
   return 0;
 }
 
-int ln_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out) {
+int ln_detect_hang(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms, ln_detection *out) {
   int hung = -1, stopped = -1;
   for (int i = 0; i < n && hung < 0; i++) {
     /* A process seen stopped for a few reports makes no progress until continued: waiting for
@@ -84,7 +84,7 @@ int ln_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim,
     for (int i = 0; i < n; i++)
       if (!r[i].exited && r[i].last_step < r[culprit].last_step) culprit = i;
   }
-  const ftl_rank_watch *c = &r[culprit];
+  const ln_rank_watch *c = &r[culprit];
   int64_t since = c->progress_ms ? c->progress_ms : r[hung].progress_ms;
   memset(out, 0, sizeof *out);
   out->kind = FTL_FAIL_HANG;
@@ -109,10 +109,10 @@ int ln_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim,
 
 /* An agent that went without a word: its connection dropped with neither an exit report nor the
  * word that it was asked to stop. */
-static int gone_silently(const ftl_rank_watch *w) { return !w->has_agent && !w->exited && w->lost_ns && !w->stopping_ms; }
+static int gone_silently(const ln_rank_watch *w) { return !w->has_agent && !w->exited && w->lost_ns && !w->stopping_ms; }
 
 /* 1 when every agent on host went without a word. */
-static int host_gone_silently(const ftl_rank_watch *r, int n, const char *host) {
+static int host_gone_silently(const ln_rank_watch *r, int n, const char *host) {
   int on_host = 0;
   for (int i = 0; i < n; i++) {
     if (!same_host(r[i].host, host)) continue;
@@ -123,7 +123,7 @@ static int host_gone_silently(const ftl_rank_watch *r, int n, const char *host) 
 }
 
 /* 1 when host is r[i].host for some i < upto (it was looked at already). */
-static int host_seen_before(const ftl_rank_watch *r, int upto, const char *host) {
+static int host_seen_before(const ln_rank_watch *r, int upto, const char *host) {
   for (int i = 0; i < upto; i++)
     if (same_host(r[i].host, host)) return 1;
   return 0;
@@ -134,7 +134,7 @@ static int host_seen_before(const ftl_rank_watch *r, int upto, const char *host)
  * nothing about which went first. What tells them apart is the word the torn-down agents send
  * before they go: the lost host's agents sent none. The launcher's own host is never the lost one
  * (were it gone, so would be this launcher). */
-int ln_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out) {
+int ln_detect_vanished(const ln_rank_watch *r, int n, int lost_rank, const char *self_host, ln_detection *out) {
   if (lost_rank < 0) return 0;
   const char *silent_hosts[2] = {NULL, NULL};
   int silent_count = 0, first_silent = -1;
@@ -188,7 +188,7 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int ln_detect_one_host(const ftl_rank_watch *r, int n) {
+int ln_detect_one_host(const ln_rank_watch *r, int n) {
   const char *first = NULL;
   for (int i = 0; i < n; i++) {
     if (!r[i].host) continue;
@@ -220,7 +220,7 @@ static int position_of(const double *sorted, int n, double v) {
   return lo;
 }
 
-int ln_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap) {
+int ln_detect_stragglers(const ln_rank_watch *r, int n, double ratio, ln_straggler *out, int cap) {
   int found = 0;
   if (n < 2) return 0;
   double *per_rank = ftl_calloc((size_t)n, sizeof *per_rank);
@@ -240,7 +240,7 @@ int ln_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_strag
     if (r[i].straggler_reported) continue;
     double typical = median_without(sorted, n, position_of(sorted, n, per_rank[i]));
     if (per_rank[i] < ratio * typical || per_rank[i] - typical < FTL_STRAGGLER_MIN_MS) continue;
-    out[found++] = (ftl_straggler){.rank = i, .compute_ms = per_rank[i], .others_median_ms = typical};
+    out[found++] = (ln_straggler){.rank = i, .compute_ms = per_rank[i], .others_median_ms = typical};
   }
 out:
   ftl_free(per_rank);

@@ -52,7 +52,7 @@ enum { FTL_SECTION_STARTUP = 0, FTL_SECTION_STEP = 1, FTL_SECTION_CHECKPOINT = 2
 #define FTL_DETECT_MISSED_MS 1500
 
 /* What the detectors know about one rank (times on the launcher's monotonic clock, in ms). */
-typedef struct ftl_rank_watch {
+typedef struct ln_rank_watch {
   const char *host;     /* where its agent runs; NULL until known (borrowed) */
   int has_agent;        /* its agent is connected */
   int exited;           /* its agent reported how the program ended */
@@ -68,49 +68,49 @@ typedef struct ftl_rank_watch {
   double compute_ms[FTL_STRAGGLER_WINDOW]; /* compute per step in its recent reports (a ring) */
   int compute_count;    /* reports so far */
   int straggler_reported;
-} ftl_rank_watch;
+} ln_rank_watch;
 
-typedef struct ftl_detect_limits {
+typedef struct ln_detect_limits {
   int64_t startup_ms, step_ms, checkpoint_ms; /* silence allowed per section */
   int64_t node_ms;                            /* a host's agents' silence */
-} ftl_detect_limits;
+} ln_detect_limits;
 
-typedef struct ftl_detection {
-  ftl_failure_kind kind;  /* FTL_FAIL_NODE, FTL_FAIL_AGENT_LOST or FTL_FAIL_HANG */
+typedef struct ln_detection {
+  ln_failure_kind kind;  /* FTL_FAIL_NODE, FTL_FAIL_AGENT_LOST or FTL_FAIL_HANG */
   int rank;               /* the rank to name; -1 for a host */
   const char *host;       /* the host to blame (FTL_FAIL_NODE), else NULL; borrowed from the watch */
   char message[300];      /* what happened, for the failure's summary */
-} ftl_detection;
+} ln_detection;
 
 /* Records one compute-per-step report in the rank's window. */
-void ln_detect_note_compute(ftl_rank_watch *w, double compute_ms);
+void ln_detect_note_compute(ln_rank_watch *w, double compute_ms);
 
 /* The silence allowed in a section. */
-int64_t ln_detect_section_timeout(const ftl_detect_limits *lim, int section);
+int64_t ln_detect_section_timeout(const ln_detect_limits *lim, int section);
 const char *ln_detect_section_name(int section);
 
 /* Each returns 1 and fills *out when it finds a failure, else 0. r[0..n) are the ranks. */
-int ln_detect_lost_host(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms,
-                         ftl_detection *out);
-int ln_detect_hang(const ftl_rank_watch *r, int n, const ftl_detect_limits *lim, int64_t now_ms, ftl_detection *out);
+int ln_detect_lost_host(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms,
+                         ln_detection *out);
+int ln_detect_hang(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms, ln_detection *out);
 /* lost_rank: the first agent that vanished (-1: none); self_host: the launcher's host, never lost.
  * Returns 0 also when every vanished agent had said it was asked to stop (nothing of its own
  * failed). An ambiguous finding (several hosts vanished without a word) is FTL_FAIL_AGENT_LOST
  * with host NULL and a message naming the hosts. */
-int ln_detect_vanished(const ftl_rank_watch *r, int n, int lost_rank, const char *self_host, ftl_detection *out);
+int ln_detect_vanished(const ln_rank_watch *r, int n, int lost_rank, const char *self_host, ln_detection *out);
 
-typedef struct ftl_straggler {
+typedef struct ln_straggler {
   int rank;
   double compute_ms;        /* its median compute per step */
   double others_median_ms;  /* the other ranks' */
-} ftl_straggler;
+} ln_straggler;
 
 /* Finds stragglers not reported yet (at most cap, into out); every rank needs a full window.
  * Returns how many; the caller marks them reported. ratio: FTL_STRAGGLER_RATIO, or
  * FTL_STRAGGLER_RATIO_SHARED for ranks that oversubscribe their cores. */
-int ln_detect_stragglers(const ftl_rank_watch *r, int n, double ratio, ftl_straggler *out, int cap);
+int ln_detect_stragglers(const ln_rank_watch *r, int n, double ratio, ln_straggler *out, int cap);
 
 /* 1 when every rank whose host is known runs on the same host (nothing to exclude there). */
-int ln_detect_one_host(const ftl_rank_watch *r, int n);
+int ln_detect_one_host(const ln_rank_watch *r, int n);
 
 #endif

@@ -12,7 +12,7 @@
 #include "eval/gate_spec.h"
 
 static ftl_err gate_of_spec(const char *spec_path, json_t **gate_out, ftl_diag *d) {
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   *gate_out = NULL;
   ftl_err rc = ln_job_parse_file(spec_path, &job, d);
   if (rc) return rc;
@@ -24,7 +24,7 @@ static ftl_err gate_of_spec(const char *spec_path, json_t **gate_out, ftl_diag *
 #endif
 
 static void run_facts(const char *run_dir, ev_run_facts *out) {
-  ftl_runview rv;
+  ln_runview rv;
   ftl_diag ignored;
   ln_runview_init(&rv, 0);
   if (ln_runview_load(&rv, run_dir, &ignored) == FTL_OK) {
@@ -41,7 +41,7 @@ static void run_facts(const char *run_dir, ev_run_facts *out) {
 
 static void event(void *ctx, const char *type, json_t *fields) { ln_events_write(ctx, type, 0, fields); }
 
-ev_hooks ln_eval_hooks(ftl_events *events) {
+ev_hooks ln_eval_hooks(ln_events *events) {
   return (ev_hooks){
 #ifdef FTL_HAVE_EVAL
       .gate_of_spec = gate_of_spec,

@@ -7,6 +7,6 @@
 #include "launcher/events.h"
 
 /* The hooks for eval's commands and `ftl run`'s end; events may be NULL (no event recorded). */
-ev_hooks ln_eval_hooks(ftl_events *events);
+ev_hooks ln_eval_hooks(ln_events *events);
 
 #endif

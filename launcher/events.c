@@ -9,8 +9,8 @@
 #include "core/jsonl.h"
 #include "ftl/core.h"
 
-struct ftl_events {
-  ftl_jsonl *log;
+struct ln_events {
+  core_jsonl *log;
   int warned;
   int n_observers;
   struct {
@@ -19,7 +19,7 @@ struct ftl_events {
   } observers[FTL_EVENTS_MAX_OBSERVERS];
 };
 
-ftl_err ln_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, ftl_diag *d) {
+ftl_err ln_events_observe(ln_events *ev, ftl_events_observer fn, void *user, ftl_diag *d) {
   if (ev->n_observers >= FTL_EVENTS_MAX_OBSERVERS) return ftl_diag_fail(d, FTL_ERR_RANGE, "too many event observers");
   ev->observers[ev->n_observers].fn = fn;
   ev->observers[ev->n_observers].user = user;
@@ -27,10 +27,10 @@ ftl_err ln_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, ft
   return FTL_OK;
 }
 
-ftl_err ln_events_open(const char *path, ftl_events **out, ftl_diag *d) {
+ftl_err ln_events_open(const char *path, ln_events **out, ftl_diag *d) {
   /* One writer (this launcher), so O_APPEND alone keeps lines whole: no lock, no fsync per event. */
-  const ftl_jsonl_opts opts = {.lock = false, .lock_timeout_ms = 0, .fsync = false};
-  ftl_events *ev = ftl_calloc(1, sizeof *ev);
+  const core_jsonl_opts opts = {.lock = false, .lock_timeout_ms = 0, .fsync = false};
+  ln_events *ev = ftl_calloc(1, sizeof *ev);
   if (!ev) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   ftl_err rc = core_jsonl_open(path, &opts, &ev->log, d);
   if (rc) {
@@ -41,7 +41,7 @@ ftl_err ln_events_open(const char *path, ftl_events **out, ftl_diag *d) {
   return FTL_OK;
 }
 
-void ln_events_write(ftl_events *ev, const char *event, int attempt, json_t *fields) {
+void ln_events_write(ln_events *ev, const char *event, int attempt, json_t *fields) {
   if (!ev) {
     json_decref(fields);
     return;
@@ -66,7 +66,7 @@ void ln_events_write(ftl_events *ev, const char *event, int attempt, json_t *fie
   json_decref(line);
 }
 
-void ln_events_close(ftl_events *ev) {
+void ln_events_close(ln_events *ev) {
   if (!ev) return;
   core_jsonl_close(ev->log); /* fsyncs */
   ftl_free(ev);

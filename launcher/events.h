@@ -8,13 +8,13 @@
 
 #include "ftl/error.h"
 
-typedef struct ftl_events ftl_events;
+typedef struct ln_events ln_events;
 
-ftl_err ln_events_open(const char *path, ftl_events **out, ftl_diag *d);
+ftl_err ln_events_open(const char *path, ln_events **out, ftl_diag *d);
 
 /* Appends {"ts", "t_us", "event", "attempt", ...fields}. fields is stolen (may be NULL). A failed
  * write is logged once and not retried: the event log must never stop a run. */
-void ln_events_write(ftl_events *ev, const char *event, int attempt, json_t *fields);
+void ln_events_write(ln_events *ev, const char *event, int attempt, json_t *fields);
 
 /* Observers see every event as it is written (the whole line: ts, t_us, event, attempt, fields),
  * borrowed for the call: `ftl run`'s progress line and metrics textfile are drawn from the log's
@@ -22,9 +22,9 @@ void ln_events_write(ftl_events *ev, const char *event, int attempt, json_t *fie
  * launcher's one thread, in the order added. */
 #define FTL_EVENTS_MAX_OBSERVERS 4
 typedef void (*ftl_events_observer)(void *user, const json_t *line);
-ftl_err ln_events_observe(ftl_events *ev, ftl_events_observer fn, void *user, ftl_diag *d);
+ftl_err ln_events_observe(ln_events *ev, ftl_events_observer fn, void *user, ftl_diag *d);
 
 /* fsyncs and closes; accepts NULL. */
-void ln_events_close(ftl_events *ev);
+void ln_events_close(ln_events *ev);
 
 #endif

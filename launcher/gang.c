@@ -12,7 +12,7 @@
 #include "ftl/core.h"
 #include "launcher/hostfile.h"
 
-ftl_launch_kind ln_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id) {
+ln_launch_kind ln_gang_resolve_kind(ln_launch_kind requested, const char *slurm_job_id) {
   if (requested != FTL_LAUNCH_AUTO) return requested;
   return slurm_job_id && *slurm_job_id ? FTL_LAUNCH_SRUN : FTL_LAUNCH_MPIRUN;
 }
@@ -71,7 +71,7 @@ static void push_int(argv_builder *b, long v) {
   push(b, buf);
 }
 
-ftl_err ln_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d) {
+ftl_err ln_gang_build_argv(const ln_gang_opts *o, char ***argv_out, ftl_diag *d) {
   argv_builder b = {0};
   if (o->ranks < 1) return ftl_diag_fail(d, FTL_ERR_INVAL, "ranks must be > 0, not %d", o->ranks);
   if (o->kind == FTL_LAUNCH_SRUN) {
@@ -120,7 +120,7 @@ ftl_err ln_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d
 }
 
 ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d) {
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_err rc = ln_hostfile_read(hostfile, &hosts, &count, d);
   if (rc == FTL_OK) {
@@ -201,7 +201,7 @@ static void env_set_job(argv_builder *b, const char *kv) {
   ftl_free(prefixed);
 }
 
-ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp_out, ftl_diag *d) {
+ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_out, ftl_diag *d) {
   argv_builder b = {0};
   *envp_out = NULL;
   /* A job variable carried for someone else's job (an ftl run started by a rank) is not ours. */

@@ -11,8 +11,8 @@
 #include "ftl/error.h"
 #include "launcher/jobspec.h"
 
-typedef struct ftl_gang_opts {
-  ftl_launch_kind kind;          /* resolved: FTL_LAUNCH_MPIRUN or FTL_LAUNCH_SRUN */
+typedef struct ln_gang_opts {
+  ln_launch_kind kind;          /* resolved: FTL_LAUNCH_MPIRUN or FTL_LAUNCH_SRUN */
   int ranks;
   const char *hostfile;          /* NULL: this machine only */
   const char *ftl_exe;           /* absolute path of ftl, run on every rank as the rank agent */
@@ -24,21 +24,21 @@ typedef struct ftl_gang_opts {
   int sigkill_grace_s;           /* how long mpirun itself waits between TERM and KILL of ranks */
   int standby;                   /* a standby gang beside a running step: srun --overlap shares its
                                     allocation's resources instead of waiting for them */
-} ftl_gang_opts;
+} ln_gang_opts;
 
 /* AUTO becomes SRUN inside a Slurm allocation (SLURM_JOB_ID set) and MPIRUN elsewhere. */
 /* Seconds between mpirun's SIGTERM and SIGKILL of the rank agents in its own teardown
  * (odls_base_sigkill_timeout): long enough for a torn-down agent to send its `stopping` word. */
 #define FTL_MPIRUN_SIGKILL_GRACE_S 1
 
-ftl_launch_kind ln_gang_resolve_kind(ftl_launch_kind requested, const char *slurm_job_id);
+ln_launch_kind ln_gang_resolve_kind(ln_launch_kind requested, const char *slurm_job_id);
 
 /* Builds the launch argv (NULL-terminated; free with ln_argv_free). */
-ftl_err ln_gang_build_argv(const ftl_gang_opts *o, char ***argv_out, ftl_diag *d);
+ftl_err ln_gang_build_argv(const ln_gang_opts *o, char ***argv_out, ftl_diag *d);
 void ln_argv_free(char **argv);
 
 /* What an attempt's gang gets in its environment besides the launcher's own (docs/cli.md). */
-typedef struct ftl_gang_env {
+typedef struct ln_gang_env {
   const char *rdzv_addr;         /* FTL_RDZV_ADDR: host:port of this attempt's rendezvous */
   const char *rdzv_token;        /* FTL_RDZV_TOKEN: this attempt's token */
   int64_t rdzv_timeout_ms;       /* FTL_RDZV_TIMEOUT_MS */
@@ -66,7 +66,7 @@ typedef struct ftl_gang_env {
                                     the job gives no list (ln_job_ckpt_l2_mode) */
   int relay;                     /* FTL_RELAY: 1 when each host's agents and ranks report through a
                                     relay (launcher/relay.h) */
-} ftl_gang_env;
+} ln_gang_env;
 
 /* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */
 extern const char *const ln_gang_env_names[];
@@ -84,7 +84,7 @@ extern const char *const ln_gang_env_names[];
  * job's env under FTL_GANG_JOB_ENV_PREFIX. The launcher never puts an attempt's token or address
  * into its own environment: a child it starts later must not find a dead attempt's rendezvous.
  * Free *envp_out with ln_argv_free. */
-ftl_err ln_gang_build_env(char *const *base, const ftl_gang_env *e, char ***envp_out, ftl_diag *d);
+ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_out, ftl_diag *d);
 
 /* What mpirun must export to every rank (-x NAME): ln_gang_env_names and the carried name of
  * each entry of job_env ("NAME=VALUE", NULL-terminated, may be NULL). Free with ln_argv_free. */

@@ -6,8 +6,8 @@ double ln_goodput_saved_stall_ms(double stall_ms, double wait_prev_ms) {
   return stall_ms > 0 ? stall_ms : 0;
 }
 
-ftl_goodput ln_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms) {
-  ftl_goodput g = {.wall_ms = r->end_ms, .backoff_ms = backoff_ms, .stall_ms = r->ckpt_stall_ms};
+ln_goodput ln_goodput_of_attempt(const ln_attempt_result *r, double backoff_ms) {
+  ln_goodput g = {.wall_ms = r->end_ms, .backoff_ms = backoff_ms, .stall_ms = r->ckpt_stall_ms};
   double stop = r->failure_ms >= 0 ? r->failure_ms : r->end_ms;
   if (r->first_step_ms < 0) {
     g.startup_ms = stop;
@@ -30,8 +30,8 @@ ftl_goodput ln_goodput_of_attempt(const ftl_attempt_result *r, double backoff_ms
   return g;
 }
 
-ftl_goodput ln_goodput_sum(const ftl_goodput *per, int n) {
-  ftl_goodput t = {0};
+ln_goodput ln_goodput_sum(const ln_goodput *per, int n) {
+  ln_goodput t = {0};
   for (int i = 0; i < n; i++) {
     t.wall_ms += per[i].wall_ms + per[i].backoff_ms;
     t.startup_ms += per[i].startup_ms;
@@ -45,8 +45,8 @@ ftl_goodput ln_goodput_sum(const ftl_goodput *per, int n) {
   return t;
 }
 
-int ln_goodput_measured(const ftl_goodput *total) { return !(total->productive_ms <= 0 && total->unreported_ms > 0); }
+int ln_goodput_measured(const ln_goodput *total) { return !(total->productive_ms <= 0 && total->unreported_ms > 0); }
 
-double ln_goodput_pct(const ftl_goodput *total) {
+double ln_goodput_pct(const ln_goodput *total) {
   return total->wall_ms > 0 ? 100.0 * total->productive_ms / total->wall_ms : 0;
 }

@@ -74,7 +74,7 @@ bad:
 }
 
 /* One line, cut at its comment and trimmed (len > 0), into h. */
-static ftl_err parse_host_line(const char *file, int line_no, const char *s, size_t len, ftl_hostfile_host *h,
+static ftl_err parse_host_line(const char *file, int line_no, const char *s, size_t len, ln_hostfile_host *h,
                                ftl_diag *d) {
   char quoted[4 * QUOTE_MAX + 8];
   memset(h, 0, sizeof *h);
@@ -128,10 +128,10 @@ static ftl_err parse_host_line(const char *file, int line_no, const char *s, siz
   return FTL_OK;
 }
 
-ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ftl_hostfile_host **hosts_out,
+ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ln_hostfile_host **hosts_out,
                            size_t *count_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0, cap = 0;
   char quoted[4 * QUOTE_MAX + 8];
   *hosts_out = NULL;
@@ -172,7 +172,7 @@ ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ftl_h
     if (len == 0) continue;
     if (count == cap) {
       size_t ncap = cap ? cap * 2 : 16;
-      ftl_hostfile_host *grown = ftl_realloc(hosts, ncap * sizeof *grown);
+      ln_hostfile_host *grown = ftl_realloc(hosts, ncap * sizeof *grown);
       if (!grown) {
         rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "hostfile %s: out of memory", file);
         goto out;
@@ -180,7 +180,7 @@ ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ftl_h
       hosts = grown;
       cap = ncap;
     }
-    ftl_hostfile_host *h = &hosts[count];
+    ln_hostfile_host *h = &hosts[count];
     if ((rc = parse_host_line(file, line_no, line, len, h, d))) goto out;
     /* A host list is short (a few thousand at most), so a linear look for a repeat is enough. */
     for (size_t j = 0; j < count; j++) {
@@ -206,7 +206,7 @@ out:
   return rc;
 }
 
-ftl_err ln_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d) {
+ftl_err ln_hostfile_read(const char *path, ln_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
   ftl_diag read_diag = {{0}};
@@ -227,7 +227,7 @@ ftl_err ln_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_t
   return rc;
 }
 
-int ln_hostfile_total_slots(const ftl_hostfile_host *hosts, size_t count) {
+int ln_hostfile_total_slots(const ln_hostfile_host *hosts, size_t count) {
   int64_t total = 0;
   for (size_t i = 0; i < count; i++) {
     total += hosts[i].slots;

@@ -18,13 +18,13 @@
 #define FTL_HOSTFILE_NAME_MAX 255               /* a DNS name's limit */
 #define FTL_HOSTFILE_SLOTS_MAX 1048576          /* slots= and max_slots= of one host */
 
-typedef struct ftl_hostfile_host {
+typedef struct ln_hostfile_host {
   char name[FTL_HOSTFILE_NAME_MAX + 1]; /* as written */
   char line[FTL_HOSTFILE_LINE_MAX + 1]; /* the host's text: surrounding blanks and the comment dropped */
   int slots;                            /* slots=N; 1 when not given, as Open MPI counts it */
   int max_slots;                        /* max_slots=N; 0 when not given */
   int line_no;                          /* from 1 */
-} ftl_hostfile_host;
+} ln_hostfile_host;
 
 /* Parses size bytes of a hostfile (file names it in messages) into a new array (*hosts_out, freed
  * with ftl_free) of *count_out >= 1 hosts. Errors (FTL_ERR_SPEC), each one line:
@@ -32,14 +32,14 @@ typedef struct ftl_hostfile_host {
  *   "hostfile hosts.txt:2: unknown option 'cpus=4' (expected slots=N or max_slots=N)"
  *   "hostfile hosts.txt: names no host (only blank lines and comments)"
  * FTL_ERR_NOMEM when out of memory. */
-ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ftl_hostfile_host **hosts_out,
+ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ln_hostfile_host **hosts_out,
                            size_t *count_out, ftl_diag *d);
 
 /* The same for the file at path: FTL_ERR_NOTFOUND / FTL_ERR_IO "cannot read hostfile PATH: why",
  * FTL_ERR_SPEC for a file over FTL_HOSTFILE_MAX_BYTES. */
-ftl_err ln_hostfile_read(const char *path, ftl_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d);
+ftl_err ln_hostfile_read(const char *path, ln_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d);
 
 /* The slots of all hosts together (saturating at INT_MAX). */
-int ln_hostfile_total_slots(const ftl_hostfile_host *hosts, size_t count);
+int ln_hostfile_total_slots(const ln_hostfile_host *hosts, size_t count);
 
 #endif

@@ -3,7 +3,7 @@
  *
  * Reading YAML, typing its values and every message's "<file>:<line>:<col>: field '<path>': ..."
  * form are the generic binder's (launcher/yaml_bind.c): this file only says which fields a job has.
- * Adding a field is one table row plus one member of ftl_job; adding a section is one table plus
+ * Adding a field is one table row plus one member of ln_job; adding a section is one table plus
  * one FTL_YB_SECTION row.
  *
  * Deliberately not here: looking the program up on PATH, checking that files or folders exist,
@@ -56,153 +56,153 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* FTL_YB_ENUM stores through an int; the enums it fills must be int-sized. */
-_Static_assert(sizeof(ftl_launch_kind) == sizeof(int), "ftl_launch_kind must be int-sized");
+_Static_assert(sizeof(ln_launch_kind) == sizeof(int), "ln_launch_kind must be int-sized");
 
 /* ---- the field tables -------------------------------------------------------------------- */
 
-static const ftl_yb_choice launch_choices[] = {
+static const ln_yb_choice launch_choices[] = {
     {"auto", FTL_LAUNCH_AUTO},
     {"mpirun", FTL_LAUNCH_MPIRUN},
     {"srun", FTL_LAUNCH_SRUN},
     {NULL, 0},
 };
 
-static const ftl_yb_field rendezvous_fields[] = {
-    {.key = "timeout_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, rendezvous_timeout_ms),
+static const ln_yb_field rendezvous_fields[] = {
+    {.key = "timeout_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, rendezvous_timeout_ms),
      .max = 86400, .def = 300 * 1000},
 };
-static const ftl_yb_section rendezvous_section = FTL_YB_SECTION_OF(rendezvous_fields);
+static const ln_yb_section rendezvous_section = FTL_YB_SECTION_OF(rendezvous_fields);
 
-static const ftl_yb_choice on_off_choices[] = {
+static const ln_yb_choice on_off_choices[] = {
     {"auto", -1}, {"on", 1}, {"off", 0}, {"true", 1}, {"false", 0}, {NULL, 0},
 };
 
-static const ftl_yb_field restart_fields[] = {
+static const ln_yb_field restart_fields[] = {
     /* The standby gang (launcher/standby.h); it only ever runs when restarts are allowed. */
-    {.key = "standby", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, standby), .def = -1, .choices = on_off_choices},
-    {.key = "max_restarts", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, max_restarts), .min = 0, .max = 100000,
+    {.key = "standby", .kind = FTL_YB_ENUM, .offset = offsetof(ln_job, standby), .def = -1, .choices = on_off_choices},
+    {.key = "max_restarts", .kind = FTL_YB_INT, .offset = offsetof(ln_job, max_restarts), .min = 0, .max = 100000,
      .def = 3},
-    {.key = "backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, backoff_ms), .max = 3600, .def = 50},
-    {.key = "max_backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, max_backoff_ms), .max = 86400,
+    {.key = "backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, backoff_ms), .max = 3600, .def = 50},
+    {.key = "max_backoff_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, max_backoff_ms), .max = 86400,
      .def = 30 * 1000},
-    {.key = "crash_loop", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, crash_loop), .min = 1, .max = 1000, .def = 3},
-    {.key = "probe_port", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, probe_port), .min = 1, .max = 65535,
+    {.key = "crash_loop", .kind = FTL_YB_INT, .offset = offsetof(ln_job, crash_loop), .min = 1, .max = 1000, .def = 3},
+    {.key = "probe_port", .kind = FTL_YB_INT, .offset = offsetof(ln_job, probe_port), .min = 1, .max = 65535,
      .def = 22},
 };
-static const ftl_yb_section restart_section = FTL_YB_SECTION_OF(restart_fields);
+static const ln_yb_section restart_section = FTL_YB_SECTION_OF(restart_fields);
 
-static const ftl_yb_field timeout_fields[] = {
-    {.key = "startup_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, startup_timeout_ms), .max = 86400,
+static const ln_yb_field timeout_fields[] = {
+    {.key = "startup_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, startup_timeout_ms), .max = 86400,
      .def = 600 * 1000},
-    {.key = "step_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, step_timeout_ms), .max = 86400,
+    {.key = "step_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, step_timeout_ms), .max = 86400,
      .def = 180 * 1000},
-    {.key = "checkpoint_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, checkpoint_timeout_ms), .max = 86400,
+    {.key = "checkpoint_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, checkpoint_timeout_ms), .max = 86400,
      .def = 420 * 1000},
-    {.key = "node_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, node_timeout_ms), .max = 3600,
+    {.key = "node_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, node_timeout_ms), .max = 3600,
      .def = 10 * 1000},
 };
-static const ftl_yb_section timeout_section = FTL_YB_SECTION_OF(timeout_fields);
+static const ln_yb_section timeout_section = FTL_YB_SECTION_OF(timeout_fields);
 
-static const ftl_yb_field preemption_fields[] = {
-    {.key = "grace_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, preempt_grace_ms), .max = 86400,
+static const ln_yb_field preemption_fields[] = {
+    {.key = "grace_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, preempt_grace_ms), .max = 86400,
      .def = 30 * 1000},
 };
-static const ftl_yb_section preemption_section = FTL_YB_SECTION_OF(preemption_fields);
+static const ln_yb_section preemption_section = FTL_YB_SECTION_OF(preemption_fields);
 
-static const ftl_yb_field checkpoint_fields[] = {
-    {.key = "levels", .kind = FTL_YB_ARGV, .offset = offsetof(ftl_job, ckpt_levels),
-     .count_offset = offsetof(ftl_job, ckpt_levels_count)},
-    {.key = "l1_dir", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, ckpt_l1_dir)},
-    {.key = "l1_max_mb", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, ckpt_l1_max_mb), .min = 0, .max = 1 << 30,
+static const ln_yb_field checkpoint_fields[] = {
+    {.key = "levels", .kind = FTL_YB_ARGV, .offset = offsetof(ln_job, ckpt_levels),
+     .count_offset = offsetof(ln_job, ckpt_levels_count)},
+    {.key = "l1_dir", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ln_job, ckpt_l1_dir)},
+    {.key = "l1_max_mb", .kind = FTL_YB_INT, .offset = offsetof(ln_job, ckpt_l1_max_mb), .min = 0, .max = 1 << 30,
      .def = 0},
 };
-static const ftl_yb_section checkpoint_section = FTL_YB_SECTION_OF(checkpoint_fields);
+static const ln_yb_section checkpoint_section = FTL_YB_SECTION_OF(checkpoint_fields);
 
 /* `metrics:` where the run's Prometheus metrics go (launcher/prom.c writes them). The path is kept as
  * written (relative to the folder `ftl run` starts in), like run_dir: a node's textfile folder is
  * the node's, not the spec's. */
-static const ftl_yb_field metrics_fields[] = {
-    {.key = "textfile", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, metrics_textfile)},
+static const ln_yb_field metrics_fields[] = {
+    {.key = "textfile", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ln_job, metrics_textfile)},
 };
-static const ftl_yb_section metrics_section = FTL_YB_SECTION_OF(metrics_fields);
+static const ln_yb_section metrics_section = FTL_YB_SECTION_OF(metrics_fields);
 
 /* `inputs:` NAME: PATH, read like `env` (names are variable names: the ranks get FTL_INPUT_<NAME>).
  * Paths are kept as written, relative to the folder `ftl run` starts in, like run_dir: data lives
  * with the runs, not with the spec. */
 
 /* `eval:` the gate, locked at submission (docs/pipeline.md). */
-static const ftl_yb_choice direction_choices[] = {
+static const ln_yb_choice direction_choices[] = {
     {"higher", EV_HIGHER_PASSES},
     {"lower", EV_LOWER_PASSES},
     {NULL, 0},
 };
-static const ftl_yb_field eval_fields[] = {
+static const ln_yb_field eval_fields[] = {
     {.key = "program", .kind = FTL_YB_STRING, .flags = FTL_YB_REQUIRED | FTL_YB_NONEMPTY | FTL_YB_PATH_IF_SLASH,
-     .offset = offsetof(ftl_job, eval.program)},
-    {.key = "args", .kind = FTL_YB_ARGV, .offset = offsetof(ftl_job, eval.args),
-     .count_offset = offsetof(ftl_job, eval.args_count)},
-    {.key = "env", .kind = FTL_YB_ENV, .offset = offsetof(ftl_job, eval.env),
-     .count_offset = offsetof(ftl_job, eval.env_count)},
-    {.key = "timeout_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ftl_job, eval.timeout_ms), .max = 7 * 86400,
+     .offset = offsetof(ln_job, eval.program)},
+    {.key = "args", .kind = FTL_YB_ARGV, .offset = offsetof(ln_job, eval.args),
+     .count_offset = offsetof(ln_job, eval.args_count)},
+    {.key = "env", .kind = FTL_YB_ENV, .offset = offsetof(ln_job, eval.env),
+     .count_offset = offsetof(ln_job, eval.env_count)},
+    {.key = "timeout_s", .kind = FTL_YB_SECONDS, .offset = offsetof(ln_job, eval.timeout_ms), .max = 7 * 86400,
      .def = 600 * 1000},
     {.key = "data", .kind = FTL_YB_STRING, .flags = FTL_YB_REQUIRED | FTL_YB_NONEMPTY,
-     .offset = offsetof(ftl_job, eval.data)},
-    {.key = "base", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, eval.base)},
+     .offset = offsetof(ln_job, eval.data)},
+    {.key = "base", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ln_job, eval.base)},
     {.key = "metric", .kind = FTL_YB_STRING, .flags = FTL_YB_REQUIRED | FTL_YB_NONEMPTY,
-     .offset = offsetof(ftl_job, eval.metric)},
-    {.key = "direction", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, eval.direction), .def = EV_HIGHER_PASSES,
+     .offset = offsetof(ln_job, eval.metric)},
+    {.key = "direction", .kind = FTL_YB_ENUM, .offset = offsetof(ln_job, eval.direction), .def = EV_HIGHER_PASSES,
      .choices = direction_choices},
-    {.key = "threshold", .kind = FTL_YB_NUMBER, .flags = FTL_YB_REQUIRED, .offset = offsetof(ftl_job, eval.threshold)},
-    {.key = "min_gain", .kind = FTL_YB_NUMBER, .flags = FTL_YB_MARK_SET, .offset = offsetof(ftl_job, eval.min_gain),
-     .count_offset = offsetof(ftl_job, eval.has_min_gain)},
+    {.key = "threshold", .kind = FTL_YB_NUMBER, .flags = FTL_YB_REQUIRED, .offset = offsetof(ln_job, eval.threshold)},
+    {.key = "min_gain", .kind = FTL_YB_NUMBER, .flags = FTL_YB_MARK_SET, .offset = offsetof(ln_job, eval.min_gain),
+     .count_offset = offsetof(ln_job, eval.has_min_gain)},
     {.key = "baseline_channel", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY,
-     .offset = offsetof(ftl_job, eval.baseline_channel)},
+     .offset = offsetof(ln_job, eval.baseline_channel)},
 };
-static const ftl_yb_section eval_section = FTL_YB_SECTION_OF(eval_fields);
+static const ln_yb_section eval_section = FTL_YB_SECTION_OF(eval_fields);
 
 /* `registry:` where a passing adapter is published (pipeline/registry.h). */
-static const ftl_yb_field registry_fields[] = {
-    {.key = "path", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, registry.path)},
-    {.key = "name", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, registry.name)},
-    {.key = "channel", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, registry.channel)},
+static const ln_yb_field registry_fields[] = {
+    {.key = "path", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ln_job, registry.path)},
+    {.key = "name", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ln_job, registry.name)},
+    {.key = "channel", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ln_job, registry.channel)},
 };
-static const ftl_yb_section registry_section = FTL_YB_SECTION_OF(registry_fields);
+static const ln_yb_section registry_section = FTL_YB_SECTION_OF(registry_fields);
 
 /* The top level, in the order the docs list it (the "known fields" list of a message follows). */
-static const ftl_yb_field job_fields[] = {
-    {.key = "name", .kind = FTL_YB_STRING, .flags = FTL_YB_NAME, .offset = offsetof(ftl_job, name)},
-    {.key = "ranks", .kind = FTL_YB_INT, .flags = FTL_YB_REQUIRED, .offset = offsetof(ftl_job, ranks),
+static const ln_yb_field job_fields[] = {
+    {.key = "name", .kind = FTL_YB_STRING, .flags = FTL_YB_NAME, .offset = offsetof(ln_job, name)},
+    {.key = "ranks", .kind = FTL_YB_INT, .flags = FTL_YB_REQUIRED, .offset = offsetof(ln_job, ranks),
      .min = 1, .max = JOB_RANKS_MAX},
     {.key = "program", .kind = FTL_YB_STRING, .flags = FTL_YB_REQUIRED | FTL_YB_NONEMPTY | FTL_YB_PATH_IF_SLASH,
-     .offset = offsetof(ftl_job, program)},
-    {.key = "args", .kind = FTL_YB_ARGV, .offset = offsetof(ftl_job, args),
-     .count_offset = offsetof(ftl_job, args_count)},
-    {.key = "env", .kind = FTL_YB_ENV, .offset = offsetof(ftl_job, env),
-     .count_offset = offsetof(ftl_job, env_count)},
+     .offset = offsetof(ln_job, program)},
+    {.key = "args", .kind = FTL_YB_ARGV, .offset = offsetof(ln_job, args),
+     .count_offset = offsetof(ln_job, args_count)},
+    {.key = "env", .kind = FTL_YB_ENV, .offset = offsetof(ln_job, env),
+     .count_offset = offsetof(ln_job, env_count)},
     {.key = "hostfile", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY | FTL_YB_PATH,
-     .offset = offsetof(ftl_job, hostfile)},
-    {.key = "launcher", .kind = FTL_YB_ENUM, .offset = offsetof(ftl_job, launcher),
+     .offset = offsetof(ln_job, hostfile)},
+    {.key = "launcher", .kind = FTL_YB_ENUM, .offset = offsetof(ln_job, launcher),
      .def = FTL_LAUNCH_AUTO, .choices = launch_choices},
-    {.key = "run_dir", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ftl_job, run_dir)},
+    {.key = "run_dir", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY, .offset = offsetof(ln_job, run_dir)},
     {.key = "working_dir", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY,
-     .offset = offsetof(ftl_job, working_dir)},
+     .offset = offsetof(ln_job, working_dir)},
     {.key = "rendezvous", .kind = FTL_YB_SECTION, .sub = &rendezvous_section},
     {.key = "fleet_ledger", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY | FTL_YB_PATH,
-     .offset = offsetof(ftl_job, fleet_ledger)},
-    {.key = "min_ranks", .kind = FTL_YB_INT, .offset = offsetof(ftl_job, min_ranks), .min = 1, .max = JOB_RANKS_MAX,
+     .offset = offsetof(ln_job, fleet_ledger)},
+    {.key = "min_ranks", .kind = FTL_YB_INT, .offset = offsetof(ln_job, min_ranks), .min = 1, .max = JOB_RANKS_MAX,
      .def = 0},
     {.key = "restart", .kind = FTL_YB_SECTION, .sub = &restart_section},
     {.key = "timeouts", .kind = FTL_YB_SECTION, .sub = &timeout_section},
     {.key = "preemption", .kind = FTL_YB_SECTION, .sub = &preemption_section},
     {.key = "checkpoint", .kind = FTL_YB_SECTION, .sub = &checkpoint_section},
     {.key = "metrics", .kind = FTL_YB_SECTION, .sub = &metrics_section},
-    {.key = "inputs", .kind = FTL_YB_ENV, .offset = offsetof(ftl_job, inputs),
-     .count_offset = offsetof(ftl_job, inputs_count)},
+    {.key = "inputs", .kind = FTL_YB_ENV, .offset = offsetof(ln_job, inputs),
+     .count_offset = offsetof(ln_job, inputs_count)},
     {.key = "eval", .kind = FTL_YB_SECTION, .sub = &eval_section},
     {.key = "registry", .kind = FTL_YB_SECTION, .flags = FTL_YB_MARK_SET, .sub = &registry_section,
-     .count_offset = offsetof(ftl_job, registry.present)},
+     .count_offset = offsetof(ln_job, registry.present)},
 };
-static const ftl_yb_section job_section = FTL_YB_SECTION_OF(job_fields);
+static const ln_yb_section job_section = FTL_YB_SECTION_OF(job_fields);
 
 _Static_assert(ARRAY_LEN(job_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FTL_YB_SECTION_MAX_FIELDS");
 _Static_assert(ARRAY_LEN(rendezvous_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FTL_YB_SECTION_MAX_FIELDS");
@@ -214,7 +214,7 @@ _Static_assert(ARRAY_LEN(eval_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FTL_Y
 _Static_assert(ARRAY_LEN(registry_fields) <= FTL_YB_SECTION_MAX_FIELDS, "raise FTL_YB_SECTION_MAX_FIELDS");
 _Static_assert(sizeof(ev_direction) == sizeof(int), "ev_direction must be int-sized");
 
-static const ftl_yb_schema job_schema = {.root = &job_section,
+static const ln_yb_schema job_schema = {.root = &job_section,
                                          .noun = "job spec",
                                          .root_items = "job fields",
                                          .root_example = "ranks, program, ...",
@@ -251,7 +251,7 @@ static bool name_in(const char *name, size_t len, const char *const *list) {
 }
 
 /* Refuses a reserved name in the job's `env` (FTL_ERR_SPEC naming env.NAME), saying who owns it. */
-static ftl_err check_env_names(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag *d) {
+static ftl_err check_env_names(const ln_job *job, const ln_yb_doc *doc, ftl_diag *d) {
   for (size_t i = 0; i < job->env_count; i++) {
     const char *kv = job->env[i];
     size_t len = strcspn(kv, "=");
@@ -282,7 +282,7 @@ static ftl_err check_env_names(const ftl_job *job, const ftl_yb_doc *doc, ftl_di
 /* checkpoint.levels: l1, l2 and l3, each once, l3 always (it is where a step is committed); l2 only
  * with l1 (its copies live in the partner host's L1 folder). An empty list is not "no list" (the
  * default): it names no level, so it lacks l3. */
-static ftl_err check_levels(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag *d) {
+static ftl_err check_levels(const ln_job *job, const ln_yb_doc *doc, ftl_diag *d) {
   static const char *const names[] = {"l1", "l2", "l3"};
   int given = ln_yb_has_field(doc, "checkpoint.levels");
   int seen[3] = {!given, 0, !given};
@@ -308,7 +308,7 @@ static ftl_err check_levels(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag 
  * only a warning in each rank's log. A root this host has and everyone may write without the
  * sticky bit is refused too (checkpoint/levels.h, ck_l1_root_unguarded); the ranks' hosts check
  * their own. */
-static ftl_err check_l1_dir(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag *d) {
+static ftl_err check_l1_dir(const ln_job *job, const ln_yb_doc *doc, ftl_diag *d) {
   const char *dir = job->ckpt_l1_dir;
   struct stat st;
   if (!dir) return FTL_OK;
@@ -327,27 +327,27 @@ static ftl_err check_l1_dir(const ftl_job *job, const ftl_yb_doc *doc, ftl_diag 
   return FTL_OK;
 }
 
-int ln_job_ckpt_l2(const ftl_job *job) {
+int ln_job_ckpt_l2(const ln_job *job) {
   for (size_t i = 0; i < job->ckpt_levels_count; i++)
     if (!strcmp(job->ckpt_levels[i], "l2")) return 1;
   return 0;
 }
 
-int ln_job_ckpt_l2_mode(const ftl_job *job) {
+int ln_job_ckpt_l2_mode(const ln_job *job) {
   /* No list: the default depends on the placement, which only the gang knows for sure (a hostfile
    * may put every rank on its first host): the ranks turn L2 on when they span several hosts. */
   if (job->ckpt_levels_count == 0) return LN_CKPT_L2_AUTO;
   return ln_job_ckpt_l2(job);
 }
 
-int ln_job_ckpt_l1(const ftl_job *job) {
+int ln_job_ckpt_l1(const ln_job *job) {
   if (job->ckpt_levels_count == 0) return 1;
   for (size_t i = 0; i < job->ckpt_levels_count; i++)
     if (!strcmp(job->ckpt_levels[i], "l1")) return 1;
   return 0;
 }
 
-const char *ln_job_ckpt_l1_root(const ftl_job *job) {
+const char *ln_job_ckpt_l1_root(const ln_job *job) {
   return job->ckpt_l1_dir ? job->ckpt_l1_dir : ck_l1_default_root();
 }
 
@@ -436,8 +436,8 @@ static const char *script_of(const interpreter *it, int argc, char *const argv[]
   return NULL;
 }
 
-static ftl_job *job_new(void) {
-  ftl_job *job = ftl_calloc(1, sizeof *job);
+static ln_job *job_new(void) {
+  ln_job *job = ftl_calloc(1, sizeof *job);
   if (!job) return NULL;
   job->args = ftl_calloc(1, sizeof *job->args);
   job->env = ftl_calloc(1, sizeof *job->env);
@@ -453,7 +453,7 @@ static ftl_job *job_new(void) {
   return job;
 }
 
-ftl_err ln_job_env_add(ftl_job *job, char *const *kv, size_t count, ftl_diag *d) {
+ftl_err ln_job_env_add(ln_job *job, char *const *kv, size_t count, ftl_diag *d) {
   char **grown = ftl_realloc(job->env, (job->env_count + count + 1) * sizeof *grown);
   if (!grown) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   job->env = grown;
@@ -468,7 +468,7 @@ ftl_err ln_job_env_add(ftl_job *job, char *const *kv, size_t count, ftl_diag *d)
   return FTL_OK;
 }
 
-ev_gate_fields ln_job_gate_fields(const ftl_job *job) {
+ev_gate_fields ln_job_gate_fields(const ln_job *job) {
   return (ev_gate_fields){.spec_path = job->spec_path,
                           .name = job->name,
                           .spec_hash = job->spec_hash,
@@ -478,7 +478,7 @@ ev_gate_fields ln_job_gate_fields(const ftl_job *job) {
                           .registry = &job->registry};
 }
 
-void ln_job_destroy(ftl_job *job) {
+void ln_job_destroy(ln_job *job) {
   if (!job) return;
   ftl_free(job->spec_path);
   ftl_free(job->name);
@@ -506,8 +506,8 @@ void ln_job_destroy(ftl_job *job) {
   ftl_free(job);
 }
 
-const char *ln_launch_kind_name(ftl_launch_kind kind) {
-  for (const ftl_yb_choice *ch = launch_choices; ch->word; ch++)
+const char *ln_launch_kind_name(ln_launch_kind kind) {
+  for (const ln_yb_choice *ch = launch_choices; ch->word; ch++)
     if (ch->value == (int)kind) return ch->word;
   return "unknown";
 }
@@ -518,7 +518,7 @@ static void hash_hex(const char *data, size_t size, char out[33]) {
   core_hex(canon.digest, 16, out);
 }
 
-void ln_job_command_hash(const ftl_job *job, const char *program, char out[33]) {
+void ln_job_command_hash(const ln_job *job, const char *program, char out[33]) {
   XXH3_state_t *st = XXH3_createState();
   XXH128_hash_t h = {0, 0};
   if (st && XXH3_128bits_reset(st) == XXH_OK) {
@@ -543,7 +543,7 @@ static int put_shown(char *out, size_t size, size_t *used, char c) {
   return 1;
 }
 
-void ln_job_command_text(const ftl_job *job, char *out, size_t size) {
+void ln_job_command_text(const ln_job *job, char *out, size_t size) {
   size_t used = 0;
   if (size < 5) {
     if (size) out[0] = '\0';
@@ -560,10 +560,10 @@ void ln_job_command_text(const ftl_job *job, char *out, size_t size) {
 
 /* file names the input in messages; name_source (may be NULL) gives the default job name. */
 static ftl_err parse_common(const char *data, size_t size, const char *file, const char *name_source,
-                            const char *base_dir, const char *spec_path, ftl_job **job_out, ftl_diag *d) {
+                            const char *base_dir, const char *spec_path, ln_job **job_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  ftl_job *job = NULL;
-  ftl_yb_doc *doc = NULL;
+  ln_job *job = NULL;
+  ln_yb_doc *doc = NULL;
 
   job = job_new();
   if (!job || (spec_path && !(job->spec_path = ftl_strdup(spec_path)))) goto oom;
@@ -594,7 +594,7 @@ out:
 }
 
 ftl_err ln_job_parse_bytes(const char *data, size_t size, const char *name_for_errors, const char *base_dir,
-                            ftl_job **job_out, ftl_diag *d) {
+                            ln_job **job_out, ftl_diag *d) {
   if (!job_out || (!data && size > 0))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "ln_job_parse_bytes: NULL %s", job_out ? "data" : "job_out");
   *job_out = NULL;
@@ -616,7 +616,7 @@ static char *spec_dir_of(const char *path) {
   return abs;
 }
 
-ftl_err ln_job_parse_file(const char *path, ftl_job **job_out, ftl_diag *d) {
+ftl_err ln_job_parse_file(const char *path, ln_job **job_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char *data = NULL, *dir = NULL;
   size_t size = 0;
@@ -654,9 +654,9 @@ out:
   return rc;
 }
 
-ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d) {
+ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ln_job **job_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   size_t count = 0;
   if (!job_out) return ftl_diag_fail(d, FTL_ERR_INVAL, "ln_job_from_argv: NULL job_out");
   *job_out = NULL;

@@ -12,13 +12,13 @@
 #include "eval/inputs.h"
 #include "ftl/error.h"
 
-typedef enum ftl_launch_kind {
+typedef enum ln_launch_kind {
   FTL_LAUNCH_AUTO = 0, /* srun inside a Slurm allocation (SLURM_JOB_ID set), mpirun otherwise */
   FTL_LAUNCH_MPIRUN = 1,
   FTL_LAUNCH_SRUN = 2,
-} ftl_launch_kind;
+} ln_launch_kind;
 
-typedef struct ftl_job {
+typedef struct ln_job {
   char *spec_path;          /* the file it came from, NULL when built from the command line */
   char *name;               /* `name`; defaults to the file's base name without extension */
   int ranks;                /* `ranks`: > 0 */
@@ -28,7 +28,7 @@ typedef struct ftl_job {
   char **env;               /* `env`: "KEY=VALUE" strings, NULL-terminated; never NULL */
   size_t env_count;
   char *hostfile;           /* `hostfile`: resolved relative to the spec's folder; may be NULL */
-  ftl_launch_kind launcher; /* `launcher`: auto | mpirun | srun */
+  ln_launch_kind launcher; /* `launcher`: auto | mpirun | srun */
   char *run_dir;            /* `run_dir`: may be NULL (then runs/<name>/) */
   char *working_dir;        /* `working_dir`: may be NULL (the launcher's cwd) */
   int64_t rendezvous_timeout_ms; /* `rendezvous.timeout_s` (seconds, may be fractional); default 300 s */
@@ -73,56 +73,56 @@ typedef struct ftl_job {
   ev_eval_section eval;
   /* `registry:` where a passing adapter is published */
   ev_registry_section registry;
-} ftl_job;
+} ln_job;
 
 /* Parses and validates the file at path into a new job (*job_out, freed by ln_job_destroy).
  * Errors: FTL_ERR_NOTFOUND / FTL_ERR_IO when unreadable, FTL_ERR_SPEC for anything wrong inside,
  * with d->msg like "job.yaml:3:8: field 'ranks': expected an integer > 0, got '-2'". */
-ftl_err ln_job_parse_file(const char *path, ftl_job **job_out, ftl_diag *d);
+ftl_err ln_job_parse_file(const char *path, ln_job **job_out, ftl_diag *d);
 
 /* The same for bytes in memory; name_for_errors is used as the file name in messages and
  * relative paths are resolved against base_dir (may be NULL: the current folder). */
 ftl_err ln_job_parse_bytes(const char *data, size_t size, const char *name_for_errors,
-                            const char *base_dir, ftl_job **job_out, ftl_diag *d);
+                            const char *base_dir, ln_job **job_out, ftl_diag *d);
 
 /* A job from the command line (`ftl run -n N -- PROGRAM ARGS...`): program = argv[0]. */
-ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ftl_job **job_out, ftl_diag *d);
+ftl_err ln_job_from_argv(int ranks, int argc, char *const argv[], ln_job **job_out, ftl_diag *d);
 
-void ln_job_destroy(ftl_job *job);
+void ln_job_destroy(ln_job *job);
 
 /* Adds "KEY=VALUE" strings (a copy of each) to the ranks' environment (job->env), after the spec's:
  * the variables eval's submission returns (FTL_SNAPSHOT, FTL_INPUT_<NAME>). */
-ftl_err ln_job_env_add(ftl_job *job, char *const *kv, size_t count, ftl_diag *d);
+ftl_err ln_job_env_add(ln_job *job, char *const *kv, size_t count, ftl_diag *d);
 
 /* What of the job the gate is locked with, for eval (eval/inputs.h); borrowed from job. */
-ev_gate_fields ln_job_gate_fields(const ftl_job *job);
+ev_gate_fields ln_job_gate_fields(const ln_job *job);
 
 /* What a command-line job runs, for its identity (launcher/runlock.c): out gets the XXH3-128 of the
  * program as found and every argument (each NUL-terminated) as 32 hex digits. */
-void ln_job_command_hash(const ftl_job *job, const char *program, char out[33]);
+void ln_job_command_hash(const ln_job *job, const char *program, char out[33]);
 
 /* The job's command line for a message: the program as given and its arguments, separated by
  * spaces, a byte outside printable ASCII shown as '?', cut with "..." to fit size. */
-void ln_job_command_text(const ftl_job *job, char *out, size_t size);
+void ln_job_command_text(const ln_job *job, char *out, size_t size);
 
-const char *ln_launch_kind_name(ftl_launch_kind kind);
+const char *ln_launch_kind_name(ln_launch_kind kind);
 
 /* Whether the job's checkpoints keep an L1 copy (checkpoint.levels names l1, or is not given). */
-int ln_job_ckpt_l1(const ftl_job *job);
+int ln_job_ckpt_l1(const ln_job *job);
 
 /* The root of the L1 folders on every host: the job's checkpoint.l1_dir, else FTL_CKPT_L1_DIR from
  * ftl run's own environment when it names an absolute folder (a site's or a test's default), else
  * /dev/shm (ck_l1_default_root, checkpoint/levels.h, which `ftl ckpt` uses too). The one place ftl
  * run decides it (the ranks' setting and the clean-up after a job). */
-const char *ln_job_ckpt_l1_root(const ftl_job *job);
+const char *ln_job_ckpt_l1_root(const ln_job *job);
 
 /* Whether the job's checkpoint.levels names l2 (asks for an L2 copy on a partner host). */
-int ln_job_ckpt_l2(const ftl_job *job);
+int ln_job_ckpt_l2(const ln_job *job);
 
 /* What the ranks get as FTL_CKPT_L2: 1 when checkpoint.levels names l2, 0 when a list without it is
  * given, LN_CKPT_L2_AUTO when none is (the default: L1 and L3 on one host; L1, L2 and L3 on
  * several, decided by the ranks from where they run). */
 #define LN_CKPT_L2_AUTO 2
-int ln_job_ckpt_l2_mode(const ftl_job *job);
+int ln_job_ckpt_l2_mode(const ln_job *job);
 
 #endif

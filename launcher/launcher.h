@@ -22,8 +22,8 @@ enum {
   FTL_EXIT_SIGTERM = 143,   /* stopped by SIGTERM (128 + 15) without a clean stop of the ranks */
 };
 
-typedef struct ftl_attempt_opts {
-  const ftl_job *job;
+typedef struct ln_attempt_opts {
+  const ln_job *job;
   int world_size;           /* ranks of this attempt (job->ranks, fewer after losing hosts) */
   const char *hostfile;     /* this attempt's hostfile (bad hosts left out), or NULL */
   const char *run_dir;      /* absolute */
@@ -33,34 +33,34 @@ typedef struct ftl_attempt_opts {
   const char *rdzv_bind;    /* address the rendezvous listens on */
   const char *rdzv_host;    /* address ranks use to reach it */
   int kill_grace_ms;        /* TERM -> KILL */
-  ftl_events *events;
+  ln_events *events;
   struct ln_standby *standby; /* the job's standby gang (launcher/standby.h), or NULL: none */
   int standby_launch;       /* these options start a standby gang for `attempt` (FTL_STANDBY=1) */
-} ftl_attempt_opts;
+} ln_attempt_opts;
 
-typedef enum ftl_attempt_outcome {
+typedef enum ln_attempt_outcome {
   FTL_ATTEMPT_SUCCEEDED = 0,
   FTL_ATTEMPT_FAILED = 1,        /* a rank crashed, hung, or its host was lost */
   FTL_ATTEMPT_RDZV_FAILED = 2,
   FTL_ATTEMPT_LAUNCH_FAILED = 3,
   FTL_ATTEMPT_INTERRUPTED = 4,   /* SIGINT, or a stop the ranks did not finish cleanly */
   FTL_ATTEMPT_PREEMPTED = 5,     /* a stop request the ranks honoured: all exited 0 */
-} ftl_attempt_outcome;
+} ln_attempt_outcome;
 
 /* What kind of failure ended an attempt (the failure ledger's `cause`): FTL_FAIL_NONE = 0,
  * FTL_FAIL_EXIT, ... in the order of core/failure_cause.h, which also names them. */
-typedef enum ftl_failure_kind {
+typedef enum ln_failure_kind {
 #define FTL_FAIL_ENUM_(kind, name, cls) FTL_FAIL_##kind,
   FTL_FAILURE_CAUSE_MAP(FTL_FAIL_ENUM_)
 #undef FTL_FAIL_ENUM_
-} ftl_failure_kind;
+} ln_failure_kind;
 
 /* The ledger's `cause` for kind ("exit_code"); "unknown" for a value outside the table. */
-const char *ln_failure_kind_name(ftl_failure_kind kind);
+const char *ln_failure_kind_name(ln_failure_kind kind);
 
-typedef struct ftl_attempt_result {
-  ftl_attempt_outcome outcome;
-  ftl_failure_kind kind;
+typedef struct ln_attempt_result {
+  ln_attempt_outcome outcome;
+  ln_failure_kind kind;
   int root_rank;            /* the first failing rank, -1 if none is known */
   char root_host[64];
   int exit_code;            /* of the root rank's program */
@@ -86,16 +86,16 @@ typedef struct ftl_attempt_result {
   double committed_at_ms;   /* when committed_step was committed */
   double ckpt_stall_ms;     /* sum of checkpoint stalls (rank 0) */
   char summary[1024];       /* one sentence for the console */
-} ftl_attempt_result;
+} ln_attempt_result;
 
 /* Runs one attempt of the job to its end. An error return means ftl could not run the attempt at
  * all (detail in d); how the job itself ended is in *res. */
-ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d);
+ftl_err ln_attempt_run(const ln_attempt_opts *o, ln_attempt_result *res, ftl_diag *d);
 
 /* Runs the job: attempts, restarts (budget, back-off, crash loops, bad hosts left out) and the
  * goodput report. Returns ftl's exit code. */
-int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
-                const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ftl_events *events);
+int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, const char *program,
+                const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ln_events *events);
 
 int ln_rank_agent_main(int argc, char **argv);
 

@@ -367,9 +367,9 @@ static void say_not_a_spec(const char *what, const char *why, int64_t ranks, int
 
 /* The job's hostfile, read strictly before anything starts: a bad line, an empty file, or fewer
  * slots in all than the ranks need is a usage error (exit 2) naming the file. */
-static int check_hostfile(const ftl_job *job) {
+static int check_hostfile(const ln_job *job) {
   ftl_diag d = {{0}};
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   int exit_code = FTL_EXIT_OK;
   ftl_err rc = ln_hostfile_read(job->hostfile, &hosts, &count, &d);
@@ -409,7 +409,7 @@ typedef struct run_opts {
   int64_t ranks, grace_ms, max_restarts;
   int standby; /* --standby (1), --no-standby (0), neither (-1) */
   double rdzv_timeout_s, wait_lock_s, progress_interval_s;
-  ftl_progress_mode progress_mode;
+  ln_progress_mode progress_mode;
   const char *metrics, *hostfile, *run_dir, *name, *launcher, *rdzv_host;
 } run_opts;
 
@@ -492,7 +492,7 @@ static int parse_run_options(int argc, char **argv, run_opts *ro) {
 }
 
 /* The job from what follows the options: -- PROGRAM ARGS, or one spec file (-n overrides its ranks). */
-static int read_job(int argc, char **argv, const run_opts *ro, ftl_job **job) {
+static int read_job(int argc, char **argv, const run_opts *ro, ln_job **job) {
   ftl_diag d = {{0}};
   int rest = argc - optind;
   char **rest_argv = argv + optind;
@@ -530,7 +530,7 @@ static int read_job(int argc, char **argv, const run_opts *ro, ftl_job **job) {
 }
 
 /* The options that override the job's fields. */
-static int apply_overrides(ftl_job *job, const run_opts *ro) {
+static int apply_overrides(ln_job *job, const run_opts *ro) {
   if (ro->name) {
     char *copy = ftl_strdup(ro->name);
     if (!copy) goto oom;
@@ -566,7 +566,7 @@ oom:
 /* The run directory made and locked, and checked to be this job's or nobody's (runlock.h); run_dir
  * gets its real path, *created whether this launcher made the folder (a refused submission then
  * takes it away again: forget_new_run_dir). */
-static int open_run_dir(const ftl_job *job, const run_opts *ro, const char *program, ftl_run_lock *lock, char *run_dir,
+static int open_run_dir(const ln_job *job, const run_opts *ro, const char *program, ln_run_lock *lock, char *run_dir,
                         int *created) {
   ftl_diag d = {{0}};
   char run_dir_buf[PATH_MAX];
@@ -618,8 +618,8 @@ static void forget_new_run_dir(const char *run_dir) {
 }
 
 /* The event log and the operator's views drawn from it (launcher/progress.h, prom.h). */
-static int open_observers(const ftl_job *job, const run_opts *ro, const char *run_dir, ftl_events **events,
-                          ftl_progress **progress, ftl_prom **metrics) {
+static int open_observers(const ln_job *job, const run_opts *ro, const char *run_dir, ln_events **events,
+                          ln_progress **progress, ln_prom **metrics) {
   ftl_diag d = {{0}};
   char events_path[PATH_MAX];
   if (core_rundir_path(events_path, sizeof events_path, run_dir, FTL_RUNDIR_EVENTS)) {
@@ -647,7 +647,7 @@ static int open_observers(const ftl_job *job, const run_opts *ro, const char *ru
 /* The job's program, found before anything is launched or retried (a name without '/' on the
  * job's PATH when its env sets one: the PATH the program will have; else on ftl's own), and ftl's
  * own executable (the rank agent). */
-static int find_programs(const ftl_job *job, char **program, char *exe, size_t exe_size) {
+static int find_programs(const ln_job *job, char **program, char *exe, size_t exe_size) {
   ftl_diag d = {{0}};
   const char *lookup_path = ln_gang_env_get(job->env, "PATH");
   if (!lookup_path) lookup_path = getenv("PATH");
@@ -667,7 +667,7 @@ static int find_programs(const ftl_job *job, char **program, char *exe, size_t e
 
 /* The inputs are hashed (and the gate locked) before any rank starts; a resumed run is checked
  * against that record instead (docs/pipeline.md). Without the pipeline such a job cannot run. */
-static int prepare_inputs(ftl_job *job, const char *run_dir) {
+static int prepare_inputs(ln_job *job, const char *run_dir) {
 #ifdef FTL_HAVE_EVAL
   ftl_diag d = {{0}};
   ev_gate_fields fields = ln_job_gate_fields(job);
@@ -695,7 +695,7 @@ static int prepare_inputs(ftl_job *job, const char *run_dir) {
 }
 
 /* The run directory recorded as this job's, now that the submission is taken (runlock.h). */
-static int adopt_run_dir(const ftl_job *job, const char *program, const char *run_dir) {
+static int adopt_run_dir(const ln_job *job, const char *program, const char *run_dir) {
   ftl_diag d = {{0}};
   if (ln_run_dir_adopt(run_dir, job, program, &d) == FTL_OK) return RUN_GO_ON;
   fprintf(stderr, "ftl run: cannot write the run directory %s: %s\n", run_dir, d.msg);
@@ -706,7 +706,7 @@ static int adopt_run_dir(const ftl_job *job, const char *program, const char *ru
  * the final commit): nothing is trained again. With nothing left to do, says what the run is and
  * returns its exit code (0 finished or published, 1 its gate failed); RUN_GO_ON when the gate or
  * the publish is left. */
-static int say_finished(const ftl_job *job, const char *run_dir, const ln_finish *fin) {
+static int say_finished(const ln_job *job, const char *run_dir, const ln_finish *fin) {
   if (!job->eval.program) {
     printf("ftl: already finished: job '%s' trained to its end%s; nothing to do (%s; another --run-dir trains "
            "again)\n",
@@ -749,11 +749,11 @@ static int cmd_run(int argc, char **argv) {
    * the rank agent gives the program the default back (launcher/agent.c). */
   signal(SIGPIPE, SIG_IGN);
   run_opts ro;
-  ftl_run_lock run_lock = FTL_RUN_LOCK_INIT;
-  ftl_progress *progress = NULL;
-  ftl_prom *metrics = NULL;
-  ftl_job *job = NULL;
-  ftl_events *events = NULL;
+  ln_run_lock run_lock = FTL_RUN_LOCK_INIT;
+  ln_progress *progress = NULL;
+  ln_prom *metrics = NULL;
+  ln_job *job = NULL;
+  ln_events *events = NULL;
   char *program = NULL;
   char exe[PATH_MAX], run_dir[PATH_MAX] = "";
   int created = 0;

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-ftl_policy_config ln_policy_config_of(const ftl_job *job) {
-  return (ftl_policy_config){.ranks = job->ranks,
+ln_policy_config ln_policy_config_of(const ln_job *job) {
+  return (ln_policy_config){.ranks = job->ranks,
                              .min_ranks = job->min_ranks,
                              .max_restarts = job->max_restarts,
                              .crash_loop = job->crash_loop,
@@ -16,13 +16,13 @@ ftl_policy_config ln_policy_config_of(const ftl_job *job) {
                              .have_hostfile = job->hostfile != NULL};
 }
 
-void ln_policy_state_init(ftl_policy_state *s, const ftl_policy_config *cfg) {
+void ln_policy_state_init(ln_policy_state *s, const ln_policy_config *cfg) {
   memset(s, 0, sizeof *s);
   s->prev_fail_step = INT64_MIN;
   s->backoff_ms = cfg->backoff_ms;
 }
 
-const char *ln_policy_stop_name(ftl_policy_stop why) {
+const char *ln_policy_stop_name(ln_policy_stop why) {
   switch (why) {
     case FTL_STOP_NONE: return "none";
     case FTL_STOP_SUCCEEDED: return "succeeded";
@@ -50,7 +50,7 @@ int ln_policy_host_matches(const char *entry, const char *name, const char *addr
   return 0;
 }
 
-int ln_policy_world_size(const ftl_policy_config *cfg, const ftl_policy_host *hosts, size_t nhosts, int *world,
+int ln_policy_world_size(const ln_policy_config *cfg, const ln_policy_host *hosts, size_t nhosts, int *world,
                           int *slots) {
   *world = cfg->ranks;
   *slots = 0;
@@ -70,7 +70,7 @@ int ln_policy_backoff_signal_exit(int sig) {
   return FTL_EXIT_SIGTERM; /* SIGHUP, and anything else that ends ftl without a clean stop */
 }
 
-static void stop(ftl_policy_decision *out, ftl_policy_stop why, int exit_code) {
+static void stop(ln_policy_decision *out, ln_policy_stop why, int exit_code) {
   out->action = FTL_POLICY_STOP;
   out->why = why;
   out->exit_code = exit_code;
@@ -78,20 +78,20 @@ static void stop(ftl_policy_decision *out, ftl_policy_stop why, int exit_code) {
 
 /* The host to blame for res: a lost host, a hung rank's host, or a host already suspect (a
  * straggler ran there) whose rank failed. */
-static const char *blamed_host(const ftl_attempt_result *res, const char *suspect) {
+static const char *blamed_host(const ln_attempt_result *res, const char *suspect) {
   if (res->bad_host[0]) return res->bad_host;
   if (res->kind == FTL_FAIL_HANG) return res->root_host;
   if (suspect[0] && !strcmp(suspect, res->root_host)) return res->root_host;
   return "";
 }
 
-void ln_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *history, const ftl_attempt_result *res,
-                       const ftl_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
-                       ftl_policy_decision *out) {
+void ln_policy_decide(const ln_policy_config *cfg, const ln_policy_state *history, const ln_attempt_result *res,
+                       const ln_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
+                       ln_policy_decision *out) {
   memset(out, 0, sizeof *out);
   out->next = *history;
   out->world_size = cfg->ranks;
-  ftl_policy_state *next = &out->next;
+  ln_policy_state *next = &out->next;
   char *msg = out->message;
   size_t msz = sizeof out->message;
 
@@ -203,7 +203,7 @@ void ln_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *hist
            next->restarts, cfg->max_restarts, (double)out->backoff_ms / 1000.0);
 }
 
-void ln_policy_apply_hosts(const ftl_policy_decision *dec, const ftl_attempt_result *res, ftl_policy_host *hosts,
+void ln_policy_apply_hosts(const ln_policy_decision *dec, const ln_attempt_result *res, ln_policy_host *hosts,
                             size_t nhosts) {
   if (!dec->exclude_host[0]) return;
   for (size_t i = 0; i < nhosts; i++)

@@ -28,7 +28,7 @@
 #include "launcher/launcher.h"
 
 /* The job's limits, as the policy needs them (ln_policy_config_of fills it from a job). */
-typedef struct ftl_policy_config {
+typedef struct ln_policy_config {
   int ranks;              /* what the job asks for */
   int min_ranks;          /* fewest ranks to continue with; 0 means exactly `ranks` */
   int max_restarts;       /* restart budget of the whole job */
@@ -36,36 +36,36 @@ typedef struct ftl_policy_config {
   int64_t backoff_ms;     /* first pause before a relaunch */
   int64_t max_backoff_ms; /* cap of the doubling pause */
   int have_hostfile;      /* the job runs on a hostfile's hosts (else: this host alone) */
-} ftl_policy_config;
+} ln_policy_config;
 
-ftl_policy_config ln_policy_config_of(const ftl_job *job);
+ln_policy_config ln_policy_config_of(const ln_job *job);
 
 /* One line of the job's hostfile. */
-typedef struct ftl_policy_host {
+typedef struct ln_policy_host {
   char name[256];   /* host name or address, as the hostfile writes it */
   char line[1024];  /* the line as written, so other options (max_slots) pass through */
   int slots;
   int bad;          /* left out of later attempts */
-} ftl_policy_host;
+} ln_policy_host;
 
 /* What the policy remembers from one attempt to the next. */
-typedef struct ftl_policy_state {
+typedef struct ln_policy_state {
   int restarts;            /* relaunches so far */
   int same_step_failures;  /* failures in a row that got no further than the one before */
   int64_t prev_fail_step;  /* progress at the last failure that got further; INT64_MIN: none */
   int64_t backoff_ms;      /* the pause before the next relaunch */
   char suspect[64];        /* the last straggler's host, "" if none */
-} ftl_policy_state;
+} ln_policy_state;
 
-void ln_policy_state_init(ftl_policy_state *s, const ftl_policy_config *cfg);
+void ln_policy_state_init(ln_policy_state *s, const ln_policy_config *cfg);
 
-typedef enum ftl_policy_action {
+typedef enum ln_policy_action {
   FTL_POLICY_STOP = 0,     /* end the job with exit_code */
   FTL_POLICY_RESTART = 1,  /* relaunch after backoff_ms with world_size ranks */
-} ftl_policy_action;
+} ln_policy_action;
 
 /* Why the job stops (FTL_POLICY_STOP), or FTL_STOP_NONE for a restart. */
-typedef enum ftl_policy_stop {
+typedef enum ln_policy_stop {
   FTL_STOP_NONE = 0,
   FTL_STOP_SUCCEEDED,      /* every rank exited 0 */
   FTL_STOP_PREEMPTED,      /* the ranks stopped cleanly on a preemption: 75 */
@@ -76,13 +76,13 @@ typedef enum ftl_policy_stop {
   FTL_STOP_CRASH_LOOP,
   FTL_STOP_BUDGET,         /* restart.max_restarts spent */
   FTL_STOP_NO_HOSTS,       /* the hosts left hold fewer slots than min_ranks (or ranks) */
-} ftl_policy_stop;
+} ln_policy_stop;
 
-const char *ln_policy_stop_name(ftl_policy_stop why);
+const char *ln_policy_stop_name(ln_policy_stop why);
 
-typedef struct ftl_policy_decision {
-  ftl_policy_action action;
-  ftl_policy_stop why;
+typedef struct ln_policy_decision {
+  ln_policy_action action;
+  ln_policy_stop why;
   int exit_code;             /* STOP: ftl's exit code */
   int64_t backoff_ms;        /* RESTART: the pause before the next attempt */
   int world_size;            /* RESTART: ranks of the next attempt (fewer than `ranks`: shrunk) */
@@ -91,23 +91,23 @@ typedef struct ftl_policy_decision {
   int slots;                 /* slots the remaining hosts hold (hostfile jobs) */
   char message[1400];        /* one line for the console, without "ftl: " and the newline; for a
                                 restart, what follows "attempt N " */
-  ftl_policy_state next;     /* the history including this attempt */
-} ftl_policy_decision;
+  ln_policy_state next;     /* the history including this attempt */
+} ln_policy_decision;
 
 /* Decides what follows an attempt that ended as res. hosts[0..nhosts) is the hostfile plan
  * (nhosts may be 0); it is read, not changed: ln_policy_apply_hosts carries out an exclusion.
  * job_name and run_dir are only quoted in the message. */
-void ln_policy_decide(const ftl_policy_config *cfg, const ftl_policy_state *history, const ftl_attempt_result *res,
-                       const ftl_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
-                       ftl_policy_decision *out);
+void ln_policy_decide(const ln_policy_config *cfg, const ln_policy_state *history, const ln_attempt_result *res,
+                       const ln_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
+                       ln_policy_decision *out);
 
 /* Marks the hosts the decision leaves out as bad. */
-void ln_policy_apply_hosts(const ftl_policy_decision *dec, const ftl_attempt_result *res, ftl_policy_host *hosts,
+void ln_policy_apply_hosts(const ln_policy_decision *dec, const ln_attempt_result *res, ln_policy_host *hosts,
                             size_t nhosts);
 
 /* The ranks an attempt gets on the hosts not left out: `ranks`, or fewer down to min_ranks.
  * Returns 0 and sets *world, or -1 when the slots left are too few (*slots says how many). */
-int ln_policy_world_size(const ftl_policy_config *cfg, const ftl_policy_host *hosts, size_t nhosts, int *world,
+int ln_policy_world_size(const ln_policy_config *cfg, const ln_policy_host *hosts, size_t nhosts, int *world,
                           int *slots);
 
 /* A hostfile may name a host by its name or by one of its addresses (space-separated). */

@@ -8,28 +8,28 @@
 #include "ftl/core.h"
 #include "launcher/runview.h"
 
-struct ftl_progress {
-  ftl_progress_mode mode;
+struct ln_progress {
+  ln_progress_mode mode;
   FILE *out;
   int64_t line_interval_ms;
   int64_t last_line_ms; /* lines mode: when the last line was printed */
   int drawn;            /* tty mode: a status line is on the screen */
-  ftl_runview rv;
+  ln_runview rv;
 };
 
-ftl_err ln_progress_parse_mode(const char *text, ftl_progress_mode *out) {
+ftl_err ln_progress_parse_mode(const char *text, ln_progress_mode *out) {
   static const char *const names[] = {"auto", "tty", "lines", "off"};
   for (int i = 0; i < 4; i++)
     if (!strcmp(text, names[i])) {
-      *out = (ftl_progress_mode)i;
+      *out = (ln_progress_mode)i;
       return FTL_OK;
     }
   return FTL_ERR_INVAL;
 }
 
-ftl_err ln_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, const char *term,
-                            int64_t line_interval_ms, ftl_progress **p_out, ftl_diag *d) {
-  ftl_progress *p = ftl_calloc(1, sizeof *p);
+ftl_err ln_progress_create(ln_progress_mode mode, FILE *out, int isatty_out, const char *term,
+                            int64_t line_interval_ms, ln_progress **p_out, ftl_diag *d) {
+  ln_progress *p = ftl_calloc(1, sizeof *p);
   if (!p) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   /* Escape sequences only where a terminal will interpret them; a batch log gets plain lines. */
   if (mode == FTL_PROGRESS_AUTO)
@@ -43,7 +43,7 @@ ftl_err ln_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, co
   return FTL_OK;
 }
 
-ftl_progress_mode ln_progress_get_mode(const ftl_progress *p) { return p->mode; }
+ln_progress_mode ln_progress_get_mode(const ln_progress *p) { return p->mode; }
 
 /* "1h02m", "3m05s", "42s". */
 static void fmt_dur(char *buf, size_t size, double s) {
@@ -71,8 +71,8 @@ static size_t append(char *buf, size_t size, size_t used, const char *fmt, ...) 
   return used + (size_t)n < size ? used + (size_t)n : size - 1;
 }
 
-void ln_progress_format(const ftl_runview *rv, int64_t now_us, char *buf, size_t size) {
-  const ftl_rv_sample *s = &rv->latest;
+void ln_progress_format(const ln_runview *rv, int64_t now_us, char *buf, size_t size) {
+  const ln_rv_sample *s = &rv->latest;
   size_t u = 0;
   char d1[32], d2[32];
   buf[0] = '\0';
@@ -88,7 +88,7 @@ void ln_progress_format(const ftl_runview *rv, int64_t now_us, char *buf, size_t
   if (s->step >= 0 && isfinite(s->loss)) u = append(buf, size, u, " loss %.4f", s->loss);
   if (s->tokens_per_s >= 0) u = append(buf, size, u, " | %.0f tok/s", s->tokens_per_s);
   /* The step rate of this attempt: the ETA and the time to the next checkpoint follow from it. */
-  const ftl_rv_sample *f = &rv->attempt_first;
+  const ln_rv_sample *f = &rv->attempt_first;
   double rate = 0;
   if (s->step > f->step && s->t_us > f->t_us && f->attempt == s->attempt)
     rate = (double)(s->step - f->step) / ((double)(s->t_us - f->t_us) / 1e6);
@@ -108,11 +108,11 @@ void ln_progress_format(const ftl_runview *rv, int64_t now_us, char *buf, size_t
     }
   }
   u = append(buf, size, u, " | restarts %d", rv->restarts);
-  ftl_rv_goodput g = ln_runview_goodput(rv, now_us);
+  ln_rv_goodput g = ln_runview_goodput(rv, now_us);
   if (g.wall_ms > 0) u = append(buf, size, u, " | goodput %.0f%%", g.pct);
 }
 
-static void draw(ftl_progress *p, int force_line) {
+static void draw(ln_progress *p, int force_line) {
   char line[512];
   int64_t now_ms = ftl_clock_ms();
   ln_progress_format(&p->rv, ftl_wall_us(), line, sizeof line);
@@ -132,34 +132,34 @@ static void draw(ftl_progress *p, int force_line) {
 }
 
 void ln_progress_observe(void *user, const json_t *line) {
-  ftl_progress *p = user;
+  ln_progress *p = user;
   ln_runview_add(&p->rv, line);
   if (p->mode == FTL_PROGRESS_OFF) return;
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
   if (!strcmp(ev, "progress")) {
-    const ftl_rv_sample *s = &p->rv.latest;
+    const ln_rv_sample *s = &p->rv.latest;
     draw(p, s->total_steps > 0 && s->step >= s->total_steps);
   } else if (p->mode == FTL_PROGRESS_TTY && (!strcmp(ev, "ckpt_committed") || !strcmp(ev, "restart"))) {
     draw(p, 0);
   }
 }
 
-void ln_progress_finish(ftl_progress *p) {
+void ln_progress_finish(ln_progress *p) {
   if (!p || !p->drawn) return;
   fputs("\r\x1b[K", p->out);
   fflush(p->out);
   p->drawn = 0;
 }
 
-void ln_progress_destroy(ftl_progress *p) {
+void ln_progress_destroy(ln_progress *p) {
   if (!p) return;
   ln_progress_finish(p);
   ln_runview_free(&p->rv);
   ftl_free(p);
 }
 
-void ln_progress_record(ftl_events *log, int attempt, int rank, const json_t *msg) {
+void ln_progress_record(ln_events *log, int attempt, int rank, const json_t *msg) {
   if (rank != 0 || !json_object_get(msg, "total_steps")) return;
   json_t *fields = json_object();
   static const char *const keys[] = {"step", "total_steps", "loss", "tokens", "tokens_per_s"};

@@ -17,40 +17,40 @@
 #include "ftl/error.h"
 #include "launcher/events.h"
 
-typedef enum ftl_progress_mode {
+typedef enum ln_progress_mode {
   FTL_PROGRESS_AUTO = 0, /* tty when stderr is a terminal and TERM is set and not "dumb", else lines */
   FTL_PROGRESS_TTY,      /* one line, redrawn in place ("\r" + clear to the end of the line) */
   FTL_PROGRESS_LINES,    /* a plain line every interval (and at the last step) */
   FTL_PROGRESS_OFF,
-} ftl_progress_mode;
+} ln_progress_mode;
 
 /* "auto", "tty", "lines", "off"; FTL_ERR_INVAL otherwise. */
-ftl_err ln_progress_parse_mode(const char *text, ftl_progress_mode *out);
+ftl_err ln_progress_parse_mode(const char *text, ln_progress_mode *out);
 
-typedef struct ftl_progress ftl_progress;
+typedef struct ln_progress ln_progress;
 
 /* out: where to draw (stderr; borrowed). isatty_out/term: what AUTO decides from (the caller
  * passes isatty(2) and getenv("TERM"), so tests can choose). line_interval_ms: the lines mode's
  * period. */
-ftl_err ln_progress_create(ftl_progress_mode mode, FILE *out, int isatty_out, const char *term,
-                            int64_t line_interval_ms, ftl_progress **p_out, ftl_diag *d);
+ftl_err ln_progress_create(ln_progress_mode mode, FILE *out, int isatty_out, const char *term,
+                            int64_t line_interval_ms, ln_progress **p_out, ftl_diag *d);
 
 /* The resolved mode (never AUTO). */
-ftl_progress_mode ln_progress_get_mode(const ftl_progress *p);
+ln_progress_mode ln_progress_get_mode(const ln_progress *p);
 
 /* An ftl_events_observer: folds the event and redraws when it is news. */
 void ln_progress_observe(void *user, const json_t *line);
 
 /* Formats the status line for the view so far into buf (no newline): the pure part, tested. */
-struct ftl_runview;
-void ln_progress_format(const struct ftl_runview *rv, int64_t now_us, char *buf, size_t size);
+struct ln_runview;
+void ln_progress_format(const struct ln_runview *rv, int64_t now_us, char *buf, size_t size);
 
 /* Clears the status line on a terminal (before ftl's final lines). Accepts NULL. */
-void ln_progress_finish(ftl_progress *p);
-void ln_progress_destroy(ftl_progress *p);
+void ln_progress_finish(ln_progress *p);
+void ln_progress_destroy(ln_progress *p);
 
 /* supervise.c's hook: a `step` message from rank 0 that carries a progress report (wire version
  * 2: total_steps, loss, tokens, tokens_per_s) becomes a `progress` event. Others are ignored. */
-void ln_progress_record(ftl_events *log, int attempt, int rank, const json_t *msg);
+void ln_progress_record(ln_events *log, int attempt, int rank, const json_t *msg);
 
 #endif

@@ -12,12 +12,12 @@
 #include "ftl/core.h"
 #include "launcher/runview.h"
 
-struct ftl_prom {
+struct ln_prom {
   char *path;
   char *job;
   int64_t last_write_ms;
   int warned;
-  ftl_runview rv;
+  ln_runview rv;
 };
 
 /* The metrics text is a few kilobytes; a megabyte is a bug, not a file to write. */
@@ -50,16 +50,16 @@ static void metric(core_buf *b, const char *name, const char *type, const char *
     core_buf_printf(b, "%s{%s} %.17g\n", name, labels, v);
 }
 
-ftl_err ln_prom_format(const ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
+ftl_err ln_prom_format(const ln_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
                         size_t *len_out, ftl_diag *d) {
   char esc[512], labels[600];
   label_value(esc, sizeof esc, job);
   snprintf(labels, sizeof labels, FTL_PROM_JOB_LABEL "=\"%s\"", esc);
   core_buf b;
   core_buf_init(&b, PROM_MAX_BYTES);
-  const ftl_rv_sample *s = &rv->latest;
-  ftl_rv_goodput g = ln_runview_goodput(rv, now_us);
-  const ftl_rv_cadence *c = &rv->latest_cadence;
+  const ln_rv_sample *s = &rv->latest;
+  ln_rv_goodput g = ln_runview_goodput(rv, now_us);
+  const ln_rv_cadence *c = &rv->latest_cadence;
   metric(&b, "ftl_up", "gauge", "1 while ftl run is running the job, 0 once it ended", labels, up);
   metric(&b, "ftl_step", "gauge", "the last training step rank 0 reported", labels, (double)s->step);
   metric(&b, "ftl_total_steps", "gauge", "the run's last step as the program reported it (0 unknown)", labels,
@@ -90,8 +90,8 @@ ftl_err ln_prom_format(const ftl_runview *rv, const char *job, int up, int64_t n
   return FTL_OK;
 }
 
-ftl_err ln_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d) {
-  ftl_prom *m = ftl_calloc(1, sizeof *m);
+ftl_err ln_prom_create(const char *path, const char *job, ln_prom **out, ftl_diag *d) {
+  ln_prom *m = ftl_calloc(1, sizeof *m);
   if (!m || !(m->path = ftl_strdup(path)) || !(m->job = ftl_strdup(job ? job : ""))) {
     ln_prom_destroy(m);
     return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
@@ -102,7 +102,7 @@ ftl_err ln_prom_create(const char *path, const char *job, ftl_prom **out, ftl_di
   return FTL_OK;
 }
 
-static void write_now(ftl_prom *m, int up) {
+static void write_now(ln_prom *m, int up) {
   char *text = NULL;
   size_t len = 0;
   ftl_diag d = {{0}};
@@ -118,7 +118,7 @@ static void write_now(ftl_prom *m, int up) {
 }
 
 void ln_prom_observe(void *user, const json_t *line) {
-  ftl_prom *m = user;
+  ln_prom *m = user;
   ln_runview_add(&m->rv, line);
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
@@ -127,11 +127,11 @@ void ln_prom_observe(void *user, const json_t *line) {
   if (news || m->last_write_ms < 0 || ftl_clock_ms() - m->last_write_ms >= FTL_PROM_MIN_INTERVAL_MS) write_now(m, 1);
 }
 
-void ln_prom_finish(ftl_prom *m) {
+void ln_prom_finish(ln_prom *m) {
   if (m) write_now(m, 0);
 }
 
-void ln_prom_destroy(ftl_prom *m) {
+void ln_prom_destroy(ln_prom *m) {
   if (!m) return;
   ln_runview_free(&m->rv);
   ftl_free(m->path);

@@ -20,22 +20,22 @@
  * sets those on the scraped target and would rename the file's own to `exported_job`. */
 #define FTL_PROM_JOB_LABEL "ftl_job"
 
-struct ftl_runview;
-typedef struct ftl_prom ftl_prom;
+struct ln_runview;
+typedef struct ln_prom ln_prom;
 
 /* path: the textfile (borrowed for the call); job: the job's name, the FTL_PROM_JOB_LABEL value. */
-ftl_err ln_prom_create(const char *path, const char *job, ftl_prom **out, ftl_diag *d);
+ftl_err ln_prom_create(const char *path, const char *job, ln_prom **out, ftl_diag *d);
 
 /* An ftl_events_observer. */
 void ln_prom_observe(void *user, const json_t *line);
 
 /* Writes the last state with ftl_up 0 (the run is over). Accepts NULL. */
-void ln_prom_finish(ftl_prom *m);
-void ln_prom_destroy(ftl_prom *m);
+void ln_prom_finish(ln_prom *m);
+void ln_prom_destroy(ln_prom *m);
 
 /* The exposition text for a view (the pure part, tested), job the FTL_PROM_JOB_LABEL value:
  * *text_out freed with ftl_free. */
-ftl_err ln_prom_format(const struct ftl_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
+ftl_err ln_prom_format(const struct ln_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
                         size_t *len_out, ftl_diag *d);
 
 #endif

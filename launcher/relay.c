@@ -49,14 +49,14 @@ typedef struct local {
   pid_t pid;       /* its process and user (SO_PEERCRED), for the refusal's event */
   uid_t uid;
   char nonce[FTL_WIRE_NONCE_HEX + 1]; /* the challenge its hello must answer */
-  ftl_linebuf lb;
+  rz_linebuf lb;
   json_t *pending; /* the latest message that waits for the next batch (may_wait), or NULL */
 } local;
 
 typedef struct relay {
   const core_launch_env *env;
   int listen_fd, up_fd;
-  ftl_linebuf up_lb;
+  rz_linebuf up_lb;
   local **locals;
   size_t n, cap;
   bool had_local;

@@ -174,7 +174,7 @@ static void empty_note(out *o, const frame *f, const char *why) {
 
 /* ---- the loss plot --------------------------------------------------------------------------- */
 
-static void plot_loss(out *o, const ftl_runview *rv) {
+static void plot_loss(out *o, const ln_runview *rv) {
   svg_open(o, 1000, 320, "training loss against step, checkpoints and restarts marked");
   frame f = {
       .x0 = 84, .y0 = 20, .w = 886, .h = 250, .xmin = INFINITY, .xmax = -INFINITY, .ymin = INFINITY, .ymax = -INFINITY};
@@ -208,7 +208,7 @@ static void plot_loss(out *o, const ftl_runview *rv) {
     vmark(o, &f, (double)rv->commits[i].step, "#2a9d8f", label);
   }
   for (int i = 0; i < rv->n_attempts; i++) {
-    const ftl_rv_attempt *a = &rv->attempts[i];
+    const ln_rv_attempt *a = &rv->attempts[i];
     if (i + 1 < rv->n_attempts && a->last_step >= 0) {
       snprintf(label, sizeof label, "attempt %d ended (%s) at step %lld; resumed from %lld", a->attempt, a->outcome,
                (long long)a->last_step, (long long)a->committed_step);
@@ -243,7 +243,7 @@ static const char *const PHASE_SHADES[5] = {"#219ebc", "#48cae4", "#0077b6", "#9
 
 /* Whether the run reports steps: a program that does not use ftl shows none, and its running time
  * is drawn as such rather than as a start-up that never ended. */
-static int run_reports_steps(const ftl_runview *rv) {
+static int run_reports_steps(const ln_runview *rv) {
   for (int i = 0; i < rv->n_attempts; i++)
     if (rv->attempts[i].first_step_us || rv->attempts[i].last_step >= 0 || rv->attempts[i].joined) return 1;
   return rv->n_samples > 0;
@@ -251,8 +251,8 @@ static int run_reports_steps(const ftl_runview *rv) {
 
 /* Attempt i's row of the timeline: start-up (its phases in the lower half), training or running,
  * checkpoint stalls, lost work, teardown, back-off, commits, and its outcome. */
-static void draw_attempt_row(out *o, const frame *f, const ftl_runview *rv, int i, int64_t t0, int64_t now_us) {
-  const ftl_rv_attempt *a = &rv->attempts[i];
+static void draw_attempt_row(out *o, const frame *f, const ln_runview *rv, int i, int64_t t0, int64_t now_us) {
+  const ln_rv_attempt *a = &rv->attempts[i];
   char title[160];
   double y = f->y0 + i * 34.0 + 6, h = 22;
   double s = (double)(a->start_us - t0) / 1e6;
@@ -323,9 +323,9 @@ static void draw_attempt_row(out *o, const frame *f, const ftl_runview *rv, int 
 
 /* The row after the last attempt: its gate (from the attempt's end to the gate's verdict) and the
  * publish. */
-static void draw_end_row(out *o, const frame *f, const ftl_runview *rv, int64_t t0, int64_t now_us) {
+static void draw_end_row(out *o, const frame *f, const ln_runview *rv, int64_t t0, int64_t now_us) {
   char title[160];
-  const ftl_rv_attempt *last = &rv->attempts[rv->n_attempts - 1];
+  const ln_rv_attempt *last = &rv->attempts[rv->n_attempts - 1];
   double y = f->y0 + rv->n_attempts * 34.0 + 6, h = 22;
   double from = (double)((last->end_us ? last->end_us : now_us) - t0) / 1e6;
   put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\" text-anchor=\"end\">gate, publish</text>\n", f->x0 - 6, y + 15);
@@ -349,7 +349,7 @@ static void draw_end_row(out *o, const frame *f, const ftl_runview *rv, int64_t 
 }
 
 /* The timeline's legend: the bars' colours, and the start-up phases' shades when any were drawn. */
-static void draw_timeline_legend(out *o, const frame *f, const ftl_runview *rv, int end_row) {
+static void draw_timeline_legend(out *o, const frame *f, const ln_runview *rv, int end_row) {
   put(o,
       "<text x=\"110\" y=\"14\" class=\"legend\"><tspan fill=\"%s\">&#9632; start-up</tspan>  <tspan fill=\"%s\">"
       "&#9632; training</tspan>  <tspan fill=\"%s\">&#9632; checkpoint stalls</tspan>  <tspan fill=\"%s\">&#9632; "
@@ -370,7 +370,7 @@ static void draw_timeline_legend(out *o, const frame *f, const ftl_runview *rv, 
   }
 }
 
-static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
+static void plot_timeline(out *o, const ln_runview *rv, int64_t now_us) {
   int end_row = rv->gate_us || rv->publish_us; /* the gate and the publish after the last attempt */
   int rows = (rv->n_attempts ? rv->n_attempts : 1) + end_row;
   int height = 90 + rows * 34;
@@ -402,7 +402,7 @@ static void plot_timeline(out *o, const ftl_runview *rv, int64_t now_us) {
 
 /* ---- the goodput bar ------------------------------------------------------------------------- */
 
-static void plot_goodput(out *o, const ftl_rv_goodput *g) {
+static void plot_goodput(out *o, const ln_rv_goodput *g) {
   struct {
     const char *name, *color;
     double ms;
@@ -460,7 +460,7 @@ static void plot_goodput(out *o, const ftl_rv_goodput *g) {
 
 /* ---- the cadence plot ------------------------------------------------------------------------ */
 
-static void plot_cadence(out *o, const ftl_runview *rv) {
+static void plot_cadence(out *o, const ln_runview *rv) {
   int n = rv->n_cadences;
   svg_open(o, 1000, 300, "checkpoint cadence over time: interval and M");
   frame a = {.x0 = 84, .y0 = 20, .w = 386, .h = 220}, b = {.x0 = 620, .y0 = 20, .w = 350, .h = 220};
@@ -513,7 +513,7 @@ static void stamp(char *buf, size_t size, int64_t us) {
 
 /* The page's head and its first paragraph: the run's state, attempts, committed step, goodput and
  * publication. */
-static void put_summary(out *o, const ftl_runview *rv, const char *run_dir, const json_t *st, const ftl_rv_goodput *gp,
+static void put_summary(out *o, const ln_runview *rv, const char *run_dir, const json_t *st, const ln_rv_goodput *gp,
                         int64_t now) {
   char t[64];
   put(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ftl report: ");
@@ -558,12 +558,12 @@ static void put_summary(out *o, const ftl_runview *rv, const char *run_dir, cons
 }
 
 /* The attempts' table: when each started, how long it ran, how it ended, its steps. */
-static void put_attempts(out *o, const ftl_runview *rv, int64_t now, int reports_steps) {
+static void put_attempts(out *o, const ln_runview *rv, int64_t now, int reports_steps) {
   char t[64];
   put(o, "<table><tr><th>attempt</th><th>launcher</th><th>started</th><th>seconds</th><th>outcome</th><th>cause</th>"
          "<th>last step</th><th>committed</th><th>summary</th></tr>\n");
   for (int i = 0; i < rv->n_attempts; i++) {
-    const ftl_rv_attempt *a = &rv->attempts[i];
+    const ln_rv_attempt *a = &rv->attempts[i];
     stamp(t, sizeof t, a->start_us);
     put(o, "<tr><td>%d</td><td>", a->attempt);
     put_text(o, a->launcher);
@@ -589,7 +589,7 @@ static void put_attempts(out *o, const ftl_runview *rv, int64_t now, int reports
 }
 
 /* The standby gang (launcher/standby.h): warm restarts, and what they cost while parked. */
-static void put_standby(out *o, const ftl_rv_standby *sb) {
+static void put_standby(out *o, const ln_rv_standby *sb) {
   char t[64];
   if (sb->state[0]) {
     stamp(t, sizeof t, sb->since_us);
@@ -609,7 +609,7 @@ static void put_standby(out *o, const ftl_rv_standby *sb) {
 }
 
 /* The cadence's decisions, the restart cost they start from, and the gate's verdict. */
-static void put_cadence_and_gate(out *o, const ftl_runview *rv, const json_t *st, int reports_steps) {
+static void put_cadence_and_gate(out *o, const ln_runview *rv, const json_t *st, int reports_steps) {
   put(o, "<h2>Checkpoint cadence</h2>\n");
   if (rv->n_cadences > 0)
     plot_cadence(o, rv);
@@ -650,7 +650,7 @@ static void put_cadence_and_gate(out *o, const ftl_runview *rv, const json_t *st
 /* ---- the page and the command ---------------------------------------------------------------- */
 
 static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
-  ftl_runview rv;
+  ln_runview rv;
   ln_runview_init(&rv, 1);
   json_t *st = NULL;
   ftl_err rc = ln_runview_load(&rv, run_dir, d);
@@ -658,7 +658,7 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   if (rc) goto out;
   if ((rc = ln_status_build(run_dir, &st, d))) goto out;
   int64_t now = ftl_wall_us();
-  ftl_rv_goodput g = ln_runview_goodput(&rv, now);
+  ln_rv_goodput g = ln_runview_goodput(&rv, now);
   int reports_steps = run_reports_steps(&rv);
   put_summary(o, &rv, run_dir, st, &g, now);
   put(o, "<h2>Loss against step</h2>\n");

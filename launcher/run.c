@@ -47,14 +47,14 @@
 /* ---- the host plan and hostfiles ----------------------------------------------------------- */
 
 typedef struct host_plan {
-  ftl_policy_host *hosts;
+  ln_policy_host *hosts;
   size_t count;
 } host_plan;
 
 /* The job's hostfile, by the strict reader (launcher/hostfile.h; `ftl run` has already refused a
  * bad one before anything started), as the policy's hosts. */
 static ftl_err read_hostfile(const char *path, host_plan *plan, ftl_diag *d) {
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_err rc = ln_hostfile_read(path, &hosts, &count, d);
   if (rc) return rc;
@@ -82,7 +82,7 @@ static ftl_err write_attempt_hostfile(const host_plan *plan, const char *path, f
   if (!mem) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   fprintf(mem, "# written by ftl for this attempt; hosts left out after failures are commented\n");
   for (size_t i = 0; i < plan->count; i++) {
-    const ftl_policy_host *h = &plan->hosts[i];
+    const ln_policy_host *h = &plan->hosts[i];
     if (h->bad) {
       fprintf(mem, "# left out: %s\n", h->line);
       continue;
@@ -104,7 +104,7 @@ static void run_ledger_append(const char *run_dir, const core_failure_record *r)
   char path[PATH_MAX];
   ftl_diag d = {{0}};
   json_t *rec = NULL;
-  const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 10000, .fsync = true};
+  const core_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 10000, .fsync = true};
   if (core_failure_record_encode(r, &rec, &d) != FTL_OK) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "ledger record for %s: %s", run_dir, d.msg);
   } else if (core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES)) {
@@ -115,7 +115,7 @@ static void run_ledger_append(const char *run_dir, const core_failure_record *r)
   json_decref(rec);
 }
 
-static void fleet_append(const ftl_job *job, const ftl_cadence_record *rec) {
+static void fleet_append(const ln_job *job, const ftl_cadence_record *rec) {
   if (!job->fleet_ledger) return;
   ftl_diag d = {{0}};
   if (ftl_cadence_fleet_append(job->fleet_ledger, rec, 10000, &d) != FTL_OK)
@@ -125,7 +125,7 @@ static void fleet_append(const ftl_job *job, const ftl_cadence_record *rec) {
 /* The failure (if the attempt failed) and the attempt's exposure (wall time x ranks), in the run's
  * ledger and the fleet's: the cadence controller estimates the failure rate from both. The same
  * wall_us in both lets a reader of the two count a failure once. */
-static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, int world, const ftl_attempt_result *r,
+static void ledger_record(const ln_job *job, const char *run_dir, int attempt, int world, const ln_attempt_result *r,
                           int failed) {
   int64_t now_us = ftl_wall_us();
   if (failed) {
@@ -186,7 +186,7 @@ static void ledger_record(const ftl_job *job, const char *run_dir, int attempt, 
  * cannot be removed: the meter is inactive outside ln_run_job. */
 typedef struct restart_meter {
   int active;
-  const ftl_job *job;
+  const ln_job *job;
   const char *run_dir;
   int world;              /* ranks of the attempt running */
   int64_t failed_ns;      /* ftl_clock_ns() when the pending failure was detected; < 0: none */
@@ -275,7 +275,7 @@ static void meter_observe(void *user, const json_t *line) {
  * bad_host, in the ledger); spares then take over. Only after a failure: a name that ssh alone
  * knows (an alias in its config) or a port a firewall drops is never left out of a gang that
  * starts. Returns how many hosts were left out; the first is res's bad host. */
-static int leave_out_unreachable(host_plan *plan, ftl_attempt_result *res, ftl_events *events, int attempt,
+static int leave_out_unreachable(host_plan *plan, ln_attempt_result *res, ln_events *events, int attempt,
                                  int probe_port) {
   int launch_failed = (res->outcome == FTL_ATTEMPT_FAILED && res->kind == FTL_FAIL_LAUNCHER) ||
                       res->outcome == FTL_ATTEMPT_RDZV_FAILED;
@@ -308,7 +308,7 @@ static int leave_out_unreachable(host_plan *plan, ftl_attempt_result *res, ftl_e
   char names[512] = "";
   size_t used = 0;
   for (size_t i = 0; i < plan->count; i++) {
-    ftl_policy_host *h = &plan->hosts[i];
+    ln_policy_host *h = &plan->hosts[i];
     if (h->bad || (gai[i] == 0 && probe_err[i] == 0)) continue;
     h->bad = 1;
     if (!found++) {
@@ -371,8 +371,8 @@ static int backoff_sleep(int64_t ms, ln_standby *sb) {
   return backoff_signal;
 }
 
-static void report_goodput(ftl_events *events, int first_attempt, const ftl_goodput *per, int n) {
-  ftl_goodput t = ln_goodput_sum(per, n);
+static void report_goodput(ln_events *events, int first_attempt, const ln_goodput *per, int n) {
+  ln_goodput t = ln_goodput_sum(per, n);
   double pct = ln_goodput_pct(&t);
   int measured = ln_goodput_measured(&t);
   json_t *fields = json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "attempts", n, "wall_ms", t.wall_ms,
@@ -407,8 +407,8 @@ enum { RUN_GO_ON = -1 }; /* plan_attempt_hosts: the attempt can start */
 /* The attempt's hostfile (the hosts still in the plan, in the attempt's folder) and its world size
  * (fewer ranks than the job's down to min_ranks when hosts were left out). RUN_GO_ON, or ftl's
  * exit code when the job cannot go on. */
-static int plan_attempt_hosts(const ftl_job *job, const ftl_policy_config *cfg, const host_plan *plan,
-                              const char *run_dir, int attempt, ftl_events *events, char *hostfile, size_t size,
+static int plan_attempt_hosts(const ln_job *job, const ln_policy_config *cfg, const host_plan *plan,
+                              const char *run_dir, int attempt, ln_events *events, char *hostfile, size_t size,
                               int *world) {
   ftl_diag d = {{0}};
   char dir[PATH_MAX];
@@ -431,7 +431,7 @@ static int plan_attempt_hosts(const ftl_job *job, const ftl_policy_config *cfg, 
 }
 
 /* The run_stopped event of a policy's stop. */
-static void write_stopped(ftl_events *events, int attempt, const ftl_policy_decision *dec, const ftl_attempt_result *res) {
+static void write_stopped(ln_events *events, int attempt, const ln_policy_decision *dec, const ln_attempt_result *res) {
   if (dec->why == FTL_STOP_CRASH_LOOP)
     ln_events_write(events, "run_stopped", attempt,
                      json_pack("{s:s, s:I, s:i}", "reason", "crash loop", "step", (json_int_t)res->last_step, "failures",
@@ -444,8 +444,8 @@ static void write_stopped(ftl_events *events, int attempt, const ftl_policy_deci
 }
 
 /* The failed host the policy named, left out of the plan when it decided so. */
-static void exclude_host(const ftl_job *job, const ftl_policy_decision *dec, const ftl_attempt_result *res,
-                         host_plan *plan, ftl_events *events, int attempt) {
+static void exclude_host(const ln_job *job, const ln_policy_decision *dec, const ln_attempt_result *res,
+                         host_plan *plan, ln_events *events, int attempt) {
   if (!dec->exclude_host[0]) return;
   if (dec->excluded) {
     ln_policy_apply_hosts(dec, res, plan->hosts, plan->count);
@@ -459,8 +459,8 @@ static void exclude_host(const ftl_job *job, const ftl_policy_decision *dec, con
 
 /* The restart meter (meter_observe) set on this job's event log. Once per process: the meter is
  * file-scope, and an observer is never removed. */
-static void start_metering(const ftl_job *job, const char *run_dir, ftl_events *events) {
-  static ftl_events *metered;
+static void start_metering(const ln_job *job, const char *run_dir, ln_events *events) {
+  static ln_events *metered;
   ftl_diag d = {{0}};
   if (events && metered != events) {
     if (ln_events_observe(events, meter_observe, &meter, &d) == FTL_OK)
@@ -474,11 +474,11 @@ static void start_metering(const ftl_job *job, const char *run_dir, ftl_events *
 /* After a failed attempt: the policy's decision (stop, or restart after a back-off without the bad
  * host), the back-off itself, and a relaunch's check of the inputs. RUN_GO_ON to start the next
  * attempt, else ftl's exit code. */
-static int restart_or_stop(const ftl_job *job, const ftl_policy_config *cfg, ftl_policy_state *history,
-                           ftl_attempt_result *res, host_plan *plan, const char *run_dir, ftl_events *events,
+static int restart_or_stop(const ln_job *job, const ln_policy_config *cfg, ln_policy_state *history,
+                           ln_attempt_result *res, host_plan *plan, const char *run_dir, ln_events *events,
                            int attempt, int unreachable, int64_t ended_at, ln_standby *standby,
                            double *pending_backoff_ms) {
-  ftl_policy_decision dec;
+  ln_policy_decision dec;
   ln_policy_decide(cfg, history, res, plan->hosts, plan->count, job->name, run_dir, &dec);
   *history = dec.next;
   if (dec.action == FTL_POLICY_STOP) {
@@ -522,17 +522,17 @@ static int restart_or_stop(const ftl_job *job, const ftl_policy_config *cfg, ftl
   return RUN_GO_ON;
 }
 
-int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, const char *program,
-                const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ftl_events *events) {
+int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, const char *program,
+                const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ln_events *events) {
   ftl_diag d = {{0}};
   host_plan plan = {0};
-  ftl_goodput *per = NULL;
+  ln_goodput *per = NULL;
   int exit_code = FTL_EXIT_JOB_FAILED;
   int first_attempt = core_rundir_next_attempt(run_dir), attempt = first_attempt;
   int n_attempts = 0;
   double pending_backoff_ms = 0;
-  const ftl_policy_config cfg = ln_policy_config_of(job);
-  ftl_policy_state history;
+  const ln_policy_config cfg = ln_policy_config_of(job);
+  ln_policy_state history;
   ln_policy_state_init(&history, &cfg);
   ln_standby standby;
   ln_standby_init(&standby, job, events);
@@ -559,7 +559,7 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
       break;
     }
 
-    ftl_attempt_opts o = {.job = job,
+    ln_attempt_opts o = {.job = job,
                           .world_size = world,
                           .hostfile = job->hostfile ? hostfile : NULL,
                           .run_dir = run_dir,
@@ -571,7 +571,7 @@ int ln_run_job(const ftl_job *job, const char *run_dir, const char *ftl_exe, con
                           .kill_grace_ms = kill_grace_ms,
                           .events = events,
                           .standby = &standby};
-    ftl_attempt_result res;
+    ln_attempt_result res;
     meter.world = world;
     ftl_err rc_run = ln_attempt_run(&o, &res, &d);
     int64_t ended_at = ftl_clock_ms(); /* res.end_ms's moment, near enough: the back-off counts from it */

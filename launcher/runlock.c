@@ -97,7 +97,7 @@ static ftl_err write_record(int fd, json_t *rec, const char *path, ftl_diag *d) 
   return rc;
 }
 
-ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d) {
+ftl_err ln_run_lock_take(const char *run_dir, const ln_job *job, int64_t wait_ms, ln_run_lock *lock, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   char path[PATH_MAX];
   json_t *rec = NULL;
@@ -167,7 +167,7 @@ int ln_run_lock_held(const char *run_dir) {
   return held;
 }
 
-void ln_run_lock_release(ftl_run_lock *lock) {
+void ln_run_lock_release(ln_run_lock *lock) {
   if (!lock || lock->fd < 0) return;
   json_t *rec = read_record(lock->fd);
   if (rec && json_object_set_new(rec, "released_wall_us", json_integer(ftl_wall_us())) == 0) {
@@ -184,7 +184,7 @@ void ln_run_lock_release(ftl_run_lock *lock) {
 enum { JOB_IDENTITY_VERSION = 1, JOB_IDENTITY_MAX = 64 << 10 };
 
 /* The identity of job (run as program, as found on PATH) as the record stores it. */
-static json_t *identity_of(const ftl_job *job, const char *program) {
+static json_t *identity_of(const ln_job *job, const char *program) {
   char command[400], hash[33];
   ln_job_command_text(job, command, sizeof command);
   ln_job_command_hash(job, program, hash);
@@ -242,7 +242,7 @@ static json_t *recorded_identity(const char *run_dir, ftl_err *rc, ftl_diag *d) 
   } else if (r != FTL_ERR_NOTFOUND) {
     *rc = ftl_diag_fail(d, r == FTL_ERR_CORRUPT ? FTL_ERR_SPEC : r, "%s", rd.msg);
   } else if (access(spec, F_OK) == 0) {
-    ftl_job *other = NULL;
+    ln_job *other = NULL;
     ftl_diag ignored = {{0}};
     int ok = ln_job_parse_file(spec, &other, &ignored) == FTL_OK;
     id = json_pack("{s:s, s:s, s:s, s:s}", "kind", "spec", "name", ok ? other->name : "?", "spec", spec, "spec_hash",
@@ -253,7 +253,7 @@ static json_t *recorded_identity(const char *run_dir, ftl_err *rc, ftl_diag *d) 
   return id;
 }
 
-ftl_err ln_run_dir_check_job(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d) {
+ftl_err ln_run_dir_check_job(const char *run_dir, const ln_job *job, const char *program, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_t *have = recorded_identity(run_dir, &rc, d);
   json_t *mine = have ? identity_of(job, program) : NULL;
@@ -272,7 +272,7 @@ ftl_err ln_run_dir_check_job(const char *run_dir, const ftl_job *job, const char
   return rc;
 }
 
-ftl_err ln_run_dir_adopt(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d) {
+ftl_err ln_run_dir_adopt(const char *run_dir, const ln_job *job, const char *program, ftl_diag *d) {
   char path[PATH_MAX], spec_copy[PATH_MAX];
   char *spec = NULL, *text = NULL, *line = NULL;
   size_t spec_len = 0;

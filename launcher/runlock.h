@@ -12,9 +12,9 @@
 #include "ftl/error.h"
 #include "launcher/jobspec.h"
 
-typedef struct ftl_run_lock {
+typedef struct ln_run_lock {
   int fd; /* holds the flock; -1 when not held */
-} ftl_run_lock;
+} ln_run_lock;
 
 #define FTL_RUN_LOCK_INIT {.fd = -1}
 
@@ -24,7 +24,7 @@ typedef struct ftl_run_lock {
  * refused: FTL_ERR_STATE (FTL_ERR_TIMEOUT after a wait), d naming the holder's pid, host, job and
  * start. A record left by a launcher that died (the kernel released its flock) is taken over with a
  * note on stderr. */
-ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_ms, ftl_run_lock *lock, ftl_diag *d);
+ftl_err ln_run_lock_take(const char *run_dir, const ln_job *job, int64_t wait_ms, ln_run_lock *lock, ftl_diag *d);
 
 /* Reads a lock record's bytes (docs/formats/ftl-lock.md; any bytes: the file is outside input):
  * holder gets "pid 123 on host h (job 'x', since 2026-12-01T11:00:00Z)", or a phrase for a record
@@ -33,7 +33,7 @@ ftl_err ln_run_lock_take(const char *run_dir, const ftl_job *job, int64_t wait_m
 int ln_run_lock_parse(const char *data, size_t size, char *holder, size_t holder_size, int *released);
 
 /* Marks the record released and drops the flock. Safe on a lock not held. */
-void ln_run_lock_release(ftl_run_lock *lock);
+void ln_run_lock_release(ln_run_lock *lock);
 
 /* Whether a launcher holds RUNDIR/ftl.lock now: 1 held, 0 free, -1 no lock file (an older
  * launcher's run directory: decide from the events). Only reads: safe while the job runs. */
@@ -44,10 +44,10 @@ int ln_run_lock_held(const char *run_dir);
  * program: another kind (a spec job and a command-line job), another spec (its bytes' hash), or
  * another program or arguments. A run directory of an earlier release has only job.yaml: a spec
  * job's, compared as one. Nothing is written: a refused submission leaves nothing behind. */
-ftl_err ln_run_dir_check_job(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d);
+ftl_err ln_run_dir_check_job(const char *run_dir, const ln_job *job, const char *program, ftl_diag *d);
 
 /* Records the run directory as job's once the submission is taken (ftl run's inputs checked):
  * RUNDIR/job.json the first time, and a copy of a spec job's file, RUNDIR/job.yaml. */
-ftl_err ln_run_dir_adopt(const char *run_dir, const ftl_job *job, const char *program, ftl_diag *d);
+ftl_err ln_run_dir_adopt(const char *run_dir, const ln_job *job, const char *program, ftl_diag *d);
 
 #endif

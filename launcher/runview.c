@@ -16,7 +16,7 @@
  * read into memory whole. */
 #define RV_MAX_LOG_BYTES ((size_t)1 << 30)
 
-void ln_runview_init(ftl_runview *rv, int keep_series) {
+void ln_runview_init(ln_runview *rv, int keep_series) {
   memset(rv, 0, sizeof *rv);
   rv->keep_series = keep_series;
   rv->exit_code = -1;
@@ -26,7 +26,7 @@ void ln_runview_init(ftl_runview *rv, int keep_series) {
   rv->latest.tokens_per_s = -1;
 }
 
-void ln_runview_free(ftl_runview *rv) {
+void ln_runview_free(ln_runview *rv) {
   if (!rv) return;
   ftl_free(rv->attempts);
   ftl_free(rv->samples);
@@ -87,14 +87,14 @@ static void jstr(const json_t *o, const char *k, char *out, size_t size) {
 
 /* The attempt record for number n: the latest with that number (a rerun of ftl on the same run
  * directory starts at a new number, so numbers are unique in practice). */
-static ftl_rv_attempt *find_attempt(ftl_runview *rv, int n) {
+static ln_rv_attempt *find_attempt(ln_runview *rv, int n) {
   for (int i = rv->n_attempts - 1; i >= 0; i--)
     if (rv->attempts[i].attempt == n) return &rv->attempts[i];
   return NULL;
 }
 
 /* One standby_* event (what: the part after "standby_"). */
-static void add_standby(ftl_rv_standby *sb, const char *what, const json_t *line, int attempt, int64_t t) {
+static void add_standby(ln_rv_standby *sb, const char *what, const json_t *line, int attempt, int64_t t) {
   static const struct {
     const char *event, *state;
   } map[] = {{"started", "starting"}, {"parked", "parked"}, {"activated", "activated"}, {"lost", "lost"},
@@ -126,8 +126,8 @@ static void add_standby(ftl_rv_standby *sb, const char *what, const json_t *line
 
 /* ---- one event each ------------------------------------------------------------------------ */
 
-static void add_attempt_start(ftl_runview *rv, const json_t *line, int n, int64_t t) {
-  ftl_rv_attempt *a = grow((void **)&rv->attempts, &rv->n_attempts, &rv->cap_attempts, sizeof *a);
+static void add_attempt_start(ln_runview *rv, const json_t *line, int n, int64_t t) {
+  ln_rv_attempt *a = grow((void **)&rv->attempts, &rv->n_attempts, &rv->cap_attempts, sizeof *a);
   if (!a) return;
   a->attempt = n;
   a->start_us = t;
@@ -136,14 +136,14 @@ static void add_attempt_start(ftl_runview *rv, const json_t *line, int n, int64_
   if (!rv->job[0]) jstr(line, "job", rv->job, sizeof rv->job);
 }
 
-static void add_startup(ftl_rv_attempt *a, const json_t *line, int64_t t) {
+static void add_startup(ln_rv_attempt *a, const json_t *line, int64_t t) {
   static const char *const phases[5] = {"launch_ms", "rendezvous_ms", "mpi_init_ms", "comm_init_ms", "first_step_ms"};
   a->first_step_us = t;
   a->startup_ms = jnum(line, "total_ms", 0);
   for (int i = 0; i < 5; i++) a->phase_ms[i] = jnum(line, phases[i], 0);
 }
 
-static void add_attempt_end(ftl_rv_attempt *a, const json_t *line, int64_t t) {
+static void add_attempt_end(ln_rv_attempt *a, const json_t *line, int64_t t) {
   a->end_us = t;
   jstr(line, "outcome", a->outcome, sizeof a->outcome);
   jstr(line, "cause", a->cause, sizeof a->cause);
@@ -155,17 +155,17 @@ static void add_attempt_end(ftl_rv_attempt *a, const json_t *line, int64_t t) {
   a->committed_step = jint(line, "committed_step", a->committed_step);
 }
 
-static void add_restart(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line, int n, int64_t t) {
+static void add_restart(ln_runview *rv, ln_rv_attempt *a, const json_t *line, int n, int64_t t) {
   rv->restarts = jsmall(line, "restart", rv->restarts < 1000000000 ? rv->restarts + 1 : rv->restarts);
   rv->max_restarts = jsmall(line, "max_restarts", rv->max_restarts);
   if (a) a->backoff_ms = jnum(line, "backoff_ms", 0);
   if (rv->keep_series) {
-    ftl_rv_mark *m = grow((void **)&rv->restart_marks, &rv->n_restart_marks, &rv->cap_restart_marks, sizeof *m);
-    if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = a ? a->committed_step : -1};
+    ln_rv_mark *m = grow((void **)&rv->restart_marks, &rv->n_restart_marks, &rv->cap_restart_marks, sizeof *m);
+    if (m) *m = (ln_rv_mark){.t_us = t, .attempt = n, .step = a ? a->committed_step : -1};
   }
 }
 
-static void add_goodput(ftl_runview *rv, const json_t *line) {
+static void add_goodput(ln_runview *rv, const json_t *line) {
   rv->have_goodput = 1;
   rv->gp_wall_ms = jnum(line, "wall_ms", 0);
   rv->gp_productive_ms = jnum(line, "productive_ms", 0);
@@ -179,7 +179,7 @@ static void add_goodput(ftl_runview *rv, const json_t *line) {
 }
 
 /* Rank 0's commit of a step (every rank reports its own; one is the run's). */
-static void add_commit(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line, int n, int64_t t) {
+static void add_commit(ln_runview *rv, ln_rv_attempt *a, const json_t *line, int n, int64_t t) {
   int64_t step = jint(line, "step", -1);
   if (a && step > a->committed_step) {
     a->committed_step = step;
@@ -188,13 +188,13 @@ static void add_commit(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line, i
   if (step > rv->committed_step) rv->committed_step = step;
   rv->committed_us = t;
   if (rv->keep_series) {
-    ftl_rv_mark *m = grow((void **)&rv->commits, &rv->n_commits, &rv->cap_commits, sizeof *m);
-    if (m) *m = (ftl_rv_mark){.t_us = t, .attempt = n, .step = step};
+    ln_rv_mark *m = grow((void **)&rv->commits, &rv->n_commits, &rv->cap_commits, sizeof *m);
+    if (m) *m = (ln_rv_mark){.t_us = t, .attempt = n, .step = step};
   }
 }
 
-static void add_progress(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line, int n, int64_t t) {
-  ftl_rv_sample s = {.t_us = t,
+static void add_progress(ln_runview *rv, ln_rv_attempt *a, const json_t *line, int n, int64_t t) {
+  ln_rv_sample s = {.t_us = t,
                      .attempt = n,
                      .step = jint(line, "step", -1),
                      .total_steps = jint(line, "total_steps", 0),
@@ -204,13 +204,13 @@ static void add_progress(ftl_runview *rv, ftl_rv_attempt *a, const json_t *line,
   rv->latest = s;
   if (a && s.step > a->last_step) a->last_step = s.step;
   if (rv->keep_series) {
-    ftl_rv_sample *p = grow((void **)&rv->samples, &rv->n_samples, &rv->cap_samples, sizeof *p);
+    ln_rv_sample *p = grow((void **)&rv->samples, &rv->n_samples, &rv->cap_samples, sizeof *p);
     if (p) *p = s;
   }
 }
 
-static void add_cadence(ftl_runview *rv, const json_t *line, int64_t t) {
-  ftl_rv_cadence c = {.t_us = t,
+static void add_cadence(ln_runview *rv, const json_t *line, int64_t t) {
+  ln_rv_cadence c = {.t_us = t,
                       .step = jint(line, "step", -1),
                       .interval_steps = jint(line, "interval_steps", 0),
                       .step_s = jnum(line, "step_s", 0),
@@ -220,18 +220,18 @@ static void add_cadence(ftl_runview *rv, const json_t *line, int64_t t) {
                       .waste = jnum(line, "waste", 0)};
   rv->latest_cadence = c;
   if (rv->keep_series) {
-    ftl_rv_cadence *p = grow((void **)&rv->cadences, &rv->n_cadences, &rv->cap_cadences, sizeof *p);
+    ln_rv_cadence *p = grow((void **)&rv->cadences, &rv->n_cadences, &rv->cap_cadences, sizeof *p);
     if (p) *p = c;
   }
 }
 
-void ln_runview_add(ftl_runview *rv, const json_t *line) {
+void ln_runview_add(ln_runview *rv, const json_t *line) {
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
   int64_t t = jint(line, "t_us", rv->last_us);
   int n = jsmall(line, "attempt", 0);
   if (t > rv->last_us) rv->last_us = t;
-  ftl_rv_attempt *a = find_attempt(rv, n);
+  ln_rv_attempt *a = find_attempt(rv, n);
   if (!strcmp(ev, "attempt_end") && rv->attempts_ended < 1000000000) rv->attempts_ended++;
   if (!strcmp(ev, "run_start")) {
     if (!rv->run_start_us) rv->run_start_us = t;
@@ -292,7 +292,7 @@ static ftl_err add_line(const char *line, size_t len, size_t line_no, void *ctx)
   return FTL_OK;
 }
 
-ftl_err ln_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d) {
+ftl_err ln_runview_load(ln_runview *rv, const char *run_dir, ftl_diag *d) {
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;
@@ -305,29 +305,29 @@ ftl_err ln_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d) {
   return FTL_OK;
 }
 
-void ln_runview_add_log(ftl_runview *rv, const char *data, size_t size) {
+void ln_runview_add_log(ln_runview *rv, const char *data, size_t size) {
   (void)core_jsonl_each_line(data, size, add_line, rv); /* add_line never fails */
 }
 
-int64_t ln_runview_last_committed(const ftl_runview *rv) {
+int64_t ln_runview_last_committed(const ln_runview *rv) {
   int64_t best = rv->committed_step;
   for (int i = 0; i < rv->n_attempts; i++)
     if (rv->attempts[i].committed_step > best) best = rv->attempts[i].committed_step;
   return best;
 }
 
-static ftl_attempt_outcome outcome_of(const char *name) {
+static ln_attempt_outcome outcome_of(const char *name) {
   static const char *const names[] = {"succeeded",     "failed",      "rendezvous_failed",
                                       "launch_failed", "interrupted", "preempted"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (!strcmp(names[i], name)) return (ftl_attempt_outcome)i;
+    if (!strcmp(names[i], name)) return (ln_attempt_outcome)i;
   return FTL_ATTEMPT_SUCCEEDED; /* still running: nothing is lost yet */
 }
 
-ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
-  ftl_rv_goodput g = {0};
+ln_rv_goodput ln_runview_goodput(const ln_runview *rv, int64_t now_us) {
+  ln_rv_goodput g = {0};
   if (rv->have_goodput) {
-    g = (ftl_rv_goodput){.wall_ms = rv->gp_wall_ms,
+    g = (ln_rv_goodput){.wall_ms = rv->gp_wall_ms,
                          .productive_ms = rv->gp_productive_ms,
                          .startup_ms = rv->gp_startup_ms,
                          .stall_ms = rv->gp_stall_ms,
@@ -341,12 +341,12 @@ ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
     if (g.pct < 0) g.pct = 0;
     return g;
   }
-  ftl_goodput total = {0};
+  ln_goodput total = {0};
   for (int i = 0; i < rv->n_attempts; i++) {
-    const ftl_rv_attempt *a = &rv->attempts[i];
+    const ln_rv_attempt *a = &rv->attempts[i];
     int64_t end = a->end_us ? a->end_us : now_us;
     if (end < a->start_us) end = a->start_us;
-    ftl_attempt_result r = {.outcome = outcome_of(a->outcome),
+    ln_attempt_result r = {.outcome = outcome_of(a->outcome),
                             .first_step_ms = a->first_step_us ? (double)(a->first_step_us - a->start_us) / 1000 : -1,
                             .failure_ms = a->failure_us ? (double)(a->failure_us - a->start_us) / 1000 : -1,
                             .end_ms = (double)(end - a->start_us) / 1000,
@@ -354,7 +354,7 @@ ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
                             .ckpt_stall_ms = a->stall_ms,
                             .started_ms = a->started > 0 ? a->started_ms : -1,
                             .joined = a->joined};
-    ftl_goodput one = ln_goodput_of_attempt(&r, a->backoff_ms), sum = ln_goodput_sum(&one, 1);
+    ln_goodput one = ln_goodput_of_attempt(&r, a->backoff_ms), sum = ln_goodput_sum(&one, 1);
     total.wall_ms += sum.wall_ms;
     total.startup_ms += sum.startup_ms;
     total.productive_ms += sum.productive_ms;
@@ -364,7 +364,7 @@ ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us) {
     total.backoff_ms += sum.backoff_ms;
     total.unreported_ms += sum.unreported_ms;
   }
-  g = (ftl_rv_goodput){.wall_ms = total.wall_ms,
+  g = (ln_rv_goodput){.wall_ms = total.wall_ms,
                        .unreported_ms = total.unreported_ms,
                        .measured = ln_goodput_measured(&total),
                        .productive_ms = total.productive_ms,

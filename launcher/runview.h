@@ -14,7 +14,7 @@
 
 #include "ftl/error.h"
 
-typedef struct ftl_rv_attempt {
+typedef struct ln_rv_attempt {
   int attempt;
   int64_t start_us, end_us; /* attempt_start, attempt_end (0 while it runs) */
   int64_t first_step_us;    /* the startup event: every rank past its first step (0: not yet) */
@@ -32,29 +32,29 @@ typedef struct ftl_rv_attempt {
   double started_ms;    /* its last rank_started's launch_ms: every program started (-1: not all yet) */
   int started, joined;  /* ranks started (rank_started), ranks that joined ftl_init (rank_ready) */
   char summary[256];
-} ftl_rv_attempt;
+} ln_rv_attempt;
 
-typedef struct ftl_rv_sample { /* a progress event */
+typedef struct ln_rv_sample { /* a progress event */
   int64_t t_us;
   int attempt;
   int64_t step, total_steps;
   double loss;         /* NaN when the program sent none */
   double tokens_per_s; /* -1 when not known */
-} ftl_rv_sample;
+} ln_rv_sample;
 
-typedef struct ftl_rv_mark { /* a checkpoint commit or a restart */
+typedef struct ln_rv_mark { /* a checkpoint commit or a restart */
   int64_t t_us;
   int attempt;
   int64_t step;
-} ftl_rv_mark;
+} ln_rv_mark;
 
-typedef struct ftl_rv_cadence { /* a cadence event (the example fine-tune's checkpoint decisions) */
+typedef struct ln_rv_cadence { /* a cadence event (the example fine-tune's checkpoint decisions) */
   int64_t t_us;
   int64_t step, interval_steps;
   double step_s, mtbf_h, daly_s, stall_s, waste;
-} ftl_rv_cadence;
+} ln_rv_cadence;
 
-typedef struct ftl_rv_standby { /* the standby gang's events (launcher/standby.h) */
+typedef struct ln_rv_standby { /* the standby gang's events (launcher/standby.h) */
   char state[16];     /* "" never had one; "starting", "parked", "activated", "lost" (it died),
                          "dropped" (ended by ftl), "off" (turned off for the run) */
   int for_attempt;    /* the attempt it was for */
@@ -63,9 +63,9 @@ typedef struct ftl_rv_standby { /* the standby gang's events (launcher/standby.h
   int64_t park_ms;    /* start to parked */
   int started, parked, activated, lost; /* how many of each (lost: deaths only) */
   char reason[160];   /* the latest loss's or turning off's reason */
-} ftl_rv_standby;
+} ln_rv_standby;
 
-typedef struct ftl_runview {
+typedef struct ln_runview {
   int keep_series; /* keep every sample/mark/cadence (report); else only the latest */
   char job[128];
   int64_t run_start_us, last_us; /* the first run_start, the latest event */
@@ -76,20 +76,20 @@ typedef struct ftl_runview {
   int max_restarts;
   char stop_reason[64];     /* the latest run_stopped's */
   int attempts_ended;       /* attempt_end events (the publish provenance's count of attempts) */
-  ftl_rv_attempt *attempts; /* in order of attempt_start */
+  ln_rv_attempt *attempts; /* in order of attempt_start */
   int n_attempts, cap_attempts;
-  ftl_rv_sample *samples;
+  ln_rv_sample *samples;
   int n_samples, cap_samples;
-  ftl_rv_mark *commits, *restart_marks;
+  ln_rv_mark *commits, *restart_marks;
   int n_commits, cap_commits, n_restart_marks, cap_restart_marks;
-  ftl_rv_cadence *cadences;
+  ln_rv_cadence *cadences;
   int n_cadences, cap_cadences;
-  ftl_rv_sample latest;          /* the latest progress event (step -1: none) */
-  ftl_rv_sample attempt_first;   /* the first progress event of latest's attempt (the step rate) */
-  ftl_rv_cadence latest_cadence; /* interval_steps 0: none */
+  ln_rv_sample latest;          /* the latest progress event (step -1: none) */
+  ln_rv_sample attempt_first;   /* the first progress event of latest's attempt (the step rate) */
+  ln_rv_cadence latest_cadence; /* interval_steps 0: none */
   int64_t committed_step;        /* the highest committed step seen, -1 if none */
   int64_t committed_us;
-  ftl_rv_standby standby;
+  ln_rv_standby standby;
   /* The run_goodput event, when there is one (the run ended). */
   int have_goodput;
   double gp_wall_ms, gp_productive_ms, gp_startup_ms, gp_stall_ms, gp_lost_ms, gp_teardown_ms, gp_backoff_ms, gp_pct;
@@ -98,36 +98,36 @@ typedef struct ftl_runview {
    * ended; the last attempt's end is when the gate began. */
   int64_t gate_us, publish_us;
   char gate_result[16], publish_result[16], publish_version[65];
-} ftl_runview;
+} ln_runview;
 
 /* Starts an empty view. keep_series: 1 to keep every sample (ftl report), 0 for the latest only. */
-void ln_runview_init(ftl_runview *rv, int keep_series);
-void ln_runview_free(ftl_runview *rv);
+void ln_runview_init(ln_runview *rv, int keep_series);
+void ln_runview_free(ln_runview *rv);
 
 /* Folds one event line (an object with at least "event"; "t_us" and "attempt" when present) into
  * the view. Unknown events and fields are ignored. Out of memory drops a series point, never fails. */
-void ln_runview_add(ftl_runview *rv, const json_t *line);
+void ln_runview_add(ln_runview *rv, const json_t *line);
 
 /* Folds an event log's bytes (JSON lines; lines that are not objects are skipped) into rv. Any
  * bytes are accepted (tests/fuzz/fuzz_runview.c). */
-void ln_runview_add_log(ftl_runview *rv, const char *data, size_t size);
+void ln_runview_add_log(ln_runview *rv, const char *data, size_t size);
 
 /* Reads RUNDIR/events.jsonl into rv (a torn last line is skipped). FTL_ERR_NOTFOUND when there is
  * no event log. */
-ftl_err ln_runview_load(ftl_runview *rv, const char *run_dir, ftl_diag *d);
+ftl_err ln_runview_load(ln_runview *rv, const char *run_dir, ftl_diag *d);
 
 /* The newest committed checkpoint step the log names: rank 0's ckpt_committed events and the
  * attempts' attempt_end committed_step; -1 when none. */
-int64_t ln_runview_last_committed(const ftl_runview *rv);
+int64_t ln_runview_last_committed(const ln_runview *rv);
 
 /* The goodput breakdown: the run_goodput event's when there is one, else estimated from the
  * attempts so far with the goodput arithmetic (launcher/goodput.c) up to now_us. */
-typedef struct ftl_rv_goodput {
+typedef struct ln_rv_goodput {
   double wall_ms, productive_ms, startup_ms, stall_ms, lost_ms, teardown_ms, backoff_ms, pct;
   double unreported_ms; /* running time of a program that reports no steps (goodput.h) */
   int measured;         /* 0: no step was ever reported, so pct says nothing (a program without ftl) */
   int final;            /* 1: the run's own run_goodput */
-} ftl_rv_goodput;
-ftl_rv_goodput ln_runview_goodput(const ftl_runview *rv, int64_t now_us);
+} ln_rv_goodput;
+ln_rv_goodput ln_runview_goodput(const ln_runview *rv, int64_t now_us);
 
 #endif

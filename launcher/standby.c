@@ -24,7 +24,7 @@ static int64_t restart_backoff_ms(int deaths) {
   return ms < 60000 ? ms : 60000;
 }
 
-void ln_standby_init(ln_standby *sb, const ftl_job *job, ftl_events *events) {
+void ln_standby_init(ln_standby *sb, const ln_job *job, ln_events *events) {
   memset(sb, 0, sizeof *sb);
   /* auto (the default) is on, on one machine or several: a take-over is a restart like any other. */
   int on = job->standby != 0;
@@ -113,7 +113,7 @@ static void doom(ln_standby *sb, const char *why) {
   snprintf(sb->doom_reason, sizeof sb->doom_reason, "%s", why);
 }
 
-static void on_event(void *user, const ftl_rdzv_event *ev) {
+static void on_event(void *user, const rz_rdzv_event *ev) {
   ln_standby *sb = user;
   if (!sb->live) return;
   int known = ev->rank >= 0 && ev->rank < sb->world;
@@ -178,8 +178,8 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
 }
 
 /* The same way the attempt's gang is started (supervise.c's spawn_gang), with FTL_STANDBY=1. */
-static ftl_err start(ln_standby *sb, const ftl_attempt_opts *run, ftl_diag *d) {
-  ftl_attempt_opts o = *run;
+static ftl_err start(ln_standby *sb, const ln_attempt_opts *run, ftl_diag *d) {
+  ln_attempt_opts o = *run;
   sb->live = 1; /* from here on, lost() cleans up whatever was made */
   o.attempt = run->attempt + 1;
   o.standby_launch = 1;
@@ -216,7 +216,7 @@ static ftl_err start(ln_standby *sb, const ftl_attempt_opts *run, ftl_diag *d) {
   return core_proc_spawn(&po, &sb->gang, d);
 }
 
-void ln_standby_maybe_start(ln_standby *sb, const ftl_attempt_opts *o) {
+void ln_standby_maybe_start(ln_standby *sb, const ln_attempt_opts *o) {
   if (!sb->enabled || sb->live || ftl_clock_ms() < sb->retry_at_ms) return;
   ftl_diag d = {{0}};
   ftl_err rc = start(sb, o, &d);
@@ -274,7 +274,7 @@ int ln_standby_ready(const ln_standby *sb, int after_attempt) {
   return sb && sb->live && sb->announced && sb->attempt == after_attempt + 1;
 }
 
-int ln_standby_fits(const ln_standby *sb, const ftl_attempt_opts *o) {
+int ln_standby_fits(const ln_standby *sb, const ln_attempt_opts *o) {
   if (!sb || !sb->live || sb->attempt != o->attempt || sb->world != o->world_size) return 0;
   /* Every agent up: mpirun or srun placed the whole gang. Ranks still in their start-up park soon
    * and are activated then; a gang not even placed (srun waiting for resources, a host mpirun
@@ -283,7 +283,7 @@ int ln_standby_fits(const ln_standby *sb, const ftl_attempt_opts *o) {
   return same_hostfile(sb->hostfile, o->hostfile ? o->hostfile : "");
 }
 
-void ln_standby_take(ln_standby *sb, const ftl_attempt_opts *o, const char *attempt_dir, ftl_rdzv_server **server_out,
+void ln_standby_take(ln_standby *sb, const ln_attempt_opts *o, const char *attempt_dir, rz_rdzv_server **server_out,
                      core_proc *gang_out, char *token_out, size_t token_size, json_t ***hello_out,
                      ln_gang_launch *launch_out) {
   json_t *fields = json_pack("{s:i, s:s, s:I}", "attempt", o->attempt, "attempt_dir", attempt_dir, "timeout_ms",

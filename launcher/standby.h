@@ -32,14 +32,14 @@
 
 typedef struct ln_standby {
   int enabled;            /* restart.standby and restarts allowed, and not turned off since */
-  ftl_events *events;
+  ln_events *events;
   /* the gang, while live */
   int live;
   int attempt;            /* the attempt it would become */
   int world;
   char hostfile[PATH_MAX]; /* "" for this machine only */
   char token[96];
-  ftl_rdzv_server *server;
+  rz_rdzv_server *server;
   core_proc gang;
   ln_gang_launch launch;
   json_t **hello;         /* per rank: the agent's hello, replayed to the attempt that takes it */
@@ -56,12 +56,12 @@ typedef struct ln_standby {
   int64_t next_ping_ms;
 } ln_standby;
 
-void ln_standby_init(ln_standby *sb, const ftl_job *job, ftl_events *events);
+void ln_standby_init(ln_standby *sb, const ln_job *job, ln_events *events);
 
 /* Starts a standby for the attempt after o's (same world size, hostfile and program) when none is
  * live, it is enabled, and its back-off has passed. A failure to start is logged and retried after
  * the back-off, never an error of the attempt. */
-void ln_standby_maybe_start(ln_standby *sb, const ftl_attempt_opts *o);
+void ln_standby_maybe_start(ln_standby *sb, const ln_attempt_opts *o);
 
 /* What to poll (capacity cap); how many were written. */
 size_t ln_standby_pollfds(const ln_standby *sb, struct pollfd *fds, size_t cap);
@@ -73,7 +73,7 @@ int ln_standby_ready(const ln_standby *sb, int after_attempt);
 
 /* Whether the live standby can become the attempt o describes: same attempt number, world size and
  * hostfile contents, every agent of it up, and none of its ranks gone. */
-int ln_standby_fits(const ln_standby *sb, const ftl_attempt_opts *o);
+int ln_standby_fits(const ln_standby *sb, const ln_attempt_opts *o);
 
 /* Ends a live standby (its ranks killed, its processes swept) with the reason in the event log. */
 void ln_standby_drop(ln_standby *sb, const char *reason);
@@ -83,7 +83,7 @@ void ln_standby_drop(ln_standby *sb, const char *reason);
  * activated when they do). *hello_out gets the agents' hellos (per rank, owned by the caller: free
  * with ln_standby_free_hellos) to replay; launch_out its mpirun's session folder, which the caller's
  * ln_gang_launch_free removes once that mpirun is reaped. The standby is no longer live after this. */
-void ln_standby_take(ln_standby *sb, const ftl_attempt_opts *o, const char *attempt_dir, ftl_rdzv_server **server_out,
+void ln_standby_take(ln_standby *sb, const ln_attempt_opts *o, const char *attempt_dir, rz_rdzv_server **server_out,
                      core_proc *gang_out, char *token_out, size_t token_size, json_t ***hello_out,
                      ln_gang_launch *launch_out);
 void ln_standby_free_hellos(json_t **hello, int world);

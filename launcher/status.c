@@ -48,7 +48,7 @@ const char ln_status_help[] =
 /* ---- reading the run ------------------------------------------------------------------------- */
 
 typedef struct loader {
-  ftl_runview *rv;
+  ln_runview *rv;
   json_t *cadence; /* the latest cadence event of rank 0, whole */
   json_t *publish; /* the latest publish event */
 } loader;
@@ -195,7 +195,7 @@ static const char *exit_meaning(int code) {
 }
 
 ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
-  ftl_runview rv;
+  ln_runview rv;
   ln_runview_init(&rv, 0);
   loader l = {.rv = &rv};
   char path[PATH_MAX];
@@ -245,7 +245,7 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
     json_object_set_new(doc, "progress", json_null());
   json_t *attempts = json_array();
   for (int i = 0; i < rv.n_attempts; i++) {
-    const ftl_rv_attempt *a = &rv.attempts[i];
+    const ln_rv_attempt *a = &rv.attempts[i];
     int64_t end = a->end_us ? a->end_us : now;
     json_array_append_new(attempts, json_pack("{s:i, s:s, s:I, s:o, s:f, s:s, s:s, s:i, s:i, s:I, s:I, s:s}", "attempt",
                                               a->attempt, "launcher", a->launcher, "start_us", (json_int_t)a->start_us,
@@ -256,7 +256,7 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
                                               "committed_step", (json_int_t)a->committed_step, "summary", a->summary));
   }
   json_object_set_new(doc, "attempts", attempts);
-  const ftl_rv_standby *sb = &rv.standby;
+  const ln_rv_standby *sb = &rv.standby;
   json_object_set_new(doc, "standby",
                       sb->state[0] ? json_pack("{s:s, s:i, s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:s}", "state", sb->state,
                                                "for_attempt", sb->for_attempt, "since_us", (json_int_t)sb->since_us,
@@ -292,7 +292,7 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
     }
   }
   json_object_set_new(doc, "published", pub);
-  ftl_rv_goodput g = ln_runview_goodput(&rv, now);
+  ln_rv_goodput g = ln_runview_goodput(&rv, now);
   json_object_set_new(doc, "goodput",
                       json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:o}", "final", g.final, "wall_ms",
                                 g.wall_ms, "productive_ms", g.productive_ms, "startup_ms", g.startup_ms, "ckpt_stall_ms",

@@ -73,14 +73,14 @@ static const char *msg_str(const json_t *msg, const char *key) { return rz_wire_
 
 /* The ledger's name of a cause: core's one table (core/failure_record.c); the enum follows the
  * same map's order (launcher/launcher.h). */
-const char *ln_failure_kind_name(ftl_failure_kind kind) {
+const char *ln_failure_kind_name(ln_failure_kind kind) {
   const char *name = core_failure_cause_name((int)kind);
   return name ? name : "unknown";
 }
 
 /* ---- rank state and phases ------------------------------------------------------------------- */
 
-/* What the launcher keeps about one rank besides what the detectors read (ftl_rank_watch). */
+/* What the launcher keeps about one rank besides what the detectors read (ln_rank_watch). */
 typedef struct rank_state {
   int64_t hello_ms;     /* agent said hello (launcher clock) */
   char addrs[512];      /* the agent's host addresses */
@@ -93,12 +93,12 @@ typedef struct rank_state {
 } rank_state;
 
 typedef struct attempt {
-  const ftl_attempt_opts *o;
-  ftl_attempt_result *res;
-  ftl_rdzv_server *server;
+  const ln_attempt_opts *o;
+  ln_attempt_result *res;
+  rz_rdzv_server *server;
   rank_state *ranks;
-  ftl_rank_watch *watch;   /* what the detectors read, one per rank */
-  ftl_detect_limits limits;
+  ln_rank_watch *watch;   /* what the detectors read, one per rank */
+  ln_detect_limits limits;
   int world;
   char attempt_dir[PATH_MAX];
   int64_t start_ms;
@@ -177,11 +177,11 @@ static void terminate_gang(attempt *a, int sig) {
 }
 
 /* Records the root cause (the first failure only), logs it, and ends the gang. */
-static void set_root(attempt *a, ftl_failure_kind kind, int rank, int code, int sig, const char *how_override,
+static void set_root(attempt *a, ln_failure_kind kind, int rank, int code, int sig, const char *how_override,
                      const char *bad_host) {
   if (a->have_root) return;
   a->have_root = 1;
-  ftl_attempt_result *r = a->res;
+  ln_attempt_result *r = a->res;
   r->outcome = FTL_ATTEMPT_FAILED;
   r->kind = kind;
   r->root_rank = rank;
@@ -252,7 +252,7 @@ enum { LN_REJECTIONS_LOGGED = 200 };
 
 /* Agents vanished without an exit report: a lost host or a lost agent (detect.c). */
 static void blame_lost_agent(attempt *a) {
-  ftl_detection f;
+  ln_detection f;
   if (a->have_root) return;
   refresh_hosts(a);
   if (!ln_detect_vanished(a->watch, a->world, a->lost_rank, ftl_hostname(), &f)) return;
@@ -278,13 +278,13 @@ static void blame_term_death(attempt *a, int at_end) {
 
 /* ---- the rendezvous server's events ---------------------------------------------------------- */
 
-static void note_progress(ftl_rank_watch *w) { w->progress_ms = ftl_clock_ms(); }
+static void note_progress(ln_rank_watch *w) { w->progress_ms = ftl_clock_ms(); }
 
 /* Library events the launcher itself reads: checkpoint commits and restores (rank 0 speaks for
  * the gang: they are collective), and checkpoint stalls for goodput. */
 static void note_library_event(attempt *a, int rank, const char *name, const json_t *fields) {
   if (rank != 0) return;
-  ftl_attempt_result *r = a->res;
+  ln_attempt_result *r = a->res;
   int64_t step = rz_wire_int(fields, "step", -1);
   if (!strcmp(name, "ckpt_committed") && step > r->committed_step) {
     r->committed_step = step;
@@ -297,7 +297,7 @@ static void note_library_event(attempt *a, int rank, const char *name, const jso
 }
 
 /* A rank's first step (start-up is over) or a later one. */
-static void on_step(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w, int first) {
+static void on_step(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln_rank_watch *w, int first) {
   note_progress(w);
   w->section = FTL_SECTION_STEP;
   w->last_step = rz_wire_int(ev->msg, "step", w->last_step);
@@ -320,7 +320,7 @@ static void on_step(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_ran
 }
 
 /* An agent's report of how its program ended (ln_judge_exit says what it means). */
-static void on_agent_exit(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w) {
+static void on_agent_exit(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln_rank_watch *w) {
   w->exited = 1;
   w->alive_ms = ftl_clock_ms(); /* its last word: its host was there then (detect.c) */
   s->exit_code = (int)rz_wire_int(ev->msg, "exit_code", -1);
@@ -361,7 +361,7 @@ static void on_agent_exit(attempt *a, const ftl_rdzv_event *ev, rank_state *s, f
 }
 
 /* An agent's hello: its rank's agent is up (the attempt started once every rank's is). */
-static void on_agent_hello(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w) {
+static void on_agent_hello(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln_rank_watch *w) {
   s->hello_ms = w->alive_ms = ftl_clock_ms();
   if (!w->has_agent && !w->lost_ns && ++a->agents_up == a->world && a->res->started_ms < 0)
     a->res->started_ms = since_start(a);
@@ -378,7 +378,7 @@ static void on_agent_hello(attempt *a, const ftl_rdzv_event *ev, rank_state *s, 
 
 /* The agent was asked to stop (a teardown's SIGTERM, or ftl's): its host is alive, whatever becomes
  * of its connection next (detect.c, ln_detect_vanished). */
-static void on_agent_stopping(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watch *w) {
+static void on_agent_stopping(attempt *a, const rz_rdzv_event *ev, ln_rank_watch *w) {
   w->alive_ms = ftl_clock_ms();
   if (w->stopping_ms) return;
   w->stopping_ms = w->alive_ms;
@@ -390,7 +390,7 @@ static void on_agent_stopping(attempt *a, const ftl_rdzv_event *ev, ftl_rank_wat
 }
 
 /* A rank is through ftl_init: its phases' times. */
-static void on_rank_ready(attempt *a, const ftl_rdzv_event *ev, rank_state *s, ftl_rank_watch *w) {
+static void on_rank_ready(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln_rank_watch *w) {
   note_progress(w);
   s->phases[0] = rz_wire_num(ev->msg, "rendezvous_ms", 0);
   s->phases[1] = rz_wire_num(ev->msg, "mpi_init_ms", 0);
@@ -403,7 +403,7 @@ static void on_rank_ready(attempt *a, const ftl_rdzv_event *ev, rank_state *s, f
 }
 
 /* An event the library sent (a checkpoint saved, restored...): noted, then logged with its rank. */
-static void on_library_event(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watch *w) {
+static void on_library_event(attempt *a, const rz_rdzv_event *ev, ln_rank_watch *w) {
   if (w) note_progress(w);
   const json_t *src = json_object_get(ev->msg, "fields");
   note_library_event(a, ev->rank, msg_str(ev->msg, "event"), src);
@@ -419,7 +419,7 @@ static void on_library_event(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watc
 /* An agent's connection dropped. Not the root cause yet: when a rank fails, mpirun kills the other
  * agents, and their connections can drop before the failed rank's own exit report is read. A lost
  * agent is the root cause only if no rank reports a failure within LOST_AGENT_SETTLE_MS. */
-static void on_agent_lost(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watch *w) {
+static void on_agent_lost(attempt *a, const rz_rdzv_event *ev, ln_rank_watch *w) {
   w->has_agent = 0;
   if (!w->exited) w->lost_ns = ftl_clock_ns();
   /* An agent that said it was asked to stop went because of someone else's failure. */
@@ -432,7 +432,7 @@ static void on_agent_lost(attempt *a, const ftl_rdzv_event *ev, ftl_rank_watch *
 /* A refused connection. Each refusal is shown, up to a bound: a stranger who connects in a loop
  * must not fill the disk with the run's log. Past it, one line says they go on, and attempt_end
  * counts them. */
-static void on_rejected(attempt *a, const ftl_rdzv_event *ev) {
+static void on_rejected(attempt *a, const rz_rdzv_event *ev) {
   if (++a->rejections <= LN_REJECTIONS_LOGGED) {
     FTL_LOG(FTL_LOG_WARN, "launcher", "refused a rendezvous connection from %s: %s", ev->peer ? ev->peer : "?",
             ev->detail ? ev->detail : "");
@@ -444,13 +444,13 @@ static void on_rejected(attempt *a, const ftl_rdzv_event *ev) {
   }
 }
 
-static void on_event(void *user, const ftl_rdzv_event *ev) {
+static void on_event(void *user, const rz_rdzv_event *ev) {
   attempt *a = user;
   int attempt_no = a->o->attempt;
-  ftl_events *log = a->o->events;
+  ln_events *log = a->o->events;
   int known = ev->rank >= 0 && ev->rank < a->world;
   rank_state *s = known ? &a->ranks[ev->rank] : NULL;
-  ftl_rank_watch *w = known ? &a->watch[ev->rank] : NULL;
+  ln_rank_watch *w = known ? &a->watch[ev->rank] : NULL;
   if (ev->kind == FTL_RDZV_AGENT_HELLO || ev->kind == FTL_RDZV_RANK_JOINED || ev->kind == FTL_RDZV_REJECTED)
     a->hosts_dirty = 1;
   switch (ev->kind) {
@@ -518,14 +518,14 @@ static void on_event(void *user, const ftl_rdzv_event *ev) {
 
 /* The detectors (detect.c) on the ranks' state now; the first finding is the root cause. */
 static void check_hosts(attempt *a) {
-  ftl_detection f;
+  ln_detection f;
   refresh_hosts(a);
   if (ln_detect_lost_host(a->watch, a->world, &a->limits, ftl_clock_ms(), &f))
     set_root(a, f.kind, f.rank, -1, 0, f.message, f.host);
 }
 
 static void check_hangs(attempt *a) {
-  ftl_detection f;
+  ln_detection f;
   refresh_hosts(a);
   if (ln_detect_hang(a->watch, a->world, &a->limits, ftl_clock_ms(), &f)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
 }
@@ -535,7 +535,7 @@ static void check_hangs(attempt *a) {
  * host there is nothing to exclude, so the warning says what it means and marks nothing; ranks
  * that oversubscribe this host's cores get the laxer ratio, as time slicing alone slows one. */
 static void check_stragglers(attempt *a) {
-  ftl_straggler found[8];
+  ln_straggler found[8];
   refresh_hosts(a);
   int one_host = ln_detect_one_host(a->watch, a->world);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -569,7 +569,7 @@ static void check_stragglers(attempt *a) {
  * grace: a SIGTERM sent with the reason would often overtake it, and the ranks would die without
  * saying why. */
 static void fail_rendezvous(attempt *a, const char *reason) {
-  ftl_attempt_result *res = a->res;
+  ln_attempt_result *res = a->res;
   rz_rdzv_server_fail(a->server, reason);
   a->have_root = 1;
   res->outcome = FTL_ATTEMPT_RDZV_FAILED;
@@ -638,7 +638,7 @@ static void request_stop(attempt *a, int sig) {
 
 /* How the attempt ended, once mpirun is gone and the root cause (if any) is known (ln_conclude). */
 static void conclude(attempt *a) {
-  ftl_attempt_result *res = a->res;
+  ln_attempt_result *res = a->res;
   res->joined = rz_rdzv_server_joined(a->server);
   int st = a->gang.status;
   ln_conclusion_in in = {.outcome = res->outcome,
@@ -671,8 +671,8 @@ static void conclude(attempt *a) {
 
 /* The attempt's folder, the ranks' state, the token and the rendezvous server. */
 static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag *d) {
-  const ftl_attempt_opts *o = a->o;
-  ftl_attempt_result *res = a->res;
+  const ln_attempt_opts *o = a->o;
+  ln_attempt_result *res = a->res;
   ftl_err rc;
   memset(res, 0, sizeof *res);
   res->root_rank = -1;
@@ -685,7 +685,7 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
   a->watch = ftl_calloc((size_t)a->world, sizeof *a->watch);
   if (!a->ranks || !a->watch) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   for (int i = 0; i < a->world; i++) a->watch[i].last_step = -1;
-  a->limits = (ftl_detect_limits){.startup_ms = o->job->startup_timeout_ms,
+  a->limits = (ln_detect_limits){.startup_ms = o->job->startup_timeout_ms,
                                   .step_ms = o->job->step_timeout_ms,
                                   .checkpoint_ms = o->job->checkpoint_timeout_ms,
                                   .node_ms = o->job->node_timeout_ms};
@@ -714,7 +714,7 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
   long conns = 2L * a->world;
   const char *what = "a gang of this size (two connections per rank)";
   if (ln_relay_on()) {
-    ftl_hostfile_host *hosts = NULL;
+    ln_hostfile_host *hosts = NULL;
     size_t nhosts = 1;
     ftl_diag hd;
     if (o->hostfile && ln_hostfile_read(o->hostfile, &hosts, &nhosts, &hd) != FTL_OK) nhosts = (size_t)a->world;
@@ -736,13 +736,13 @@ enum { N_HANDLED = sizeof handled / sizeof *handled };
 /* Starts mpirun or srun in its own process group (a Ctrl-C at the terminal reaches ftl, which
  * decides), in the job's working folder. One that cannot start is the attempt's outcome
  * (launch_failed), not an error of ftl's. */
-static void on_event(void *user, const ftl_rdzv_event *ev);
+static void on_event(void *user, const rz_rdzv_event *ev);
 
 /* The warm path: the standby's gang is this attempt's. What its agents and ranks said while it
  * was parked is replayed as this attempt's own start-up (hello, joined, the gang's go), so the
  * detectors and the event log see a gang that formed now. */
 static void adopt_standby(attempt *a) {
-  const ftl_attempt_opts *o = a->o;
+  const ln_attempt_opts *o = a->o;
   ln_events_write(o->events, "attempt_start", o->attempt,
                    json_pack("{s:s, s:i, s:s, s:s, s:b}", "job", o->job->name, "world_size", a->world, "launcher",
                              "standby", "attempt_dir", a->attempt_dir, "standby", 1));
@@ -752,21 +752,21 @@ static void adopt_standby(attempt *a) {
   a->rdzv_deadline_ms = a->start_ms + o->job->rendezvous_timeout_ms;
   for (int i = 0; i < a->world; i++) {
     if (!a->standby_hello || !a->standby_hello[i]) continue;
-    ftl_rdzv_event hello = {.kind = FTL_RDZV_AGENT_HELLO, .rank = i, .role = "agent", .msg = a->standby_hello[i]};
+    rz_rdzv_event hello = {.kind = FTL_RDZV_AGENT_HELLO, .rank = i, .role = "agent", .msg = a->standby_hello[i]};
     on_event(a, &hello);
   }
   for (int i = 0; i < a->world; i++) {
-    ftl_rdzv_event joined = {.kind = FTL_RDZV_RANK_JOINED, .rank = i, .role = "rank", .msg = NULL};
+    rz_rdzv_event joined = {.kind = FTL_RDZV_RANK_JOINED, .rank = i, .role = "rank", .msg = NULL};
     if (rz_rdzv_server_rank_joined(a->server, i)) on_event(a, &joined);
   }
   if (rz_rdzv_server_went(a->server)) {
-    ftl_rdzv_event go = {.kind = FTL_RDZV_GANG_GO, .rank = -1, .role = ""};
+    rz_rdzv_event go = {.kind = FTL_RDZV_GANG_GO, .rank = -1, .role = ""};
     on_event(a, &go);
   }
 }
 
 static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
-  const ftl_attempt_opts *o = a->o;
+  const ln_attempt_opts *o = a->o;
   if (a->warm) {
     adopt_standby(a);
     return FTL_OK;
@@ -798,7 +798,7 @@ static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
   ftl_diag spawn_d = {{0}};
   ftl_err rc = core_proc_spawn(&po, &a->gang, &spawn_d);
   if (rc == FTL_ERR_LAUNCH) {
-    ftl_attempt_result *res = a->res;
+    ln_attempt_result *res = a->res;
     set_phase(a, LN_PHASE_DRAINING);
     res->outcome = FTL_ATTEMPT_LAUNCH_FAILED;
     res->kind = FTL_FAIL_EXEC;
@@ -816,7 +816,7 @@ static ftl_err spawn_gang(attempt *a, const ln_gang_launch *L, ftl_diag *d) {
  * ranks at once (Slurm's requeue, a cluster's drain), the ranks' deaths it causes must be seen as
  * the stop's consequences. */
 static void on_signals(attempt *a) {
-  const ftl_attempt_opts *o = a->o;
+  const ln_attempt_opts *o = a->o;
   int sig;
   while ((sig = ln_sigpipe_next()) != 0) {
     if (sig == SIGCHLD) {
@@ -858,7 +858,7 @@ static void on_signals(attempt *a) {
  * program: mpirun may hang on a host it cannot reach), and, for programs that use the library
  * (some rank joined), every rank joined. */
 static void check_rendezvous_deadline(attempt *a) {
-  const ftl_attempt_opts *o = a->o;
+  const ln_attempt_opts *o = a->o;
   if (a->have_root || ftl_clock_ms() < a->rdzv_deadline_ms) return;
   int agents = 0;
   for (int i = 0; i < a->world; i++) agents += a->ranks[i].hello_ms > 0;
@@ -1002,8 +1002,8 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
 /* After the loop: mpirun reaped for sure, the held blames settled, leftovers swept, the outcome
  * concluded and the attempt_end event written. */
 static void finish_attempt(attempt *a, const char *token, ftl_err rc) {
-  const ftl_attempt_opts *o = a->o;
-  ftl_attempt_result *res = a->res;
+  const ln_attempt_opts *o = a->o;
+  ln_attempt_result *res = a->res;
   if (a->gang.pid > 0 && !reaped(a)) {
     core_proc_kill_wait(&a->gang);
     set_phase(a, LN_PHASE_DRAINING);
@@ -1027,7 +1027,7 @@ static void finish_attempt(attempt *a, const char *token, ftl_err rc) {
   ln_events_write(o->events, "attempt_end", o->attempt, end);
 }
 
-ftl_err ln_attempt_run(const ftl_attempt_opts *o, ftl_attempt_result *res, ftl_diag *d) {
+ftl_err ln_attempt_run(const ln_attempt_opts *o, ln_attempt_result *res, ftl_diag *d) {
   attempt a = {.o = o,
                .res = res,
                .world = o->world_size,

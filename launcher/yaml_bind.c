@@ -202,7 +202,7 @@ typedef struct parse_ctx {
   const char *base_dir; /* relative paths are joined to it; NULL keeps them as written */
   yaml_document_t *doc;
   void *target;         /* what the fields are bound into */
-  const ftl_yb_schema *schema;
+  const ln_yb_schema *schema;
   ftl_diag *d;
 } parse_ctx;
 
@@ -250,7 +250,7 @@ static size_t limit_or(size_t v, size_t def) { return v ? v : def; }
  * size, *total the list's bytes so far (each item one more for its end, as in an argv). */
 static ftl_err check_list_item(const parse_ctx *c, yaml_mark_t mark, const char *item_path, size_t index,
                                size_t item_bytes, size_t *total) {
-  const ftl_yb_schema *s = c->schema;
+  const ln_yb_schema *s = c->schema;
   size_t max_items = limit_or(s->max_list_items, FTL_YB_DEFAULT_LIST_ITEMS);
   size_t max_item = limit_or(s->max_item_bytes, FTL_YB_DEFAULT_ITEM_BYTES);
   size_t max_total = limit_or(s->max_list_bytes, FTL_YB_DEFAULT_LIST_BYTES);
@@ -267,9 +267,9 @@ static ftl_err check_list_item(const parse_ctx *c, yaml_mark_t mark, const char 
 
 /* ---- defaults, strings and paths --------------------------------------------------------- */
 
-void ln_yb_apply_defaults(const ftl_yb_section *s, void *target) {
+void ln_yb_apply_defaults(const ln_yb_section *s, void *target) {
   for (size_t i = 0; i < s->count; i++) {
-    const ftl_yb_field *f = &s->fields[i];
+    const ln_yb_field *f = &s->fields[i];
     switch (f->kind) {
     case FTL_YB_INT:
     case FTL_YB_ENUM:
@@ -353,7 +353,7 @@ static ftl_err check_list_scalar(const parse_ctx *c, const yaml_node_t *item, co
   return check_list_item(c, item->start_mark, path, index, prefix_bytes + scalar_len(item), total);
 }
 
-static ftl_err set_string(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *n, const char *path) {
+static ftl_err set_string(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *n, const char *path) {
   if (n->type != YAML_SCALAR_NODE) return fail_type(c, n, path, "a string");
   ftl_err rc = check_no_nul(c, n, path);
   if (rc) return rc;
@@ -378,11 +378,11 @@ static ftl_err set_string(const parse_ctx *c, const ftl_yb_field *f, const yaml_
   return FTL_OK;
 }
 
-static void describe_int_bounds(const ftl_yb_field *f, char *out, size_t size) {
+static void describe_int_bounds(const ln_yb_field *f, char *out, size_t size) {
   msg_fmt(out, size, "an integer from %lld to %lld", (long long)f->min, (long long)f->max);
 }
 
-static ftl_err set_int(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *n, const char *path) {
+static ftl_err set_int(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *n, const char *path) {
   char expected[96];
   describe_int_bounds(f, expected, sizeof expected);
   if (n->type != YAML_SCALAR_NODE || scalar_type_of(n) != SC_INT) return fail_type(c, n, path, expected);
@@ -404,7 +404,7 @@ static ftl_err set_int(const parse_ctx *c, const ftl_yb_field *f, const yaml_nod
   return FTL_OK;
 }
 
-static ftl_err set_seconds(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *n, const char *path) {
+static ftl_err set_seconds(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *n, const char *path) {
   char expected[96];
   msg_fmt(expected, sizeof expected, "a number of seconds > 0 and <= %lld", (long long)f->max);
   scalar_type t = n->type == YAML_SCALAR_NODE ? scalar_type_of(n) : SC_STRING;
@@ -426,7 +426,7 @@ static ftl_err set_seconds(const parse_ctx *c, const ftl_yb_field *f, const yaml
   return FTL_OK;
 }
 
-static ftl_err set_number(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *n, const char *path) {
+static ftl_err set_number(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *n, const char *path) {
   scalar_type t = n->type == YAML_SCALAR_NODE ? scalar_type_of(n) : SC_STRING;
   if (n->type != YAML_SCALAR_NODE || (t != SC_INT && t != SC_FLOAT)) return fail_type(c, n, path, "a number");
   /* As in set_seconds: strtod reads what text_is_float/int admitted, and not .inf/.nan. */
@@ -442,9 +442,9 @@ static ftl_err set_number(const parse_ctx *c, const ftl_yb_field *f, const yaml_
   return FTL_OK;
 }
 
-static ftl_err set_enum(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *n, const char *path) {
+static ftl_err set_enum(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *n, const char *path) {
   if (n->type == YAML_SCALAR_NODE) {
-    for (const ftl_yb_choice *ch = f->choices; ch->word; ch++) {
+    for (const ln_yb_choice *ch = f->choices; ch->word; ch++) {
       if (text_is(scalar_text(n), scalar_len(n), ch->word)) {
         *FIELD_AT(c->target, f, int) = ch->value;
         return FTL_OK;
@@ -453,7 +453,7 @@ static ftl_err set_enum(const parse_ctx *c, const ftl_yb_field *f, const yaml_no
   }
   char expected[256] = "one of ";
   size_t used = strlen(expected);
-  for (const ftl_yb_choice *ch = f->choices; ch->word; ch++) {
+  for (const ln_yb_choice *ch = f->choices; ch->word; ch++) {
     int n_written = snprintf(expected + used, sizeof expected - used, "%s%s", ch == f->choices ? "" : ", ",
                              ch->word);
     if (n_written < 0 || (size_t)n_written >= sizeof expected - used) break;
@@ -462,7 +462,7 @@ static ftl_err set_enum(const parse_ctx *c, const ftl_yb_field *f, const yaml_no
   return fail_type(c, n, path, expected);
 }
 
-static ftl_err set_argv(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *n, const char *path) {
+static ftl_err set_argv(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *n, const char *path) {
   ftl_err rc = FTL_OK;
   char **list = NULL;
   if (n->type != YAML_SEQUENCE_NODE) return fail_type(c, n, path, "a sequence of strings");
@@ -503,7 +503,7 @@ static bool env_name_ok(const char *s, size_t len) {
   return true;
 }
 
-static ftl_err set_env(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *n, const char *path) {
+static ftl_err set_env(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *n, const char *path) {
   ftl_err rc = FTL_OK;
   char **list = NULL;
   if (n->type != YAML_MAPPING_NODE) return fail_type(c, n, path, "a mapping of NAME: value");
@@ -561,9 +561,9 @@ out:
 
 /* ---- the walker -------------------------------------------------------------------------- */
 
-static ftl_err walk_section(const parse_ctx *c, const ftl_yb_section *s, const yaml_node_t *map, const char *prefix);
+static ftl_err walk_section(const parse_ctx *c, const ln_yb_section *s, const yaml_node_t *map, const char *prefix);
 
-static ftl_err set_field(const parse_ctx *c, const ftl_yb_field *f, const yaml_node_t *value, const char *path) {
+static ftl_err set_field(const parse_ctx *c, const ln_yb_field *f, const yaml_node_t *value, const char *path) {
   if (node_is_null(value)) return fail_at(c, value->start_mark, path, "missing a value");
   if (f->flags & FTL_YB_MARK_SET) *(int *)(void *)((char *)c->target + f->count_offset) = 1;
   switch (f->kind) {
@@ -591,7 +591,7 @@ static ftl_err set_field(const parse_ctx *c, const ftl_yb_field *f, const yaml_n
 /* Reads one mapping with one table. It descends only into FTL_YB_SECTION rows, so the depth of the
  * walk is the depth of the tables, whatever the input: libyaml shares aliased nodes and an
  * anchor may even contain its own alias (a cycle), neither of which can make this loop. */
-static ftl_err walk_section(const parse_ctx *c, const ftl_yb_section *s, const yaml_node_t *map, const char *prefix) {
+static ftl_err walk_section(const parse_ctx *c, const ln_yb_section *s, const yaml_node_t *map, const char *prefix) {
   const yaml_node_t *seen[FTL_YB_SECTION_MAX_FIELDS] = {0};
   char path[320];
   for (const yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
@@ -601,7 +601,7 @@ static ftl_err walk_section(const parse_ctx *c, const ftl_yb_section *s, const y
     if (!key || !value) return fail_at(c, map->start_mark, prefix, "an entry has no key or no value");
     if (key->type != YAML_SCALAR_NODE) return fail_type(c, key, prefix, "field names as keys");
     path_join(path, sizeof path, prefix, scalar_text(key), scalar_len(key));
-    const ftl_yb_field *f = NULL;
+    const ln_yb_field *f = NULL;
     for (size_t i = 0; i < s->count && !f; i++)
       if (text_is(scalar_text(key), scalar_len(key), s->fields[i].key)) f = &s->fields[i];
     if (!f) {
@@ -900,17 +900,17 @@ out:
 
 /* ---- public functions -------------------------------------------------------------------- */
 
-struct ftl_yb_doc {
+struct ln_yb_doc {
   yaml_document_t doc;
   const char *file; /* borrowed from the caller of ln_yb_parse, like the messages' file name */
 };
 
-ftl_err ln_yb_parse(const char *data, size_t size, const ftl_yb_schema *schema, const char *file,
-                     const char *base_dir, void *target, ftl_yb_doc **doc_out, ftl_diag *d) {
+ftl_err ln_yb_parse(const char *data, size_t size, const ln_yb_schema *schema, const char *file,
+                     const char *base_dir, void *target, ln_yb_doc **doc_out, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   yaml_parser_t parser;
   bool parser_ready = false, doc_ready = false;
-  ftl_yb_doc *yd = NULL;
+  ln_yb_doc *yd = NULL;
   if (doc_out) *doc_out = NULL;
   parse_ctx c = {.file = file, .base_dir = base_dir, .target = target, .schema = schema, .d = d};
   if (size > schema->max_bytes)
@@ -975,7 +975,7 @@ static const yaml_node_t *mapping_value(yaml_document_t *doc, const yaml_node_t 
 
 /* The value of path (a top-level key, or section.key) in doc, or NULL; *mark (may be NULL) gets
  * where the deepest part of it found starts, else the top-level mapping. */
-static const yaml_node_t *path_value(const ftl_yb_doc *doc, const char *path, yaml_mark_t *mark) {
+static const yaml_node_t *path_value(const ln_yb_doc *doc, const char *path, yaml_mark_t *mark) {
   yaml_document_t *ydoc = (yaml_document_t *)(uintptr_t)&doc->doc; /* libyaml's getters are not const */
   const yaml_node_t *root = yaml_document_get_root_node(ydoc);
   if (mark) *mark = root ? root->start_mark : (yaml_mark_t){0};
@@ -989,9 +989,9 @@ static const yaml_node_t *path_value(const ftl_yb_doc *doc, const char *path, ya
   return at;
 }
 
-bool ln_yb_has_field(const ftl_yb_doc *doc, const char *path) { return doc && path_value(doc, path, NULL); }
+bool ln_yb_has_field(const ln_yb_doc *doc, const char *path) { return doc && path_value(doc, path, NULL); }
 
-ftl_err ln_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...) {
+ftl_err ln_yb_fail_field(const ln_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...) {
   char detail[768];
   va_list ap;
   va_start(ap, fmt);
@@ -1003,7 +1003,7 @@ ftl_err ln_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, c
                        detail);
 }
 
-void ln_yb_doc_free(ftl_yb_doc *doc) {
+void ln_yb_doc_free(ln_yb_doc *doc) {
   if (!doc) return;
   yaml_document_delete(&doc->doc);
   ftl_free(doc);

@@ -26,7 +26,7 @@
 #include "ftl/error.h"
 
 /* What a field holds, and the C type at its offset. */
-typedef enum ftl_yb_kind {
+typedef enum ln_yb_kind {
   FTL_YB_STRING,  /* a non-null scalar, kept as written; char * (owned, freed by the target's owner) */
   FTL_YB_INT,     /* a decimal integer in [min, max]; int */
   FTL_YB_SECONDS, /* seconds > 0 and <= max, may be fractional; int64_t milliseconds (at least 1) */
@@ -35,7 +35,7 @@ typedef enum ftl_yb_kind {
   FTL_YB_ENV,     /* a mapping NAME: scalar; NULL-terminated "NAME=VALUE" strings plus a size_t count */
   FTL_YB_SECTION, /* a mapping read with its own table (sub) into the same target */
   FTL_YB_NUMBER,  /* a finite number, integer or float (.inf and .nan refused); double */
-} ftl_yb_kind;
+} ln_yb_kind;
 
 enum {
   FTL_YB_REQUIRED = 1 << 0,
@@ -51,36 +51,36 @@ enum {
 /* The most rows one section may have (the walker tracks duplicates in an array this long). */
 #define FTL_YB_SECTION_MAX_FIELDS 32
 
-typedef struct ftl_yb_choice {
+typedef struct ln_yb_choice {
   const char *word;
   int value;
-} ftl_yb_choice;
+} ln_yb_choice;
 
-typedef struct ftl_yb_section ftl_yb_section;
+typedef struct ln_yb_section ln_yb_section;
 
-typedef struct ftl_yb_field {
+typedef struct ln_yb_field {
   const char *key;
-  ftl_yb_kind kind;
+  ln_yb_kind kind;
   unsigned flags;
   size_t offset;                /* where the value goes in the target */
   size_t count_offset;          /* FTL_YB_ARGV, FTL_YB_ENV: where the size_t count goes;
                                    FTL_YB_MARK_SET: where the int "was given" flag goes */
   int64_t min, max;             /* FTL_YB_INT: bounds; FTL_YB_SECONDS: max is the most seconds */
   int64_t def;                  /* FTL_YB_INT, FTL_YB_ENUM: default; FTL_YB_SECONDS: default in ms */
-  const ftl_yb_choice *choices; /* FTL_YB_ENUM: ended by a NULL word */
-  const ftl_yb_section *sub;    /* FTL_YB_SECTION */
-} ftl_yb_field;
+  const ln_yb_choice *choices; /* FTL_YB_ENUM: ended by a NULL word */
+  const ln_yb_section *sub;    /* FTL_YB_SECTION */
+} ln_yb_field;
 
-struct ftl_yb_section {
-  const ftl_yb_field *fields;
+struct ln_yb_section {
+  const ln_yb_field *fields;
   size_t count;
 };
 
 #define FTL_YB_SECTION_OF(rows) {(rows), sizeof(rows) / sizeof((rows)[0])}
 
 /* A whole file's schema: the top-level table, the limits, and the words its messages use. */
-typedef struct ftl_yb_schema {
-  const ftl_yb_section *root;
+typedef struct ln_yb_schema {
+  const ln_yb_section *root;
   const char *noun;          /* "job spec": "too large for a job spec", "a job spec is one document" */
   const char *root_items;    /* "job fields": "expected a mapping of job fields at the top level" */
   const char *root_example;  /* "ranks, program, ...": what an empty file is told to hold */
@@ -97,7 +97,7 @@ typedef struct ftl_yb_schema {
   size_t max_list_items;     /* items (arguments, variables) in one list */
   size_t max_item_bytes;     /* bytes of one argument, or of one NAME=VALUE */
   size_t max_list_bytes;     /* bytes of one list's items together, each counting one more for its end */
-} ftl_yb_schema;
+} ln_yb_schema;
 
 /* The deepest nesting any schema may allow (the first pass keeps one entry per open level). */
 #define FTL_YB_MAX_DEPTH_LIMIT 256
@@ -108,31 +108,31 @@ typedef struct ftl_yb_schema {
 #define FTL_YB_DEFAULT_LIST_BYTES ((size_t)1 << 20)
 
 /* A parsed document, kept after binding for rules across fields (ln_yb_fail_field). */
-typedef struct ftl_yb_doc ftl_yb_doc;
+typedef struct ln_yb_doc ln_yb_doc;
 
 /* Sets every field of section (and its sub-sections) in target to its default: integers, choices
  * and seconds get def; strings and lists are left as they are (the owner sets NULL / empty). */
-void ln_yb_apply_defaults(const ftl_yb_section *section, void *target);
+void ln_yb_apply_defaults(const ln_yb_section *section, void *target);
 
 /* Parses data (size bytes; file names it in messages; relative paths are joined to base_dir, NULL:
  * kept as written) and binds its top-level mapping to schema->root into target. Errors:
  * FTL_ERR_SPEC with the message in d, FTL_ERR_NOMEM. On success *doc_out (when not NULL) gets the
  * document, freed by ln_yb_doc_free; on failure it is NULL. Fields already bound when an error is
  * found stay in target (the owner frees target as a whole). */
-ftl_err ln_yb_parse(const char *data, size_t size, const ftl_yb_schema *schema, const char *file,
-                     const char *base_dir, void *target, ftl_yb_doc **doc_out, ftl_diag *d);
+ftl_err ln_yb_parse(const char *data, size_t size, const ln_yb_schema *schema, const char *file,
+                     const char *base_dir, void *target, ln_yb_doc **doc_out, ftl_diag *d);
 
 /* An error about a field whose value is valid alone but not with another's: FTL_ERR_SPEC with
  * "<file>:<line>:<col>: field '<path>': <detail>", pointing at the value of path (a top-level key,
  * or section.key) when the document has it, else at the top-level mapping. */
-ftl_err ln_yb_fail_field(const ftl_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...)
+ftl_err ln_yb_fail_field(const ln_yb_doc *doc, const char *path, ftl_diag *d, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Whether the document gives path (a top-level key, or section.key) at all: a list's count of 0
  * cannot tell an empty list from an absent one. */
-bool ln_yb_has_field(const ftl_yb_doc *doc, const char *path);
+bool ln_yb_has_field(const ln_yb_doc *doc, const char *path);
 
-void ln_yb_doc_free(ftl_yb_doc *doc);
+void ln_yb_doc_free(ln_yb_doc *doc);
 
 /* Helpers the owners of targets use too. */
 void ln_yb_free_strv(char **v);                        /* a NULL-terminated list; accepts NULL */

@@ -16,7 +16,7 @@
 #define ADAPTER_MAX_HEADER ((uint64_t)1 << 20)
 
 struct ftl_adapter {
-  ftl_st_file *st;
+  pl_st_file *st;
   char *json;   /* adapter.json's bytes, NUL-terminated (ftl_adapter_open), or NULL */
   size_t json_len;
   char *bytes;  /* adapter.safetensors' bytes the tensors point into (open), or NULL (parse) */
@@ -40,7 +40,7 @@ ftl_err ftl_adapter_write(const char *dir, const ftl_adapter_tensor *tensors, si
   ftl_err rc = FTL_OK;
   if (!dir || (n && !tensors) || (json_len && !json))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "ftl_adapter_write: no folder, tensors or JSON");
-  ftl_st_tensor *t = ftl_calloc(n + 1, sizeof *t);
+  pl_st_tensor *t = ftl_calloc(n + 1, sizeof *t);
   if (!t) return ftl_diag_fail(d, FTL_ERR_NOMEM, "%s: out of memory", dir);
   for (size_t i = 0; i < n; i++) {
     const ftl_adapter_tensor *x = &tensors[i];
@@ -49,7 +49,7 @@ ftl_err ftl_adapter_write(const char *dir, const ftl_adapter_tensor *tensors, si
       rc = ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %s: %d dimensions", x->name ? x->name : "?", x->ndim);
       goto out;
     }
-    t[i] = (ftl_st_tensor){.name = x->name, .dtype = FTL_ST_F32, .ndim = x->ndim, .data = x->data};
+    t[i] = (pl_st_tensor){.name = x->name, .dtype = FTL_ST_F32, .ndim = x->ndim, .data = x->data};
     memcpy(t[i].shape, x->shape, sizeof x->shape[0] * (size_t)x->ndim);
     if ((rc = pl_st_tensor_bytes(FTL_ST_F32, x->ndim, x->shape, &bytes))) {
       rc = ftl_diag_fail(d, rc, "tensor %s: bad shape", x->name ? x->name : "?");
@@ -60,7 +60,7 @@ ftl_err ftl_adapter_write(const char *dir, const ftl_adapter_tensor *tensors, si
   /* The marker goes first and comes back last: a crash or a full disk in between leaves a folder
    * that readers refuse, never a half adapter that looks whole. float32 little-endian is the host
    * order everywhere ftl runs. */
-  static const ftl_st_kv meta[] = {{"format", "pt"}};
+  static const pl_st_kv meta[] = {{"format", "pt"}};
   if ((rc = ftl_mkdir_p(dir, d)) || (rc = pl_adapter_commit_clear(dir, d))) goto out;
   if (ftl_fmt(path, sizeof path, "%s/" FTL_ADAPTER_SAFETENSORS, dir)) {
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "%s: path too long", dir);
@@ -86,7 +86,7 @@ ftl_err ftl_adapter_commit(const char *dir, const char *const *names, size_t n, 
 }
 
 static ftl_err parse_into(ftl_adapter *a, const void *bytes, size_t size, ftl_diag *d) {
-  ftl_st_limits lim = {.max_header_bytes = ADAPTER_MAX_HEADER};
+  pl_st_limits lim = {.max_header_bytes = ADAPTER_MAX_HEADER};
   return pl_st_parse(bytes, size, &lim, &a->st, d);
 }
 
@@ -143,7 +143,7 @@ const char *ftl_adapter_json(const ftl_adapter *a, size_t *len_out) {
 size_t ftl_adapter_count(const ftl_adapter *a) { return a && a->st ? pl_st_count(a->st) : 0; }
 
 ftl_err ftl_adapter_find(const ftl_adapter *a, const char *name, ftl_adapter_tensor *out) {
-  const ftl_st_tensor *x = a && a->st && name ? pl_st_find(a->st, name) : NULL;
+  const pl_st_tensor *x = a && a->st && name ? pl_st_find(a->st, name) : NULL;
   if (!x) return FTL_ERR_NOTFOUND;
   if (x->dtype != FTL_ST_F32) return FTL_ERR_UNSUPPORTED;
   memset(out, 0, sizeof *out);

@@ -42,7 +42,7 @@ struct pl_archive_w {
   core_buf out;      /* memory sink (bounded by what its caller adds, so only by memory here) */
   int fd;            /* fd sink when >= 0 */
   uint64_t off;      /* bytes written to fd */
-  ftl_sha256 *h;     /* of the bytes written to fd */
+  pl_sha256 *h;     /* of the bytes written to fd */
   const char *crash; /* crash point after the first write to fd */
   ftl_err sink_rc;   /* the fd sink's failure, errno in sink_errno */
   int sink_errno;
@@ -576,7 +576,7 @@ struct pl_archive_r {
   int fd;              /* file input when >= 0 */
   const unsigned char *mem;
   uint64_t in_size, in_off, in_max;
-  ftl_sha256 *in_h; /* of the input bytes */
+  pl_sha256 *in_h; /* of the input bytes */
   int in_failed;
   char in_msg[256];
   unsigned char *inbuf, *buf; /* AR_BUF each */

@@ -110,18 +110,18 @@ static ftl_err write_json(const char *dir, const char *name, json_t *j, ftl_diag
 ftl_err pl_hf_base_write(const pl_base_model *m, const char *out_dir, ftl_diag *d) {
   char path[4096];
   ftl_err rc;
-  ftl_st_tensor *t = NULL;
+  pl_st_tensor *t = NULL;
   if ((rc = ftl_mkdir_p(out_dir, d))) return rc;
   if (!(t = ftl_calloc(m->n_tensors, sizeof *t))) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < m->n_tensors; i++) {
     const pl_base_tensor *b = &m->tensors[i];
-    t[i] = (ftl_st_tensor){.name = b->name, .dtype = FTL_ST_F32, .ndim = b->ndim, .data = b->data,
+    t[i] = (pl_st_tensor){.name = b->name, .dtype = FTL_ST_F32, .ndim = b->ndim, .data = b->data,
                            .size_bytes = (uint64_t)b->count * 4};
     t[i].shape[0] = b->shape[0];
     t[i].shape[1] = b->shape[1];
   }
   /* transformers' save_pretrained writes {"format": "pt"}; the loader wants it. */
-  static const ftl_st_kv meta[] = {{"format", "pt"}};
+  static const pl_st_kv meta[] = {{"format", "pt"}};
   if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, PL_HF_WEIGHTS))
     rc = ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
   else

@@ -43,7 +43,7 @@ int pl_package_is_base_file(const char *name) {
 /* The name a file has inside base/ ("config.json"), for a base file. */
 static const char *base_leaf(const char *name) { return name + sizeof FTL_PACKAGE_BASE_DIR; }
 
-static void limits_fill(const ftl_package_limits *in, ftl_package_limits *out) {
+static void limits_fill(const pl_package_limits *in, pl_package_limits *out) {
   out->max_total_bytes = in && in->max_total_bytes ? in->max_total_bytes : ((uint64_t)8 << 30);
   out->max_manifest_bytes = in && in->max_manifest_bytes ? in->max_manifest_bytes : (1u << 20);
   out->max_entries = in && in->max_entries ? in->max_entries : 64;
@@ -56,7 +56,7 @@ static void limits_fill(const ftl_package_limits *in, ftl_package_limits *out) {
 
 /* ---- manifest ------------------------------------------------------------------------------ */
 
-void pl_package_manifest_free(ftl_package_manifest *m) {
+void pl_package_manifest_free(pl_package_manifest *m) {
   if (!m) return;
   for (size_t i = 0; i < m->n_files; i++)
     ftl_free(m->files[i].name);
@@ -81,7 +81,7 @@ static int names_fold_alike(const char *a, const char *b) {
 
 /* Refuses two declared names (MANIFEST.json's own among them) that fold alike: unpacked where
  * case is folded, one file would silently take the other's place. The base files share base/. */
-static ftl_err check_folded_names(const ftl_package_manifest *m, ftl_diag *d) {
+static ftl_err check_folded_names(const pl_package_manifest *m, ftl_diag *d) {
   for (size_t i = 0; i <= m->n_files; i++) {
     const char *a = i < m->n_files ? m->files[i].name : FTL_PACKAGE_MANIFEST;
     for (size_t j = 0; j < i && j < m->n_files; j++) {
@@ -97,12 +97,12 @@ static ftl_err check_folded_names(const ftl_package_manifest *m, ftl_diag *d) {
   return FTL_OK;
 }
 
-ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits_in,
-                                   ftl_package_manifest **out, ftl_diag *d) {
-  ftl_package_limits lim;
+ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const pl_package_limits *limits_in,
+                                   pl_package_manifest **out, ftl_diag *d) {
+  pl_package_limits lim;
   limits_fill(limits_in, &lim);
   ftl_err rc = FTL_ERR_CORRUPT;
-  ftl_package_manifest *m = NULL;
+  pl_package_manifest *m = NULL;
   json_t *j = NULL;
   *out = NULL;
   if (size > lim.max_manifest_bytes)
@@ -350,7 +350,7 @@ static ftl_err check_entry(const pl_ar_entry *e, const char *want, uint64_t size
 static ftl_err copy_entry(pl_archive_r *r, const char *name, uint64_t size, int fd, pl_archive_w *w,
                           char hex[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   static __thread unsigned char buf[1 << 16];
-  ftl_sha256 *h = NULL;
+  pl_sha256 *h = NULL;
   uint64_t total = 0;
   ftl_err rc = pl_sha256_begin(&h);
   if (rc) return ftl_diag_fail(d, rc, "out of memory");
@@ -386,7 +386,7 @@ out:
 /* Refuses a folder that holds anything but MANIFEST.json and m's files, each a regular file with
  * one link (the base's inside the one folder base/, a real folder): the unpack folder must hold
  * what the package declares and nothing else, whoever else can reach it. in_base: dirfd is base/. */
-static ftl_err check_folder_at(int dirfd, const ftl_package_manifest *m, int in_base, ftl_diag *d) {
+static ftl_err check_folder_at(int dirfd, const pl_package_manifest *m, int in_base, ftl_diag *d) {
   int fd = dup(dirfd);
   DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
   size_t seen = 0, want = in_base ? m->n_base : m->n_files - m->n_base + 1 + (m->n_base ? 1 : 0);
@@ -436,7 +436,7 @@ out:
   return rc;
 }
 
-static ftl_err check_folder(int dirfd, const ftl_package_manifest *m, ftl_diag *d) {
+static ftl_err check_folder(int dirfd, const pl_package_manifest *m, ftl_diag *d) {
   return check_folder_at(dirfd, m, 0, d);
 }
 
@@ -458,7 +458,7 @@ static ftl_err open_base_dir(const char *dir_path, int dirfd, int *basefd, ftl_d
  * written into w as it is read (w's bytes are only good once this returned FTL_OK). */
 /* The package's first entry, MANIFEST.json, read whole (within its limit and to exactly its
  * declared size) into *man_out (NUL-terminated, ftl_free). */
-static ftl_err read_manifest_entry(pl_archive_r *r, int require_zstd, const ftl_package_limits *lim, char **man_out,
+static ftl_err read_manifest_entry(pl_archive_r *r, int require_zstd, const pl_package_limits *lim, char **man_out,
                                    size_t *man_size_out, ftl_diag *d) {
   pl_ar_entry e;
   int eof = 0;
@@ -514,7 +514,7 @@ out:
 /* One file the manifest lists, entry e of the package: checked against its listing, copied into
  * the unpack folder (dirfd >= 0; a base file into base/, opened once into *basefd) and/or the
  * writer w, its SHA-256 compared, and made durable. */
-static ftl_err take_file(pl_archive_r *r, const pl_ar_entry *e, const ftl_package_file *pf, int dirfd,
+static ftl_err take_file(pl_archive_r *r, const pl_ar_entry *e, const pl_package_file *pf, int dirfd,
                          const char *dir_path, int *basefd, pl_archive_w *w, ftl_diag *d) {
   char hex[FTL_SHA256_HEX_LEN + 1];
   int fd = -1;
@@ -545,14 +545,14 @@ out:
   return rc;
 }
 
-static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package_limits *lim, const char *expected_id,
+static ftl_err read_package(pl_archive_r *r, int require_zstd, const pl_package_limits *lim, const char *expected_id,
                             int dirfd, const char *dir_path, pl_archive_w *w, char id_out[FTL_SHA256_HEX_LEN + 1],
                             char **man_out, size_t *man_size_out, ftl_diag *d) {
   pl_ar_entry e;
   int eof = 0, basefd = -1;
   char *man = NULL;
   size_t man_size = 0;
-  ftl_package_manifest *m = NULL;
+  pl_package_manifest *m = NULL;
   ftl_err rc;
   if ((rc = read_manifest_entry(r, require_zstd, lim, &man, &man_size, d))) goto out;
   if ((rc = pl_package_manifest_parse(man, man_size, lim, &m, d))) goto out;
@@ -567,7 +567,7 @@ static ftl_err read_package(pl_archive_r *r, int require_zstd, const ftl_package
     pl_crash_point("package.unpack.write");
   }
   for (size_t i = 0; i < m->n_files; i++) {
-    const ftl_package_file *pf = &m->files[i];
+    const pl_package_file *pf = &m->files[i];
     if ((rc = pl_ar_next(r, &e, &eof, d))) goto out;
     if (eof) {
       rc = ftl_diag_fail(d, FTL_ERR_CORRUPT, "the package ends before %s, which %s lists", pf->name,
@@ -604,9 +604,9 @@ out:
 }
 
 ftl_err pl_package_unpack(const char *pkg_path, const char *target_dir, const char *expected_id,
-                           const ftl_package_limits *limits_in, char id_out[FTL_SHA256_HEX_LEN + 1],
+                           const pl_package_limits *limits_in, char id_out[FTL_SHA256_HEX_LEN + 1],
                            char **manifest_out, size_t *manifest_size_out, ftl_diag *d) {
-  ftl_package_limits lim;
+  pl_package_limits lim;
   limits_fill(limits_in, &lim);
   pl_archive_r *r = NULL;
   char tmp[4096] = "", parent[4096];
@@ -664,9 +664,9 @@ out:
   return rc;
 }
 
-ftl_err pl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits_in,
+ftl_err pl_package_verify_memory(const void *bytes, size_t size, const pl_package_limits *limits_in,
                                   char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
-  ftl_package_limits lim;
+  pl_package_limits lim;
   limits_fill(limits_in, &lim);
   pl_archive_r *r = NULL;
   if (size > lim.max_package_bytes)
@@ -682,7 +682,7 @@ ftl_err pl_package_verify_memory(const void *bytes, size_t size, const ftl_packa
 
 /* ---- canonicalize -------------------------------------------------------------------------- */
 
-void pl_package_info_release(ftl_package_info *info) {
+void pl_package_info_release(pl_package_info *info) {
   if (!info) return;
   ftl_free(info->manifest);
   info->manifest = NULL;
@@ -690,9 +690,9 @@ void pl_package_info_release(ftl_package_info *info) {
 }
 
 ftl_err pl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
-                                 const ftl_package_limits *limits_in, const char *crash_name, ftl_package_info *info,
+                                 const pl_package_limits *limits_in, const char *crash_name, pl_package_info *info,
                                  ftl_diag *d) {
-  ftl_package_limits lim;
+  pl_package_limits lim;
   limits_fill(limits_in, &lim);
   pl_archive_r *r = NULL;
   pl_archive_w *w = NULL;
@@ -724,7 +724,7 @@ out:
 }
 
 ftl_err pl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
-                                    const ftl_package_limits *limits, ftl_package_info *info, ftl_diag *d) {
+                                    const pl_package_limits *limits, pl_package_info *info, ftl_diag *d) {
   char tmp[4096];
   int fd = -1;
   bool renamed = false;

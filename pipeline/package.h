@@ -61,13 +61,13 @@ extern const char *const pl_package_base_files[];
 int pl_package_is_base_file(const char *name);
 
 /* Limits of the reader; zero fields take the defaults. */
-typedef struct ftl_package_limits {
+typedef struct pl_package_limits {
   uint64_t max_total_bytes;    /* sum of the declared sizes; default 8 GiB */
   uint64_t max_manifest_bytes; /* default 1 MiB */
   size_t max_entries;          /* files in the manifest; default 64 */
   uint64_t max_package_bytes;  /* the package file itself (compressed); default max_total_bytes +
                                   1/64 of it + 64 MiB */
-} ftl_package_limits;
+} pl_package_limits;
 
 /* Builds a package from export_dir (adapter_config.json + adapter_model.safetensors), the
  * verdict file (must hold "version": 1 and "passed": true, else FTL_ERR_STATE) and provenance
@@ -77,23 +77,23 @@ ftl_err pl_package_build(const char *export_dir, const char *verdict_path, const
                           const char *out_path, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* A parsed MANIFEST.json. */
-typedef struct ftl_package_file {
+typedef struct pl_package_file {
   char *name;
   uint64_t size;
   char sha256[FTL_SHA256_HEX_LEN + 1];
-} ftl_package_file;
-typedef struct ftl_package_manifest {
-  ftl_package_file *files; /* sorted by name, unique */
+} pl_package_file;
+typedef struct pl_package_manifest {
+  pl_package_file *files; /* sorted by name, unique */
   size_t n_files;
   size_t n_base; /* how many of files are base files: 0 or PL_PACKAGE_N_BASE */
   char id[FTL_SHA256_HEX_LEN + 1]; /* SHA-256 of the bytes parsed */
-} ftl_package_manifest;
+} pl_package_manifest;
 
 /* Parses manifest bytes strictly (format, version, names from the allowed set of characters,
  * sorted and unique, sizes within limits, the required files present). limits may be NULL. */
-ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const ftl_package_limits *limits,
-                                   ftl_package_manifest **out, ftl_diag *d);
-void pl_package_manifest_free(ftl_package_manifest *m);
+ftl_err pl_package_manifest_parse(const void *bytes, size_t size, const pl_package_limits *limits,
+                                   pl_package_manifest **out, ftl_diag *d);
+void pl_package_manifest_free(pl_package_manifest *m);
 
 /* Reads and checks the package at pkg_path. target_dir NULL: verify only (nothing written).
  * Otherwise target_dir must not exist; it appears, complete and verified, or not at all.
@@ -101,22 +101,22 @@ void pl_package_manifest_free(ftl_package_manifest *m);
  * manifest bytes into *manifest_out (may be NULL; freed with ftl_free). Refusals are
  * FTL_ERR_CORRUPT with a sentence naming the entry. */
 ftl_err pl_package_unpack(const char *pkg_path, const char *target_dir, const char *expected_id,
-                           const ftl_package_limits *limits, char id_out[FTL_SHA256_HEX_LEN + 1], char **manifest_out,
+                           const pl_package_limits *limits, char id_out[FTL_SHA256_HEX_LEN + 1], char **manifest_out,
                            size_t *manifest_size_out, ftl_diag *d);
 
 /* The same checks over a package held in memory, verify only (the fuzz target's entry). */
-ftl_err pl_package_verify_memory(const void *bytes, size_t size, const ftl_package_limits *limits,
+ftl_err pl_package_verify_memory(const void *bytes, size_t size, const pl_package_limits *limits,
                                   char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* What pl_package_canonicalize made. */
-typedef struct ftl_package_info {
+typedef struct pl_package_info {
   char id[FTL_SHA256_HEX_LEN + 1]; /* the version id (SHA-256 of MANIFEST.json) */
   char *manifest;                  /* the MANIFEST.json bytes; owned, pl_package_info_release */
   size_t manifest_size;
   uint64_t offered_bytes;   /* size of the offered file */
   uint64_t canonical_bytes; /* bytes written */
   int identical;            /* the offered file was already byte for byte canonical */
-} ftl_package_info;
+} pl_package_info;
 
 /* Takes a package in: reads the package at offered_path with pl_package_unpack's checks (all of
  * them: a refusal is FTL_ERR_CORRUPT with a sentence naming offered_path and the entry or the
@@ -136,15 +136,15 @@ typedef struct ftl_package_info {
  * info: filled on FTL_OK (release it with pl_package_info_release); zeroed, nothing to release,
  * on failure. Thread-safety: reentrant. */
 ftl_err pl_package_canonicalize(const char *offered_path, int out_fd, const char *expected_id,
-                                 const ftl_package_limits *limits, const char *crash_name, ftl_package_info *info,
+                                 const pl_package_limits *limits, const char *crash_name, pl_package_info *info,
                                  ftl_diag *d);
 /* The same into out_path, replaced atomically: a temporary file next to it with an unpredictable
  * name (O_EXCL|O_NOFOLLOW), fsync, rename, fsync of the folder, all through the file seam; the
  * temporary file is removed on every failure. Crash point: package.canonicalize.write. */
 ftl_err pl_package_canonicalize_to(const char *offered_path, const char *out_path, const char *expected_id,
-                                    const ftl_package_limits *limits, ftl_package_info *info, ftl_diag *d);
+                                    const pl_package_limits *limits, pl_package_info *info, ftl_diag *d);
 /* Frees what info holds; accepts NULL and a zeroed info. */
-void pl_package_info_release(ftl_package_info *info);
+void pl_package_info_release(pl_package_info *info);
 
 #ifdef __cplusplus
 }

@@ -121,7 +121,7 @@ static ftl_err read_example_config(const char *final_dir, example_config *c, ftl
 
 /* Every tensor the config implies, checked (F32, PEFT's shape) and given its PEFT name: into
  * out_t[0..n), named from names (both n long). path names the file in messages. */
-static ftl_err map_tensors(const example_config *c, const ftl_st_file *st, const char *path, ftl_st_tensor *out_t,
+static ftl_err map_tensors(const example_config *c, const pl_st_file *st, const char *path, pl_st_tensor *out_t,
                            char (*names)[160], ftl_diag *d) {
   size_t at = 0;
   for (int64_t l = 0; l < c->layers; l++)
@@ -130,7 +130,7 @@ static ftl_err map_tensors(const example_config *c, const ftl_st_file *st, const
       for (int ab = 0; ab < 2; ab++) {
         char src[96];
         snprintf(src, sizeof src, "model.layers.%d.%s.lora_%c.weight", (int)l, modules[k].path, ab ? 'B' : 'A');
-        const ftl_st_tensor *t = pl_st_find(st, src);
+        const pl_st_tensor *t = pl_st_find(st, src);
         int64_t in = modules[k].in == 'I' ? c->intermediate : c->embd;
         int64_t outf = modules[k].out == 'I' ? c->intermediate : c->embd;
         int64_t want0 = ab ? outf : c->rank, want1 = ab ? c->rank : in;
@@ -191,12 +191,12 @@ static char *peft_config_text(const example_config *c, const char *base_name, si
 }
 
 /* The export's two files into out_dir (made if missing): the weights, then the config. */
-static ftl_err write_export(const char *out_dir, const ftl_st_tensor *out_t, size_t n, const char *cfg_text,
+static ftl_err write_export(const char *out_dir, const pl_st_tensor *out_t, size_t n, const char *cfg_text,
                             size_t cfg_len, ftl_diag *d) {
   char path[4096];
   ftl_err rc;
   if ((rc = ftl_mkdir_p(out_dir, d))) return rc;
-  static const ftl_st_kv meta[] = {{"format", "pt"}};
+  static const pl_st_kv meta[] = {{"format", "pt"}};
   if (ftl_fmt(path, sizeof path, "%s/%s", out_dir, FTL_PEFT_WEIGHTS_NAME))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s", out_dir);
   if ((rc = pl_st_write(path, out_t, n, meta, 1, d))) return rc;
@@ -207,7 +207,7 @@ static ftl_err write_export(const char *out_dir, const ftl_st_tensor *out_t, siz
 
 /* The base next to the adapter: out_dir/base, from opts->base_path, checked against the adapter's
  * base_model_hash and (when given) the snapshot's SHA-256 of the file. */
-static ftl_err export_base(const ftl_peft_opts *opts, const char *base_hash, const char *out_dir, ftl_diag *d) {
+static ftl_err export_base(const pl_peft_opts *opts, const char *base_hash, const char *out_dir, ftl_diag *d) {
   char dir[4096], hex[65];
   pl_base_model *m = NULL;
   ftl_err rc;
@@ -229,14 +229,14 @@ static ftl_err export_base(const ftl_peft_opts *opts, const char *base_hash, con
   return rc;
 }
 
-ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
+ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const pl_peft_opts *opts, ftl_diag *d) {
   static const char *const required[] = {FTL_ADAPTER_SAFETENSORS, FTL_ADAPTER_JSON};
   char path[4096], base_name[128];
   char *cfg_text = NULL;
   size_t cfg_len = 0;
   example_config c = {0};
-  ftl_st_file *st = NULL;
-  ftl_st_tensor *out_t = NULL;
+  pl_st_file *st = NULL;
+  pl_st_tensor *out_t = NULL;
   char(*names)[160] = NULL;
   ftl_err rc;
   if (pl_peft_final_is_peft(final_dir))
@@ -280,10 +280,10 @@ out:
   return rc;
 }
 
-ftl_err pl_peft_export_run(const char *run_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d) {
+ftl_err pl_peft_export_run(const char *run_dir, const char *out_dir, const pl_peft_opts *opts, ftl_diag *d) {
   char final_dir[4096], export_dir[4096];
   json_t *snap = NULL;
-  ftl_peft_opts o = opts ? *opts : (ftl_peft_opts){0};
+  pl_peft_opts o = opts ? *opts : (pl_peft_opts){0};
   ftl_err rc = core_rundir_path(final_dir, sizeof final_dir, run_dir, FTL_RUNDIR_FINAL);
   if (!rc && !out_dir) rc = core_rundir_path(export_dir, sizeof export_dir, run_dir, FTL_RUNDIR_EXPORT);
   if (rc) return ftl_diag_fail(d, rc, "run directory path too long: %s", run_dir);

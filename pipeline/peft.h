@@ -35,7 +35,7 @@ ftl_err pl_peft_module_path(const char *module, int layer, char *out, size_t siz
 /* The PEFT target_modules entry of a module name (itself: "q_proj"); NULL for an unknown one. */
 const char *pl_peft_target_name(const char *module);
 
-typedef struct ftl_peft_opts {
+typedef struct pl_peft_opts {
   /* base_model_name_or_path; NULL: "ftl-finetune-base-<base_model_hash>". Servers (vLLM's
    * resolver) require it to equal the served base model's id exactly. */
   const char *base_model_name;
@@ -46,15 +46,15 @@ typedef struct ftl_peft_opts {
   const char *base_sha256;
   /* pl_peft_export_run only: find the base in the run's snapshot when base_path is NULL. */
   int with_base;
-} ftl_peft_opts;
+} pl_peft_opts;
 
 /* Exports final_dir (verified first: its commit marker must be valid) into out_dir (created if
  * missing; both files written atomically). opts may be NULL. A PEFT final/ (pl_peft_final_is_peft)
  * is copied as it is (pl_peft_copy_final), its base (opts->base_path) a Hugging Face folder. */
-ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
+ftl_err pl_peft_export(const char *final_dir, const char *out_dir, const pl_peft_opts *opts, ftl_diag *d);
 
 /* The same for a run directory: RUNDIR/final -> RUNDIR/export (out_dir NULL) or out_dir. */
-ftl_err pl_peft_export_run(const char *run_dir, const char *out_dir, const ftl_peft_opts *opts, ftl_diag *d);
+ftl_err pl_peft_export_run(const char *run_dir, const char *out_dir, const pl_peft_opts *opts, ftl_diag *d);
 
 /* ---- a final/ that is already in PEFT's layout (docs/formats/adapter.md, "A PEFT final/") ----
  * A program that trains with peft (examples/hf-lora) writes final/ with save_pretrained and

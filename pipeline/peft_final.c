@@ -87,7 +87,7 @@ out:
 /* adapter_model.safetensors: read as a regular file of bounded size (a FIFO a program left there
  * must not hang the gate), a strict parse, at least one tensor, every one under PEFT's prefix. */
 static ftl_err check_weights(const char *path, ftl_diag *d) {
-  ftl_st_file *st = NULL;
+  pl_st_file *st = NULL;
   char *data = NULL;
   size_t size = 0;
   ftl_err rc = core_fs_read_regular(path, PEFT_WEIGHTS_MAX_BYTES, &data, &size, d);

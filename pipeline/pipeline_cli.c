@@ -95,7 +95,7 @@ int pl_cmd_export(int argc, char **argv) {
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   const char *out = NULL;
-  ftl_peft_opts po = {0};
+  pl_peft_opts po = {0};
   int c;
   optind = 0; /* 0, not 1: glibc then also forgets the state of an earlier getopt scan */
   while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -123,7 +123,7 @@ int pl_cmd_export(int argc, char **argv) {
 
 /* --registry DIR / --who / --why, shared by the registry commands. */
 typedef struct reg_args {
-  ftl_registry_ref ref;
+  pl_registry_ref ref;
   const char *why, *channel, *to, *key, *signature, *out;
   int unverified;
   int no_hf_cache; /* fetch: --no-hf-cache */
@@ -292,7 +292,7 @@ int pl_cmd_registry(int argc, char **argv) {
   } else if (!strcmp(sub, "publish")) {
     char id[FTL_SHA256_HEX_LEN + 1];
     if (n != 2 || (ra.unverified && ra.signature)) return usage(use);
-    ftl_registry_publish_opts po = {.channel = ra.channel,
+    pl_registry_publish_opts po = {.channel = ra.channel,
                                     .why = ra.why,
                                     .trust = ra.unverified ? FTL_REGISTRY_TRUST_UNVERIFIED : FTL_REGISTRY_TRUST_SIGNED,
                                     .signature_path = ra.signature};

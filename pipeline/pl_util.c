@@ -62,7 +62,7 @@ void pl_unlock(int fd) {
 }
 
 ftl_err pl_jsonl_append(const char *path, const json_t *rec, int64_t lock_timeout_ms, ftl_diag *d) {
-  ftl_jsonl_opts o = {.lock = true, .lock_timeout_ms = lock_timeout_ms, .fsync = true};
+  core_jsonl_opts o = {.lock = true, .lock_timeout_ms = lock_timeout_ms, .fsync = true};
   return core_jsonl_append(path, rec, &o, d);
 }
 

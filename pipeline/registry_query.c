@@ -26,7 +26,7 @@
 
 /* ---- resolve, unpack, fetch ---------------------------------------------------------------- */
 
-ftl_err pl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char *name_out,
+ftl_err pl_registry_resolve(const pl_registry_ref *reg, const char *spec, char *name_out,
                             char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
   const char *at = spec ? strchr(spec, '@') : NULL;
@@ -56,7 +56,7 @@ ftl_err pl_registry_resolve(const ftl_registry_ref *reg, const char *spec, char 
   return pl_reg_version_complete(reg, name, id_out, NULL, NULL, d);
 }
 
-ftl_err pl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, const char *id, char *out, size_t size,
+ftl_err pl_registry_adapter_dir(const pl_registry_ref *reg, const char *name, const char *id, char *out, size_t size,
                                 ftl_diag *d) {
   char rel[160], pkg[4096];
   int lock = -1;
@@ -81,7 +81,7 @@ ftl_err pl_registry_adapter_dir(const ftl_registry_ref *reg, const char *name, c
   return pl_reg_verify_unpacked(out, id, d);
 }
 
-ftl_err pl_registry_fetch(const ftl_registry_ref *reg, const char *spec, const char *dir,
+ftl_err pl_registry_fetch(const pl_registry_ref *reg, const char *spec, const char *dir,
                           char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   char name[FTL_REGISTRY_NAME_MAX + 1], id[PL_REG_ID_LEN + 1], rel[160], pkg[4096];
   ftl_err rc = pl_registry_resolve(reg, spec, name, id, d);
@@ -154,7 +154,7 @@ static ftl_err list_dir(const char *dir, const char *suffix, int (*keep)(const c
 static int is_version(const char *s) { return pl_sha256_is_hex(s); }
 
 /* The publication record of a version (NULL when it has none: published before records existed). */
-static json_t *publication_read(const ftl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
+static json_t *publication_read(const pl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
   char path[4096], rel[160];
   char *text = NULL;
   size_t size = 0;
@@ -173,7 +173,7 @@ static json_t *publication_read(const ftl_registry_ref *reg, const char *name, c
   return j;
 }
 
-ftl_err pl_registry_list(const ftl_registry_ref *reg, const char *name, FILE *out, ftl_diag *d) {
+ftl_err pl_registry_list(const pl_registry_ref *reg, const char *name, FILE *out, ftl_diag *d) {
   names adapters = {0}, vers = {0}, chans = {0};
   char path[4096];
   ftl_err rc = FTL_OK;
@@ -252,7 +252,7 @@ out:
   return rc;
 }
 
-ftl_err pl_registry_routes(const ftl_registry_ref *reg, const char *channel, FILE *out, FILE *err, ftl_diag *d) {
+ftl_err pl_registry_routes(const pl_registry_ref *reg, const char *channel, FILE *out, FILE *err, ftl_diag *d) {
   names adapters = {0}, chans = {0};
   char path[4096], dir[4096], abs_dir[PATH_MAX];
   ftl_err rc = FTL_OK, first = FTL_OK;
@@ -340,7 +340,7 @@ static ftl_err scan_line(const char *line, size_t len, size_t line_no, void *ctx
 /* One stored version, byte for byte: its manifest is its id, its package reads back whole under
  * that id (every entry's digest), its unpacked folder (if any) holds exactly the declared files,
  * its publication record (if any) names it. */
-static ftl_err check_version(const ftl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
+static ftl_err check_version(const pl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
   char path[4096], rel[160], pkg[4096], adir[4096];
   struct stat st;
   ftl_diag vd;
@@ -379,7 +379,7 @@ static ftl_err check_version(const ftl_registry_ref *reg, const char *name, cons
  * record; each channel's pointer exactly the replay of its moves; a channel the log names without
  * a pointer must have no applied move. r is scratch. The number of lines into *audit_lines (may
  * be NULL). */
-static ftl_err check_log(const ftl_registry_ref *reg, const char *name, const names *chans, const pl_reg_pointer *ptrs,
+static ftl_err check_log(const pl_registry_ref *reg, const char *name, const names *chans, const pl_reg_pointer *ptrs,
                          pl_reg_replay *r, size_t *audit_lines, ftl_diag *d) {
   char audit_path[4096], ptr_path[4096], rel[160];
   char *text = NULL;
@@ -419,7 +419,7 @@ out:
   return rc;
 }
 
-ftl_err pl_registry_check(const ftl_registry_ref *reg, const char *name, size_t *audit_lines, ftl_diag *d) {
+ftl_err pl_registry_check(const pl_registry_ref *reg, const char *name, size_t *audit_lines, ftl_diag *d) {
   names vers = {0}, chans = {0};
   char path[4096];
   pl_reg_replay *r = NULL;

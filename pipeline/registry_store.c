@@ -42,9 +42,9 @@ int pl_registry_name_ok(const char *s) {
 
 int pl_registry_channel_ok(const char *s) { return pl_registry_name_ok(s) && !pl_sha256_is_hex(s); }
 
-int64_t pl_reg_lock_ms(const ftl_registry_ref *reg) { return reg->lock_timeout_ms > 0 ? reg->lock_timeout_ms : 30000; }
+int64_t pl_reg_lock_ms(const pl_registry_ref *reg) { return reg->lock_timeout_ms > 0 ? reg->lock_timeout_ms : 30000; }
 
-ftl_err pl_reg_path(char *out, size_t size, const ftl_registry_ref *reg, const char *name, const char *rest,
+ftl_err pl_reg_path(char *out, size_t size, const pl_registry_ref *reg, const char *name, const char *rest,
                     ftl_diag *d) {
   if (ftl_fmt(out, size, "%s/%s%s%s", reg->root, name, rest ? "/" : "", rest ? rest : ""))
     return ftl_diag_fail(d, FTL_ERR_RANGE, "registry path too long under %s", reg->root);
@@ -125,7 +125,7 @@ ftl_err pl_registry_channel_parse(const char *bytes, size_t size, char current[F
 }
 
 /* FTL_ERR_NOTFOUND when the channel has no pointer yet. */
-ftl_err pl_reg_pointer_read(const ftl_registry_ref *reg, const char *name, const char *channel, pl_reg_pointer *p,
+ftl_err pl_reg_pointer_read(const pl_registry_ref *reg, const char *name, const char *channel, pl_reg_pointer *p,
                             ftl_diag *d) {
   char path[4096], rel[128];
   char *text = NULL;
@@ -147,7 +147,7 @@ ftl_err pl_reg_pointer_read(const ftl_registry_ref *reg, const char *name, const
 /* ---- the audit log: reading, replay of a channel ------------------------------------------- */
 
 /* The whole log (empty when there is none yet): a regular file, bounded. */
-ftl_err pl_reg_audit_read(const ftl_registry_ref *reg, const char *name, char *path, size_t path_size, char **text,
+ftl_err pl_reg_audit_read(const pl_registry_ref *reg, const char *name, char *path, size_t path_size, char **text,
                           size_t *size, ftl_diag *d) {
   *text = NULL;
   *size = 0;
@@ -316,7 +316,7 @@ ftl_err pl_reg_replay_channel(const char *text, size_t size, const char *audit_p
  * versions/ (openat), and it must be on versions/' own file system, where ftl's rename put it.
  * A writer who can rename inside versions/ can replace a version anyway: this is against a planted
  * link, not a racing writer. */
-static ftl_err version_dir_check(const ftl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
+static ftl_err version_dir_check(const pl_registry_ref *reg, const char *name, const char *id, ftl_diag *d) {
   const char *parts[] = {name, "versions", id};
   char shown[4096];
   struct stat up, st;
@@ -367,7 +367,7 @@ out:
 /* FTL_OK when versions/<id>/ is a real folder of the registry's holding a package (a regular file)
  * and a MANIFEST.json whose SHA-256 is id. The manifest bytes into *man (may be NULL; freed with
  * ftl_free). */
-ftl_err pl_reg_version_complete(const ftl_registry_ref *reg, const char *name, const char *id, char **man,
+ftl_err pl_reg_version_complete(const pl_registry_ref *reg, const char *name, const char *id, char **man,
                                 size_t *man_size, ftl_diag *d) {
   char path[4096], rel[160], hex[PL_REG_ID_LEN + 1];
   char *text = NULL;
@@ -425,7 +425,7 @@ static void unlink_path(const char *p) { core_fs_table.unlink(p); }
 /* Removes what writers that died left behind: versions/.tmp-* (a publish), versions/<id>/adapter.tmp-*
  * (an unpack), channels/<channel>.json.tmp-* (a pointer write). Only under the lock: every writer
  * of these holds it, so none of them is in use. */
-void pl_reg_clean_stale(const ftl_registry_ref *reg, const char *name) {
+void pl_reg_clean_stale(const pl_registry_ref *reg, const char *name) {
   char dir[4096];
   DIR *dp;
   if (pl_reg_path(dir, sizeof dir, reg, name, "versions", NULL)) return;
@@ -453,7 +453,7 @@ void pl_reg_clean_stale(const ftl_registry_ref *reg, const char *name) {
 
 /* Takes the adapter's lock. create: make the adapter's folders first (publish); otherwise the
  * adapter must exist, and nothing is created for one that does not (beyond its .lock). */
-ftl_err pl_reg_lock_adapter(const ftl_registry_ref *reg, const char *name, int create, int *fd, ftl_diag *d) {
+ftl_err pl_reg_lock_adapter(const pl_registry_ref *reg, const char *name, int create, int *fd, ftl_diag *d) {
   char path[4096];
   struct stat st;
   ftl_err rc = pl_reg_path(path, sizeof path, reg, name, NULL, d);
@@ -471,7 +471,7 @@ ftl_err pl_reg_lock_adapter(const ftl_registry_ref *reg, const char *name, int c
 }
 
 /* A version given as an id or a unique prefix (>= 8 hex digits) -> the id. */
-ftl_err pl_reg_version_lookup(const ftl_registry_ref *reg, const char *name, const char *v, char id[PL_REG_ID_LEN + 1],
+ftl_err pl_reg_version_lookup(const pl_registry_ref *reg, const char *name, const char *v, char id[PL_REG_ID_LEN + 1],
                               ftl_diag *d) {
   size_t n = strlen(v);
   if (n < 8 || n > PL_REG_ID_LEN)
@@ -524,7 +524,7 @@ ftl_err pl_reg_verify_unpacked(const char *dir, const char *id, ftl_diag *d) {
   char path[4096], hex[PL_REG_ID_LEN + 1];
   char *text = NULL;
   size_t size = 0;
-  ftl_package_manifest *m = NULL;
+  pl_package_manifest *m = NULL;
   DIR *dp = NULL;
   ftl_diag rd;
   ftl_err rc;

@@ -56,21 +56,21 @@ typedef struct pl_reg_replay {
 } pl_reg_replay;
 
 /* The lock's deadline: reg->lock_timeout_ms, 30 s when unset. */
-int64_t pl_reg_lock_ms(const ftl_registry_ref *reg);
+int64_t pl_reg_lock_ms(const pl_registry_ref *reg);
 
 /* REGISTRY/<name>[/<rest>] into out (rest may be NULL). */
-ftl_err pl_reg_path(char *out, size_t size, const ftl_registry_ref *reg, const char *name, const char *rest,
+ftl_err pl_reg_path(char *out, size_t size, const pl_registry_ref *reg, const char *name, const char *rest,
                     ftl_diag *d);
 
 /* The pointer codec: parse (p owned by the caller after FTL_OK; freed with pl_reg_pointer_free)
  * and read channels/<channel>.json (FTL_ERR_NOTFOUND when the channel has no pointer yet). */
 void pl_reg_pointer_free(pl_reg_pointer *p);
 ftl_err pl_reg_pointer_parse(const char *bytes, size_t size, pl_reg_pointer *p, ftl_diag *d);
-ftl_err pl_reg_pointer_read(const ftl_registry_ref *reg, const char *name, const char *channel, pl_reg_pointer *p,
+ftl_err pl_reg_pointer_read(const pl_registry_ref *reg, const char *name, const char *channel, pl_reg_pointer *p,
                             ftl_diag *d);
 
 /* The whole audit log (empty when there is none yet): a regular file, bounded; its path into path. */
-ftl_err pl_reg_audit_read(const ftl_registry_ref *reg, const char *name, char *path, size_t path_size, char **text,
+ftl_err pl_reg_audit_read(const pl_registry_ref *reg, const char *name, char *path, size_t path_size, char **text,
                           size_t *size, ftl_diag *d);
 
 /* Splits data into lines, calling fn(line, len, line_no, ctx) for each non-empty one. */
@@ -89,11 +89,11 @@ ftl_err pl_reg_replay_channel(const char *text, size_t size, const char *audit_p
  * is refused (FTL_ERR_CORRUPT, naming the version), never followed out of the registry. Every
  * query and move of a version passes here first. The manifest bytes into *man (may be NULL;
  * freed with ftl_free). */
-ftl_err pl_reg_version_complete(const ftl_registry_ref *reg, const char *name, const char *id, char **man,
+ftl_err pl_reg_version_complete(const pl_registry_ref *reg, const char *name, const char *id, char **man,
                                 size_t *man_size, ftl_diag *d);
 
 /* A version given as an id or a unique prefix (>= 8 hex digits) -> the id. */
-ftl_err pl_reg_version_lookup(const ftl_registry_ref *reg, const char *name, const char *v, char id[PL_REG_ID_LEN + 1],
+ftl_err pl_reg_version_lookup(const pl_registry_ref *reg, const char *name, const char *v, char id[PL_REG_ID_LEN + 1],
                               ftl_diag *d);
 
 /* Checks an unpacked folder against the manifest it holds (and that against id): exactly
@@ -103,10 +103,10 @@ ftl_err pl_reg_verify_unpacked(const char *dir, const char *id, ftl_diag *d);
 /* Takes the adapter's lock (released with pl_unlock). create: make the adapter's folders first
  * (publish); otherwise the adapter must exist, and nothing is created for one that does not
  * (beyond its .lock). */
-ftl_err pl_reg_lock_adapter(const ftl_registry_ref *reg, const char *name, int create, int *fd, ftl_diag *d);
+ftl_err pl_reg_lock_adapter(const pl_registry_ref *reg, const char *name, int create, int *fd, ftl_diag *d);
 
 /* Removes what writers that died left behind (temporary version folders, unpacks, pointer
  * writes). Only under the lock. */
-void pl_reg_clean_stale(const ftl_registry_ref *reg, const char *name);
+void pl_reg_clean_stale(const pl_registry_ref *reg, const char *name);
 
 #endif

@@ -35,7 +35,7 @@
 /* ---- who, when, a pointer's write ---------------------------------------------------------- */
 
 /* Who makes a change: --who, else the effective user (pl_effective_user). */
-static const char *who_of(const ftl_registry_ref *reg, char *buf, size_t size) {
+static const char *who_of(const pl_registry_ref *reg, char *buf, size_t size) {
   if (reg->who && reg->who[0]) return reg->who;
   pl_effective_user(buf, size);
   return buf;
@@ -48,7 +48,7 @@ static void now_iso(char *out, size_t size) {
   strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static ftl_err pointer_write(const ftl_registry_ref *reg, const char *name, const char *channel,
+static ftl_err pointer_write(const pl_registry_ref *reg, const char *name, const char *channel,
                              const pl_reg_pointer *p, const char *who, const char *why, ftl_diag *d) {
   char path[4096], rel[128], when[32];
   snprintf(rel, sizeof rel, "channels/%s.json", channel);
@@ -82,7 +82,7 @@ static ftl_err pointer_write(const ftl_registry_ref *reg, const char *name, cons
 
 /* One line; seq >= 1 for channel moves and aborts (-1: none); extra (may be NULL, borrowed) adds
  * its keys at the end, in its order. */
-static ftl_err audit(const ftl_registry_ref *reg, const char *name, const char *action, const char *channel,
+static ftl_err audit(const pl_registry_ref *reg, const char *name, const char *action, const char *channel,
                      const char *from, const char *to, const char *who, const char *why, int64_t seq, json_t *extra,
                      ftl_diag *d) {
   char path[4096], when[32];
@@ -128,7 +128,7 @@ static ftl_err find_line(const char *line, size_t len, size_t line_no, void *ctx
 
 /* After a crash between a version's rename and its publish line, the retry finds the version
  * already stored: it appends the missing line then (marked "recovered"), so the log stays complete. */
-static ftl_err audit_repair_publish(const ftl_registry_ref *reg, const char *name, const char *to, const char *who,
+static ftl_err audit_repair_publish(const pl_registry_ref *reg, const char *name, const char *to, const char *who,
                                     const char *why, json_t *extra, ftl_diag *d) {
   char path[4096];
   char *text = NULL;
@@ -157,7 +157,7 @@ static ftl_err check_content(const char *dir, const char *what, ftl_diag *d) {
   size_t size = 0;
   json_error_t jerr;
   json_t *j = NULL;
-  ftl_st_file *st = NULL;
+  pl_st_file *st = NULL;
   ftl_diag rd;
   ftl_err rc;
   if (ftl_fmt(path, sizeof path, "%s/%s", dir, FTL_PACKAGE_VERDICT))
@@ -212,13 +212,13 @@ out:
   return rc;
 }
 
-static const char *trust_name(ftl_registry_trust t) {
+static const char *trust_name(pl_registry_trust t) {
   return t == FTL_REGISTRY_TRUST_LOCAL_GATE   ? "local-gate"
          : t == FTL_REGISTRY_TRUST_UNVERIFIED ? "unverified"
                                               : "signed";
 }
 
-static const char *manifest_digest(const ftl_package_manifest *m, const char *name) {
+static const char *manifest_digest(const pl_package_manifest *m, const char *name) {
   for (size_t i = 0; i < m->n_files; i++)
     if (!strcmp(m->files[i].name, name)) return m->files[i].sha256;
   return NULL;
@@ -229,7 +229,7 @@ static const char *manifest_digest(const ftl_package_manifest *m, const char *na
 /* Points channel at id (complete, checked here) or rolls it back (id NULL) under the held lock:
  * settles the channel's last move first (see the top of the file), appends the move's line, then
  * replaces the pointer. to_out (may be NULL) gets the new current. */
-static ftl_err move_locked(const ftl_registry_ref *reg, const char *name, const char *id, const char *channel,
+static ftl_err move_locked(const pl_registry_ref *reg, const char *name, const char *id, const char *channel,
                            const char *who, const char *why, char to_out[PL_REG_ID_LEN + 1], ftl_diag *d) {
   char audit_path[4096], ptr_path[4096], rel[128];
   char *text = NULL;
@@ -336,7 +336,7 @@ static ftl_err store_package(int dirfd, const char *tmp, const char *package_pat
   if (pfd < 0)
     return ftl_diag_fail(d, core_errno_to_err(errno), "cannot create %s/%s: %s", tmp, FTL_PACKAGE_FILE,
                          strerror(errno));
-  ftl_package_info info;
+  pl_package_info info;
   ftl_diag cd;
   ftl_err rc = pl_package_canonicalize(package_path, pfd, id, NULL, "publish.version_write", &info, &cd);
   core_fs_table.close(pfd);
@@ -376,7 +376,7 @@ static ftl_err unpack_and_check(const char *tmp, const char *package_path, const
 }
 
 /* PUBLISHED.json into the temporary version folder dirfd (tmp). */
-static ftl_err write_publication(int dirfd, const char *tmp, const char *id, ftl_registry_trust trust,
+static ftl_err write_publication(int dirfd, const char *tmp, const char *id, pl_registry_trust trust,
                                  const char *key_id, json_t *sig_json, const char *who, ftl_diag *d) {
   char when[32];
   size_t len = 0;
@@ -400,13 +400,13 @@ static ftl_err write_publication(int dirfd, const char *tmp, const char *id, ftl
  * verdict.json, adapter_config.json and adapter_model.safetensors (their digests in m) and
  * verifies with a key in REGISTRY/keys/trusted/. The key's id into key_id, the signature's JSON
  * into *sig_json (for the publication record). */
-static ftl_err verify_signature(const ftl_registry_ref *reg, const char *package_path,
-                                const ftl_registry_publish_opts *o, const ftl_package_manifest *m,
+static ftl_err verify_signature(const pl_registry_ref *reg, const char *package_path,
+                                const pl_registry_publish_opts *o, const pl_package_manifest *m,
                                 char key_id[PL_REG_ID_LEN + 1], json_t **sig_json, ftl_diag *d) {
   char sig_path[4096], trusted[4096];
   char *sig = NULL;
   size_t sig_size = 0;
-  ftl_verdict_digests dg;
+  pl_verdict_digests dg;
   ftl_err rc;
   const char *v = manifest_digest(m, FTL_PACKAGE_VERDICT), *c = manifest_digest(m, "adapter_config.json"),
              *w = manifest_digest(m, "adapter_model.safetensors");
@@ -443,9 +443,9 @@ out:
 
 /* A version not stored yet, under the held lock: made whole in versions/.tmp-*, fsynced, renamed
  * to vdir (versions/<id>), then its "publish" audit line. On failure nothing is left behind. */
-static ftl_err store_version(const ftl_registry_ref *reg, const char *name, const char *versions, const char *vdir,
+static ftl_err store_version(const pl_registry_ref *reg, const char *name, const char *versions, const char *vdir,
                              const char *package_path, const char *id, const char *man, size_t man_size,
-                             const ftl_registry_publish_opts *o, const char *key_id, json_t *sig_json, const char *who,
+                             const pl_registry_publish_opts *o, const char *key_id, json_t *sig_json, const char *who,
                              json_t *extra, ftl_diag *d) {
   char tmp[4096] = "";
   int dirfd = -1;
@@ -476,18 +476,18 @@ out:
   return rc;
 }
 
-ftl_err pl_registry_publish_ex(const ftl_registry_ref *reg, const char *name, const char *package_path,
-                               const ftl_registry_publish_opts *opts, char id_out[FTL_SHA256_HEX_LEN + 1],
+ftl_err pl_registry_publish_ex(const pl_registry_ref *reg, const char *name, const char *package_path,
+                               const pl_registry_publish_opts *opts, char id_out[FTL_SHA256_HEX_LEN + 1],
                                ftl_diag *d) {
   char id[PL_REG_ID_LEN + 1], versions[4096], vdir[4096], who_buf[256], key_id[PL_REG_ID_LEN + 1] = "";
   char *man = NULL, *have = NULL;
   size_t man_size = 0, have_size = 0;
   uint64_t in_size = 0;
   int lock = -1, in = -1;
-  ftl_package_manifest *m = NULL;
+  pl_package_manifest *m = NULL;
   json_t *extra = NULL, *sig_json = NULL;
   ftl_err rc;
-  ftl_registry_publish_opts o = opts ? *opts : (ftl_registry_publish_opts){0};
+  pl_registry_publish_opts o = opts ? *opts : (pl_registry_publish_opts){0};
   const char *who = who_of(reg, who_buf, sizeof who_buf);
   if (!reg->root) return ftl_diag_fail(d, FTL_ERR_INVAL, "no registry (give --registry or set FTL_REGISTRY)");
   if (!pl_registry_name_ok(name)) return ftl_diag_fail(d, FTL_ERR_INVAL, "\"%s\" is not a valid adapter name", name);
@@ -544,15 +544,15 @@ out:
   return rc;
 }
 
-ftl_err pl_registry_publish(const ftl_registry_ref *reg, const char *name, const char *package_path,
+ftl_err pl_registry_publish(const pl_registry_ref *reg, const char *name, const char *package_path,
                             const char *channel, const char *why, char id_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
-  ftl_registry_publish_opts o = {.channel = channel, .why = why, .trust = FTL_REGISTRY_TRUST_LOCAL_GATE};
+  pl_registry_publish_opts o = {.channel = channel, .why = why, .trust = FTL_REGISTRY_TRUST_LOCAL_GATE};
   return pl_registry_publish_ex(reg, name, package_path, &o, id_out, d);
 }
 
 /* ---- promote and rollback ------------------------------------------------------------------ */
 
-ftl_err pl_registry_promote(const ftl_registry_ref *reg, const char *name, const char *version, const char *channel,
+ftl_err pl_registry_promote(const pl_registry_ref *reg, const char *name, const char *version, const char *channel,
                             const char *why, ftl_diag *d) {
   char id[PL_REG_ID_LEN + 1], who_buf[256];
   int lock = -1;
@@ -569,7 +569,7 @@ ftl_err pl_registry_promote(const ftl_registry_ref *reg, const char *name, const
   return rc;
 }
 
-ftl_err pl_registry_rollback(const ftl_registry_ref *reg, const char *name, const char *channel, const char *why,
+ftl_err pl_registry_rollback(const pl_registry_ref *reg, const char *name, const char *channel, const char *why,
                              char to_out[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   char who_buf[256];
   int lock = -1;

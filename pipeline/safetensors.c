@@ -18,31 +18,31 @@
 #include "pipeline/pl_util.h"
 
 /* The dtypes are core's table (core/dtype_table.h), whose rows are safetensors' own list in its
- * order: ftl_st_dtype numbers the same rows. */
+ * order: pl_st_dtype numbers the same rows. */
 _Static_assert(FTL_ST_DTYPE_COUNT_ == (int)CORE_DT_COUNT && FTL_ST_BOOL == (int)CORE_DT_BOOL &&
                    FTL_ST_U8 == (int)CORE_DT_U8 && FTL_ST_F8_E5M2FNUZ == (int)CORE_DT_F8_E5M2FNUZ &&
                    FTL_ST_F16 == (int)CORE_DT_F16 && FTL_ST_BF16 == (int)CORE_DT_BF16 &&
                    FTL_ST_F32 == (int)CORE_DT_F32 && FTL_ST_C64 == (int)CORE_DT_C64 && FTL_ST_U64 == (int)CORE_DT_U64,
-               "ftl_st_dtype and core_dtype_id number the same rows");
+               "pl_st_dtype and core_dtype_id number the same rows");
 
-const char *pl_st_dtype_name(ftl_st_dtype t) {
+const char *pl_st_dtype_name(pl_st_dtype t) {
   const core_dtype_row *r = core_dtype_row_at((int)t);
   return r ? r->safetensors : NULL;
 }
 
-int pl_st_dtype_bits(ftl_st_dtype t) {
+int pl_st_dtype_bits(pl_st_dtype t) {
   const core_dtype_row *r = core_dtype_row_at((int)t);
   return r ? r->bits : 0;
 }
 
-ftl_err pl_st_dtype_parse(const char *name, ftl_st_dtype *out) {
+ftl_err pl_st_dtype_parse(const char *name, pl_st_dtype *out) {
   const core_dtype_row *r = core_dtype_find(name, CORE_DT_NAMED_SAFETENSORS);
   if (!r) return FTL_ERR_INVAL;
-  *out = (ftl_st_dtype)r->id;
+  *out = (pl_st_dtype)r->id;
   return FTL_OK;
 }
 
-ftl_err pl_st_tensor_bytes(ftl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {
+ftl_err pl_st_tensor_bytes(pl_st_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {
   int bits = pl_st_dtype_bits(dtype);
   if (!bits || ndim < 0 || ndim > FTL_ST_MAX_DIMS) return FTL_ERR_INVAL;
   uint64_t n = 1;
@@ -91,26 +91,26 @@ static void put_json_string(core_buf *b, const char *s) {
 }
 
 static int by_layout(const void *x, const void *y) {
-  const ftl_st_tensor *a = *(const ftl_st_tensor *const *)x, *b = *(const ftl_st_tensor *const *)y;
+  const pl_st_tensor *a = *(const pl_st_tensor *const *)x, *b = *(const pl_st_tensor *const *)y;
   if (a->dtype != b->dtype) return a->dtype > b->dtype ? -1 : 1; /* descending alignment */
   return strcmp(a->name, b->name);
 }
 
 static int by_name_only(const void *x, const void *y) {
-  return strcmp((*(const ftl_st_tensor *const *)x)->name, (*(const ftl_st_tensor *const *)y)->name);
+  return strcmp((*(const pl_st_tensor *const *)x)->name, (*(const pl_st_tensor *const *)y)->name);
 }
 
 static int kv_by_key(const void *x, const void *y) {
-  return strcmp((*(const ftl_st_kv *const *)x)->key, (*(const ftl_st_kv *const *)y)->key);
+  return strcmp((*(const pl_st_kv *const *)x)->key, (*(const pl_st_kv *const *)y)->key);
 }
 
 /* The inputs checked (names, sizes, metadata present and unique) and ordered: order[] in layout
  * order, mo[] by key. */
-static ftl_err encode_order(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
-                            const ftl_st_tensor **order, const ftl_st_kv **mo, ftl_diag *d) {
+static ftl_err encode_order(const pl_st_tensor *tensors, size_t n, const pl_st_kv *meta, size_t n_meta,
+                            const pl_st_tensor **order, const pl_st_kv **mo, ftl_diag *d) {
   for (size_t i = 0; i < n; i++) {
     uint64_t bytes;
-    const ftl_st_tensor *t = &tensors[i];
+    const pl_st_tensor *t = &tensors[i];
     if (!t->name || strcmp(t->name, "__metadata__") == 0)
       return ftl_diag_fail(d, FTL_ERR_INVAL, "tensor %zu has no name or the reserved name __metadata__", i);
     if (pl_st_tensor_bytes(t->dtype, t->ndim, t->shape, &bytes) || bytes != t->size_bytes || (bytes && !t->data))
@@ -139,7 +139,7 @@ static ftl_err encode_order(const ftl_st_tensor *tensors, size_t n, const ftl_st
 
 /* The header JSON into h, padded with spaces to a multiple of 8; the data bytes' total into *data.
  * A full buffer is left in h->err for the caller. */
-static ftl_err encode_header(core_buf *h, const ftl_st_tensor *const *order, size_t n, const ftl_st_kv *const *mo,
+static ftl_err encode_header(core_buf *h, const pl_st_tensor *const *order, size_t n, const pl_st_kv *const *mo,
                              size_t n_meta, uint64_t *data, ftl_diag *d) {
   core_buf_addc(h, '{');
   if (n_meta) {
@@ -171,11 +171,11 @@ static ftl_err encode_header(core_buf *h, const ftl_st_tensor *const *order, siz
   return FTL_OK;
 }
 
-ftl_err pl_st_encode(const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta, uint8_t **out,
+ftl_err pl_st_encode(const pl_st_tensor *tensors, size_t n, const pl_st_kv *meta, size_t n_meta, uint8_t **out,
                      size_t *out_size, ftl_diag *d) {
   ftl_err rc = FTL_ERR_NOMEM;
-  const ftl_st_tensor **order = NULL;
-  const ftl_st_kv **mo = NULL;
+  const pl_st_tensor **order = NULL;
+  const pl_st_kv **mo = NULL;
   core_buf h;
   core_buf_init(&h, (size_t)FTL_ST_MAX_VALUE); /* a header is a value of the format like any */
   uint8_t *img = NULL;
@@ -219,7 +219,7 @@ out:
   return rc;
 }
 
-ftl_err pl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, const ftl_st_kv *meta, size_t n_meta,
+ftl_err pl_st_write(const char *path, const pl_st_tensor *tensors, size_t n, const pl_st_kv *meta, size_t n_meta,
                      ftl_diag *d) {
   uint8_t *img = NULL;
   size_t size = 0;
@@ -231,15 +231,15 @@ ftl_err pl_st_write(const char *path, const ftl_st_tensor *tensors, size_t n, co
 
 /* ---- parser -------------------------------------------------------------------------------- */
 
-struct ftl_st_file {
+struct pl_st_file {
   uint8_t *owned;
-  ftl_st_tensor *t; /* sorted by name; names owned */
+  pl_st_tensor *t; /* sorted by name; names owned */
   size_t n;
-  ftl_st_kv *meta; /* sorted by key; strings owned */
+  pl_st_kv *meta; /* sorted by key; strings owned */
   size_t n_meta;
 };
 
-void pl_st_free(ftl_st_file *f) {
+void pl_st_free(pl_st_file *f) {
   if (!f) return;
   for (size_t i = 0; i < f->n; i++)
     ftl_free((void *)(uintptr_t)f->t[i].name);
@@ -266,11 +266,11 @@ static int span_cmp(const void *x, const void *y) {
 }
 
 static int tensor_by_name(const void *x, const void *y) {
-  return strcmp(((const ftl_st_tensor *)x)->name, ((const ftl_st_tensor *)y)->name);
+  return strcmp(((const pl_st_tensor *)x)->name, ((const pl_st_tensor *)y)->name);
 }
 
 static int kv_cmp(const void *x, const void *y) {
-  return strcmp(((const ftl_st_kv *)x)->key, ((const ftl_st_kv *)y)->key);
+  return strcmp(((const pl_st_kv *)x)->key, ((const pl_st_kv *)y)->key);
 }
 
 /* An integer in [0, FTL_ST_MAX_VALUE], or -1. */
@@ -319,7 +319,7 @@ static ftl_err parse_header(const uint8_t *bytes, size_t size, uint64_t max_head
 }
 
 /* __metadata__: an object of strings, into f->meta sorted by key. */
-static ftl_err parse_meta(json_t *meta, ftl_st_file *f, ftl_diag *d) {
+static ftl_err parse_meta(json_t *meta, pl_st_file *f, ftl_diag *d) {
   if (!json_is_object(meta)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "__metadata__ is not an object");
   f->meta = ftl_calloc(json_object_size(meta) ? json_object_size(meta) : 1, sizeof *f->meta);
   if (!f->meta) return ftl_diag_fail(d, FTL_ERR_NOMEM, NOMEM_PARSING);
@@ -339,7 +339,7 @@ static ftl_err parse_meta(json_t *meta, ftl_st_file *f, ftl_diag *d) {
 
 /* One tensor entry o (named name) into f->t[f->n] and its byte range into sp[f->n]; data is the
  * data section, buf its size. */
-static ftl_err parse_entry(const char *name, const json_t *o, const uint8_t *data, uint64_t buf, ftl_st_file *f,
+static ftl_err parse_entry(const char *name, const json_t *o, const uint8_t *data, uint64_t buf, pl_st_file *f,
                            span *sp, ftl_diag *d) {
   json_t *dt = json_object_get(o, "dtype"), *sh = json_object_get(o, "shape"), *of = json_object_get(o, "data_offsets");
   if (!json_is_object(o) || json_object_size(o) != 3 || !json_is_string(dt) || !json_is_array(sh) ||
@@ -347,7 +347,7 @@ static ftl_err parse_entry(const char *name, const json_t *o, const uint8_t *dat
     return ftl_diag_fail(
         d, FTL_ERR_CORRUPT,
         "tensor %s is not exactly {\"dtype\": string, \"shape\": array, \"data_offsets\": [begin, end]}", name);
-  ftl_st_tensor *t = &f->t[f->n];
+  pl_st_tensor *t = &f->t[f->n];
   if (pl_st_dtype_parse(json_string_value(dt), &t->dtype))
     return ftl_diag_fail(d, FTL_ERR_CORRUPT, "tensor %s has an unknown dtype %s", name, json_string_value(dt));
   if (json_array_size(sh) > FTL_ST_MAX_DIMS)
@@ -378,7 +378,7 @@ static ftl_err parse_entry(const char *name, const json_t *o, const uint8_t *dat
 }
 
 /* The tensors' ranges (sp, f->n of them; sorted here) tile the buf data bytes exactly. */
-static ftl_err check_contiguous(const ftl_st_file *f, span *sp, uint64_t buf, ftl_diag *d) {
+static ftl_err check_contiguous(const pl_st_file *f, span *sp, uint64_t buf, ftl_diag *d) {
   if (f->n) qsort(sp, f->n, sizeof *sp, span_cmp);
   uint64_t at = 0;
   for (size_t i = 0; i < f->n; i++) {
@@ -393,10 +393,10 @@ static ftl_err check_contiguous(const ftl_st_file *f, span *sp, uint64_t buf, ft
   return FTL_OK;
 }
 
-ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
+ftl_err pl_st_parse(const uint8_t *bytes, size_t size, const pl_st_limits *limits, pl_st_file **out, ftl_diag *d) {
   ftl_err rc;
   json_t *h = NULL;
-  ftl_st_file *f = NULL;
+  pl_st_file *f = NULL;
   span *sp = NULL;
   uint64_t hl = 0;
   uint64_t max_header = limits && limits->max_header_bytes ? limits->max_header_bytes : 100000000u;
@@ -437,7 +437,7 @@ out:
   return rc;
 }
 
-ftl_err pl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *limits, ftl_st_file **out, ftl_diag *d) {
+ftl_err pl_st_load(const char *path, size_t max_bytes, const pl_st_limits *limits, pl_st_file **out, ftl_diag *d) {
   char *data = NULL;
   size_t size = 0;
   *out = NULL;
@@ -453,18 +453,18 @@ ftl_err pl_st_load(const char *path, size_t max_bytes, const ftl_st_limits *limi
   return FTL_OK;
 }
 
-size_t pl_st_count(const ftl_st_file *f) { return f ? f->n : 0; }
-const ftl_st_tensor *pl_st_at(const ftl_st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
-const ftl_st_tensor *pl_st_find(const ftl_st_file *f, const char *name) {
+size_t pl_st_count(const pl_st_file *f) { return f ? f->n : 0; }
+const pl_st_tensor *pl_st_at(const pl_st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
+const pl_st_tensor *pl_st_find(const pl_st_file *f, const char *name) {
   if (!f || !name || !f->n) return NULL;
-  ftl_st_tensor key = {.name = name};
+  pl_st_tensor key = {.name = name};
   return bsearch(&key, f->t, f->n, sizeof *f->t, tensor_by_name);
 }
-size_t pl_st_meta_count(const ftl_st_file *f) { return f ? f->n_meta : 0; }
-const ftl_st_kv *pl_st_meta_at(const ftl_st_file *f, size_t i) { return f && i < f->n_meta ? &f->meta[i] : NULL; }
-const char *pl_st_meta_get(const ftl_st_file *f, const char *key) {
+size_t pl_st_meta_count(const pl_st_file *f) { return f ? f->n_meta : 0; }
+const pl_st_kv *pl_st_meta_at(const pl_st_file *f, size_t i) { return f && i < f->n_meta ? &f->meta[i] : NULL; }
+const char *pl_st_meta_get(const pl_st_file *f, const char *key) {
   if (!f || !key || !f->n_meta) return NULL;
-  ftl_st_kv k = {.key = key};
-  const ftl_st_kv *r = bsearch(&k, f->meta, f->n_meta, sizeof *f->meta, kv_cmp);
+  pl_st_kv k = {.key = key};
+  const pl_st_kv *r = bsearch(&k, f->meta, f->n_meta, sizeof *f->meta, kv_cmp);
   return r ? r->value : NULL;
 }

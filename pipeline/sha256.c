@@ -10,13 +10,13 @@
 #include "core/fs.h"
 #include "ftl/core.h"
 
-struct ftl_sha256 {
+struct pl_sha256 {
   EVP_MD_CTX *ctx;
 };
 
-ftl_err pl_sha256_begin(ftl_sha256 **out) {
+ftl_err pl_sha256_begin(pl_sha256 **out) {
   *out = NULL;
-  ftl_sha256 *h = ftl_calloc(1, sizeof *h);
+  pl_sha256 *h = ftl_calloc(1, sizeof *h);
   if (!h) return FTL_ERR_NOMEM;
   h->ctx = EVP_MD_CTX_new();
   if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
@@ -27,12 +27,12 @@ ftl_err pl_sha256_begin(ftl_sha256 **out) {
   return FTL_OK;
 }
 
-ftl_err pl_sha256_update(ftl_sha256 *h, const void *data, size_t size) {
+ftl_err pl_sha256_update(pl_sha256 *h, const void *data, size_t size) {
   if (size == 0) return FTL_OK;
   return EVP_DigestUpdate(h->ctx, data, size) == 1 ? FTL_OK : FTL_ERR_IO;
 }
 
-ftl_err pl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]) {
+ftl_err pl_sha256_end(pl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   ftl_err rc = EVP_DigestFinal_ex(h->ctx, md, &n) == 1 && n == 32 ? FTL_OK : FTL_ERR_IO;
@@ -41,14 +41,14 @@ ftl_err pl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]) {
   return rc;
 }
 
-void pl_sha256_abort(ftl_sha256 *h) {
+void pl_sha256_abort(pl_sha256 *h) {
   if (!h) return;
   EVP_MD_CTX_free(h->ctx);
   ftl_free(h);
 }
 
 ftl_err pl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN + 1]) {
-  ftl_sha256 *h;
+  pl_sha256 *h;
   ftl_err rc = pl_sha256_begin(&h);
   if (rc) return rc;
   rc = pl_sha256_update(h, data, size);
@@ -64,7 +64,7 @@ ftl_err pl_sha256_file(const char *path, uint64_t max_bytes, char hex[FTL_SHA256
   static __thread unsigned char buf[1 << 16];
   int fd = -1;
   uint64_t size = 0, at = 0;
-  ftl_sha256 *h = NULL;
+  pl_sha256 *h = NULL;
   ftl_err rc = core_fs_open_regular(path, max_bytes, &fd, &size, d);
   if (rc) return rc;
   if ((rc = pl_sha256_begin(&h))) {

@@ -17,13 +17,13 @@ extern "C" {
 #define FTL_SHA256_HEX_LEN 64
 
 /* Incremental digest. */
-typedef struct ftl_sha256 ftl_sha256;
-ftl_err pl_sha256_begin(ftl_sha256 **out);
-ftl_err pl_sha256_update(ftl_sha256 *h, const void *data, size_t size);
+typedef struct pl_sha256 pl_sha256;
+ftl_err pl_sha256_begin(pl_sha256 **out);
+ftl_err pl_sha256_update(pl_sha256 *h, const void *data, size_t size);
 /* Writes 64 hex digits and a NUL into hex[65]; destroys h. */
-ftl_err pl_sha256_end(ftl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]);
+ftl_err pl_sha256_end(pl_sha256 *h, char hex[FTL_SHA256_HEX_LEN + 1]);
 /* Destroys h without a digest; accepts NULL. */
-void pl_sha256_abort(ftl_sha256 *h);
+void pl_sha256_abort(pl_sha256 *h);
 
 /* One shot over a buffer. */
 ftl_err pl_sha256_hex(const void *data, size_t size, char hex[FTL_SHA256_HEX_LEN + 1]);

@@ -44,7 +44,7 @@
 static ftl_err hash_fd(int fd, const char *path, char hex_out[65], uint64_t *size_out, int64_t *mtime_ns_out,
                        ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  ftl_sha256 *ctx = NULL;
+  pl_sha256 *ctx = NULL;
   unsigned char *buf = ftl_malloc(1 << 20);
   uint64_t total = 0;
   struct stat st;
@@ -405,7 +405,7 @@ static void iso_time(int64_t wall_us, char out[32]) {
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-ftl_err pl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
+ftl_err pl_snapshot_build(const pl_snapshot_input *inputs, size_t count, const char *job_name,
                            const char *job_spec_hash, const json_t *gate_spec, json_t **out, ftl_diag *d) {
   char when[32], hex[65];
   ftl_err rc = FTL_OK;
@@ -605,7 +605,7 @@ out:
   return rc;
 }
 
-ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
+ftl_err pl_rundir_load_record(const char *run_dir, core_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
                               int name_path, json_t **out, ftl_diag *d) {
   char path[PATH_MAX];
   char *data = NULL;

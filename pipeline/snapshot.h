@@ -27,15 +27,15 @@ extern "C" {
 #define FTL_SNAPSHOT_MAX_BYTES (64u << 20)
 
 /* One named input: a file or a folder (hashed as the sorted list of its files). */
-typedef struct ftl_snapshot_input {
+typedef struct pl_snapshot_input {
   const char *name; /* [A-Za-z_][A-Za-z0-9_]*, as in the job spec's `inputs:` */
   const char *path; /* as written; resolved against the current folder */
-} ftl_snapshot_input;
+} pl_snapshot_input;
 
 /* Hashes every input and returns the record (a new reference, *out): inputs, job spec hash,
  * gate spec (borrowed, may be NULL: the run has no gate) and its SHA-256, and the record's digest.
  * A missing or unreadable input is FTL_ERR_NOTFOUND/FTL_ERR_IO naming it. */
-ftl_err pl_snapshot_build(const ftl_snapshot_input *inputs, size_t count, const char *job_name,
+ftl_err pl_snapshot_build(const pl_snapshot_input *inputs, size_t count, const char *job_name,
                            const char *job_spec_hash, const json_t *gate_spec, json_t **out, ftl_diag *d);
 
 /* Pins the evaluator into a built record: `evaluator` = {path, sha256, size} of the executable at
@@ -100,7 +100,7 @@ ftl_err pl_folder_digest(const char *dir, pl_folder_style style, json_t **files_
  * file of at most max_bytes, not through a link (core_fs_read_regular), then parsed; with
  * name_path, a parse error is prefixed with the file's path. FTL_ERR_NOTFOUND when there is none. */
 typedef ftl_err (*pl_record_parse_fn)(const char *data, size_t size, json_t **out, ftl_diag *d);
-ftl_err pl_rundir_load_record(const char *run_dir, ftl_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
+ftl_err pl_rundir_load_record(const char *run_dir, core_rundir_item item, size_t max_bytes, pl_record_parse_fn parse,
                               int name_path, json_t **out, ftl_diag *d);
 
 /* The canonical form used for digests: compact JSON with sorted keys (caller frees with free()). */

@@ -30,7 +30,7 @@
 
 /* ---- message ------------------------------------------------------------------------------- */
 
-static void message_of(const ftl_verdict_digests *dg, char *out, size_t size) {
+static void message_of(const pl_verdict_digests *dg, char *out, size_t size) {
   snprintf(out, size,
            "ftl-verdict-signature-v1\nverdict.json %s\nadapter_config.json %s\nadapter_model.safetensors %s\n",
            dg->verdict, dg->config, dg->model);
@@ -159,18 +159,18 @@ static ftl_err verdict_shape(const char *bytes, size_t size, const char *what, f
   return FTL_OK;
 }
 
-static const char *manifest_digest(const ftl_package_manifest *m, const char *name) {
+static const char *manifest_digest(const pl_package_manifest *m, const char *name) {
   for (size_t i = 0; i < m->n_files; i++)
     if (!strcmp(m->files[i].name, name)) return m->files[i].sha256;
   return NULL;
 }
 
 /* The digests of target: a package's manifest, or the files of an adapter folder. */
-static ftl_err target_digests(const char *target, ftl_verdict_digests *dg, int *is_package, ftl_diag *d) {
+static ftl_err target_digests(const char *target, pl_verdict_digests *dg, int *is_package, ftl_diag *d) {
   struct stat st;
   char *man = NULL;
   size_t man_size = 0;
-  ftl_package_manifest *m = NULL;
+  pl_package_manifest *m = NULL;
   ftl_err rc = FTL_OK;
   if (lstat(target, &st)) return ftl_diag_fail(d, FTL_ERR_NOTFOUND, "%s: %s", target, strerror(errno));
   if (S_ISDIR(st.st_mode)) {
@@ -209,7 +209,7 @@ ftl_err pl_verdict_sign(const char *key_path, const char *verdict_path, const ch
   char sig_hex[SIG_HEX_LEN + 1];
   unsigned char sig[64];
   size_t verdict_size = 0, sig_len = sizeof sig, text_len = 0;
-  ftl_verdict_digests dg;
+  pl_verdict_digests dg;
   int is_package = 0;
   EVP_PKEY *k = NULL;
   EVP_MD_CTX *ctx = NULL;
@@ -269,7 +269,7 @@ static int unhex(const char *s, unsigned char *out, size_t n) {
   return 1;
 }
 
-ftl_err pl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const ftl_verdict_digests *dg,
+ftl_err pl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const pl_verdict_digests *dg,
                            char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d) {
   static const char *const keys[] = {"adapter_config_sha256", "adapter_model_sha256", "format", "key_id",
                                      "signature", "verdict_sha256", "version"};

@@ -36,11 +36,11 @@ extern "C" {
 #define FTL_REGISTRY_TRUSTED_KEYS "keys/trusted"
 
 /* The three digests a signature binds (each 64 lowercase hex digits). */
-typedef struct ftl_verdict_digests {
+typedef struct pl_verdict_digests {
   char verdict[FTL_SHA256_HEX_LEN + 1];
   char config[FTL_SHA256_HEX_LEN + 1];
   char model[FTL_SHA256_HEX_LEN + 1];
-} ftl_verdict_digests;
+} pl_verdict_digests;
 
 /* Makes a key pair: out_prefix.key (private, 0600) and out_prefix.pub; neither may exist. The key
  * id into key_id. */
@@ -59,7 +59,7 @@ ftl_err pl_verdict_sign(const char *key_path, const char *verdict_path, const ch
 /* Verifies signature bytes against the digests and a key of trusted_dir (<key id>.pub, whose own
  * key id must match its name). FTL_OK and the key id; FTL_ERR_CORRUPT when the signature is
  * malformed, binds other digests or does not verify; FTL_ERR_STATE when its key is not trusted. */
-ftl_err pl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const ftl_verdict_digests *dg,
+ftl_err pl_verdict_verify(const char *trusted_dir, const char *sig, size_t sig_size, const pl_verdict_digests *dg,
                            char key_id[FTL_SHA256_HEX_LEN + 1], ftl_diag *d);
 
 /* Adds a public key to registry_root/keys/trusted/ under its key id (a no-op when there). */

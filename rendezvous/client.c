@@ -24,16 +24,16 @@ static ftl_err check_relay_owner(int fd, const char *to, ftl_diag *d) {
   return FTL_OK;
 }
 
-ftl_err rz_rdzv_client_open(ftl_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open(rz_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
                              int64_t deadline_ms, ftl_diag *d) {
   return rz_rdzv_client_open_with(c, env, role, rank, NULL, deadline_ms, d);
 }
 
-ftl_err rz_rdzv_client_open_with(ftl_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
+ftl_err rz_rdzv_client_open_with(rz_rdzv_client *c, const core_launch_env *env, const char *role, int rank,
                                   const json_t *extra, int64_t deadline_ms, ftl_diag *d) {
   ftl_err rc = FTL_OK;
   json_t *msg = NULL;
-  ftl_linebuf lb = {0};
+  rz_linebuf lb = {0};
   c->fd = -1;
   pthread_mutex_init(&c->send_lock, NULL);
   /* Through the host's relay when there is one (wire version 3): it speaks for this host. */
@@ -102,7 +102,7 @@ out:
   return rc;
 }
 
-ftl_err rz_rdzv_client_send(ftl_rdzv_client *c, json_t *msg, int nowait, ftl_diag *d) {
+ftl_err rz_rdzv_client_send(rz_rdzv_client *c, json_t *msg, int nowait, ftl_diag *d) {
   if (!msg) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   ftl_err rc = FTL_OK;
   if (c->fd < 0) goto out;
@@ -114,7 +114,7 @@ out:
   return rc;
 }
 
-void rz_rdzv_client_close(ftl_rdzv_client *c) {
+void rz_rdzv_client_close(rz_rdzv_client *c) {
   if (c->fd >= 0) close(c->fd);
   c->fd = -1;
   pthread_mutex_destroy(&c->send_lock);

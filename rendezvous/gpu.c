@@ -13,7 +13,7 @@
 #include "ftl/core.h"
 #include "rendezvous/gpu_seam.h"
 
-struct ftl_gpu_comm {
+struct rz_gpu_comm {
   void *comm;   /* ncclComm_t */
   void *stream; /* ftl's non-blocking stream: NCCL runs here */
   void *ready;  /* event recorded on the caller's stream, waited on by ftl's stream */
@@ -21,9 +21,9 @@ struct ftl_gpu_comm {
   int broken;   /* aborted: never used or destroyed again */
 };
 
-const ftl_gpu_ops *rz_gpu_current = &rz_gpu_build_ops;
+const rz_gpu_ops *rz_gpu_current = &rz_gpu_build_ops;
 
-void rz_gpu_set_ops(const ftl_gpu_ops *ops) { rz_gpu_current = ops ? ops : &rz_gpu_build_ops; }
+void rz_gpu_set_ops(const rz_gpu_ops *ops) { rz_gpu_current = ops ? ops : &rz_gpu_build_ops; }
 
 int rz_gpu_compiled(void) { return ftl_gpu()->compiled; }
 int rz_gpu_nccl_compiled(void) { return ftl_gpu()->nccl_compiled; }
@@ -40,7 +40,7 @@ static ftl_err nccl_fail(const char *what, ftl_diag *d) {
 }
 
 int rz_gpu_probe(int *count, char *why, size_t why_size) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   int n = 0;
   int st = g->device_count(&n);
   *count = 0;
@@ -62,8 +62,8 @@ int rz_gpu_device_count(char *why, size_t why_size) {
   return n;
 }
 
-ftl_gpu_mem rz_gpu_mem_kind(const void *p, int *device) {
-  ftl_gpu_mem kind = FTL_GPU_MEM_HOST;
+rz_gpu_mem rz_gpu_mem_kind(const void *p, int *device) {
+  rz_gpu_mem kind = FTL_GPU_MEM_HOST;
   int dev = -1;
   /* A pointer CUDA cannot describe is not one NCCL can use: host. */
   if (ftl_gpu()->pointer_kind(p, &kind, &dev) != FTL_GPU_OK) kind = FTL_GPU_MEM_HOST, dev = -1;
@@ -84,7 +84,7 @@ static void pause_after(unsigned spins) {
 
 /* Polls the communicator's asynchronous state until it leaves ncclInProgress. */
 static ftl_err nccl_wait_ready(void *comm, int64_t deadline_ms, const char *what, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   for (unsigned spins = 0;; spins++) {
     int st = g->nccl_async_error(comm);
     if (st == FTL_GPU_OK) return FTL_OK;
@@ -96,7 +96,7 @@ static ftl_err nccl_wait_ready(void *comm, int64_t deadline_ms, const char *what
 }
 
 ftl_err rz_gpu_event_wait(void *event, int64_t deadline_ms, const char *what, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   for (unsigned spins = 0;; spins++) {
     int st = g->event_query(event);
     if (st == FTL_GPU_OK) return FTL_OK;
@@ -108,12 +108,12 @@ ftl_err rz_gpu_event_wait(void *event, int64_t deadline_ms, const char *what, ft
 }
 
 ftl_err rz_gpu_comm_create(int device, int world_size, int rank, const unsigned char id[FTL_NCCL_ID_BYTES],
-                            int64_t deadline_ms, ftl_gpu_comm **out, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+                            int64_t deadline_ms, rz_gpu_comm **out, ftl_diag *d) {
+  const rz_gpu_ops *g = ftl_gpu();
   ftl_err rc = FTL_OK;
   int st;
   *out = NULL;
-  ftl_gpu_comm *c = ftl_calloc(1, sizeof *c);
+  rz_gpu_comm *c = ftl_calloc(1, sizeof *c);
   if (!c) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   c->device = device;
   if ((st = g->set_device(device)) != FTL_GPU_OK) {
@@ -149,17 +149,17 @@ out:
   return rc;
 }
 
-int rz_gpu_comm_broken(const ftl_gpu_comm *c) { return c && c->broken; }
+int rz_gpu_comm_broken(const rz_gpu_comm *c) { return c && c->broken; }
 
-void rz_gpu_comm_abort(ftl_gpu_comm *c) {
+void rz_gpu_comm_abort(rz_gpu_comm *c) {
   if (!c || c->broken) return;
   ftl_gpu()->nccl_abort(c->comm);
   c->broken = 1;
 }
 
-ftl_err rz_gpu_allreduce(ftl_gpu_comm *c, const void *send, void *recv, size_t count, ftl_dtype dtype,
+ftl_err rz_gpu_allreduce(rz_gpu_comm *c, const void *send, void *recv, size_t count, ftl_dtype dtype,
                           ftl_op op, void *stream, int64_t deadline_ms, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   ftl_err rc = FTL_OK;
   int st;
   if (c->broken) return ftl_diag_fail(d, FTL_ERR_STATE, "the NCCL communicator was aborted earlier");
@@ -209,9 +209,9 @@ out:
   return rc;
 }
 
-void rz_gpu_comm_destroy(ftl_gpu_comm *c, int64_t deadline_ms) {
+void rz_gpu_comm_destroy(rz_gpu_comm *c, int64_t deadline_ms) {
   if (!c) return;
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   if (!c->broken) {
     /* Finalize flushes NCCL's outstanding work; on a non-blocking communicator it is polled. A
      * finalize that fails or runs past the deadline (a peer gone) ends in an abort instead. */

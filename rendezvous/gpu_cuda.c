@@ -144,7 +144,7 @@ static int r_set_device(int device) {
   return have_cuda() ? cuda_rc(lib.cudaSetDevice(device), "cudaSetDevice") : FTL_GPU_NO_DEVICE;
 }
 
-static int r_pointer_kind(const void *p, ftl_gpu_mem *kind, int *device) {
+static int r_pointer_kind(const void *p, rz_gpu_mem *kind, int *device) {
   struct cudaPointerAttributes a;
   memset(&a, 0, sizeof a);
   *kind = FTL_GPU_MEM_HOST;
@@ -336,7 +336,7 @@ static void r_nccl_abort(void *comm) { (void)comm; }
 #endif
 static const char *r_last_error(void) { return last_text; }
 
-const ftl_gpu_ops rz_gpu_build_ops = {
+const rz_gpu_ops rz_gpu_build_ops = {
     .compiled = 1,
 #ifdef FTL_HAVE_NCCL
     .nccl_compiled = 1,

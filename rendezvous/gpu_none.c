@@ -9,7 +9,7 @@ static const char none_text[] = "ftl was built without CUDA and NCCL";
 
 static int n_device_count(int *count) { *count = 0; return FTL_GPU_NO_DEVICE; }
 static int n_fail_int(int x) { (void)x; return FTL_GPU_FAILED; }
-static int n_pointer_kind(const void *p, ftl_gpu_mem *kind, int *device) {
+static int n_pointer_kind(const void *p, rz_gpu_mem *kind, int *device) {
   (void)p;
   *kind = FTL_GPU_MEM_HOST;
   *device = -1;
@@ -38,7 +38,7 @@ static int n_allreduce(const void *send, void *recv, size_t count, ftl_dtype dty
 }
 static const char *n_last_error(void) { return none_text; }
 
-const ftl_gpu_ops rz_gpu_build_ops = {
+const rz_gpu_ops rz_gpu_build_ops = {
     .compiled = 0,
     .device_count = n_device_count,
     .set_device = n_fail_int,

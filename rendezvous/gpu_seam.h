@@ -31,22 +31,22 @@ enum {
 };
 
 /* Where a pointer lives (cudaPointerGetAttributes). */
-typedef enum ftl_gpu_mem {
+typedef enum rz_gpu_mem {
   FTL_GPU_MEM_HOST = 0,    /* pageable host memory (malloc), unknown to CUDA */
   FTL_GPU_MEM_PINNED = 1,  /* page-locked host memory (cudaMallocHost, cudaHostRegister) */
   FTL_GPU_MEM_DEVICE = 2,  /* cudaMalloc */
   FTL_GPU_MEM_MANAGED = 3, /* cudaMallocManaged */
-} ftl_gpu_mem;
+} rz_gpu_mem;
 
 /* Stream handles are cudaStream_t passed as void *; NULL means the legacy default stream
  * (cudaStreamLegacy), which waits for all earlier work of every blocking stream. */
-typedef struct ftl_gpu_ops {
+typedef struct rz_gpu_ops {
   int compiled;      /* 1 when the CUDA runtime is behind the table, 0 for gpu_none.c */
   int nccl_compiled; /* 1 when NCCL is too */
   /* CUDA runtime */
   int (*device_count)(int *count);
   int (*set_device)(int device);
-  int (*pointer_kind)(const void *p, ftl_gpu_mem *kind, int *device);
+  int (*pointer_kind)(const void *p, rz_gpu_mem *kind, int *device);
   int (*stream_create)(void **stream); /* non-blocking stream */
   void (*stream_destroy)(void *stream);
   int (*stream_query)(void *stream);
@@ -72,21 +72,21 @@ typedef struct ftl_gpu_ops {
   void (*nccl_destroy)(void *comm);
   void (*nccl_abort)(void *comm);
   const char *(*last_error)(void);
-} ftl_gpu_ops;
+} rz_gpu_ops;
 
 /* The table in use (the build's own unless a test replaced it). */
-extern const ftl_gpu_ops *rz_gpu_current;
-static inline const ftl_gpu_ops *ftl_gpu(void) { return rz_gpu_current; }
+extern const rz_gpu_ops *rz_gpu_current;
+static inline const rz_gpu_ops *ftl_gpu(void) { return rz_gpu_current; }
 /* The build's own table (gpu_cuda.c or gpu_none.c). */
-extern const ftl_gpu_ops rz_gpu_build_ops;
+extern const rz_gpu_ops rz_gpu_build_ops;
 
 /* Test hook: replaces the table (NULL restores the build's). Not thread-safe; call before
  * ftl_init. */
-void rz_gpu_set_ops(const ftl_gpu_ops *ops);
+void rz_gpu_set_ops(const rz_gpu_ops *ops);
 
 /* ---- gpu.c: the logic over the table ---------------------------------------------------- */
 
-typedef struct ftl_gpu_comm ftl_gpu_comm;
+typedef struct rz_gpu_comm rz_gpu_comm;
 
 /* Whether this build has the CUDA runtime (and NCCL) compiled in. */
 int rz_gpu_compiled(void);
@@ -101,7 +101,7 @@ int rz_gpu_probe(int *count, char *why, size_t why_size);
 int rz_gpu_device_count(char *why, size_t why_size);
 
 /* Where p lives; pageable host memory when the build has no CUDA or CUDA does not know p. */
-ftl_gpu_mem rz_gpu_mem_kind(const void *p, int *device);
+rz_gpu_mem rz_gpu_mem_kind(const void *p, int *device);
 
 /* Rank 0 makes the NCCL unique id; it is then broadcast over MPI. */
 ftl_err rz_gpu_unique_id(unsigned char id[FTL_NCCL_ID_BYTES], ftl_diag *d);
@@ -111,25 +111,25 @@ ftl_err rz_gpu_unique_id(unsigned char id[FTL_NCCL_ID_BYTES], ftl_diag *d);
  * aborted and FTL_ERR_TIMEOUT / FTL_ERR_NCCL returned. Not collective by itself: the caller agrees
  * on the outcome across ranks before using the communicator. */
 ftl_err rz_gpu_comm_create(int device, int world_size, int rank, const unsigned char id[FTL_NCCL_ID_BYTES],
-                            int64_t deadline_ms, ftl_gpu_comm **out, ftl_diag *d);
+                            int64_t deadline_ms, rz_gpu_comm **out, ftl_diag *d);
 
 /* Allreduce of device memory. Ordering: ftl's stream first waits for an event recorded on
  * `stream` (NULL: the legacy default stream), so the collective reads what the caller's earlier
  * kernels wrote; the call returns once the result is in recv. Polls the stream and NCCL's
  * asynchronous error until deadline_ms; on a deadline or an error the communicator is aborted and
  * every later call returns FTL_ERR_STATE. */
-ftl_err rz_gpu_allreduce(ftl_gpu_comm *comm, const void *send, void *recv, size_t count, ftl_dtype dtype,
+ftl_err rz_gpu_allreduce(rz_gpu_comm *comm, const void *send, void *recv, size_t count, ftl_dtype dtype,
                           ftl_op op, void *stream, int64_t deadline_ms, ftl_diag *d);
 
 /* 1 after an abort (a failed collective): the communicator must not be used again. */
-int rz_gpu_comm_broken(const ftl_gpu_comm *comm);
+int rz_gpu_comm_broken(const rz_gpu_comm *comm);
 
 /* Aborts the communicator (ncclCommAbort: never waits on peers). Idempotent. */
-void rz_gpu_comm_abort(ftl_gpu_comm *comm);
+void rz_gpu_comm_abort(rz_gpu_comm *comm);
 
 /* Releases the communicator: ncclCommFinalize polled until deadline_ms then ncclCommDestroy, or
  * ncclCommAbort when it was broken or the finalize did not finish. Accepts NULL. */
-void rz_gpu_comm_destroy(ftl_gpu_comm *comm, int64_t deadline_ms);
+void rz_gpu_comm_destroy(rz_gpu_comm *comm, int64_t deadline_ms);
 
 /* Waits for an event (polling: every wait has a deadline). FTL_ERR_TIMEOUT / FTL_ERR_CUDA. */
 ftl_err rz_gpu_event_wait(void *event, int64_t deadline_ms, const char *what, ftl_diag *d);

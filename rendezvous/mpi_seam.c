@@ -1,4 +1,4 @@
-/* rendezvous/mpi_seam.c: the real MPI behind ftl_mpi_ops, and MPI error translation. */
+/* rendezvous/mpi_seam.c: the real MPI behind rz_mpi_ops, and MPI error translation. */
 #include "rendezvous/mpi_seam.h"
 
 #include <stdio.h>
@@ -53,7 +53,7 @@ static int real_get_count(const MPI_Status *status, MPI_Datatype type, int *coun
   return MPI_Get_count(status, type, count);
 }
 
-static const ftl_mpi_ops real_ops = {
+static const rz_mpi_ops real_ops = {
     .initialized = real_initialized,
     .finalized = real_finalized,
     .init_thread = real_init_thread,
@@ -79,9 +79,9 @@ static const ftl_mpi_ops real_ops = {
     .get_count = real_get_count,
 };
 
-const ftl_mpi_ops *rz_mpi_current = &real_ops;
+const rz_mpi_ops *rz_mpi_current = &real_ops;
 
-void rz_mpi_set_ops(const ftl_mpi_ops *ops) { rz_mpi_current = ops ? ops : &real_ops; }
+void rz_mpi_set_ops(const rz_mpi_ops *ops) { rz_mpi_current = ops ? ops : &real_ops; }
 
 ftl_err rz_mpi_fail(int mpi_rc, const char *what, ftl_diag *d) {
   char text[MPI_MAX_ERROR_STRING] = "";

@@ -8,7 +8,7 @@
 
 #include "ftl/error.h"
 
-typedef struct ftl_mpi_ops {
+typedef struct rz_mpi_ops {
   int (*initialized)(int *flag);
   int (*finalized)(int *flag);
   int (*init_thread)(int *argc, char ***argv, int required, int *provided);
@@ -40,16 +40,16 @@ typedef struct ftl_mpi_ops {
   int (*isend)(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req);
   int (*irecv)(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *req);
   int (*get_count)(const MPI_Status *status, MPI_Datatype type, int *count);
-} ftl_mpi_ops;
+} rz_mpi_ops;
 
 /* The ops in use (the real MPI unless a test replaced them). Inline: it sits on the path of every
  * collective, where a call costs a visible share of a small allreduce. */
-extern const ftl_mpi_ops *rz_mpi_current;
-static inline const ftl_mpi_ops *ftl_mpi(void) { return rz_mpi_current; }
+extern const rz_mpi_ops *rz_mpi_current;
+static inline const rz_mpi_ops *ftl_mpi(void) { return rz_mpi_current; }
 
 /* Test hook: replaces the table (NULL restores the real MPI). Not thread-safe; call before
  * ftl_init. */
-void rz_mpi_set_ops(const ftl_mpi_ops *ops);
+void rz_mpi_set_ops(const rz_mpi_ops *ops);
 
 /* Turns an MPI return code into FTL_ERR_MPI with MPI_Error_string's text in d. */
 ftl_err rz_mpi_fail(int mpi_rc, const char *what, ftl_diag *d);

@@ -72,7 +72,7 @@ static ftl_err broken_fail(ftl_ctx *ctx, const char *what) {
 
 static ftl_err mpi_allreduce_host(ftl_ctx *ctx, const void *send, void *recv, size_t count, MPI_Datatype t,
                                   size_t elem, ftl_op op, ftl_diag *d) {
-  const ftl_mpi_ops *mpi = ftl_mpi();
+  const rz_mpi_ops *mpi = ftl_mpi();
   /* MPI counts are int: large buffers go in chunks. The blocking MPI_Allreduce is used for its
    * bandwidth; a hung peer is caught by the launcher's progress watchdog, which ends the gang. */
   for (size_t done = 0; done < count;) {
@@ -89,7 +89,7 @@ static ftl_err mpi_allreduce_host(ftl_ctx *ctx, const void *send, void *recv, si
 
 /* Waits for everything enqueued so far on `stream` (NULL: the legacy default stream). */
 static ftl_err stage_sync(ftl_ctx *ctx, void *stream, int64_t deadline, const char *what, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   int st = FTL_GPU_OK;
   if (!ctx->stage_event && (st = g->event_create(&ctx->stage_event)) != FTL_GPU_OK)
     return rz_gpu_fail(st, "cudaEventCreateWithFlags", d);
@@ -101,7 +101,7 @@ static ftl_err stage_sync(ftl_ctx *ctx, void *stream, int64_t deadline, const ch
  * caller's work on `stream`, reduced there, copied back, and waited for before returning. */
 static ftl_err mpi_allreduce_staged(ftl_ctx *ctx, const void *send, void *recv, size_t count, MPI_Datatype t,
                                     size_t elem, ftl_op op, void *stream, ftl_diag *d) {
-  const ftl_gpu_ops *g = ftl_gpu();
+  const rz_gpu_ops *g = ftl_gpu();
   int64_t deadline = ftl_deadline_after_ms(ctx->collective_timeout_ms);
   size_t bytes = count * elem;
   if (bytes > ctx->stage_bytes) {
@@ -121,7 +121,7 @@ static ftl_err mpi_allreduce_staged(ftl_ctx *ctx, const void *send, void *recv, 
   return stage_sync(ctx, stream, deadline, "staging copy to the device", d);
 }
 
-static int on_device(ftl_gpu_mem kind) { return kind == FTL_GPU_MEM_DEVICE || kind == FTL_GPU_MEM_MANAGED; }
+static int on_device(rz_gpu_mem kind) { return kind == FTL_GPU_MEM_DEVICE || kind == FTL_GPU_MEM_MANAGED; }
 
 static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t count, ftl_dtype dtype, ftl_op op,
                               void *stream) {
@@ -136,7 +136,7 @@ static ftl_err allreduce_impl(ftl_ctx *ctx, const void *send, void *recv, size_t
   int device = 0;
   if (ctx->local_gpus > 0) {
     int sdev = -1, rdev = -1;
-    ftl_gpu_mem sk = rz_gpu_mem_kind(send, &sdev), rk = rz_gpu_mem_kind(recv, &rdev);
+    rz_gpu_mem sk = rz_gpu_mem_kind(send, &sdev), rk = rz_gpu_mem_kind(recv, &rdev);
     if (on_device(sk) != on_device(rk))
       return rz_ctx_fail(ctx,
                       ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_allreduce: send is %s memory and recv is %s memory: both must be "
@@ -178,7 +178,7 @@ ftl_err ftl_barrier(ftl_ctx *ctx, int timeout_ms) {
   ftl_diag d = {{0}};
   if (!ctx->have_comm) return rz_ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_barrier before ftl_init succeeded"), &d);
   if (ctx->broken) return broken_fail(ctx, "ftl_barrier");
-  const ftl_mpi_ops *mpi = ftl_mpi();
+  const rz_mpi_ops *mpi = ftl_mpi();
   MPI_Request req;
   ftl_err rc = ftl_mpi_check(mpi->ibarrier(ctx->comm, &req), "MPI_Ibarrier", &d);
   if (rc) return rz_ctx_fail(ctx, rc, &d);
@@ -206,7 +206,7 @@ ftl_err ftl_bcast_host(ftl_ctx *ctx, void *buf, size_t size, int root) {
   ftl_diag d; /* written only on an error (see allreduce_impl) */
   if (!ctx->have_comm) return rz_ctx_fail(ctx, ftl_diag_fail(&d, FTL_ERR_STATE, "ftl_bcast_host before ftl_init succeeded"), &d);
   if (ctx->broken) return broken_fail(ctx, "ftl_bcast_host");
-  const ftl_mpi_ops *mpi = ftl_mpi();
+  const rz_mpi_ops *mpi = ftl_mpi();
   for (size_t done = 0; done < size;) {
     size_t n = size - done;
     if (n > (size_t)INT_MAX / 2) n = (size_t)INT_MAX / 2;

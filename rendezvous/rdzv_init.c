@@ -36,7 +36,7 @@ static int64_t nccl_init_timeout_ms(const ftl_ctx *ctx) {
  * communicator, and NCCL refuses two ranks of one communicator on one device. The choice is one
  * allreduce, so every rank takes the same path. */
 static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
-  const ftl_mpi_ops *mpi = ftl_mpi();
+  const rz_mpi_ops *mpi = ftl_mpi();
   ftl_err rc = FTL_OK;
   char why[256] = "";
   const char *forced = ctx->env.backend[0] ? ctx->env.backend : NULL; /* FTL_BACKEND */
@@ -124,7 +124,7 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
 }
 
 static ftl_err init_mpi(ftl_ctx *ctx, int *argc, char ***argv, ftl_diag *d) {
-  const ftl_mpi_ops *mpi = ftl_mpi();
+  const rz_mpi_ops *mpi = ftl_mpi();
   ftl_err rc;
   int initialized = 0, provided = 0;
   mpi->initialized(&initialized);
@@ -321,7 +321,7 @@ ftl_err ftl_finalize(ftl_ctx *ctx) {
   if (ctx->gpu) rz_gpu_comm_destroy(ctx->gpu, ftl_deadline_after_ms(nccl_init_timeout_ms(ctx)));
   if (ctx->stage_event) ftl_gpu()->event_destroy(ctx->stage_event);
   ftl_free(ctx->stage);
-  const ftl_mpi_ops *mpi = ftl_mpi();
+  const rz_mpi_ops *mpi = ftl_mpi();
   if (ctx->have_comm) mpi->comm_free(&ctx->comm);
   if (ctx->mpi_owned) {
     int finalized = 0;

@@ -35,12 +35,12 @@ struct ftl_ctx {
   ftl_info info;
   ftl_startup_ms startup;
   core_launch_env env;
-  ftl_rdzv_client client;
+  rz_rdzv_client client;
   int have_client;
   MPI_Comm comm;      /* dup of MPI_COMM_WORLD: ftl's traffic never mixes with the program's */
   int have_comm;
   int mpi_owned;      /* ftl_init initialised MPI, so ftl_finalize finalises it */
-  ftl_gpu_comm *gpu;
+  rz_gpu_comm *gpu;
   int local_gpus;     /* GPUs this rank saw: device buffers are possible, so their kind is checked */
   void *stage_event;  /* MPI path with device buffers: orders the staging copies (created lazily) */
   char *stage;        /* ... and the host bytes they go through */
@@ -66,7 +66,7 @@ struct ftl_ctx {
   double compute_ms;
   pthread_mutex_t err_lock;
   ftl_diag diag;
-  ftl_linebuf from_launcher; /* messages the launcher sends after "go" (stop requests) */
+  rz_linebuf from_launcher; /* messages the launcher sends after "go" (stop requests) */
   int stop_requested;        /* this rank heard "stop" */
   char stop_reason[256];
 };

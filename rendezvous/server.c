@@ -44,8 +44,8 @@ struct conn {
   int rank;
   bool said_bye;
   bool parked;         /* a standby rank waiting for its activation */
-  size_t slot;         /* its index in ftl_rdzv_server.conns, or in its relay's locals */
-  ftl_linebuf lb;      /* a partial line only; empty (no allocation) between messages */
+  size_t slot;         /* its index in rz_rdzv_server.conns, or in its relay's locals */
+  rz_linebuf lb;      /* a partial line only; empty (no allocation) between messages */
   conn *relay;         /* a virtual connection: the relay it speaks through; NULL: its own socket */
   char nonce[FTL_WIRE_NONCE_HEX]; /* the challenge its hello must answer (a direct connection; hex,
                                      no NUL: at 16k ranks each byte here is 32 KiB) */
@@ -55,7 +55,7 @@ struct conn {
   size_t nlocals, cap_locals;
 };
 
-struct ftl_rdzv_server {
+struct rz_rdzv_server {
   int listen_fd;
   int port;
   int world_size;
@@ -82,10 +82,10 @@ struct ftl_rdzv_server {
   json_t *batch_alive; /* these in place and passed on, so a batch allocates nothing per entry */
 };
 
-ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
+ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, rz_rdzv_server **out,
                                ftl_diag *d) {
   ftl_err rc = FTL_OK;
-  ftl_rdzv_server *s = ftl_calloc(1, sizeof *s);
+  rz_rdzv_server *s = ftl_calloc(1, sizeof *s);
   if (!s) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   s->listen_fd = -1;
   s->world_size = world_size;
@@ -114,7 +114,7 @@ out:
   return rc;
 }
 
-void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
+void rz_rdzv_server_destroy(rz_rdzv_server *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nconns; i++) {
     conn *c = s->conns[i];
@@ -139,22 +139,22 @@ void rz_rdzv_server_destroy(ftl_rdzv_server *s) {
   ftl_free(s);
 }
 
-int rz_rdzv_server_port(const ftl_rdzv_server *s) { return s->port; }
-int rz_rdzv_server_joined(const ftl_rdzv_server *s) { return s->joined_count; }
-bool rz_rdzv_server_rank_joined(const ftl_rdzv_server *s, int rank) {
+int rz_rdzv_server_port(const rz_rdzv_server *s) { return s->port; }
+int rz_rdzv_server_joined(const rz_rdzv_server *s) { return s->joined_count; }
+bool rz_rdzv_server_rank_joined(const rz_rdzv_server *s, int rank) {
   return rank >= 0 && rank < s->world_size && s->joined[rank];
 }
-size_t rz_rdzv_server_connections(const ftl_rdzv_server *s) { return s->nconns - s->relays + s->nvirtual; }
-size_t rz_rdzv_server_relays(const ftl_rdzv_server *s) { return s->relays; }
-size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s) { return s->rank_conns; }
-bool rz_rdzv_server_went(const ftl_rdzv_server *s) { return s->went; }
+size_t rz_rdzv_server_connections(const rz_rdzv_server *s) { return s->nconns - s->relays + s->nvirtual; }
+size_t rz_rdzv_server_relays(const rz_rdzv_server *s) { return s->relays; }
+size_t rz_rdzv_server_rank_connections(const rz_rdzv_server *s) { return s->rank_conns; }
+bool rz_rdzv_server_went(const rz_rdzv_server *s) { return s->went; }
 
-const char *rz_rdzv_server_host(const ftl_rdzv_server *s, int rank) {
+const char *rz_rdzv_server_host(const rz_rdzv_server *s, int rank) {
   if (rank < 0 || rank >= s->world_size || !s->hosts[rank][0]) return NULL;
   return s->hosts[rank];
 }
 
-size_t rz_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap) {
+size_t rz_rdzv_server_pollfds(const rz_rdzv_server *s, struct pollfd *fds, size_t cap) {
   if (cap < 1) return 0;
   fds[0] = (struct pollfd){.fd = core_evloop_fd(s->loop), .events = POLLIN};
   return 1;
@@ -174,7 +174,7 @@ static void send_to(conn *c, json_t *msg) {
 /* Sends msg (stolen) to every connection of `role`: once to each direct one, once to each relay
  * (addressed to all its connections of that role). nowait: as rz_wire_send_nowait (a ping the next
  * one supersedes). Each form is encoded once. */
-static void send_to_all(ftl_rdzv_server *s, enum conn_role role, json_t *msg, bool nowait) {
+static void send_to_all(rz_rdzv_server *s, enum conn_role role, json_t *msg, bool nowait) {
   char *line = NULL, *rline = NULL;
   size_t len = 0, rlen = 0;
   ftl_diag ignored;
@@ -195,7 +195,7 @@ out:
   json_decref(msg);
 }
 
-static void send_activation(const ftl_rdzv_server *s, conn *c) {
+static void send_activation(const rz_rdzv_server *s, conn *c) {
   if (s->activation) send_to(c, json_copy(s->activation));
 }
 
@@ -227,11 +227,11 @@ static void describe_conn(const conn *c, char *out, size_t size) {
   else snprintf(out, size, "%s", addr);
 }
 
-static void emit(ftl_rdzv_event_fn fn, void *user, ftl_rdzv_event_kind kind, const conn *c, const json_t *msg,
+static void emit(ftl_rdzv_event_fn fn, void *user, rz_rdzv_event_kind kind, const conn *c, const json_t *msg,
                  const char *detail) {
   char peer[160] = "";
   if (c && kind == FTL_RDZV_REJECTED) describe_conn(c, peer, sizeof peer);
-  ftl_rdzv_event ev = {.kind = kind,
+  rz_rdzv_event ev = {.kind = kind,
                        .rank = c ? c->rank : -1,
                        .role = c ? (c->role == ROLE_AGENT ? "agent" : c->role == ROLE_RANK ? "rank" : "unknown") : "",
                        .msg = msg,
@@ -240,7 +240,7 @@ static void emit(ftl_rdzv_event_fn fn, void *user, ftl_rdzv_event_kind kind, con
   fn(user, &ev);
 }
 
-static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
+static void maybe_go(rz_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
   if (s->went || s->failed || s->joined_count < s->world_size) return;
   s->went = true;
   send_to_all(s, ROLE_RANK, json_pack("{s:s, s:i}", "type", "go", "world_size", s->world_size), false);
@@ -250,7 +250,7 @@ static void maybe_go(ftl_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
 /* ---- hellos and messages --------------------------------------------------------------------- */
 
 /* Whether msg's proof answers the challenge c was sent. */
-static bool nonce_proven(const ftl_rdzv_server *s, const conn *c, const char *role, int64_t rank, const json_t *msg) {
+static bool nonce_proven(const rz_rdzv_server *s, const conn *c, const char *role, int64_t rank, const json_t *msg) {
   char nonce[FTL_WIRE_NONCE_HEX + 1];
   memcpy(nonce, c->nonce, FTL_WIRE_NONCE_HEX);
   nonce[FTL_WIRE_NONCE_HEX] = '\0';
@@ -258,7 +258,7 @@ static bool nonce_proven(const ftl_rdzv_server *s, const conn *c, const char *ro
 }
 
 /* Returns false when the connection must be dropped. */
-static bool handle_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type, ftl_rdzv_event_fn fn,
+static bool handle_hello(rz_rdzv_server *s, conn *c, const json_t *msg, const char *type, ftl_rdzv_event_fn fn,
                          void *user) {
   char why[256], who[64];
   int64_t rank = rz_wire_int(msg, "rank", -1);
@@ -326,11 +326,11 @@ reject:
   return false;
 }
 
-static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type,
+static bool handle_relay_message(rz_rdzv_server *s, conn *c, const json_t *msg, const char *type,
                                  ftl_rdzv_event_fn fn, void *user);
-static bool handle_relay_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user);
+static bool handle_relay_hello(rz_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user);
 
-static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
+static bool handle_message(rz_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
   const char *type = rz_wire_str(msg, "type", "");
   if (c->role == ROLE_RELAY) return handle_relay_message(s, c, msg, type, fn, user);
   if (c->role == ROLE_UNKNOWN) {
@@ -365,7 +365,7 @@ static bool handle_message(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_r
 
 /* --- relays (wire version 3) ---------------------------------------------------------------- */
 
-static bool handle_relay_hello(ftl_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
+static bool handle_relay_hello(rz_rdzv_server *s, conn *c, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
   char why[256];
   if (rz_wire_int(msg, "version", 0) < FTL_WIRE_VERSION ||
       !nonce_proven(s, c, "relay", -1, msg)) {
@@ -399,17 +399,17 @@ reject:
 /* ---- relays ---------------------------------------------------------------------------------- */
 
 /* The virtual connection of (role, rank) behind relay r, or NULL: a relay speaks for its own. */
-static conn *local_at(const ftl_rdzv_server *s, const conn *r, int k, int64_t rank) {
+static conn *local_at(const rz_rdzv_server *s, const conn *r, int k, int64_t rank) {
   if (k < 0 || rank < 0 || rank >= s->world_size) return NULL;
   conn *v = s->by_rank[k][rank];
   return v && v->relay == r ? v : NULL;
 }
 
-static conn *local_of(const ftl_rdzv_server *s, const conn *r, const char *role, int64_t rank) {
+static conn *local_of(const rz_rdzv_server *s, const conn *r, const char *role, int64_t rank) {
   return local_at(s, r, strcmp(role, "agent") == 0 ? 0 : strcmp(role, "rank") == 0 ? 1 : -1, rank);
 }
 
-static void drop_virtual(ftl_rdzv_server *s, conn *v) {
+static void drop_virtual(rz_rdzv_server *s, conn *v) {
   conn *r = v->relay;
   int k = v->role == ROLE_AGENT ? 0 : v->role == ROLE_RANK ? 1 : -1;
   if (k >= 0 && v->rank >= 0 && s->by_rank[k][v->rank] == v) s->by_rank[k][v->rank] = NULL;
@@ -423,7 +423,7 @@ static void drop_virtual(ftl_rdzv_server *s, conn *v) {
 }
 
 /* A relay's new virtual connection (its first line is a hello); NULL when out of memory. */
-static conn *add_virtual(ftl_rdzv_server *s, conn *r) {
+static conn *add_virtual(rz_rdzv_server *s, conn *r) {
   if (r->nlocals == r->cap_locals) {
     size_t ncap = r->cap_locals ? r->cap_locals * 2 : 16;
     conn **nl = ftl_realloc(r->locals, ncap * sizeof *nl);
@@ -440,7 +440,7 @@ static conn *add_virtual(ftl_rdzv_server *s, conn *r) {
 }
 
 /* Tells the relay to close the local connection of v (refused), then forgets it. */
-static void refuse_virtual(ftl_rdzv_server *s, conn *v, const char *role, int64_t rank) {
+static void refuse_virtual(rz_rdzv_server *s, conn *v, const char *role, int64_t rank) {
   ftl_diag ignored;
   json_t *m = json_pack("{s:s, s:s, s:I}", "type", "drop", "to", role, "to_rank", (json_int_t)rank);
   if (m) rz_wire_send(v->relay->fd, m, ftl_deadline_after_ms(2000), &ignored);
@@ -449,7 +449,7 @@ static void refuse_virtual(ftl_rdzv_server *s, conn *v, const char *role, int64_
 }
 
 /* One relayed message: {"type":"fwd","role":R,"rank":N,"msg":{...}}. */
-static void handle_fwd(ftl_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_event_fn fn, void *user) {
+static void handle_fwd(rz_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_event_fn fn, void *user) {
   const char *role = rz_wire_str(env, "role", "");
   int64_t rank = rz_wire_int(env, "rank", -1);
   const json_t *msg = json_object_get(env, "msg");
@@ -480,7 +480,7 @@ static void handle_fwd(ftl_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_
  * [rank, step, compute_ms] and each local agent's latest alive as [rank, state, rss_kb] (arrays of
  * numbers: a fraction of the parse of objects; docs/scale.md). Each entry is set into the server's
  * one step or alive message and passed on as that rank's; a malformed entry is skipped. */
-static void handle_batch(ftl_rdzv_server *s, conn *r, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
+static void handle_batch(rz_rdzv_server *s, conn *r, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
   const json_t *list = json_object_get(msg, "step"), *e;
   size_t i;
   if (json_is_array(list)) json_array_foreach(list, i, e) {
@@ -504,7 +504,7 @@ static void handle_batch(ftl_rdzv_server *s, conn *r, const json_t *msg, ftl_rdz
     }
 }
 
-static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg, const char *type,
+static bool handle_relay_message(rz_rdzv_server *s, conn *c, const json_t *msg, const char *type,
                                  ftl_rdzv_event_fn fn, void *user) {
   if (strcmp(type, "fwd") == 0) {
     handle_fwd(s, c, msg, fn, user);
@@ -519,7 +519,7 @@ static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg,
     describe_peer(c->fd, relay_addr, sizeof relay_addr);
     snprintf(who, sizeof who, "pid %lld uid %lld via relay %s", (long long)rz_wire_int(msg, "pid", -1),
              (long long)rz_wire_int(msg, "uid", -1), relay_addr);
-    ftl_rdzv_event ev = {.kind = FTL_RDZV_REJECTED, .rank = -1, .role = "unknown", .detail = why, .peer = who};
+    rz_rdzv_event ev = {.kind = FTL_RDZV_REJECTED, .rank = -1, .role = "unknown", .detail = why, .peer = who};
     fn(user, &ev);
   } else if (strcmp(type, "closed") == 0) {
     /* A local connection ended, after every line it sent: lost unless it said goodbye. */
@@ -534,7 +534,7 @@ static bool handle_relay_message(ftl_rdzv_server *s, conn *c, const json_t *msg,
 
 /* A relay's connection closed: every agent and rank behind it that had not said goodbye is lost,
  * as if each had dropped its own connection (supervise.c and detect.c judge them as ever). */
-static void lose_relay(ftl_rdzv_server *s, conn *r, ftl_rdzv_event_fn fn, void *user) {
+static void lose_relay(rz_rdzv_server *s, conn *r, ftl_rdzv_event_fn fn, void *user) {
   size_t silent = 0;
   for (size_t i = 0; i < r->nlocals; i++) silent += !r->locals[i]->said_bye && r->locals[i]->role != ROLE_UNKNOWN;
   if (silent)
@@ -549,7 +549,7 @@ static void lose_relay(ftl_rdzv_server *s, conn *r, ftl_rdzv_event_fn fn, void *
 
 /* ---- connections: dropping, accepting, reading ----------------------------------------------- */
 
-static void drop_conn(ftl_rdzv_server *s, conn *c) {
+static void drop_conn(rz_rdzv_server *s, conn *c) {
   core_evloop_del(s->loop, c->fd);
   close(c->fd);
   rz_linebuf_free(&c->lb);
@@ -563,7 +563,7 @@ static void drop_conn(ftl_rdzv_server *s, conn *c) {
   ftl_free(c);
 }
 
-static void accept_all(ftl_rdzv_server *s) {
+static void accept_all(rz_rdzv_server *s) {
   for (;;) {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -609,7 +609,7 @@ static void accept_all(ftl_rdzv_server *s) {
 
 /* A relay's batch entry from the fast path (rz_wire_batch_parse): as handle_batch's. */
 typedef struct batch_ctx {
-  ftl_rdzv_server *s;
+  rz_rdzv_server *s;
   conn *relay;
   ftl_rdzv_event_fn fn;
   void *user;
@@ -632,7 +632,7 @@ static void on_batch_entry(void *user, const rz_batch_entry *e) {
 
 /* Handles every complete line of `data` (len bytes); returns false when the connection must go.
  * *used says how much was consumed (the rest is a partial line). */
-static bool handle_lines(ftl_rdzv_server *s, conn *c, const char *data, size_t len, size_t *used, ftl_rdzv_event_fn fn,
+static bool handle_lines(rz_rdzv_server *s, conn *c, const char *data, size_t len, size_t *used, ftl_rdzv_event_fn fn,
                          void *user) {
   size_t at = 0;
   bool keep = true;
@@ -678,7 +678,7 @@ static bool keep_partial(conn *c, const char *p, size_t n) {
 }
 
 /* Reads what a ready connection has; false when it must be dropped (closed, reset, a bad line). */
-static bool read_conn(ftl_rdzv_server *s, conn *c, ftl_rdzv_event_fn fn, void *user) {
+static bool read_conn(rz_rdzv_server *s, conn *c, ftl_rdzv_event_fn fn, void *user) {
   for (;;) {
     ssize_t n = recv(c->fd, s->scratch, SCRATCH_BYTES, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
@@ -710,7 +710,7 @@ static bool read_conn(ftl_rdzv_server *s, conn *c, ftl_rdzv_event_fn fn, void *u
 
 /* ---- one turn and the launcher's requests ---------------------------------------------------- */
 
-void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user) {
+void rz_rdzv_server_handle(rz_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user) {
   bool ready = false;
   for (size_t k = 0; k < n; k++)
     if (fds[k].fd == core_evloop_fd(s->loop) && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) ready = true;
@@ -740,7 +740,7 @@ void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t 
   }
 }
 
-void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size) {
+void rz_rdzv_server_describe_missing(const rz_rdzv_server *s, char *buf, size_t size) {
   size_t used = 0;
   int listed = 0, missing = 0;
   buf[0] = '\0';
@@ -757,27 +757,27 @@ void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t
   if (missing > listed) snprintf(buf + used, size - used, " and %d more", missing - listed);
 }
 
-void rz_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal) {
+void rz_rdzv_server_signal_agents(rz_rdzv_server *s, int signal) {
   send_to_all(s, ROLE_AGENT, json_pack("{s:s, s:i}", "type", "signal", "signal", signal), false);
 }
 
-void rz_rdzv_server_ping_agents(ftl_rdzv_server *s) {
+void rz_rdzv_server_ping_agents(rz_rdzv_server *s) {
   /* A ping that does not fit in the socket buffer is dropped: the next one says the same. */
   send_to_all(s, ROLE_AGENT, json_pack("{s:s}", "type", "ping"), true);
 }
 
-void rz_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason) {
+void rz_rdzv_server_request_stop(rz_rdzv_server *s, const char *reason) {
   send_to_all(s, ROLE_RANK, json_pack("{s:s, s:s}", "type", "stop", "reason", reason), false);
 }
 
-void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason) {
+void rz_rdzv_server_fail(rz_rdzv_server *s, const char *reason) {
   if (s->failed || s->went) return;
   s->failed = true;
   snprintf(s->fail_reason, sizeof s->fail_reason, "%s", reason);
   send_to_all(s, ROLE_RANK, json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason), false);
 }
 
-void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields) {
+void rz_rdzv_server_activate(rz_rdzv_server *s, const json_t *fields) {
   if (s->activation) return;
   s->activation = json_deep_copy(fields);
   if (!json_is_object(s->activation)) {
@@ -796,4 +796,4 @@ void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields) {
   }
 }
 
-bool rz_rdzv_server_activated(const ftl_rdzv_server *s) { return s->activation != NULL; }
+bool rz_rdzv_server_activated(const rz_rdzv_server *s) { return s->activation != NULL; }

@@ -14,9 +14,9 @@
 
 #include "ftl/error.h"
 
-typedef struct ftl_rdzv_server ftl_rdzv_server;
+typedef struct rz_rdzv_server rz_rdzv_server;
 
-typedef enum ftl_rdzv_event_kind {
+typedef enum rz_rdzv_event_kind {
   FTL_RDZV_AGENT_HELLO, /* a rank's agent started (msg: host, pid) */
   FTL_RDZV_RANK_JOINED, /* a rank entered ftl_init */
   FTL_RDZV_GANG_GO,     /* every rank joined; "go" was sent (rank = -1) */
@@ -33,63 +33,63 @@ typedef enum ftl_rdzv_event_kind {
   FTL_RDZV_AGENT_STOPPING, /* the agent was asked to stop (msg: signal, by): its host is alive */
   FTL_RDZV_RANK_PARKED, /* a standby rank finished its start-up and MPI_Init and waits in ftl_init
                            for activation (msg: rss_kb) */
-} ftl_rdzv_event_kind;
+} rz_rdzv_event_kind;
 
-typedef struct ftl_rdzv_event {
-  ftl_rdzv_event_kind kind;
+typedef struct rz_rdzv_event {
+  rz_rdzv_event_kind kind;
   int rank;             /* -1 when not known */
   const char *role;     /* "agent" or "rank" */
   const json_t *msg;    /* borrowed; NULL for CONN_LOST and GANG_GO */
   const char *detail;   /* for REJECTED */
   const char *peer;     /* who the connection is: "address:port", or "pid P uid U via relay ..." for one
                            behind a relay (what its SO_PEERCRED said); for REJECTED's event and log */
-} ftl_rdzv_event;
+} rz_rdzv_event;
 
-typedef void (*ftl_rdzv_event_fn)(void *user, const ftl_rdzv_event *ev);
+typedef void (*ftl_rdzv_event_fn)(void *user, const rz_rdzv_event *ev);
 
-ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, ftl_rdzv_server **out,
+ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, rz_rdzv_server **out,
                                ftl_diag *d);
-void rz_rdzv_server_destroy(ftl_rdzv_server *s);
-int rz_rdzv_server_port(const ftl_rdzv_server *s);
+void rz_rdzv_server_destroy(rz_rdzv_server *s);
+int rz_rdzv_server_port(const rz_rdzv_server *s);
 
 /* Fills fds (capacity cap) with what to poll; returns how many. */
-size_t rz_rdzv_server_pollfds(const ftl_rdzv_server *s, struct pollfd *fds, size_t cap);
+size_t rz_rdzv_server_pollfds(const rz_rdzv_server *s, struct pollfd *fds, size_t cap);
 /* Handles what poll reported on those fds, calling fn for each event. */
-void rz_rdzv_server_handle(ftl_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user);
+void rz_rdzv_server_handle(rz_rdzv_server *s, const struct pollfd *fds, size_t n, ftl_rdzv_event_fn fn, void *user);
 
-int rz_rdzv_server_joined(const ftl_rdzv_server *s);
+int rz_rdzv_server_joined(const rz_rdzv_server *s);
 /* Whether rank joined the rendezvous. */
-bool rz_rdzv_server_rank_joined(const ftl_rdzv_server *s, int rank);
+bool rz_rdzv_server_rank_joined(const rz_rdzv_server *s, int rank);
 /* Open connections from agents and ranks (direct, or virtual behind a relay). */
-size_t rz_rdzv_server_connections(const ftl_rdzv_server *s);
+size_t rz_rdzv_server_connections(const rz_rdzv_server *s);
 /* Relay connections (wire version 3: one per host that uses one; docs/formats/rendezvous-wire.md).
  * The counts above and below count the agents and ranks behind them, not the relays. */
-size_t rz_rdzv_server_relays(const ftl_rdzv_server *s);
+size_t rz_rdzv_server_relays(const rz_rdzv_server *s);
 /* Open connections from ranks (in ftl_init or after it). */
-size_t rz_rdzv_server_rank_connections(const ftl_rdzv_server *s);
-bool rz_rdzv_server_went(const ftl_rdzv_server *s);
+size_t rz_rdzv_server_rank_connections(const rz_rdzv_server *s);
+bool rz_rdzv_server_went(const rz_rdzv_server *s);
 /* The host a rank reported (agent or rank), or NULL when nothing was heard from it. */
-const char *rz_rdzv_server_host(const ftl_rdzv_server *s, int rank);
+const char *rz_rdzv_server_host(const rz_rdzv_server *s, int rank);
 
 /* Describes the ranks that have not joined: "rank 3 (host n1), rank 5 (never started)". */
-void rz_rdzv_server_describe_missing(const ftl_rdzv_server *s, char *buf, size_t size);
+void rz_rdzv_server_describe_missing(const rz_rdzv_server *s, char *buf, size_t size);
 
 /* Tells every rank agent to pass `signal` to its program's process group (and to SIGKILL the group
  * after its grace period). Faster than going through mpirun, and it reaches every host. */
-void rz_rdzv_server_signal_agents(ftl_rdzv_server *s, int signal);
+void rz_rdzv_server_signal_agents(rz_rdzv_server *s, int signal);
 
 /* Sends every agent a heartbeat, so an agent cut off from the launcher notices and ends its rank. */
-void rz_rdzv_server_ping_agents(ftl_rdzv_server *s);
+void rz_rdzv_server_ping_agents(rz_rdzv_server *s);
 
 /* Asks every rank that uses the library to stop (ftl_stop_requested returns 1), with a reason. */
-void rz_rdzv_server_request_stop(ftl_rdzv_server *s, const char *reason);
+void rz_rdzv_server_request_stop(rz_rdzv_server *s, const char *reason);
 
 /* Activates a standby gang: every rank and agent gets {"type":"activate", ...fields} now or, if
  * it parks or says hello later, then. fields (borrowed) say which attempt the gang now is. */
-void rz_rdzv_server_activate(ftl_rdzv_server *s, const json_t *fields);
-bool rz_rdzv_server_activated(const ftl_rdzv_server *s);
+void rz_rdzv_server_activate(rz_rdzv_server *s, const json_t *fields);
+bool rz_rdzv_server_activated(const rz_rdzv_server *s);
 
 /* Tells every joined rank that the rendezvous failed, with the reason; no rank gets "go" after. */
-void rz_rdzv_server_fail(ftl_rdzv_server *s, const char *reason);
+void rz_rdzv_server_fail(rz_rdzv_server *s, const char *reason);
 
 #endif

@@ -22,13 +22,13 @@
 
 #include "ftl/core.h"
 
-void rz_linebuf_free(ftl_linebuf *lb) {
+void rz_linebuf_free(rz_linebuf *lb) {
   ftl_free(lb->data);
   lb->data = NULL;
   lb->len = lb->cap = 0;
 }
 
-ftl_err rz_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof) {
+ftl_err rz_linebuf_fill(rz_linebuf *lb, int fd, bool *eof) {
   *eof = false;
   for (;;) {
     if (lb->cap - lb->len < 4096) {
@@ -67,7 +67,7 @@ ftl_err rz_wire_parse(const char *line, size_t len, json_t **msg_out, ftl_diag *
   return FTL_OK;
 }
 
-ftl_err rz_linebuf_next(ftl_linebuf *lb, json_t **msg_out, ftl_diag *d) {
+ftl_err rz_linebuf_next(rz_linebuf *lb, json_t **msg_out, ftl_diag *d) {
   char *nl = lb->len ? memchr(lb->data, '\n', lb->len) : NULL;
   if (!nl) {
     if (lb->len > FTL_WIRE_MAX_LINE) return ftl_diag_fail(d, FTL_ERR_PROTO, "message longer than %d bytes", FTL_WIRE_MAX_LINE);

@@ -23,22 +23,22 @@
                             * 4: every connection answers a challenge with a proof of the token, which
                             * is never sent (docs/formats/rendezvous-wire.md) */
 
-typedef struct ftl_linebuf {
+typedef struct rz_linebuf {
   char *data;
   size_t len;
   size_t cap;
-} ftl_linebuf;
+} rz_linebuf;
 
-void rz_linebuf_free(ftl_linebuf *lb);
+void rz_linebuf_free(rz_linebuf *lb);
 
 /* Reads what is available on a non-blocking fd into lb. FTL_OK with *eof set when the peer closed;
  * FTL_ERR_PROTO when a line grew past FTL_WIRE_MAX_LINE. */
-ftl_err rz_linebuf_fill(ftl_linebuf *lb, int fd, bool *eof);
+ftl_err rz_linebuf_fill(rz_linebuf *lb, int fd, bool *eof);
 
 /* Takes the next complete line out of lb and parses it as a JSON object. FTL_ERR_NOTFOUND when
  * no complete line is buffered; FTL_ERR_PROTO (with detail) when the line is not a JSON object.
  * *msg_out is a new reference on success. */
-ftl_err rz_linebuf_next(ftl_linebuf *lb, json_t **msg_out, ftl_diag *d);
+ftl_err rz_linebuf_next(rz_linebuf *lb, json_t **msg_out, ftl_diag *d);
 
 /* Parses one line (without its newline) as a message object: used by rz_linebuf_next and by the
  * fuzz target. */
@@ -87,7 +87,7 @@ ftl_err rz_wire_nonce(char out[FTL_WIRE_NONCE_HEX + 1], ftl_diag *d);
 ftl_err rz_wire_send_challenge(int fd, const char *nonce, ftl_diag *d);
 /* Reads the peer's challenge (the first line; what follows stays in lb) until deadline_ms; peer
  * names the other end in errors. */
-ftl_err rz_wire_read_challenge(int fd, ftl_linebuf *lb, const char *peer, int64_t deadline_ms,
+ftl_err rz_wire_read_challenge(int fd, rz_linebuf *lb, const char *peer, int64_t deadline_ms,
                                char nonce[FTL_WIRE_NONCE_HEX + 1], ftl_diag *d);
 /* The proof a hello of (role, rank) carries for nonce under token (rank -1 for a relay). */
 ftl_err rz_wire_proof(const char *token, const char *nonce, const char *role, long long rank,

@@ -80,7 +80,7 @@ ftl_err rz_wire_send_challenge(int fd, const char *nonce, ftl_diag *d) {
   return rz_wire_send_line(fd, line, (size_t)len, 0, true, d);
 }
 
-ftl_err rz_wire_read_challenge(int fd, ftl_linebuf *lb, const char *peer, int64_t deadline_ms,
+ftl_err rz_wire_read_challenge(int fd, rz_linebuf *lb, const char *peer, int64_t deadline_ms,
                                char nonce[FTL_WIRE_NONCE_HEX + 1], ftl_diag *d) {
   json_t *msg = NULL;
   ftl_err rc;

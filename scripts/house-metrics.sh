@@ -49,8 +49,9 @@ grep -c 'getenv(' "${c_sources[@]}" | grep -v ':0$' | sort -t: -k2 -rn | tr '\n'
 echo
 echo "total: $(cat "${c_sources[@]}" | grep -o 'getenv(' | wc -l)"
 echo "== internal types named ftl_* (outside include/)"
-grep -hoE '^\} *ftl_[a-z0-9_]+;|^typedef [^;(]*\bftl_[a-z0-9_]+;' "${sources[@]}" | grep -oE 'ftl_[a-z0-9_]+' | sort -u | wc -l
+{ grep -hoE '^\} *ftl_[a-z0-9_]+;|^typedef [^;(]*\bftl_[a-z0-9_]+;' "${sources[@]}" || true; } |
+  { grep -oE 'ftl_[a-z0-9_]+' || true; } | sort -u | wc -l
 if command -v duplicates >/dev/null; then
   echo "== duplicate pairs"
-  duplicates --repo "$dir" --seconds 120 | head -1
+  duplicates --repo "$dir" --seconds 120 | sed -n 1p # reads it all: no SIGPIPE under pipefail
 fi

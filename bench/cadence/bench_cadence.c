@@ -50,7 +50,7 @@ typedef struct agg {
 
 static double waste_of(double wall, double work) { return wall > 0 ? 1.0 - work / wall : 0; }
 
-static void add(agg *a, const ftl_cadence_sim_result *r, double step_s) {
+static void add(agg *a, const cd_cadence_sim_result *r, double step_s) {
   a->runs++;
   if (!r->completed) a->incomplete++;
   a->wall += r->wall_s;
@@ -63,8 +63,8 @@ static void add(agg *a, const ftl_cadence_sim_result *r, double step_s) {
   }
 }
 
-static ftl_cadence_sim_params params_for(double mtbf_s, uint64_t seed) {
-  ftl_cadence_sim_params p = {.mtbf_s = mtbf_s,
+static cd_cadence_sim_params params_for(double mtbf_s, uint64_t seed) {
+  cd_cadence_sim_params p = {.mtbf_s = mtbf_s,
                               .stall_s = STALL_S,
                               .durable_s = DURABLE_S,
                               .restart_s = RESTART_S,
@@ -80,8 +80,8 @@ static ftl_cadence_sim_params params_for(double mtbf_s, uint64_t seed) {
 static int run_fixed(double mtbf_s, int seeds, int64_t steps, agg *a) {
   memset(a, 0, sizeof *a);
   for (int i = 0; i < seeds; i++) {
-    ftl_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
-    ftl_cadence_sim_result r;
+    cd_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
+    cd_cadence_sim_result r;
     if (cd_cadence_sim_run(&p, NULL, steps, &r)) return 1;
     add(a, &r, STEP_S);
   }
@@ -106,8 +106,8 @@ static int run_adaptive(double mtbf_s, int seeds, double prior_factor, double pr
     }
     /* As a training program would: one measured step before the first decision. */
     ftl_cadence_observe_steps(c, 1, STEP_S);
-    ftl_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
-    ftl_cadence_sim_result r;
+    cd_cadence_sim_params p = params_for(mtbf_s, 1000 + (uint64_t)i);
+    cd_cadence_sim_result r;
     ftl_err rc = cd_cadence_sim_run(&p, c, 0, &r);
     ftl_cadence_destroy(c);
     if (rc) return 1;

@@ -8,8 +8,8 @@
 #include "ftl/core.h"
 #include "ftl_test.h"
 
-static ftl_cadence_sim_params base(double mtbf_s, uint64_t seed) {
-  ftl_cadence_sim_params p = {.mtbf_s = mtbf_s,
+static cd_cadence_sim_params base(double mtbf_s, uint64_t seed) {
+  cd_cadence_sim_params p = {.mtbf_s = mtbf_s,
                               .stall_s = 10,
                               .durable_s = 0,
                               .restart_s = 60,
@@ -21,7 +21,7 @@ static ftl_cadence_sim_params base(double mtbf_s, uint64_t seed) {
   return p;
 }
 
-static void check_books(const ftl_cadence_sim_result *r, const ftl_cadence_sim_params *p) {
+static void check_books(const cd_cadence_sim_result *r, const cd_cadence_sim_params *p) {
   CHECK(r->completed);
   CHECK(fabs(r->wall_s - (r->compute_s + r->stall_s + r->restart_s)) < 1e-6 * r->wall_s);
   CHECK(fabs(r->lost_s - (r->compute_s - r->work_s)) < 1e-6 * r->wall_s);
@@ -33,12 +33,12 @@ static void check_books(const ftl_cadence_sim_result *r, const ftl_cadence_sim_p
 int main(void) {
   ftl_log_set_level(FTL_LOG_ERROR);
   /* The generator: deterministic, uniform in [0, 1), exponential with the right mean. */
-  ftl_sim_rng a, b;
-  ftl_sim_rng_seed(&a, 42);
-  ftl_sim_rng_seed(&b, 42);
+  cd_sim_rng a, b;
+  cd_sim_rng_seed(&a, 42);
+  cd_sim_rng_seed(&b, 42);
   double sum = 0;
   for (int i = 0; i < 200000; i++) {
-    CHECK(ftl_sim_rng_next(&a) == ftl_sim_rng_next(&b));
+    CHECK(cd_sim_rng_next(&a) == cd_sim_rng_next(&b));
     double u = cd_sim_rng_uniform(&a);
     CHECK(u >= 0 && u < 1);
     sum += cd_sim_rng_exp(&b, 3.0);
@@ -49,9 +49,9 @@ int main(void) {
   const double mtbfs[] = {600, 3600, 6 * 3600};
   for (size_t i = 0; i < 3; i++) {
     double m = mtbfs[i];
-    ftl_cadence_sim_params p = base(m, 7 + i);
+    cd_cadence_sim_params p = base(m, 7 + i);
     int64_t steps = (int64_t)(ftl_cadence_daly_s(p.stall_s, m) / p.step_s + 0.5);
-    ftl_cadence_sim_result r, r2;
+    cd_cadence_sim_result r, r2;
     CHECK_OK(cd_cadence_sim_run(&p, NULL, steps, &r), "sim");
     check_books(&r, &p);
     double model = ftl_cadence_waste((double)steps * p.step_s, p.stall_s, 0, p.restart_s, m);
@@ -67,17 +67,17 @@ int main(void) {
 
   /* W > 0 costs about W per failure (the model charges it like R). */
   {
-    ftl_cadence_sim_params p = base(3600, 99);
+    cd_cadence_sim_params p = base(3600, 99);
     p.durable_s = 60;
     int64_t steps = (int64_t)(ftl_cadence_daly_s(p.stall_s, p.mtbf_s) / p.step_s + 0.5);
-    ftl_cadence_sim_result r;
+    cd_cadence_sim_result r;
     CHECK_OK(cd_cadence_sim_run(&p, NULL, steps, &r), "sim");
     check_books(&r, &p);
     double model = ftl_cadence_waste((double)steps * p.step_s, p.stall_s, p.durable_s, p.restart_s, p.mtbf_s);
     printf("W = 60 s: simulated waste %.4f, model %.4f\n", r.waste, model);
     CHECK(fabs(r.waste / model - 1) < 0.08);
     /* An interval shorter than W makes each save wait for the previous one: the wait is stall. */
-    ftl_cadence_sim_result r_short;
+    cd_cadence_sim_result r_short;
     CHECK_OK(cd_cadence_sim_run(&p, NULL, 10, &r_short), "sim");
     check_books(&r_short, &p);
     CHECK(r_short.stall_s > (double)r_short.checkpoints * (p.durable_s - 15 - 1));
@@ -86,7 +86,7 @@ int main(void) {
   /* The real controller, priors off by 10× both ways: ends near the true Daly interval. */
   const double factors[] = {0.1, 1, 10};
   for (size_t i = 0; i < 3; i++) {
-    ftl_cadence_sim_params p = base(3600, 1234);
+    cd_cadence_sim_params p = base(3600, 1234);
     ftl_cadence_config cfg;
     ftl_cadence_config_init(&cfg);
     cfg.world_size = p.world_size;
@@ -96,7 +96,7 @@ int main(void) {
     ftl_cadence *c = NULL;
     ftl_diag d;
     CHECK_OK(ftl_cadence_create(&cfg, &c, &d), d.msg);
-    ftl_cadence_sim_result r;
+    cd_cadence_sim_result r;
     CHECK_OK(cd_cadence_sim_run(&p, c, 0, &r), "sim");
     check_books(&r, &p);
     double want = ftl_cadence_daly_s(p.stall_s, p.mtbf_s);
@@ -115,8 +115,8 @@ int main(void) {
     ftl_cadence_destroy(c);
   }
   /* Bad parameters. */
-  ftl_cadence_sim_params p = base(3600, 1);
-  ftl_cadence_sim_result r;
+  cd_cadence_sim_params p = base(3600, 1);
+  cd_cadence_sim_result r;
   CHECK_INT_EQ(cd_cadence_sim_run(&p, NULL, 0, &r), FTL_ERR_INVAL);
   p.mtbf_s = 0;
   CHECK_INT_EQ(cd_cadence_sim_run(&p, NULL, 10, &r), FTL_ERR_INVAL);

@@ -338,7 +338,7 @@ static int mode_faults(ftl_ctx *ctx, const char *rundir) {
   fill_state(&st, 10);
   save_ok(ck, 10);
   struct {
-    ftl_fault_op op;
+    core_fault_op op;
     int err;
     ftl_err want;
     const char *text;

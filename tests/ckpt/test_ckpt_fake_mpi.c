@@ -131,7 +131,7 @@ static int f_ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm 
   return MPI_SUCCESS;
 }
 
-static const ftl_mpi_ops fake = {
+static const rz_mpi_ops fake = {
     .initialized = f_initialized,
     .finalized = f_finalized,
     .init_thread = f_init_thread,

@@ -230,7 +230,7 @@ static void test_faults(void) {
   CHECK_OK(ftl_fmt(path, sizeof path, "%s/shard-00000.h5", sd), "p");
   CHECK_OK(ftl_fmt(tmp, sizeof tmp, "%s/shard-00000.h5.tmp", sd), "p");
   struct {
-    ftl_fault_op op;
+    core_fault_op op;
     long nth;
     int err;
     ftl_err want;

@@ -108,7 +108,7 @@ static int f_error_string(int code, char *text, int *len) {
   *len = (int)strlen(text);
   return MPI_SUCCESS;
 }
-static const ftl_mpi_ops fake = {.iallgather = f_iallgather, .test = f_test, .error_string = f_error_string};
+static const rz_mpi_ops fake = {.iallgather = f_iallgather, .test = f_test, .error_string = f_error_string};
 
 /* Rank 0 of 1, serving shard 3 to itself. */
 static ftl_err connect_self(ftl_ckpt *ck, ck_l2_link *links, int *tcp) {

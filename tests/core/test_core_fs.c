@@ -79,7 +79,7 @@ static void test_atomic_failures(void) {
   CHECK_OK(core_fs_write_atomic(path, "old", 3, NULL, -1, -1, &d), d.msg);
   check_content(path, "old");
   const struct {
-    ftl_fault_op op;
+    core_fault_op op;
     int err;
     ftl_err want;
   } cases[] = {

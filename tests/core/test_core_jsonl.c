@@ -76,7 +76,7 @@ static void test_round_trip(void) {
   char path[512];
   path_in(path, sizeof path, "one.jsonl");
   ftl_diag d = {{0}};
-  const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 1000, .fsync = true};
+  const core_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 1000, .fsync = true};
   json_t *rec = json_pack("{s:i, s:s}", "version", FTL_RECORD_VERSION, "text", "line\nbreak");
   CHECK_OK(core_jsonl_append(path, rec, &opts, &d), d.msg);
   CHECK_OK(core_jsonl_append(path, rec, NULL, &d), d.msg);
@@ -133,8 +133,8 @@ static void test_processes(bool lock) {
     pids[w] = fork();
     CHECK(pids[w] >= 0);
     if (pids[w] == 0) {
-      const ftl_jsonl_opts opts = {.lock = lock, .lock_timeout_ms = 10000, .fsync = false};
-      ftl_jsonl *log = NULL;
+      const core_jsonl_opts opts = {.lock = lock, .lock_timeout_ms = 10000, .fsync = false};
+      core_jsonl *log = NULL;
       ftl_diag d = {{0}};
       int rc = core_jsonl_open(path, &opts, &log, &d) != FTL_OK;
       for (int i = 0; i < PER_WRITER && !rc; i++) {
@@ -158,7 +158,7 @@ static void test_processes(bool lock) {
 /* Several threads on one handle (the header allows it). */
 enum { THREADS = 4, PER_THREAD = 100 };
 typedef struct thread_arg {
-  ftl_jsonl *log;
+  core_jsonl *log;
   int id, failed;
 } thread_arg;
 
@@ -176,8 +176,8 @@ static void *thread_main(void *p) {
 static void test_threads(void) {
   char path[512];
   path_in(path, sizeof path, "threads.jsonl");
-  const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 10000, .fsync = false};
-  ftl_jsonl *log = NULL;
+  const core_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 10000, .fsync = false};
+  core_jsonl *log = NULL;
   ftl_diag d = {{0}};
   CHECK_OK(core_jsonl_open(path, &opts, &log, &d), d.msg);
   pthread_t th[THREADS];
@@ -205,7 +205,7 @@ static void test_torn_repair(void) {
   CHECK(write(fd, torn, strlen(torn)) == (ssize_t)strlen(torn));
   close(fd);
   ftl_diag d = {{0}};
-  const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 1000, .fsync = true};
+  const core_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 1000, .fsync = true};
   json_t *rec = json_pack("{s:i, s:b}", "version", FTL_RECORD_VERSION, "after", 1);
   CHECK_OK(core_jsonl_append(path, rec, &opts, &d), d.msg);
   CHECK_OK(core_jsonl_append(path, rec, &opts, &d), d.msg); /* a whole last line: no extra newline */
@@ -239,7 +239,7 @@ static void test_lock_deadline(void) {
   }
   char c = 0;
   CHECK(read(ready[0], &c, 1) == 1);
-  const ftl_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 100, .fsync = false};
+  const core_jsonl_opts opts = {.lock = true, .lock_timeout_ms = 100, .fsync = false};
   int64_t t0 = ftl_clock_ms();
   CHECK_INT_EQ(core_jsonl_append(path, rec, &opts, &d), FTL_ERR_TIMEOUT);
   CHECK(ftl_clock_ms() - t0 >= 100);

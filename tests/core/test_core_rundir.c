@@ -12,7 +12,7 @@
 
 static void test_names(void) {
   static const struct {
-    ftl_rundir_item item;
+    core_rundir_item item;
     const char *name;
   } want[] = {
       {FTL_RUNDIR_JOB_SPEC, "job.yaml"},
@@ -39,7 +39,7 @@ static void test_names(void) {
     CHECK_STR_EQ(path + 3, want[i].name);
   }
   CHECK(core_rundir_name(FTL_RUNDIR_ITEMS_) == NULL);
-  CHECK(core_rundir_name((ftl_rundir_item)-1) == NULL);
+  CHECK(core_rundir_name((core_rundir_item)-1) == NULL);
   char path[64];
   CHECK_INT_EQ(core_rundir_path(path, sizeof path, "/r", FTL_RUNDIR_ITEMS_), FTL_ERR_INVAL);
   CHECK_INT_EQ(core_rundir_path(path, sizeof path, NULL, FTL_RUNDIR_EVENTS), FTL_ERR_INVAL);

@@ -9,7 +9,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ftl_metrics *m = NULL;
+  ev_metrics *m = NULL;
   ftl_diag d = {{0}};
   if (ev_metrics_parse((const char *)data, size, &m, &d) != FTL_OK) {
     if (!d.msg[0]) abort(); /* a refusal always says why */
@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   double v;
   json_t *obj = (json_t *)(uintptr_t)ev_metrics_object(m); /* jansson's iterator takes a non-const object */
   json_object_foreach(obj, key, value) {
-    ftl_metric_state s = ev_metrics_get(m, key, &v);
+    ev_metric_state s = ev_metrics_get(m, key, &v);
     if (s == FTL_METRIC_MISSING) abort(); /* every listed key is found */
   }
   (void)ev_metrics_get(m, "exact_match", &v);

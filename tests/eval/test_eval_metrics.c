@@ -10,15 +10,15 @@
 #include "ftl/core.h"
 #include "ftl_test.h"
 
-static ftl_metrics *parse_ok(const char *text) {
-  ftl_metrics *m = NULL;
+static ev_metrics *parse_ok(const char *text) {
+  ev_metrics *m = NULL;
   ftl_diag d = {{0}};
   CHECK_OK(ev_metrics_parse(text, strlen(text), &m, &d), d.msg);
   return m;
 }
 
 static void parse_bad(const char *text, const char *why) {
-  ftl_metrics *m = NULL;
+  ev_metrics *m = NULL;
   ftl_diag d = {{0}};
   ftl_err rc = ev_metrics_parse(text, strlen(text), &m, &d);
   if (rc != FTL_ERR_CORRUPT) FTL_TEST_FAIL_("'%s' parsed (rc %d), expected a refusal", text, (int)rc);
@@ -28,7 +28,7 @@ static void parse_bad(const char *text, const char *why) {
 
 int main(void) {
   double v = -1;
-  ftl_metrics *m = parse_ok("{\"version\": 1, \"metrics\": {\"exact_match\": 0.998, \"loss\": 4, \"note\": \"x\"},"
+  ev_metrics *m = parse_ok("{\"version\": 1, \"metrics\": {\"exact_match\": 0.998, \"loss\": 4, \"note\": \"x\"},"
                             " \"evaluator\": {\"name\": \"ftl-finetune-eval\"}}");
   CHECK_INT_EQ(ev_metrics_get(m, "exact_match", &v), FTL_METRIC_OK);
   CHECK(fabs(v - 0.998) < 1e-12);
@@ -64,7 +64,7 @@ int main(void) {
   char nul[] = "{\"version\":1,\"metrics\":{}}";
   nul[5] = '\0';
   {
-    ftl_metrics *x = NULL;
+    ev_metrics *x = NULL;
     ftl_diag d = {{0}};
     CHECK_INT_EQ(ev_metrics_parse(nul, sizeof nul - 1, &x, &d), FTL_ERR_CORRUPT);
     CHECK_STR_CONTAINS(d.msg, "NUL");

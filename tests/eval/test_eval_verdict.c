@@ -126,7 +126,7 @@ int main(void) {
   json_decref(a);
 
   /* Placeholders. */
-  ftl_gate_placeholders ph = {
+  ev_gate_placeholders ph = {
       .adapter = "/r/final", .data = "/d/h.txt", .metrics = "/r/gate/m.json", .base = "/d/b.h5", .run_dir = "/r"};
   char *x = NULL;
   CHECK_OK(ev_gate_expand("--out={metrics}", &ph, &x, &d), d.msg);

@@ -53,7 +53,7 @@ int main(void) {
   ftl_diag d = {{0}};
 
   /* The snapshot's: through a folder input, as `ftl run` records it, and through the function. */
-  ftl_snapshot_input in[] = {{"folder", root}};
+  pl_snapshot_input in[] = {{"folder", root}};
   json_t *snap = NULL;
   CHECK_OK(pl_snapshot_build(in, 1, "job", "", NULL, &snap, &d), d.msg);
   CHECK_STR_EQ(pl_snapshot_input_sha256(snap, "folder"), TREE_HEX);

@@ -50,7 +50,7 @@ int main(void) {
   put("data/sub/c.txt", "ccc\n");
   put("base.h5", "weights");
 
-  ftl_snapshot_input in[] = {{"data", dir}, {"base", file}};
+  pl_snapshot_input in[] = {{"data", dir}, {"base", file}};
   json_t *gate = json_pack("{s:{s:s}, s:n}", "eval", "metric", "m", "registry");
   json_t *snap = NULL;
   ftl_diag d = {{0}};
@@ -111,7 +111,7 @@ int main(void) {
     put("real1.txt", "one\n");
     put("real2.txt", "two\n");
     CHECK(symlink("real1.txt", link) == 0);
-    ftl_snapshot_input lin[] = {{"held", link}};
+    pl_snapshot_input lin[] = {{"held", link}};
     json_t *ls = NULL;
     CHECK_OK(pl_snapshot_build(lin, 1, "job", "", NULL, &ls, &d), d.msg);
     const json_t *e = pl_snapshot_find_input(ls, "held");
@@ -146,13 +146,13 @@ int main(void) {
     unlink(real2);
     /* A FIFO or /dev/zero given as an input at submission: refused, not hashed. */
     CHECK(mkfifo(real1, 0600) == 0);
-    ftl_snapshot_input fin[] = {{"fifo", real1}};
+    pl_snapshot_input fin[] = {{"fifo", real1}};
     json_t *none = NULL;
     CHECK(pl_snapshot_build(fin, 1, "job", "", NULL, &none, &d) != FTL_OK);
     CHECK_STR_CONTAINS(d.msg, "input 'fifo'");
     unlink(real1);
     CHECK(symlink("/dev/zero", link) == 0);
-    ftl_snapshot_input zin[] = {{"zero", link}};
+    pl_snapshot_input zin[] = {{"zero", link}};
     CHECK(pl_snapshot_build(zin, 1, "job", "", NULL, &none, &d) != FTL_OK);
     CHECK_STR_CONTAINS(d.msg, "input 'zero'");
     unlink(link);

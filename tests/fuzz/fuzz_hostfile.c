@@ -18,7 +18,7 @@ static void require(int ok) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
   ftl_err rc = ln_hostfile_parse((const char *)data, size, "fuzz-hosts", &hosts, &count, &d);
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   require(hosts != NULL && count >= 1);
   for (size_t i = 0; i < count; i++) {
-    const ftl_hostfile_host *h = &hosts[i];
+    const ln_hostfile_host *h = &hosts[i];
     size_t len = strnlen(h->name, sizeof h->name);
     require(len >= 1 && len <= FTL_HOSTFILE_NAME_MAX);
     require(strncmp(h->line, h->name, len) == 0); /* the line starts with its host */

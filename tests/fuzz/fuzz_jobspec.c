@@ -22,7 +22,7 @@ static void check_strv(char **v, size_t count) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   ftl_diag d = {{0}};
   ftl_err rc = ln_job_parse_bytes((const char *)data, size, "fuzz.yaml", "/spec", &job, &d);
   if (rc != FTL_OK) {

@@ -22,7 +22,7 @@ static void require(int ok) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ftl_runview rv;
+  ln_runview rv;
   ln_runview_init(&rv, 1);
   ln_runview_add_log(&rv, (const char *)data, size);
   require(rv.n_attempts >= 0 && rv.n_attempts <= rv.cap_attempts);
@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(line, 'x', sizeof line);
   ln_progress_format(&rv, rv.last_us, line, sizeof line);
   require(memchr(line, '\0', sizeof line) != NULL);
-  ftl_rv_goodput g = ln_runview_goodput(&rv, rv.last_us);
+  ln_rv_goodput g = ln_runview_goodput(&rv, rv.last_us);
   (void)g;
   char *text = NULL;
   size_t len = 0;

@@ -30,7 +30,7 @@ static void test_builder(void) {
   char *base[] = {b0, b1, b2, b3, b4, NULL};
   static char j0[] = "OMP_NUM_THREADS=1", j1[] = "PATH=/nonexistent";
   char *job_env[] = {j0, j1, NULL};
-  ftl_gang_env e = {.rdzv_addr = "127.0.0.1:4000", .rdzv_token = "tok-a0", .rdzv_timeout_ms = 5000,
+  ln_gang_env e = {.rdzv_addr = "127.0.0.1:4000", .rdzv_token = "tok-a0", .rdzv_timeout_ms = 5000,
                     .run_dir = "/runs/x", .attempt_dir = "/runs/x/attempt-0000", .attempt = 0, .job_name = "x",
                     .spec_hash = "", .kill_grace_ms = 2000, .node_timeout_ms = 10000, .preempt_grace_ms = 30000,
                     .master_addr = "n0", .master_port = 29500, .job_env = job_env, .allow_root = 1,
@@ -140,7 +140,7 @@ static void test_attempts(void) {
   char *old_tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
   setenv("TMPDIR", tmpdir, 1);
   ftl_diag d = {{0}};
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   static char a0[] = "/bin/sh", a1[] = "-c",
               a2[] = "printf '%s %s %s' \"$FTL_RDZV_TOKEN\" \"$FTL_RDZV_ADDR\" "
                      "\"${OMPI_MCA_orte_local_tmpdir_base:-unset}\" > \"$FTL_ATTEMPT_DIR/seen.txt\"";
@@ -149,10 +149,10 @@ static void test_attempts(void) {
   job->rendezvous_timeout_ms = 30000;
   char seen[2][256], child[256];
   for (int attempt = 0; attempt < 2; attempt++) {
-    ftl_attempt_opts o = {.job = job, .world_size = 1, .run_dir = tmpl, .attempt = attempt, .ftl_exe = ftl_exe,
+    ln_attempt_opts o = {.job = job, .world_size = 1, .run_dir = tmpl, .attempt = attempt, .ftl_exe = ftl_exe,
                           .program = "/bin/sh", .rdzv_bind = "127.0.0.1", .rdzv_host = "127.0.0.1",
                           .kill_grace_ms = 2000, .events = NULL};
-    ftl_attempt_result res;
+    ln_attempt_result res;
     CHECK_OK(ln_attempt_run(&o, &res, &d), d.msg);
     if (res.outcome != FTL_ATTEMPT_SUCCEEDED) FTL_TEST_FAIL_("attempt %d: %s", attempt, res.summary);
     char path[PATH_MAX];

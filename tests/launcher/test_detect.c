@@ -4,12 +4,12 @@
 #include "ftl_test.h"
 #include "launcher/detect.h"
 
-static const ftl_detect_limits limits = {.startup_ms = 600000, .step_ms = 5000, .checkpoint_ms = 20000,
+static const ln_detect_limits limits = {.startup_ms = 600000, .step_ms = 5000, .checkpoint_ms = 20000,
                                          .node_ms = 10000};
 
 /* n ranks, two per host (h0, h1, ...), every agent connected and heard at t = 0, every rank at
  * step 0 of its step section with progress at t = 0 (the clock starts at 1 s so 0 means "never"). */
-static void gang(ftl_rank_watch *r, int n) {
+static void gang(ln_rank_watch *r, int n) {
   static const char *const hosts[] = {"h0", "h1", "h2", "h3"};
   memset(r, 0, sizeof *r * (size_t)n);
   for (int i = 0; i < n; i++) {
@@ -24,8 +24,8 @@ static void gang(ftl_rank_watch *r, int n) {
 }
 
 static void test_lost_host(void) {
-  ftl_rank_watch r[4];
-  ftl_detection f;
+  ln_rank_watch r[4];
+  ln_detection f;
   gang(r, 4);
   /* Every agent keeps reporting each second; h1's stop after t = 3 s. */
   for (int64_t t = 1000; t <= 30000; t += 1000) {
@@ -51,8 +51,8 @@ static void test_lost_host(void) {
  * its neighbour's last report may be a moment later. Both silent: the host is lost, not the
  * first agent alone. */
 static void test_agents_a_moment_apart(void) {
-  ftl_rank_watch r[4];
-  ftl_detection f;
+  ln_rank_watch r[4];
+  ln_detection f;
   gang(r, 4);
   r[2].alive_ms = 2000;
   r[3].alive_ms = 2800; /* 0.8 s later */
@@ -77,8 +77,8 @@ static void test_agents_a_moment_apart(void) {
 }
 
 static void test_hang_per_section(void) {
-  ftl_rank_watch r[4];
-  ftl_detection f;
+  ln_rank_watch r[4];
+  ln_detection f;
   gang(r, 4);
   for (int i = 0; i < 4; i++) r[i].last_step = 7;
   /* Rank 1 is inside a checkpoint (20 s allowed), the others wait for it in a collective. */
@@ -117,8 +117,8 @@ static void test_hang_per_section(void) {
 }
 
 static void test_stopped_process(void) {
-  ftl_rank_watch r[4];
-  ftl_detection f;
+  ln_rank_watch r[4];
+  ln_detection f;
   gang(r, 4);
   for (int i = 0; i < 4; i++) r[i].last_step = 10;
   r[0].last_step = 9;  /* behind, but running */
@@ -133,8 +133,8 @@ static void test_stopped_process(void) {
 }
 
 static void test_stragglers(void) {
-  ftl_rank_watch r[4];
-  ftl_straggler s[4];
+  ln_rank_watch r[4];
+  ln_straggler s[4];
   gang(r, 4);
   /* Nine reports each: not a full window yet. */
   for (int k = 0; k < FTL_STRAGGLER_WINDOW - 1; k++)
@@ -163,7 +163,7 @@ static void test_stragglers(void) {
 
 /* Host h's agents (ranks 2h, 2h+1) lose their connections at t_ns, having said they were asked
  * to stop (a teardown's SIGTERM) when spoke. */
-static void vanish(ftl_rank_watch *r, int h, int64_t t_ns, int spoke) {
+static void vanish(ln_rank_watch *r, int h, int64_t t_ns, int spoke) {
   for (int i = 2 * h; i < 2 * h + 2; i++) {
     r[i].has_agent = 0;
     r[i].lost_ns = t_ns + (i - 2 * h) * 100;
@@ -179,15 +179,15 @@ static void vanish(ftl_rank_watch *r, int h, int64_t t_ns, int spoke) {
  * order: the lost host is the one whose agents said nothing, whichever order they were read in. */
 /* A fresh gang of 6 in which hosts h1 and h2 vanish, h1 first (at 5 s, h2 at 9 s) when order is 0
  * and last when it is 1; h1's agents say they were torn down when torn is set. */
-static void vanish_both(ftl_rank_watch *r, int order, int torn) {
+static void vanish_both(ln_rank_watch *r, int order, int torn) {
   gang(r, 6);
   vanish(r, 1, order == 0 ? 5000000000 : 9000000000, torn);
   vanish(r, 2, order == 0 ? 9000000000 : 5000000000, 0);
 }
 
 static void test_vanished(void) {
-  ftl_rank_watch r[6];
-  ftl_detection f;
+  ln_rank_watch r[6];
+  ln_detection f;
   gang(r, 6);
   CHECK_INT_EQ(ln_detect_vanished(r, 6, -1, "h0", &f), 0);
   /* h2 dies; h1's agents are torn down and say so. Read with h1 first, then with h2 first. */
@@ -256,8 +256,8 @@ static void test_vanished(void) {
 /* An agent that finished its rank late (exit 0 reported) is never missing heartbeats, and its exit
  * report is its host answering: the host is not lost; a silent neighbour is one lost agent. */
 static void test_finished_agent_not_lost(void) {
-  ftl_rank_watch r[4];
-  ftl_detection f;
+  ln_rank_watch r[4];
+  ln_detection f;
   gang(r, 4);
   /* Everyone reports until t = 20 s; rank 2 (h1) finishes at 20.5 s, after the others stopped
    * reporting (they finished too); its connection then closes. */
@@ -293,10 +293,10 @@ static void test_finished_agent_not_lost(void) {
 /* A process its agent sees stopped (state T) is hung after FTL_DETECT_STOPPED_MS, whatever the
  * step timeout; a momentary stop is not. */
 static void test_stopped_without_timeout(void) {
-  static const ftl_detect_limits slow = {.startup_ms = 600000, .step_ms = 180000, .checkpoint_ms = 600000,
+  static const ln_detect_limits slow = {.startup_ms = 600000, .step_ms = 180000, .checkpoint_ms = 600000,
                                          .node_ms = 30000};
-  ftl_rank_watch r[4];
-  ftl_detection f;
+  ln_rank_watch r[4];
+  ln_detection f;
   gang(r, 4);
   r[1].state = 'T';
   r[1].stopped_ms = 2000;
@@ -323,8 +323,8 @@ static void test_stopped_without_timeout(void) {
 
 /* Ranks on one host: nothing to exclude; the laxer ratio for ranks sharing too few cores. */
 static void test_one_host_stragglers(void) {
-  ftl_rank_watch r[4];
-  ftl_straggler s[4];
+  ln_rank_watch r[4];
+  ln_straggler s[4];
   gang(r, 4);
   CHECK_INT_EQ(ln_detect_one_host(r, 4), 0);
   for (int i = 0; i < 4; i++) r[i].host = "vm";

@@ -27,7 +27,7 @@ int main(void) {
   static char arg0[] = "--iterations", arg1[] = "3", exp0[] = "FTL_RDZV_ADDR", exp1[] = "MASTER_ADDR";
   char *args[] = {arg0, arg1, NULL};
   char *exports[] = {exp0, exp1, NULL};
-  ftl_gang_opts o = {.kind = FTL_LAUNCH_MPIRUN,
+  ln_gang_opts o = {.kind = FTL_LAUNCH_MPIRUN,
                      .ranks = 4,
                      .ftl_exe = "/opt/ftl/bin/ftl",
                      .program = "/opt/bin/train",

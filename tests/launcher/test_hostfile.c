@@ -10,7 +10,7 @@
 
 static const char *parse_err(const char *text) {
   static ftl_diag d;
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   memset(&d, 0, sizeof d);
   ftl_err rc = ln_hostfile_parse(text, strlen(text), "hosts.txt", &hosts, &count, &d);
@@ -27,7 +27,7 @@ static void test_good(void) {
                      "10.0.0.3\t# one slot\r\n"
                      "::1 max_slots=2\n"
                      "n_5";
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
   CHECK_OK(ln_hostfile_parse(text, strlen(text), "hosts.txt", &hosts, &count, &d), d.msg);
@@ -71,7 +71,7 @@ static void test_refused(void) {
   CHECK_STR_EQ(parse_err("node1\n# x\nnode1 slots=2\n"),
                "hostfile hosts.txt:3: host node1 is already on line 1; give each host once with all its slots");
   const char with_nul[] = "node1\0 slots=2\n";
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
   CHECK_INT_EQ(ln_hostfile_parse(with_nul, sizeof with_nul - 1, "hosts.txt", &hosts, &count, &d), FTL_ERR_SPEC);
@@ -89,7 +89,7 @@ static void test_refused(void) {
 }
 
 static void test_read(void) {
-  ftl_hostfile_host *hosts = NULL;
+  ln_hostfile_host *hosts = NULL;
   size_t count = 0;
   ftl_diag d = {{0}};
   CHECK_INT_EQ(ln_hostfile_read("/nonexistent/hosts", &hosts, &count, &d), FTL_ERR_NOTFOUND);

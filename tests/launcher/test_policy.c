@@ -8,8 +8,8 @@
 #include "launcher/policy.h"
 
 /* A failed attempt: rank 0 exited 1 on host h0 at `step`, retryable. */
-static ftl_attempt_result failed_at(int64_t last_step, int64_t committed_step) {
-  ftl_attempt_result r;
+static ln_attempt_result failed_at(int64_t last_step, int64_t committed_step) {
+  ln_attempt_result r;
   memset(&r, 0, sizeof r);
   r.outcome = FTL_ATTEMPT_FAILED;
   r.kind = FTL_FAIL_EXIT;
@@ -23,8 +23,8 @@ static ftl_attempt_result failed_at(int64_t last_step, int64_t committed_step) {
   return r;
 }
 
-static ftl_policy_config config(int ranks, int min_ranks, int max_restarts, int crash_loop, int hostfile) {
-  return (ftl_policy_config){.ranks = ranks, .min_ranks = min_ranks, .max_restarts = max_restarts,
+static ln_policy_config config(int ranks, int min_ranks, int max_restarts, int crash_loop, int hostfile) {
+  return (ln_policy_config){.ranks = ranks, .min_ranks = min_ranks, .max_restarts = max_restarts,
                              .crash_loop = crash_loop, .backoff_ms = 100, .max_backoff_ms = 1000,
                              .have_hostfile = hostfile};
 }
@@ -32,8 +32,8 @@ static ftl_policy_config config(int ranks, int min_ranks, int max_restarts, int 
 typedef enum { R_FAIL, R_EXEC, R_SUCCESS, R_PREEMPTED, R_SIGINT, R_SIGINT_CLEAN, R_SIGTERM, R_FAIL_STOPPING, R_RDZV,
                R_LAUNCH, R_NODE_H1, R_HANG_H1, R_FAIL_H1, R_NODE_ADDR } result_kind;
 
-static ftl_attempt_result make_result(result_kind k) {
-  ftl_attempt_result r = failed_at(10, -1);
+static ln_attempt_result make_result(result_kind k) {
+  ln_attempt_result r = failed_at(10, -1);
   switch (k) {
     case R_FAIL: break;
     case R_EXEC: r.kind = FTL_FAIL_EXEC; r.retryable = 0; break;
@@ -70,13 +70,13 @@ static ftl_attempt_result make_result(result_kind k) {
 
 typedef struct row {
   const char *name;
-  ftl_policy_config cfg;
+  ln_policy_config cfg;
   int hosts;                 /* hostfile lines h0..h{n-1} with 2 slots each (h1 as 10.0.0.1 for R_NODE_ADDR) */
   int restarts;              /* history: restarts so far */
   const char *suspect;       /* history: a straggler's host */
   result_kind result;
-  ftl_policy_action action;
-  ftl_policy_stop why;
+  ln_policy_action action;
+  ln_policy_stop why;
   int exit_code;             /* STOP */
   int64_t backoff_ms;        /* RESTART */
   int world;                 /* RESTART */
@@ -123,7 +123,7 @@ static const row rows[] = {
 };
 
 static void check_row(const row *t) {
-  ftl_policy_host hosts[4];
+  ln_policy_host hosts[4];
   memset(hosts, 0, sizeof hosts);
   for (int i = 0; i < t->hosts; i++) {
     char name[16];
@@ -133,12 +133,12 @@ static void check_row(const row *t) {
     snprintf(hosts[i].line, sizeof hosts[i].line, "%s slots=2", name);
     hosts[i].slots = 2;
   }
-  ftl_policy_state h;
+  ln_policy_state h;
   ln_policy_state_init(&h, &t->cfg);
   h.restarts = t->restarts;
   snprintf(h.suspect, sizeof h.suspect, "%s", t->suspect);
-  ftl_attempt_result r = make_result(t->result);
-  ftl_policy_decision dec;
+  ln_attempt_result r = make_result(t->result);
+  ln_policy_decision dec;
   ln_policy_decide(&t->cfg, &h, &r, hosts, (size_t)t->hosts, "job", "/runs/job", &dec);
   fprintf(stderr, "%-45s -> %s %s exit %d backoff %lld world %d exclude '%s': %s\n", t->name,
           dec.action == FTL_POLICY_RESTART ? "restart" : "stop", ln_policy_stop_name(dec.why), dec.exit_code,
@@ -164,9 +164,9 @@ static void check_row(const row *t) {
 
 /* Runs results[0..n) as consecutive attempts; returns the index of the attempt that stopped the
  * job (n if none did) and the back-offs chosen on the way. */
-static int run_sequence(const ftl_policy_config *cfg, const ftl_attempt_result *results, int n, int64_t *backoffs,
-                        ftl_policy_decision *last) {
-  ftl_policy_state h;
+static int run_sequence(const ln_policy_config *cfg, const ln_attempt_result *results, int n, int64_t *backoffs,
+                        ln_policy_decision *last) {
+  ln_policy_state h;
   ln_policy_state_init(&h, cfg);
   for (int i = 0; i < n; i++) {
     ln_policy_decide(cfg, &h, &results[i], NULL, 0, "job", "/runs/job", last);
@@ -178,39 +178,39 @@ static int run_sequence(const ftl_policy_config *cfg, const ftl_attempt_result *
 }
 
 static void test_backoff_doubles_and_resets(void) {
-  ftl_policy_config cfg = config(2, 0, 20, 100, 0);
+  ln_policy_config cfg = config(2, 0, 20, 100, 0);
   /* no progress: 100, 200, 400, 800, then the cap (1000); progress at attempt 5 starts over */
-  ftl_attempt_result rs[8] = {failed_at(5, -1), failed_at(5, -1), failed_at(5, -1), failed_at(5, -1),
+  ln_attempt_result rs[8] = {failed_at(5, -1), failed_at(5, -1), failed_at(5, -1), failed_at(5, -1),
                               failed_at(5, -1), failed_at(9, -1), failed_at(9, -1), failed_at(9, -1)};
   int64_t b[8];
-  ftl_policy_decision dec;
+  ln_policy_decision dec;
   CHECK_INT_EQ(run_sequence(&cfg, rs, 8, b, &dec), 8);
   const int64_t want[8] = {100, 200, 400, 800, 1000, 100, 200, 400};
   for (int i = 0; i < 8; i++) CHECK_INT_EQ(b[i], want[i]);
 }
 
 static void test_crash_loop_by_commits(void) {
-  ftl_policy_config cfg = config(2, 0, 20, 3, 0);
-  ftl_policy_decision dec;
+  ln_policy_config cfg = config(2, 0, 20, 3, 0);
+  ln_policy_decision dec;
   int64_t b[4];
   /* The steps reached grow every time, but no new checkpoint is committed: nothing a restart keeps
    * got further, so this is a crash loop after 3 attempts. */
-  ftl_attempt_result loop[4] = {failed_at(100, 10), failed_at(150, 10), failed_at(200, 10), failed_at(250, 10)};
+  ln_attempt_result loop[4] = {failed_at(100, 10), failed_at(150, 10), failed_at(200, 10), failed_at(250, 10)};
   CHECK_INT_EQ(run_sequence(&cfg, loop, 4, b, &dec), 2);
   CHECK_INT_EQ(dec.why, FTL_STOP_CRASH_LOOP);
   CHECK_INT_EQ(dec.exit_code, FTL_EXIT_JOB_FAILED);
   CHECK_STR_CONTAINS(dec.message, "crash loop: 3 attempts in a row failed");
   /* A new commit each time: independent failures, restarted (and the back-off starts over). */
-  ftl_attempt_result progress[4] = {failed_at(100, 10), failed_at(150, 20), failed_at(200, 30), failed_at(250, 40)};
+  ln_attempt_result progress[4] = {failed_at(100, 10), failed_at(150, 20), failed_at(200, 30), failed_at(250, 40)};
   CHECK_INT_EQ(run_sequence(&cfg, progress, 4, b, &dec), 4);
   for (int i = 0; i < 4; i++) CHECK_INT_EQ(b[i], 100);
   /* A restored step counts as kept progress too. */
-  ftl_attempt_result restored[3] = {failed_at(100, -1), failed_at(100, -1), failed_at(100, -1)};
+  ln_attempt_result restored[3] = {failed_at(100, -1), failed_at(100, -1), failed_at(100, -1)};
   restored[1].restored_step = 150;
   restored[2].restored_step = 150;
   CHECK_INT_EQ(run_sequence(&cfg, restored, 3, b, &dec), 3);
   /* Without checkpoints the steps reported are the measure. */
-  ftl_attempt_result steps[3] = {failed_at(7, -1), failed_at(7, -1), failed_at(7, -1)};
+  ln_attempt_result steps[3] = {failed_at(7, -1), failed_at(7, -1), failed_at(7, -1)};
   CHECK_INT_EQ(run_sequence(&cfg, steps, 3, b, &dec), 2);
   CHECK_INT_EQ(dec.why, FTL_STOP_CRASH_LOOP);
 }

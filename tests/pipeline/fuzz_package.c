@@ -14,8 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ftl_diag d = {{0}};
-  ftl_package_manifest *m = NULL;
-  ftl_package_limits lim = {.max_total_bytes = 1 << 24};
+  pl_package_manifest *m = NULL;
+  pl_package_limits lim = {.max_total_bytes = 1 << 24};
   if (pl_package_manifest_parse(data, size, &lim, &m, &d) == FTL_OK) {
     for (size_t i = 1; i < m->n_files; i++)
       if (strcmp(m->files[i - 1].name, m->files[i].name) >= 0) abort();

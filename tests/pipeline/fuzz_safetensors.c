@@ -11,9 +11,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ftl_st_file *f = NULL;
+  pl_st_file *f = NULL;
   ftl_diag d = {{0}};
-  ftl_st_limits lim = {.max_header_bytes = 1 << 20, .max_tensors = 4096};
+  pl_st_limits lim = {.max_header_bytes = 1 << 20, .max_tensors = 4096};
   if (pl_st_parse(data, size, &lim, &f, &d) != FTL_OK) {
     if (!d.msg[0]) abort(); /* a refusal always says why */
     return 0;
@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint64_t total = 0;
   size_t n = pl_st_count(f);
   for (size_t i = 0; i < n; i++) {
-    const ftl_st_tensor *t = pl_st_at(f, i);
+    const pl_st_tensor *t = pl_st_at(f, i);
     const uint8_t *p = t->data;
     if (p < data || p + t->size_bytes > data + size) abort();
     total += t->size_bytes;
@@ -31,8 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hl |= (uint64_t)data[i] << (8 * i);
   if (8 + hl + total != size) abort();
   /* Re-encode (canonical form) and parse again. */
-  ftl_st_tensor *t = calloc(n ? n : 1, sizeof *t);
-  ftl_st_kv *kv = calloc(pl_st_meta_count(f) + 1, sizeof *kv);
+  pl_st_tensor *t = calloc(n ? n : 1, sizeof *t);
+  pl_st_kv *kv = calloc(pl_st_meta_count(f) + 1, sizeof *kv);
   for (size_t i = 0; i < n; i++)
     t[i] = *pl_st_at(f, i);
   for (size_t i = 0; i < pl_st_meta_count(f); i++)
@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *img = NULL;
   size_t img_size = 0;
   if (pl_st_encode(t, n, kv, pl_st_meta_count(f), &img, &img_size, &d) == FTL_OK) {
-    ftl_st_file *g = NULL;
+    pl_st_file *g = NULL;
     if (pl_st_parse(img, img_size, NULL, &g, &d) != FTL_OK || pl_st_count(g) != n) abort();
     pl_st_free(g);
     ftl_free(img);

@@ -10,7 +10,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  ftl_verdict_digests dg;
+  pl_verdict_digests dg;
   char key_id[FTL_SHA256_HEX_LEN + 1];
   ftl_diag d = {{0}};
   memset(dg.verdict, 'a', FTL_SHA256_HEX_LEN);

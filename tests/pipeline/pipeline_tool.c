@@ -76,15 +76,15 @@ int main(int argc, char **argv) {
     return report(rc, &d);
   }
   if (!strcmp(cmd, "unpack") && argc >= 4) {
-    ftl_package_limits lim = {0};
+    pl_package_limits lim = {0};
     if (argc > 4) lim.max_total_bytes = strtoull(argv[4], NULL, 10);
     ftl_err rc = pl_package_unpack(argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, NULL, &lim, id, NULL, NULL, &d);
     if (!rc) printf("%s\n", id);
     return report(rc, &d);
   }
   if (!strcmp(cmd, "canonicalize") && argc >= 4 && argc <= 6) {
-    ftl_package_info info;
-    ftl_package_limits lim = {0};
+    pl_package_info info;
+    pl_package_limits lim = {0};
     if (argc > 5) lim.max_total_bytes = strtoull(argv[5], NULL, 10);
     const char *want = argc > 4 && strcmp(argv[4], "-") ? argv[4] : NULL;
     ftl_err rc = pl_package_canonicalize_to(argv[2], argv[3], want, &lim, &info, &d);
@@ -94,7 +94,7 @@ int main(int argc, char **argv) {
     pl_package_info_release(&info);
     return report(rc, &d);
   }
-  ftl_registry_ref reg = {.root = argc > 2 ? argv[2] : NULL, .who = "pipeline_tool", .lock_timeout_ms = 60000};
+  pl_registry_ref reg = {.root = argc > 2 ? argv[2] : NULL, .who = "pipeline_tool", .lock_timeout_ms = 60000};
   if (!strcmp(cmd, "publish") && argc >= 5) {
     ftl_err rc = pl_registry_publish(&reg, argv[3], argv[4], argc > 5 ? argv[5] : NULL, "test", id, &d);
     if (!rc) printf("%s\n", id);

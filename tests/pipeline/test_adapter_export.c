@@ -115,7 +115,7 @@ int main(void) {
   snprintf(e1, sizeof e1, "%s/adapter_model.safetensors", exp1);
   snprintf(e2, sizeof e2, "%s/adapter_model.safetensors", exp2);
   CHECK(pl_test_same_file(e1, e2));
-  ftl_st_file *st = NULL;
+  pl_st_file *st = NULL;
   CHECK_OK(pl_st_load(e1, 1 << 26, NULL, &st, &d), d.msg);
   CHECK_STR_EQ(pl_st_meta_get(st, "format"), "pt");
   CHECK_INT_EQ(pl_st_meta_count(st), 1);
@@ -138,7 +138,7 @@ int main(void) {
        2},
   };
   for (size_t i = 0; i < 6; i++) {
-    const ftl_st_tensor *t = pl_st_find(st, want[i].peft);
+    const pl_st_tensor *t = pl_st_find(st, want[i].peft);
     if (!t) FTL_TEST_FAIL_("export lacks %s", want[i].peft);
     CHECK(t->dtype == FTL_ST_F32 && t->ndim == 2 && t->shape[0] == want[i].s0 && t->shape[1] == want[i].s1);
     const ft_tensor *o = NULL;
@@ -147,7 +147,7 @@ int main(void) {
     CHECK(o && memcmp(o->data, t->data, o->count * sizeof(float)) == 0);
   }
   pl_st_free(st);
-  ftl_peft_opts po = {.base_model_name = "org/base-model"};
+  pl_peft_opts po = {.base_model_name = "org/base-model"};
   char exp3[1024];
   snprintf(exp3, sizeof exp3, "%s/export3", root);
   CHECK_OK(pl_peft_export(final_dir, exp3, &po, &d), d.msg);

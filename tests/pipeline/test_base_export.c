@@ -61,7 +61,7 @@ int main(void) {
   ft_adapter_meta meta = {.base_hash = ft_params_hash(&base), .steps = 1, .world_size = 1, .global_batch = 1};
   CHECK_OK(ft_adapter_save(final_dir, &a, &meta, msg, sizeof msg), msg);
 
-  ftl_peft_opts po = {.base_path = base_path};
+  pl_peft_opts po = {.base_path = base_path};
   CHECK_OK(pl_peft_export(final_dir, exp1, &po, &d), d.msg);
   CHECK_OK(pl_peft_export(final_dir, exp2, &po, &d), d.msg);
   static const char *const files[] = {"config.json", "model.safetensors", "special_tokens_map.json",
@@ -96,7 +96,7 @@ int main(void) {
   json_decref(c);
 
   /* model.safetensors: every base tensor, by name, F32, bit for bit; nothing else. */
-  ftl_st_file *st = NULL;
+  pl_st_file *st = NULL;
   snprintf(p, sizeof p, "%s/model.safetensors", base1);
   CHECK_OK(pl_st_load(p, 1 << 26, NULL, &st, &d), d.msg);
   CHECK_STR_EQ(pl_st_meta_get(st, "format"), "pt");
@@ -107,7 +107,7 @@ int main(void) {
   CHECK(pl_st_find(st, "model.layers.0.post_attention_layernorm.weight") != NULL);
   for (int i = 0; i < base.n_tensors; i++) {
     const ft_tensor *o = &base.tensors[i];
-    const ftl_st_tensor *t = pl_st_find(st, o->name);
+    const pl_st_tensor *t = pl_st_find(st, o->name);
     if (!t) FTL_TEST_FAIL_("model.safetensors lacks %s", o->name);
     CHECK(t->dtype == FTL_ST_F32 && t->ndim == o->ndim && t->shape[0] == o->shape[0]);
     if (o->ndim == 2) CHECK(t->shape[1] == o->shape[1]);
@@ -119,7 +119,7 @@ int main(void) {
   snprintf(p, sizeof p, "%s/adapter_model.safetensors", exp1);
   CHECK_OK(pl_st_load(p, 1 << 26, NULL, &st, &d), d.msg);
   CHECK_INT_EQ(pl_st_count(st), 2 * 3 * 2);
-  const ftl_st_tensor *t = pl_st_find(st, "base_model.model.model.layers.1.mlp.down_proj.lora_A.weight");
+  const pl_st_tensor *t = pl_st_find(st, "base_model.model.model.layers.1.mlp.down_proj.lora_A.weight");
   CHECK(t && t->shape[0] == 2 && t->shape[1] == 48);
   CHECK(pl_st_find(st, "base_model.model.model.layers.0.self_attn.k_proj.lora_B.weight") != NULL);
   pl_st_free(st);
@@ -165,11 +165,11 @@ int main(void) {
   ft_params_init(&other, 8);
   snprintf(p, sizeof p, "%s/other.h5", root);
   CHECK_OK(ft_base_save(p, &other, "test", msg, sizeof msg), msg);
-  ftl_peft_opts po2 = {.base_path = p};
+  pl_peft_opts po2 = {.base_path = p};
   snprintf(q, sizeof q, "%s/export3", root);
   CHECK(pl_peft_export(final_dir, q, &po2, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "the adapter was trained on");
-  ftl_peft_opts po3 = {.base_path = base_path,
+  pl_peft_opts po3 = {.base_path = base_path,
                        .base_sha256 = "0000000000000000000000000000000000000000000000000000000000000000"};
   CHECK(pl_peft_export(final_dir, q, &po3, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "changed since the run's snapshot");

@@ -98,7 +98,7 @@ int main(void) {
   ft_lora_init(&a, 3);
   ft_adapter_meta meta = {.base_hash = ft_params_hash(&base), .steps = 1, .world_size = 1, .global_batch = 1};
   CHECK_OK(ft_adapter_save(cfinal, &a, &meta, msg, sizeof msg), msg);
-  ftl_peft_opts po = {.base_path = base_path};
+  pl_peft_opts po = {.base_path = base_path};
   CHECK_OK(pl_peft_export(cfinal, exp, &po, &d), d.msg);
 
   /* Recognised, checked, copied as it is. */
@@ -128,7 +128,7 @@ int main(void) {
   CHECK(access(q, F_OK) != 0); /* the package gets the adapter's files, not final/'s marker */
   /* `ftl export` of a PEFT final/ is the same copy. */
   snprintf(q, sizeof q, "%s/out2", root);
-  ftl_peft_opts po2 = {.base_path = base_dir, .base_sha256 = want};
+  pl_peft_opts po2 = {.base_path = base_dir, .base_sha256 = want};
   CHECK_OK(pl_peft_export(fin, q, &po2, &d), d.msg);
   snprintf(p, sizeof p, "%s/out2/adapter_model.safetensors", root);
   snprintf(q, sizeof q, "%s/adapter_model.safetensors", fin);

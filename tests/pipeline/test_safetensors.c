@@ -24,7 +24,7 @@ static uint8_t *make(const char *header, size_t data, size_t *size) {
 static void expect_refused(const char *header, size_t data, const char *needle) {
   size_t size;
   uint8_t *b = make(header, data, &size);
-  ftl_st_file *f = NULL;
+  pl_st_file *f = NULL;
   ftl_diag d = {{0}};
   ftl_err rc = pl_st_parse(b, size, NULL, &f, &d);
   if (rc != FTL_ERR_CORRUPT) FTL_TEST_FAIL_("accepted (rc %d): %s", (int)rc, header);
@@ -40,12 +40,12 @@ int main(void) {
   float fb[2] = {1.0f, -2.0f};
   int64_t ia[1] = {7};
   uint16_t hc[2] = {0x3c00, 0xc000};
-  ftl_st_tensor t[3] = {
+  pl_st_tensor t[3] = {
       {.name = "b", .dtype = FTL_ST_F32, .ndim = 1, .shape = {2}, .data = fb, .size_bytes = 8},
       {.name = "a", .dtype = FTL_ST_I64, .ndim = 1, .shape = {1}, .data = ia, .size_bytes = 8},
       {.name = "c", .dtype = FTL_ST_F16, .ndim = 2, .shape = {1, 2}, .data = hc, .size_bytes = 4},
   };
-  ftl_st_kv meta[] = {{"format", "pt"}};
+  pl_st_kv meta[] = {{"format", "pt"}};
   uint8_t *img = NULL;
   size_t size = 0;
   ftl_diag d = {{0}};
@@ -65,7 +65,7 @@ int main(void) {
   CHECK(memcmp(img + 8 + hl, ia, 8) == 0 && memcmp(img + 8 + hl + 8, fb, 8) == 0 &&
         memcmp(img + 8 + hl + 16, hc, 4) == 0);
   /* Same tensors in another order: same bytes. */
-  ftl_st_tensor t2[3] = {t[2], t[0], t[1]};
+  pl_st_tensor t2[3] = {t[2], t[0], t[1]};
   uint8_t *img2 = NULL;
   size_t size2 = 0;
   CHECK_OK(pl_st_encode(t2, 3, meta, 1, &img2, &size2, &d), d.msg);
@@ -73,12 +73,12 @@ int main(void) {
   ftl_free(img2);
 
   /* 2. Round trip: parse what was written. */
-  ftl_st_file *f = NULL;
+  pl_st_file *f = NULL;
   CHECK_OK(pl_st_parse(img, size, NULL, &f, &d), d.msg);
   CHECK_INT_EQ(pl_st_count(f), 3);
   CHECK_STR_EQ(pl_st_at(f, 0)->name, "a");
   CHECK_STR_EQ(pl_st_meta_get(f, "format"), "pt");
-  const ftl_st_tensor *c = pl_st_find(f, "c");
+  const pl_st_tensor *c = pl_st_find(f, "c");
   CHECK(c && c->dtype == FTL_ST_F16 && c->ndim == 2 && c->shape[0] == 1 && c->shape[1] == 2 && c->size_bytes == 4);
   CHECK(memcmp(c->data, hc, 4) == 0);
   CHECK(pl_st_find(f, "zz") == NULL);
@@ -90,27 +90,27 @@ int main(void) {
   static uint8_t bytes[64];
   for (int i = 0; i < 64; i++)
     bytes[i] = (uint8_t)(i * 37 + 1);
-  ftl_st_tensor all[FTL_ST_DTYPE_COUNT_ + 3];
+  pl_st_tensor all[FTL_ST_DTYPE_COUNT_ + 3];
   char names[FTL_ST_DTYPE_COUNT_][32];
   size_t n = 0;
   for (int k = 0; k < FTL_ST_DTYPE_COUNT_; k++) {
     int64_t shape[1] = {4};
     uint64_t nb = 0;
-    CHECK_OK(pl_st_tensor_bytes((ftl_st_dtype)k, 1, shape, &nb), pl_st_dtype_name((ftl_st_dtype)k));
-    snprintf(names[k], sizeof names[k], "t.%s", pl_st_dtype_name((ftl_st_dtype)k));
-    all[n++] = (ftl_st_tensor){
-        .name = names[k], .dtype = (ftl_st_dtype)k, .ndim = 1, .shape = {4}, .data = bytes, .size_bytes = nb};
+    CHECK_OK(pl_st_tensor_bytes((pl_st_dtype)k, 1, shape, &nb), pl_st_dtype_name((pl_st_dtype)k));
+    snprintf(names[k], sizeof names[k], "t.%s", pl_st_dtype_name((pl_st_dtype)k));
+    all[n++] = (pl_st_tensor){
+        .name = names[k], .dtype = (pl_st_dtype)k, .ndim = 1, .shape = {4}, .data = bytes, .size_bytes = nb};
   }
-  all[n++] = (ftl_st_tensor){.name = "scalar", .dtype = FTL_ST_F64, .ndim = 0, .data = bytes, .size_bytes = 8};
+  all[n++] = (pl_st_tensor){.name = "scalar", .dtype = FTL_ST_F64, .ndim = 0, .data = bytes, .size_bytes = 8};
   all[n++] =
-      (ftl_st_tensor){.name = "empty", .dtype = FTL_ST_BF16, .ndim = 2, .shape = {0, 5}, .data = NULL, .size_bytes = 0};
-  all[n++] = (ftl_st_tensor){.name = "quote\"back\\slash\ttab\x01",
+      (pl_st_tensor){.name = "empty", .dtype = FTL_ST_BF16, .ndim = 2, .shape = {0, 5}, .data = NULL, .size_bytes = 0};
+  all[n++] = (pl_st_tensor){.name = "quote\"back\\slash\ttab\x01",
                              .dtype = FTL_ST_U8,
                              .ndim = 1,
                              .shape = {3},
                              .data = bytes,
                              .size_bytes = 3};
-  ftl_st_kv m3[] = {{"z", "last"}, {"format", "pt"}, {"a", "first \"q\""}};
+  pl_st_kv m3[] = {{"z", "last"}, {"format", "pt"}, {"a", "first \"q\""}};
   CHECK_OK(pl_st_encode(all, n, m3, 3, &img, &size, &d), d.msg);
   CHECK_OK(pl_st_parse(img, size, NULL, &f, &d), d.msg);
   CHECK_INT_EQ(pl_st_count(f), n);
@@ -118,7 +118,7 @@ int main(void) {
   CHECK_STR_EQ(pl_st_meta_at(f, 0)->key, "a");
   CHECK_STR_EQ(pl_st_meta_get(f, "a"), "first \"q\"");
   for (size_t i = 0; i < n; i++) {
-    const ftl_st_tensor *x = pl_st_find(f, all[i].name);
+    const pl_st_tensor *x = pl_st_find(f, all[i].name);
     CHECK(x != NULL);
     CHECK_INT_EQ(x->dtype, all[i].dtype);
     CHECK_INT_EQ(x->ndim, all[i].ndim);
@@ -135,15 +135,15 @@ int main(void) {
   ftl_free(img);
 
   /* The writer refuses what it cannot write faithfully. */
-  ftl_st_tensor bad = {.name = "x", .dtype = FTL_ST_F32, .ndim = 1, .shape = {3}, .data = bytes, .size_bytes = 8};
+  pl_st_tensor bad = {.name = "x", .dtype = FTL_ST_F32, .ndim = 1, .shape = {3}, .data = bytes, .size_bytes = 8};
   CHECK(pl_st_encode(&bad, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
-  ftl_st_tensor odd = {.name = "x", .dtype = FTL_ST_F4, .ndim = 1, .shape = {3}, .data = bytes, .size_bytes = 1};
+  pl_st_tensor odd = {.name = "x", .dtype = FTL_ST_F4, .ndim = 1, .shape = {3}, .data = bytes, .size_bytes = 1};
   CHECK(pl_st_encode(&odd, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
-  ftl_st_tensor dup[2] = {t[0], t[0]};
+  pl_st_tensor dup[2] = {t[0], t[0]};
   dup[1].dtype = FTL_ST_F32;
   CHECK(pl_st_encode(dup, 2, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
   CHECK_STR_CONTAINS(d.msg, "twice");
-  ftl_st_tensor reserved = t[0];
+  pl_st_tensor reserved = t[0];
   reserved.name = "__metadata__";
   CHECK(pl_st_encode(&reserved, 1, NULL, 0, &img, &size, &d) == FTL_ERR_INVAL);
 
@@ -157,7 +157,7 @@ int main(void) {
   CHECK_STR_CONTAINS(d.msg, "8-byte");
   CHECK(pl_st_parse(okb, okn - 1, NULL, &f, &d) == FTL_ERR_CORRUPT); /* truncated data */
   CHECK_STR_CONTAINS(d.msg, "past the");
-  ftl_st_limits lim = {.max_header_bytes = 16};
+  pl_st_limits lim = {.max_header_bytes = 16};
   CHECK(pl_st_parse(okb, okn, &lim, &f, &d) == FTL_ERR_CORRUPT);
   CHECK_STR_CONTAINS(d.msg, "over the limit");
   okb[7] = 0x01; /* header length 2^56 + ... */

@@ -73,7 +73,7 @@ static int g_set_device(int device) {
   log_call("set_device", b);
   return device < g_devices ? FTL_GPU_OK : FTL_GPU_FAILED;
 }
-static int g_pointer_kind(const void *p, ftl_gpu_mem *kind, int *device) {
+static int g_pointer_kind(const void *p, rz_gpu_mem *kind, int *device) {
   *kind = FTL_GPU_MEM_HOST;
   *device = -1;
   for (int i = 0; i < n_dev_ptrs; i++)
@@ -155,7 +155,7 @@ static void g_nccl_destroy(void *comm) { (void)comm; n_destroy++; log_call("nccl
 static void g_nccl_abort(void *comm) { (void)comm; n_abort++; log_call("nccl_abort", NULL); }
 static const char *g_last_error(void) { return g_last; }
 
-static const ftl_gpu_ops fake_gpu = {
+static const rz_gpu_ops fake_gpu = {
     .compiled = 1, .nccl_compiled = 1, .device_count = g_device_count, .set_device = g_set_device,
     .pointer_kind = g_pointer_kind, .stream_create = g_stream_create, .stream_destroy = g_stream_destroy,
     .stream_query = g_stream_query, .event_create = g_event_create, .event_destroy = g_event_destroy,

@@ -1,7 +1,7 @@
 /* tests/rendezvous/fake_mpi.h: the parts of a fake MPI (the seam in rendezvous/mpi_seam.h) that
  * every single-process fake answers the same way: one communicator that duplicates and splits to
  * itself, broadcasts that leave the buffer as it is (this rank is the root), an ibarrier that is
- * done at once, and a fixed error text. FAKE_MPI_SHARED_OPS fills those fields of an ftl_mpi_ops;
+ * done at once, and a fixed error text. FAKE_MPI_SHARED_OPS fills those fields of an rz_mpi_ops;
  * the test gives its own initialized, init_thread, finalize, comm_rank, comm_size, allreduce and
  * test, the calls its checks steer.
  *

@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)rz_wire_batch_parse((const char *)data + at, len, on_entry, &entries);
     at += len + 1;
   }
-  ftl_linebuf lb = {0};
+  rz_linebuf lb = {0};
   lb.data = ftl_malloc(size + 1);
   if (!lb.data) return 0;
   memcpy(lb.data, data, size);

@@ -62,7 +62,7 @@ static int f_allreduce(const void *send, void *recv, int count, MPI_Datatype typ
   return MPI_SUCCESS;
 }
 static int f_test(MPI_Request *req, int *flag, MPI_Status *status) { (void)req, (void)status; *flag = 1; return MPI_SUCCESS; }
-static const ftl_mpi_ops fake_mpi = {FAKE_MPI_SHARED_OPS,
+static const rz_mpi_ops fake_mpi = {FAKE_MPI_SHARED_OPS,
                                      .initialized = f_initialized, .init_thread = f_init_thread,
                                      .finalize = f_finalize, .comm_rank = f_comm_rank, .comm_size = f_comm_size,
                                      .allreduce = f_allreduce, .test = f_test};

@@ -35,7 +35,7 @@ static int f_test(MPI_Request *req, int *flag, MPI_Status *status) { (void)req, 
 
 /* The checkpoint's non-blocking collectives are not used here (tests/ckpt/test_ckpt_fake_mpi.c
  * fakes them): NULL. */
-static const ftl_mpi_ops fake = {FAKE_MPI_SHARED_OPS,
+static const rz_mpi_ops fake = {FAKE_MPI_SHARED_OPS,
                                  .initialized = f_initialized, .init_thread = f_init_thread,
                                  .finalize = f_finalize, .comm_rank = f_comm_rank, .comm_size = f_comm_size,
                                  .allreduce = f_allreduce, .test = f_test};

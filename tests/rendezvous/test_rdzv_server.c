@@ -28,7 +28,7 @@ typedef struct counts {
   char last_peer[128];
 } counts;
 
-static void on_event(void *user, const ftl_rdzv_event *ev) {
+static void on_event(void *user, const rz_rdzv_event *ev) {
   counts *c = user;
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO: c->hello++; break;
@@ -57,7 +57,7 @@ static pid_t spawn_client(int port, const char *token, const char *role, int ran
   core_launch_env env = {.present = 1, .rank = rank, .world_size = world};
   snprintf(env.addr, sizeof env.addr, "127.0.0.1:%d", port);
   snprintf(env.token, sizeof env.token, "%s", token);
-  ftl_rdzv_client c;
+  rz_rdzv_client c;
   ftl_diag d = {{0}};
   ftl_err rc = rz_rdzv_client_open(&c, &env, role, rank, ftl_deadline_after_ms(5000), &d);
   if (rc == FTL_OK && !strcmp(role, "agent")) {
@@ -70,7 +70,7 @@ static pid_t spawn_client(int port, const char *token, const char *role, int ran
 }
 
 /* Runs the server loop until `done` says stop or the deadline passes. */
-static void pump(ftl_rdzv_server *s, counts *c, int64_t deadline, int (*done)(const counts *)) {
+static void pump(rz_rdzv_server *s, counts *c, int64_t deadline, int (*done)(const counts *)) {
   struct pollfd fds[64];
   while (!done(c) && ftl_deadline_left_ms(deadline) > 0) {
     size_t n = rz_rdzv_server_pollfds(s, fds, 64);
@@ -103,7 +103,7 @@ static void relay_say(int fd, const char *line) {
 /* Connects to the server as a raw peer (pumping the server, which sends the challenge when it
  * accepts) and answers the challenge: *nonce_out is the connection's nonce, proof_out the proof of
  * token for (role, rank) with it. */
-static int raw_open(ftl_rdzv_server *s, counts *c, ftl_linebuf *lb, const char *token, const char *role, int rank,
+static int raw_open(rz_rdzv_server *s, counts *c, rz_linebuf *lb, const char *token, const char *role, int rank,
                     char nonce_out[FTL_WIRE_NONCE_HEX + 1], char proof_out[FTL_WIRE_PROOF_HEX + 1]) {
   ftl_diag d = {{0}};
   char addr[64];
@@ -122,7 +122,7 @@ static int raw_open(ftl_rdzv_server *s, counts *c, ftl_linebuf *lb, const char *
 }
 
 /* A relay's connection: its hello proves token. */
-static int relay_open(ftl_rdzv_server *s, counts *c, ftl_linebuf *lb, const char *token) {
+static int relay_open(rz_rdzv_server *s, counts *c, rz_linebuf *lb, const char *token) {
   char nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1], line[256];
   int fd = raw_open(s, c, lb, token, "relay", -1, nonce, proof);
   snprintf(line, sizeof line, "{\"type\":\"relay\",\"version\":4,\"proof\":\"%s\",\"host\":\"h1\",\"pid\":1}\n", proof);
@@ -131,7 +131,7 @@ static int relay_open(ftl_rdzv_server *s, counts *c, ftl_linebuf *lb, const char
 }
 
 /* Reads what the relay was sent (pumping the server meanwhile) until `needle` is among it. */
-static void relay_expect(ftl_rdzv_server *s, counts *c, int fd, ftl_linebuf *lb, const char *needle) {
+static void relay_expect(rz_rdzv_server *s, counts *c, int fd, rz_linebuf *lb, const char *needle) {
   int64_t until = ftl_deadline_after_ms(5000);
   while (ftl_deadline_left_ms(until) > 0) {
     pump(s, c, ftl_deadline_after_ms(20), never);
@@ -146,11 +146,11 @@ static void relay_expect(ftl_rdzv_server *s, counts *c, int fd, ftl_linebuf *lb,
 
 static void relay_case(void) {
   ftl_diag d = {{0}};
-  ftl_rdzv_server *s = NULL;
+  rz_rdzv_server *s = NULL;
   counts c = {0};
   CHECK_OK(rz_rdzv_server_create("127.0.0.1", 3, "tok-r0", &s, &d), d.msg);
   /* A relay of another attempt is refused and told why. */
-  ftl_linebuf slb = {0};
+  rz_linebuf slb = {0};
   int stale = relay_open(s, &c, &slb, "tok-old");
   relay_expect(s, &c, stale, &slb, "no valid proof");
   rz_linebuf_free(&slb);
@@ -158,7 +158,7 @@ static void relay_case(void) {
   CHECK_INT_EQ(c.rejected, 1);
 
   /* Host h1's relay carries ranks 0 and 1 (agents and ranks); rank 2 connects directly. */
-  ftl_linebuf lb = {0};
+  rz_linebuf lb = {0};
   int fd = relay_open(s, &c, &lb, "tok-r0");
   for (int r = 0; r < 2; r++) {
     char line[512];
@@ -231,7 +231,7 @@ static void relay_case(void) {
 
 int main(void) {
   ftl_diag d = {{0}};
-  ftl_rdzv_server *s = NULL;
+  rz_rdzv_server *s = NULL;
 
   /* 1. Both ranks join: "go" for both, and the agent hello is counted. */
   counts c = {0};
@@ -294,7 +294,7 @@ int main(void) {
   /* 5. Wire version 4: nothing but a proof for this connection's nonce joins. */
   memset(&c, 0, sizeof c);
   CHECK_OK(rz_rdzv_server_create("127.0.0.1", 2, "tok-a2", &s, &d), d.msg);
-  ftl_linebuf lb = {0};
+  rz_linebuf lb = {0};
   char nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1], line[512];
   /* An older peer sends the token itself: refused, naming the version. */
   int old = raw_open(s, &c, &lb, "tok-a2", "agent", 0, nonce, proof);

@@ -26,8 +26,8 @@
 /* ---- helpers ----------------------------------------------------------------------------- */
 
 /* Parses text as "job.yaml" in the folder /base; returns the job (the caller destroys it). */
-static ftl_job *parse_ok(const char *text) {
-  ftl_job *job = NULL;
+static ln_job *parse_ok(const char *text) {
+  ln_job *job = NULL;
   ftl_diag d = {{0}};
   ftl_err rc = ln_job_parse_bytes(text, strlen(text), "job.yaml", "/base", &job, &d);
   if (rc != FTL_OK) FTL_TEST_FAIL_("parse of <<%s>> failed: %s: %s", text, ftl_err_name(rc), d.msg);
@@ -38,7 +38,7 @@ static ftl_job *parse_ok(const char *text) {
 /* Parses text that must fail with FTL_ERR_SPEC; returns the message in a static buffer. */
 static const char *parse_err(const char *text) {
   static ftl_diag d;
-  ftl_job *job = (ftl_job *)1;
+  ln_job *job = (ln_job *)1;
   memset(&d, 0, sizeof d);
   ftl_err rc = ln_job_parse_bytes(text, strlen(text), "job.yaml", "/base", &job, &d);
   if (rc != FTL_ERR_SPEC)
@@ -94,7 +94,7 @@ static const char full[] = "name: allreduce-check\n"
 /* ---- valid specs ------------------------------------------------------------------------- */
 
 static void test_minimal_defaults(void) {
-  ftl_job *job = parse_ok(minimal);
+  ln_job *job = parse_ok(minimal);
   CHECK_STR_EQ(job->name, "job");
   CHECK_INT_EQ(job->ranks, 4);
   CHECK_STR_EQ(job->program, "ftl-allreduce-check");
@@ -113,7 +113,7 @@ static void test_minimal_defaults(void) {
 }
 
 static void test_full(void) {
-  ftl_job *job = parse_ok(full);
+  ln_job *job = parse_ok(full);
   CHECK_STR_EQ(job->name, "allreduce-check");
   CHECK_INT_EQ(job->ranks, 4);
   CHECK_STR_EQ(job->program, "ftl-allreduce-check");
@@ -134,7 +134,7 @@ static void test_full(void) {
 }
 
 static void test_flow_style_and_block_lists(void) {
-  ftl_job *job = parse_ok("{ranks: 2, program: p, args: [a, b]}");
+  ln_job *job = parse_ok("{ranks: 2, program: p, args: [a, b]}");
   CHECK_INT_EQ(job->ranks, 2);
   CHECK_INT_EQ(job->args_count, 2);
   ln_job_destroy(job);
@@ -154,20 +154,20 @@ static void test_flow_style_and_block_lists(void) {
 
 static void test_launcher_values(void) {
   const char *words[] = {"auto", "mpirun", "srun"};
-  ftl_launch_kind kinds[] = {FTL_LAUNCH_AUTO, FTL_LAUNCH_MPIRUN, FTL_LAUNCH_SRUN};
+  ln_launch_kind kinds[] = {FTL_LAUNCH_AUTO, FTL_LAUNCH_MPIRUN, FTL_LAUNCH_SRUN};
   for (int i = 0; i < 3; i++) {
     char spec[128];
     snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\nlauncher: %s\n", words[i]);
-    ftl_job *job = parse_ok(spec);
+    ln_job *job = parse_ok(spec);
     CHECK_INT_EQ(job->launcher, kinds[i]);
     CHECK_STR_EQ(ln_launch_kind_name(job->launcher), words[i]);
     ln_job_destroy(job);
   }
-  CHECK_STR_EQ(ln_launch_kind_name((ftl_launch_kind)42), "unknown");
+  CHECK_STR_EQ(ln_launch_kind_name((ln_launch_kind)42), "unknown");
 }
 
 static void test_ranks_bounds(void) {
-  ftl_job *job = parse_ok("ranks: 1\nprogram: p\n");
+  ln_job *job = parse_ok("ranks: 1\nprogram: p\n");
   CHECK_INT_EQ(job->ranks, 1);
   ln_job_destroy(job);
   job = parse_ok("ranks: 65536\nprogram: p\n");
@@ -191,14 +191,14 @@ static void test_timeout_values(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char spec[128];
     snprintf(spec, sizeof spec, "ranks: 1\nprogram: p\nrendezvous:\n  timeout_s: %s\n", cases[i].text);
-    ftl_job *job = parse_ok(spec);
+    ln_job *job = parse_ok(spec);
     CHECK_INT_EQ(job->rendezvous_timeout_ms, cases[i].ms);
     ln_job_destroy(job);
   }
 }
 
 static void test_paths(void) {
-  ftl_job *job = parse_ok("ranks: 1\nprogram: bin/train\nhostfile: ./conf/hosts\n");
+  ln_job *job = parse_ok("ranks: 1\nprogram: bin/train\nhostfile: ./conf/hosts\n");
   CHECK_STR_EQ(job->program, "/base/bin/train");
   CHECK_STR_EQ(job->hostfile, "/base/conf/hosts");
   ln_job_destroy(job);
@@ -231,7 +231,7 @@ static void test_paths(void) {
 }
 
 static void test_names(void) {
-  ftl_job *job = parse_ok("name: a.B_c-9\nranks: 1\nprogram: p\n");
+  ln_job *job = parse_ok("name: a.B_c-9\nranks: 1\nprogram: p\n");
   CHECK_STR_EQ(job->name, "a.B_c-9");
   ln_job_destroy(job);
   char spec[256];
@@ -259,7 +259,7 @@ static void test_names(void) {
 }
 
 static void test_aliases(void) {
-  ftl_job *job = parse_ok("program: &p prog\nranks: 2\nargs: [*p, *p]\nenv: {A: *p}\n");
+  ln_job *job = parse_ok("program: &p prog\nranks: 2\nargs: [*p, *p]\nenv: {A: *p}\n");
   CHECK_STR_EQ(job->program, "prog");
   CHECK_STR_EQ(job->args[0], "prog");
   CHECK_STR_EQ(job->args[1], "prog");
@@ -327,7 +327,7 @@ static void test_unknown_fields(void) {
   CHECK_ERR("ranks: 1\nprogram: p\ncheckpoint:\n  levels: [l1, l1, l3]\n",
             "job.yaml:4:11: field 'checkpoint.levels': names l1 twice");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l3, l1, l3]}\n", "field 'checkpoint.levels': names l3 twice");
-  ftl_job *lv = parse_ok("ranks: 2\nprogram: p\ncheckpoint: {levels: [l1, l2, l3]}\n");
+  ln_job *lv = parse_ok("ranks: 2\nprogram: p\ncheckpoint: {levels: [l1, l2, l3]}\n");
   CHECK(ln_job_ckpt_l1(lv) && ln_job_ckpt_l2(lv));
   CHECK_INT_EQ(ln_job_ckpt_l2_mode(lv), 1);
   ln_job_destroy(lv);
@@ -355,7 +355,7 @@ static void test_unknown_fields(void) {
 
 /* inputs:, eval: and registry: (docs/pipeline.md): values, defaults, and the same strictness. */
 static void test_pipeline_sections(void) {
-  ftl_job *job = parse_ok("ranks: 1\nprogram: p\n");
+  ln_job *job = parse_ok("ranks: 1\nprogram: p\n");
   CHECK(job->eval.program == NULL);
   CHECK_INT_EQ(job->registry.present, 0);
   CHECK_INT_EQ(job->inputs_count, 0);
@@ -496,7 +496,7 @@ static void test_syntax_errors(void) {
   CHECK_ERR("ranks: 1\nprogram: \xff\n", "job.yaml:2:10: cannot read the text: invalid leading UTF-8 octet (byte 0xFF at offset 18)");
   CHECK_ERR_HAS("ranks: 1\nprogram: a\x01\n", "job.yaml:2:11: cannot read the text: control characters are not allowed");
   const char with_nul[] = "ranks: 1\nprog\0ram: p\n";
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   ftl_diag d = {{0}};
   CHECK_INT_EQ(ln_job_parse_bytes(with_nul, sizeof with_nul - 1, "job.yaml", NULL, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "job.yaml:2:5: cannot read the text: control characters are not allowed");
@@ -570,7 +570,7 @@ static void test_list_limits(void) {
   text_add(&t, "ranks: 1\nprogram: p\nargs: [");
   for (int i = 0; i < 4095; i++) text_add(&t, "x,");
   text_add(&t, "y]\n");
-  ftl_job *job = parse_ok(t.p);
+  ln_job *job = parse_ok(t.p);
   CHECK_INT_EQ(job->args_count, 4096);
   CHECK_STR_EQ(job->args[4095], "y");
   ln_job_destroy(job);
@@ -653,7 +653,7 @@ static void test_reserved_env(void) {
                 "OMPI_* variables belong to Open MPI's launch of the ranks; set MCA parameters in the environment of "
                 "`ftl run` instead");
   /* The allowed ones, and names that only look alike. */
-  ftl_job *job = parse_ok("ranks: 1\nprogram: p\nenv: {FTL_LOG_LEVEL: debug, FTL_BACKEND: mpi, FTL_CRASH_AT: x, "
+  ln_job *job = parse_ok("ranks: 1\nprogram: p\nenv: {FTL_LOG_LEVEL: debug, FTL_BACKEND: mpi, FTL_CRASH_AT: x, "
                           "FTL_CKPT_CRASH_STEP: 3, FTL_COLLECTIVE_TIMEOUT_MS: 5, RANKS: 2, ftl_x: 1, FTL: 1, "
                           "MY_RANK: 1, PATH: /nonexistent}\n");
   CHECK_INT_EQ(job->env_count, 10);
@@ -668,7 +668,7 @@ static void test_size_limits(void) {
   text_add(&t, "x]\n");
   CHECK_ERR_HAS(t.p, "more than 10000 YAML nodes");
   free(t.p);
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   /* Deeper than 64 levels: flow and block. */
   t = (text){0};
   text_add(&t, "ranks: 1\nprogram: p\nargs: ");
@@ -708,9 +708,9 @@ static void test_size_limits(void) {
 /* ---- hashing ----------------------------------------------------------------------------- */
 
 static void test_spec_hash(void) {
-  ftl_job *a = parse_ok(minimal);
-  ftl_job *b = parse_ok(minimal);
-  ftl_job *c = parse_ok("ranks: 4\nprogram: ftl-allreduce-check\n\n");
+  ln_job *a = parse_ok(minimal);
+  ln_job *b = parse_ok(minimal);
+  ln_job *c = parse_ok("ranks: 4\nprogram: ftl-allreduce-check\n\n");
   CHECK_STR_EQ(a->spec_hash, b->spec_hash);
   CHECK(strcmp(a->spec_hash, c->spec_hash) != 0);
   for (int i = 0; i < 32; i++) CHECK((a->spec_hash[i] >= '0' && a->spec_hash[i] <= '9') || (a->spec_hash[i] >= 'a' && a->spec_hash[i] <= 'f'));
@@ -733,7 +733,7 @@ static void test_parse_file(void) {
   CHECK(mkdir(sub, 0755) == 0);
   snprintf(path, sizeof path, "%s/my.job.yaml", sub);
   write_file(path, "ranks: 2\nprogram: bin/train\nhostfile: hosts\n");
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   ftl_diag d = {{0}};
   CHECK_OK(ln_job_parse_file(path, &job, &d), d.msg);
   CHECK_STR_EQ(job->spec_path, path);
@@ -823,7 +823,7 @@ static void test_golden_files(void) {
     size_t size = 0;
     ftl_diag d = {{0}};
     CHECK_OK(ftl_read_file(path, 1 << 20, &data, &size, &d), d.msg);
-    ftl_job *job = NULL;
+    ln_job *job = NULL;
     ftl_err rc = ln_job_parse_bytes(data, size, e->d_name, "/specs", &job, &d);
     if (strncmp(e->d_name, "ok-", 3) == 0) {
       if (rc != FTL_OK) FTL_TEST_FAIL_("%s: %s", e->d_name, d.msg);
@@ -855,7 +855,7 @@ static void test_golden_files(void) {
 static void test_from_argv(void) {
   char a0[] = "/usr/bin/python3.11", a1[] = "train.py", a2[] = "--lr", a3[] = "1e-4";
   char *argv[] = {a0, a1, a2, a3, NULL};
-  ftl_job *job = NULL;
+  ln_job *job = NULL;
   ftl_diag d = {{0}};
   CHECK_OK(ln_job_from_argv(8, 4, argv, &job, &d), d.msg);
   CHECK_STR_EQ(job->name, "train"); /* an interpreter's job is named after its script */
@@ -929,7 +929,7 @@ static void test_from_argv(void) {
   CHECK_STR_EQ(shown, "/usr/bin/pyt...");
   ln_job_destroy(job);
 
-  job = (ftl_job *)1;
+  job = (ln_job *)1;
   CHECK_INT_EQ(ln_job_from_argv(0, 4, argv, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_EQ(d.msg, "-n: expected an integer > 0, got 0");
   CHECK(job == NULL);
@@ -950,27 +950,27 @@ static void test_from_argv(void) {
 
 /* Fails the 1st, 2nd, ... allocation of a call until one runs without reaching its turn: every
  * failure must come back as FTL_ERR_NOMEM with a message and no leak (ASan's leak check). */
-typedef ftl_err (*job_call)(ftl_job **job, ftl_diag *d);
+typedef ftl_err (*job_call)(ln_job **job, ftl_diag *d);
 
 static const char *sweep_path;
 
-static ftl_err call_bytes(ftl_job **job, ftl_diag *d) {
+static ftl_err call_bytes(ln_job **job, ftl_diag *d) {
   return ln_job_parse_bytes(full, strlen(full), "job.yaml", "/base", job, d);
 }
-static ftl_err call_file(ftl_job **job, ftl_diag *d) { return ln_job_parse_file(sweep_path, job, d); }
-static ftl_err call_argv(ftl_job **job, ftl_diag *d) {
+static ftl_err call_file(ln_job **job, ftl_diag *d) { return ln_job_parse_file(sweep_path, job, d); }
+static ftl_err call_argv(ln_job **job, ftl_diag *d) {
   char a0[] = "prog", a1[] = "a", a2[] = "b";
   char *argv[] = {a0, a1, a2, NULL};
   return ln_job_from_argv(3, 3, argv, job, d);
 }
-static ftl_err call_bad(ftl_job **job, ftl_diag *d) {
+static ftl_err call_bad(ln_job **job, ftl_diag *d) {
   const char *spec = "ranks: 1\nprogram: p\nargs: [a, b]\nenv: {A: 1, B: 2}\nlauncher: pbs\n";
   return ln_job_parse_bytes(spec, strlen(spec), "job.yaml", "/base", job, d);
 }
 
 static void sweep(const char *what, job_call call, ftl_err final_rc) {
   for (long nth = 1;; nth++) {
-    ftl_job *job = NULL;
+    ln_job *job = NULL;
     ftl_diag d = {{0}};
     ftl_alloc_fail_nth(nth);
     ftl_err rc = call(&job, &d);
@@ -1019,7 +1019,7 @@ static void remove_tree(const char *path) {
 
 /* The fault-tolerance sections: defaults, values, and errors that name the field. */
 static void test_fault_tolerance_fields(void) {
-  ftl_job *job = parse_ok("ranks: 4\nprogram: p\n");
+  ln_job *job = parse_ok("ranks: 4\nprogram: p\n");
   CHECK_INT_EQ(job->min_ranks, 0);
   CHECK_INT_EQ(job->max_restarts, 3);
   CHECK_INT_EQ(job->backoff_ms, 50);

@@ -21,16 +21,16 @@ typedef struct gate_cfg {
   size_t env_count;
 } gate_cfg;
 
-static const ftl_yb_choice mode_choices[] = {{"fast", MODE_FAST}, {"safe", MODE_SAFE}, {NULL, 0}};
+static const ln_yb_choice mode_choices[] = {{"fast", MODE_FAST}, {"safe", MODE_SAFE}, {NULL, 0}};
 
-static const ftl_yb_field limits_fields[] = {
+static const ln_yb_field limits_fields[] = {
     {.key = "timeout_s", .kind = FTL_YB_SECONDS, .offset = offsetof(gate_cfg, timeout_ms), .max = 3600, .def = 60000},
     {.key = "min_samples", .kind = FTL_YB_INT, .offset = offsetof(gate_cfg, min_samples), .min = 1, .max = 1000,
      .def = 10},
 };
-static const ftl_yb_section limits_section = FTL_YB_SECTION_OF(limits_fields);
+static const ln_yb_section limits_section = FTL_YB_SECTION_OF(limits_fields);
 
-static const ftl_yb_field gate_fields[] = {
+static const ln_yb_field gate_fields[] = {
     {.key = "name", .kind = FTL_YB_STRING, .flags = FTL_YB_NAME, .offset = offsetof(gate_cfg, name)},
     {.key = "evaluator", .kind = FTL_YB_STRING, .flags = FTL_YB_REQUIRED | FTL_YB_NONEMPTY | FTL_YB_PATH,
      .offset = offsetof(gate_cfg, evaluator)},
@@ -39,9 +39,9 @@ static const ftl_yb_field gate_fields[] = {
     {.key = "env", .kind = FTL_YB_ENV, .offset = offsetof(gate_cfg, env), .count_offset = offsetof(gate_cfg, env_count)},
     {.key = "limits", .kind = FTL_YB_SECTION, .sub = &limits_section},
 };
-static const ftl_yb_section gate_section = FTL_YB_SECTION_OF(gate_fields);
+static const ln_yb_section gate_section = FTL_YB_SECTION_OF(gate_fields);
 
-static const ftl_yb_schema gate_schema = {.root = &gate_section, .noun = "gate config", .root_items = "gate fields",
+static const ln_yb_schema gate_schema = {.root = &gate_section, .noun = "gate config", .root_items = "gate fields",
                                           .root_example = "evaluator, ...", .max_bytes = 4096, .max_nodes = 100,
                                           .max_depth = 8};
 
@@ -98,7 +98,7 @@ int main(void) {
   expect_error("a: [[[[[[[[[[1]]]]]]]]]]\n", "gate.yaml:1:11: nested deeper than 8 levels");
 
   /* A rule across fields points at the field's value. */
-  ftl_yb_doc *doc = NULL;
+  ln_yb_doc *doc = NULL;
   memset(&c, 0, sizeof c);
   const char *text = "evaluator: e\nlimits:\n  min_samples: 7\n";
   CHECK_OK(ln_yb_parse(text, strlen(text), &gate_schema, "gate.yaml", NULL, &c, &doc, &d), d.msg);

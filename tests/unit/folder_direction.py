@@ -12,8 +12,9 @@ folder older than a file's removal) is not counted."""
 import glob
 import os
 import re
-import subprocess
 import sys
+
+import objects
 
 # Each folder and the folders it may use (its own always).
 MAY_USE = {
@@ -29,21 +30,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 
 
 def object_breaches(build, source):
-    defs, uses = {}, {}
-    for obj in glob.glob(os.path.join(build, "*", "CMakeFiles", "*.dir", "*.o")):
-        folder = obj[len(build) + 1:].split(os.sep)[0]
-        if folder not in MAY_USE:
-            continue
-        src = folder + "/" + os.path.basename(obj)[:-2]
-        if not os.path.exists(os.path.join(source, src)):
-            continue
-        out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            f = line.split()
-            if len(f) == 3 and f[1] in "TDBRVW":
-                defs.setdefault(f[2], set()).add(src)
-            elif len(f) == 2 and f[0] == "U":
-                uses.setdefault(src, set()).add(f[1])
+    defs, uses = objects.read(build, source)
     breaches = []
     for src, symbols in sorted(uses.items()):
         folder = src.split("/")[0]

@@ -1,35 +1,20 @@
 #!/usr/bin/env python3
 """tests/unit/no_call_circles.py BUILD_DIR: no circle of calls between the source files of the
-library's modules (docs/architecture.md: "no include circles"), checked on the compiled objects so
+library's modules (docs/architecture.md, "Folders run one way"), checked on the compiled objects so
 a declaration in some third header cannot hide one. File A depends on file B when A's object uses
 a symbol B's object defines; a circle is a strongly connected set of two or more files (Tarjan).
 A file's static functions are its own business; only global symbols count. An object whose
 source file is gone (a build folder older than a file's removal) is not counted."""
-import glob
 import os
-import subprocess
 import sys
 
-MODULES = ("core", "launcher", "rendezvous", "checkpoint", "cadence", "pipeline", "eval")
+import objects
 
 
 def main():
     build = sys.argv[1]
     source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    defs, uses = {}, {}
-    for obj in glob.glob(os.path.join(build, "*", "CMakeFiles", "*.dir", "*.o")):
-        module = obj[len(build) + 1:].split(os.sep)[0]
-        if module not in MODULES:
-            continue
-        src = module + "/" + os.path.basename(obj)[:-2]
-        if not os.path.exists(os.path.join(source, src)):
-            continue
-        for line in subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout.splitlines():
-            f = line.split()
-            if len(f) == 3 and f[1] in "TDBRVW":
-                defs.setdefault(f[2], set()).add(src)
-            elif len(f) == 2 and f[0] == "U":
-                uses.setdefault(src, set()).add(f[1])
+    defs, uses = objects.read(build, source)
     if len(uses) < 50:
         print(f"FAIL: only {len(uses)} objects under {build}: is it a build tree?", file=sys.stderr)
         return 1

@@ -17,23 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "checkpoint/door.h"
 #include "checkpoint/manifest.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum ck_step_state {
-  CK_STEP_INCOMPLETE = 0, /* no manifest: never committed (a crash, or an abandoned checkpoint) */
-  CK_STEP_COMMITTED = 1,
-  CK_STEP_BAD = 2,     /* was committed, then failed verification at a restore */
-  CK_STEP_REFUSED = 3, /* step-N is a symbolic link or not a folder: never read, written or deleted */
-} ck_step_state;
-
-typedef struct ck_step_entry {
-  int64_t step;
-  ck_step_state state;
-} ck_step_entry;
 
 /* "<base>/step-00000100". */
 ftl_err ck_step_dir(const char *base, int64_t step, char *out, size_t size);
@@ -41,10 +30,6 @@ ftl_err ck_step_dir(const char *base, int64_t step, char *out, size_t size);
 /* 1 and *step when name is a step folder's name ("step-" and a decimal step); 0 otherwise. The one
  * reader of the name ck_step_dir writes: the catalog, and the L1 level's folders (levels.c). */
 int ck_parse_step_name(const char *name, int64_t *step);
-
-/* Lists the step folders of base, newest first; *out freed with ftl_free. A missing base is an
- * empty list. */
-ftl_err ck_list_steps(const char *base, ck_step_entry **out, int *n_out, ftl_diag *d);
 
 /* FTL_OK when <base>/step-N is a real folder directly inside base (lstat: not a symbolic link;
  * realpath: it resolves inside base). FTL_ERR_STATE naming the folder when it is refused,

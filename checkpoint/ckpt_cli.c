@@ -1,5 +1,5 @@
 /* checkpoint/ckpt_cli.c: `ftl ckpt ls RUNDIR`, `ftl ckpt verify RUNDIR [STEP] [--level L]`,
- * `ftl ckpt show RUNDIR STEP [--level L]` (see ckpt_cli.h and docs/checkpoint.md).
+ * `ftl ckpt show RUNDIR STEP [--level L]` (declared in checkpoint/door.h; docs/checkpoint.md).
  *
  * RUNDIR is a run directory (its checkpoints are in RUNDIR/checkpoints) or the checkpoints folder
  * itself. verify reads every byte of every shard of the step (size, per-tensor and whole-file
@@ -12,7 +12,7 @@
  * `show`; the command line (--level, the level's folders, ck_ckpt_cli_main).
  *
  * Not here: anything that needs MPI or a running gang. */
-#include "checkpoint/ckpt_cli.h"
+#include "checkpoint/door.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -27,29 +27,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "checkpoint/door.h"
 #include "ftl/error.h"
-
-/* The root of the L1 folders where no job spec names one: FTL_CKPT_L1_DIR when it is an absolute
- * folder (a site's default in ftl run's environment), else /dev/shm. ftl run gives it to its ranks
- * and cleans up under it; `ftl ckpt` looks there. Header-only: the launcher reads it in builds
- * without the checkpoint library too. */
-static inline const char *ck_l1_default_root(void) {
-  const char *env = getenv("FTL_CKPT_L1_DIR");
-  return env && env[0] == '/' ? env : "/dev/shm";
-}
-
-/* The most bytes ftl's names add below an L1 root: "/ftl-" and 16 hex digits, "/step-" and up to
- * 19 digits, "/partner", "/" and a file name of at most 63 bytes (CK_FILE_MAX, checkpoint/manifest.h)
- * with ".tmp" after it; levels.c checks the sum. A longer root would leave L1 off on every rank
- * (its paths cannot be named), so the job spec refuses one (launcher/jobspec.c). */
-#define CK_L1_BELOW_ROOT_MAX 128
-#define CK_L1_ROOT_MAX (PATH_MAX - 1 - CK_L1_BELOW_ROOT_MAX)
-
-/* A root writable by every user without the sticky bit (mode from stat): any user could rename or
- * remove the run's folder in it, and put their own in its place. /dev/shm and /tmp have the bit
- * (1777). Refused by the job spec when the submitting host has the folder, and by ck_l1_setup on
- * every host. Header-only, for the launcher too. */
-static inline int ck_l1_root_unguarded(mode_t mode) { return (mode & S_IWOTH) && !(mode & S_ISVTX); }
 
 /* The L1 level of one handle: its folder for this run ("" when L1 is off) and its size limit. */
 typedef struct ck_l1 {
@@ -117,9 +96,5 @@ void ck_l2_drop(const ck_l1 *l1, int shard, int64_t step);
 /* This host's L1 folder of run_dir under root into out, for a reader (`ftl ckpt ls`): 1 when it
  * exists and is this user's own folder, not a link and writable by nobody else; 0 otherwise. */
 int ck_l1_find_run(const char *root, const char *run_dir, char *out, size_t size);
-
-/* Removes the L1 folder of run_dir under root, every copy in it, L2's too (the launcher, once the job has
- * succeeded: nothing will restore from it). Only ftl's own names are removed. */
-void ck_l1_forget_run(const char *root, const char *run_dir);
 
 #endif

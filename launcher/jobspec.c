@@ -31,7 +31,7 @@
 
 #include <xxhash.h>
 
-#include "checkpoint/levels.h"
+#include "checkpoint/door.h"
 #include "core/fs.h"
 #include "ftl/core.h"
 #include "launcher/yaml_bind.h"

@@ -42,7 +42,7 @@
 #include "launcher/version.h"
 
 #ifdef FTL_HAVE_CKPT_CLI
-#include "checkpoint/ckpt_cli.h"
+#include "checkpoint/door.h"
 #endif
 #ifdef FTL_HAVE_EVAL
 #include "eval/eval_cli.h"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #ifdef FTL_HAVE_CKPT_IO
-#include "checkpoint/levels.h"
+#include "checkpoint/door.h"
 #endif
 #include "core/failure_record.h"
 #include "core/jsonl.h"

@@ -27,7 +27,7 @@
 #include "launcher/runlock.h"
 #include "launcher/runview.h"
 #ifdef FTL_HAVE_CKPT_IO
-#include "checkpoint/catalog.h"
+#include "checkpoint/door.h"
 #endif
 
 const char ln_status_help[] =

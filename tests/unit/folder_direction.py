@@ -6,7 +6,8 @@ below it, never a folder above or beside it.
 
 Checked twice: on the compiled objects (an object of folder A that uses a symbol an object of folder
 B defines, so a declaration copied into some header cannot hide a call), and on the sources'
-#include lines (a type or macro taken from a higher folder's header leaves no symbol). Each breach
+#include lines (a type or macro taken from a higher folder's header leaves no symbol; and the
+launcher reaches checkpoint/ through its one door, checkpoint/door.h). Each breach
 is printed with the file and the symbol or header. An object whose source file is gone (a build
 folder older than a file's removal) is not counted."""
 import glob

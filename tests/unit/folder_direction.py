@@ -28,6 +28,8 @@ MAY_USE = {
     "launcher": {"eval", "pipeline", "checkpoint", "rendezvous", "cadence", "core"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
+# A folder the launcher reaches through one door: the only header of it a launcher file includes.
+DOORS = {("launcher", "checkpoint"): "checkpoint/door.h"}
 
 
 def object_breaches(build, source):
@@ -51,10 +53,14 @@ def include_breaches(source):
                 text = f.read()
             for m in INCLUDE.finditer(text):
                 other = m.group(1)
+                header = m.group(0).split()[-1].strip('"')
+                line = text.count("\n", 0, m.start()) + 1
+                rel = os.path.relpath(path, source)
                 if other in MAY_USE and other != folder and other not in allowed:
-                    line = text.count("\n", 0, m.start()) + 1
-                    rel = os.path.relpath(path, source)
-                    breaches.append(f"{rel}:{line} includes {m.group(0).split()[-1]} ({folder} may not use {other})")
+                    breaches.append(f"{rel}:{line} includes {header} ({folder} may not use {other})")
+                door = DOORS.get((folder, other))
+                if door and header != door:
+                    breaches.append(f"{rel}:{line} includes {header} ({folder} reaches {other} through {door} only)")
     return breaches
 
 

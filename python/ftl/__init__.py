@@ -100,6 +100,7 @@ def _load():
         "ftl_ckpt_add_blob": (i, [p, s, p, sz, i]),
         "ftl_ckpt_split_rows": (None, [i64, i, i, ctypes.POINTER(i64), ctypes.POINTER(i64)]),
         "ftl_ckpt_prepare": (i, [p]), "ftl_ckpt_save": (i, [p, i64]), "ftl_ckpt_save_level": (i, [p, i64, i]),
+        "ftl_ckpt_levels": (ctypes.c_uint, [p]),
         "ftl_ckpt_wait": (i, [p, i64, p]), "ftl_ckpt_in_flight": (i, [p]),
         "ftl_ckpt_restore": (i, [p, p]), "ftl_ckpt_errmsg": (s, [p]), "ftl_ckpt_dir": (s, [p]),
         "ftl_adapter_commit": (i, [s, ctypes.POINTER(s), sz, ctypes.POINTER(_Diag)]),
@@ -364,6 +365,13 @@ class Checkpoint:
             self._call(_load().ftl_ckpt_save(self._live(), int(step)))
         else:
             self._call(_load().ftl_ckpt_save_level(self._live(), int(step), int(level)))
+
+    def levels(self):
+        """Not collective: the levels (1, 2, 3) this handle saves at, as every rank agreed when it
+        was made (ftl_ckpt_levels): 3 always, 1 when every rank has an L1 folder, 2 with it when
+        L2 is on. What a program's own checkpoint cadence should plan with."""
+        bits = _load().ftl_ckpt_levels(self._live())
+        return [level for level in (1, 2, 3) if bits & (1 << (level - 1))]
 
     def in_flight(self):
         return bool(_load().ftl_ckpt_in_flight(self._live()))

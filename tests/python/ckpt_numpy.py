@@ -66,6 +66,8 @@ def main():
         rep[:] = 0
         stats = ck.wait()
         want = 1 if os.environ.get("FTL_CKPT_L1_DIR") else 3
+        # The levels the handle agreed (ftl_ckpt_levels): L1 with the ranks' folders, no L2 on one host.
+        assert ck.levels() == ([1, 3] if want == 1 else [3]), ck.levels()
         assert stats["step"] == 6 and stats["level"] == want, stats
         assert not os.path.exists(os.path.join(ck.directory, "step-00000006")) or want == 3, "an L1 step in the run directory"
         assert ck.restore() == 6

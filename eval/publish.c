@@ -50,7 +50,6 @@ static void read_facts(const char *run_dir, const ev_hooks *hooks, ev_run_facts 
   f->last_committed_step = -1;
   *failures = 0;
   if (hooks && hooks->run_facts) hooks->run_facts(run_dir, f);
-  if (!f->have_goodput) f->goodput_pct = f->wall_ms = 0;
   char path[PATH_MAX];
   char *data = NULL;
   size_t size = 0;

@@ -16,7 +16,7 @@ passed=0 failed=0
 for seed in $(seq 1 "$seeds"); do
   if out=$(SOAK_SEED=$seed bash tests/finetune/kill_resume.sh auto 2>&1); then
     passed=$((passed + 1))
-    echo "seed $seed: $(echo "$out" | grep -E '^killed rank' | head -1); $(echo "$out" | grep -o 'resumed from the checkpoint of step [0-9]*' | head -1); adapter identical"
+    echo "seed $seed: $(grep -m1 -E '^killed rank' <<<"$out"); $(grep -m1 -o 'resumed from the checkpoint of step [0-9]*' <<<"$out"); adapter identical"
   else
     failed=$((failed + 1))
     echo "seed $seed: FAILED"

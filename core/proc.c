@@ -107,6 +107,8 @@ static void child_exec(const core_proc_opts *o, const stdio_plan *s, int report_
     if (src[i] == i) fcntl(i, F_SETFD, 0); /* dup2 onto itself would leave close-on-exec set */
     else if (dup2(src[i], i) < 0) report_and_exit(report_fd, STAGE_EXEC);
   }
+  /* A descriptor the program is to keep (close-on-exec in the parent, so no other child gets it). */
+  if (o->keep_fd >= 3 && fcntl(o->keep_fd, F_SETFD, 0) != 0) report_and_exit(report_fd, STAGE_EXEC);
   if (o->cwd && chdir(o->cwd) != 0) report_and_exit(report_fd, STAGE_CHDIR);
   sigset_t mask;
   if (o->clear_sigmask) sigemptyset(&mask);

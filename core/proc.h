@@ -4,7 +4,8 @@
  * core_proc_spawn forks and execs with, as asked: its own process group (so it, and whatever it
  * starts, can be signalled as one), each of stdin/stdout/stderr inherited, /dev/null, a given
  * descriptor or a new pipe, an environment and a working folder, a parent-death signal (Linux
- * PR_SET_PDEATHSIG), and named signals reset to their default. A child that cannot change to its
+ * PR_SET_PDEATHSIG), named signals reset to their default, and one more descriptor kept across
+ * exec (the rank agent's socket to launcher/pyrun.py). A child that cannot change to its
  * folder or exec its program says so over a close-on-exec pipe before it exits: the spawn then
  * fails with the errno and the program's name (FTL_ERR_LAUNCH) rather than leaving a child that
  * "exited 127". Signals are blocked in the parent around fork, so no handler of the parent runs in
@@ -53,6 +54,8 @@ typedef struct core_proc_opts {
   size_t n_reset_signals;
   int clear_sigmask;       /* 1: the child execs with no signal blocked; 0: with the parent's mask */
   core_proc_stdio stdio[3];
+  int keep_fd;             /* >= 3: a descriptor the child keeps across exec (its close-on-exec flag is
+                              cleared in the child alone); 0 or -1: none */
 } core_proc_opts;
 
 typedef struct core_proc {

@@ -8,6 +8,10 @@
  * shared-memory file of the rank lives in a folder the agent makes and removes (make_sm_dir), so
  * killed ranks do not leave host memory behind.
  *
+ * A Python program run through launcher/pyrun.py (FTL_PYRUN=1) gets one end of a socket pair
+ * (FTL_PYRUN_FD): the runner's word (what the program imported at start-up; a standby's "parked")
+ * goes to the launcher as the rank's, and a standby's activation comes down it.
+ *
  * In a standby gang (FTL_STANDBY=1, docs/fault-tolerance.md) the agent writes nothing under the
  * run directory and shows nothing on the console until the launcher activates the gang: the
  * program's output is held in memory (up to STANDBY_HELD_MAX bytes a stream) and released, to the
@@ -20,8 +24,8 @@
  * must never stop the agent, the log files, a standby's held output); small reports (memory, a
  * stop, the exit record); the agent's state; Open MPI's shared-memory folder; set-up (the launcher
  * reached directly or through the host's relay) and the program's spawn; signals and the
- * activation; the alive reports' thread; the launcher's connection; the loop; the exit report and
- * the entry point (ln_rank_agent_main).
+ * activation; the Python runner's word; the alive reports' thread; the launcher's connection; the
+ * loop; the exit report and the entry point (ln_rank_agent_main).
  *
  * Why one file (issue 33): it is one small program's whole life, and the parts from the
  * shared-memory folder on all work on one private struct, agent (the connection, the program, both
@@ -370,6 +374,10 @@ typedef struct agent {
   char attempt_dir[PATH_MAX]; /* "" until known (a standby: its activation) */
   pid_t relay_pid;      /* the host's relay when this agent started it (launcher/relay.h), else 0 */
   char sm_dir[96];      /* the program's shared-memory folder (make_sm_dir), removed at the end; "" none */
+  /* A Python program run through launcher/pyrun.py (FTL_PYRUN=1): the agent's end of their socket
+   * pair, and the child's until the spawn (-1: none). */
+  int pyrun_fd, pyrun_child_fd;
+  rz_linebuf from_pyrun;
 } agent;
 
 /* ---- Open MPI's shared-memory folder --------------------------------------------------------- */
@@ -486,12 +494,26 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
   snprintf(place[3], sizeof place[3], "LOCAL_WORLD_SIZE=%d", ag->pl.local_world_size);
   char sm_vars[2][192];
   make_sm_dir(ag, sm_vars);
-  char *overrides[8];
+  char pyrun_var[48] = "";
+  const char *pyrun = getenv("FTL_PYRUN");
+  if (pyrun && !strcmp(pyrun, "1") && ag->client.fd >= 0) {
+    /* pyrun.py's socket: its imports and its parking come up it, the activation goes down. */
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+      ag->pyrun_fd = sv[0];
+      ag->pyrun_child_fd = sv[1];
+      snprintf(pyrun_var, sizeof pyrun_var, "FTL_PYRUN_FD=%d", sv[1]);
+    } else {
+      FTL_LOG(FTL_LOG_WARN, "agent", "no socket for the Python runner (%s): its standby cannot park", strerror(errno));
+    }
+  }
+  char *overrides[9];
   int n_over = 0;
   for (int i = 0; i < 4; i++) overrides[n_over++] = place[i];
   if (relay_var[0]) overrides[n_over++] = relay_var;
   for (int i = 0; i < 2; i++)
     if (sm_vars[i][0]) overrides[n_over++] = sm_vars[i];
+  if (pyrun_var[0]) overrides[n_over++] = pyrun_var;
   overrides[n_over] = NULL;
   if (ln_gang_program_env(environ, overrides, prog_env, d)) {
     fprintf(stderr, "ftl rank-agent: %s\n", d->msg);
@@ -522,8 +544,11 @@ static ftl_err spawn_program(agent *ag, char **argv, char **prog_env, ftl_diag *
                        .pdeath_signal = SIGKILL,
                        .reset_signals = reset,
                        .n_reset_signals = sizeof reset / sizeof *reset,
-                       .stdio = {{CORE_PROC_INHERIT, -1}, {CORE_PROC_PIPE, -1}, {CORE_PROC_PIPE, -1}}};
+                       .stdio = {{CORE_PROC_INHERIT, -1}, {CORE_PROC_PIPE, -1}, {CORE_PROC_PIPE, -1}},
+                       .keep_fd = ag->pyrun_child_fd};
   rc = core_proc_spawn(&po, &ag->proc, d);
+  if (ag->pyrun_child_fd >= 0) close(ag->pyrun_child_fd); /* the program's now */
+  ag->pyrun_child_fd = -1;
   if (rc == FTL_ERR_LAUNCH) {
     ag->exec_errno = ag->proc.exec_errno;
     FTL_LOG(FTL_LOG_ERROR, "agent", "%s", d->msg); /* "cannot execute PROGRAM: REASON" */
@@ -570,13 +595,46 @@ static void open_attempt_logs(agent *ag) {
   ag->err.log_fd = open_log(ag->attempt_dir, ag->pl.rank, "err");
 }
 
-/* The launcher made this standby gang an attempt: its folder and logs now, and the held output. */
-static void activate(agent *ag, const char *attempt_dir) {
+/* The launcher made this standby gang an attempt: its folder and logs now, and the held output;
+ * a parked Python runner gets the activation itself (it may still be importing: then it reads it
+ * once it parks). */
+static void activate(agent *ag, const json_t *msg, const char *attempt_dir) {
   ag->standby = 0;
+  if (ag->pyrun_fd >= 0) {
+    char *line = json_dumps(msg, JSON_COMPACT);
+    if (line) {
+      size_t len = strlen(line);
+      line[len] = '\n'; /* json_dumps' NUL: the line's end */
+      write_all(ag->pyrun_fd, line, len + 1);
+      free(line);
+    }
+  }
   if (ftl_fmt(ag->attempt_dir, sizeof ag->attempt_dir, "%s", attempt_dir)) ag->attempt_dir[0] = '\0';
   open_attempt_logs(ag);
   release_held(&ag->out, ag->prefix);
   release_held(&ag->err, ag->prefix);
+}
+
+/* pyrun.py's word, passed to the launcher as this rank's: "parked" (a standby's runner has imported
+ * its modules and waits) and "imports" (what the program imported at start-up). Its socket closing
+ * only ends the passing on. */
+static void on_pyrun(agent *ag) {
+  bool eof = false;
+  json_t *msg = NULL;
+  ftl_diag ignored;
+  ftl_err rc = rz_linebuf_fill(&ag->from_pyrun, ag->pyrun_fd, &eof);
+  while (rc == FTL_OK && rz_linebuf_next(&ag->from_pyrun, &msg, &ignored) == FTL_OK) {
+    const char *type = rz_wire_str(msg, "type", "");
+    if (ag->client.fd >= 0 && ((!strcmp(type, "parked") && ag->standby) || !strcmp(type, "imports"))) {
+      rz_rdzv_client_send(&ag->client, msg, 0, &ignored);
+      continue;
+    }
+    json_decref(msg);
+  }
+  if (eof || rc != FTL_OK) {
+    close(ag->pyrun_fd);
+    ag->pyrun_fd = -1;
+  }
 }
 
 /* ---- the alive reports ----------------------------------------------------------------------- */
@@ -663,7 +721,7 @@ static void on_launcher(agent *ag) {
     if (!strcmp(type, "signal") && sig > 0 && sig < 65)
       pass_signal(ag, sig, sig == SIGTERM || sig == SIGINT, "launcher");
     else if (!strcmp(type, "activate") && ag->standby)
-      activate(ag, rz_wire_str(msg, "attempt_dir", ""));
+      activate(ag, msg, rz_wire_str(msg, "attempt_dir", ""));
     json_decref(msg);
   }
   if (eof) {
@@ -712,10 +770,11 @@ static void watch_program(agent *ag, ftl_diag *d) {
   if (ag->client.fd >= 0) alive_start(ag);
   while (!ag->proc.reaped || ag->out.pipe_fd >= 0 || ag->err.pipe_fd >= 0) {
     agent_timers(ag);
-    struct pollfd fds[4] = {{.fd = ln_sigpipe_fd(), .events = POLLIN},
+    struct pollfd fds[5] = {{.fd = ln_sigpipe_fd(), .events = POLLIN},
                             {.fd = ag->client.fd, .events = POLLIN}, /* launcher gone: EOF */
                             {.fd = ag->out.pipe_fd, .events = POLLIN},
-                            {.fd = ag->err.pipe_fd, .events = POLLIN}};
+                            {.fd = ag->err.pipe_fd, .events = POLLIN},
+                            {.fd = ag->pyrun_fd, .events = POLLIN}};
     /* Whether the program had ended before this poll began: only then does a quiet poll mean that
      * everything it wrote has been read. A program reaped after the poll returned (it wrote its
      * last lines and exited while this agent was not scheduled) may have left output in the pipes:
@@ -723,7 +782,7 @@ static void watch_program(agent *ag, ftl_diag *d) {
     int ended_before_poll = ag->proc.reaped;
     int timeout = ended_before_poll ? 200 : ftl_deadline_left_ms(ag->proc.kill_at_ms);
     if (timeout > 200) timeout = 200;
-    int pr = poll(fds, 4, timeout);
+    int pr = poll(fds, 5, timeout);
     if (pr < 0 && errno != EINTR) break;
     if (!ag->proc.reaped) core_proc_step(&ag->proc); /* the SIGKILL a grace after an ending signal */
     atomic_store(&ag->alive.program_reaped, ag->proc.reaped);
@@ -737,6 +796,7 @@ static void watch_program(agent *ag, ftl_diag *d) {
     if (fds[0].revents & POLLIN) on_signals(ag);
     atomic_store(&ag->alive.program_reaped, ag->proc.reaped);
     if (ag->client.fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) on_launcher(ag);
+    if (ag->pyrun_fd >= 0 && (fds[4].revents & (POLLIN | POLLHUP | POLLERR))) on_pyrun(ag);
     note_slow(t0, "handling signals and the launcher's messages");
     t0 = ftl_clock_ms();
     if (ag->out.pipe_fd >= 0 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) pump(&ag->out, ag->prefix);
@@ -796,7 +856,9 @@ int ln_rank_agent_main(int argc, char **argv) {
               .alive = {.stop_fd = -1},
               .proc = {.pid = -1, .fd = {-1, -1, -1}, .kill_at_ms = FTL_NO_DEADLINE, .term_at_ms = FTL_NO_DEADLINE},
               .out = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDOUT_FILENO},
-              .err = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDERR_FILENO}};
+              .err = {.pipe_fd = -1, .log_fd = -1, .console_fd = STDERR_FILENO},
+              .pyrun_fd = -1,
+              .pyrun_child_fd = -1};
   int exit_code = FTL_EXIT_LAUNCH;
   char **prog_env = NULL;
 
@@ -836,6 +898,9 @@ int ln_rank_agent_main(int argc, char **argv) {
   drop_sm_dir(&ag);
 out:
   rz_linebuf_free(&ag.from_launcher);
+  rz_linebuf_free(&ag.from_pyrun);
+  if (ag.pyrun_fd >= 0) close(ag.pyrun_fd);
+  if (ag.pyrun_child_fd >= 0) close(ag.pyrun_child_fd);
   ln_argv_free(prog_env);
   if (ag.client.fd >= 0) rz_rdzv_client_close(&ag.client);
   /* The relay this agent started ends once the host's other agents have; mpirun (which waits for

@@ -180,6 +180,8 @@ ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, 
                        .ckpt_l1_max_bytes = (int64_t)o->job->ckpt_l1_max_mb << 20,
                        .ckpt_l2 = ln_job_ckpt_l2_mode(o->job),
                        .relay = ln_relay_on(),
+                       .pyrun = o->pyrun_argv != NULL,
+                       .preload = o->preload,
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
                        .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0,
                        .mpi_session_base = L->session_base[0] ? L->session_base : NULL};
@@ -203,6 +205,7 @@ ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, 
                       * it vanishes as silently as a dead host's (detect.h). ftl itself ends
                       * the gang through the agents, so this is not the programs' grace. */
                      .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S,
-                     .standby = o->standby_launch};
+                     .standby = o->standby_launch,
+                     .pyrun_argv = o->pyrun_argv};
   return ln_gang_build_argv(&g, &L->argv, d);
 }

@@ -22,13 +22,7 @@ void ln_argv_free(char **argv) {
   ftl_free(argv);
 }
 
-typedef struct argv_builder {
-  char **v;
-  size_t n, cap;
-  int oom;
-} argv_builder;
-
-static void push(argv_builder *b, const char *s) {
+void ln_argv_push(ln_argv_builder *b, const char *s) {
   if (b->oom) return;
   if (b->n + 2 > b->cap) {
     size_t ncap = b->cap ? b->cap * 2 : 32;
@@ -49,9 +43,7 @@ static void push(argv_builder *b, const char *s) {
   b->v[b->n] = NULL;
 }
 
-/* Hands the built list to *out: an empty list is {NULL}, never NULL; after a failed allocation
- * the list is freed and the error names what was being built. */
-static ftl_err finish(argv_builder *b, char ***out, const char *what, ftl_diag *d) {
+ftl_err ln_argv_finish(ln_argv_builder *b, char ***out, const char *what, ftl_diag *d) {
   if (!b->oom && !b->v) {
     b->v = ftl_calloc(1, sizeof *b->v);
     if (!b->v) b->oom = 1;
@@ -64,58 +56,62 @@ static ftl_err finish(argv_builder *b, char ***out, const char *what, ftl_diag *
   return FTL_OK;
 }
 
-static void push_int(argv_builder *b, long v) {
+static void push_int(ln_argv_builder *b, long v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%ld", v);
-  push(b, buf);
+  ln_argv_push(b, buf);
 }
 
 ftl_err ln_gang_build_argv(const ln_gang_opts *o, char ***argv_out, ftl_diag *d) {
-  argv_builder b = {0};
+  ln_argv_builder b = {0};
   if (o->ranks < 1) return ftl_diag_fail(d, FTL_ERR_INVAL, "ranks must be > 0, not %d", o->ranks);
   if (o->kind == FTL_LAUNCH_SRUN) {
-    push(&b, "srun");
-    push(&b, "--ntasks");
+    ln_argv_push(&b, "srun");
+    ln_argv_push(&b, "--ntasks");
     push_int(&b, o->ranks);
     /* A rank that fails ends the step at once instead of leaving the others waiting. */
-    push(&b, "--kill-on-bad-exit=1");
-    push(&b, "--export=ALL");
-    push(&b, "--unbuffered");
-    if (o->standby) push(&b, "--overlap"); /* the running attempt's step holds the allocation's CPUs */
+    ln_argv_push(&b, "--kill-on-bad-exit=1");
+    ln_argv_push(&b, "--export=ALL");
+    ln_argv_push(&b, "--unbuffered");
+    if (o->standby) ln_argv_push(&b, "--overlap"); /* the running attempt's step holds the allocation's CPUs */
   } else {
-    push(&b, "mpirun");
+    ln_argv_push(&b, "mpirun");
     /* No "helpful" banners: ftl reports what failed itself, naming the rank and host. */
-    push(&b, "--quiet");
-    push(&b, "-n");
+    ln_argv_push(&b, "--quiet");
+    ln_argv_push(&b, "-n");
     push_int(&b, o->ranks);
-    if (o->running_as_root) push(&b, "--allow-run-as-root");
+    if (o->running_as_root) ln_argv_push(&b, "--allow-run-as-root");
     if (o->hostfile) {
-      push(&b, "--hostfile");
-      push(&b, o->hostfile);
+      ln_argv_push(&b, "--hostfile");
+      ln_argv_push(&b, o->hostfile);
     } else if (o->ranks > o->cpu_count) {
       /* More ranks than cores on one machine: allowed, and then binding ranks to cores would
        * stack them, so binding is off. */
-      push(&b, "--oversubscribe");
-      push(&b, "--bind-to");
-      push(&b, "none");
+      ln_argv_push(&b, "--oversubscribe");
+      ln_argv_push(&b, "--bind-to");
+      ln_argv_push(&b, "none");
     }
     /* When a rank fails or a daemon is lost, mpirun's own clean-up waits this long between TERM
      * and KILL of the other ranks' agents: ftl ends the gang through the agents itself, but a
      * torn-down agent must get to say so before it dies (FTL_MPIRUN_SIGKILL_GRACE_S). */
-    push(&b, "--mca");
-    push(&b, "odls_base_sigkill_timeout");
+    ln_argv_push(&b, "--mca");
+    ln_argv_push(&b, "odls_base_sigkill_timeout");
     push_int(&b, o->sigkill_grace_s);
     for (char *const *e = o->export_names; e && *e; e++) {
-      push(&b, "-x");
-      push(&b, *e);
+      ln_argv_push(&b, "-x");
+      ln_argv_push(&b, *e);
     }
   }
-  push(&b, o->ftl_exe);
-  push(&b, "rank-agent");
-  push(&b, "--");
-  push(&b, o->program);
-  for (char *const *a = o->args; a && *a; a++) push(&b, *a);
-  return finish(&b, argv_out, "the launch command", d);
+  ln_argv_push(&b, o->ftl_exe);
+  ln_argv_push(&b, "rank-agent");
+  ln_argv_push(&b, "--");
+  if (o->pyrun_argv) {
+    for (char *const *a = o->pyrun_argv; *a; a++) ln_argv_push(&b, *a);
+  } else {
+    ln_argv_push(&b, o->program);
+    for (char *const *a = o->args; a && *a; a++) ln_argv_push(&b, *a);
+  }
+  return ln_argv_finish(&b, argv_out, "the launch command", d);
 }
 
 ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d) {
@@ -135,7 +131,7 @@ const char *const ln_gang_env_names[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL
                                           "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
                                           "FTL_PREEMPT_GRACE_MS", "FTL_STANDBY", "FTL_CKPT_L1_DIR",
                                           "FTL_CKPT_L1_MAX_BYTES", "FTL_CKPT_L2", "FTL_RELAY", "MASTER_ADDR", "MASTER_PORT",
-                                          NULL};
+                                          "FTL_PYRUN", "FTL_PRELOAD", NULL};
 
 static size_t name_len(const char *kv) {
   const char *eq = strchr(kv, '=');
@@ -143,7 +139,7 @@ static size_t name_len(const char *kv) {
 }
 
 /* Sets "name=value" (value NULL: kv is already "NAME=VALUE"), replacing an entry of that name. */
-static void env_set(argv_builder *b, const char *name, const char *value) {
+static void env_set(ln_argv_builder *b, const char *name, const char *value) {
   if (b->oom) return;
   char *kv = NULL;
   if (value) {
@@ -171,11 +167,11 @@ static void env_set(argv_builder *b, const char *name, const char *value) {
       return;
     }
   }
-  push(b, kv);
+  ln_argv_push(b, kv);
   ftl_free(kv);
 }
 
-static void env_set_int(argv_builder *b, const char *name, long long v) {
+static void env_set_int(ln_argv_builder *b, const char *name, long long v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%lld", v);
   env_set(b, name, buf);
@@ -186,7 +182,7 @@ static int has_job_env_prefix(const char *kv) {
 }
 
 /* Sets the job's "NAME=VALUE" as FTL_JOB_ENV_NAME=VALUE: carried to the rank agent, not applied. */
-static void env_set_job(argv_builder *b, const char *kv) {
+static void env_set_job(ln_argv_builder *b, const char *kv) {
   if (b->oom) return;
   size_t n = strlen(kv);
   char *prefixed = ftl_malloc(sizeof FTL_GANG_JOB_ENV_PREFIX + n);
@@ -201,7 +197,7 @@ static void env_set_job(argv_builder *b, const char *kv) {
 }
 
 ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_out, ftl_diag *d) {
-  argv_builder b = {0};
+  ln_argv_builder b = {0};
   *envp_out = NULL;
   /* A job variable carried for someone else's job (an ftl run started by a rank) is not ours. */
   for (char *const *p = base; p && *p; p++)
@@ -225,6 +221,8 @@ ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_
   env_set_int(&b, "FTL_RELAY", e->relay ? 1 : 0);
   env_set(&b, "MASTER_ADDR", e->master_addr ? e->master_addr : "127.0.0.1");
   env_set_int(&b, "MASTER_PORT", e->master_port);
+  env_set_int(&b, "FTL_PYRUN", e->pyrun ? 1 : 0);
+  env_set(&b, "FTL_PRELOAD", e->preload ? e->preload : "");
   for (char *const *p = e->job_env; p && *p; p++)
     if (strchr(*p, '=')) env_set_job(&b, *p);
   if (e->allow_root) {
@@ -232,13 +230,13 @@ ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_
     env_set(&b, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   }
   if (e->mpi_session_base) env_set(&b, "OMPI_MCA_orte_local_tmpdir_base", e->mpi_session_base);
-  return finish(&b, envp_out, "the ranks' environment", d);
+  return ln_argv_finish(&b, envp_out, "the ranks' environment", d);
 }
 
 ftl_err ln_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *d) {
-  argv_builder b = {0};
+  ln_argv_builder b = {0};
   *names_out = NULL;
-  for (size_t i = 0; ln_gang_env_names[i]; i++) push(&b, ln_gang_env_names[i]);
+  for (size_t i = 0; ln_gang_env_names[i]; i++) ln_argv_push(&b, ln_gang_env_names[i]);
   for (char *const *p = job_env; p && *p; p++) {
     if (b.oom) break;
     size_t n = name_len(*p);
@@ -250,10 +248,10 @@ ftl_err ln_gang_export_names(char *const *job_env, char ***names_out, ftl_diag *
     memcpy(name, FTL_GANG_JOB_ENV_PREFIX, sizeof FTL_GANG_JOB_ENV_PREFIX - 1);
     memcpy(name + sizeof FTL_GANG_JOB_ENV_PREFIX - 1, *p, n);
     name[sizeof FTL_GANG_JOB_ENV_PREFIX - 1 + n] = '\0';
-    push(&b, name);
+    ln_argv_push(&b, name);
     ftl_free(name);
   }
-  return finish(&b, names_out, "the launch command", d);
+  return ln_argv_finish(&b, names_out, "the launch command", d);
 }
 
 /* Set for mpirun alone: an MPI program that inherits it is refused by Open MPI, since mpirun hands
@@ -264,7 +262,7 @@ static int for_mpirun_only(const char *kv) {
 }
 
 ftl_err ln_gang_program_env(char *const *agent_env, char *const *place, char ***envp_out, ftl_diag *d) {
-  argv_builder b = {0};
+  ln_argv_builder b = {0};
   *envp_out = NULL;
   for (char *const *p = agent_env; p && *p; p++)
     if (strchr(*p, '=') && !has_job_env_prefix(*p) && !for_mpirun_only(*p)) env_set(&b, *p, NULL);
@@ -272,7 +270,7 @@ ftl_err ln_gang_program_env(char *const *agent_env, char *const *place, char ***
     if (has_job_env_prefix(*p) && strchr(*p, '=')) env_set(&b, *p + sizeof FTL_GANG_JOB_ENV_PREFIX - 1, NULL);
   for (char *const *p = place; p && *p; p++)
     if (strchr(*p, '=')) env_set(&b, *p, NULL);
-  return finish(&b, envp_out, "the program's environment", d);
+  return ln_argv_finish(&b, envp_out, "the program's environment", d);
 }
 
 const char *ln_gang_env_get(char *const *envp, const char *name) {

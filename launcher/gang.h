@@ -24,6 +24,9 @@ typedef struct ln_gang_opts {
   int sigkill_grace_s;           /* how long mpirun itself waits between TERM and KILL of ranks */
   int standby;                   /* a standby gang beside a running step: srun --overlap shares its
                                     allocation's resources instead of waiting for them */
+  char *const *pyrun_argv;       /* a Python program through launcher/pyrun.py (launcher/pyprog.h): the
+                                    whole command after `rank-agent --`, in place of program and args;
+                                    NULL: the program as it is */
 } ln_gang_opts;
 
 /* AUTO becomes SRUN inside a Slurm allocation (SLURM_JOB_ID set) and MPIRUN elsewhere. */
@@ -36,6 +39,19 @@ ln_launch_kind ln_gang_resolve_kind(ln_launch_kind requested, const char *slurm_
 /* Builds the launch argv (NULL-terminated; free with ln_argv_free). */
 ftl_err ln_gang_build_argv(const ln_gang_opts *o, char ***argv_out, ftl_diag *d);
 void ln_argv_free(char **argv);
+
+/* A NULL-terminated list of strings built one by one (each copied): the launch command, an
+ * environment, the Python runner's command line (pyprog.c). An allocation that fails is remembered
+ * and reported once, by ln_argv_finish. */
+typedef struct ln_argv_builder {
+  char **v;
+  size_t n, cap;
+  int oom;
+} ln_argv_builder;
+void ln_argv_push(ln_argv_builder *b, const char *s);
+/* Hands the built list to *out: an empty list is {NULL}, never NULL; after a failed allocation
+ * the list is freed and the error names what was being built. */
+ftl_err ln_argv_finish(ln_argv_builder *b, char ***out, const char *what, ftl_diag *d);
 
 /* What an attempt's gang gets in its environment besides the launcher's own (docs/cli.md). */
 typedef struct ln_gang_env {
@@ -66,6 +82,10 @@ typedef struct ln_gang_env {
                                     the job gives no list (ln_job_ckpt_l2_mode) */
   int relay;                     /* FTL_RELAY: 1 when each host's agents and ranks report through a
                                     relay (launcher/relay.h) */
+  int pyrun;                     /* FTL_PYRUN=1: the program runs through launcher/pyrun.py, and the
+                                    agent gives it a socket (FTL_PYRUN_FD) */
+  const char *preload;           /* FTL_PRELOAD: the modules a standby's pyrun.py imports before it
+                                    parks, comma-separated ("" or NULL: none) */
 } ln_gang_env;
 
 /* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */

@@ -88,6 +88,11 @@ static const ln_yb_field restart_fields[] = {
     {.key = "crash_loop", .kind = FTL_YB_INT, .offset = offsetof(ln_job, crash_loop), .min = 1, .max = 1000, .def = 3},
     {.key = "probe_port", .kind = FTL_YB_INT, .offset = offsetof(ln_job, probe_port), .min = 1, .max = 65535,
      .def = 22},
+    /* A Python program's standby (launcher/pyprog.h): its runner, and modules to import beyond
+     * those the running attempt imported. */
+    {.key = "python_runner", .kind = FTL_YB_ENUM, .offset = offsetof(ln_job, python_runner), .def = -1,
+     .choices = on_off_choices},
+    {.key = "preload", .kind = FTL_YB_ARGV, .offset = offsetof(ln_job, preload), .count_offset = offsetof(ln_job, preload_count)},
 };
 static const ln_yb_section restart_section = FTL_YB_SECTION_OF(restart_fields);
 
@@ -276,6 +281,33 @@ static ftl_err check_env_names(const ln_job *job, const ln_yb_doc *doc, ftl_diag
                                *p);
     }
   }
+  return FTL_OK;
+}
+
+int ln_job_module_name_ok(const char *name) {
+  size_t len = strlen(name);
+  if (len == 0 || len > 200) return 0;
+  int start = 1;
+  for (const char *c = name; *c; c++) {
+    if (*c == '.') {
+      if (start) return 0;
+      start = 1;
+      continue;
+    }
+    if (!(isalnum((unsigned char)*c) || *c == '_') || (start && isdigit((unsigned char)*c))) return 0;
+    start = 0;
+  }
+  return !start;
+}
+
+/* restart.preload: module names (a standby's runner imports them), at most 256. */
+static ftl_err check_preload(const ln_job *job, const ln_yb_doc *doc, ftl_diag *d) {
+  if (job->preload_count > 256)
+    return ln_yb_fail_field(doc, "restart.preload", d, "at most 256 modules, got %zu", job->preload_count);
+  for (size_t i = 0; i < job->preload_count; i++)
+    if (!ln_job_module_name_ok(job->preload[i]))
+      return ln_yb_fail_field(doc, "restart.preload", d, "'%s' is not a Python module name (dotted identifiers)",
+                              job->preload[i]);
   return FTL_OK;
 }
 
@@ -495,6 +527,7 @@ void ln_job_destroy(ln_job *job) {
   ln_yb_free_strv(job->eval.args);
   ln_yb_free_strv(job->eval.env);
   ln_yb_free_strv(job->ckpt_levels);
+  ln_yb_free_strv(job->preload);
   ftl_free(job->ckpt_l1_dir);
   ftl_free(job->eval.metric);
   ftl_free(job->eval.baseline_channel);
@@ -571,6 +604,8 @@ static ftl_err parse_common(const char *data, size_t size, const char *file, con
   rc = ln_yb_parse(data, size, &job_schema, file, base_dir, job, &doc, d);
   if (rc) goto out;
   rc = check_env_names(job, doc, d);
+  if (rc) goto out;
+  rc = check_preload(job, doc, d);
   if (rc) goto out;
   rc = check_levels(job, doc, d);
   if (rc) goto out;

@@ -44,6 +44,13 @@ typedef struct ln_job {
   int64_t max_backoff_ms;   /* `restart.max_backoff_s`: cap of the pause; default 30 s */
   int crash_loop;           /* `restart.crash_loop`: failures in a row without progress past the
                                same step that stop the job; default 3 */
+  int python_runner;       /* `restart.python_runner`: off (0), or auto/on (-1/1, the default): a Python
+                               program runs through launcher/pyrun.py when restarts are allowed, and the
+                               standby of one that does not call ftl_init parks there with the attempt's
+                               modules imported (launcher/pyprog.h) */
+  char **preload;           /* `restart.preload`: modules that standby imports too, NULL-terminated (may be
+                               NULL when not given) */
+  size_t preload_count;
   int probe_port;           /* `restart.probe_port`: the TCP port that tells whether a host is
                                there after ranks never started (hostprobe.h); default 22 (ssh) */
   /* `timeouts:` how long a rank may be silent before it is called hung, by section */
@@ -124,5 +131,9 @@ int ln_job_ckpt_l2(const ln_job *job);
  * several, decided by the ranks from where they run). */
 #define LN_CKPT_L2_AUTO 2
 int ln_job_ckpt_l2_mode(const ln_job *job);
+
+/* Whether name is a Python module name as restart.preload takes it (and a standby's runner is
+ * given): dotted identifiers of [A-Za-z0-9_], none starting with a digit, at most 200 bytes. */
+int ln_job_module_name_ok(const char *name);
 
 #endif

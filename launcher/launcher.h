@@ -36,6 +36,9 @@ typedef struct ln_attempt_opts {
   ln_events *events;
   struct ln_standby *standby; /* the job's standby gang (launcher/standby.h), or NULL: none */
   int standby_launch;       /* these options start a standby gang for `attempt` (FTL_STANDBY=1) */
+  char *const *pyrun_argv;  /* a Python program run through launcher/pyrun.py (launcher/pyprog.h), or
+                               NULL: the program as it is */
+  const char *preload;      /* a standby's pyrun.py imports these before parking (FTL_PRELOAD) */
 } ln_attempt_opts;
 
 typedef enum ln_attempt_outcome {

@@ -39,6 +39,7 @@
 #include "launcher/hostprobe.h"
 #include "launcher/launcher.h"
 #include "launcher/policy.h"
+#include "launcher/pyprog.h"
 #include "launcher/standby.h"
 #ifdef FTL_HAVE_SNAPSHOT
 #include "pipeline/snapshot.h"
@@ -522,6 +523,29 @@ static int restart_or_stop(const ln_job *job, const ln_policy_config *cfg, ln_po
   return RUN_GO_ON;
 }
 
+/* A Python program that may never call ftl_init runs through launcher/pyrun.py whenever it may be
+ * restarted (restarts allowed, restart.python_runner not off): its standby then parks in the runner
+ * with the modules the attempt imported, and a cold restart's ranks wait for rank 0's TCPStore rather
+ * than torch's one-second retry (pyrun.py). A Python program that
+ * cannot run so is said once, with why; its restarts are cold unless it calls ftl_init. Only an
+ * out of memory is an error. */
+static ftl_err plan_python_runner(const ln_job *job, const char *program, const char *ftl_exe, ln_events *events,
+                                  int attempt, ln_pyprog *out) {
+  if (job->max_restarts == 0 || job->python_runner == 0) return FTL_OK;
+  ftl_diag d = {{0}};
+  ftl_err rc = ln_pyprog_plan(program, job->args, ftl_exe, job->working_dir, out, &d);
+  if (rc) return rc;
+  if (!out->is_python) return FTL_OK;
+  if (out->argv) {
+    ln_events_write(events, "python_runner", attempt, json_pack("{s:b, s:s}", "used", 1, "runner", out->runner));
+    return FTL_OK;
+  }
+  FTL_LOG(FTL_LOG_WARN, "launcher", "the standby cannot preload this Python program (%s): its restarts are cold "
+          "unless it calls ftl.init()", out->why_not);
+  ln_events_write(events, "python_runner", attempt, json_pack("{s:b, s:s}", "used", 0, "reason", out->why_not));
+  return FTL_OK;
+}
+
 int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, const char *program,
                 const char *rdzv_bind, const char *rdzv_host, int kill_grace_ms, ln_events *events) {
   ftl_diag d = {{0}};
@@ -536,14 +560,17 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
   ln_policy_state_init(&history, &cfg);
   ln_standby standby;
   ln_standby_init(&standby, job, events);
+  ln_pyprog pyprog = {0};
+  int calls_ftl_init = 0; /* some attempt's ranks joined the rendezvous: the program uses the library */
 
   if (job->hostfile && read_hostfile(job->hostfile, &plan, &d)) {
     fprintf(stderr, "ftl run: %s\n", d.msg);
     return FTL_EXIT_USAGE;
   }
   per = ftl_calloc((size_t)job->max_restarts + 2, sizeof *per);
-  if (!per) {
+  if (!per || plan_python_runner(job, program, ftl_exe, events, first_attempt, &pyprog) != FTL_OK) {
     fprintf(stderr, "ftl run: out of memory\n");
+    ftl_free(per);
     return FTL_EXIT_INTERNAL;
   }
   start_metering(job, run_dir, events);
@@ -570,7 +597,12 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
                           .rdzv_host = rdzv_host,
                           .kill_grace_ms = kill_grace_ms,
                           .events = events,
-                          .standby = &standby};
+                          .standby = &standby,
+                          .pyrun_argv = pyprog.argv,
+                          /* what the runner of a cold attempt learns from them: whether the
+                           * program starts torch.distributed (launcher/pyrun.py); not for one
+                           * that calls ftl_init, whose ranks meet there first */
+                          .preload = pyprog.argv && !calls_ftl_init ? standby.preload : NULL};
     ln_attempt_result res;
     meter.world = world;
     ftl_err rc_run = ln_attempt_run(&o, &res, &d);
@@ -581,6 +613,7 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
       break;
     }
     per[n_attempts++] = ln_goodput_of_attempt(&res, pending_backoff_ms);
+    if (res.joined > 0) calls_ftl_init = 1;
     int failed = res.outcome == FTL_ATTEMPT_FAILED || res.outcome == FTL_ATTEMPT_RDZV_FAILED;
     int unreachable = job->hostfile ? leave_out_unreachable(&plan, &res, events, attempt, job->probe_port) : 0;
     ledger_record(job, run_dir, attempt, world, &res, failed);
@@ -602,6 +635,7 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
     attempt++;
   }
   ln_standby_drop(&standby, exit_code == FTL_EXIT_OK ? "the job is over" : "the job stopped");
+  ln_pyprog_free(&pyprog);
 #ifdef FTL_HAVE_CKPT_IO
   /* A finished job restores from nothing more: its L1 copies on this host go (other hosts' are
    * replaced by their next run's or gone with a reboot). A stopped job keeps them: a requeue on

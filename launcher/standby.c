@@ -15,6 +15,7 @@
 #include "core/rundir.h"
 #include "ftl/core.h"
 #include "launcher/gang.h"
+#include "launcher/jobspec.h"
 #include "rendezvous/wire.h"
 
 /* The back-off before a standby that died is started again: 1 s, doubling, at most 60 s. */
@@ -30,6 +31,15 @@ void ln_standby_init(ln_standby *sb, const ln_job *job, ln_events *events) {
   int on = job->standby != 0;
   sb->enabled = on && job->max_restarts > 0;
   sb->events = events;
+  size_t used = 0;
+  for (size_t i = 0; i < job->preload_count; i++) {
+    size_t len = strlen(job->preload[i]);
+    if (used + len + 2 > sizeof sb->preload) break;
+    if (used) sb->preload[used++] = ',';
+    memcpy(sb->preload + used, job->preload[i], len + 1);
+    used += len;
+  }
+  sb->spec_preload_len = used;
   sb->gang = (core_proc){.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE};
 }
 
@@ -47,6 +57,7 @@ static void free_gang_state(ln_standby *sb) {
   sb->gang = (core_proc){.pid = -1, .fd = {-1, -1, -1}, .term_at_ms = FTL_NO_DEADLINE, .kill_at_ms = FTL_NO_DEADLINE};
   sb->live = 0;
   sb->agents_up = sb->parked = sb->announced = sb->doomed = 0;
+  sb->preloading = 0;
 }
 
 void ln_standby_free_hellos(json_t **hello, int world) {
@@ -77,6 +88,7 @@ static void kill_gang(ln_standby *sb) {
  * back-off and, repeated, turns the standby off for the run. */
 static void lost(ln_standby *sb, const char *reason, int died) {
   int early = sb->parked < sb->world;
+  int preloading = sb->preloading; /* free_gang_state forgets it */
   kill_gang(sb);
   if (died) {
     sb->deaths++;
@@ -91,7 +103,9 @@ static void lost(ln_standby *sb, const char *reason, int died) {
   free_gang_state(sb);
   const char *off = NULL;
   if (died && !sb->ever_parked && sb->early_exits >= LN_STANDBY_MAX_EARLY_EXITS)
-    off = "its ranks ended before parking in ftl_init every time: the program may exit or fail before ftl_init";
+    off = preloading ? "its ranks ended before parking every time: a module it preloads may fail or exit when "
+                           "imported (restart.preload, or what the attempt imported)"
+                         : "its ranks ended before parking in ftl_init every time: the program may exit or fail before ftl_init";
   else if (died && sb->deaths >= LN_STANDBY_MAX_DEATHS)
     off = "it died too many times in a row";
   if (off) {
@@ -132,6 +146,10 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
       if (!known || sb->parked_rank[ev->rank]) return;
       sb->parked_rank[ev->rank] = 1;
       sb->parked++;
+      if (sb->preloading && json_integer_value(json_object_get(ev->msg, "imported")) > sb->preloaded) {
+        sb->preloaded = (int)json_integer_value(json_object_get(ev->msg, "imported"));
+        sb->import_s = json_number_value(json_object_get(ev->msg, "import_s"));
+      }
       /* The rank's own figure at parking; its agent's later reports keep it current. */
       sb->rss_kb[ev->rank] = (long)rz_wire_int(ev->msg, "rss_kb", -1);
       if (sb->parked == sb->world && !sb->announced) {
@@ -142,9 +160,16 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
         long rss = ln_standby_rss_kb(sb);
         FTL_LOG(FTL_LOG_INFO, "launcher", "standby gang parked for attempt %d (%d rank%s, %.2f s to park)", sb->attempt,
                 sb->world, sb->world == 1 ? "" : "s", (double)(sb->parked_ms - sb->start_ms) / 1000.0);
-        ln_events_write(sb->events, "standby_parked", sb->attempt,
-                        json_pack("{s:i, s:I, s:I}", "world_size", sb->world, "park_ms",
-                                  (json_int_t)(sb->parked_ms - sb->start_ms), "rss_kb", (json_int_t)rss));
+        json_t *fields = json_pack("{s:i, s:I, s:I}", "world_size", sb->world, "park_ms",
+                                   (json_int_t)(sb->parked_ms - sb->start_ms), "rss_kb", (json_int_t)rss);
+        if (fields && sb->preloading) {
+          json_object_set_new(fields, "preloaded_modules", json_integer(sb->preloaded));
+          json_object_set_new(fields, "import_s", json_real(sb->import_s));
+          const json_t *failed = json_object_get(ev->msg, "failed");
+          if (json_is_array(failed) && json_array_size(failed))
+            json_object_set_new(fields, "preload_failed", json_deep_copy(failed));
+        }
+        ln_events_write(sb->events, "standby_parked", sb->attempt, fields);
       }
       break;
     case FTL_RDZV_AGENT_EXIT: {
@@ -216,19 +241,59 @@ static ftl_err start(ln_standby *sb, const ln_attempt_opts *run, ftl_diag *d) {
   return core_proc_spawn(&po, &sb->gang, d);
 }
 
-void ln_standby_maybe_start(ln_standby *sb, const ln_attempt_opts *o) {
+static void start_as(ln_standby *sb, const ln_attempt_opts *o, int preloading) {
   if (!sb->enabled || sb->live || ftl_clock_ms() < sb->retry_at_ms) return;
   ftl_diag d = {{0}};
-  ftl_err rc = start(sb, o, &d);
+  ln_attempt_opts how = *o;
+  /* A program that calls ftl_init parks there: it runs as it is. A Python program that does not
+   * parks in its runner, with the modules imported. */
+  how.pyrun_argv = preloading ? o->pyrun_argv : NULL;
+  how.preload = preloading ? sb->preload : NULL;
+  ftl_err rc = start(sb, &how, &d);
+  sb->preloading = preloading;
+  sb->preloaded = -1;
+  sb->import_s = 0;
   if (rc == FTL_OK) {
-    FTL_LOG(FTL_LOG_DEBUG, "launcher", "starting a standby gang for attempt %d", sb->attempt);
+    size_t modules = 0;
+    for (const char *c = sb->preload; preloading && *c; c++) modules += *c == ',';
+    if (preloading && sb->preload[0]) modules++;
+    FTL_LOG(FTL_LOG_DEBUG, "launcher", "starting a standby gang for attempt %d%s", sb->attempt,
+            preloading ? " (a Python runner preloading the attempt's modules)" : "");
     ln_events_write(sb->events, "standby_started", sb->attempt,
-                    json_pack("{s:i, s:s}", "world_size", sb->world, "hostfile", sb->hostfile));
+                    json_pack("{s:i, s:s, s:s, s:I}", "world_size", sb->world, "hostfile", sb->hostfile, "parks_in",
+                              preloading ? "pyrun" : "ftl_init", "preload_modules", (json_int_t)modules));
     return;
   }
   char why[400];
   ftl_fmt(why, sizeof why, "could not start: %s", d.msg); /* cut at worst: a message */
   lost(sb, why, 1);
+}
+
+void ln_standby_maybe_start(ln_standby *sb, const ln_attempt_opts *o) { start_as(sb, o, 0); }
+
+void ln_standby_maybe_start_preloading(ln_standby *sb, const ln_attempt_opts *o) {
+  if (o->pyrun_argv) start_as(sb, o, 1);
+}
+
+void ln_standby_note_imports(ln_standby *sb, int rank, const json_t *msg) {
+  const json_t *modules = json_object_get(msg, "modules");
+  if (!json_is_array(modules)) return;
+  /* Rank 0's list is kept over another rank's: every rank runs the same program, and one list keeps
+   * the standby's start-up the same on every rank. */
+  if (rank != 0 && sb->preload[sb->spec_preload_len] != '\0') return;
+  size_t used = sb->spec_preload_len;
+  sb->preload[used] = '\0';
+  size_t i;
+  json_t *name;
+  json_array_foreach(modules, i, name) {
+    const char *s = json_string_value(name);
+    if (!s || !ln_job_module_name_ok(s)) continue;
+    size_t len = strlen(s);
+    if (used + len + 2 > sizeof sb->preload) break;
+    if (used) sb->preload[used++] = ',';
+    memcpy(sb->preload + used, s, len + 1);
+    used += len;
+  }
 }
 
 size_t ln_standby_pollfds(const ln_standby *sb, struct pollfd *fds, size_t cap) {

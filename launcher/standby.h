@@ -54,6 +54,14 @@ typedef struct ln_standby {
   int early_exits, deaths;
   int64_t retry_at_ms;
   int64_t next_ping_ms;
+  /* A Python program that does not call ftl_init (launcher/pyprog.h): its standby runs pyrun.py,
+   * which imports `preload` (restart.preload, then what the running attempt's rank reported it
+   * imported at start-up) and parks; preloading says the live gang is such a one. */
+  int preloading;
+  char preload[16384];     /* comma-separated module names */
+  size_t spec_preload_len; /* the part of preload that is restart.preload's */
+  int preloaded;           /* modules a parked rank imported (its runner's word), -1 unknown */
+  double import_s;
 } ln_standby;
 
 void ln_standby_init(ln_standby *sb, const ln_job *job, ln_events *events);
@@ -62,6 +70,14 @@ void ln_standby_init(ln_standby *sb, const ln_job *job, ln_events *events);
  * live, it is enabled, and its back-off has passed. A failure to start is logged and retried after
  * the back-off, never an error of the attempt. */
 void ln_standby_maybe_start(ln_standby *sb, const ln_attempt_opts *o);
+/* The same for a Python program that does not call ftl_init: its standby runs o->pyrun_argv with
+ * FTL_PRELOAD (launcher/pyrun.py) and parks with the modules imported. */
+void ln_standby_maybe_start_preloading(ln_standby *sb, const ln_attempt_opts *o);
+
+/* What rank `rank` of the running attempt reported its Python program imported at start-up (msg:
+ * {"modules": [...]}, launcher/pyrun.py): kept, after restart.preload's, for the next standby. Names
+ * that are not module names are dropped. */
+void ln_standby_note_imports(ln_standby *sb, int rank, const json_t *msg);
 
 /* What to poll (capacity cap); how many were written. */
 size_t ln_standby_pollfds(const ln_standby *sb, struct pollfd *fds, size_t cap);

@@ -90,6 +90,7 @@ typedef struct rank_state {
   double first_step_ms;
   int first_step_seen;
   int exit_code, signal;
+  int imports_reported; /* its Python runner said what the program imported at start-up (pyrun.py) */
 } rank_state;
 
 typedef struct attempt {
@@ -108,6 +109,8 @@ typedef struct attempt {
   ln_phases ph;
   int64_t stop_deadline_ms;
   int have_root;           /* the root cause is recorded */
+  int imports_reported;    /* ranks whose Python runner reported its start-up imports: all of them
+                              means the program's start-up is over (launcher/pyrun.py) */
   int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
   int64_t lost_ms;
   /* A rank killed by a SIGTERM ftl did not send (or failing while an agent has vanished), held for
@@ -505,6 +508,18 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
       /* A rank of the standby this attempt took over, parking late: the server activates it. */
       if (w) note_progress(w);
       break;
+    case FTL_RDZV_IMPORTS:
+      if (!s || s->imports_reported) break;
+      s->imports_reported = 1;
+      a->imports_reported++;
+      if (a->o->standby) ln_standby_note_imports(a->o->standby, ev->rank, ev->msg);
+      if (ev->rank == 0) {
+        const json_t *mods = json_object_get(ev->msg, "modules");
+        ln_events_write(log, "python_imports", attempt_no,
+                        json_pack("{s:i, s:I, s:f}", "rank", ev->rank, "modules", (json_int_t)json_array_size(mods),
+                                  "settled_s", json_number_value(json_object_get(ev->msg, "settled_s"))));
+      }
+      break;
     case FTL_RDZV_CONN_LOST:
       if (w && strcmp(ev->role, "agent") == 0) on_agent_lost(a, ev, w);
       break;
@@ -901,15 +916,20 @@ static void check_running(attempt *a) {
   }
 }
 
-/* A failed attempt with a standby waiting: once every rank's program is known gone (its exit
- * reported, or its agent lost), mpirun's own teardown is not waited for (it sleeps a full second
- * between its SIGTERM and SIGKILL of the agents, FTL_MPIRUN_SIGKILL_GRACE_S): its group is killed
- * and the take-over goes ahead. Nothing is lost: the agents have said all they had to say. */
-static int warm_restart_can_skip_teardown(const attempt *a) {
-  if (a->ph.phase != LN_PHASE_ENDING || !a->have_root || !ln_standby_ready(a->o->standby, a->o->attempt)) return 0;
+/* A failed attempt, once every rank's program is known gone (its exit reported, or its agent
+ * lost): mpirun's own teardown is not waited for (it sleeps a full second between its SIGTERM and
+ * SIGKILL of the agents, FTL_MPIRUN_SIGKILL_GRACE_S); its group is killed and the next attempt,
+ * cold or warm, goes ahead. Nothing is lost: the agents have said all they had to say, and the
+ * token sweep (finish_attempt) takes whatever of theirs is left on this host. torchrun starts its
+ * new workers as soon as the old ones are reaped; a cold restart that waited out mpirun's second
+ * was the gap between them (issue 34). */
+static int can_skip_teardown(const attempt *a) {
+  if (a->ph.phase != LN_PHASE_ENDING || !a->have_root) return 0;
   for (int i = 0; i < a->world; i++)
     if (!a->watch[i].exited && a->watch[i].has_agent) return 0;
-  return 1;
+  /* Every connection closed too: a host's relay ends once its agents have (milliseconds later),
+   * and one killed by the sweep instead would be a leftover of the attempt. */
+  return rz_rdzv_server_connections(a->server) == 0;
 }
 
 /* The loop's timers (core/evloop.h's heap): the agents' ping and the stragglers' check every
@@ -973,13 +993,17 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
     if (sb) {
       ln_standby_turn(sb, fds + sb_first, pr > 0 ? sb_n : 0);
       /* The next standby once this attempt's ranks are past their first step: they call ftl_init
-       * (so a standby parks there), and their start-up no longer competes for the CPU. */
-      if (a->res->first_step_ms >= 0 && a->ph.phase == LN_PHASE_RUNNING && !a->have_root)
-        ln_standby_maybe_start(sb, a->o);
+       * (so a standby parks there), and their start-up no longer competes for the CPU. For a Python
+       * program without ftl_init: once every rank's runner has said the program stopped importing
+       * (its start-up is over), a standby that parks in the runner with those modules imported. */
+      int running = a->ph.phase == LN_PHASE_RUNNING && !a->have_root;
+      if (running && a->res->first_step_ms >= 0) ln_standby_maybe_start(sb, a->o);
+      else if (running && a->imports_reported == a->world && rz_rdzv_server_joined(a->server) == 0)
+        ln_standby_maybe_start_preloading(sb, a->o);
     }
     if (!reaped(a) && core_proc_reap(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
     if (a->ph.phase < LN_PHASE_ENDING) check_running(a);
-    if (!reaped(a) && warm_restart_can_skip_teardown(a)) {
+    if (!reaped(a) && can_skip_teardown(a)) {
       core_proc_kill_wait(&a->gang);
       set_phase(a, LN_PHASE_DRAINING);
     }

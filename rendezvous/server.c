@@ -346,6 +346,7 @@ static bool handle_message(rz_rdzv_server *s, conn *c, const json_t *msg, ftl_rd
   else if (strcmp(type, "alive") == 0) emit(fn, user, FTL_RDZV_AGENT_ALIVE, c, msg, NULL);
   else if (strcmp(type, "section") == 0) emit(fn, user, FTL_RDZV_SECTION, c, msg, NULL);
   else if (strcmp(type, "stopping") == 0) emit(fn, user, FTL_RDZV_AGENT_STOPPING, c, msg, NULL);
+  else if (strcmp(type, "imports") == 0 && c->role == ROLE_AGENT) emit(fn, user, FTL_RDZV_IMPORTS, c, msg, NULL);
   else if (strcmp(type, "parked") == 0) {
     c->parked = true;
     emit(fn, user, FTL_RDZV_RANK_PARKED, c, msg, NULL);

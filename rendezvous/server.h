@@ -32,7 +32,10 @@ typedef enum rz_rdzv_event_kind {
   FTL_RDZV_SECTION,     /* a rank entered a section of work (msg: name: "step" or "checkpoint") */
   FTL_RDZV_AGENT_STOPPING, /* the agent was asked to stop (msg: signal, by): its host is alive */
   FTL_RDZV_RANK_PARKED, /* a standby rank finished its start-up and MPI_Init and waits in ftl_init
-                           for activation (msg: rss_kb) */
+                           for activation (msg: rss_kb); or, said by its agent, a Python program's
+                           runner parked with its modules imported (launcher/pyrun.py) */
+  FTL_RDZV_IMPORTS,     /* an agent passes on what its Python program imported at start-up (msg:
+                           modules, a list of names; launcher/pyrun.py) */
 } rz_rdzv_event_kind;
 
 typedef struct rz_rdzv_event {

@@ -208,6 +208,148 @@ def torch_once(work, lora=False):
     }
 
 
+def log_lines(logs, rank):
+    """A program's own log (plain_ddp.py's, examples/hf-trainer's --log-dir): DIR/rank-R.log, split."""
+    try:
+        return [ln.split() for ln in open(os.path.join(logs, f"rank-{rank}.log")).read().split("\n") if ln]
+    except OSError:
+        return []
+
+
+def run_events(run):
+    """An ftl run's event log so far ([] before it exists or while a line is half written)."""
+    try:
+        with open(os.path.join(run, "events.jsonl")) as f:
+            return [json.loads(line) for line in f]
+    except (OSError, ValueError):
+        return []
+
+
+PLAIN = os.path.join(HERE, "..", "..", "tests", "python", "plain_ddp.py")
+PLAIN_RANKS, PLAIN_KILL_AT = 2, 15
+
+
+def plain_once(work, how):
+    """The plain torch.distributed program (plain_ddp.py, no ftl in it) killed and resumed, under
+    torchrun, ftl cold (`ftl run -n 2 -- python3 plain_ddp.py ...`, restart.standby off) or ftl with
+    the preloading standby: seconds from the SIGKILL of rank 1 to the first step every rank logged
+    after it, and the final weights compared with an unbroken run's by the caller."""
+    logs, ckpt = os.path.join(work, "log"), os.path.join(work, "ckpt")
+    args = [PLAIN, "--steps", str(STEPS), "--step-ms", str(STEP_MS), "--ckpt-every", "10", "--ckpt-dir", ckpt,
+            "--log-dir", logs]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = open(os.path.join(work, "launcher.log"), "w")
+    if how == "torchrun":
+        cmd = ["torchrun", "--standalone", f"--nproc_per_node={PLAIN_RANKS}", "--max_restarts=3",
+               "--monitor_interval=0.1", "--redirects=9:0", "--tee=9:0"] + args
+    else:
+        cmd = ["ftl", "run", "-n", str(PLAIN_RANKS), "--max-restarts", "3", "--run-dir", os.path.join(work, "run"),
+               "--standby" if how == "ftl standby" else "--no-standby", "--", "/usr/bin/python3"] + args
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def lines(rank):
+        return log_lines(logs, rank)
+
+    def events():
+        return run_events(os.path.join(work, "run"))
+
+    def steps_after(rank, t):
+        return [float(w[2]) for w in lines(rank) if w[0] == "step" and float(w[2]) > t]
+    try:
+        wait_for(lambda: sum(w[0] == "step" for w in lines(1)) >= PLAIN_KILL_AT, 120, proc, f"step {PLAIN_KILL_AT}")
+        if how == "ftl standby":
+            wait_for(lambda: any(e["event"] == "standby_parked" for e in events()), 120, proc, "a parked standby")
+        elif how == "ftl cold":  # past start-up, as a failure hours in would be: the runner has said what it imported
+            wait_for(lambda: any(e["event"] == "python_imports" for e in events()), 120, proc, "the start-up's imports")
+        pid = int([w for w in lines(1) if w[0] == "started"][-1][3])
+        t_kill = time.time()
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: all(steps_after(r, t_kill) for r in range(PLAIN_RANKS)), 120, proc, "the first resumed step")
+        first = max(min(steps_after(r, t_kill)) for r in range(PLAIN_RANKS)) - t_kill
+    except SideFailed as e:
+        raise SideFailed(f"plain program, {how}: {e}\n{tail(out.name)}") from None
+    finally:
+        end_side(proc)
+        out.close()
+    started = [float(w[1]) for r in range(PLAIN_RANKS) for w in lines(r) if w[0] == "started" and float(w[1]) > t_kill]
+    return {"new interpreter started": (min(started) - t_kill) if started else float("nan"),
+            "first resumed step": first, "parked MB per rank": parked_mb(events(), PLAIN_RANKS)}
+
+
+def parked_mb(events, ranks):
+    """The parked standby's resident memory per rank (standby_parked's rss_kb), NaN without one."""
+    kb = [e.get("rss_kb", -1) for e in events if e["event"] == "standby_parked"]
+    return kb[0] / 1024.0 / ranks if kb and kb[0] > 0 else float("nan")
+
+
+TRAINER = os.path.join(HERE, "..", "..", "examples", "hf-trainer", "train.py")
+TRAINER_KILL_AT = 12  # past its first checkpoint (every 5 steps)
+
+
+def venv_python():
+    """The project's venv (scripts/setup-python.sh): transformers, peft and accelerate at their pins."""
+    venv = os.environ.get("FTL_VENV") or os.path.join(HERE, "..", "..", ".venv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.access(py, os.X_OK):
+        raise SideFailed(f"no venv at {venv}: scripts/setup-python.sh makes it (bench/recovery/run.sh runs it)")
+    return py
+
+
+def trainer_once(work, how):
+    """examples/hf-trainer (transformers' Trainer, 2 ranks, gloo) killed and resumed: under torchrun
+    (Trainer's own checkpoints and resume_from_checkpoint), ftl cold (--no-standby) and ftl with the
+    standby parked in ftl.hf.trainer_init(). Seconds from the SIGKILL of rank 1 to the first step
+    every rank logged after it."""
+    py = venv_python()
+    logs = os.path.join(work, "log")
+    args = [TRAINER, "--log-dir", logs, "--steps", "200", "--ckpt-every", "5", "--step-ms", str(STEP_MS)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", FTL_BACKEND="mpi")
+    out = open(os.path.join(work, "launcher.log"), "w")
+    if how == "torchrun":
+        cmd = [py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--max_restarts=3",
+               "--monitor_interval=0.1", "--redirects=9:0", "--tee=9:0"] + args + ["--output-dir", os.path.join(work, "out")]
+    else:
+        cmd = ["ftl", "run", "-n", "2", "--max-restarts", "3", "--run-dir", os.path.join(work, "run"),
+               "--standby" if how == "ftl standby" else "--no-standby", "--", py] + args
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def lines(rank):
+        return log_lines(logs, rank)
+
+    def events():
+        return run_events(os.path.join(work, "run"))
+
+    def checkpointed():
+        if how == "torchrun":
+            return bool(glob.glob(os.path.join(work, "out", "checkpoint-*", "trainer_state.json")))
+        return any(e["event"] == "ckpt_committed" for e in events())
+
+    def steps_after(rank, t):
+        return [float(w[2]) for w in lines(rank) if w[0] == "step" and float(w[2]) > t]
+    try:
+        wait_for(lambda: sum(w[0] == "step" for w in lines(1)) >= TRAINER_KILL_AT and checkpointed(), 180, proc,
+                 f"step {TRAINER_KILL_AT} and a checkpoint")
+        if how == "ftl standby":
+            wait_for(lambda: any(e["event"] == "standby_parked" for e in events()), 180, proc, "a parked standby")
+        elif how == "ftl cold":  # past start-up, as for the plain program
+            wait_for(lambda: any(e["event"] == "python_imports" for e in events()), 180, proc, "the start-up's imports")
+        # rank 1's program: the newest "started" line's pid (a parked standby logs nothing before it runs)
+        pid = int([w for w in lines(1) if w[0] == "started"][-1][3])
+        if how != "torchrun":
+            pid = int([e for e in events() if e["event"] == "rank_started" and e["rank"] == 1][-1]["pid"])
+            pid = int(open(f"/proc/{pid}/task/{pid}/children").read().split()[0])
+        t_kill = time.time()
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: all(steps_after(r, t_kill) for r in range(2)), 180, proc, "the first resumed step")
+        first = max(min(steps_after(r, t_kill)) for r in range(2)) - t_kill
+    except SideFailed as e:
+        raise SideFailed(f"hf-trainer, {how}: {e}\n{tail(out.name)}") from None
+    finally:
+        end_side(proc)
+        out.close()
+    return {"first resumed step": first, "parked MB per rank": parked_mb(events() if how != "torchrun" else [], 2)}
+
+
 def main():
     args = sys.argv[1:]
     if args == ["--smoke"]:
@@ -225,7 +367,12 @@ def main():
              ("ftl standby", lambda w: ftl_once(w, standby=True)),
              ("fine-tune standby", lambda w: ftl_once(w, data, standby=True)),
              ("lora torchrun", lambda w: torch_once(w, lora=True)), ("lora ftl", lambda w: ftl_once(w, lora=True)),
-             ("lora standby", lambda w: ftl_once(w, lora=True, standby=True))]
+             ("lora standby", lambda w: ftl_once(w, lora=True, standby=True)),
+             ("plain torchrun", lambda w: plain_once(w, "torchrun")), ("plain cold", lambda w: plain_once(w, "ftl cold")),
+             ("plain standby", lambda w: plain_once(w, "ftl standby")),
+             ("trainer torchrun", lambda w: trainer_once(w, "torchrun")),
+             ("trainer cold", lambda w: trainer_once(w, "ftl cold")),
+             ("trainer standby", lambda w: trainer_once(w, "ftl standby"))]
     results = {name: [] for name, _ in sides}
     try:
         for i in range(runs):
@@ -273,6 +420,29 @@ def main():
         rw = f"{w / t:.3f}" if t == t and w == w and t > 0 else "-"
         print(f"{p:<20} {fmt(t):>12} {fmt(c):>12} {fmt(w):>12} {rc:>14} {rw:>17}")
     print()
+    print(f"a plain torch.distributed program (tests/python/plain_ddp.py: no ftl in it, {PLAIN_RANKS} ranks, gloo, 50 ms")
+    print("steps, its own torch.save every 10 steps) under torchrun, `ftl run -- python3 plain_ddp.py` cold")
+    print("(--no-standby) and with the standby parked in ftl's Python runner (torch imported)")
+    pcols = [("torchrun", "plain torchrun"), ("ftl cold", "plain cold"), ("ftl standby", "plain standby")]
+    print(f"{'phase':<24}" + "".join(f" {c:>12}" for c, _ in pcols) + f" {'cold/torchrun':>14} {'standby/torchrun':>17}")
+    for p in ("new interpreter started", "first resumed step"):
+        t, c, w = (med(k, p) for _, k in pcols)
+        rc = f"{c / t:.3f}" if t == t and c == c and t > 0 else "-"
+        rw = f"{w / t:.3f}" if t == t and w == w and t > 0 else "-"
+        print(f"{p:<24} {fmt(t):>12} {fmt(c):>12} {fmt(w):>12} {rc:>14} {rw:>17}")
+    print("each run's first resumed step (s): " + "; ".join(
+        f"{name} " + ", ".join(f"{r['first resumed step']:.2f}" for r in results[key]) for name, key in pcols))
+    print()
+    print("examples/hf-trainer (transformers' Trainer + peft, 2 ranks, gloo, 50 ms steps, a checkpoint every 5 steps):")
+    print("under torchrun (Trainer's own checkpoints, resume_from_checkpoint), ftl cold and with the standby parked")
+    print("in ftl.hf.trainer_init(); seconds from the kill of rank 1 to the first step every rank logged after it")
+    tcols = [("torchrun", "trainer torchrun"), ("ftl cold", "trainer cold"), ("ftl standby", "trainer standby")]
+    print(f"{'phase':<24}" + "".join(f" {c:>12}" for c, _ in tcols) + f" {'cold/torchrun':>14} {'standby/torchrun':>17}")
+    t, c, w = (med(k, "first resumed step") for _, k in tcols)
+    print(f"{'first resumed step':<24} {fmt(t):>12} {fmt(c):>12} {fmt(w):>12} {c / t:>14.3f} {w / t:>17.3f}")
+    print("each run's first resumed step (s): " + "; ".join(
+        f"{name} " + ", ".join(f"{r['first resumed step']:.2f}" for r in results[key]) for name, key in tcols))
+    print()
     t_first = med("torchrun", "first resumed step")
     for name in ("ftl", "ftl fine-tune"):
         f_new, f_first = med(name, "new gang started"), med(name, "first resumed step")
@@ -284,6 +454,15 @@ def main():
         v = med(key, "first resumed step")
         print(f"goals, standby, {name}: first resumed step <= {goal} s after the kill: {v:.3f} s "
               f"({'met' if v <= goal else 'NOT met'})")
+    pt, pc, pw = (med(k, "first resumed step") for _, k in pcols)
+    print(f"goals, plain program: standby <= 0.4x torchrun's {pt:.3f} s: {pw:.3f} s, {pw / pt:.3f}x "
+          f"({'met' if pw <= 0.4 * pt else 'NOT met'}); cold <= 1.0x: {pc:.3f} s, {pc / pt:.3f}x "
+          f"({'met' if pc <= pt else 'NOT met'})")
+    tw = med("trainer standby", "first resumed step")
+    print(f"goals, hf-trainer: standby first resumed step <= 0.5 s: {tw:.3f} s ({'met' if tw <= 0.5 else 'NOT met'})")
+    print(f"what a parked standby costs (resident memory per rank, median): plain program in ftl's Python runner "
+          f"{med('plain standby', 'parked MB per rank'):.0f} MB; hf-trainer parked in ftl.hf.trainer_init() "
+          f"{med('trainer standby', 'parked MB per rank'):.0f} MB")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ if [ -n "${FTL_BIN_DIR:-}" ]; then
   export PATH="$FTL_BIN_DIR:$PATH"
 else
   bash scripts/setup-deps.sh
+  bash scripts/setup-python.sh # the venv of the Trainer rows (examples/hf-trainer)
   if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
   fi

@@ -19,7 +19,6 @@
 #
 # Not here: downloading anything (no model hub: HF_HUB_OFFLINE), transformers' Trainer, a GPU.
 import argparse
-import datetime
 import os
 import sys
 import time
@@ -108,18 +107,6 @@ def build_model(args):
     return get_peft_model(model, lcfg)
 
 
-def init_process_group(ctx):
-    """gloo over a TCPStore on rank 0 that listens before any other rank connects (an ftl
-    barrier between): a client that finds no listener yet retries only after a second."""
-    addr, port, world = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), ctx.world_size
-    timeout = datetime.timedelta(seconds=300)
-    store = dist.TCPStore(addr, port, world, True, timeout, wait_for_workers=False) if ctx.rank == 0 else None
-    ctx.barrier()
-    if store is None:
-        store = dist.TCPStore(addr, port, world, False, timeout)
-    dist.init_process_group("gloo", store=store, rank=ctx.rank, world_size=world)
-
-
 def exact_match(model, lines):
     """The share of lines whose every scored byte is the argmax (examples/finetune's metric)."""
     ids, labels = encode(lines)
@@ -139,7 +126,7 @@ def main():
     if args.batch % world:
         print(f"--batch {args.batch} is not a multiple of the {world} ranks", file=sys.stderr)
         return 2
-    init_process_group(ctx)
+    ftl.hf.init_process_group(ctx)
 
     model = build_model(args)
     model.train()

@@ -19,9 +19,13 @@ blob with the CPU generators' states (torch, numpy's global one, Python's `rando
 blob with the data position (`state.position`, which the script sets) and a digest of the frozen
 weights, so a run resumed on a different base is refused rather than trained on silently.
 
+transformers' Trainer: `ftl.hf.trainer_init()` before TrainingArguments and `ftl.hf.train(trainer)`
+instead of `trainer.train()` (python/ftl/hf_trainer.py, imported on first use; docs/python.md,
+"transformers Trainer").
+
 Not here: the frozen base itself (the script rebuilds it, from a folder or a seed), CUDA
 generators, optimizers other than Adam/AdamW before their first step (their state must exist at
-registration), and transformers' Trainer (its loop owns the process group and the checkpoints).
+registration).
 """
 import glob
 import hashlib
@@ -32,10 +36,42 @@ import struct
 
 import numpy as np
 
-__all__ = ["TrainingState", "prime_optimizer", "export_adapter"]
+__all__ = ["TrainingState", "prime_optimizer", "export_adapter", "init_process_group"]
+
+# transformers' Trainer (ftl/hf_trainer.py): ftl.hf.trainer_init, .train, .FtlTrainerCallback and
+# .under_ftl, imported on first use (and not by `import *`), so that a script with its own loop does
+# not pay for importing transformers' Trainer here.
+_TRAINER_NAMES = ("trainer_init", "train", "FtlTrainerCallback", "under_ftl")
+
+
+def __getattr__(name):
+    if name in _TRAINER_NAMES:
+        from . import hf_trainer
+
+        return getattr(hf_trainer, name)
+    raise AttributeError(f"module 'ftl.hf' has no attribute {name!r}")
+
 
 _POS = struct.Struct("<q")  # the global blob: data position, then the 32-byte base digest
 _GLOBAL_BYTES = _POS.size + 32
+
+
+def init_process_group(ctx, backend="gloo"):
+    """torch.distributed from ftl's gang (MASTER_ADDR, MASTER_PORT, ctx's rank and world size): a
+    TCPStore on rank 0 that listens before any other rank connects (an ftl barrier between), since
+    torch retries a connection that finds no listener yet only a second later, which a warm restart
+    would wait for. Collective: every rank calls it, after ftl.init()."""
+    import datetime
+
+    import torch.distributed as dist
+
+    addr, port, world = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), ctx.world_size
+    timeout = datetime.timedelta(seconds=300)
+    store = dist.TCPStore(addr, port, world, True, timeout, wait_for_workers=False) if ctx.rank == 0 else None
+    ctx.barrier()
+    if store is None:
+        store = dist.TCPStore(addr, port, world, False, timeout)
+    dist.init_process_group(backend, store=store, rank=ctx.rank, world_size=world)
 
 
 def prime_optimizer(optimizer):
@@ -78,18 +114,29 @@ def _rng_pack(buf):
     buf[nt + nn_:] = np.frombuffer(tail, dtype=np.uint8)
 
 
-def _rng_unpack(buf):
+def _rng_decode(buf):
+    """The states _rng_pack wrote, without setting them: (torch's as a uint8 tensor, numpy's as
+    np.random.get_state() gives it, Python's as random.getstate() gives it). ftl.hf_trainer hands
+    them to Trainer in its own rng_state file, which Trainer sets at the point of its choosing."""
     import torch
 
-    nt, nn_, nr = _rng_sizes()
-    torch.set_rng_state(torch.from_numpy(buf[:nt].copy()))
+    nt, nn_, _ = _rng_sizes()
+    torch_state = torch.from_numpy(buf[:nt].copy())
     keys = np.frombuffer(buf[nt:nt + 2496].tobytes(), dtype="<u4").astype(np.uint32)
     pos, has_gauss, gauss = struct.unpack("<iid", buf[nt + 2496:nt + nn_].tobytes())
-    np.random.set_state(("MT19937", keys, pos, has_gauss, gauss))
     raw = buf[nt + nn_:].tobytes()
     internal = struct.unpack("<625Q", raw[:5000])
     has_next, gauss_next = struct.unpack("<?d", raw[5000:])
-    random.setstate((3, internal, gauss_next if has_next else None))
+    return torch_state, ("MT19937", keys, pos, has_gauss, gauss), (3, internal, gauss_next if has_next else None)
+
+
+def _rng_unpack(buf):
+    import torch
+
+    torch_state, numpy_state, python_state = _rng_decode(buf)
+    torch.set_rng_state(torch_state)
+    np.random.set_state(numpy_state)
+    random.setstate(python_state)
 
 
 def _base_digest(model):

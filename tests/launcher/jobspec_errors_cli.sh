@@ -26,6 +26,10 @@ expect_contains dir.out "adir.yaml"
 check reserved "reserved.yaml:3:23: field 'env.FTL_RDZV_TOKEN': reserved" "ranks: 1" "program: /bin/true" "env: {FTL_RDZV_TOKEN: x}"
 check reserved2 "field 'env.MASTER_PORT': reserved: ftl sets MASTER_PORT" "ranks: 1" "program: /bin/true" "env: {MASTER_PORT: 1}"
 check reserved3 "field 'env.OMPI_MCA_btl': reserved" "ranks: 1" "program: /bin/true" "env: {OMPI_MCA_btl: tcp}"
+# restart.preload takes module names only (the Python runner's standby imports them).
+check preload "field 'restart.preload': 'torch; rm' is not a Python module name" "ranks: 1" "program: /bin/true" \
+  "restart: {preload: [torch, 'torch; rm']}"
+check pyrunner "field 'restart.python_runner'" "ranks: 1" "program: /bin/true" "restart: {python_runner: maybe}"
 # The alias bomb of issue 11 (item 7): one anchored 100 KB string aliased 9000 times in args, a
 # 127 KB file, is refused at once naming the limit and the field, not expanded to 900 MB.
 python3 -c "

@@ -157,6 +157,17 @@ has_commit() {
   return 1
 }
 
+# wait_for_commit RUNDIR OUTFILE: until the run has a committed checkpoint (60 s at most); else the
+# test fails, showing OUTFILE (ftl's output).
+wait_for_commit() {
+  for _ in $(seq 1200); do
+    has_commit "$1" && return 0
+    sleep 0.05
+  done
+  cat "$2" >&2
+  fail "no committed checkpoint in $1 after 60 s"
+}
+
 # No process whose command line carries this test's marker may be left running.
 expect_no_leftovers() {
   sleep 0.2

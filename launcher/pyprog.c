@@ -67,7 +67,7 @@ static int regular_script(const char *script, const char *cwd, char *why, size_t
   }
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(why, why_size, "the script %s is not a regular file (a folder or a zip with __main__.py runs cold)", script);
+    ftl_fmt(why, why_size, "the script %s is not a regular file (a folder or a zip with __main__.py runs cold)", script);
     return 0;
   }
   return 1;
@@ -102,7 +102,7 @@ static int shebang(const char *program, char *interp, size_t interp_size, char *
   if (strcmp(base, "env") == 0) {
     if (!python_name(arg)) return 0;
     if (strchr(arg, ' ')) {
-      snprintf(why, why_size, "the #! line passes options through env");
+      ftl_fmt(why, why_size, "the #! line passes options through env");
       return -1;
     }
     char *found = NULL;
@@ -156,7 +156,7 @@ ftl_err ln_pyprog_plan(const char *program, char *const *args, const char *ftl_e
   if (from_shebang && opt[0]) {
     enum opt_kind k = classify(opt, &why);
     if (k != OPT_FLAGS) {
-      snprintf(p->why_not, sizeof p->why_not, "the #! line's option '%s': %s", opt,
+      ftl_fmt(p->why_not, sizeof p->why_not, "the #! line's option '%s': %s", opt,
                why ? why : "an interpreter option the runner does not know");
       goto refuse;
     }
@@ -166,17 +166,17 @@ ftl_err ln_pyprog_plan(const char *program, char *const *args, const char *ftl_e
   while (!script && !module) {
     const char *a = *rest;
     if (!a) {
-      snprintf(p->why_not, sizeof p->why_not, "no script named (an interactive interpreter)");
+      ftl_fmt(p->why_not, sizeof p->why_not, "no script named (an interactive interpreter)");
       goto refuse;
     }
     enum opt_kind k = classify(a, &why);
     if (k == OPT_BAD) {
-      snprintf(p->why_not, sizeof p->why_not, "'%s': %s", a, why);
+      ftl_fmt(p->why_not, sizeof p->why_not, "'%s': %s", a, why);
       goto refuse;
     }
     if (k == OPT_END) {
       if (strcmp(a, "--") == 0) {
-        snprintf(p->why_not, sizeof p->why_not, "'--' before the script");
+        ftl_fmt(p->why_not, sizeof p->why_not, "'--' before the script");
         goto refuse;
       }
       script = a;
@@ -191,12 +191,12 @@ ftl_err ln_pyprog_plan(const char *program, char *const *args, const char *ftl_e
     /* The letter taking a value: its value is the rest of this word, or the next word. */
     const char *at = strpbrk(a, k == OPT_MODULE ? "m" : "XW");
     if (k == OPT_MODULE && at != a + 1) {
-      snprintf(p->why_not, sizeof p->why_not, "'%s': flags and -m in one word", a);
+      ftl_fmt(p->why_not, sizeof p->why_not, "'%s': flags and -m in one word", a);
       goto refuse;
     }
     const char *value = at[1] ? at + 1 : rest[1];
     if (!value) {
-      snprintf(p->why_not, sizeof p->why_not, "'%s' without its value", a);
+      ftl_fmt(p->why_not, sizeof p->why_not, "'%s' without its value", a);
       goto refuse;
     }
     if (k == OPT_MODULE) {

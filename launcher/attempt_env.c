@@ -86,11 +86,13 @@ static int master_port(void) {
   return 29500;
 }
 
-int ln_sweep_token(const char *token) {
+/* The processes on this host whose environment carries FTL_RDZV_TOKEN=token, but for this one and
+ * those of process group spare_group (0: none spared): killed (SIGKILL) with kill_them, else counted. */
+static int scan_token(const char *token, pid_t spare_group, int kill_them) {
   char needle[200];
   if (ftl_fmt(needle, sizeof needle, "FTL_RDZV_TOKEN=%s", token)) return 0;
   size_t nlen = strlen(needle);
-  int killed = 0;
+  int found = 0;
   DIR *proc = opendir("/proc");
   if (!proc) return 0;
   struct dirent *e;
@@ -98,6 +100,7 @@ int ln_sweep_token(const char *token) {
   while ((e = readdir(proc))) {
     int64_t pid;
     if (ftl_parse_i64(e->d_name, 1, INT_MAX, &pid) != FTL_OK || pid == self) continue;
+    if (spare_group > 0 && getpgid((pid_t)pid) == spare_group) continue;
     char path[64];
     if (ftl_fmt(path, sizeof path, "/proc/%s/environ", e->d_name)) continue;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -109,14 +112,18 @@ int ln_sweep_token(const char *token) {
     for (ssize_t i = 0; i + (ssize_t)nlen <= n; i++) {
       if ((i == 0 || buf[i - 1] == '\0') && memcmp(buf + i, needle, nlen) == 0 &&
           (i + (ssize_t)nlen == n || buf[i + nlen] == '\0')) {
-        if (kill((pid_t)pid, SIGKILL) == 0) killed++;
+        if (!kill_them || kill((pid_t)pid, SIGKILL) == 0) found++;
         break;
       }
     }
   }
   closedir(proc);
-  return killed;
+  return found;
 }
+
+int ln_sweep_token(const char *token) { return scan_token(token, 0, 1); }
+
+int ln_token_holders(const char *token, pid_t spare_group) { return scan_token(token, spare_group, 0); }
 
 void ln_gang_launch_free(ln_gang_launch *L) {
   ln_argv_free(L->argv);

@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "ftl/error.h"
 #include "launcher/launcher.h"
@@ -23,6 +24,10 @@ int ln_relay_on(void);
  * grandchildren that left its process group, or a rank that mpirun failed to reap. Returns how
  * many it killed. */
 int ln_sweep_token(const char *token);
+
+/* How many processes on this host carry the token outside process group spare_group (mpirun's:
+ * what is left of the gang once mpirun is ended, a host's relay in its own session among them). */
+int ln_token_holders(const char *token, pid_t spare_group);
 
 /* What mpirun or srun is started with: its argv, and the ranks' environment (envp) with the names
  * it exports (mpirun -x). */

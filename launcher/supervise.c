@@ -109,6 +109,7 @@ typedef struct attempt {
   ln_phases ph;
   int64_t stop_deadline_ms;
   int have_root;           /* the root cause is recorded */
+  const char *token;       /* this attempt's (ln_attempt_run's buffer) */
   int imports_reported;    /* ranks whose Python runner reported its start-up imports: all of them
                               means the program's start-up is over (launcher/pyrun.py) */
   int lost_rank;           /* an agent whose connection dropped without an exit report, or -1 */
@@ -927,9 +928,11 @@ static int can_skip_teardown(const attempt *a) {
   if (a->ph.phase != LN_PHASE_ENDING || !a->have_root) return 0;
   for (int i = 0; i < a->world; i++)
     if (!a->watch[i].exited && a->watch[i].has_agent) return 0;
-  /* Every connection closed too: a host's relay ends once its agents have (milliseconds later),
-   * and one killed by the sweep instead would be a leftover of the attempt. */
-  return rz_rdzv_server_connections(a->server) == 0;
+  /* Every connection closed too (the relays' own included), and nothing of the attempt left on
+   * this host outside mpirun's group: a host's relay (its own session) ends once its agents have,
+   * milliseconds later, and one killed by the sweep instead would be a leftover of the attempt. */
+  return rz_rdzv_server_connections(a->server) + rz_rdzv_server_relays(a->server) == 0 &&
+         ln_token_holders(a->token, a->gang.pid) == 0;
 }
 
 /* The loop's timers (core/evloop.h's heap): the agents' ping and the stragglers' check every
@@ -974,6 +977,11 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
     size_t n_all = sb_first + sb_n;
     int64_t to_timer = core_timers_next_due(timers) - ftl_clock_ms();
     int timeout = to_timer < 0 ? 0 : to_timer > 100 ? 100 : (int)to_timer;
+    /* Ending a failed attempt with every connection closed: what is left to wait for (a relay's
+     * exit, can_skip_teardown) says nothing on a descriptor, so the loop looks every 5 ms. */
+    if (a->ph.phase == LN_PHASE_ENDING && a->have_root && !reaped(a) &&
+        rz_rdzv_server_connections(a->server) + rz_rdzv_server_relays(a->server) == 0 && timeout > 5)
+      timeout = 5;
     if (drain_until != FTL_NO_DEADLINE && ftl_deadline_left_ms(drain_until) < timeout)
       timeout = ftl_deadline_left_ms(drain_until);
     int64_t polled_ms = ftl_clock_ms();
@@ -1064,6 +1072,7 @@ ftl_err ln_attempt_run(const ln_attempt_opts *o, ln_attempt_result *res, ftl_dia
   a.launch = &L;
   char token[96];
   struct sigaction old[N_HANDLED];
+  a.token = token;
   ftl_err rc = attempt_init(&a, token, sizeof token, d);
   if (!rc && !a.warm) rc = ln_gang_launch_build(o, a.attempt_dir, rz_rdzv_server_port(a.server), token, &L, d);
   if (rc) goto out;

@@ -279,7 +279,7 @@ static void agent_signalled(worker *w, conn *a, int sig) {
   close_conn(w, r);
   say(w, a, 0, "{\"type\":\"exit\",\"exit_code\":-1,\"signal\":%d,\"exec_error\":\"\",\"wall_us\":%" PRId64 "}", sig,
       wall_us());
-  close_conn(w, a);
+  flush(w, a); /* the agent's connection stays open until the parent's Q (on_command) */
 }
 
 /* --- relay mode: a host's agents and ranks behind one connection ------------------------------ */
@@ -330,7 +330,7 @@ static void on_relay_line(worker *w, conn *h, const char *line) {
         relay_end_rank(w, h, r, sig, 1);
         w->signalled++;
       }
-    close_conn(w, h);
+    flush(w, h); /* the relay's connection stays open until the parent's Q (on_command) */
   }
 }
 
@@ -466,6 +466,19 @@ static void tick(worker *w) {
 }
 
 static void on_command(worker *w, const char *cmd) {
+  if (cmd[0] == 'Q') {
+    /* The parent has written its figures: the torn-down gang's connections close now, as a real
+     * gang's do once its agents are gone (the launcher may then end mpirun at once, not before). */
+    if (w->hosts) {
+      for (int k = 0; k * w->o->per_host < w->n; k++) close_conn(w, &w->hosts[k]);
+    } else {
+      for (int i = 0; i < w->n; i++) {
+        close_conn(w, &w->ranks[i]);
+        close_conn(w, &w->agents[i]);
+      }
+    }
+    _exit(0);
+  }
   if (cmd[0] == 'K') {
     int rank = parse_int(cmd + 2, 0, w->o->world - 1, "the rank to kill");
     if (rank < w->lo || rank >= w->hi) die("kill of rank %d sent to the wrong worker", rank);
@@ -580,7 +593,7 @@ static void worker_main(worker *w) {
       ctl_say(w, "D\n");
       _exit(0);
     }
-    if (w->reported_gone && w->agents_open == 0 && w->ranks_open == 0) _exit(0);
+
   }
 }
 
@@ -804,12 +817,16 @@ int main(int argc, char **argv) {
   int64_t sig[2];
   wait_all(&p, 'S', sig, 2, deadline, "every agent's signal");
   double detect_ms = (double)(sig[0] - kill_ns) / 1e6, teardown_ms = (double)(sig[1] - kill_ns) / 1e6;
-  for (int k = 0; k < p.nw; k++)
-    waitpid(p.pid[k], NULL, 0);
   snprintf(line, sizeof line,
            "attempt=%d n=%d rdzv_ms=%.2f join_ms=%.2f rdzv_cpu_ms=%.0f cpu_pct=%.2f rss_kb=%ld detect_ms=%.2f "
            "teardown_ms=%.2f kill_wall_us=%" PRId64 "\n",
            o.attempt, o.world, rdzv_ms, join_ms, rdzv_cpu_ms, cpu_pct, rss1, detect_ms, teardown_ms, kill_wall);
   append_out(&o, line);
+  /* Written: the workers may close the gang's connections and go (the launcher ends this "mpirun"
+   * once every rank's exit is reported and every connection closed, without its teardown). */
+  for (int k = 0; k < p.nw; k++)
+    if (write(p.ctl[k], "Q\n", 2) != 2) die("write to worker");
+  for (int k = 0; k < p.nw; k++)
+    waitpid(p.pid[k], NULL, 0);
   return 1;
 }

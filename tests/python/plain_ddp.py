@@ -5,10 +5,12 @@
 # ftl shows and does for such a program run it, and bench/recovery times its restart under torchrun
 # and under ftl (cold and with the preloading standby).
 #   python3 plain_ddp.py --ckpt-dir DIR [--steps 40] [--ckpt-every 10] [--step-ms 50]
-#                        [--log-dir DIR] [--out FILE]
+#                        [--log-dir DIR] [--out FILE] [--hold-at STEP --hold-file F]
 # --log-dir: each rank appends "started TIME pid PID", "restored TIME step N" and "step N TIME" lines
 # to DIR/rank-R.log (one log for torchrun and ftl alike: the benchmark's clock). --out: rank 0 writes
 # the final weights' bytes there (a killed and resumed run must end with an unbroken run's bytes).
+# --hold-at/--hold-file: after step STEP (and its checkpoint) every rank waits until F exists, so a
+# test's kill lands mid-run however slow the machine (the run outlasts the event it waits for).
 import time
 
 STARTED = time.time()  # before the imports: importing torch is part of a restart's cost
@@ -28,6 +30,8 @@ def main():
     p.add_argument("--step-ms", type=float, default=50)
     p.add_argument("--log-dir")
     p.add_argument("--out")
+    p.add_argument("--hold-at", type=int, default=-1)
+    p.add_argument("--hold-file")
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -63,6 +67,8 @@ def main():
             os.replace(path + ".tmp", path)
         dist.barrier()
         time.sleep(args.step_ms / 1000.0)
+        while step == args.hold_at and args.hold_file and not os.path.exists(args.hold_file):
+            time.sleep(0.02)
     if rank == 0:
         print(f"done: {step} steps, w[0] = {w[0].item():.6f}", flush=True)
         if args.out:

@@ -4,25 +4,31 @@
 # step after the kill comes within a second. Cold (--no-standby): the next attempt starts without
 # waiting for mpirun's teardown. Both end with the final weights of an unbroken run, byte for byte.
 . "$(dirname "$0")/torch_lib.sh" || exit 1
-PLAIN=(/usr/bin/python3 "$FTL_SOURCE_DIR/tests/python/plain_ddp.py" --steps 120 --step-ms 40 --ckpt-every 10)
+# The ranks hold after step 30 (its checkpoint written) until the test has killed rank 1: the run
+# outlasts the event the test waits for, however slow the machine.
+PLAIN=(/usr/bin/python3 "$FTL_SOURCE_DIR/tests/python/plain_ddp.py" --steps 60 --step-ms 40 --ckpt-every 10 --hold-at 30)
 
-run_ftl ref.out run -n 2 --max-restarts 0 --run-dir ref -- "${PLAIN[@]}" --ckpt-dir "$SCRATCH/ref-ck" --out "$SCRATCH/ref.bin"
+touch go-ref
+run_ftl ref.out run -n 2 --max-restarts 0 --run-dir ref -- "${PLAIN[@]}" --hold-file "$SCRATCH/go-ref" --ckpt-dir "$SCRATCH/ref-ck" \
+  --out "$SCRATCH/ref.bin"
 expect_rc 0 ref.out
 [ -s ref.bin ] || fail "the unbroken run wrote no weights"
 
-# killed RUN WAIT_EVENT [FTL OPTIONS]: kills rank 1 once WAIT_EVENT is logged; the run must end 0
+# killed RUN WAIT_EVENT [FTL OPTIONS]: kills rank 1 once WAIT_EVENT is logged (the ranks hold at
+# step 30 until then), then lets the ranks go on; the run must end 0
 # with the reference's weights. Prints the seconds from the kill to the first step after it.
 killed() {
   local run=$1 event=$2
   shift 2
   ftl run -n 2 --max-restarts 2 --run-dir "$run" "$@" -- "${PLAIN[@]}" --ckpt-dir "$SCRATCH/$run-ck" \
-    --out "$SCRATCH/$run.bin" --log-dir "$SCRATCH/$run-log-$MARKER" >"$run.out" 2>&1 &
+    --out "$SCRATCH/$run.bin" --log-dir "$SCRATCH/$run-log-$MARKER" --hold-file "$SCRATCH/go-$run" >"$run.out" 2>&1 &
   local pid=$! victim t_kill
   wait_for_event "$run" "$event" "$run.out"
   victim=$(rank_pid "$run" plain_ddp.py 1 python3)
   [ -n "$victim" ] || { cat "$run.out" >&2; fail "$run: rank 1's program not found"; }
   t_kill=$(date +%s.%N)
   kill -KILL "$victim"
+  touch "go-$run"
   wait_rc $pid
   expect_rc 0 "$run.out"
   cmp -s ref.bin "$run.bin" || fail "$run: the final weights differ from the unbroken run's"

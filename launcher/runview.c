@@ -107,10 +107,13 @@ static void add_standby(ln_rv_standby *sb, const char *what, const json_t *line,
     if (i == 0) {
       sb->started++;
       sb->rss_kb = -1;
+      sb->preloaded = -1;
+      jstr(line, "parks_in", sb->parks_in, sizeof sb->parks_in);
     } else if (i == 1) {
       sb->parked++;
       sb->rss_kb = jint(line, "rss_kb", -1);
       sb->park_ms = jint(line, "park_ms", 0);
+      sb->preloaded = jint(line, "preloaded_modules", -1);
     } else if (i == 2) {
       sb->activated++;
     } else {

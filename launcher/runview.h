@@ -63,6 +63,8 @@ typedef struct ln_rv_standby { /* the standby gang's events (launcher/standby.h)
   int64_t park_ms;    /* start to parked */
   int started, parked, activated, lost; /* how many of each (lost: deaths only) */
   char reason[160];   /* the latest loss's or turning off's reason */
+  char parks_in[16];  /* the latest start's: "ftl_init", or "pyrun" (a Python program's runner) */
+  int64_t preloaded;  /* modules its runner imported before parking (pyrun), -1 when not said */
 } ln_rv_standby;
 
 typedef struct ln_runview {

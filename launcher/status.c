@@ -258,12 +258,14 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
   json_object_set_new(doc, "attempts", attempts);
   const ln_rv_standby *sb = &rv.standby;
   json_object_set_new(doc, "standby",
-                      sb->state[0] ? json_pack("{s:s, s:i, s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:s}", "state", sb->state,
-                                               "for_attempt", sb->for_attempt, "since_us", (json_int_t)sb->since_us,
-                                               "rss_kb", sb->rss_kb >= 0 ? json_integer(sb->rss_kb) : json_null(),
-                                               "park_ms", (json_int_t)sb->park_ms, "started", sb->started, "parked",
-                                               sb->parked, "activated", sb->activated, "lost", sb->lost, "reason",
-                                               sb->reason)
+                      sb->state[0] ? json_pack("{s:s, s:i, s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:s, s:s, s:I}", "state",
+                                               sb->state, "for_attempt", sb->for_attempt, "since_us",
+                                               (json_int_t)sb->since_us, "rss_kb",
+                                               sb->rss_kb >= 0 ? json_integer(sb->rss_kb) : json_null(), "park_ms",
+                                               (json_int_t)sb->park_ms, "started", sb->started, "parked", sb->parked,
+                                               "activated", sb->activated, "lost", sb->lost, "reason", sb->reason,
+                                               "parks_in", sb->parks_in[0] ? sb->parks_in : "ftl_init", "preloaded",
+                                               (json_int_t)sb->preloaded)
                                    : json_null());
   json_t *restarts = json_array();
   json_object_set_new(doc, "failures", failures_of(run_dir, restarts));
@@ -376,6 +378,10 @@ static void print_human(const json_t *doc) {
     printf("standby: %s for attempt %.0f since %s", str(sb, "state"), num(sb, "for_attempt"), t);
     if (!strcmp(str(sb, "state"), "parked") && json_is_integer(json_object_get(sb, "rss_kb")))
       printf(" (parked in %.2f s, %.1f MiB resident)", num(sb, "park_ms") / 1e3, num(sb, "rss_kb") / 1024);
+    if (!strcmp(str(sb, "parks_in"), "pyrun")) {
+      printf(" in ftl's Python runner");
+      if (num(sb, "preloaded") >= 0) printf(" (%.0f modules imported)", num(sb, "preloaded"));
+    }
     printf("; %.0f started, %.0f take-over%s, %.0f lost", num(sb, "started"), num(sb, "activated"),
            num(sb, "activated") == 1 ? "" : "s", num(sb, "lost"));
     if (*str(sb, "reason")) printf(" (last: %s)", str(sb, "reason"));

@@ -84,6 +84,8 @@ wait_for_event run standby_parked ftl.out
 grep -q '"event":"python_runner".*"used":true' run/events.jsonl || fail "no python_runner event saying the runner is used"
 grep -q '"event":"python_imports"' run/events.jsonl || fail "no python_imports event"
 grep -q '"event":"standby_started".*"parks_in":"pyrun"' run/events.jsonl || fail "the standby does not park in pyrun.py"
+run_ftl status.out status run
+expect_contains status.out "in ftl's Python runner"
 sleep 1
 [ "$(wc -l <starts.txt)" -eq 1 ] || { cat starts.txt >&2; fail "the parked standby ran the program's start-up"; }
 victim=$(rank_pid run writes.py 0 python3)

@@ -1,6 +1,6 @@
 /* core/dl.h: loading an optional shared library at run time, the one dlopen of a vendor library
- * (the CUDA runtime and NCCL: rendezvous/gpu_cuda.c; what `ftl version` reports: launcher/
- * version.c), so that the library and the launcher look in the same places in the same order and
+ * (the CUDA runtime and NCCL: rendezvous/gpu_cuda.c; NVML: launcher/nvml_seam.c; what `ftl
+ * version` reports: launcher/version.c), so that the library and the launcher look in the same places in the same order and
  * neither links what a CPU node lacks.
  *
  * The order: the soname through the loader's own search (LD_LIBRARY_PATH, the ld.so cache, the

@@ -186,7 +186,9 @@ static const char env_reads_help[] =
     "                                                   SIGKILL the process at a named point\n"
     "  FTL_CKPT_L2_TCP_FAULT=listen:RANK|connect:RANK   that rank's L2 listener or connections fail (MPI is used)\n"
     "  FTL_CKPT_L2_TCP_ANNOUNCE=DIR                     L2 listeners write their address to DIR, wait while DIR/hold;\n"
-    "                                                   no fetch starts while DIR/hold-fetch\n";
+    "                                                   no fetch starts while DIR/hold-fetch\n"
+    "  FTL_NVML_FAKE=FILE                               GPU health reads recorded NVML states from FILE instead of\n"
+    "                                                   libnvidia-ml (docs/formats/nvml-fake.md)\n";
 
 static const char ckpt_help[] =
     "ftl ckpt: look at a run's checkpoints (docs/checkpoint.md).\n"

@@ -194,6 +194,17 @@ static const char *exit_meaning(int code) {
   }
 }
 
+/* The standby's part of the document (docs/formats/status.md), null when the run never had one. */
+static json_t *standby_json(const ln_rv_standby *sb) {
+  if (!sb->state[0]) return json_null();
+  return json_pack("{s:s, s:i, s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:s, s:s, s:I}", "state", sb->state, "for_attempt",
+                   sb->for_attempt, "since_us", (json_int_t)sb->since_us, "rss_kb",
+                   sb->rss_kb >= 0 ? json_integer(sb->rss_kb) : json_null(), "park_ms", (json_int_t)sb->park_ms,
+                   "started", sb->started, "parked", sb->parked, "activated", sb->activated, "lost", sb->lost,
+                   "reason", sb->reason, "parks_in", sb->parks_in[0] ? sb->parks_in : "ftl_init", "preloaded",
+                   (json_int_t)sb->preloaded);
+}
+
 ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
   ln_runview rv;
   ln_runview_init(&rv, 0);
@@ -256,17 +267,7 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
                                               "committed_step", (json_int_t)a->committed_step, "summary", a->summary));
   }
   json_object_set_new(doc, "attempts", attempts);
-  const ln_rv_standby *sb = &rv.standby;
-  json_object_set_new(doc, "standby",
-                      sb->state[0] ? json_pack("{s:s, s:i, s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:s, s:s, s:I}", "state",
-                                               sb->state, "for_attempt", sb->for_attempt, "since_us",
-                                               (json_int_t)sb->since_us, "rss_kb",
-                                               sb->rss_kb >= 0 ? json_integer(sb->rss_kb) : json_null(), "park_ms",
-                                               (json_int_t)sb->park_ms, "started", sb->started, "parked", sb->parked,
-                                               "activated", sb->activated, "lost", sb->lost, "reason", sb->reason,
-                                               "parks_in", sb->parks_in[0] ? sb->parks_in : "ftl_init", "preloaded",
-                                               (json_int_t)sb->preloaded)
-                                   : json_null());
+  json_object_set_new(doc, "standby", standby_json(&rv.standby));
   json_t *restarts = json_array();
   json_object_set_new(doc, "failures", failures_of(run_dir, restarts));
   json_t *cost = restart_cost_of(run_dir);

@@ -27,6 +27,7 @@
   X(RDZV, "rendezvous", NOT_FAILURE)     /* ranks missing at the rendezvous deadline */                                \
   X(EXEC, "cannot_start", NOT_FAILURE)   /* the program could not be started (not retried) */                          \
   X(LAUNCHER, "launcher", FAILURE)       /* mpirun/srun failed without a rank to blame */                              \
-  X(PREEMPTED, "preempted", NOT_FAILURE) /* a planned stop (written by fleet-ledger writers) */
+  X(PREEMPTED, "preempted", NOT_FAILURE) /* a planned stop (written by fleet-ledger writers) */                   \
+  X(GPU, "gpu_failed", FAILURE)          /* a GPU's health said failed (NVML: docs/gpu.md)  */
 
 #endif

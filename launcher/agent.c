@@ -60,6 +60,7 @@
 #include "core/rundir.h"
 #include "ftl/core.h"
 #include "launcher/gang.h"
+#include "launcher/gpu_watch.h"
 #include "launcher/launcher.h"
 #include "launcher/relay.h"
 #include "launcher/sigpipe.h"
@@ -350,6 +351,12 @@ typedef struct alive_reporter {
   rz_rdzv_client *client;
   pid_t pid;                 /* the program */
   atomic_int program_reaped; /* set by the loop once it has reaped the program */
+  /* The host's GPUs (launcher/gpu_watch.h), watched by its first rank's agent from this thread once
+   * watch_gpus is set (at the start; a standby's at its activation). gpu: opened by the main thread
+   * before the program starts, or by this thread when it is set later. */
+  atomic_int watch_gpus;
+  ln_gpu_watch *gpu;
+  int64_t gpu_due_ms;
   int stop_fd;               /* an eventfd: the loop's word to stop (-1 until started) */
   int started;
   pthread_t thread;
@@ -600,6 +607,7 @@ static void open_attempt_logs(agent *ag) {
  * once it parks). */
 static void activate(agent *ag, const json_t *msg, const char *attempt_dir) {
   ag->standby = 0;
+  if (ag->pl.local_rank == 0) atomic_store(&ag->alive.watch_gpus, 1); /* the alive thread's first pass is now */
   if (ag->pyrun_fd >= 0) {
     char *line = json_dumps(msg, JSON_COMPACT);
     if (line) {
@@ -639,6 +647,19 @@ static void on_pyrun(agent *ag) {
 
 /* ---- the alive reports ----------------------------------------------------------------------- */
 
+/* The GPUs' turn in the alive thread: a pass when one is due; what changed goes to the launcher. */
+static void watch_gpus_turn(alive_reporter *r) {
+  if (!atomic_load(&r->watch_gpus) || ftl_clock_ms() < r->gpu_due_ms) return;
+  ftl_diag d = {{0}};
+  if (!r->gpu && ln_gpu_watch_open(&r->gpu, &d) != FTL_OK) {
+    atomic_store(&r->watch_gpus, 0);
+    return;
+  }
+  json_t *msg = ln_gpu_watch_pass(r->gpu);
+  if (msg) rz_rdzv_client_send(r->client, msg, 0, &d);
+  r->gpu_due_ms = ftl_clock_ms() + ln_gpu_watch_interval_ms();
+}
+
 static void *alive_main(void *arg) {
   alive_reporter *r = arg;
   int64_t due = ftl_clock_ms();
@@ -661,8 +682,12 @@ static void *alive_main(void *arg) {
       due = ftl_clock_ms() + 1000;
       continue;
     }
+    watch_gpus_turn(r);
+    int64_t wake = due;
+    if (atomic_load(&r->watch_gpus) && r->gpu_due_ms < wake) wake = r->gpu_due_ms;
+    now = ftl_clock_ms();
     struct pollfd pf = {.fd = r->stop_fd, .events = POLLIN};
-    int pr = poll(&pf, 1, (int)(due - now));
+    int pr = poll(&pf, 1, wake > now ? (int)(wake - now) : 0);
     if (pr > 0) break;
     if (pr < 0 && errno != EINTR) break;
   }
@@ -887,6 +912,17 @@ int ln_rank_agent_main(int argc, char **argv) {
     if (attempt_dir && ftl_fmt(ag.attempt_dir, sizeof ag.attempt_dir, "%s", attempt_dir)) ag.attempt_dir[0] = '\0';
     open_attempt_logs(&ag);
   }
+  if (!ag.standby && ag.client.fd >= 0 && ag.pl.local_rank == 0) {
+    /* The host's GPUs before its rank starts (a failed one ends the attempt at once, supervise.c);
+     * the alive thread goes on every FTL_GPU_HEALTH_MS. */
+    ftl_diag gd = {{0}};
+    if (ln_gpu_watch_open(&ag.alive.gpu, &gd) == FTL_OK) {
+      json_t *msg = ln_gpu_watch_pass(ag.alive.gpu);
+      if (msg) rz_rdzv_client_send(&ag.client, msg, 0, &gd);
+      ag.alive.gpu_due_ms = ftl_clock_ms() + ln_gpu_watch_interval_ms();
+      atomic_store(&ag.alive.watch_gpus, 1);
+    }
+  }
   if (spawn_program(&ag, argv + 2, prog_env, &d)) {
     FTL_LOG(FTL_LOG_ERROR, "agent", "%s", d.msg);
     goto out;
@@ -912,6 +948,7 @@ out:
   if (ag.err.pipe_fd >= 0) close(ag.err.pipe_fd);
   core_buf_free(&ag.out.held);
   core_buf_free(&ag.err.held);
+  ln_gpu_watch_close(ag.alive.gpu);
   core_proc_close(&ag.proc);
   drop_sm_dir(&ag);
   return exit_code;

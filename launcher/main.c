@@ -188,7 +188,8 @@ static const char env_reads_help[] =
     "  FTL_CKPT_L2_TCP_ANNOUNCE=DIR                     L2 listeners write their address to DIR, wait while DIR/hold;\n"
     "                                                   no fetch starts while DIR/hold-fetch\n"
     "  FTL_NVML_FAKE=FILE                               GPU health reads recorded NVML states from FILE instead of\n"
-    "                                                   libnvidia-ml (docs/formats/nvml-fake.md)\n";
+    "                                                   libnvidia-ml (docs/formats/nvml-fake.md)\n"
+    "  FTL_GPU_HEALTH_MS=MS                             between the rank agent's GPU health checks (default 5000)\n";
 
 static const char ckpt_help[] =
     "ftl ckpt: look at a run's checkpoints (docs/checkpoint.md).\n"

@@ -448,6 +448,30 @@ static void on_rejected(attempt *a, const rz_rdzv_event *ev) {
   }
 }
 
+/* A host's GPU verdicts changed (launcher/gpu_watch.h): logged; a failed GPU ends the attempt with
+ * cause gpu_failed and its host as the bad one (a spare, with a hostfile, takes its place). */
+static void on_gpu_health(attempt *a, const rz_rdzv_event *ev) {
+  const char *host = rz_rdzv_server_host(a->server, ev->rank);
+  const json_t *gpus = json_object_get(ev->msg, "gpus");
+  if (!json_is_array(gpus) || json_array_size(gpus) > 64) return;
+  ln_events_write(a->o->events, "gpu_health", a->o->attempt,
+                  json_pack("{s:i, s:s, s:O}", "rank", ev->rank, "host", host ? host : "unknown", "gpus", gpus));
+  size_t i;
+  const json_t *g;
+  json_array_foreach(gpus, i, g) {
+    const char *verdict = msg_str(g, "verdict");
+    if (strcmp(verdict, "healthy") != 0)
+      FTL_LOG(strcmp(verdict, "failed") ? FTL_LOG_WARN : FTL_LOG_ERROR, "launcher", "GPU %lld (%s) on host %s is %s: %.300s",
+              (long long)json_integer_value(json_object_get(g, "index")), msg_str(g, "uuid"), host ? host : "unknown",
+              verdict, msg_str(g, "reason"));
+    if (strcmp(verdict, "failed") != 0 || a->have_root || was(a, LN_PHASE_STOPPING)) continue;
+    char how[400];
+    snprintf(how, sizeof how, "had GPU %lld (%.96s) fail its health check: %.200s",
+             (long long)json_integer_value(json_object_get(g, "index")), msg_str(g, "uuid"), msg_str(g, "reason"));
+    set_root(a, FTL_FAIL_GPU, ev->rank, 0, 0, how, host);
+  }
+}
+
 static void on_event(void *user, const rz_rdzv_event *ev) {
   attempt *a = user;
   int attempt_no = a->o->attempt;
@@ -508,6 +532,9 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
     case FTL_RDZV_RANK_PARKED:
       /* A rank of the standby this attempt took over, parking late: the server activates it. */
       if (w) note_progress(w);
+      break;
+    case FTL_RDZV_GPU_HEALTH:
+      if (s) on_gpu_health(a, ev);
       break;
     case FTL_RDZV_IMPORTS:
       if (!s || s->imports_reported) break;

@@ -15,7 +15,13 @@
  *
  * Map: the state, create/destroy and queries, sending, events and refusals; hellos and messages;
  * relays (virtual connections, forwarded lines, batches, a lost relay); connections (dropping,
- * accepting, reading); one turn (rz_rdzv_server_handle) and the launcher's requests. */
+ * accepting, reading); one turn (rz_rdzv_server_handle) and the launcher's requests.
+ *
+ * Why one file: every part works on the one connection struct and the server's indexes of them
+ * (by rank, by relay, the readiness set), which no other file should see; the relays' virtual
+ * connections are the same struct, so splitting relays out would put that struct in a header for
+ * two files' sake. What is shared already lives apart: the wire (wire.c), its proofs (wire_auth.c),
+ * the event loop (core/evloop.c). */
 #include "rendezvous/server.h"
 
 #include <arpa/inet.h>
@@ -347,6 +353,7 @@ static bool handle_message(rz_rdzv_server *s, conn *c, const json_t *msg, ftl_rd
   else if (strcmp(type, "section") == 0) emit(fn, user, FTL_RDZV_SECTION, c, msg, NULL);
   else if (strcmp(type, "stopping") == 0) emit(fn, user, FTL_RDZV_AGENT_STOPPING, c, msg, NULL);
   else if (strcmp(type, "imports") == 0 && c->role == ROLE_AGENT) emit(fn, user, FTL_RDZV_IMPORTS, c, msg, NULL);
+  else if (strcmp(type, "gpu_health") == 0 && c->role == ROLE_AGENT) emit(fn, user, FTL_RDZV_GPU_HEALTH, c, msg, NULL);
   else if (strcmp(type, "parked") == 0) {
     c->parked = true;
     emit(fn, user, FTL_RDZV_RANK_PARKED, c, msg, NULL);

@@ -36,6 +36,8 @@ typedef enum rz_rdzv_event_kind {
                            runner parked with its modules imported (launcher/pyrun.py) */
   FTL_RDZV_IMPORTS,     /* an agent passes on what its Python program imported at start-up (msg:
                            modules, a list of names; launcher/pyrun.py) */
+  FTL_RDZV_GPU_HEALTH,  /* a host's first agent says its GPUs' verdicts changed (msg: gpus;
+                           launcher/gpu_watch.h) */
 } rz_rdzv_event_kind;
 
 typedef struct rz_rdzv_event {

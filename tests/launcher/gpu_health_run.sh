@@ -2,7 +2,8 @@
 # docs/formats/nvml-fake.md; no GPU here). Each host's first rank agent checks its GPUs before the
 # rank starts and every FTL_GPU_HEALTH_MS (here 200 ms), and says when a verdict changes:
 #  1. a GPU that starts thermal-throttling mid-run: a gpu_health event says degraded, with the
-#     reason; the launcher logs it; the job is not stopped for it and ends 0;
+#     reason; the launcher logs it; the job is not stopped for it and ends 0 (its ranks wait for the
+#     test to have seen the verdict);
 #  2. a GPU whose uncorrectable ECC count rises mid-run: failed; the attempt ends at once with cause
 #     gpu_failed, naming the rank, host, GPU and reason, in the failure ledger too;
 #  3. a GPU already failed before the rank starts (a row-remap failure) ends the first attempt;
@@ -17,7 +18,17 @@ cat >degraded.json <<'JSON'
   {"throttle": ["hw_thermal"], "temperature_c": 92}
 ]}]}
 JSON
-FTL_NVML_FAKE=$PWD/degraded.json run_ftl deg.out run -n 2 --max-restarts 0 --run-dir deg -- sleep 3
+# The ranks run until the test has seen the verdict (the job outlasts the event, however slow the
+# machine), then end 0.
+FTL_NVML_FAKE=$PWD/degraded.json ftl run -n 2 --max-restarts 0 --run-dir deg -- \
+  sh -c "while [ ! -e '$SCRATCH/go' ]; do sleep 0.05; done # $MARKER" >deg.out 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  grep '"event":"gpu_health"' deg/events.jsonl 2>/dev/null | grep -q '"verdict":"degraded".*thermal' && break
+  sleep 0.05
+done
+touch go
+wait_rc $pid
 expect_rc 0 deg.out
 grep '"event":"gpu_health"' deg/events.jsonl | grep -q '"verdict":"degraded".*thermal' ||
   { cat deg/events.jsonl >&2; fail "no degraded verdict for the thermal throttling"; }

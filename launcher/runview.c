@@ -1,4 +1,9 @@
-/* launcher/runview.c: folds a run's events into the operator's view (see runview.h). */
+/* launcher/runview.c: folds a run's events into the operator's view (see runview.h).
+ *
+ * Map: init and free; the series' growth and the JSON field readers; the folds of several events
+ * (an attempt's start-up and end, a restart, a commit, progress, the cadence, the standby, GPU
+ * health, goodput); ln_runview_add, which sends each event to its fold; reading the event log; the
+ * queries (the last commit, goodput so far). */
 #include "launcher/runview.h"
 
 #include <limits.h>
@@ -33,6 +38,7 @@ void ln_runview_free(ln_runview *rv) {
   ftl_free(rv->commits);
   ftl_free(rv->restart_marks);
   ftl_free(rv->cadences);
+  ftl_free(rv->gpus);
   memset(rv, 0, sizeof *rv);
 }
 
@@ -124,6 +130,34 @@ static void add_standby(ln_rv_standby *sb, const char *what, const json_t *line,
       if (died) sb->lost++;
       jstr(line, "reason", sb->reason, sizeof sb->reason);
     }
+  }
+}
+
+/* A gpu_health event: each GPU's verdict replaces what its host and index said before (at most 4096
+ * GPUs are kept: a run's event log is the user's, and may say anything). */
+static void add_gpu_health(ln_runview *rv, const json_t *line, int64_t t) {
+  char host[64];
+  jstr(line, "host", host, sizeof host);
+  const json_t *gpus = json_object_get(line, "gpus");
+  size_t i;
+  const json_t *g;
+  json_array_foreach(gpus, i, g) {
+    int index = jsmall(g, "index", -1);
+    ln_rv_gpu *slot = NULL;
+    for (int k = 0; k < rv->n_gpus && !slot; k++)
+      if (rv->gpus[k].index == index && !strcmp(rv->gpus[k].host, host)) slot = &rv->gpus[k];
+    if (!slot && rv->n_gpus < 4096) {
+      slot = grow((void **)&rv->gpus, &rv->n_gpus, &rv->cap_gpus, sizeof *slot);
+      if (slot) memset(slot, 0, sizeof *slot);
+    }
+    if (!slot) continue;
+    snprintf(slot->host, sizeof slot->host, "%s", host);
+    slot->index = index;
+    jstr(g, "uuid", slot->uuid, sizeof slot->uuid);
+    jstr(g, "name", slot->name, sizeof slot->name);
+    jstr(g, "verdict", slot->verdict, sizeof slot->verdict);
+    jstr(g, "reason", slot->reason, sizeof slot->reason);
+    slot->since_us = t;
   }
 }
 
@@ -270,6 +304,8 @@ void ln_runview_add(ln_runview *rv, const json_t *line) {
     add_restart(rv, a, line, n, t);
   } else if (!strncmp(ev, "standby_", 8)) {
     add_standby(&rv->standby, ev + 8, line, n, t);
+  } else if (!strcmp(ev, "gpu_health")) {
+    add_gpu_health(rv, line, t);
   } else if (!strcmp(ev, "run_stopped")) {
     jstr(line, "reason", rv->stop_reason, sizeof rv->stop_reason);
   } else if (!strcmp(ev, "run_goodput")) {

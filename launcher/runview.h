@@ -67,6 +67,15 @@ typedef struct ln_rv_standby { /* the standby gang's events (launcher/standby.h)
   int64_t preloaded;  /* modules its runner imported before parking (pyrun), -1 when not said */
 } ln_rv_standby;
 
+typedef struct ln_rv_gpu { /* a GPU's latest health verdict (gpu_health events; docs/gpu.md) */
+  char host[64];
+  int index;
+  char uuid[96], name[96];
+  char verdict[16];   /* "healthy", "degraded", "failed" */
+  char reason[256];
+  int64_t since_us;   /* the event that said it */
+} ln_rv_gpu;
+
 typedef struct ln_runview {
   int keep_series; /* keep every sample/mark/cadence (report); else only the latest */
   char job[128];
@@ -92,6 +101,8 @@ typedef struct ln_runview {
   int64_t committed_step;        /* the highest committed step seen, -1 if none */
   int64_t committed_us;
   ln_rv_standby standby;
+  ln_rv_gpu *gpus;  /* one per host and GPU index, in the order first seen */
+  int n_gpus, cap_gpus;
   /* The run_goodput event, when there is one (the run ended). */
   int have_goodput;
   double gp_wall_ms, gp_productive_ms, gp_startup_ms, gp_stall_ms, gp_lost_ms, gp_teardown_ms, gp_backoff_ms, gp_pct;

@@ -194,6 +194,18 @@ static const char *exit_meaning(int code) {
   }
 }
 
+/* Each GPU's latest health verdict (gpu_health events), in the order first seen; [] when none said. */
+static json_t *gpus_json(const ln_runview *rv) {
+  json_t *out = json_array();
+  for (int i = 0; i < rv->n_gpus && out; i++) {
+    const ln_rv_gpu *g = &rv->gpus[i];
+    json_array_append_new(out, json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:I}", "host", g->host, "index", g->index,
+                                         "uuid", g->uuid, "name", g->name, "verdict", g->verdict, "reason", g->reason,
+                                         "since_us", (json_int_t)g->since_us));
+  }
+  return out;
+}
+
 /* The standby's part of the document (docs/formats/status.md), null when the run never had one. */
 static json_t *standby_json(const ln_rv_standby *sb) {
   if (!sb->state[0]) return json_null();
@@ -268,6 +280,7 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
   }
   json_object_set_new(doc, "attempts", attempts);
   json_object_set_new(doc, "standby", standby_json(&rv.standby));
+  json_object_set_new(doc, "gpus", gpus_json(&rv));
   json_t *restarts = json_array();
   json_object_set_new(doc, "failures", failures_of(run_dir, restarts));
   json_t *cost = restart_cost_of(run_dir);
@@ -334,6 +347,25 @@ static double num(const json_t *o, const char *k) {
   return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* "gpu health:" all healthy in one line, else each GPU that is not, with why. Nothing when no GPU
+ * was ever read (no NVML, no GPU). */
+static void print_gpus(const json_t *gpus) {
+  size_t n = json_array_size(gpus), i, unwell = 0;
+  const json_t *g;
+  if (!n) return;
+  json_array_foreach(gpus, i, g) unwell += strcmp(str(g, "verdict"), "healthy") != 0;
+  if (!unwell) {
+    printf("gpu health: %zu GPU%s healthy\n", n, n == 1 ? "" : "s");
+    return;
+  }
+  printf("gpu health: %zu of %zu GPU%s not healthy\n", unwell, n, n == 1 ? "" : "s");
+  json_array_foreach(gpus, i, g) {
+    if (!strcmp(str(g, "verdict"), "healthy")) continue;
+    printf("  host %s GPU %.0f (%s): %s: %s\n", str(g, "host"), num(g, "index"), str(g, "uuid"), str(g, "verdict"),
+           str(g, "reason"));
+  }
+}
+
 static void print_human(const json_t *doc) {
   printf("run directory: %s\njob: %s\n", str(doc, "run_dir"), str(doc, "job"));
   const json_t *ec = json_object_get(doc, "exit_code");
@@ -388,6 +420,7 @@ static void print_human(const json_t *doc) {
     if (*str(sb, "reason")) printf(" (last: %s)", str(sb, "reason"));
     printf("\n");
   }
+  print_gpus(json_object_get(doc, "gpus"));
   const json_t *failures = json_object_get(doc, "failures");
   if (json_array_size(failures)) printf("failures: %zu\n", json_array_size(failures));
   json_array_foreach(failures, i, a) {

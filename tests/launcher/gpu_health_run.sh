@@ -3,7 +3,7 @@
 # rank starts and every FTL_GPU_HEALTH_MS (here 200 ms), and says when a verdict changes:
 #  1. a GPU that starts thermal-throttling mid-run: a gpu_health event says degraded, with the
 #     reason; the launcher logs it; the job is not stopped for it and ends 0 (its ranks wait for the
-#     test to have seen the verdict);
+#     test to have seen the verdict); ftl status names it;
 #  2. a GPU whose uncorrectable ECC count rises mid-run: failed; the attempt ends at once with cause
 #     gpu_failed, naming the rank, host, GPU and reason, in the failure ledger too;
 #  3. a GPU already failed before the rank starts (a row-remap failure) ends the first attempt;
@@ -35,6 +35,10 @@ grep '"event":"gpu_health"' deg/events.jsonl | grep -q '"verdict":"degraded".*th
 grep '"event":"gpu_health"' deg/events.jsonl | head -1 | grep -q '"verdict":"healthy"' || fail "the first check was not logged healthy"
 expect_contains deg.out "GPU 0 (GPU-aaaa) on host"
 expect_contains deg.out "is degraded"
+# ftl status names the GPU that is not healthy, with why (docs/formats/status.md: gpus).
+run_ftl status.out status deg
+expect_contains status.out "gpu health: 1 of 1 GPU not healthy"
+expect_contains status.out "GPU 0 (GPU-aaaa): degraded: "
 
 cat >failing.json <<'JSON'
 {"version": 1, "devices": [{"readings": [

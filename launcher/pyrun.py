@@ -170,10 +170,9 @@ def _pyrun():
         # others connect to it, and a connection refused because rank 0 is not there yet is tried
         # again only a second later (torch 1.13's c10d). torchrun's workers never meet that: its
         # agent holds the store. So a rank other than 0 of a program that imported torch.distributed
-        # at start-up starts it once rank 0's store answers, or after 5 s in any case. Not for a
-        # program that imported ftl: its ranks meet in ftl.init() first (which would wait for this
-        # rank), and ftl.hf opens the store before the others connect.
-        if os.environ.get("RANK", "0") == "0" or "torch.distributed" not in names or "ftl" in names:
+        # at start-up starts it once rank 0's store answers, or after 5 s in any case. (The launcher
+        # gives a program that calls ftl.init() no list: its ranks meet there first.)
+        if os.environ.get("RANK", "0") == "0" or "torch.distributed" not in names:
             return
         addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "")
         if not addr or not port.isdigit():

@@ -3,8 +3,9 @@
  * Map: cause classes · the controller's state and estimators
  * (Gamma-Poisson failure rate, moving medians of δ, W and R, EWMA of the step time) · derivation of
  * a decision and its sentence · what a ledger record adds to the estimate, counted once
- * (cadence/controller.h; reading, parsing and appending ledgers live in ledger.c); the controller's
- * per-level intervals (the model itself is multilevel.c; the formulas are formulas.c).
+ * (cadence/controller.h; reading, parsing and appending ledgers live in ledger.c), per host too
+ * (the gang's rate from its hosts' histories: hostrate.c); the controller's per-level intervals
+ * (the model itself is multilevel.c; the formulas are formulas.c).
  *
  * Deliberately not here: any I/O, any agreement across ranks, any clock. The controller only knows what it is told, which is what lets the simulator (sim.c)
  * drive the very same code through simulated time. */
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "cadence/controller.h"
+#include "cadence/hostrate.h"
 #include "core/failure_cause.h"
 #include "core/failure_record.h"
 #include "ftl/core.h"
@@ -92,6 +94,11 @@ struct ftl_cadence {
   double kcls[FTL_CADENCE_MAX_LEVELS];
   int64_t since[FTL_CADENCE_MAX_LEVELS]; /* checkpoints since the last one of level ≥ i+1 */
   ftl_cadence_level_decision ldec;
+  /* Per host (ftl_cadence_set_gang_hosts): the ledgers' failures and exposure by host, and the
+   * gang's hosts; NULL / 0 until a record names a host, or no gang was given. */
+  cd_host_table *host_tally;
+  ftl_cadence_gang_host *gang;
+  size_t n_gang;
 };
 
 void ftl_cadence_config_init(ftl_cadence_config *cfg) {
@@ -150,6 +157,8 @@ ftl_err ftl_cadence_create(const ftl_cadence_config *cfg, ftl_cadence **out, ftl
 
 void ftl_cadence_destroy(ftl_cadence *c) {
   if (!c) return;
+  cd_host_table_free(c->host_tally);
+  ftl_free(c->gang);
   ftl_free(c->keys);
   ftl_free(c);
 }
@@ -302,6 +311,31 @@ static void text_add(ftl_cadence *c, size_t *used, const char *fmt, ...) {
   *used += (size_t)n < sizeof c->text - *used ? (size_t)n : sizeof c->text - 1 - *used;
 }
 
+/* The gang's rate from its hosts (1× the pooled rate without a gang list). */
+static cd_gang_rate gang_rate(const ftl_cadence *c, double pooled) {
+  if (c->n_gang == 0) return (cd_gang_rate){.factor = 1, .worst_rate = pooled};
+  return cd_host_gang_rate(c->host_tally, c->gang, c->n_gang, c->cfg.world_size, c->alpha0, pooled);
+}
+
+/* What the hosts' histories did to M, in the sentence. */
+static void explain_gang(ftl_cadence *c, size_t *used, const cd_gang_rate *g) {
+  const ftl_cadence_gang_host *w = &c->gang[g->worst];
+  if (g->factor > 0.995 && g->factor < 1.005) {
+    if (c->n_gang == 1)
+      text_add(c, used, "; its host has no history of its own that moves it");
+    else
+      text_add(c, used, "; its %zu hosts have no history of their own that moves it", c->n_gang);
+    return;
+  }
+  char whose[48];
+  if (c->n_gang == 1)
+    (void)ftl_fmt(whose, sizeof whose, "its host's own history makes");
+  else
+    (void)ftl_fmt(whose, sizeof whose, "the %zu hosts' own histories make", c->n_gang);
+  text_add(c, used, "; %s the gang's rate %.3g× the pooled one (worst: %s, %.0f failure%s in %.3g rank-hours)", whose,
+           g->factor, w->host, g->worst_k, g->worst_k == 1 ? "" : "s", g->worst_e);
+}
+
 static void derive(ftl_cadence *c) {
   ftl_cadence_decision *dec = &c->dec;
   memset(dec, 0, sizeof *dec);
@@ -314,7 +348,9 @@ static void derive(ftl_cadence *c) {
   dec->step_s = c->step_s;
   dec->failures = c->k;
   dec->rank_hours = c->exposure_h;
-  dec->rate = (c->alpha0 + c->k) / (c->beta0 + c->exposure_h);
+  double pooled = (c->alpha0 + c->k) / (c->beta0 + c->exposure_h);
+  cd_gang_rate gang = gang_rate(c, pooled);
+  dec->rate = pooled * gang.factor;
   dec->mtbf_h = 1.0 / (dec->rate * (double)c->cfg.world_size);
   double m_s = dec->mtbf_h * 3600.0;
   double step = dec->step_s;
@@ -377,6 +413,7 @@ static void derive(ftl_cadence *c) {
            : dec->rank_hours >= 1                        ? 1
                                                          : 3,
            dec->rank_hours, c->cfg.fleet_rate, c->alpha0, (long long)c->cfg.world_size);
+  if (c->n_gang > 0) explain_gang(c, &used, &gang);
   if (dec->pinned) {
     text_add(c, &used, "; expected waste %.3g%% against %.3g%% at the derived every %lld steps (about %s)",
              100 * dec->waste, 100 * dec->waste_optimum, (long long)dec->optimum_steps, t_opt);
@@ -503,8 +540,10 @@ static void derive_levels(ftl_cadence *c) {
   double shares = 0, class_rate[FTL_CADENCE_MAX_LEVELS];
   for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++)
     shares += c->lc.prior_share[i];
+  /* The gang's hosts scale every class alike (their histories are not split by class). */
+  double factor = gang_rate(c, (c->alpha0 + c->k) / (c->beta0 + c->exposure_h)).factor;
   for (int i = 0; i < FTL_CADENCE_MAX_LEVELS; i++)
-    class_rate[i] = (c->alpha0 * c->lc.prior_share[i] / shares + c->kcls[i]) / (c->beta0 + c->exposure_h);
+    class_rate[i] = factor * (c->alpha0 * c->lc.prior_share[i] / shares + c->kcls[i]) / (c->beta0 + c->exposure_h);
 
   /* The model's levels are the job's, lowest first; a class goes to the lowest one that survives it. */
   ftl_cadence_level_cost lv[FTL_CADENCE_MAX_LEVELS];
@@ -653,6 +692,7 @@ int cd_take_record(ftl_cadence *c, const ftl_cadence_record *rec) {
     timed_push(&c->restarts, c->cfg.window, rec->wall_us > 0 ? rec->wall_us : IN_PROCESS_AT - 1, rec->restart_s);
   } else {
     c->k += 1;
+    if (rec->host[0] && cd_take_host(c, rec->host, 1, 0) < 0) return -1;
     int cls = ftl_cadence_cause_level(rec->cause, FTL_CADENCE_LEVELS_ALL);
     c->kcls[(cls >= FTL_CADENCE_LEVEL_L1 ? cls : FTL_CADENCE_LEVEL_L3) - 1] += 1;
   }
@@ -660,3 +700,26 @@ int cd_take_record(ftl_cadence *c, const ftl_cadence_record *rec) {
 }
 
 void cd_rederive(ftl_cadence *c) { c->dirty = c->ldirty = true; }
+
+int cd_take_host(ftl_cadence *c, const char *host, double failures, double rank_hours) {
+  if (!c->host_tally && !(c->host_tally = cd_host_table_new())) return -1;
+  return cd_host_add(c->host_tally, host, failures, rank_hours) < 0 ? -1 : 0;
+}
+
+ftl_err ftl_cadence_set_gang_hosts(ftl_cadence *c, const ftl_cadence_gang_host *hosts, size_t n) {
+  if (!c || (n > 0 && !hosts)) return FTL_ERR_INVAL;
+  for (size_t i = 0; i < n; i++)
+    if (hosts[i].ranks < 1 || !hosts[i].host[0] || !memchr(hosts[i].host, '\0', sizeof hosts[i].host))
+      return FTL_ERR_INVAL;
+  ftl_cadence_gang_host *copy = NULL;
+  if (n > 0) {
+    copy = ftl_calloc(n, sizeof *copy);
+    if (!copy) return FTL_ERR_NOMEM;
+    memcpy(copy, hosts, n * sizeof *copy);
+  }
+  ftl_free(c->gang);
+  c->gang = copy;
+  c->n_gang = n;
+  c->dirty = c->ldirty = true;
+  return FTL_OK;
+}

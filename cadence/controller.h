@@ -15,4 +15,9 @@ int cd_take_record(ftl_cadence *c, const ftl_cadence_record *rec);
 /* Marks the decision for re-derivation (after a ledger was read, whatever it held). */
 void cd_rederive(ftl_cadence *c);
 
+/* Adds to host's own tally (hostrate.h): a failure cd_take_record took is added there already; an
+ * exposure record's per-host breakdown is added by the reader, share by share, once the record was
+ * taken. 0, or -1 when out of memory (a host past the table's bound is dropped, not an error). */
+int cd_take_host(ftl_cadence *c, const char *host, double failures, double rank_hours);
+
 #endif

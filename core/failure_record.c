@@ -1,6 +1,7 @@
 /* core/failure_record.c: the failure ledger's record in and out (see failure_record.h,
- * docs/formats/failures.md, docs/formats/fleet-ledger.md): the encoder, the strict parser and the
- * lookups of the cause names. */
+ * docs/formats/failures.md, docs/formats/fleet-ledger.md): the encoder, the strict parser (the
+ * fleet ledger's gpu_health records and per-host exposure included) and the lookups of the cause
+ * names. */
 #include "core/failure_record.h"
 
 #include <math.h>
@@ -31,8 +32,13 @@ const char *core_record_kind_name(core_record_kind kind) {
   case CORE_REC_FAILURE: return "failure";
   case CORE_REC_EXPOSURE: return "exposure";
   case CORE_REC_RESTART: return "restart";
+  case CORE_REC_GPU_HEALTH: return "gpu_health";
   }
   return NULL;
+}
+
+int core_gpu_verdict_known(const char *verdict) {
+  return verdict && (!strcmp(verdict, "healthy") || !strcmp(verdict, "degraded") || !strcmp(verdict, "failed"));
 }
 
 void core_failure_record_init(core_failure_record *r, core_record_kind kind) {
@@ -41,6 +47,7 @@ void core_failure_record_init(core_failure_record *r, core_record_kind kind) {
   r->attempt = -1;
   r->step = -1;
   r->rank = -1;
+  r->gpu_index = -1;
 }
 
 /* ---- encode ----------------------------------------------------------------------------------- */
@@ -60,7 +67,20 @@ static ftl_err check_bounds(const core_failure_record *r, ftl_diag *d) {
       (!isfinite(r->restart_s) || r->restart_s < 0 || r->restart_s > CORE_FR_MAX_RESTART_S))
     return ftl_diag_fail(d, FTL_ERR_INVAL, "restart_s %g is not in [0, %g]", r->restart_s, CORE_FR_MAX_RESTART_S);
   if (!core_record_kind_name(r->kind))
-    return ftl_diag_fail(d, FTL_ERR_INVAL, "record kind %d is not failure, exposure or restart", (int)r->kind);
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "record kind %d is not failure, exposure, restart or gpu_health",
+                         (int)r->kind);
+  if (r->kind == CORE_REC_GPU_HEALTH && (!r->host[0] || !r->gpu[0] || !core_gpu_verdict_known(r->verdict)))
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "a gpu_health record needs a host, a gpu and a verdict (healthy, degraded "
+                         "or failed)");
+  if (r->n_hosts > CORE_FR_MAX_HOSTS || (r->n_hosts > 0 && (!r->hosts || r->kind != CORE_REC_EXPOSURE)))
+    return ftl_diag_fail(d, FTL_ERR_INVAL, "%zu hosts: an exposure record has at most %d", r->n_hosts,
+                         CORE_FR_MAX_HOSTS);
+  for (size_t i = 0; i < r->n_hosts; i++)
+    if (!r->hosts[i].host[0] || !memchr(r->hosts[i].host, '\0', sizeof r->hosts[i].host) ||
+        !isfinite(r->hosts[i].rank_hours) || r->hosts[i].rank_hours < 0 ||
+        r->hosts[i].rank_hours > CORE_FR_MAX_RANK_HOURS)
+      return ftl_diag_fail(d, FTL_ERR_INVAL, "hosts[%zu]: no name, or rank_hours not in [0, %g]", i,
+                           CORE_FR_MAX_RANK_HOURS);
   return FTL_OK;
 }
 
@@ -72,6 +92,27 @@ static void put_detail(json_t *o, const core_failure_record *r, int *bad) {
   if (r->present & CORE_FR_DETECT_LAG) put(o, "detect_lag_ms", json_real(r->detect_lag_ms), bad);
   if (r->present & CORE_FR_BAD_HOST) put(o, "bad_host", json_string(r->bad_host), bad);
   if (r->present & CORE_FR_MESSAGE) put(o, "message", json_string(r->message), bad);
+  if (r->gpu[0]) put(o, "gpu", json_string(r->gpu), bad);
+  if (r->addrs[0]) put(o, "addrs", json_string(r->addrs), bad);
+}
+
+/* An exposure's per-host breakdown, {"n01": 8.0, ...}, when it has one. */
+static void put_hosts(json_t *o, const core_failure_record *r, int *bad) {
+  if (r->n_hosts == 0) return;
+  json_t *h = json_object();
+  for (size_t i = 0; h && i < r->n_hosts; i++)
+    if (json_object_set_new(h, r->hosts[i].host, json_real(r->hosts[i].rank_hours))) *bad = 1;
+  put(o, "hosts", h, bad);
+}
+
+/* A gpu_health record's own fields. */
+static void put_gpu(json_t *o, const core_failure_record *r, int *bad) {
+  put(o, "gpu", json_string(r->gpu), bad);
+  put(o, "gpu_name", json_string(r->gpu_name), bad);
+  put(o, "gpu_index", json_integer((json_int_t)r->gpu_index), bad);
+  put(o, "verdict", json_string(r->verdict), bad);
+  put(o, "reason", json_string(r->reason), bad);
+  if (r->addrs[0]) put(o, "addrs", json_string(r->addrs), bad);
 }
 
 ftl_err core_failure_record_encode(const core_failure_record *r, json_t **out, ftl_diag *d) {
@@ -90,6 +131,9 @@ ftl_err core_failure_record_encode(const core_failure_record *r, json_t **out, f
     put(o, "world_size", json_integer((json_int_t)r->world_size), &bad);
     if (r->kind == CORE_REC_EXPOSURE) {
       put(o, "rank_hours", json_real(r->rank_hours), &bad);
+      put_hosts(o, r, &bad);
+    } else if (r->kind == CORE_REC_GPU_HEALTH) {
+      put_gpu(o, r, &bad);
     } else {
       put(o, "step", json_integer((json_int_t)r->step), &bad);
       if (r->kind == CORE_REC_RESTART) put(o, "restart_s", json_real(r->restart_s), &bad);
@@ -177,6 +221,39 @@ static ftl_err get_str(json_t *o, const char *key, char *dst, size_t size, int r
   return FTL_OK;
 }
 
+/* A string that names something (a GPU's UUID, a verdict): cut, it would name something else, so
+ * one too long for dst is refused. */
+static ftl_err get_id(json_t *o, const char *key, char *dst, size_t size, int required, unsigned *present,
+                      unsigned bit, ftl_diag *d) {
+  json_t *v = json_object_get(o, key);
+  if (v && json_is_string(v) && json_string_length(v) >= size)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"%s\" is longer than %zu bytes", key, size - 1);
+  return get_str(o, key, dst, size, required, present, bit, d);
+}
+
+void core_failure_record_set_addrs(core_failure_record *r, const char *addrs) {
+  size_t n = addrs ? strlen(addrs) : 0;
+  if (n >= sizeof r->addrs) {
+    n = sizeof r->addrs - 1;
+    while (n > 0 && addrs[n] != ' ') n--;
+  }
+  memcpy(r->addrs, addrs ? addrs : "", n);
+  r->addrs[n] = '\0';
+}
+
+/* "addrs": cut to fit at a whole address (half an address would name another host). */
+static ftl_err get_addrs(json_t *o, core_failure_record *out, ftl_diag *d) {
+  ftl_err rc = get_str(o, "addrs", out->addrs, sizeof out->addrs, 0, &out->present, CORE_FR_ADDRS, d);
+  json_t *v = json_object_get(o, "addrs");
+  if (!rc && v && json_string_length(v) >= sizeof out->addrs) {
+    const char *last = strrchr(out->addrs, ' ');
+    size_t keep = last ? (size_t)(last - out->addrs) : 0;
+    if (json_string_value(v)[sizeof out->addrs - 1] == ' ') keep = sizeof out->addrs - 1; /* cut at a space */
+    out->addrs[keep] = '\0';
+  }
+  return rc;
+}
+
 /* The object's version and kind. The run ledger's oldest lines have no "record": a failure. */
 static ftl_err parse_head(json_t *o, core_failure_record *out, ftl_diag *d) {
   int64_t version = -1;
@@ -194,8 +271,11 @@ static ftl_err parse_head(json_t *o, core_failure_record *out, ftl_diag *d) {
     out->kind = CORE_REC_EXPOSURE;
   else if (strcmp(kind, "restart") == 0)
     out->kind = CORE_REC_RESTART;
+  else if (strcmp(kind, "gpu_health") == 0)
+    out->kind = CORE_REC_GPU_HEALTH;
   else
-    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "record \"%s\" is not \"failure\", \"exposure\" or \"restart\"", kind);
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT,
+                         "record \"%s\" is not \"failure\", \"exposure\", \"restart\" or \"gpu_health\"", kind);
   return FTL_OK;
 }
 
@@ -213,11 +293,66 @@ static ftl_err parse_detail(json_t *o, core_failure_record *out, ftl_diag *d) {
     *p |= CORE_FR_DETECT_LAG;
   }
   if ((rc = get_str(o, "bad_host", out->bad_host, sizeof out->bad_host, 0, p, CORE_FR_BAD_HOST, d))) return rc;
+  if ((rc = get_id(o, "gpu", out->gpu, sizeof out->gpu, 0, p, CORE_FR_GPU, d))) return rc;
+  if ((rc = get_addrs(o, out, d))) return rc;
   return get_str(o, "message", out->message, sizeof out->message, 0, p, CORE_FR_MESSAGE, d);
 }
 
+/* A gpu_health record: the host, the GPU's identity and its verdict are required; the name and
+ * the reason are text, cut to fit. */
+static ftl_err parse_gpu(json_t *o, core_failure_record *out, ftl_diag *d) {
+  unsigned *p = &out->present;
+  ftl_err rc;
+  if (!out->host[0]) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"host\" is missing (a gpu_health record)");
+  if ((rc = get_id(o, "gpu", out->gpu, sizeof out->gpu, 1, p, CORE_FR_GPU, d))) return rc;
+  if ((rc = get_id(o, "verdict", out->verdict, sizeof out->verdict, 1, p, CORE_FR_VERDICT, d))) return rc;
+  if (!core_gpu_verdict_known(out->verdict))
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"verdict\": \"%s\" is not healthy, degraded or failed",
+                         out->verdict);
+  if ((rc = get_str(o, "gpu_name", out->gpu_name, sizeof out->gpu_name, 0, p, CORE_FR_GPU_NAME, d))) return rc;
+  if ((rc = get_int(o, "gpu_index", -1, &out->gpu_index, p, CORE_FR_GPU_INDEX, d))) return rc;
+  if (out->gpu_index < -1 || out->gpu_index > 65535)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"gpu_index\": %lld is not in [0, 65535]",
+                         (long long)out->gpu_index);
+  if ((rc = get_addrs(o, out, d))) return rc;
+  return get_str(o, "reason", out->reason, sizeof out->reason, 0, p, CORE_FR_REASON, d);
+}
+
+/* An exposure's optional "hosts": an object of at most CORE_FR_MAX_HOSTS host names (1 to 63
+ * bytes) to rank-hours in [0, CORE_FR_MAX_RANK_HOURS], copied into hosts[0..max) when given. */
+static ftl_err parse_hosts(json_t *o, core_failure_record *out, core_fr_host *hosts, size_t max, ftl_diag *d) {
+  json_t *h = json_object_get(o, "hosts");
+  if (!h) return FTL_OK;
+  if (!json_is_object(h)) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"hosts\" is not an object");
+  size_t n = json_object_size(h);
+  if (n > CORE_FR_MAX_HOSTS)
+    return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"hosts\" has %zu hosts, more than %d", n, CORE_FR_MAX_HOSTS);
+  const char *name;
+  json_t *v;
+  size_t i = 0;
+  json_object_foreach(h, name, v) {
+    size_t len = strlen(name);
+    if (len == 0 || len >= sizeof hosts[0].host)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"hosts\": a host name of %zu bytes (1 to %zu)", len,
+                           sizeof hosts[0].host - 1);
+    double x = json_is_number(v) ? json_number_value(v) : -1;
+    if (!isfinite(x) || x < 0 || x > CORE_FR_MAX_RANK_HOURS)
+      return ftl_diag_fail(d, FTL_ERR_CORRUPT, "field \"hosts\": \"%.63s\" is not a number of rank-hours in [0, %g]",
+                           name, CORE_FR_MAX_RANK_HOURS);
+    if (hosts && i < max) {
+      memcpy(hosts[i].host, name, len + 1);
+      hosts[i].rank_hours = x;
+    }
+    i++;
+  }
+  out->n_hosts = n;
+  out->hosts = hosts;
+  out->present |= CORE_FR_HOSTS;
+  return FTL_OK;
+}
+
 /* Everything after the head: the common fields, then the kind's own. */
-static ftl_err parse_body(json_t *o, core_failure_record *out, ftl_diag *d) {
+static ftl_err parse_body(json_t *o, core_failure_record *out, core_fr_host *hosts, size_t max, ftl_diag *d) {
   unsigned *p = &out->present;
   ftl_err rc;
   if ((rc = get_str(o, "job", out->job, sizeof out->job, 0, p, CORE_FR_JOB, d))) return rc;
@@ -232,13 +367,22 @@ static ftl_err parse_body(json_t *o, core_failure_record *out, ftl_diag *d) {
     if ((rc = get_str(o, "cause", out->cause, sizeof out->cause, 1, p, CORE_FR_CAUSE, d))) return rc;
     return parse_detail(o, out, d);
   }
-  if (out->kind == CORE_REC_EXPOSURE) return get_bounded(o, "rank_hours", CORE_FR_MAX_RANK_HOURS, &out->rank_hours, d);
+  if (out->kind == CORE_REC_EXPOSURE) {
+    if ((rc = get_bounded(o, "rank_hours", CORE_FR_MAX_RANK_HOURS, &out->rank_hours, d))) return rc;
+    return parse_hosts(o, out, hosts, max, d);
+  }
+  if (out->kind == CORE_REC_GPU_HEALTH) return parse_gpu(o, out, d);
   /* A restart's cause is only said, not classified: a restart record never moves M. */
   if ((rc = get_str(o, "cause", out->cause, sizeof out->cause, 0, p, CORE_FR_CAUSE, d))) return rc;
   return get_bounded(o, "restart_s", CORE_FR_MAX_RESTART_S, &out->restart_s, d);
 }
 
 ftl_err core_failure_record_parse(const char *line, size_t len, core_failure_record *out, ftl_diag *d) {
+  return core_failure_record_parse_hosts(line, len, out, NULL, 0, d);
+}
+
+ftl_err core_failure_record_parse_hosts(const char *line, size_t len, core_failure_record *out, core_fr_host *hosts,
+                                        size_t max, ftl_diag *d) {
   if (!line || !out) return ftl_diag_fail(d, FTL_ERR_INVAL, "no line or no record");
   core_failure_record_init(out, CORE_REC_FAILURE);
   if (len > CORE_FR_MAX_LINE_BYTES) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "line of %zu bytes is too long", len);
@@ -247,7 +391,7 @@ ftl_err core_failure_record_parse(const char *line, size_t len, core_failure_rec
   if (!o) return ftl_diag_fail(d, FTL_ERR_CORRUPT, "not JSON: %s (column %d)", jerr.text, jerr.column);
   ftl_err rc = json_is_object(o) ? FTL_OK : ftl_diag_fail(d, FTL_ERR_CORRUPT, "not a JSON object");
   if (!rc) rc = parse_head(o, out, d);
-  if (!rc) rc = parse_body(o, out, d);
+  if (!rc) rc = parse_body(o, out, hosts, max, d);
   json_decref(o);
   return rc;
 }

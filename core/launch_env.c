@@ -41,7 +41,8 @@ static int64_t setting_ms(const char *name) {
   return x;
 }
 
-/* The user's settings, and the checkpoint levels (their malformed values were never fatal). */
+/* The user's settings, the checkpoint levels and the gang's hosts (their malformed values are never
+ * fatal: each only refines what the library does). */
 static void read_settings(core_launch_env *env) {
   const char *v = getenv("FTL_BACKEND");
   if (v && (!strcmp(v, "mpi") || !strcmp(v, "nccl"))) snprintf(env->backend, sizeof env->backend, "%s", v);
@@ -60,6 +61,12 @@ static void read_settings(core_launch_env *env) {
   v = getenv("FTL_CKPT_L1_MAX_BYTES");
   int64_t mb = 0;
   if (v && ftl_parse_i64(v, 1, INT64_MAX, &mb) == FTL_OK) env->ckpt_l1_max_bytes = (uint64_t)mb;
+  v = getenv("FTL_GANG_HOSTS");
+  if (v && ftl_fmt(env->gang_hosts, sizeof env->gang_hosts, "%s", v)) {
+    FTL_LOG(FTL_LOG_WARN, "cadence", "FTL_GANG_HOSTS is longer than %d bytes: the gang's hosts are not known",
+            CORE_GANG_HOSTS_MAX);
+    env->gang_hosts[0] = '\0';
+  }
   v = getenv("FTL_CKPT_L1_DIR");
   if (v && ftl_fmt(env->ckpt_l1_dir, sizeof env->ckpt_l1_dir, "%s", v)) {
     FTL_LOG(FTL_LOG_WARN, "ckpt", "FTL_CKPT_L1_DIR is too long: L1 is off");

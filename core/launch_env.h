@@ -18,6 +18,9 @@
 
 #include "ftl/error.h"
 
+/* FTL_GANG_HOSTS's longest value: about 2,000 hosts of short names; a larger gang's is not set. */
+#define CORE_GANG_HOSTS_MAX 32767
+
 typedef struct core_launch_env {
   /* The rendezvous: set by `ftl run` for every rank. */
   int present;        /* FTL_RDZV_ADDR is set: started by `ftl run` */
@@ -32,6 +35,9 @@ typedef struct core_launch_env {
   char run_dir[PATH_MAX];    /* FTL_RUN_DIR */
   char job_spec_hash[65];    /* FTL_JOB_SPEC_HASH, recorded in each checkpoint's manifest */
   char fleet_ledger[PATH_MAX]; /* FTL_FLEET_LEDGER: the fleet's failure ledger, read by the cadence */
+  char gang_hosts[CORE_GANG_HOSTS_MAX + 1]; /* FTL_GANG_HOSTS: "host:ranks,..." of this attempt, read by the
+                                               cadence (its per-host rates); "" when absent or too long
+                                               (warned, never fatal: the cadence then pools) */
   int standby;               /* FTL_STANDBY=1: a rank of the standby gang, which parks in ftl_init */
   /* The checkpoint levels the job asked for (checkpoint.levels). */
   char ckpt_l1_dir[PATH_MAX]; /* FTL_CKPT_L1_DIR: the L1 root ("": no L1) */

@@ -5,6 +5,16 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "core/failure_record.h"
+
+/* The ledger's name of a cause: core's one table (core/failure_record.c); the enum follows the
+ * same map's order (launcher/launcher.h). Here, with the other pure judging of an attempt, so the
+ * policy and the fleet plan name causes without calling into supervise.c. */
+const char *ln_failure_kind_name(ln_failure_kind kind) {
+  const char *name = core_failure_cause_name((int)kind);
+  return name ? name : "unknown";
+}
+
 const char *ln_phase_name(ln_attempt_phase p) {
   static const char *const names[] = {"launching", "rendezvous", "running", "stopping", "ending", "draining", "ended"};
   return (size_t)p < sizeof names / sizeof *names ? names[p] : "unknown";

@@ -198,6 +198,13 @@ int ln_detect_one_host(const ln_rank_watch *r, int n) {
   return 1;
 }
 
+int ln_detect_local_rank(const ln_rank_watch *r, int n, int i) {
+  if (i < 0 || i >= n || !r[i].host) return -1;
+  int k = 0;
+  for (int j = 0; j < i; j++) k += r[j].host && !strcmp(r[j].host, r[i].host);
+  return k;
+}
+
 /* The median of sorted[0..n-1] without the element at index skip (n >= 2): what sorting the other
  * ranks' values would give, in O(1), so a gang of thousands is not sorted once per rank. */
 static double median_without(const double *sorted, int n, int skip) {

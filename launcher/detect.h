@@ -113,4 +113,9 @@ int ln_detect_stragglers(const ln_rank_watch *r, int n, double ratio, ln_straggl
 /* 1 when every rank whose host is known runs on the same host (nothing to exclude there). */
 int ln_detect_one_host(const ln_rank_watch *r, int n);
 
+/* Rank i's place among the ranks on its host, counted in rank order (mpirun's default by-slot
+ * placement gives it as the local rank): where a rank's own word (its ready report's local_rank)
+ * is missing. -1 when its host is not known. */
+int ln_detect_local_rank(const ln_rank_watch *r, int n, int i);
+
 #endif

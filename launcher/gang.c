@@ -129,7 +129,7 @@ ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_di
 const char *const ln_gang_env_names[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
                                           "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
                                           "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
-                                          "FTL_PREEMPT_GRACE_MS", "FTL_STANDBY", "FTL_CKPT_L1_DIR",
+                                          "FTL_GANG_HOSTS", "FTL_PREEMPT_GRACE_MS", "FTL_STANDBY", "FTL_CKPT_L1_DIR",
                                           "FTL_CKPT_L1_MAX_BYTES", "FTL_CKPT_L2", "FTL_RELAY", "MASTER_ADDR", "MASTER_PORT",
                                           "FTL_PYRUN", "FTL_PRELOAD", NULL};
 
@@ -213,6 +213,7 @@ ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_
   env_set_int(&b, "FTL_KILL_GRACE_MS", e->kill_grace_ms);
   env_set_int(&b, "FTL_NODE_TIMEOUT_MS", e->node_timeout_ms);
   env_set(&b, "FTL_FLEET_LEDGER", e->fleet_ledger ? e->fleet_ledger : "");
+  env_set(&b, "FTL_GANG_HOSTS", e->gang_hosts ? e->gang_hosts : "");
   env_set_int(&b, "FTL_PREEMPT_GRACE_MS", e->preempt_grace_ms);
   env_set_int(&b, "FTL_STANDBY", e->standby ? 1 : 0);
   env_set(&b, "FTL_CKPT_L1_DIR", e->ckpt_l1_dir ? e->ckpt_l1_dir : "");

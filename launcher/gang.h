@@ -66,6 +66,8 @@ typedef struct ln_gang_env {
   int64_t kill_grace_ms;         /* FTL_KILL_GRACE_MS */
   int64_t node_timeout_ms;       /* FTL_NODE_TIMEOUT_MS */
   const char *fleet_ledger;      /* FTL_FLEET_LEDGER (NULL: empty) */
+  const char *gang_hosts;        /* FTL_GANG_HOSTS: "host:ranks,..." of the attempt, for the cadence's
+                                    per-host rates (NULL: empty) */
   int64_t preempt_grace_ms;      /* FTL_PREEMPT_GRACE_MS */
   const char *master_addr;       /* MASTER_ADDR */
   int master_port;               /* MASTER_PORT */

@@ -314,9 +314,12 @@ ln_gpu_health_limits ln_gpu_health_limits_default(void) {
       .nvlink_errors_rise = 16,
       /* Each PCIe replay is a re-sent packet; several per interval is a bad lane or riser. */
       .pcie_replay_rise = 8,
-      .throttle_mask = nvmlClocksThrottleReasonSwPowerCap | nvmlClocksThrottleReasonHwSlowdown |
-                       nvmlClocksThrottleReasonSwThermalSlowdown | nvmlClocksThrottleReasonHwThermalSlowdown |
-                       nvmlClocksThrottleReasonHwPowerBrakeSlowdown,
+      /* Not the SW power cap: a GPU at full load under its power limit reports it as a matter of
+       * course (its clocks follow the budget it was given), and a verdict the policy acts on
+       * (a degraded host is left out at the next restart) must not fire on every busy GPU. The
+       * HW power brake (the node's power supply or BMC pulling the brake) is a fault. */
+      .throttle_mask = nvmlClocksThrottleReasonHwSlowdown | nvmlClocksThrottleReasonSwThermalSlowdown |
+                       nvmlClocksThrottleReasonHwThermalSlowdown | nvmlClocksThrottleReasonHwPowerBrakeSlowdown,
   };
   return l;
 }
@@ -390,7 +393,8 @@ static void judge_clocks_and_links(const ln_gpu_reading *prev, const ln_gpu_read
       add(why->degraded, sizeof why->degraded, "thermal throttling%s",
           known(cur, LN_GPU_FIELD_TEMPERATURE) ? "" : " (temperature unknown)");
     if (t & (nvmlClocksThrottleReasonSwPowerCap | nvmlClocksThrottleReasonHwPowerBrakeSlowdown))
-      add(why->degraded, sizeof why->degraded, "power-cap throttling");
+      add(why->degraded, sizeof why->degraded,
+          t & nvmlClocksThrottleReasonHwPowerBrakeSlowdown ? "HW power brake" : "power-cap throttling");
     if (t & nvmlClocksThrottleReasonHwSlowdown) add(why->degraded, sizeof why->degraded, "HW slowdown");
   }
   if (known(prev, LN_GPU_FIELD_NVLINK) && known(cur, LN_GPU_FIELD_NVLINK)) {

@@ -135,4 +135,18 @@ int ln_gpu_xid_is_critical(uint32_t xid);
 void ln_gpu_verdict_of(const ln_gpu_reading *prev, const ln_gpu_reading *cur, const ln_gpu_health_limits *limits,
                        ln_gpu_verdict *out);
 
+/* The NVML index of the GPU a rank uses, given its local rank and its host's GPU count (> 0): the
+ * convention ftl's examples and CUDA_VISIBLE_DEVICES-less programs follow (cudaSetDevice(local rank
+ * mod GPUs)), with NVML's order taken as CUDA's (true with CUDA_DEVICE_ORDER=PCI_BUS_ID, and on
+ * the usual one-model nodes). The one place this rule is written: MFU's peak (mfu.c) and the GPU
+ * named beside a straggler (runview.c) both ask here. */
+static inline int ln_gpu_index_of_local_rank(int local_rank, int n_gpus) {
+  return n_gpus > 0 && local_rank >= 0 ? local_rank % n_gpus : 0;
+}
+
+/* ---- `ftl gpus` (gpus_cmd.c): one check of this host's GPUs, its verdict as the exit code ---- */
+
+extern const char ln_gpus_help[];
+int ln_cmd_gpus(int argc, char **argv);
+
 #endif

@@ -131,6 +131,28 @@ static const ln_yb_field metrics_fields[] = {
 };
 static const ln_yb_section metrics_section = FTL_YB_SECTION_OF(metrics_fields);
 
+/* `fleet:` how the fleet ledger's per-host history is used (launcher/fleet.h): the window, in days,
+ * whose records judge a host before the job starts; 0 reads none. */
+static const ln_yb_field fleet_fields[] = {
+    {.key = "history_days", .kind = FTL_YB_INT, .offset = offsetof(ln_job, fleet_history_days), .min = 0,
+     .max = 3650, .def = 7},
+};
+static const ln_yb_section fleet_section = FTL_YB_SECTION_OF(fleet_fields);
+
+/* `mfu:` what model FLOPs utilisation is measured against (launcher/mfu.h, docs/gpu.md "Useful work:
+ * MFU"): the precision picks the peak table's column; peak_tflops, every rank's device's peak,
+ * overrides the table (and the measured CPU peak). The values are ln_precision's (peak_flops.h). */
+static const ln_yb_choice precision_choices[] = {
+    {"bf16", 0}, {"fp16", 1}, {"tf32", 2}, {"fp32", 3}, {NULL, 0},
+};
+static const ln_yb_field mfu_fields[] = {
+    {.key = "precision", .kind = FTL_YB_ENUM, .offset = offsetof(ln_job, mfu_precision), .def = 0,
+     .choices = precision_choices},
+    {.key = "peak_tflops", .kind = FTL_YB_NUMBER, .flags = FTL_YB_MARK_SET, .offset = offsetof(ln_job, mfu_peak_tflops),
+     .count_offset = offsetof(ln_job, has_mfu_peak)},
+};
+static const ln_yb_section mfu_section = FTL_YB_SECTION_OF(mfu_fields);
+
 /* `inputs:` NAME: PATH, read like `env` (names are variable names: the ranks get FTL_INPUT_<NAME>).
  * Paths are kept as written, relative to the folder `ftl run` starts in, like run_dir: data lives
  * with the runs, not with the spec. */
@@ -194,6 +216,7 @@ static const ln_yb_field job_fields[] = {
     {.key = "rendezvous", .kind = FTL_YB_SECTION, .sub = &rendezvous_section},
     {.key = "fleet_ledger", .kind = FTL_YB_STRING, .flags = FTL_YB_NONEMPTY | FTL_YB_PATH,
      .offset = offsetof(ln_job, fleet_ledger)},
+    {.key = "fleet", .kind = FTL_YB_SECTION, .sub = &fleet_section},
     {.key = "min_ranks", .kind = FTL_YB_INT, .offset = offsetof(ln_job, min_ranks), .min = 1, .max = JOB_RANKS_MAX,
      .def = 0},
     {.key = "restart", .kind = FTL_YB_SECTION, .sub = &restart_section},
@@ -201,6 +224,7 @@ static const ln_yb_field job_fields[] = {
     {.key = "preemption", .kind = FTL_YB_SECTION, .sub = &preemption_section},
     {.key = "checkpoint", .kind = FTL_YB_SECTION, .sub = &checkpoint_section},
     {.key = "metrics", .kind = FTL_YB_SECTION, .sub = &metrics_section},
+    {.key = "mfu", .kind = FTL_YB_SECTION, .sub = &mfu_section},
     {.key = "inputs", .kind = FTL_YB_ENV, .offset = offsetof(ln_job, inputs),
      .count_offset = offsetof(ln_job, inputs_count)},
     {.key = "eval", .kind = FTL_YB_SECTION, .sub = &eval_section},
@@ -332,6 +356,25 @@ static ftl_err check_levels(const ln_job *job, const ln_yb_doc *doc, ftl_diag *d
   if (seen[1] && !seen[0])
     return ln_yb_fail_field(doc, "checkpoint.levels", d,
                             "l2 needs l1: the partner host keeps its copies in its L1 folder (checkpoint.l1_dir)");
+  return FTL_OK;
+}
+
+/* fleet.history_days says how a fleet ledger's history is read: without one it would be ignored,
+ * silently. */
+static ftl_err check_fleet(const ln_job *job, const ln_yb_doc *doc, ftl_diag *d) {
+  if (!job->fleet_ledger && ln_yb_has_field(doc, "fleet.history_days"))
+    return ln_yb_fail_field(doc, "fleet.history_days", d, "has no effect without fleet_ledger (the ledger whose "
+                            "history it reads)");
+  return FTL_OK;
+}
+
+/* mfu.peak_tflops: a device's peak, so more than 0 and less than any device's by far (a petaFLOPS
+ * written in FLOPS, not TFLOPS, would make every MFU a millionth of itself). */
+static ftl_err check_mfu(const ln_job *job, const ln_yb_doc *doc, ftl_diag *d) {
+  if (job->has_mfu_peak && !(job->mfu_peak_tflops > 0 && job->mfu_peak_tflops <= 1e6))
+    return ln_yb_fail_field(doc, "mfu.peak_tflops", d,
+                            "expected a device's peak in TFLOPS, more than 0 and at most 1000000, got %g",
+                            job->mfu_peak_tflops);
   return FTL_OK;
 }
 
@@ -610,6 +653,10 @@ static ftl_err parse_common(const char *data, size_t size, const char *file, con
   rc = check_levels(job, doc, d);
   if (rc) goto out;
   rc = check_l1_dir(job, doc, d);
+  if (rc) goto out;
+  rc = check_mfu(job, doc, d);
+  if (rc) goto out;
+  rc = check_fleet(job, doc, d);
   if (rc) goto out;
   if (job->min_ranks > job->ranks) {
     /* A rule across two fields: point at min_ranks, which the user set on purpose. */

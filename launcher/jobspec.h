@@ -60,6 +60,8 @@ typedef struct ln_job {
   int64_t node_timeout_ms;       /* `timeouts.node_s`: a host's agents silent; default 10 s */
   char *fleet_ledger;       /* `fleet_ledger`: a failure/exposure ledger shared by the fleet's jobs
                                (docs/formats/fleet-ledger.md); may be NULL */
+  int fleet_history_days;   /* `fleet.history_days`: the days of the fleet ledger's per-host history that
+                               judge the hostfile's hosts before the first attempt; 0: none; default 7 */
   /* `preemption:` */
   /* `checkpoint:` the levels of the ranks' checkpoints (docs/checkpoint.md, "Levels") */
   char **ckpt_levels;       /* `checkpoint.levels`: NULL-terminated, each "l1", "l2" or "l3", each at most
@@ -72,6 +74,10 @@ typedef struct ln_job {
   int64_t preempt_grace_ms; /* `preemption.grace_s`: time ranks get to checkpoint and stop after
                                SIGTERM/SIGUSR1 before they are killed; default 30 s */
   char *metrics_textfile;   /* `metrics.textfile`: Prometheus textfile, as written; may be NULL */
+  /* `mfu:` what model FLOPs utilisation is measured against (launcher/mfu.h) */
+  int mfu_precision;        /* `mfu.precision`: bf16 (0, the default), fp16, tf32, fp32: ln_precision */
+  double mfu_peak_tflops;   /* `mfu.peak_tflops`: every rank's device's peak; > 0 when has_mfu_peak */
+  int has_mfu_peak;
   /* `inputs:` the files and folders the job reads (docs/pipeline.md), hashed into
      RUNDIR/snapshot.json at submission: "NAME=PATH" strings, NULL-terminated; never NULL */
   char **inputs;

@@ -7,6 +7,7 @@
 #include "ftl/error.h"
 #include "launcher/events.h"
 #include "launcher/jobspec.h"
+#include "launcher/mfu.h"
 
 /* ftl's own exit codes. Never renumbered. */
 enum {
@@ -39,6 +40,9 @@ typedef struct ln_attempt_opts {
   char *const *pyrun_argv;  /* a Python program run through launcher/pyrun.py (launcher/pyprog.h), or
                                NULL: the program as it is */
   const char *preload;      /* a standby's pyrun.py imports these before parking (FTL_PRELOAD) */
+  struct ln_fleet *fleet;   /* the job's fleet-ledger notes (launcher/fleet.h): the supervisor notes each
+                               rank's host and each GPU verdict change there; NULL: none kept */
+  const char *gang_hosts;   /* FTL_GANG_HOSTS for the ranks ("host:ranks,..."), or NULL: not set */
 } ln_attempt_opts;
 
 typedef enum ln_attempt_outcome {
@@ -61,6 +65,8 @@ typedef enum ln_failure_kind {
 /* The ledger's `cause` for kind ("exit_code"); "unknown" for a value outside the table. */
 const char *ln_failure_kind_name(ln_failure_kind kind);
 
+enum { LN_MAX_DEGRADED_HOSTS = 16 };
+
 typedef struct ln_attempt_result {
   ln_attempt_outcome outcome;
   ln_failure_kind kind;
@@ -73,6 +79,14 @@ typedef struct ln_attempt_result {
   char bad_host[64];        /* a host to leave out of the next attempt, "" if none */
   char bad_host_addrs[512]; /* its IPv4 addresses as its agents reported them, space-separated */
   char suspect_host[64];    /* a straggler's host, "" if none */
+  /* Hosts whose latest GPU health report named a degraded GPU (docs/gpu.md): left out of the next
+   * attempt when the other hosts still hold every rank (the policy's rule 5b), never to shrink */
+  struct {
+    char host[64];
+    char addrs[512];        /* as bad_host_addrs */
+    char why[160];          /* "GPU 1 (GPU-...) is degraded: thermal throttling" */
+  } degraded[LN_MAX_DEGRADED_HOSTS];
+  int n_degraded;
   int never_started;        /* ranks whose agents had not started when the launch deadline ended
                                the attempt (mpirun may wait silently for a host it cannot reach);
                                0 otherwise */
@@ -88,6 +102,7 @@ typedef struct ln_attempt_result {
   double detect_lag_ms;     /* root failure happened -> detected (from the agent's clock) */
   double committed_at_ms;   /* when committed_step was committed */
   double ckpt_stall_ms;     /* sum of checkpoint stalls (rank 0) */
+  ln_mfu_figure mfu;        /* model FLOPs utilisation at the end (ranks 0: no FLOPs reported; mfu.h) */
   char summary[1024];       /* one sentence for the console */
 } ln_attempt_result;
 

@@ -31,7 +31,9 @@
 #include "core/proc.h"
 #include "ftl/core.h"
 #include "ftl/ftl.h"
+#include "launcher/fleet.h"
 #include "launcher/gang.h"
+#include "launcher/gpu_health.h"
 #include "launcher/hostfile.h"
 #include "launcher/launcher.h"
 #include "launcher/prom.h"
@@ -146,6 +148,8 @@ static const char env_help[] =
     "                                                   before parking (removed before the program runs;\n"
     "                                                   restart.python_runner)\n"
     "  FTL_FLEET_LEDGER                                 the spec's fleet_ledger, or empty\n"
+    "  FTL_GANG_HOSTS                                   with a fleet_ledger: the attempt's host:ranks,... (the\n"
+    "                                                   cadence's per-host failure rates; docs/cadence.md)\n"
     "  and the spec's `env` (for the program only: mpirun, srun and the rank agent run without it;\n"
     "  it reaches the agents as FTL_JOB_ENV_<NAME>, which the program does not see; names ftl or\n"
     "  Open MPI set are refused in it, docs/job-spec.md); as root with mpirun,\n"
@@ -188,7 +192,8 @@ static const char env_reads_help[] =
     "  FTL_CKPT_L2_TCP_ANNOUNCE=DIR                     L2 listeners write their address to DIR, wait while DIR/hold;\n"
     "                                                   no fetch starts while DIR/hold-fetch\n"
     "  FTL_NVML_FAKE=FILE                               GPU health reads recorded NVML states from FILE instead of\n"
-    "                                                   libnvidia-ml (docs/formats/nvml-fake.md)\n"
+    "                                                   libnvidia-ml (docs/formats/nvml-fake.md); %h in FILE is\n"
+    "                                                   the host's name\n"
     "  FTL_GPU_HEALTH_MS=MS                             between the rank agent's GPU health checks (default 5000)\n";
 
 static const char ckpt_help[] =
@@ -286,6 +291,10 @@ static const subcommand subcommands[] = {
      "ftl status RUNDIR [--json]\n", 0},
     {"report", ln_cmd_report, "one self-contained HTML page about a run, with plots", ln_report_help,
      "ftl report RUNDIR [-o FILE]\n", 0},
+    {"gpus", ln_cmd_gpus, "this host's GPUs and each one's health verdict (NVML)", ln_gpus_help,
+     "ftl gpus [--interval MS] [--json] [--quiet]\n", 0},
+    {"fleet", ln_cmd_fleet, "a fleet ledger's hosts by recent health, worst first", ln_fleet_help,
+     "ftl fleet LEDGER [--days N] [--json]\n", 0},
     {"help", cmd_help, "this list, a command's help, or a topic", help_help,
      "ftl help [COMMAND|exit-codes|env]\n", 0},
     {"version", ln_cmd_version, "print ftl's version and what the build compiled in (CUDA, NCCL, HDF5, MPI)",

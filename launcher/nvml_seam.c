@@ -6,10 +6,12 @@
 #include "launcher/nvml_seam.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/dl.h"
 
@@ -54,12 +56,37 @@ static void load_real(void) {
   real_ok = 1;
 }
 
+/* FTL_NVML_FAKE with each "%h" replaced by this host's name ("%%" is "%"), so that the hosts of a
+ * multi-host test (network namespaces with host names of their own) each replay their own file.
+ * 0 when the result does not fit. */
+static int expand_fake_path(const char *pattern, char *out, size_t size) {
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
+  size_t n = 0;
+  for (const char *p = pattern; *p; p++) {
+    const char *piece = p;
+    size_t len = 1;
+    if (p[0] == '%' && p[1] == 'h') piece = host, len = strlen(host), p++;
+    else if (p[0] == '%' && p[1] == '%') p++;
+    if (n + len >= size) return 0;
+    memcpy(out + n, piece, len);
+    n += len;
+  }
+  out[n] = '\0';
+  return 1;
+}
+
 int ln_nvml_load(ln_nvml_ops *ops, char *why, size_t why_size) {
   memset(ops, 0, sizeof *ops);
   if (why && why_size) why[0] = '\0';
   /* A test hook, read apart from the launch environment (core/launch_env.h says which are). */
-  const char *fake = getenv("FTL_NVML_FAKE");
-  if (fake && *fake) {
+  const char *pattern = getenv("FTL_NVML_FAKE");
+  char fake[PATH_MAX];
+  if (pattern && *pattern && !expand_fake_path(pattern, fake, sizeof fake)) {
+    if (why && why_size) snprintf(why, why_size, "FTL_NVML_FAKE=%.200s: the path is too long", pattern);
+    return 0;
+  }
+  if (pattern && *pattern) {
     ftl_diag d = {{0}};
     int missing = 0;
     if (ln_nvml_fake_load(fake, ops, &missing, &d) != FTL_OK) {

@@ -85,6 +85,30 @@ static const char *blamed_host(const ln_attempt_result *res, const char *suspect
   return "";
 }
 
+/* Rule 5b: the degraded hosts of res that still hold slots, each left out while the hosts left keep
+ * at least cfg->ranks slots (in res's order: the first reported goes first). Returns the slots
+ * left; records every degraded host in out->degraded. */
+static int leave_out_degraded(const ln_policy_config *cfg, const ln_attempt_result *res, const ln_policy_host *hosts,
+                              size_t nhosts, const char *blame, int slots, ln_policy_decision *out) {
+  for (int k = 0; k < res->n_degraded && k < LN_MAX_DEGRADED_HOSTS; k++) {
+    const char *name = res->degraded[k].host;
+    if (blame[0] && !strcmp(name, blame)) continue; /* already left out by rule 5 */
+    int its_slots = 0, lines = 0;
+    for (size_t i = 0; i < nhosts; i++)
+      if (!hosts[i].bad && !(blame[0] && ln_policy_host_matches(hosts[i].name, blame, res->bad_host_addrs)) &&
+          ln_policy_host_matches(hosts[i].name, name, res->degraded[k].addrs)) {
+        its_slots += hosts[i].slots;
+        lines++;
+      }
+    if (!lines) continue; /* not in the plan (or already out) */
+    int n = out->n_degraded++;
+    out->degraded[n].of = k;
+    out->degraded[n].left_out = slots - its_slots >= cfg->ranks;
+    if (out->degraded[n].left_out) slots -= its_slots;
+  }
+  return slots;
+}
+
 void ln_policy_decide(const ln_policy_config *cfg, const ln_policy_state *history, const ln_attempt_result *res,
                        const ln_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
                        ln_policy_decision *out) {
@@ -182,6 +206,7 @@ void ln_policy_decide(const ln_policy_config *cfg, const ln_policy_state *histor
     if (blame[0] && ln_policy_host_matches(hosts[i].name, blame, res->bad_host_addrs)) out->excluded++;
     else slots += hosts[i].slots;
   }
+  if (cfg->have_hostfile && slots >= cfg->ranks) slots = leave_out_degraded(cfg, res, hosts, nhosts, blame, slots, out);
   out->slots = slots;
   if (cfg->have_hostfile && slots < cfg->ranks) {
     int min = cfg->min_ranks > 0 ? cfg->min_ranks : cfg->ranks;
@@ -205,8 +230,15 @@ void ln_policy_decide(const ln_policy_config *cfg, const ln_policy_state *histor
 
 void ln_policy_apply_hosts(const ln_policy_decision *dec, const ln_attempt_result *res, ln_policy_host *hosts,
                             size_t nhosts) {
-  if (!dec->exclude_host[0]) return;
-  for (size_t i = 0; i < nhosts; i++)
-    if (!hosts[i].bad && ln_policy_host_matches(hosts[i].name, dec->exclude_host, res->bad_host_addrs))
+  for (size_t i = 0; i < nhosts; i++) {
+    if (hosts[i].bad) continue;
+    if (dec->exclude_host[0] && ln_policy_host_matches(hosts[i].name, dec->exclude_host, res->bad_host_addrs))
       hosts[i].bad = 1;
+    for (int k = 0; k < dec->n_degraded && !hosts[i].bad; k++) {
+      int of = dec->degraded[k].of;
+      if (dec->degraded[k].left_out &&
+          ln_policy_host_matches(hosts[i].name, res->degraded[of].host, res->degraded[of].addrs))
+        hosts[i].bad = 1;
+    }
+  }
 }

@@ -16,6 +16,10 @@
  *   5. a host blamed for the failure (lost, holding a hung rank, or a straggler's host whose rank
  *      failed) is left out; spares take its place, or the gang shrinks down to min_ranks, or the
  *      job stops when neither is possible;
+ *   5b. a host whose latest GPU health report named a degraded GPU (thermal throttling, a corrected
+ *      ECC storm, a pending remap: docs/gpu.md) is left out too, but only while the hosts left still
+ *      hold every rank: a spare takes its place; a degraded GPU still computes, so it never costs
+ *      the gang a rank (it is kept, and the decision says so);
  *   6. the back-off doubles after each failure up to restart.max_backoff_s, and starts over after
  *      an attempt that got further than the previous failure.
  * Not thread-safe state is kept by the caller; every function here is reentrant. */
@@ -89,6 +93,12 @@ typedef struct ln_policy_decision {
   char exclude_host[64];     /* a host blamed for this failure, "" if none (see excluded) */
   int excluded;              /* hostfile lines that exclude_host newly leaves out */
   int slots;                 /* slots the remaining hosts hold (hostfile jobs) */
+  /* Rule 5b: each degraded host of res->degraded, in its order, with what was decided. */
+  struct {
+    int of;                  /* index into res->degraded */
+    int left_out;            /* 1: left out (a spare takes its place); 0: kept, no spare */
+  } degraded[LN_MAX_DEGRADED_HOSTS];
+  int n_degraded;
   char message[1400];        /* one line for the console, without "ftl: " and the newline; for a
                                 restart, what follows "attempt N " */
   ln_policy_state next;     /* the history including this attempt */
@@ -101,7 +111,8 @@ void ln_policy_decide(const ln_policy_config *cfg, const ln_policy_state *histor
                        const ln_policy_host *hosts, size_t nhosts, const char *job_name, const char *run_dir,
                        ln_policy_decision *out);
 
-/* Marks the hosts the decision leaves out as bad. */
+/* Marks the hosts the decision leaves out as bad (the blamed host and the degraded ones it leaves
+ * out). */
 void ln_policy_apply_hosts(const ln_policy_decision *dec, const ln_attempt_result *res, ln_policy_host *hosts,
                             size_t nhosts);
 

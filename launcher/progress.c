@@ -110,6 +110,7 @@ void ln_progress_format(const ln_runview *rv, int64_t now_us, char *buf, size_t 
   u = append(buf, size, u, " | restarts %d", rv->restarts);
   ln_rv_goodput g = ln_runview_goodput(rv, now_us);
   if (g.wall_ms > 0) u = append(buf, size, u, " | goodput %.0f%%", g.pct);
+  if (s->mfu >= 0) u = append(buf, size, u, " | MFU %.1f%%", 100 * s->mfu);
 }
 
 static void draw(ln_progress *p, int force_line) {
@@ -159,8 +160,11 @@ void ln_progress_destroy(ln_progress *p) {
   ftl_free(p);
 }
 
-void ln_progress_record(ln_events *log, int attempt, int rank, const json_t *msg) {
-  if (rank != 0 || !json_object_get(msg, "total_steps")) return;
+void ln_progress_record(ln_events *log, int attempt, int rank, const json_t *msg, json_t *extra) {
+  if (rank != 0 || !json_object_get(msg, "total_steps")) {
+    json_decref(extra);
+    return;
+  }
   json_t *fields = json_object();
   static const char *const keys[] = {"step", "total_steps", "loss", "tokens", "tokens_per_s"};
   for (size_t i = 0; fields && i < sizeof keys / sizeof *keys; i++) {
@@ -168,5 +172,7 @@ void ln_progress_record(ln_events *log, int attempt, int rank, const json_t *msg
     if (json_is_number(v) || json_is_null(v)) json_object_set(fields, keys[i], v);
   }
   if (fields) json_object_set_new(fields, "rank", json_integer(rank));
+  if (fields && extra) json_object_update(fields, extra);
+  json_decref(extra);
   ln_events_write(log, "progress", attempt, fields);
 }

@@ -50,7 +50,8 @@ void ln_progress_finish(ln_progress *p);
 void ln_progress_destroy(ln_progress *p);
 
 /* supervise.c's hook: a `step` message from rank 0 that carries a progress report (wire version
- * 2: total_steps, loss, tokens, tokens_per_s) becomes a `progress` event. Others are ignored. */
-void ln_progress_record(ln_events *log, int attempt, int rank, const json_t *msg);
+ * 2: total_steps, loss, tokens, tokens_per_s) becomes a `progress` event, with extra's fields
+ * (the latest MFU, launcher/mfu.h; consumed, may be NULL). Others are ignored. */
+void ln_progress_record(ln_events *log, int attempt, int rank, const json_t *msg, json_t *extra);
 
 #endif

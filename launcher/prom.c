@@ -50,6 +50,48 @@ static void metric(core_buf *b, const char *name, const char *type, const char *
     core_buf_printf(b, "%s{%s} %.17g\n", name, labels, v);
 }
 
+/* GPU health (docs/gpu.md): one ftl_gpu_health sample per GPU, its latest verdict as a number, and
+ * how many are not healthy. Nothing when no GPU was read (no NVML, no GPU): an absent series, not a
+ * healthy one. */
+static void gpu_metrics(core_buf *b, const ln_runview *rv, const char *job_labels) {
+  if (!rv->n_gpus) return;
+  int unwell = 0;
+  core_buf_printf(b, "# HELP ftl_gpu_health a GPU's latest health verdict: 0 healthy, 1 degraded, 2 failed\n"
+                     "# TYPE ftl_gpu_health gauge\n");
+  for (int i = 0; i < rv->n_gpus; i++) {
+    const ln_rv_gpu *g = &rv->gpus[i];
+    int v = !strcmp(g->verdict, "healthy") ? 0 : !strcmp(g->verdict, "failed") ? 2 : 1;
+    char host[160], uuid[240];
+    label_value(host, sizeof host, g->host);
+    label_value(uuid, sizeof uuid, g->uuid);
+    core_buf_printf(b, "ftl_gpu_health{%s,host=\"%s\",gpu=\"%d\",uuid=\"%s\"} %d\n", job_labels, host, g->index, uuid, v);
+    unwell += v != 0;
+  }
+  metric(b, "ftl_gpus_not_healthy", "gauge", "GPUs whose latest health verdict is degraded or failed", job_labels,
+         unwell);
+}
+
+/* Useful work (docs/gpu.md, "Useful work: MFU"): the gang's model FLOPs per second and peak (the
+ * latest figure), the run's MFU and goodput × MFU. Nothing when no rank reported FLOPs, and each
+ * only when known: an absent series, never a zero. */
+static void mfu_metrics(core_buf *b, const ln_runview *rv, const ln_rv_goodput *g, const char *labels) {
+  ln_mfu_run run;
+  ln_runview_mfu(rv, &run);
+  if (!run.reported) return;
+  const ln_mfu_figure *f = &rv->mfu;
+  if (f->flops_per_s >= 0)
+    metric(b, "ftl_model_flops_per_second", "gauge",
+           "the gang's model FLOPs per second over the recent window (ftl_step_done_flops)", labels, f->flops_per_s);
+  if (f->peak_flops > 0)
+    metric(b, "ftl_peak_flops_per_second", "gauge", "the gang's peak FLOPs per second that MFU is measured against",
+           labels, f->peak_flops);
+  if (run.mfu < 0) return;
+  metric(b, "ftl_mfu_ratio", "gauge", "model FLOPs utilisation of the run so far (0..1)", labels, run.mfu);
+  if (g->measured)
+    metric(b, "ftl_useful_work_ratio", "gauge", "goodput times MFU: the useful share of the hardware so far (0..1)",
+           labels, g->pct / 100.0 * run.mfu);
+}
+
 ftl_err ln_prom_format(const ln_runview *rv, const char *job, int up, int64_t now_us, char **text_out,
                         size_t *len_out, ftl_diag *d) {
   char esc[512], labels[600];
@@ -80,6 +122,8 @@ ftl_err ln_prom_format(const ln_runview *rv, const char *job, int up, int64_t no
   metric(&b, "ftl_mtbf_seconds", "gauge",
          "the cadence's estimate of the gang's mean time between failures in seconds (0 unknown)", labels,
          c->mtbf_h * 3600.0);
+  gpu_metrics(&b, rv, labels);
+  mfu_metrics(&b, rv, &g, labels);
   metric(&b, "ftl_exit_code", "gauge", "ftl run's exit code once it ended (-1 while running)", labels,
          rv->ended ? rv->exit_code : -1);
   metric(&b, "ftl_last_update_timestamp_seconds", "gauge", "when this file was written (Unix time)", labels,
@@ -123,7 +167,8 @@ void ln_prom_observe(void *user, const json_t *line) {
   const char *ev = json_string_value(json_object_get(line, "event"));
   if (!ev) return;
   int news = !strcmp(ev, "attempt_start") || !strcmp(ev, "attempt_end") || !strcmp(ev, "restart") ||
-             !strcmp(ev, "ckpt_committed") || !strcmp(ev, "run_start") || !strcmp(ev, "cadence");
+             !strcmp(ev, "ckpt_committed") || !strcmp(ev, "run_start") || !strcmp(ev, "cadence") ||
+             !strcmp(ev, "gpu_health");
   if (news || m->last_write_ms < 0 || ftl_clock_ms() - m->last_write_ms >= FTL_PROM_MIN_INTERVAL_MS) write_now(m, 1);
 }
 

@@ -131,13 +131,15 @@ static void close_local(relay *r, size_t i, bool tell) {
   if (r->n == 0) r->idle_since_ms = ftl_clock_ms();
 }
 
-/* Whether msg may wait for the next batch: a rank's step heartbeat ({type, step, compute_ms}: not
- * a progress report, which the launcher logs as an event) or an agent's alive ({type, state,
- * rss_kb}). A message with any other field goes at once, whole. */
+/* Whether msg may wait for the next batch: a rank's step heartbeat ({type, step, compute_ms}, with
+ * flops and flops_ms or without: not a progress report, which the launcher logs as an event) or an
+ * agent's alive ({type, state, rss_kb}). A message with any other field goes at once, whole. */
 static bool may_wait(const local *l, const json_t *msg, const char *type) {
-  if (json_object_size(msg) != 3) return false;
-  if (l->role == LOCAL_RANK && !strcmp(type, "step"))
-    return json_is_integer(json_object_get(msg, "step")) && json_is_number(json_object_get(msg, "compute_ms"));
+  size_t n = json_object_size(msg);
+  if (l->role == LOCAL_RANK && !strcmp(type, "step") && (n == 3 || n == 5))
+    return json_is_integer(json_object_get(msg, "step")) && json_is_number(json_object_get(msg, "compute_ms")) &&
+           (n == 3 || (json_is_number(json_object_get(msg, "flops")) && json_is_number(json_object_get(msg, "flops_ms"))));
+  if (n != 3) return false;
   if (l->role == LOCAL_AGENT && !strcmp(type, "alive")) {
     const json_t *state = json_object_get(msg, "state");
     return json_is_string(state) && json_string_length(state) <= 8 && json_is_integer(json_object_get(msg, "rss_kb"));
@@ -145,9 +147,15 @@ static bool may_wait(const local *l, const json_t *msg, const char *type) {
   return false;
 }
 
-/* The batch entry of a message that waited (may_wait): [rank, step, compute_ms] for a rank's step,
- * [rank, state, rss_kb] for an agent's alive. Made only for the latest one, when the batch goes. */
+/* The batch entry of a message that waited (may_wait): [rank, step, compute_ms] for a rank's step
+ * ([rank, step, compute_ms, flops, flops_ms] with its FLOPs), [rank, state, rss_kb] for an agent's
+ * alive. Made only for the latest one, when the batch goes. */
 static json_t *batch_entry(const local *l, const json_t *msg) {
+  if (l->role == LOCAL_RANK && json_object_get(msg, "flops"))
+    return json_pack("[i, I, f, f, f]", l->rank, json_integer_value(json_object_get(msg, "step")),
+                     json_number_value(json_object_get(msg, "compute_ms")),
+                     json_number_value(json_object_get(msg, "flops")),
+                     json_number_value(json_object_get(msg, "flops_ms")));
   if (l->role == LOCAL_RANK)
     return json_pack("[i, I, f]", l->rank, json_integer_value(json_object_get(msg, "step")),
                      json_number_value(json_object_get(msg, "compute_ms")));

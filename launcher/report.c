@@ -1,13 +1,21 @@
 /* launcher/report.c: `ftl report RUNDIR -o report.html`: one self-contained page about a run
  * (inline CSS and SVG drawn here; no script, font or image fetched from anywhere): loss against
  * step with checkpoints and restarts marked, a timeline of the attempts (start-up, training, lost
- * work, teardown, back-off), the goodput breakdown as a stacked bar, and the checkpoint cadence
- * over time (the interval and M, the gang's mean time between failures). Drawn from the same
- * event fold as `ftl status` (runview.c), so the two agree.
+ * work, teardown, back-off; GPUs turning degraded or failed marked), the goodput breakdown as a
+ * stacked bar, useful work (goodput × MFU, and MFU against step, for a program that reports its
+ * FLOPs), GPU health (each GPU's verdict, its changes, the stragglers beside their GPU's), and
+ * the checkpoint cadence over time (the interval and M, the gang's mean time between failures).
+ * Drawn from the same event fold as `ftl status` (runview.c), so the two agree.
  *
  * Map: output and SVG helpers (frames, nice ticks, axes, lines, marks); the loss plot; the
- * timeline of the attempts (bars, rows, legend); the goodput bar; the cadence plot; the page's text
- * (summary, attempts table, standby, cadence and gate); the page and the command.
+ * timeline of the attempts (GPU marks, bars, rows, legend); the goodput bar; the MFU plot; the
+ * cadence plot; the page's text (summary, useful work, attempts table, standby, GPU health and
+ * stragglers, cadence and gate); the page and the command.
+ *
+ * Why one file: the page is one document, and every section writes it through the same few static
+ * helpers (the escaping of text, the SVG frame, ticks and axes, the bars); split, those would be
+ * exported for the sole use of this page's own parts. Each section is its own function, called in
+ * order by build_page.
  *
  * Not here: anything interactive, anything that needs a network. */
 #include <getopt.h>
@@ -33,8 +41,11 @@ const char ln_report_help[] =
     "  -o, --output FILE   where to write it (default ./report.html)\n"
     "\n"
     "Loss against step (checkpoints and restarts marked), a timeline of the attempts (start-up, training,\n"
-    "lost work, teardown, back-off), the goodput breakdown and the checkpoint cadence over time (interval\n"
-    "and M). Inline CSS and SVG only: it opens offline. Works while the job runs and after.\n"
+    "lost work, teardown, back-off; a GPU turning degraded or failed), the goodput breakdown, useful work\n"
+    "(goodput x MFU and MFU against step, for a program that reports its FLOPs), GPU health\n"
+    "(each GPU's verdict, its changes, the stragglers with their GPU's verdict) and the checkpoint cadence\n"
+    "over time (interval and M). Inline CSS and SVG only: it opens offline. Works while the job runs and\n"
+    "after.\n"
     "Exit codes: 0 written, 2 usage error or RUNDIR is not a run directory, 5 the file cannot be written.\n";
 
 /* ---- output and SVG helpers ------------------------------------------------------------------ */
@@ -237,7 +248,8 @@ static void bar(out *o, double x, double y, double w, double h, const char *colo
 
 static const char *const C_STARTUP = "#8ecae6", *const C_TRAIN = "#2a9d8f", *const C_STALL = "#e9c46a",
                          *const C_LOST = "#d62828", *const C_TEAR = "#f4a261", *const C_BACKOFF = "#adb5bd",
-                         *const C_UNREPORTED = "#b5c99a", *const C_GATE = "#9b5de5", *const C_PUBLISH = "#f15bb5";
+                         *const C_UNREPORTED = "#b5c99a", *const C_GATE = "#9b5de5", *const C_PUBLISH = "#f15bb5",
+                         *const C_GPU_DEGRADED = "#f4b400", *const C_GPU_FAILED = "#9d0208";
 static const char *const PHASE_NAMES[5] = {"launch", "rendezvous", "MPI init", "communicator", "first step"};
 static const char *const PHASE_SHADES[5] = {"#219ebc", "#48cae4", "#0077b6", "#90e0ef", "#023e8a"};
 
@@ -247,6 +259,37 @@ static int run_reports_steps(const ln_runview *rv) {
   for (int i = 0; i < rv->n_attempts; i++)
     if (rv->attempts[i].first_step_us || rv->attempts[i].last_step >= 0 || rv->attempts[i].joined) return 1;
   return rv->n_samples > 0;
+}
+
+/* Whether any GPU turned degraded or failed in the run (its marks and their legend are drawn). */
+static int any_gpu_marks(const ln_runview *rv) {
+  for (int k = 0; k < rv->n_gpu_changes; k++)
+    if (strcmp(rv->gpu_changes[k].verdict, "healthy") != 0) return 1;
+  return 0;
+}
+
+/* An attempt's GPU verdict changes to degraded (amber) or failed (red): a triangle above its row
+ * where the change was said, its title naming the host, GPU and reason. */
+static void draw_gpu_marks(out *o, const frame *f, const ln_runview *rv, int attempt, double y, int64_t t0) {
+  for (int k = 0; k < rv->n_gpu_changes; k++) {
+    const ln_rv_gpu_change *c = &rv->gpu_changes[k];
+    if (c->attempt != attempt || !strcmp(c->verdict, "healthy")) continue;
+    double x = px(f, (double)(c->t_us - t0) / 1e6);
+    if (x < f->x0 || x > f->x0 + f->w) continue;
+    put(o, "<path d=\"M %.1f %.1f L %.1f %.1f L %.1f %.1f Z\" fill=\"%s\" stroke=\"#222\" stroke-width=\"0.5\"><title>",
+        x - 5, y - 7, x + 5, y - 7, x, y + 2, strcmp(c->verdict, "failed") ? C_GPU_DEGRADED : C_GPU_FAILED);
+    char what[96];
+    snprintf(what, sizeof what, "GPU %d (", c->index);
+    put_text(o, what);
+    put_text(o, c->uuid);
+    put_text(o, ") on host ");
+    put_text(o, c->host);
+    put_text(o, ": ");
+    put_text(o, c->verdict);
+    put_text(o, ": ");
+    put_text(o, c->reason);
+    put(o, "</title></path>\n");
+  }
 }
 
 /* Attempt i's row of the timeline: start-up (its phases in the lower half), training or running,
@@ -309,15 +352,19 @@ static void draw_attempt_row(out *o, const frame *f, const ln_runview *rv, int i
     snprintf(title, sizeof title, "back-off before the next attempt: %.1f s", a->backoff_ms / 1e3);
     bar(o, px(f, end), y + 8, px(f, end + a->backoff_ms / 1e3) - px(f, end), 6, C_BACKOFF, title);
   }
+  draw_gpu_marks(o, f, rv, a->attempt, y, t0);
   for (int k = 0; k < rv->n_commits; k++) {
     if (rv->commits[k].attempt != a->attempt) continue;
     double x = px(f, (double)(rv->commits[k].t_us - t0) / 1e6);
     put(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#264653\" stroke-width=\"2\"/>\n", x,
         y - 3, x, y + 3);
   }
+  /* A GPU that failed its health check ended it: said so, not only "failed". */
+  const char *label = !a->outcome[0] ? "running" : !strcmp(a->cause, "gpu_failed") ? "failed: GPU failed" : a->outcome;
+  double room = 20 + 6.0 * (double)strlen(label);
   put(o, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">",
-      px(f, end) + 4 > f->x0 + f->w - 90 ? f->x0 + f->w - 90 : px(f, end) + 4, y + 15);
-  put_text(o, a->outcome[0] ? a->outcome : "running");
+      px(f, end) + 4 > f->x0 + f->w - room ? f->x0 + f->w - room : px(f, end) + 4, y + 15);
+  put_text(o, label);
   put(o, "</text>\n");
 }
 
@@ -368,12 +415,16 @@ static void draw_timeline_legend(out *o, const frame *f, const ln_runview *rv, i
     for (int k = 0; k < 5; k++) put(o, "<tspan fill=\"%s\">&#9632; %s</tspan>  ", PHASE_SHADES[k], PHASE_NAMES[k]);
     put(o, "</text>\n");
   }
+  if (any_gpu_marks(rv))
+    put(o, "<text x=\"110\" y=\"%.1f\" class=\"legend\">GPU health (above a row, when said): <tspan fill=\"%s\">"
+           "&#9660; a GPU degraded</tspan>  <tspan fill=\"%s\">&#9660; a GPU failed</tspan></text>\n",
+        f->y0 + f->h + (phases ? 66 : 50), C_GPU_DEGRADED, C_GPU_FAILED);
 }
 
 static void plot_timeline(out *o, const ln_runview *rv, int64_t now_us) {
   int end_row = rv->gate_us || rv->publish_us; /* the gate and the publish after the last attempt */
   int rows = (rv->n_attempts ? rv->n_attempts : 1) + end_row;
-  int height = 90 + rows * 34;
+  int height = 90 + rows * 34 + (any_gpu_marks(rv) ? 16 : 0);
   svg_open(o, 1000, height, "timeline of the attempts");
   int64_t t0 = rv->run_start_us ? rv->run_start_us : (rv->n_attempts ? rv->attempts[0].start_us : now_us);
   int64_t t1 = rv->last_us > t0 ? rv->last_us : t0 + 1000000;
@@ -458,6 +509,39 @@ static void plot_goodput(out *o, const ln_rv_goodput *g) {
   put(o, "</svg>\n");
 }
 
+/* ---- the MFU plot ---------------------------------------------------------------------------- */
+
+/* MFU against step: the launcher's latest figure at each of rank 0's progress reports (the recent
+ * window's, launcher/mfu.h). */
+static void plot_mfu(out *o, const ln_runview *rv) {
+  svg_open(o, 1000, 280, "model FLOPs utilisation against step");
+  frame f = {.x0 = 84, .y0 = 20, .w = 886, .h = 210, .xmin = INFINITY, .xmax = -INFINITY, .ymin = 0, .ymax = -INFINITY};
+  int n = rv->n_samples, k = 0;
+  double *xs = ftl_calloc((size_t)(n ? n : 1), sizeof *xs), *ys = ftl_calloc((size_t)(n ? n : 1), sizeof *ys);
+  for (int i = 0; xs && ys && i < n; i++) {
+    if (rv->samples[i].mfu < 0) continue;
+    xs[k] = (double)rv->samples[i].step;
+    ys[k] = 100 * rv->samples[i].mfu;
+    if (xs[k] < f.xmin) f.xmin = xs[k];
+    if (xs[k] > f.xmax) f.xmax = xs[k];
+    if (ys[k] > f.ymax) f.ymax = ys[k];
+    k++;
+  }
+  if (f.ymax > 0) f.ymax *= 1.15; /* room above a flat line, which would lie on the frame */
+  fix_range(&f.xmin, &f.xmax);
+  fix_range(&f.ymin, &f.ymax);
+  nice_range(&f.xmin, &f.xmax);
+  nice_range(&f.ymin, &f.ymax);
+  axes(o, &f, "step", "MFU (%)");
+  if (k >= 2)
+    polyline(o, &f, xs, ys, k, "#6a4c93");
+  else
+    empty_note(o, &f, "fewer than two progress reports with an MFU (ftl_progress_report, ftl_step_done_flops)");
+  put(o, "</svg>\n");
+  ftl_free(xs);
+  ftl_free(ys);
+}
+
 /* ---- the cadence plot ------------------------------------------------------------------------ */
 
 static void plot_cadence(out *o, const ln_runview *rv) {
@@ -519,11 +603,11 @@ static void put_summary(out *o, const ln_runview *rv, const char *run_dir, const
   put(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ftl report: ");
   put_text(o, rv->job);
   put(o, "</title>\n<style>\nbody{font-family:sans-serif;margin:24px;color:#222;background:#fff;max-width:1040px}\n"
-         "h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}\n"
+         "h1{font-size:22px}h2{font-size:17px;margin-top:28px}h3{font-size:14px}table{border-collapse:collapse;font-size:13px}\n"
          "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#eee}\n"
          "svg{display:block;margin:8px 0}.tick{font-size:11px;fill:#333}.axis{font-size:12px;fill:#111}\n"
          ".legend{font-size:12px}.note{font-size:13px;fill:#888}.barlabel{font-size:12px;fill:#fff;font-weight:bold}\n"
-         ".ok{color:#2a9d8f}.bad{color:#d62828}\n</style></head><body>\n<h1>ftl run report: ");
+         ".ok{color:#2a9d8f}.bad{color:#d62828}.warn{color:#b5830a}\n</style></head><body>\n<h1>ftl run report: ");
   put_text(o, rv->job);
   put(o, "</h1>\n<p>Run directory <code>");
   put_text(o, run_dir);
@@ -544,6 +628,12 @@ static void put_summary(out *o, const ln_runview *rv, const char *run_dir, const
     put(o, ", goodput%s %.1f%%", gp->final ? "" : " so far", gp->pct);
   else
     put(o, ", goodput not measured (the program reports no steps)");
+  const json_t *uw = json_object_get(st, "useful_work");
+  if (json_is_number(json_object_get(uw, "useful_work_pct")))
+    put(o, " × MFU %.1f%% = useful work %.1f%%", json_number_value(json_object_get(uw, "mfu_pct")),
+        json_number_value(json_object_get(uw, "useful_work_pct")));
+  else if (json_is_number(json_object_get(uw, "mfu_pct")))
+    put(o, ", MFU %.1f%%", json_number_value(json_object_get(uw, "mfu_pct")));
   const json_t *pub = json_object_get(st, "published");
   if (!strcmp(sval(pub, "result"), "published")) {
     put(o, ", published <b>");
@@ -555,6 +645,28 @@ static void put_summary(out *o, const ln_runview *rv, const char *run_dir, const
     put(o, "</code>");
   }
   put(o, ". Written %s.</p>\n", t);
+}
+
+/* Useful work: goodput × MFU said (ftl status's useful_work), the latest rate and peak, and MFU
+ * against step. Nothing for a program that reports no FLOPs. */
+static void put_useful_work(out *o, const ln_runview *rv, const json_t *st) {
+  const json_t *uw = json_object_get(st, "useful_work");
+  if (!json_is_object(uw)) return;
+  put(o, "<h2>Useful work</h2>\n<p><b>");
+  put_text(o, sval(uw, "text"));
+  put(o, "</b>.");
+  char rate[48], peak[48];
+  const ln_mfu_figure *f = &rv->mfu;
+  if (f->flops_per_s >= 0 && f->peak_flops > 0) {
+    ln_mfu_fmt_rate(rate, sizeof rate, f->flops_per_s);
+    ln_mfu_fmt_rate(peak, sizeof peak, f->peak_flops);
+    put(o, " Attempt %d%s: %s of model FLOPs over the last %.0f s against a peak of %s.", rv->mfu_attempt,
+        rv->mfu_final ? " (its end)" : " (latest)", rate, f->window_s, peak);
+  }
+  put(o, " MFU is the model FLOPs the program reports (ftl_step_done_flops) per second over the peak of the "
+         "devices its ranks use; goodput × MFU is the share of the hardware's time that did useful work "
+         "(docs/gpu.md, \"Useful work: MFU\").</p>\n");
+  plot_mfu(o, rv);
 }
 
 /* The attempts' table: when each started, how long it ran, how it ended, its steps. */
@@ -606,6 +718,92 @@ static void put_standby(out *o, const ln_rv_standby *sb) {
     }
     put(o, ".</p>\n");
   }
+}
+
+/* A verdict in a table cell, coloured: healthy, degraded, failed. */
+static void put_verdict(out *o, const char *verdict) {
+  put(o, "<td class=\"%s\">", !strcmp(verdict, "healthy") ? "ok" : !strcmp(verdict, "failed") ? "bad" : "warn");
+  put_text(o, verdict);
+  put(o, "</td>");
+}
+
+/* The stragglers the launcher found, how much slower, and their GPU's verdict beside them. */
+static void put_stragglers(out *o, const ln_runview *rv) {
+  if (!rv->n_stragglers) {
+    put(o, "<p>No straggler was found (a rank whose compute per step is over 1.5&#215; the others' median).</p>\n");
+    return;
+  }
+  put(o, "<h3>Stragglers</h3>\n<table><tr><th>attempt</th><th>rank</th><th>host</th><th>slower</th><th>compute per "
+         "step (ms)</th><th>others' median (ms)</th><th>its GPU</th><th>verdict</th><th>reason</th></tr>\n");
+  for (int i = 0; i < rv->n_stragglers; i++) {
+    const ln_rv_straggler *s = &rv->stragglers[i];
+    put(o, "<tr><td>%d</td><td>%d</td><td>", s->attempt, s->rank);
+    put_text(o, s->host);
+    put(o, "</td><td>%.1f&#215;</td><td>%.1f</td><td>%.1f</td>", s->ratio, s->compute_ms, s->others_median_ms);
+    if (s->gpu < 0) {
+      put(o, "<td colspan=\"3\">no GPU health read on its host</td></tr>\n");
+      continue;
+    }
+    put(o, "<td>%d (", s->gpu);
+    put_text(o, s->uuid);
+    put(o, ")</td>");
+    put_verdict(o, s->verdict);
+    put(o, "<td>");
+    put_text(o, strcmp(s->verdict, "healthy") ? s->reason : "");
+    put(o, "</td></tr>\n");
+  }
+  put(o, "</table>\n");
+}
+
+/* GPU health (docs/gpu.md, "GPU health (NVML)"): each GPU's latest verdict, the changes of verdict
+ * through the run, and the stragglers with their GPU's verdict. */
+static void put_gpu_health(out *o, const ln_runview *rv) {
+  char t[64];
+  put(o, "<h2>GPU health</h2>\n");
+  if (!rv->n_gpus) {
+    put(o, "<p>No GPU health was read in this run (no NVML, no driver or no GPU on its hosts).</p>\n");
+  } else {
+    int unwell = 0;
+    for (int i = 0; i < rv->n_gpus; i++) unwell += strcmp(rv->gpus[i].verdict, "healthy") != 0;
+    put(o, "<p>%d GPU%s, %d not healthy (the latest verdict of each).</p>\n<table><tr><th>host</th><th>GPU</th>"
+           "<th>UUID</th><th>name</th><th>verdict</th><th>reason</th><th>since</th></tr>\n",
+        rv->n_gpus, rv->n_gpus == 1 ? "" : "s", unwell);
+    for (int i = 0; i < rv->n_gpus; i++) {
+      const ln_rv_gpu *g = &rv->gpus[i];
+      stamp(t, sizeof t, g->since_us);
+      put(o, "<tr><td>");
+      put_text(o, g->host);
+      put(o, "</td><td>%d</td><td>", g->index);
+      put_text(o, g->uuid);
+      put(o, "</td><td>");
+      put_text(o, g->name);
+      put(o, "</td>");
+      put_verdict(o, g->verdict);
+      put(o, "<td>");
+      put_text(o, strcmp(g->verdict, "healthy") ? g->reason : "");
+      put(o, "</td><td>%s</td></tr>\n", t);
+    }
+    put(o, "</table>\n");
+  }
+  if (rv->n_gpu_changes) {
+    put(o, "<h3>Changes of verdict</h3>\n<table><tr><th>when</th><th>attempt</th><th>host</th><th>GPU</th><th>UUID</th>"
+           "<th>verdict</th><th>reason</th></tr>\n");
+    for (int i = 0; i < rv->n_gpu_changes; i++) {
+      const ln_rv_gpu_change *c = &rv->gpu_changes[i];
+      stamp(t, sizeof t, c->t_us);
+      put(o, "<tr><td>%s</td><td>%d</td><td>", t, c->attempt);
+      put_text(o, c->host);
+      put(o, "</td><td>%d</td><td>", c->index);
+      put_text(o, c->uuid);
+      put(o, "</td>");
+      put_verdict(o, c->verdict);
+      put(o, "<td>");
+      put_text(o, c->reason);
+      put(o, "</td></tr>\n");
+    }
+    put(o, "</table>\n");
+  }
+  put_stragglers(o, rv);
 }
 
 /* The cadence's decisions, the restart cost they start from, and the gate's verdict. */
@@ -671,8 +869,10 @@ static ftl_err build_page(const char *run_dir, out *o, ftl_diag *d) {
   plot_timeline(o, &rv, now);
   put_attempts(o, &rv, now, reports_steps);
   put_standby(o, &rv.standby);
+  put_gpu_health(o, &rv);
   put(o, "<h2>Goodput</h2>\n");
   plot_goodput(o, &g);
+  put_useful_work(o, &rv, st);
   put_cadence_and_gate(o, &rv, st, reports_steps);
   put(o, "</body></html>\n");
   if (o->err == FTL_ERR_NOMEM) rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory writing the report");

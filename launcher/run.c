@@ -34,6 +34,7 @@
 #include "ftl/cadence.h"
 #include "ftl/core.h"
 #include "launcher/finish.h"
+#include "launcher/fleet.h"
 #include "launcher/goodput.h"
 #include "launcher/hostfile.h"
 #include "launcher/hostprobe.h"
@@ -125,10 +126,12 @@ static void fleet_append(const ln_job *job, const ftl_cadence_record *rec) {
 
 /* The failure (if the attempt failed) and the attempt's exposure (wall time x ranks), in the run's
  * ledger and the fleet's: the cadence controller estimates the failure rate from both. The same
- * wall_us in both lets a reader of the two count a failure once. */
+ * wall_us in both lets a reader of the two count a failure once. With a fleet ledger, the GPU
+ * verdicts that changed come first, and the failure's GPU and the exposure by host (fleet.h). */
 static void ledger_record(const ln_job *job, const char *run_dir, int attempt, int world, const ln_attempt_result *r,
-                          int failed) {
+                          int failed, ln_fleet *fleet) {
   int64_t now_us = ftl_wall_us();
+  ln_fleet_gpu_records(fleet, job, attempt, world);
   if (failed) {
     core_failure_record f;
     core_failure_record_init(&f, CORE_REC_FAILURE);
@@ -152,10 +155,20 @@ static void ledger_record(const ln_job *job, const char *run_dir, int attempt, i
     snprintf(rec.cause, sizeof rec.cause, "%s", ln_failure_kind_name(r->kind));
     snprintf(rec.job, sizeof rec.job, "%s", job->name);
     snprintf(rec.host, sizeof rec.host, "%s", r->root_host);
+    ln_fleet_fill_failure(fleet, &rec);
     fleet_append(job, &rec);
   }
   double rank_hours = r->end_ms / 3.6e6 * world;
   if (rank_hours <= 0) return;
+  if (fleet) { /* both ledgers get the same records, split by host */
+    ftl_cadence_record x = {.kind = FTL_CADENCE_REC_EXPOSURE, .wall_us = now_us + 1, .attempt = attempt, .step = -1,
+                            .world_size = world, .rank_hours = rank_hours};
+    snprintf(x.job, sizeof x.job, "%s", job->name);
+    snprintf(x.host, sizeof x.host, "%s", ftl_hostname());
+    char path[PATH_MAX];
+    ln_fleet_exposure_record(fleet, core_rundir_path(path, sizeof path, run_dir, FTL_RUNDIR_FAILURES) ? NULL : path, &x);
+    return;
+  }
   core_failure_record e;
   core_failure_record_init(&e, CORE_REC_EXPOSURE);
   e.wall_us = now_us + 1;
@@ -372,7 +385,22 @@ static int backoff_sleep(int64_t ms, ln_standby *sb) {
   return backoff_signal;
 }
 
-static void report_goodput(ln_events *events, int first_attempt, const ln_goodput *per, int n) {
+/* Useful work: goodput × MFU, on the run_goodput event and one line of the summary; nothing when no
+ * rank reported FLOPs (docs/gpu.md, "Useful work: MFU"). */
+static void report_useful_work(json_t *fields, const ln_mfu_run *mfu, int measured, double pct) {
+  if (!mfu->reported) return;
+  char line[600];
+  ln_mfu_phrase(line, sizeof line, measured ? pct : -1, mfu->mfu, mfu->source, mfu->peak);
+  fprintf(stderr, "ftl: %s\n", line);
+  if (!fields) return;
+  json_object_set_new(fields, "mfu_peak_source", json_string(ln_peak_source_name(mfu->source)));
+  json_object_set_new(fields, "mfu_peak", json_string(mfu->peak));
+  if (mfu->mfu < 0) return;
+  json_object_set_new(fields, "mfu_pct", json_real(100 * mfu->mfu));
+  if (measured) json_object_set_new(fields, "useful_work_pct", json_real(pct * mfu->mfu));
+}
+
+static void report_goodput(ln_events *events, int first_attempt, const ln_goodput *per, int n, const ln_mfu_run *mfu) {
   ln_goodput t = ln_goodput_sum(per, n);
   double pct = ln_goodput_pct(&t);
   int measured = ln_goodput_measured(&t);
@@ -382,7 +410,6 @@ static void report_goodput(ln_events *events, int first_attempt, const ln_goodpu
                              "unreported_ms", t.unreported_ms);
   /* No goodput_pct for a run that reported no step: its productive time is not known, not 0. */
   if (fields && measured) json_object_set_new(fields, "goodput_pct", json_real(pct));
-  ln_events_write(events, "run_goodput", first_attempt + n - 1, fields);
   if (measured)
     fprintf(stderr, "ftl: goodput %.1f%% of %.1f s over %d attempt%s\n", pct, t.wall_ms / 1000, n, n == 1 ? "" : "s");
   else
@@ -390,6 +417,8 @@ static void report_goodput(ln_events *events, int first_attempt, const ln_goodpu
             "ftl: goodput not measured: the program reports no steps (ftl_step_done), so its %.1f s of running are "
             "not split; %.1f s over %d attempt%s\n",
             t.unreported_ms / 1000, t.wall_ms / 1000, n, n == 1 ? "" : "s");
+  report_useful_work(fields, mfu, measured, pct);
+  ln_events_write(events, "run_goodput", first_attempt + n - 1, fields);
   fprintf(stderr, "  %-7s %9s %10s %11s %10s %8s %10s %9s%s\n", "attempt", "wall s", "start-up s", "productive s",
           "ckpt stall", "lost s", "teardown s", "backoff s", t.unreported_ms > 0 ? " running s" : "");
   for (int i = 0; i < n; i++) {
@@ -444,14 +473,29 @@ static void write_stopped(ln_events *events, int attempt, const ln_policy_decisi
     ln_events_write(events, "run_stopped", attempt, json_pack("{s:s, s:i}", "reason", "not enough hosts", "slots", dec->slots));
 }
 
-/* The failed host the policy named, left out of the plan when it decided so. */
+/* The failed host the policy named, and the hosts with a degraded GPU (rule 5b), left out of the
+ * plan when it decided so; a degraded host kept for want of a spare is said too. */
 static void exclude_host(const ln_job *job, const ln_policy_decision *dec, const ln_attempt_result *res,
                          host_plan *plan, ln_events *events, int attempt) {
+  ln_policy_apply_hosts(dec, res, plan->hosts, plan->count);
+  for (int k = 0; k < dec->n_degraded; k++) {
+    const char *host = res->degraded[dec->degraded[k].of].host, *why = res->degraded[dec->degraded[k].of].why;
+    if (dec->degraded[k].left_out) {
+      FTL_LOG(FTL_LOG_WARN, "launcher", "leaving host %s out of the next attempts: its %s (a spare takes its place)",
+              host, why);
+      ln_events_write(events, "host_excluded", attempt,
+                      json_pack("{s:s, s:s, s:s}", "host", host, "reason", "gpu_degraded", "detail", why));
+    } else {
+      FTL_LOG(FTL_LOG_WARN, "launcher", "keeping host %s in the next attempt although its %s: no spare host can "
+              "take its place", host, why);
+      ln_events_write(events, "host_kept_degraded", attempt, json_pack("{s:s, s:s}", "host", host, "detail", why));
+    }
+  }
   if (!dec->exclude_host[0]) return;
   if (dec->excluded) {
-    ln_policy_apply_hosts(dec, res, plan->hosts, plan->count);
     FTL_LOG(FTL_LOG_WARN, "launcher", "leaving host %s out of the next attempts", dec->exclude_host);
-    ln_events_write(events, "host_excluded", attempt, json_pack("{s:s}", "host", dec->exclude_host));
+    ln_events_write(events, "host_excluded", attempt,
+                    json_pack("{s:s, s:s}", "host", dec->exclude_host, "reason", ln_failure_kind_name(res->kind)));
   } else if (!job->hostfile) {
     FTL_LOG(FTL_LOG_INFO, "launcher", "the failure was on host %s, but this job runs there alone: nothing to leave out",
             dec->exclude_host);
@@ -551,6 +595,8 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
   ftl_diag d = {{0}};
   host_plan plan = {0};
   ln_goodput *per = NULL;
+  ln_mfu_run mfu_sum; /* the attempts' model FLOPs utilisation, for the summary's useful work */
+  ln_mfu_run_init(&mfu_sum);
   int exit_code = FTL_EXIT_JOB_FAILED;
   int first_attempt = core_rundir_next_attempt(run_dir), attempt = first_attempt;
   int n_attempts = 0;
@@ -574,6 +620,8 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
     return FTL_EXIT_INTERNAL;
   }
   start_metering(job, run_dir, events);
+  ln_fleet *fleet = ln_fleet_open(job); /* the fleet's per-host history, and this job's records in it */
+  ln_fleet_plan_start(fleet, job, plan.hosts, plan.count, events, first_attempt);
 
   for (;;) {
     int world = job->ranks;
@@ -602,7 +650,9 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
                           /* what the runner of a cold attempt learns from them: whether the
                            * program starts torch.distributed (launcher/pyrun.py); not for one
                            * that calls ftl_init, whose ranks meet there first */
-                          .preload = pyprog.argv && !calls_ftl_init ? standby.preload : NULL};
+                          .preload = pyprog.argv && !calls_ftl_init ? standby.preload : NULL,
+                          .fleet = fleet,
+                          .gang_hosts = ln_fleet_attempt_begin(fleet, plan.hosts, plan.count, world)};
     ln_attempt_result res;
     meter.world = world;
     ftl_err rc_run = ln_attempt_run(&o, &res, &d);
@@ -613,10 +663,11 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
       break;
     }
     per[n_attempts++] = ln_goodput_of_attempt(&res, pending_backoff_ms);
+    ln_mfu_run_add(&mfu_sum, &res.mfu);
     if (res.joined > 0) calls_ftl_init = 1;
     int failed = res.outcome == FTL_ATTEMPT_FAILED || res.outcome == FTL_ATTEMPT_RDZV_FAILED;
     int unreachable = job->hostfile ? leave_out_unreachable(&plan, &res, events, attempt, job->probe_port) : 0;
-    ledger_record(job, run_dir, attempt, world, &res, failed);
+    ledger_record(job, run_dir, attempt, world, &res, failed, fleet);
     /* A failure after the program committed its final adapter came after the training's end:
      * nothing is restarted, since the next attempt would only train again what final/ holds. */
     if (failed && ln_final_committed(run_dir)) {
@@ -644,8 +695,9 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
     ck_l1_forget_run(ln_job_ckpt_l1_root(job), run_dir);
 #endif
   meter.active = 0;
-  if (n_attempts > 0) report_goodput(events, first_attempt, per, n_attempts);
+  if (n_attempts > 0) report_goodput(events, first_attempt, per, n_attempts, &mfu_sum);
   ftl_free(per);
   ftl_free(plan.hosts);
+  ln_fleet_close(fleet);
   return exit_code;
 }

@@ -2,8 +2,8 @@
  *
  * Map: init and free; the series' growth and the JSON field readers; the folds of several events
  * (an attempt's start-up and end, a restart, a commit, progress, the cadence, the standby, GPU
- * health, goodput); ln_runview_add, which sends each event to its fold; reading the event log; the
- * queries (the last commit, goodput so far). */
+ * health and its changes, stragglers, goodput, MFU); ln_runview_add, which sends each event to its
+ * fold; reading the event log; the queries (the last commit, a rank's GPU, goodput so far, MFU). */
 #include "launcher/runview.h"
 
 #include <limits.h>
@@ -15,6 +15,7 @@
 #include "core/rundir.h"
 #include "ftl/core.h"
 #include "launcher/goodput.h"
+#include "launcher/gpu_health.h"
 #include "launcher/launcher.h"
 
 /* The event log of a long run can be large; a view of more than this is refused rather than
@@ -29,6 +30,8 @@ void ln_runview_init(ln_runview *rv, int keep_series) {
   rv->latest.step = -1;
   rv->latest.loss = NAN;
   rv->latest.tokens_per_s = -1;
+  rv->latest.mfu = -1;
+  ln_mfu_run_init(&rv->mfu_finals);
 }
 
 void ln_runview_free(ln_runview *rv) {
@@ -39,6 +42,8 @@ void ln_runview_free(ln_runview *rv) {
   ftl_free(rv->restart_marks);
   ftl_free(rv->cadences);
   ftl_free(rv->gpus);
+  ftl_free(rv->gpu_changes);
+  ftl_free(rv->stragglers);
   memset(rv, 0, sizeof *rv);
 }
 
@@ -133,9 +138,20 @@ static void add_standby(ln_rv_standby *sb, const char *what, const json_t *line,
   }
 }
 
+/* A GPU's verdict as said in the straggler events' `gpu` object, onto a straggler. */
+static void straggler_gpu_from(ln_rv_straggler *s, const json_t *g) {
+  if (!json_is_object(g)) return;
+  s->gpu = jsmall(g, "index", -1);
+  jstr(g, "uuid", s->uuid, sizeof s->uuid);
+  jstr(g, "verdict", s->verdict, sizeof s->verdict);
+  jstr(g, "reason", s->reason, sizeof s->reason);
+}
+
 /* A gpu_health event: each GPU's verdict replaces what its host and index said before (at most 4096
- * GPUs are kept: a run's event log is the user's, and may say anything). */
-static void add_gpu_health(ln_runview *rv, const json_t *line, int64_t t) {
+ * GPUs are kept: a run's event log is the user's, and may say anything). A verdict or reason that
+ * differs from the GPU's previous one is a change (a first reading only when it is not healthy),
+ * and the attempt's stragglers on that GPU take it. */
+static void add_gpu_health(ln_runview *rv, const json_t *line, int n, int64_t t) {
   char host[64];
   jstr(line, "host", host, sizeof host);
   const json_t *gpus = json_object_get(line, "gpus");
@@ -146,6 +162,12 @@ static void add_gpu_health(ln_runview *rv, const json_t *line, int64_t t) {
     ln_rv_gpu *slot = NULL;
     for (int k = 0; k < rv->n_gpus && !slot; k++)
       if (rv->gpus[k].index == index && !strcmp(rv->gpus[k].host, host)) slot = &rv->gpus[k];
+    /* What it said before: a GPU first seen was healthy as far as anyone knew. */
+    char was_verdict[16] = "healthy", was_reason[256] = "";
+    if (slot) {
+      memcpy(was_verdict, slot->verdict, sizeof was_verdict);
+      memcpy(was_reason, slot->reason, sizeof was_reason);
+    }
     if (!slot && rv->n_gpus < 4096) {
       slot = grow((void **)&rv->gpus, &rv->n_gpus, &rv->cap_gpus, sizeof *slot);
       if (slot) memset(slot, 0, sizeof *slot);
@@ -158,7 +180,50 @@ static void add_gpu_health(ln_runview *rv, const json_t *line, int64_t t) {
     jstr(g, "verdict", slot->verdict, sizeof slot->verdict);
     jstr(g, "reason", slot->reason, sizeof slot->reason);
     slot->since_us = t;
+    int changed = strcmp(was_verdict, slot->verdict) != 0 || (was_reason[0] && strcmp(was_reason, slot->reason) != 0);
+    if (changed && rv->keep_series && rv->n_gpu_changes < 4096) {
+      ln_rv_gpu_change *c = grow((void **)&rv->gpu_changes, &rv->n_gpu_changes, &rv->cap_gpu_changes, sizeof *c);
+      if (c) {
+        *c = (ln_rv_gpu_change){.t_us = t, .attempt = n, .index = index};
+        snprintf(c->host, sizeof c->host, "%s", host);
+        snprintf(c->uuid, sizeof c->uuid, "%s", slot->uuid);
+        snprintf(c->verdict, sizeof c->verdict, "%s", slot->verdict);
+        snprintf(c->reason, sizeof c->reason, "%s", slot->reason);
+      }
+    }
+    for (int k = 0; k < rv->n_stragglers; k++) {
+      ln_rv_straggler *s = &rv->stragglers[k];
+      if (s->attempt == n && s->gpu == index && !strcmp(s->host, host)) straggler_gpu_from(s, g);
+    }
   }
+}
+
+/* A straggler event (once per rank and attempt), or a straggler_gpu event: its GPU's verdict said
+ * after it. */
+static void add_straggler(ln_runview *rv, const json_t *line, int n, int64_t t, int gpu_only) {
+  int rank = jsmall(line, "rank", -1);
+  ln_rv_straggler *s = NULL;
+  if (gpu_only) {
+    for (int k = rv->n_stragglers - 1; k >= 0 && !s; k--)
+      if (rv->stragglers[k].attempt == n && rv->stragglers[k].rank == rank) s = &rv->stragglers[k];
+    if (s) straggler_gpu_from(s, json_object_get(line, "gpu"));
+    return;
+  }
+  if (rv->n_stragglers >= 4096 ||
+      !(s = grow((void **)&rv->stragglers, &rv->n_stragglers, &rv->cap_stragglers, sizeof *s)))
+    return;
+  *s = (ln_rv_straggler){.t_us = t,
+                          .attempt = n,
+                          .rank = rank,
+                          .local_rank = jsmall(line, "local_rank", -1),
+                          .compute_ms = jnum(line, "compute_ms", 0),
+                          .others_median_ms = jnum(line, "others_median_ms", 0),
+                          .ratio = jnum(line, "ratio", 0),
+                          .host_suspect = json_is_true(json_object_get(line, "host_suspect")),
+                          .gpu = -1};
+  if (!(s->ratio > 0) && s->others_median_ms > 0) s->ratio = s->compute_ms / s->others_median_ms;
+  jstr(line, "host", s->host, sizeof s->host);
+  straggler_gpu_from(s, json_object_get(line, "gpu"));
 }
 
 /* ---- one event each ------------------------------------------------------------------------ */
@@ -236,7 +301,8 @@ static void add_progress(ln_runview *rv, ln_rv_attempt *a, const json_t *line, i
                      .step = jint(line, "step", -1),
                      .total_steps = jint(line, "total_steps", 0),
                      .loss = jnum(line, "loss", NAN),
-                     .tokens_per_s = jnum(line, "tokens_per_s", -1)};
+                     .tokens_per_s = jnum(line, "tokens_per_s", -1),
+                     .mfu = jnum(line, "mfu", -1)};
   if (rv->latest.step < 0 || rv->latest.attempt != n) rv->attempt_first = s;
   rv->latest = s;
   if (a && s.step > a->last_step) a->last_step = s.step;
@@ -244,6 +310,19 @@ static void add_progress(ln_runview *rv, ln_rv_attempt *a, const json_t *line, i
     ln_rv_sample *p = grow((void **)&rv->samples, &rv->n_samples, &rv->cap_samples, sizeof *p);
     if (p) *p = s;
   }
+}
+
+/* An `mfu` event: the latest figure; an attempt's final one joins the run's sum. */
+static void add_mfu(ln_runview *rv, const json_t *line, int n) {
+  ln_mfu_figure f;
+  int final = 0;
+  ln_mfu_figure_from_event(line, &f, &final);
+  if (f.ranks == 0) return;
+  rv->have_mfu = 1;
+  rv->mfu = f;
+  rv->mfu_attempt = n;
+  rv->mfu_final = final;
+  if (final) ln_mfu_run_add(&rv->mfu_finals, &f);
 }
 
 static void add_cadence(ln_runview *rv, const json_t *line, int64_t t) {
@@ -305,7 +384,9 @@ void ln_runview_add(ln_runview *rv, const json_t *line) {
   } else if (!strncmp(ev, "standby_", 8)) {
     add_standby(&rv->standby, ev + 8, line, n, t);
   } else if (!strcmp(ev, "gpu_health")) {
-    add_gpu_health(rv, line, t);
+    add_gpu_health(rv, line, n, t);
+  } else if (!strcmp(ev, "straggler") || !strcmp(ev, "straggler_gpu")) {
+    add_straggler(rv, line, n, t, ev[9] != '\0');
   } else if (!strcmp(ev, "run_stopped")) {
     jstr(line, "reason", rv->stop_reason, sizeof rv->stop_reason);
   } else if (!strcmp(ev, "run_goodput")) {
@@ -316,6 +397,8 @@ void ln_runview_add(ln_runview *rv, const json_t *line) {
     a->stall_ms += ln_goodput_saved_stall_ms(jnum(line, "stall_ms", 0), jnum(line, "wait_prev_ms", 0));
   } else if (!strcmp(ev, "progress")) {
     add_progress(rv, a, line, n, t);
+  } else if (!strcmp(ev, "mfu")) {
+    add_mfu(rv, line, n);
   } else if (!strcmp(ev, "cadence") && jsmall(line, "rank", 0) == 0) {
     add_cadence(rv, line, t);
   }
@@ -353,6 +436,15 @@ int64_t ln_runview_last_committed(const ln_runview *rv) {
   for (int i = 0; i < rv->n_attempts; i++)
     if (rv->attempts[i].committed_step > best) best = rv->attempts[i].committed_step;
   return best;
+}
+
+const ln_rv_gpu *ln_runview_gpu_of_rank(const ln_runview *rv, const char *host, int local_rank) {
+  int count = 0;
+  if (!host || local_rank < 0) return NULL;
+  for (int k = 0; k < rv->n_gpus; k++) count += !strcmp(rv->gpus[k].host, host);
+  for (int k = 0; count && k < rv->n_gpus; k++)
+    if (rv->gpus[k].index == ln_gpu_index_of_local_rank(local_rank, count) && !strcmp(rv->gpus[k].host, host)) return &rv->gpus[k];
+  return NULL;
 }
 
 static ln_attempt_outcome outcome_of(const char *name) {
@@ -414,4 +506,9 @@ ln_rv_goodput ln_runview_goodput(const ln_runview *rv, int64_t now_us) {
                        .backoff_ms = total.backoff_ms,
                        .pct = ln_goodput_pct(&total)};
   return g;
+}
+
+void ln_runview_mfu(const ln_runview *rv, ln_mfu_run *out) {
+  *out = rv->mfu_finals;
+  if (rv->have_mfu && !rv->mfu_final) ln_mfu_run_add(out, &rv->mfu);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "ftl/error.h"
+#include "launcher/mfu.h"
 
 typedef struct ln_rv_attempt {
   int attempt;
@@ -40,6 +41,7 @@ typedef struct ln_rv_sample { /* a progress event */
   int64_t step, total_steps;
   double loss;         /* NaN when the program sent none */
   double tokens_per_s; /* -1 when not known */
+  double mfu;          /* the launcher's latest MFU at this report (0..1), -1 when none (launcher/mfu.h) */
 } ln_rv_sample;
 
 typedef struct ln_rv_mark { /* a checkpoint commit or a restart */
@@ -76,6 +78,27 @@ typedef struct ln_rv_gpu { /* a GPU's latest health verdict (gpu_health events; 
   int64_t since_us;   /* the event that said it */
 } ln_rv_gpu;
 
+typedef struct ln_rv_gpu_change { /* a GPU's verdict or reason changed (kept with keep_series) */
+  int64_t t_us;
+  int attempt;
+  char host[64];
+  int index;
+  char uuid[96];
+  char verdict[16], reason[256];
+} ln_rv_gpu_change;
+
+typedef struct ln_rv_straggler { /* a straggler event, with its GPU's health (docs/gpu.md) */
+  int64_t t_us;
+  int attempt, rank;
+  int local_rank;                 /* as the launcher mapped it to a GPU; -1 not known */
+  char host[64];
+  double compute_ms, others_median_ms, ratio;
+  int host_suspect;
+  int gpu;                        /* its GPU's index; -1: none known (no NVML on its host) */
+  char uuid[96], verdict[16], reason[256]; /* that GPU's latest in its attempt (straggler, straggler_gpu,
+                                              gpu_health) */
+} ln_rv_straggler;
+
 typedef struct ln_runview {
   int keep_series; /* keep every sample/mark/cadence (report); else only the latest */
   char job[128];
@@ -103,10 +126,21 @@ typedef struct ln_runview {
   ln_rv_standby standby;
   ln_rv_gpu *gpus;  /* one per host and GPU index, in the order first seen */
   int n_gpus, cap_gpus;
+  ln_rv_gpu_change *gpu_changes; /* every verdict change, in order (keep_series only; a first healthy
+                                    reading is no change) */
+  int n_gpu_changes, cap_gpu_changes;
+  ln_rv_straggler *stragglers; /* every straggler event, in order (at most 4096) */
+  int n_stragglers, cap_stragglers;
   /* The run_goodput event, when there is one (the run ended). */
   int have_goodput;
   double gp_wall_ms, gp_productive_ms, gp_startup_ms, gp_stall_ms, gp_lost_ms, gp_teardown_ms, gp_backoff_ms, gp_pct;
   double gp_unreported_ms;
+  /* Model FLOPs utilisation (the `mfu` events, launcher/mfu.h): the latest figure and its attempt,
+   * and the sum of the attempts' final figures (ln_runview_mfu adds the running attempt's). */
+  int have_mfu;
+  int mfu_attempt, mfu_final; /* the latest is its attempt's final figure */
+  ln_mfu_figure mfu;
+  ln_mfu_run mfu_finals;
   /* The end of the run after training: the gate's and the publish's events (0: none), when each
    * ended; the last attempt's end is when the gate began. */
   int64_t gate_us, publish_us;
@@ -133,6 +167,11 @@ ftl_err ln_runview_load(ln_runview *rv, const char *run_dir, ftl_diag *d);
  * attempts' attempt_end committed_step; -1 when none. */
 int64_t ln_runview_last_committed(const ln_runview *rv);
 
+/* The GPU whose health stands for a rank's (docs/gpu.md, "GPU health (NVML)"): of the GPUs its host
+ * reported, the one with NVML index local_rank mod their count (ftl_init gives local rank k device
+ * k). NULL when its host reported none (no NVML there) or local_rank < 0. */
+const ln_rv_gpu *ln_runview_gpu_of_rank(const ln_runview *rv, const char *host, int local_rank);
+
 /* The goodput breakdown: the run_goodput event's when there is one, else estimated from the
  * attempts so far with the goodput arithmetic (launcher/goodput.c) up to now_us. */
 typedef struct ln_rv_goodput {
@@ -142,5 +181,9 @@ typedef struct ln_rv_goodput {
   int final;            /* 1: the run's own run_goodput */
 } ln_rv_goodput;
 ln_rv_goodput ln_runview_goodput(const ln_runview *rv, int64_t now_us);
+
+/* The run's MFU so far (launcher/mfu.h's sum of its attempts: the ended ones' final figures and the
+ * running one's latest). out->reported 0: no rank ever reported FLOPs; say nothing of MFU then. */
+void ln_runview_mfu(const ln_runview *rv, ln_mfu_run *out);
 
 #endif

@@ -38,7 +38,9 @@ const char ln_status_help[] =
     "Prints: running or ended (and ftl's exit code), the progress rank 0 last reported, every attempt\n"
     "with its outcome, the failures with their causes and hosts (failures.jsonl), the checkpoint\n"
     "cadence and its inputs, the measured restart cost R (failures.jsonl's restart records), the last\n"
-    "committed step, the gate's verdict and the published version, and the goodput breakdown.\n"
+    "committed step, the gate's verdict and the published version, the goodput breakdown, useful work\n"
+    "(goodput x MFU, for a program that reports its FLOPs: ftl_step_done_flops), GPU health (each GPU\n"
+    "that is not healthy, with why) and the stragglers with their GPU's verdict beside them.\n"
     "Running means a launcher holds RUNDIR/ftl.lock. It only reads, so it is safe while the job runs.\n"
     "\n"
     "  --json   one JSON object instead (versioned; docs/formats/status.md)\n"
@@ -206,7 +208,63 @@ static json_t *gpus_json(const ln_runview *rv) {
   return out;
 }
 
+/* The run's stragglers (straggler events), each with its GPU's latest verdict in its attempt (null
+ * when its host read no GPU health); [] when none. */
+static json_t *stragglers_json(const ln_runview *rv) {
+  json_t *out = json_array();
+  for (int i = 0; i < rv->n_stragglers && out; i++) {
+    const ln_rv_straggler *s = &rv->stragglers[i];
+    json_t *gpu = s->gpu >= 0 ? json_pack("{s:i, s:s, s:s, s:s}", "index", s->gpu, "uuid", s->uuid, "verdict",
+                                          s->verdict, "reason", s->reason)
+                              : json_null();
+    json_array_append_new(out, json_pack("{s:i, s:i, s:s, s:i, s:f, s:f, s:f, s:b, s:I, s:o}", "attempt", s->attempt,
+                                         "rank", s->rank, "host", s->host, "local_rank", s->local_rank, "ratio",
+                                         s->ratio, "compute_ms", s->compute_ms, "others_median_ms",
+                                         s->others_median_ms, "host_suspect", s->host_suspect, "t_us",
+                                         (json_int_t)s->t_us, "gpu", gpu ? gpu : json_null()));
+  }
+  return out;
+}
+
 /* The standby's part of the document (docs/formats/status.md), null when the run never had one. */
+/* Useful work (docs/formats/status.md: useful_work): the run's MFU so far beside goodput, the latest
+ * figure's rate and peak, and the sentence; null when no rank reported FLOPs (nothing is said of
+ * MFU then, not a zero). */
+static json_t *useful_work_json(const ln_runview *rv, const ln_rv_goodput *g) {
+  ln_mfu_run run;
+  ln_runview_mfu(rv, &run);
+  if (!run.reported) return json_null();
+  const ln_mfu_figure *f = &rv->mfu;
+  char text[600];
+  ln_mfu_phrase(text, sizeof text, g->measured ? g->pct : -1, run.mfu, run.source, run.peak);
+  json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:s, s:o, s:o, s:o, s:f, s:i, s:b, s:s}", "mfu",
+                        run.mfu >= 0 ? json_real(run.mfu) : json_null(), "mfu_pct",
+                        run.mfu >= 0 ? json_real(100 * run.mfu) : json_null(), "useful_work_pct",
+                        run.mfu >= 0 && g->measured ? json_real(g->pct * run.mfu) : json_null(), "peak_source",
+                        ln_peak_source_name(run.source), "peak", run.peak, "model_flops_per_s",
+                        f->flops_per_s >= 0 ? json_real(f->flops_per_s) : json_null(), "current_mfu",
+                        f->mfu >= 0 ? json_real(f->mfu) : json_null(), "peak_flops",
+                        f->peak_flops > 0 ? json_real(f->peak_flops) : json_null(), "model_flops", f->model_flops,
+                        "attempt", rv->mfu_attempt, "final", rv->mfu_final, "text", text);
+  return o ? o : json_null();
+}
+
+/* The useful-work line: the sentence, and while an attempt runs its latest rate. */
+static void print_useful_work(const json_t *uw) {
+  if (!json_is_object(uw)) return;
+  printf("%s\n", json_string_value(json_object_get(uw, "text")));
+  const json_t *rate = json_object_get(uw, "model_flops_per_s");
+  if (json_is_true(json_object_get(uw, "final")) || !json_is_number(rate)) return;
+  char r[48];
+  ln_mfu_fmt_rate(r, sizeof r, json_number_value(rate));
+  const json_t *cur = json_object_get(uw, "current_mfu");
+  if (json_is_number(cur))
+    printf("model FLOPs now: %s (MFU %.1f%%, attempt %d)\n", r, 100 * json_number_value(cur),
+           (int)json_integer_value(json_object_get(uw, "attempt")));
+  else
+    printf("model FLOPs now: %s (attempt %d)\n", r, (int)json_integer_value(json_object_get(uw, "attempt")));
+}
+
 static json_t *standby_json(const ln_rv_standby *sb) {
   if (!sb->state[0]) return json_null();
   return json_pack("{s:s, s:i, s:I, s:o, s:I, s:i, s:i, s:i, s:i, s:s, s:s, s:I}", "state", sb->state, "for_attempt",
@@ -281,6 +339,7 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
   json_object_set_new(doc, "attempts", attempts);
   json_object_set_new(doc, "standby", standby_json(&rv.standby));
   json_object_set_new(doc, "gpus", gpus_json(&rv));
+  json_object_set_new(doc, "stragglers", stragglers_json(&rv));
   json_t *restarts = json_array();
   json_object_set_new(doc, "failures", failures_of(run_dir, restarts));
   json_t *cost = restart_cost_of(run_dir);
@@ -315,6 +374,7 @@ ftl_err ln_status_build(const char *run_dir, json_t **out, ftl_diag *d) {
                                 g.stall_ms, "lost_work_ms", g.lost_ms, "teardown_ms", g.teardown_ms, "backoff_ms",
                                 g.backoff_ms, "unreported_ms", g.unreported_ms, "measured", g.measured, "goodput_pct",
                                 g.measured ? json_real(g.pct) : json_null()));
+  json_object_set_new(doc, "useful_work", useful_work_json(&rv, &g));
   /* Whether the program reports steps at all (ftl_step_done): a program that does not shows none,
    * which is not a failure to make progress. */
   int reported = rv.latest.step >= 0;
@@ -363,6 +423,25 @@ static void print_gpus(const json_t *gpus) {
     if (!strcmp(str(g, "verdict"), "healthy")) continue;
     printf("  host %s GPU %.0f (%s): %s: %s\n", str(g, "host"), num(g, "index"), str(g, "uuid"), str(g, "verdict"),
            str(g, "reason"));
+  }
+}
+
+/* Each straggler, how much slower, and its GPU's verdict beside it (nothing of a GPU where its host
+ * read none). */
+static void print_stragglers(const json_t *stragglers) {
+  size_t i;
+  const json_t *s;
+  if (json_array_size(stragglers)) printf("stragglers: %zu\n", json_array_size(stragglers));
+  json_array_foreach(stragglers, i, s) {
+    printf("  attempt %.0f: rank %.0f on host %s is %.1f× slower than the others (%.1f ms vs %.1f ms compute per step)",
+           num(s, "attempt"), num(s, "rank"), str(s, "host"), num(s, "ratio"), num(s, "compute_ms"),
+           num(s, "others_median_ms"));
+    const json_t *g = json_object_get(s, "gpu");
+    if (json_is_object(g) && !strcmp(str(g, "verdict"), "healthy"))
+      printf("; its GPU %.0f (%s) is healthy", num(g, "index"), str(g, "uuid"));
+    else if (json_is_object(g))
+      printf("; its GPU %.0f (%s) is %s: %s", num(g, "index"), str(g, "uuid"), str(g, "verdict"), str(g, "reason"));
+    printf("\n");
   }
 }
 
@@ -421,6 +500,7 @@ static void print_human(const json_t *doc) {
     printf("\n");
   }
   print_gpus(json_object_get(doc, "gpus"));
+  print_stragglers(json_object_get(doc, "stragglers"));
   const json_t *failures = json_object_get(doc, "failures");
   if (json_array_size(failures)) printf("failures: %zu\n", json_array_size(failures));
   json_array_foreach(failures, i, a) {
@@ -472,6 +552,7 @@ static void print_human(const json_t *doc) {
            "%.1f s, teardown %.1f s, back-off %.1f s\n",
            num(gp, "wall_ms") / 1e3, num(gp, "startup_ms") / 1e3, num(gp, "unreported_ms") / 1e3,
            num(gp, "teardown_ms") / 1e3, num(gp, "backoff_ms") / 1e3);
+  print_useful_work(json_object_get(doc, "useful_work"));
 }
 
 /* ---- the command ----------------------------------------------------------------------------- */

@@ -60,23 +60,18 @@
 #include "launcher/attempt_env.h"
 #include "launcher/attempt_state.h"
 #include "launcher/detect.h"
+#include "launcher/fleet.h"
 #include "launcher/goodput.h"
 #include "launcher/hostfile.h"
 #include "launcher/launcher.h"
 #include "launcher/progress.h"
+#include "launcher/runview.h"
 #include "launcher/sigpipe.h"
 #include "launcher/standby.h"
 #include "rendezvous/server.h"
 #include "rendezvous/wire.h"
 
 static const char *msg_str(const json_t *msg, const char *key) { return rz_wire_str(msg, key, ""); }
-
-/* The ledger's name of a cause: core's one table (core/failure_record.c); the enum follows the
- * same map's order (launcher/launcher.h). */
-const char *ln_failure_kind_name(ln_failure_kind kind) {
-  const char *name = core_failure_cause_name((int)kind);
-  return name ? name : "unknown";
-}
 
 /* ---- rank state and phases ------------------------------------------------------------------- */
 
@@ -91,6 +86,9 @@ typedef struct rank_state {
   int first_step_seen;
   int exit_code, signal;
   int imports_reported; /* its Python runner said what the program imported at start-up (pyrun.py) */
+  int has_local_rank, local_rank; /* its ready report's local_rank (which GPU is its: stragglers) */
+  double straggler_ratio;         /* reported a straggler this many times the others' median (0: not) */
+  int straggler_gpu_said;         /* its GPU was said not healthy beside its straggling (once) */
 } rank_state;
 
 typedef struct attempt {
@@ -134,6 +132,10 @@ typedef struct attempt {
   int warm;                /* this attempt took over the standby gang (launcher/standby.h) */
   json_t **standby_hello;  /* its agents' hellos, replayed as this attempt's (owned) */
   ln_gang_launch *launch;  /* how the gang is started; a taken-over standby's session folder lands here */
+  ln_mfu *mfu;             /* model FLOPs utilisation: the ranks' FLOPs and devices (mfu.h) */
+  ln_runview gpu_view;     /* each host's latest GPU verdicts in this attempt (its gpu_health events,
+                              folded as ftl status folds them), said beside a straggler */
+  int stragglers;          /* ranks reported as stragglers */
 } attempt;
 
 static int was(const attempt *a, ln_attempt_phase p) { return ln_phase_was(&a->ph, p); }
@@ -303,13 +305,15 @@ static void note_library_event(attempt *a, int rank, const char *name, const jso
 /* A rank's first step (start-up is over) or a later one. */
 static void on_step(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln_rank_watch *w, int first) {
   note_progress(w);
+  ln_mfu_note_flops(a->mfu, ev->rank, ev->msg);
   w->section = FTL_SECTION_STEP;
   w->last_step = rz_wire_int(ev->msg, "step", w->last_step);
   if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
   if (!first) {
     double compute = rz_wire_num(ev->msg, "compute_ms", -1);
     if (compute >= 0) ln_detect_note_compute(w, compute);
-    ln_progress_record(a->o->events, a->o->attempt, ev->rank, ev->msg); /* rank 0's report: a `progress` event */
+    /* rank 0's report: a `progress` event, with the latest MFU when there is one */
+    if (ev->rank == 0) ln_progress_record(a->o->events, a->o->attempt, ev->rank, ev->msg, ln_mfu_progress_fields(a->mfu));
     return;
   }
   s->first_step_ms = rz_wire_num(ev->msg, "first_step_ms", 0);
@@ -371,6 +375,7 @@ static void on_agent_hello(attempt *a, const rz_rdzv_event *ev, rank_state *s, l
     a->res->started_ms = since_start(a);
   w->has_agent = 1;
   snprintf(s->addrs, sizeof s->addrs, "%s", msg_str(ev->msg, "addrs"));
+  ln_fleet_note_rank(a->o->fleet, ev->rank, msg_str(ev->msg, "host"), s->addrs); /* the exposure's hosts */
   /* An agent that comes up after the gang is being ended (a stop before the rendezvous, or a root
    * cause while mpirun still places the gang) is told at once, not left to run. */
   if (a->ph.phase == LN_PHASE_ENDING) rz_rdzv_server_signal_agents(a->server, SIGTERM);
@@ -400,6 +405,13 @@ static void on_rank_ready(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln
   s->phases[1] = rz_wire_num(ev->msg, "mpi_init_ms", 0);
   s->phases[2] = rz_wire_num(ev->msg, "comm_init_ms", 0);
   s->ready = 1;
+  const json_t *lr = json_object_get(ev->msg, "local_rank");
+  if (json_is_integer(lr) && json_integer_value(lr) >= 0 && json_integer_value(lr) < a->world) {
+    s->has_local_rank = 1;
+    s->local_rank = (int)json_integer_value(lr);
+  }
+  ln_mfu_note_rank(a->mfu, ev->rank, rz_rdzv_server_host(a->server, ev->rank), (int)rz_wire_int(ev->msg, "local_rank", 0),
+                   (int)rz_wire_int(ev->msg, "cpus", 0));
   ln_events_write(a->o->events, "rank_ready", a->o->attempt,
                   json_pack("{s:i, s:f, s:f, s:f, s:s, s:I}", "rank", ev->rank, "rendezvous_ms", s->phases[0],
                             "mpi_init_ms", s->phases[1], "comm_init_ms", s->phases[2], "backend",
@@ -448,8 +460,91 @@ static void on_rejected(attempt *a, const rz_rdzv_event *ev) {
   }
 }
 
+/* Keeps res->degraded in step with a host's latest GPU report: the host is listed while that report
+ * names a degraded GPU (the first such GPU is the reason given), and dropped when a later report
+ * says all its GPUs are healthy again. The policy reads the list after the attempt. */
+static void note_degraded_host(attempt *a, const char *host, int rank, const json_t *gpus) {
+  ln_attempt_result *r = a->res;
+  const json_t *worst = NULL;
+  size_t i;
+  const json_t *g;
+  json_array_foreach(gpus, i, g) if (!strcmp(msg_str(g, "verdict"), "degraded") && !worst) worst = g;
+  int at = -1;
+  for (int k = 0; k < r->n_degraded; k++)
+    if (!strcmp(r->degraded[k].host, host)) at = k;
+  if (!worst) {
+    if (at >= 0) {
+      memmove(&r->degraded[at], &r->degraded[at + 1], (size_t)(r->n_degraded - at - 1) * sizeof r->degraded[0]);
+      r->n_degraded--;
+    }
+    return;
+  }
+  if (at < 0) {
+    if (r->n_degraded == LN_MAX_DEGRADED_HOSTS) return; /* more than 16 at once: the first are acted on */
+    at = r->n_degraded++;
+  }
+  snprintf(r->degraded[at].host, sizeof r->degraded[at].host, "%s", host);
+  snprintf(r->degraded[at].addrs, sizeof r->degraded[at].addrs, "%s",
+           rank >= 0 && rank < a->world ? a->ranks[rank].addrs : "");
+  snprintf(r->degraded[at].why, sizeof r->degraded[at].why, "GPU %lld (%.60s) is degraded: %.60s",
+           (long long)json_integer_value(json_object_get(worst, "index")), msg_str(worst, "uuid"),
+           msg_str(worst, "reason"));
+}
+
+/* ---- a straggler's GPU ---------------------------------------------------------------------- */
+
+/* The GPU whose health stands for rank i's (ln_runview_gpu_of_rank: local rank mod its host's GPUs):
+ * its local rank as its ready report said, else its place among its host's ranks in rank order.
+ * NULL when its host said nothing of its GPUs (no NVML there: then nothing is said of a GPU). */
+static const ln_rv_gpu *rank_gpu(attempt *a, int i, int *local_out) {
+  int local = a->ranks[i].has_local_rank ? a->ranks[i].local_rank : ln_detect_local_rank(a->watch, a->world, i);
+  if (local_out) *local_out = local;
+  return ln_runview_gpu_of_rank(&a->gpu_view, a->watch[i].host, local);
+}
+
+/* "its GPU 1 (GPU-...) is degraded: thermal throttling" (a healthy one is said too: the slowness is
+ * then not the GPU's), and the event's gpu object. */
+static void gpu_clause(const ln_rv_gpu *g, char *out, size_t size) {
+  if (!strcmp(g->verdict, "healthy"))
+    snprintf(out, size, "its GPU %d (%.96s) is healthy", g->index, g->uuid);
+  else
+    snprintf(out, size, "its GPU %d (%.96s) is %s: %.200s", g->index, g->uuid, g->verdict, g->reason);
+}
+
+static json_t *gpu_object(const ln_rv_gpu *g) {
+  return json_pack("{s:i, s:s, s:s, s:s, s:s}", "index", g->index, "uuid", g->uuid, "name", g->name, "verdict",
+                   g->verdict, "reason", g->reason);
+}
+
+/* A host's new GPU verdicts against the stragglers already reported on it: a rank whose GPU is now
+ * degraded or failed is said so once (a straggler_gpu event and a log line), the other way round
+ * from check_stragglers, which says the GPU's verdict when it finds the straggler. */
+static void note_straggler_gpus(attempt *a, const char *host, const json_t *gpus) {
+  json_t *line = json_pack("{s:s, s:s, s:O}", "event", "gpu_health", "host", host, "gpus", gpus);
+  if (line) ln_runview_add(&a->gpu_view, line);
+  json_decref(line);
+  if (!a->stragglers) return;
+  refresh_hosts(a);
+  for (int i = 0; i < a->world; i++) {
+    rank_state *s = &a->ranks[i];
+    if (!a->watch[i].straggler_reported || s->straggler_gpu_said || !a->watch[i].host || strcmp(a->watch[i].host, host))
+      continue;
+    const ln_rv_gpu *g = rank_gpu(a, i, NULL);
+    if (!g || !strcmp(g->verdict, "healthy")) continue;
+    s->straggler_gpu_said = 1;
+    char clause[400];
+    gpu_clause(g, clause, sizeof clause);
+    FTL_LOG(FTL_LOG_WARN, "launcher", "straggler: rank %d on host %s (%.1f× slower than the others' median, "
+            "reported before) now: %s", i, host, s->straggler_ratio, clause);
+    ln_events_write(a->o->events, "straggler_gpu", a->o->attempt,
+                    json_pack("{s:i, s:s, s:f, s:o}", "rank", i, "host", host, "ratio", s->straggler_ratio, "gpu",
+                              gpu_object(g)));
+  }
+}
+
 /* A host's GPU verdicts changed (launcher/gpu_watch.h): logged; a failed GPU ends the attempt with
- * cause gpu_failed and its host as the bad one (a spare, with a hostfile, takes its place). */
+ * cause gpu_failed and its host as the bad one (a spare, with a hostfile, takes its place); a
+ * degraded one is noted for the policy (note_degraded_host). */
 static void on_gpu_health(attempt *a, const rz_rdzv_event *ev) {
   const char *host = rz_rdzv_server_host(a->server, ev->rank);
   const json_t *gpus = json_object_get(ev->msg, "gpus");
@@ -458,6 +553,12 @@ static void on_gpu_health(attempt *a, const rz_rdzv_event *ev) {
                   json_pack("{s:i, s:s, s:O}", "rank", ev->rank, "host", host ? host : "unknown", "gpus", gpus));
   size_t i;
   const json_t *g;
+  if (host) note_degraded_host(a, host, ev->rank, gpus);
+  /* For the fleet ledger after the attempt (fleet.h): kept in memory here, written by run.c. */
+  if (host)
+    ln_fleet_note_gpus(a->o->fleet, host, ev->rank >= 0 && ev->rank < a->world ? a->ranks[ev->rank].addrs : "", gpus,
+                       ftl_wall_us());
+  if (host) ln_mfu_note_gpus(a->mfu, host, gpus);
   json_array_foreach(gpus, i, g) {
     const char *verdict = msg_str(g, "verdict");
     if (strcmp(verdict, "healthy") != 0)
@@ -470,6 +571,7 @@ static void on_gpu_health(attempt *a, const rz_rdzv_event *ev) {
              (long long)json_integer_value(json_object_get(g, "index")), msg_str(g, "uuid"), msg_str(g, "reason"));
     set_root(a, FTL_FAIL_GPU, ev->rank, 0, 0, how, host);
   }
+  if (host) note_straggler_gpus(a, host, gpus);
 }
 
 static void on_event(void *user, const rz_rdzv_event *ev) {
@@ -528,6 +630,7 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
       if (s) on_agent_exit(a, ev, s, w);
       break;
     case FTL_RDZV_RANK_BYE:
+      ln_mfu_note_flops(a->mfu, ev->rank, ev->msg); /* the last steps' FLOPs (ftl_finalize) */
       break;
     case FTL_RDZV_RANK_PARKED:
       /* A rank of the standby this attempt took over, parking late: the server activates it. */
@@ -573,10 +676,12 @@ static void check_hangs(attempt *a) {
   if (ln_detect_hang(a->watch, a->world, &a->limits, ftl_clock_ms(), &f)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
 }
 
-/* Reports stragglers (once per rank and attempt). In a gang over several hosts the straggler's host
- * is marked suspect: a suspect host that later fails is left out, not just restarted on. On one
- * host there is nothing to exclude, so the warning says what it means and marks nothing; ranks
- * that oversubscribe this host's cores get the laxer ratio, as time slicing alone slows one. */
+/* Reports stragglers (once per rank and attempt), with how much slower and, where its host reads
+ * GPU health, its GPU's verdict beside it ("rank 5 is 2.9x slower; its GPU is thermal-throttling").
+ * In a gang over several hosts the straggler's host is marked suspect: a suspect host that later
+ * fails is left out, not just restarted on. On one host there is nothing to exclude, so the warning
+ * says what it means and marks nothing; ranks that oversubscribe this host's cores get the laxer
+ * ratio, as time slicing alone slows one. */
 static void check_stragglers(attempt *a) {
   ln_straggler found[8];
   refresh_hosts(a);
@@ -585,24 +690,35 @@ static void check_stragglers(attempt *a) {
   double ratio = one_host && cpus > 0 && a->world > cpus ? FTL_STRAGGLER_RATIO_SHARED : FTL_STRAGGLER_RATIO;
   int n = ln_detect_stragglers(a->watch, a->world, ratio, found, (int)(sizeof found / sizeof *found));
   for (int k = 0; k < n; k++) {
-    int i = found[k].rank;
+    int i = found[k].rank, local = -1;
     a->watch[i].straggler_reported = 1;
+    a->stragglers++;
     const char *host = a->watch[i].host ? a->watch[i].host : "?";
+    double slower = found[k].others_median_ms > 0 ? found[k].compute_ms / found[k].others_median_ms : 0;
+    a->ranks[i].straggler_ratio = slower;
+    const ln_rv_gpu *g = rank_gpu(a, i, &local);
+    char clause[420] = "", then[160];
+    if (g) {
+      clause[0] = ';';
+      clause[1] = ' ';
+      gpu_clause(g, clause + 2, sizeof clause - 2);
+      a->ranks[i].straggler_gpu_said = strcmp(g->verdict, "healthy") != 0;
+    }
     if (one_host) {
-      FTL_LOG(FTL_LOG_WARN, "launcher",
-              "straggler: rank %d on host %s is slower than the others (%.1f ms vs %.1f ms median compute per step "
-              "over the last %d reports); with one host there is nothing to exclude",
-              i, host, found[k].compute_ms, found[k].others_median_ms, FTL_STRAGGLER_WINDOW);
+      snprintf(then, sizeof then, "with one host there is nothing to exclude");
     } else {
       if (a->watch[i].host && !a->res->suspect_host[0]) snprintf(a->res->suspect_host, sizeof a->res->suspect_host, "%s", host);
-      FTL_LOG(FTL_LOG_WARN, "launcher",
-              "straggler: rank %d on host %s computes %.1f ms per step, the others %.1f ms (median of the last %d "
-              "reports); host %s is suspect: if it fails, it is left out of the next attempts",
-              i, host, found[k].compute_ms, found[k].others_median_ms, FTL_STRAGGLER_WINDOW, host);
+      snprintf(then, sizeof then, "host %.64s is suspect: if it fails, it is left out of the next attempts", host);
     }
-    ln_events_write(a->o->events, "straggler", a->o->attempt,
-                     json_pack("{s:i, s:s, s:f, s:f, s:b}", "rank", i, "host", host, "compute_ms", found[k].compute_ms,
-                               "others_median_ms", found[k].others_median_ms, "host_suspect", !one_host));
+    FTL_LOG(FTL_LOG_WARN, "launcher",
+            "straggler: rank %d on host %s is %.1f× slower than the others (%.1f ms vs %.1f ms median compute per "
+            "step over the last %d reports)%s; %s",
+            i, host, slower, found[k].compute_ms, found[k].others_median_ms, FTL_STRAGGLER_WINDOW, clause, then);
+    json_t *ev = json_pack("{s:i, s:s, s:f, s:f, s:f, s:i, s:b}", "rank", i, "host", host, "compute_ms",
+                           found[k].compute_ms, "others_median_ms", found[k].others_median_ms, "ratio", slower,
+                           "local_rank", local, "host_suspect", !one_host);
+    if (ev && g) json_object_set_new(ev, "gpu", gpu_object(g));
+    ln_events_write(a->o->events, "straggler", a->o->attempt, ev);
   }
 }
 
@@ -728,6 +844,9 @@ static ftl_err attempt_init(attempt *a, char *token, size_t token_size, ftl_diag
   a->watch = ftl_calloc((size_t)a->world, sizeof *a->watch);
   if (!a->ranks || !a->watch) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   for (int i = 0; i < a->world; i++) a->watch[i].last_step = -1;
+  ln_mfu_opts mo = {.precision = (ln_precision)o->job->mfu_precision,
+                    .peak_tflops = o->job->has_mfu_peak ? o->job->mfu_peak_tflops : 0};
+  if ((rc = ln_mfu_create(a->world, &mo, &a->mfu, d))) return rc;
   a->limits = (ln_detect_limits){.startup_ms = o->job->startup_timeout_ms,
                                   .step_ms = o->job->step_timeout_ms,
                                   .checkpoint_ms = o->job->checkpoint_timeout_ms,
@@ -991,6 +1110,7 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
       if (t == TIMER_PING) {
         rz_rdzv_server_ping_agents(a->server);
         check_stragglers(a);
+        ln_mfu_tick(a->mfu, a->o->events, a->o->attempt);
         core_timers_set(timers, TIMER_PING, ftl_clock_ms() + PING_EVERY_MS);
       } else {
         a->detect_due = 1;
@@ -1077,6 +1197,7 @@ static void finish_attempt(attempt *a, const char *token, ftl_err rc) {
   }
   if (rc == FTL_OK && a->gang.pid > 0) conclude(a);
   if (a->gang.pid > 0) set_phase(a, LN_PHASE_ENDED);
+  ln_mfu_finish(a->mfu, o->events, o->attempt, &res->mfu);
   json_t *end = json_pack("{s:s, s:s, s:i, s:i, s:i, s:s, s:I, s:I, s:f}", "outcome", ln_outcome_name(res->outcome),
                            "cause", ln_failure_kind_name(res->kind), "root_rank", res->root_rank, "exit_code",
                            res->exit_code, "signal", res->signal, "summary", res->summary, "last_step",
@@ -1097,6 +1218,7 @@ ftl_err ln_attempt_run(const ln_attempt_opts *o, ln_attempt_result *res, ftl_dia
                .hosts_dirty = 1};
   ln_gang_launch L = {FTL_LAUNCH_MPIRUN, NULL, NULL, NULL, ""};
   a.launch = &L;
+  ln_runview_init(&a.gpu_view, 0);
   char token[96];
   struct sigaction old[N_HANDLED];
   a.token = token;
@@ -1111,6 +1233,8 @@ ftl_err ln_attempt_run(const ln_attempt_opts *o, ln_attempt_result *res, ftl_dia
 out:
   ln_gang_launch_free(&L);
   ln_standby_free_hellos(a.standby_hello, a.world);
+  ln_runview_free(&a.gpu_view);
+  ln_mfu_destroy(a.mfu);
   ftl_free(a.ranks);
   ftl_free(a.watch);
   rz_rdzv_server_destroy(a.server);

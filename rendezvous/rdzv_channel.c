@@ -1,5 +1,6 @@
 /* rendezvous/rdzv_channel.c: the rank's channel to the launcher after start-up (include/ftl/rdzv.h):
- * heartbeats with the sampled compute time (ftl_step_done), progress reports and sections, events,
+ * heartbeats with the sampled compute time and the model FLOPs so far (ftl_step_done,
+ * ftl_step_done_flops), progress reports and sections, events,
  * and the launcher's stop requests, agreed across the gang.
  *
  * Not here: the rendezvous at start-up (rdzv_init.c), the wire format (wire.c). */
@@ -93,8 +94,9 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
     ctx->sample_t0_ns = ftl_clock_ns();
     ctx->collective_ns = 0;
     return rz_rdzv_client_send(&ctx->client,
-                                json_pack("{s:s, s:I, s:f}", "type", "first_step", "step", (json_int_t)step,
-                                          "first_step_ms", rz_ms_since(ctx->ready_ns)),
+                                rz_with_flops(ctx, json_pack("{s:s, s:I, s:f}", "type", "first_step", "step",
+                                                             (json_int_t)step, "first_step_ms",
+                                                             rz_ms_since(ctx->ready_ns))),
                                 0, &ignored);
   }
   int64_t now = ftl_clock_ms();
@@ -107,9 +109,25 @@ ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step) {
   ctx->sample_t0_ns = ftl_clock_ns();
   /* A heartbeat that does not fit in the socket is dropped: the next one says the same, later. */
   ftl_err rc = rz_rdzv_client_send(
-      &ctx->client, json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)step, "compute_ms", compute_ms), 1,
-      &ignored);
+      &ctx->client,
+      rz_with_flops(ctx, json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)step, "compute_ms", compute_ms)),
+      1, &ignored);
   return rc == FTL_ERR_TIMEOUT ? FTL_OK : rc;
+}
+
+ftl_err ftl_step_done_flops(ftl_ctx *ctx, int64_t step, double flops) {
+  ftl_diag d;
+  /* Checked before anything is counted: one NaN would poison the running total for good. */
+  if (!(isfinite(flops) && flops >= 0)) {
+    ftl_diag_fail(&d, FTL_ERR_INVAL, "ftl_step_done_flops: step %lld: flops must be a finite number >= 0, got %g",
+                  (long long)step, flops);
+    return ctx ? rz_ctx_fail(ctx, FTL_ERR_INVAL, &d) : FTL_ERR_INVAL;
+  }
+  if (!ctx) return FTL_ERR_INVAL;
+  ctx->flops_total += flops;
+  ctx->flops_ms = rz_ms_since(ctx->ready_ns);
+  ctx->have_flops = 1;
+  return ftl_step_done(ctx, step);
 }
 
 ftl_err ftl_progress_report(ftl_ctx *ctx, int64_t step, int64_t total_steps, double loss, int64_t tokens) {

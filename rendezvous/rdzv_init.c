@@ -298,12 +298,14 @@ ftl_err ftl_init(int *argc, char ***argv, ftl_ctx **ctx_out) {
   ctx->startup.comm_init = rz_ms_since(t0);
   ctx->ready_ns = ftl_clock_ns();
 
-  rz_report(ctx, json_pack("{s:s, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:i}", "type", "ready", "parked_ms",
+  /* cpus: the host's online CPUs, the launcher's share of them per rank for a CPU rank's peak
+   * FLOPS (docs/gpu.md, "Useful work: MFU"). */
+  rz_report(ctx, json_pack("{s:s, s:f, s:f, s:f, s:f, s:s, s:i, s:i, s:i, s:I}", "type", "ready", "parked_ms",
                         ctx->startup.parked, "rendezvous_ms",
                         ctx->startup.rendezvous, "mpi_init_ms", ctx->startup.mpi_init, "comm_init_ms",
                         ctx->startup.comm_init, "backend", ctx->info.backend == FTL_BACKEND_NCCL ? "nccl" : "mpi",
                         "device", ctx->info.device, "local_rank", ctx->info.local_rank, "local_world_size",
-                        ctx->info.local_world_size));
+                        ctx->info.local_world_size, "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN)));
 out:
   if (rc) {
     rz_ctx_fail(ctx, rc, &d);
@@ -329,7 +331,8 @@ ftl_err ftl_finalize(ftl_ctx *ctx) {
     if (!finalized) rc = ftl_mpi_check(mpi->finalize(), "MPI_Finalize", &d);
   }
   if (ctx->have_client) {
-    rz_report(ctx, json_pack("{s:s}", "type", "bye"));
+    /* With the FLOPs of the last steps, which the heartbeats' throttle may have held back. */
+    rz_report(ctx, rz_with_flops(ctx, json_pack("{s:s}", "type", "bye")));
     rz_rdzv_client_close(&ctx->client);
   }
   rz_linebuf_free(&ctx->from_launcher);

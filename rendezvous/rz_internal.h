@@ -64,6 +64,13 @@ struct ftl_ctx {
   int64_t sample_t0_ns;
   int64_t collective_ns;
   double compute_ms;
+  /* Model FLOPs (ftl_step_done_flops): the running total and when (ms since ready_ns, this rank's
+   * own clock) the step that brought it there ended; the launcher takes rates from differences of
+   * two such pairs of one rank, so neither the heartbeats' throttle nor a relay's batching blurs
+   * them. have_flops: some step reported FLOPs (a program that reports none sends no field). */
+  double flops_total;
+  double flops_ms;
+  int have_flops;
   pthread_mutex_t err_lock;
   ftl_diag diag;
   rz_linebuf from_launcher; /* messages the launcher sends after "go" (stop requests) */
@@ -80,6 +87,16 @@ static inline ftl_err rz_ctx_fail(ftl_ctx *ctx, ftl_err err, const ftl_diag *det
 }
 
 static inline double rz_ms_since(int64_t t0_ns) { return (double)(ftl_clock_ns() - t0_ns) / 1e6; }
+
+/* Adds the rank's model FLOPs so far ("flops", "flops_ms": docs/formats/rendezvous-wire.md) to msg
+ * (a first_step, step or bye) when the program reported any; returns msg. */
+static inline json_t *rz_with_flops(const ftl_ctx *ctx, json_t *msg) {
+  if (msg && ctx->have_flops) {
+    json_object_set_new(msg, "flops", json_real(ctx->flops_total));
+    json_object_set_new(msg, "flops_ms", json_real(ctx->flops_ms));
+  }
+  return msg;
+}
 
 /* Sends msg (consumed) to the launcher when there is one. */
 static inline void rz_report(ftl_ctx *ctx, json_t *msg) {

@@ -86,6 +86,7 @@ struct rz_rdzv_server {
   json_t *activation;  /* the activate message of a standby gang, once activated (owned) */
   json_t *batch_step;  /* {"type":"step",...} and {"type":"alive",...}: each batch entry is set into */
   json_t *batch_alive; /* these in place and passed on, so a batch allocates nothing per entry */
+  json_t *batch_flops, *batch_flops_ms; /* a step entry's FLOPs, set into batch_step when it has them */
 };
 
 ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, rz_rdzv_server **out,
@@ -105,7 +106,10 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
   s->scratch = ftl_malloc(SCRATCH_BYTES);
   s->batch_step = json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)0, "compute_ms", 0.0);
   s->batch_alive = json_pack("{s:s, s:s, s:I}", "type", "alive", "state", "?", "rss_kb", (json_int_t)-1);
-  if (!s->joined || !s->agent_seen || !s->hosts || !s->scratch || !s->batch_step || !s->batch_alive) {
+  s->batch_flops = json_real(0);
+  s->batch_flops_ms = json_real(0);
+  if (!s->joined || !s->agent_seen || !s->hosts || !s->scratch || !s->batch_step || !s->batch_alive ||
+      !s->batch_flops || !s->batch_flops_ms) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
@@ -137,6 +141,8 @@ void rz_rdzv_server_destroy(rz_rdzv_server *s) {
   json_decref(s->activation);
   json_decref(s->batch_step);
   json_decref(s->batch_alive);
+  json_decref(s->batch_flops);
+  json_decref(s->batch_flops_ms);
   ftl_free(s->scratch);
   ftl_free(s->conns);
   ftl_free(s->joined);
@@ -484,8 +490,22 @@ static void handle_fwd(rz_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_e
   if (!handle_message(s, v, msg, fn, user)) refuse_virtual(s, v, role, rank);
 }
 
+/* A step entry's FLOPs set into the server's one step message, or taken out of it: an entry without
+ * them must not pass on another rank's. */
+static void set_batch_flops(rz_rdzv_server *s, bool has, double flops, double flops_ms) {
+  if (!has) {
+    json_object_del(s->batch_step, "flops");
+    json_object_del(s->batch_step, "flops_ms");
+    return;
+  }
+  json_real_set(s->batch_flops, flops);
+  json_real_set(s->batch_flops_ms, flops_ms);
+  json_object_set(s->batch_step, "flops", s->batch_flops);
+  json_object_set(s->batch_step, "flops_ms", s->batch_flops_ms);
+}
+
 /* The steady state of a host in one line: each local rank's latest step heartbeat as
- * [rank, step, compute_ms] and each local agent's latest alive as [rank, state, rss_kb] (arrays of
+ * [rank, step, compute_ms] ([..., flops, flops_ms] with its FLOPs) and each local agent's latest alive as [rank, state, rss_kb] (arrays of
  * numbers: a fraction of the parse of objects; docs/scale.md). Each entry is set into the server's
  * one step or alive message and passed on as that rank's; a malformed entry is skipped. */
 static void handle_batch(rz_rdzv_server *s, conn *r, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
@@ -493,11 +513,15 @@ static void handle_batch(rz_rdzv_server *s, conn *r, const json_t *msg, ftl_rdzv
   size_t i;
   if (json_is_array(list)) json_array_foreach(list, i, e) {
       const json_t *rank = json_array_get(e, 0), *step = json_array_get(e, 1), *compute = json_array_get(e, 2);
-      if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_integer(step) || !json_is_number(compute)) continue;
+      const json_t *flops = json_array_get(e, 3), *flops_ms = json_array_get(e, 4);
+      size_t n = json_array_size(e);
+      if ((n != 3 && n != 5) || !json_is_integer(rank) || !json_is_integer(step) || !json_is_number(compute)) continue;
+      if (n == 5 && (!json_is_number(flops) || !json_is_number(flops_ms))) continue;
       conn *v = local_at(s, r, 1, json_integer_value(rank));
       if (!v) continue;
       json_integer_set(json_object_get(s->batch_step, "step"), json_integer_value(step));
       json_real_set(json_object_get(s->batch_step, "compute_ms"), json_number_value(compute));
+      set_batch_flops(s, n == 5, json_number_value(flops), json_number_value(flops_ms));
       emit(fn, user, FTL_RDZV_STEP, v, s->batch_step, NULL);
     }
   list = json_object_get(msg, "alive");
@@ -634,6 +658,7 @@ static void on_batch_entry(void *user, const rz_batch_entry *e) {
   } else {
     json_integer_set(json_object_get(b->s->batch_step, "step"), e->step);
     json_real_set(json_object_get(b->s->batch_step, "compute_ms"), e->compute_ms);
+    set_batch_flops(b->s, e->has_flops, e->flops, e->flops_ms);
     emit(b->fn, b->user, FTL_RDZV_STEP, v, b->s->batch_step, NULL);
   }
 }

@@ -207,6 +207,11 @@ static bool take_list(cursor *c, bool alive, void (*fn)(void *, const rz_batch_e
     bool ok = take(c, "[") && take_int(c, &e.rank) && take(c, ",");
     if (ok && alive) ok = take_state(c, e.state) && take(c, ",") && take_int(c, &e.step);
     else if (ok) ok = take_int(c, &e.step) && take(c, ",") && take_num(c, &e.compute_ms);
+    /* A step's FLOPs, when the rank reports them: two more numbers, both or neither. */
+    if (ok && !alive && take(c, ",")) {
+      ok = take_num(c, &e.flops) && take(c, ",") && take_num(c, &e.flops_ms);
+      e.has_flops = true;
+    }
     if (!ok || !take(c, "]")) return false;
     if (fn) fn(user, &e);
     if (take(c, "]")) return true;

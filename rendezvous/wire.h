@@ -60,7 +60,7 @@ ftl_err rz_wire_send_line(int fd, const char *line, size_t len, int64_t deadline
 
 /* A relay's batch line read without building JSON (docs/scale.md: at 16k ranks the launcher's
  * parse of batches was half its steady CPU). Only the compact layout relays write is taken:
- *   {"type":"batch"[,"step":[[RANK,STEP,COMPUTE_MS],...]][,"alive":[[RANK,"STATE",RSS_KB],...]]}
+ *   {"type":"batch"[,"step":[[RANK,STEP,COMPUTE_MS[,FLOPS,FLOPS_MS]],...]][,"alive":[[RANK,"STATE",RSS_KB],...]]}
  * (no spaces; integers of at most 18 digits, STATE 1 to 8 letters or '?'); FTL_ERR_NOTFOUND for
  * anything else, which the caller then parses as any message (jansson). The whole line is checked
  * before fn sees its first entry, so a line is taken whole or not at all. */
@@ -69,6 +69,8 @@ typedef struct rz_batch_entry {
   int64_t rank;
   int64_t step;     /* or rss_kb */
   double compute_ms;
+  bool has_flops;   /* a rank's step with its model FLOPs so far (ftl_step_done_flops) */
+  double flops, flops_ms;
   char state[9];
 } rz_batch_entry;
 ftl_err rz_wire_batch_parse(const char *line, size_t len, void (*fn)(void *user, const rz_batch_entry *e), void *user);

@@ -12,6 +12,9 @@
 #      final held-out loss with the adapter must agree within |gpu - cpu| <= 0.02 * cpu + 0.01, and
 #      the adapter must beat the base; plus ftl-allreduce-check with the automatic backend on one
 #      rank (NCCL with host buffers) and on 2 ranks (more ranks than GPUs: the MPI fallback);
+#      and the example's model FLOPs utilisation on the GPU (its peak from the table by NVML's name);
+#   7. GPU health through the real NVML: `ftl gpus` (identity, ECC, remaps, throttling, NVLink,
+#      XIDs, and the verdict), and the example's GPU run logged the same GPUs' health;
 #   then a summary; exit 0 only when every check passed.
 #
 #   bash scripts/gpu-check.sh             the check (needs a GPU)
@@ -207,7 +210,8 @@ PLAN="plan on a GPU machine (build jobs: nproc):
     finetune_cuda, finetune_cuda_job: any other skip fails
   ftl-allreduce-check, automatic backend: 1 rank (NCCL chosen, host buffers through MPI), 2 ranks (MPI fallback notice)
   example fine-tune, 1 rank, --device cuda against --device cpu: held-out loss with the adapter
-    |gpu - cpu| <= 0.02 * cpu + 0.01, and below the base model's"
+    |gpu - cpu| <= 0.02 * cpu + 0.01, and below the base model's
+  ftl gpus: the real NVML read and each GPU's verdict; the GPU run's gpu_health events name the same GPUs"
 
 if [ $DRY = 1 ]; then
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/ftl-gpu-check-configure.XXXXXX")
@@ -292,6 +296,54 @@ else
   fi
   [ -n "$g" ] && awk -v b="$gb" -v a="$ga" 'BEGIN { exit !(a < b) }' && pass "GPU adapter beats the base ($ga < $gb)" ||
     fail "GPU adapter does not beat the base ('$ga' vs '$gb')"
+  # Useful work: the example reports its FLOPs (examples/finetune/model_flops.c); on the GPU the peak
+  # is the table's for NVML's name (docs/gpu.md "Peak FLOPS table"), never the CPU's.
+  ftl status "$EX/gpu" --json >"$LOGS/gpu-status.json" 2>&1
+  if python3 - "$LOGS/gpu-status.json" <<'PY' >>"$SUMMARY" 2>&1; then
+import json, sys
+u = json.load(open(sys.argv[1]))["useful_work"]
+assert u, "no useful_work: the example reported no FLOPs"
+print("example on the GPU:", u["text"])
+assert u["peak_source"] != "cpu", "the peak is the CPU's on a GPU run: " + u["peak"]
+assert u["mfu"] is not None and 0 < u["mfu"] <= 1, u
+PY
+    pass "the example's MFU on the GPU, against the table's peak for this GPU"
+  else
+    tail -3 "$SUMMARY"
+    fail "the example's MFU on the GPU (gpu-status.json)"
+  fi
+fi
+
+# ---- 7. GPU health through the real NVML (docs/gpu.md "GPU health (NVML)") ------------------------
+# `ftl gpus` reads every GPU twice, 2 s apart, and judges it as a rank agent does; the example's GPU
+# run above must have logged its host's first health check with the same UUIDs.
+ftl gpus --interval 2000 >"$LOGS/gpus.txt" 2>&1
+grc=$?
+ftl gpus --json >"$LOGS/gpus.json" 2>&1
+cat "$LOGS/gpus.txt" | tee -a "$SUMMARY"
+if python3 - "$LOGS/gpus.json" "$EX/gpu/events.jsonl" <<'PY' >>"$SUMMARY" 2>&1; then
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["available"], "NVML not available: " + doc["why"]
+assert doc["gpus"], "NVML sees no GPU"
+for g in doc["gpus"]:
+    assert g["uuid"].startswith("GPU-") and g["name"], g
+    unread = {k: v for k, v in g["not_read"].items()}
+    print(f"NVML: GPU {g['index']} {g['uuid']} {g['name']}: {g['verdict']} ({g['reason']}); "
+          f"{g['temperature_c']} C, {g['power_mw'] / 1000:.0f} W; not read: {unread or 'nothing'}")
+seen = set()
+for line in open(sys.argv[2]):
+    e = json.loads(line)
+    if e.get("event") == "gpu_health":
+        seen |= {x["uuid"] for x in e["gpus"]}
+want = {g["uuid"] for g in doc["gpus"]}
+assert seen and seen <= want, f"the run's gpu_health events name {seen}, NVML {want}"
+print(f"ftl run's health check named the same GPUs: {sorted(seen)}")
+PY
+  pass "real NVML read, verdicts given (ftl gpus exit $grc: 0 healthy, 6 degraded, 1 failed)"
+else
+  tail -5 "$SUMMARY"
+  fail "the real NVML read (gpus.json, gpus.txt)"
 fi
 rm -rf "$EX"
 [ "$(elapsed)" -le 480 ] || fail "took $(elapsed)s, over the 8-minute budget"

@@ -8,9 +8,9 @@
  * so a later run reuses it); loads it and checks its content hash; restores the newest committed
  * checkpoint of the run directory, if any; trains the LoRA adapter on its slice of each global
  * batch of DIR/train.txt, averaging adapter gradients with ftl_allreduce, reporting each step
- * with ftl_step_done and checkpointing every --ckpt-every steps; writes the adapter to
- * RUNDIR/final/ (docs/formats/adapter.md); and reports the held-out metric of the base model
- * against the adapter's.
+ * with its model FLOPs (ftl_step_done_flops; model_flops.c) and checkpointing every --ckpt-every
+ * steps; writes the adapter to RUNDIR/final/ (docs/formats/adapter.md); and reports the held-out
+ * metric of the base model against the adapter's.
  *
  * Not here: the numerics (model.c), files (base_io.c, adapter_io.c, data.c), the checkpoint seam
  * (state.c). */
@@ -253,10 +253,12 @@ static int pretrain(ftl_ctx *ctx, const opts *o, const ft_data *d, ft_params *p,
   for (int64_t step = 1; step <= o->pretrain_steps; step++) {
     for (int i = 0; i < B; i++)
       idx[i] = (int32_t)ft_rng_below(&rng, (uint64_t)d->n);
-    int64_t b0, b1, scored = 0;
+    int64_t b0, b1, scored = 0, mine = 0;
     slice(B, me->rank, me->world_size, &b0, &b1);
-    for (int i = 0; i < B; i++)
+    for (int i = 0; i < B; i++) {
       scored += d->len - d->op_at[idx[i]];
+      if (i >= b0 && i < b1) mine += d->len - d->op_at[idx[i]];
+    }
     memset(flat, 0, (g.count + 1) * sizeof(float));
     if (b1 > b0) {
       ft_data_fill(d, idx + b0, (int)(b1 - b0), 1, tok, tgt);
@@ -271,7 +273,7 @@ static int pretrain(ftl_ctx *ctx, const opts *o, const ft_data *d, ft_params *p,
     ft_adamw so = opt;
     if (step < 20) so.lr = opt.lr * (float)step / 20.0f;
     ft_adamw_update(&so, p->mem, flat, m, v, p->count, step);
-    ftl_step_done(ctx, step);
+    ftl_step_done_flops(ctx, step, ft_step_flops(&cfg, 0, 0, b1 - b0, T, mine, 1)); /* the base trains */
     if (me->rank == 0 && (step % o->log_every == 0 || step == o->pretrain_steps)) {
       double s = (double)(ftl_clock_ns() - t0) / 1e9;
       printf("base model: step %" PRId64 "/%" PRId64 " loss %.4f (%.0f tokens/s)\n", step, o->pretrain_steps,
@@ -538,9 +540,11 @@ static int train_step(run *r, const ft_adamw *opt, int64_t *scored_out, const ch
   int64_t b0, b1;
   slice(B, r->R, r->W, &b0, &b1);
   /* Every rank knows the whole global batch, so each can count its scored positions alone. */
-  int64_t scored = 0;
-  for (int i = 0; i < B; i++)
+  int64_t scored = 0, mine = 0;
+  for (int i = 0; i < B; i++) {
     scored += r->train.len - r->train.op_at[r->idx[i]];
+    if (i >= b0 && i < b1) mine += r->train.len - r->train.op_at[r->idx[i]];
+  }
   *scored_out = scored;
   memset(flat, 0, (r->grad.count + 2) * sizeof(float));
   float local_loss = 0.0f;
@@ -572,7 +576,9 @@ static int train_step(run *r, const ft_adamw *opt, int64_t *scored_out, const ch
   }
   r->st.step++;
   ft_adamw_update(opt, r->st.adapter.mem, flat, r->st.m.mem, r->st.v.mem, r->st.adapter.count, r->st.step);
-  ftl_step_done(r->ctx, r->st.step);
+  /* This rank's share of the step's model FLOPs (its slice, its scored positions): ftl's MFU. */
+  ftl_step_done_flops(r->ctx, r->st.step,
+                      ft_step_flops(&r->base.cfg, (int)r->o->rank, r->o->targets, b1 - b0, T, mine, 0));
   return 0;
 }
 

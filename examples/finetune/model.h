@@ -172,6 +172,15 @@ void ft_backward(const ft_params *p, const ft_lora *lora, ft_params *dparams, ft
  * sequence i, and whether every scored position's argmax equals its target (exact match). */
 void ft_sequence_metrics(const ft_acts *acts, int i, double *loss_sum, int *scored, int *exact);
 
+/* The model FLOPs of one training step (a forward and a backward pass) over b sequences of t
+ * tokens of which `scored` positions carry a target, as the model's shapes count them: 2 FLOPs per
+ * multiply-add of its matrix products (elementwise work, RMSNorm, rotary, softmax, SwiGLU, and the
+ * optimizer are not counted: the convention of model FLOPs utilisation). lora_rank and targets: the
+ * adapter (0: none); base_trainable: the base's weight gradients are computed too (pre-training).
+ * What ftl_step_done_flops is told (docs/gpu.md, "Useful work: MFU"); the formula is in model.c. */
+double ft_step_flops(const ft_config *cfg, int lora_rank, unsigned targets, int64_t b, int64_t t, int64_t scored,
+                     int base_trainable);
+
 typedef struct ft_adamw {
   float lr, beta1, beta2, eps, weight_decay;
 } ft_adamw;

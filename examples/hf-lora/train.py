@@ -141,6 +141,7 @@ def main():
 
     per = args.batch // world
     grads = torch.zeros(sum(p.numel() for p in params) + 1)
+    flops = None  # this rank's model FLOPs a step (ftl.hf.train_flops: 6 per LoRA weight, 4 per frozen one)
     t0 = time.time()
     loss = None
     while done < args.steps:
@@ -150,6 +151,8 @@ def main():
         ids, labels = encode([lines[(first + k) % len(lines)] for k in range(per)])
         opt.zero_grad(set_to_none=False)
         loss = model(input_ids=ids, labels=labels).loss
+        if flops is None:
+            flops = ftl.hf.train_flops(model, ids.shape[0], ids.shape[1])
         loss.backward()
         # One allreduce per step: the gradients and, folded in, this rank's stop vote.
         torch.cat([p.grad.reshape(-1) for p in params] + [torch.tensor([float(ctx.stop_pending())])], out=grads)
@@ -163,7 +166,8 @@ def main():
         done = step
         if rank == 0 and (done % 20 == 0 or done == 1 or done == args.steps):
             print(f"step {done} loss {loss.item():.6f}", flush=True)
-        if state.step_end(done, loss.item(), tokens=done * args.batch * ids.shape[1], stop=grads[-1].item() > 0):
+        if state.step_end(done, loss.item(), tokens=done * args.batch * ids.shape[1], stop=grads[-1].item() > 0,
+                          flops=flops):
             print(f"rank {rank}: stop requested; checkpoint {done} committed, exiting", flush=True)
             state.close()
             dist.destroy_process_group()

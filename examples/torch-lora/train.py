@@ -131,6 +131,20 @@ def batch(args, step, rank, world, tmodel):
     return x, y
 
 
+def step_flops(args, rows):
+    """This rank's model FLOPs in one step of `rows` examples (ctx.step_done's flops, for ftl's MFU:
+    docs/gpu.md, "Useful work: MFU"), by the usual rule for a weight met by one example: 2 FLOPs
+    forward (a multiply-add), 2 backward for the gradient of its input, and 2 more for its own
+    gradient when it trains: 4 per frozen base weight, 6 per LoRA weight. Per block, the base's
+    fc_in (dim -> 2 dim) and fc_out (2 dim -> dim) hold 4 dim^2 weights, their adapters r (dim +
+    2 dim) each, 6 r dim together. Biases, GELU, dropout, the loss and the optimizer are elementwise
+    and not counted (MFU's convention), nor is the input gradient autograd skips before the first
+    layer: the rule counts the model, not this run's shortcuts."""
+    base = args.layers * 4 * args.dim * args.dim
+    lora = args.layers * 6 * args.rank * args.dim
+    return rows * (4 * base + 6 * lora)
+
+
 def lora_modules(model):
     """(PEFT module path, LoRALinear) in a fixed order."""
     return [(f"h.{i}.{name}", getattr(b, name)) for i, b in enumerate(model.h) for name in ("fc_in", "fc_out")]
@@ -199,7 +213,7 @@ class TorchrunContext:
         self.attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
         self.run_dir = None
 
-    def step_done(self, step):
+    def step_done(self, step, flops=None):
         pass
 
     def progress_report(self, step, total_steps=0, loss=float("nan"), tokens=0):
@@ -355,7 +369,7 @@ def main():
         stop = grads[-1].item() > 0
         opt.step()
         done = step
-        ctx.step_done(done)
+        ctx.step_done(done, flops=step_flops(args, x.shape[0]))
         if stamps:
             stamps.write(f"step {done} {time.time()}\n")
             stamps.flush()

@@ -75,9 +75,21 @@ typedef enum ftl_cadence_record_kind {
   FTL_CADENCE_REC_FAILURE = 1,  /* a failure record (run ledger line, or fleet "failure") */
   FTL_CADENCE_REC_EXPOSURE = 2, /* an "exposure" record */
   FTL_CADENCE_REC_RESTART = 3,  /* a "restart" record: one measured restart time R */
+  FTL_CADENCE_REC_GPU_HEALTH = 4, /* a "gpu_health" record: a GPU's verdict changed (fleet ledgers) */
 } ftl_cadence_record_kind;
 
-/* One parsed ledger line. Strings are copied (truncated to fit, NUL-terminated). */
+/* One host's share of an exposure record (its ranks × the attempt's wall time). */
+typedef struct ftl_cadence_host_hours {
+  char host[64];
+  double rank_hours;
+} ftl_cadence_host_hours;
+
+/* An exposure record has at most this many hosts in its breakdown (a larger gang's is written as
+ * several records, whose exposures add up). */
+#define FTL_CADENCE_MAX_RECORD_HOSTS 256
+
+/* One parsed ledger line. Strings are copied (truncated to fit, NUL-terminated; a GPU's UUID and a
+ * verdict too long to fit are refused instead). */
 typedef struct ftl_cadence_record {
   ftl_cadence_record_kind kind;
   ftl_cadence_cause_class cls; /* failures only */
@@ -90,6 +102,19 @@ typedef struct ftl_cadence_record {
   int64_t world_size;          /* 0 when absent */
   double rank_hours;           /* exposure only */
   double restart_s;            /* restarts only: the failure's detection to the first resumed step */
+  /* gpu_health records (and a gpu_failed failure's gpu, when known) */
+  char gpu[96];                /* NVML's UUID of the GPU; "" when absent */
+  char gpu_name[96];           /* NVML's name */
+  int64_t gpu_index;           /* NVML's index; -1 when absent (append: written as given) */
+  char verdict[16];            /* "healthy", "degraded" or "failed" */
+  char reason[256];            /* why */
+  char addrs[256];             /* failures, gpu_health: the host's IPv4 addresses, space-separated ("": none
+                                  known); append cuts them at a whole address */
+  /* An exposure's per-host breakdown. Append: n_hosts entries (borrowed; at most
+   * FTL_CADENCE_MAX_RECORD_HOSTS); parse: how many the line had, hosts NULL (the breakdown is read
+   * by ftl_cadence_load_ledger and ftl_cadence_fleet_hosts_load). */
+  const ftl_cadence_host_hours *hosts;
+  size_t n_hosts;
 } ftl_cadence_record;
 
 /* Parses one line (without its newline; need not be NUL-terminated). Unknown fields are ignored.
@@ -117,6 +142,56 @@ typedef struct ftl_cadence_load_stats {
  * kind, and for failures cause, must be set (restarts: restart_s ≥ 0); wall_us 0 means now.
  * Thread-safe. Detail in d. */
 FTL_API ftl_err ftl_cadence_fleet_append(const char *path, const ftl_cadence_record *rec, int64_t timeout_ms, ftl_diag *d);
+
+/* ---- the fleet's per-host history (docs/formats/fleet-ledger.md, "Per-host history") ------------ */
+
+typedef enum ftl_cadence_host_standing {
+  FTL_CADENCE_HOST_OK = 0,       /* nothing against it in the window */
+  FTL_CADENCE_HOST_DEGRADED = 1, /* a GPU whose latest verdict in the window is degraded */
+  FTL_CADENCE_HOST_BAD = 2,      /* a GPU failed in the window, or ≥ 2 counted failures blamed on it */
+} ftl_cadence_host_standing;
+
+/* "ok", "degraded", "bad". */
+FTL_API const char *ftl_cadence_host_standing_name(ftl_cadence_host_standing s);
+
+/* One host's history in the window. */
+typedef struct ftl_cadence_fleet_host {
+  char host[64];
+  ftl_cadence_host_standing standing;
+  int64_t failures;        /* counted failures blamed on it (ftl_cadence_classify says FAILURE) */
+  int64_t gpu_failures;    /* of which cause gpu_failed, plus gpu_health records saying failed */
+  int64_t gpus_degraded;   /* GPUs (by UUID) whose latest verdict is degraded */
+  int64_t gpus_failed;     /* GPUs whose latest verdict is failed */
+  double rank_hours;       /* exposure on it (exposure records' per-host breakdown) */
+  int64_t last_seen_us;    /* newest record naming it (wall_us); 0 when none had a time */
+  int64_t bad_since_us;    /* when the newest event behind its standing happened (0: none) */
+  char reason[256];        /* what stands against it: "GPU GPU-abcd failed (row remapping failed)" */
+  char job[128];           /* the job of the newest event behind its standing ("" when not said) */
+  char addrs[256];         /* its IPv4 addresses from the newest record that said them (a hostfile may
+                              name it by address), space-separated; "" when none did */
+} ftl_cadence_fleet_host;
+
+typedef struct ftl_cadence_fleet_hosts {
+  ftl_cadence_fleet_host *hosts; /* worst first (bad, degraded, ok; then most failures, then name) */
+  size_t count;
+  int64_t lines, skipped;        /* lines read; malformed lines skipped (each warned about) */
+  char first_problem[512];       /* "PATH:LINE: reason" of the first skipped line, "" if none */
+} ftl_cadence_fleet_hosts;
+
+/* Reads a fleet ledger (shared flock, at most 256 MiB, as ftl_cadence_load_ledger) into per-host
+ * summaries of the records whose wall_us is within window_s seconds before now_us (records without
+ * wall_us count as recent). FTL_ERR_NOTFOUND when the file does not exist; FTL_ERR_IO / FTL_ERR_CORRUPT
+ * when it is not a regular file or cannot be read; FTL_ERR_RANGE over 256 MiB; FTL_ERR_NOMEM.
+ * Free out with ftl_cadence_fleet_hosts_free. Thread-safe. */
+FTL_API ftl_err ftl_cadence_fleet_hosts_load(const char *path, int64_t now_us, double window_s,
+                                             ftl_cadence_fleet_hosts *out, ftl_diag *d);
+/* The same from bytes in memory (name is used in messages as PATH). */
+FTL_API ftl_err ftl_cadence_fleet_hosts_parse(const char *data, size_t size, const char *name, int64_t now_us,
+                                              double window_s, ftl_cadence_fleet_hosts *out, ftl_diag *d);
+/* The summary of host in h, or NULL. */
+FTL_API const ftl_cadence_fleet_host *ftl_cadence_fleet_hosts_find(const ftl_cadence_fleet_hosts *h, const char *host);
+/* Accepts a zeroed or NULL h. */
+FTL_API void ftl_cadence_fleet_hosts_free(ftl_cadence_fleet_hosts *h);
 
 /* ---- the controller --------------------------------------------------------------------------- */
 
@@ -185,7 +260,8 @@ FTL_API ftl_err ftl_cadence_load_ledger(ftl_cadence *c, const char *path, ftl_ca
 
 /* The history a training program starts from: $FTL_RUN_DIR/failures.jsonl (the launcher's run
  * ledger) and the fleet ledger named by $FTL_FLEET_LEDGER, each loaded if its variable is set and
- * the file exists (a missing file is no history, not an error). Other errors (unreadable file, out
+ * the file exists (a missing file is no history, not an error); and the gang's hosts from
+ * $FTL_GANG_HOSTS (ftl_cadence_set_gang_hosts; a malformed value is warned about and ignored). Other errors (unreadable file, out
  * of memory) are returned with detail in d. Either stats pointer may be NULL. Reads the
  * environment: not safe against a concurrent setenv. */
 FTL_API ftl_err ftl_cadence_load_from_env(ftl_cadence *c, ftl_cadence_load_stats *run_stats,
@@ -221,6 +297,26 @@ FTL_API ftl_err ftl_cadence_restart_estimate(ftl_cadence *c, double *restart_s_o
 
 /* The gang changed size (elastic shrink or grow). Re-derives. */
 FTL_API ftl_err ftl_cadence_set_world_size(ftl_cadence *c, int64_t world_size);
+
+/* One host of the gang and the ranks it runs. */
+typedef struct ftl_cadence_gang_host {
+  char host[64];
+  int64_t ranks;
+} ftl_cadence_gang_host;
+
+/* The gang's hosts (copied): from now on the gang's failure rate is the sum over them of ranks ×
+ * that host's rate, each host's rate shrunk toward the pooled rate λ̂:
+ * (α₀ + k_h) / (α₀/λ̂ + E_h), k_h the counted failures blamed on the host and E_h its exposure
+ * (rank-hours) in the ledgers loaded (docs/cadence.md, "Per-host rates"). Ranks not on a listed
+ * host are charged λ̂. n 0 goes back to the pooled rate alone. A host with no history gets λ̂, so
+ * a gang of such hosts decides as without the list. FTL_ERR_INVAL for n > 0 without hosts or a
+ * host with ranks < 1. Re-derives. */
+FTL_API ftl_err ftl_cadence_set_gang_hosts(ftl_cadence *c, const ftl_cadence_gang_host *hosts, size_t n);
+
+/* Parses FTL_GANG_HOSTS's value ("host:ranks,host:ranks", docs/formats/launch-env.md) into at most
+ * max hosts (*n_out of them). FTL_ERR_INVAL, naming what is wrong, for a malformed value. */
+FTL_API ftl_err ftl_cadence_parse_gang_hosts(const char *value, ftl_cadence_gang_host *hosts, size_t max, size_t *n_out,
+                                            ftl_diag *d);
 
 /* Pins a fixed cadence (steps > 0, or seconds > 0), or unpins (both 0). Re-derives. */
 FTL_API ftl_err ftl_cadence_pin(ftl_cadence *c, int64_t steps, double seconds);

@@ -117,6 +117,15 @@ FTL_API ftl_err ftl_bcast_host(ftl_ctx *ctx, void *buf, size_t size, int root);
  * FTL_PROGRESS_INTERVAL_MS. */
 FTL_API ftl_err ftl_step_done(ftl_ctx *ctx, int64_t step);
 
+/* Not collective. ftl_step_done, and this rank did `flops` model FLOPs in that step: its own share
+ * of the step's forward and backward passes as the model's shapes count them (2 per multiply-add;
+ * not the hardware's, not the optimizer's), for the launcher's model FLOPs utilisation (MFU:
+ * docs/gpu.md, "Useful work: MFU"). The rank's running total goes with its heartbeat, so a
+ * dropped heartbeat loses nothing. flops may be 0 (a step that did no model work); a negative,
+ * NaN or infinite flops is FTL_ERR_INVAL (ftl_ctx_errmsg says why) and reports nothing. Without a
+ * launcher it checks flops and returns FTL_OK. */
+FTL_API ftl_err ftl_step_done_flops(ftl_ctx *ctx, int64_t step, double flops);
+
 /* Not collective; only rank 0's reports are used (other ranks' calls return FTL_OK and send
  * nothing). Reports where training stands, for the operator: `ftl run`'s progress line, the
  * `progress` events of the run's event log (loss against step for `ftl report`) and the metrics

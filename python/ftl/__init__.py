@@ -89,7 +89,7 @@ def _load():
         "ftl_init": (i, [p, p, ctypes.POINTER(p)]), "ftl_finalize": (i, [p]),
         "ftl_ctx_info": (ctypes.POINTER(_Info), [p]), "ftl_ctx_errmsg": (s, [p]),
         "ftl_allreduce": (i, [p, p, p, sz, i, i]), "ftl_barrier": (i, [p, i]),
-        "ftl_step_done": (i, [p, i64]),
+        "ftl_step_done": (i, [p, i64]), "ftl_step_done_flops": (i, [p, i64, ctypes.c_double]),
         "ftl_progress_report": (i, [p, i64, i64, ctypes.c_double, i64]),
         "ftl_stop_requested": (i, [p, ctypes.POINTER(i), ctypes.POINTER(s)]),
         "ftl_stop_pending": (i, [p, ctypes.POINTER(s)]),
@@ -210,9 +210,15 @@ class Context:
     def _call(self, rc):
         _check(rc, _text(_load().ftl_ctx_errmsg(self._ctx)))
 
-    def step_done(self, step):
-        """Not collective: this rank finished training step `step` (the launcher's heartbeat)."""
-        self._call(_load().ftl_step_done(self._live(), int(step)))
+    def step_done(self, step, flops=None):
+        """Not collective: this rank finished training step `step` (the launcher's heartbeat). flops:
+        the model FLOPs this rank did in that step (its share of the forward and backward passes, 2
+        per multiply-add), for ftl's model FLOPs utilisation (docs/gpu.md, "Useful work: MFU"); None
+        reports none. A negative, NaN or infinite flops raises FtlError (FTL_ERR_INVAL)."""
+        if flops is None:
+            self._call(_load().ftl_step_done(self._live(), int(step)))
+        else:
+            self._call(_load().ftl_step_done_flops(self._live(), int(step), float(flops)))
 
     def progress_report(self, step, total_steps=0, loss=float("nan"), tokens=0):
         """Not collective (only rank 0's reports are used): where training stands, for `ftl run`'s

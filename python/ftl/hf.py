@@ -151,6 +151,28 @@ def _base_digest(model):
     return h.digest()
 
 
+def train_flops(model, batch, seq_len):
+    """The model FLOPs of one training step of `batch` sequences of `seq_len` tokens: what to give
+    `step_end(..., flops=)` (ctx.step_done's flops) for ftl's model FLOPs utilisation (docs/gpu.md,
+    "Useful work: MFU"). The usual rule: each weight of a linear layer (every torch.nn.Linear, a PEFT
+    model's LoRA factors among them) costs a token 2 FLOPs forward, 2 for its input's gradient and,
+    when it trains, 2 for its own: 6 per trainable weight, 4 per frozen one. Causal attention adds
+    its scores and weighted sums, 2 hidden seq_len (seq_len + 1) FLOPs a sequence and layer forward
+    and twice that backward (hidden_size and num_hidden_layers from model.config). Embedding lookups,
+    norms, activations and the optimizer are not counted (MFU's convention)."""
+    import torch
+
+    per_token = 0
+    for m in model.modules():
+        if type(m) is torch.nn.Linear:
+            per_token += (6 if m.weight.requires_grad else 4) * m.weight.numel()
+    cfg = getattr(model, "config", None)
+    hidden = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", 0) or 0
+    layers = getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", 0) or 0
+    attention = 3 * 2 * hidden * seq_len * (seq_len + 1) * layers
+    return float(batch) * (seq_len * per_token + attention)
+
+
 def _ck_name(prefix, name):
     """A checkpoint tensor name (1-127 bytes of [A-Za-z0-9_.-], include/ftl/ckpt.h) for a module
     path: other bytes become '_', and a name too long keeps its tail and a digest of the whole."""
@@ -294,13 +316,14 @@ class TrainingState:
         self.ck.save(step)
         self._last_saved = step
 
-    def step_end(self, step, loss=None, tokens=0, stop=None):
+    def step_end(self, step, loss=None, tokens=0, stop=None, flops=None):
         """Collective, once per finished step: the heartbeat, rank 0's progress report, a
         checkpoint every `ckpt_every` steps, and the stop vote. Returns True when the job is to
         stop (preempted): the step's checkpoint is then committed and the loop should end.
         `stop`: this step's vote already agreed by the script's own collective (from
-        `ctx.stop_pending()`); else `ctx.stop_requested()` agrees it (one small collective)."""
-        self.ctx.step_done(step)
+        `ctx.stop_pending()`); else `ctx.stop_requested()` agrees it (one small collective).
+        `flops`: this rank's model FLOPs in the step (`train_flops`), for ftl's MFU; None: none."""
+        self.ctx.step_done(step, flops=flops)
         if self.ctx.rank == 0 and loss is not None and (step % self.report_every == 0 or step == 1
                                                          or step == self.total_steps):
             self.ctx.progress_report(step, self.total_steps, float(loss), int(tokens))

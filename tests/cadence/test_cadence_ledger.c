@@ -79,7 +79,7 @@ static void test_parse(void) {
       {"{\"version\":1,\"cause\":\"hang\",\"step\":1.5}", "\"step\" is not an integer", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"cause\":\"hang\",\"world_size\":-3}", "world_size -3 is negative", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"cause\":\"hang\",\"cause\":\"hang\"}", "not JSON", FTL_ERR_CORRUPT},
-      {"{\"version\":1,\"record\":\"holiday\"}", "not \"failure\", \"exposure\" or \"restart\"", FTL_ERR_CORRUPT},
+      {"{\"version\":1,\"record\":\"holiday\"}", "not \"failure\", \"exposure\", \"restart\" or \"gpu_health\"", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"record\":\"restart\"}", "\"restart_s\" is missing", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"record\":\"restart\",\"restart_s\":\"3\"}", "\"restart_s\" is not a number", FTL_ERR_CORRUPT},
       {"{\"version\":1,\"record\":\"restart\",\"restart_s\":-0.5}", "restart_s -0.5 is not in", FTL_ERR_CORRUPT},

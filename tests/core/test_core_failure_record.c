@@ -1,8 +1,9 @@
 /* tests/core/test_core_failure_record.c: the one codec of the failure ledger's record
  * (core/failure_record.c): each kind round-trips through encode and parse with every field, every
  * cause name of core/failure_cause.h is found and survives the trip, the launcher's detail fields
- * are written only when asked for, and malformed lines are refused with a message naming the
- * field. */
+ * are written only when asked for, the fleet ledger's gpu_health records and per-host exposure
+ * round-trip, and malformed lines are refused with a message naming the field. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/failure_cause.h"
@@ -105,6 +106,83 @@ static void test_exposure_and_restart(void) {
   CHECK_STR_EQ(core_record_kind_name(CORE_REC_RESTART), "restart");
 }
 
+/* The fleet ledger's records of issue 35: a GPU's verdict, a failure's GPU, an exposure by host. */
+static void test_gpu_and_hosts(void) {
+  core_failure_record r, b;
+  core_failure_record_init(&r, CORE_REC_GPU_HEALTH);
+  r.wall_us = 7;
+  r.attempt = 2;
+  r.gpu_index = 3;
+  snprintf(r.job, sizeof r.job, "lora-7b");
+  snprintf(r.host, sizeof r.host, "n17");
+  snprintf(r.gpu, sizeof r.gpu, "GPU-abcd");
+  snprintf(r.gpu_name, sizeof r.gpu_name, "NVIDIA H100 80GB HBM3");
+  snprintf(r.verdict, sizeof r.verdict, "degraded");
+  snprintf(r.reason, sizeof r.reason, "thermal throttling");
+  round_trip(&r, &b);
+  CHECK_INT_EQ(b.kind, CORE_REC_GPU_HEALTH);
+  CHECK_STR_EQ(b.gpu, "GPU-abcd");
+  CHECK_STR_EQ(b.verdict, "degraded");
+  CHECK_STR_EQ(b.reason, "thermal throttling");
+  CHECK_STR_EQ(b.gpu_name, "NVIDIA H100 80GB HBM3");
+  CHECK_INT_EQ(b.gpu_index, 3);
+  CHECK_STR_EQ(core_record_kind_name(CORE_REC_GPU_HEALTH), "gpu_health");
+  json_t *v = core_failure_record_get(&b, "verdict");
+  CHECK(v && !strcmp(json_string_value(v), "degraded"));
+  json_decref(v);
+  /* no verdict, or one not known: the encoder refuses it */
+  json_t *o = NULL;
+  ftl_diag d = {{0}};
+  snprintf(r.verdict, sizeof r.verdict, "meh");
+  CHECK_INT_EQ(core_failure_record_encode(&r, &o, &d), FTL_ERR_INVAL);
+  CHECK_STR_CONTAINS(d.msg, "verdict");
+
+  core_failure_record_init(&r, CORE_REC_FAILURE);
+  snprintf(r.cause, sizeof r.cause, "gpu_failed");
+  snprintf(r.gpu, sizeof r.gpu, "GPU-ffff");
+  round_trip(&r, &b);
+  CHECK_STR_EQ(b.gpu, "GPU-ffff");
+
+  core_fr_host hosts[3] = {{"n01", 8.0}, {"n02", 4.5}, {"n03", 0}};
+  core_failure_record_init(&r, CORE_REC_EXPOSURE);
+  r.rank_hours = 12.5;
+  r.hosts = hosts;
+  r.n_hosts = 3;
+  CHECK_OK(core_failure_record_encode(&r, &o, &d), d.msg);
+  char *text = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  CHECK_STR_CONTAINS(text, "\"hosts\":{\"n01\":8.0,\"n02\":4.5,\"n03\":0.0}");
+  core_fr_host back[CORE_FR_MAX_HOSTS];
+  CHECK_OK(core_failure_record_parse_hosts(text, strlen(text), &b, back, CORE_FR_MAX_HOSTS, &d), d.msg);
+  CHECK_INT_EQ((int)b.n_hosts, 3);
+  CHECK(b.hosts == back && !strcmp(back[1].host, "n02") && back[1].rank_hours == 4.5);
+  CHECK(b.present & CORE_FR_HOSTS);
+  /* without a buffer the count is still known, the names are not kept */
+  CHECK_OK(core_failure_record_parse(text, strlen(text), &b, &d), d.msg);
+  CHECK_INT_EQ((int)b.n_hosts, 3);
+  CHECK(b.hosts == NULL);
+  free(text);
+  hosts[1].rank_hours = -1;
+  CHECK_INT_EQ(core_failure_record_encode(&r, &o, &d), FTL_ERR_INVAL);
+  CHECK_STR_CONTAINS(d.msg, "hosts[1]");
+
+  /* A host's addresses are cut at a whole address, on the way out and on the way in. */
+  char many[400] = "";
+  for (int i = 0; i < 30; i++)
+    snprintf(many + strlen(many), sizeof many - strlen(many), "%s10.0.0.%d", i ? " " : "", 100 + i);
+  core_failure_record_init(&r, CORE_REC_FAILURE);
+  snprintf(r.cause, sizeof r.cause, "hang");
+  core_failure_record_set_addrs(&r, many);
+  size_t n = strlen(r.addrs);
+  CHECK(n > 200 && n < sizeof r.addrs && !strncmp(many, r.addrs, n) && many[n] == ' ');
+  round_trip(&r, &b);
+  CHECK_STR_EQ(b.addrs, r.addrs);
+  char line[600];
+  snprintf(line, sizeof line, "{\"version\":1,\"cause\":\"hang\",\"addrs\":\"%s\"}", many);
+  CHECK_OK(core_failure_record_parse(line, strlen(line), &b, &d), d.msg);
+  CHECK_STR_EQ(b.addrs, r.addrs);
+}
+
 static void test_causes(void) {
   static const char *const names[] = {
 #define NAME_(kind, name, cls) name,
@@ -150,6 +228,31 @@ static void test_malformed(void) {
       {"{\"version\":2,\"record\":\"failure\",\"cause\":\"hang\"}", FTL_ERR_UNSUPPORTED, "version 2"},
       {"[1,2]", FTL_ERR_CORRUPT, "not a JSON object"},
       {"{\"version\":1,\"version\":1}", FTL_ERR_CORRUPT, "not JSON"},
+      {"{\"version\":1,\"record\":\"gpu_health\",\"gpu\":\"GPU-a\",\"verdict\":\"failed\"}", FTL_ERR_CORRUPT,
+       "\"host\""},
+      {"{\"version\":1,\"record\":\"gpu_health\",\"host\":\"n1\",\"verdict\":\"failed\"}", FTL_ERR_CORRUPT,
+       "\"gpu\""},
+      {"{\"version\":1,\"record\":\"gpu_health\",\"host\":\"n1\",\"gpu\":\"GPU-a\"}", FTL_ERR_CORRUPT,
+       "\"verdict\""},
+      {"{\"version\":1,\"record\":\"gpu_health\",\"host\":\"n1\",\"gpu\":\"GPU-a\",\"verdict\":\"sad\"}",
+       FTL_ERR_CORRUPT, "sad"},
+      {"{\"version\":1,\"record\":\"gpu_health\",\"host\":\"n1\",\"gpu\":\"GPU-a\",\"verdict\":\"failed\","
+       "\"gpu_index\":-7}",
+       FTL_ERR_CORRUPT, "gpu_index"},
+      {"{\"version\":1,\"record\":\"gpu_health\",\"host\":\"n1\",\"gpu\":\"GPU-"
+       "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789\","
+       "\"verdict\":\"failed\"}",
+       FTL_ERR_CORRUPT, "\"gpu\" is longer"},
+      {"{\"version\":1,\"record\":\"failure\",\"cause\":\"gpu_failed\",\"gpu\":3}", FTL_ERR_CORRUPT, "\"gpu\""},
+      {"{\"version\":1,\"record\":\"exposure\",\"rank_hours\":1,\"hosts\":[1]}", FTL_ERR_CORRUPT, "\"hosts\""},
+      {"{\"version\":1,\"record\":\"exposure\",\"rank_hours\":1,\"hosts\":{\"n1\":\"x\"}}", FTL_ERR_CORRUPT,
+       "\"n1\""},
+      {"{\"version\":1,\"record\":\"exposure\",\"rank_hours\":1,\"hosts\":{\"n1\":-2}}", FTL_ERR_CORRUPT,
+       "rank-hours"},
+      {"{\"version\":1,\"record\":\"exposure\",\"rank_hours\":1,\"hosts\":{\"\":2}}", FTL_ERR_CORRUPT,
+       "host name of 0 bytes"},
+      {"{\"version\":1,\"record\":\"exposure\",\"rank_hours\":1,\"hosts\":{\"n1\":2,\"n1\":3}}", FTL_ERR_CORRUPT,
+       "not JSON"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     core_failure_record b;
@@ -179,10 +282,27 @@ static void test_malformed(void) {
   CHECK(!(b.present & CORE_FR_RECORD));
 }
 
+/* More than CORE_FR_MAX_HOSTS hosts in one exposure is refused, naming the field. */
+static void test_too_many_hosts(void) {
+  char *line = malloc(65536);
+  CHECK(line != NULL);
+  size_t used = (size_t)snprintf(line, 65536, "{\"version\":1,\"record\":\"exposure\",\"rank_hours\":1,\"hosts\":{");
+  for (int i = 0; i <= CORE_FR_MAX_HOSTS; i++)
+    used += (size_t)snprintf(line + used, 65536 - used, "%s\"h%d\":1", i ? "," : "", i);
+  used += (size_t)snprintf(line + used, 65536 - used, "}}");
+  core_failure_record b;
+  ftl_diag d = {{0}};
+  CHECK_INT_EQ(core_failure_record_parse(line, used, &b, &d), FTL_ERR_CORRUPT);
+  CHECK_STR_CONTAINS(d.msg, "more than 256");
+  free(line);
+}
+
 int main(void) {
   test_failure();
   test_exposure_and_restart();
   test_causes();
+  test_gpu_and_hosts();
   test_malformed();
+  test_too_many_hosts();
   return 0;
 }

@@ -30,6 +30,12 @@ check reserved3 "field 'env.OMPI_MCA_btl': reserved" "ranks: 1" "program: /bin/t
 check preload "field 'restart.preload': 'torch; rm' is not a Python module name" "ranks: 1" "program: /bin/true" \
   "restart: {preload: [torch, 'torch; rm']}"
 check pyrunner "field 'restart.python_runner'" "ranks: 1" "program: /bin/true" "restart: {python_runner: maybe}"
+# mfu: the peak table's column and a peak override (docs/gpu.md, "Useful work: MFU").
+check mfuprec "mfuprec.yaml:3:18: field 'mfu.precision'" "ranks: 1" "program: /bin/true" "mfu: {precision: fp8}"
+check mfupeak "field 'mfu.peak_tflops': expected a device's peak in TFLOPS, more than 0" "ranks: 1" \
+  "program: /bin/true" "mfu: {peak_tflops: -989}"
+check mfupeak0 "field 'mfu.peak_tflops'" "ranks: 1" "program: /bin/true" "mfu: {peak_tflops: 0}"
+check mfupeakinf "field 'mfu.peak_tflops'" "ranks: 1" "program: /bin/true" "mfu: {peak_tflops: .inf}"
 # The alias bomb of issue 11 (item 7): one anchored 100 KB string aliased 9000 times in args, a
 # 127 KB file, is refused at once naming the limit and the field, not expanded to 900 MB.
 python3 -c "

@@ -341,7 +341,28 @@ static void test_one_host_stragglers(void) {
   CHECK_INT_EQ(ln_detect_stragglers(r, 4, FTL_STRAGGLER_RATIO_SHARED, s, 4), 1);
 }
 
+/* A rank's local rank where it did not say its own: its place among its host's ranks in rank order
+ * (which GPU's health is its, beside a straggler: docs/gpu.md). */
+static void test_local_rank(void) {
+  ln_rank_watch r[4];
+  gang(r, 4); /* h0 h0 h1 h1 */
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 0), 0);
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 1), 1);
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 2), 0);
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 3), 1);
+  r[0].host = NULL; /* not known yet: neither counted nor placed */
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 0), -1);
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 1), 0);
+  r[2].host = "h0"; /* placed round-robin: h0 h1 h0 h1 */
+  r[0].host = "h0";
+  r[1].host = "h1";
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 2), 1);
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 3), 1);
+  CHECK_INT_EQ(ln_detect_local_rank(r, 4, 4), -1);
+}
+
 int main(void) {
+  test_local_rank();
   test_lost_host();
   test_finished_agent_not_lost();
   test_stopped_without_timeout();

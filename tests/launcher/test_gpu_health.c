@@ -79,11 +79,30 @@ static void test_thermal_throttling_mid_run(void) {
   CHECK_INT_EQ(v.kind, LN_GPU_DEGRADED);
   CHECK_STR_EQ(v.reason, "thermal throttling");
   CHECK_INT_EQ(r.temperature_c, 91);
-  /* Power cap and HW slowdown, given as NVML's bits. */
-  use_fake("{\"version\":1,\"devices\":[{\"readings\":[{\"throttle\":12}]}]}");
+  /* The SW power cap alone is a GPU at full load under its limit: healthy by default (and
+   * degraded when a caller's mask asks for it); the HW power brake and HW slowdown, given as NVML's
+   * bits (0x80 | 0x8), are not. */
+  use_fake("{\"version\":1,\"devices\":[{\"readings\":[{\"throttle\":[\"sw_power_cap\"]}]}]}");
+  CHECK_INT_EQ(sample(1, NULL).kind, LN_GPU_HEALTHY);
+  use_fake("{\"version\":1,\"devices\":[{\"readings\":[{\"throttle\":[\"sw_power_cap\"]}]}]}");
+  {
+    ln_gpu_sampler *s = NULL;
+    ftl_diag d = {{0}};
+    CHECK_INT_EQ(ln_gpu_sampler_open(&s, &d), FTL_OK);
+    ln_gpu_reading cur;
+    int n = 0;
+    ln_gpu_sampler_read(s, &cur, 1, &n);
+    ln_gpu_health_limits strict = ln_gpu_health_limits_default();
+    strict.throttle_mask |= 0x4; /* nvmlClocksThrottleReasonSwPowerCap */
+    ln_gpu_verdict_of(NULL, &cur, &strict, &v);
+    CHECK_INT_EQ(v.kind, LN_GPU_DEGRADED);
+    CHECK_STR_EQ(v.reason, "power-cap throttling");
+    ln_gpu_sampler_close(s);
+  }
+  use_fake("{\"version\":1,\"devices\":[{\"readings\":[{\"throttle\":136}]}]}");
   v = sample(1, NULL);
   CHECK_INT_EQ(v.kind, LN_GPU_DEGRADED);
-  CHECK_STR_EQ(v.reason, "power-cap throttling; HW slowdown");
+  CHECK_STR_EQ(v.reason, "HW power brake; HW slowdown");
 }
 
 static void test_uncorrectable_ecc(void) {

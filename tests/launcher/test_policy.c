@@ -229,8 +229,86 @@ static void test_host_matches(void) {
   CHECK(!ln_policy_host_matches("h1", "h10", NULL));
 }
 
+/* n hostfile lines h0..h{n-1}, 2 slots each; h2 written by its address. */
+static void hosts_of(ln_policy_host *h, int n) {
+  memset(h, 0, (size_t)n * sizeof *h);
+  for (int i = 0; i < n; i++) {
+    if (i == 2) snprintf(h[i].name, sizeof h[i].name, "10.0.0.2");
+    else snprintf(h[i].name, sizeof h[i].name, "h%d", i);
+    h[i].slots = 2;
+  }
+}
+
+static void add_degraded(ln_attempt_result *r, const char *host, const char *addrs) {
+  int k = r->n_degraded++;
+  snprintf(r->degraded[k].host, sizeof r->degraded[k].host, "%s", host);
+  snprintf(r->degraded[k].addrs, sizeof r->degraded[k].addrs, "%s", addrs);
+  snprintf(r->degraded[k].why, sizeof r->degraded[k].why, "GPU 0 (GPU-x) is degraded: thermal throttling");
+}
+
+/* Rule 5b: a degraded host is left out only while a spare keeps every rank. */
+static void test_degraded_hosts(void) {
+  ln_policy_config cfg = config(6, 0, 5, 3, 1);
+  ln_policy_state st;
+  ln_policy_state_init(&st, &cfg);
+  ln_policy_host h[4];
+  ln_policy_decision dec;
+  /* 4 hosts × 2 slots for 6 ranks: h2 (by address) degraded, a rank crashed on h1: h2 is left out. */
+  hosts_of(h, 4);
+  ln_attempt_result r = make_result(R_FAIL_H1);
+  add_degraded(&r, "node-two", "127.0.0.1 10.0.0.2");
+  ln_policy_decide(&cfg, &st, &r, h, 4, "job", "run", &dec);
+  CHECK_INT_EQ(dec.action, FTL_POLICY_RESTART);
+  CHECK_INT_EQ(dec.world_size, 6);
+  CHECK_INT_EQ(dec.n_degraded, 1);
+  CHECK_INT_EQ(dec.degraded[0].left_out, 1);
+  CHECK_INT_EQ(dec.slots, 6);
+  ln_policy_apply_hosts(&dec, &r, h, 4);
+  CHECK(h[2].bad && !h[0].bad && !h[1].bad && !h[3].bad);
+  /* Now no spare: a second degraded host is kept (the gang keeps its 6 ranks). */
+  ln_attempt_result r2 = make_result(R_FAIL);
+  add_degraded(&r2, "h3", "");
+  ln_policy_decide(&cfg, &dec.next, &r2, h, 4, "job", "run", &dec);
+  CHECK_INT_EQ(dec.action, FTL_POLICY_RESTART);
+  CHECK_INT_EQ(dec.n_degraded, 1);
+  CHECK_INT_EQ(dec.degraded[0].left_out, 0);
+  CHECK_INT_EQ(dec.world_size, 6);
+  ln_policy_apply_hosts(&dec, &r2, h, 4);
+  CHECK(!h[3].bad);
+  /* A lost host and a degraded one with one spare: the lost host takes the spare, the degraded
+   * host stays. */
+  hosts_of(h, 4);
+  ln_policy_state_init(&st, &cfg);
+  ln_attempt_result r3 = make_result(R_NODE_H1);
+  add_degraded(&r3, "h0", "");
+  ln_policy_decide(&cfg, &st, &r3, h, 4, "job", "run", &dec);
+  CHECK_STR_EQ(dec.exclude_host, "h1");
+  CHECK_INT_EQ(dec.degraded[0].left_out, 0);
+  CHECK_INT_EQ(dec.world_size, 6);
+  /* The blamed host being the degraded one is not counted twice; a degraded host not in the plan is
+   * ignored; without a hostfile nothing is left out. */
+  ln_attempt_result r4 = make_result(R_NODE_H1);
+  add_degraded(&r4, "h1", "");
+  add_degraded(&r4, "elsewhere", "");
+  ln_policy_decide(&cfg, &st, &r4, h, 4, "job", "run", &dec);
+  CHECK_INT_EQ(dec.n_degraded, 0);
+  CHECK_INT_EQ(dec.world_size, 6);
+  ln_policy_config one = config(2, 0, 5, 3, 0);
+  ln_attempt_result r5 = make_result(R_FAIL);
+  add_degraded(&r5, "h0", "");
+  ln_policy_decide(&one, &st, &r5, NULL, 0, "job", "run", &dec);
+  CHECK_INT_EQ(dec.action, FTL_POLICY_RESTART);
+  CHECK_INT_EQ(dec.n_degraded, 0);
+  /* Success: nothing is decided about hosts. */
+  ln_attempt_result ok = make_result(R_SUCCESS);
+  add_degraded(&ok, "h0", "");
+  ln_policy_decide(&cfg, &st, &ok, h, 4, "job", "run", &dec);
+  CHECK_INT_EQ(dec.n_degraded, 0);
+}
+
 int main(void) {
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) check_row(&rows[i]);
+  test_degraded_hosts();
   test_backoff_doubles_and_resets();
   test_crash_loop_by_commits();
   test_backoff_signals();

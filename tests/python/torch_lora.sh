@@ -1,7 +1,7 @@
 # tests/python/torch_lora.sh: examples/torch-lora end to end through its own job spec (2 ranks):
 # trains, commits checkpoints through the Python binding, writes a valid PEFT adapter; then the
 # same job preempted (SIGTERM to `ftl run`) commits a checkpoint and exits 75, and resumed it ends
-# with the same adapter bytes.
+# with the same adapter bytes. Its reported model FLOPs are its model's (a count written here).
 . "$(dirname "$0")/torch_lib.sh" || exit 1
 run_ftl out run --run-dir rd "$FTL_SOURCE_DIR/examples/torch-lora/job.yaml"
 expect_rc 0 out
@@ -9,6 +9,18 @@ expect_one_attempt rd out
 expect_contains rd/attempt-0000/rank-00000.out "done: 120 steps"
 check_peft rd/export
 has_commit rd || fail "no committed checkpoint"
+# Its model FLOPs (ctx.step_done(step, flops=...)): by the example's rule, 4 per frozen base weight and
+# 6 per LoRA weight for each row; the job's defaults are 2 blocks of 32 -> 64 -> 32, LoRA rank 4 on
+# both linears, 32 rows a step over the gang: the attempt's final mfu event counts 120 such steps.
+/usr/bin/python3 - rd/events.jsonl <<'PY' || fail "torch-lora's FLOPs are not its model's"
+import json, sys
+dim, layers, r, rows, steps = 32, 2, 4, 32, 120
+base = layers * (dim * 2 * dim + 2 * dim * dim)
+lora = layers * (r * (dim + 2 * dim) + r * (2 * dim + dim))
+want = steps * rows * (4 * base + 6 * lora)
+f = [json.loads(l) for l in open(sys.argv[1]) if '"event":"mfu"' in l and '"final":true' in l]
+assert len(f) == 1 and f[0]["model_flops"] == want, (f, want)
+PY
 
 # Preemption: SIGTERM once a checkpoint is committed; the job saves, commits, and asks for a requeue.
 ftl run -n 2 --run-dir pre -- "$TL_TRAIN" --steps 120 --ckpt-every 10 --step-ms 40 >pre.out 2>&1 &

@@ -17,6 +17,8 @@ static void read_fields(const json_t *msg) {
   (void)rz_wire_int(msg, "rank", -1);
   (void)rz_wire_int(msg, "signal", 0);
   (void)rz_wire_num(msg, "mpi_init_ms", 0);
+  (void)rz_wire_num(msg, "flops", -1);
+  (void)rz_wire_num(msg, "flops_ms", -1);
   (void)rz_wire_str(msg, "role", "");
   (void)rz_wire_str(msg, "to", "");
   (void)rz_wire_int(msg, "to_rank", -1);
@@ -24,7 +26,7 @@ static void read_fields(const json_t *msg) {
 
 static void on_entry(void *user, const rz_batch_entry *e) {
   size_t *n = user;
-  *n += e->alive ? strlen(e->state) : (size_t)(e->compute_ms != 0);
+  *n += e->alive ? strlen(e->state) : (size_t)(e->compute_ms != 0) + (size_t)(e->has_flops && e->flops > e->flops_ms);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -23,6 +23,8 @@
 
 typedef struct counts {
   int hello, joined, go, rejected, lost, step, alive, exits;
+  int with_flops;         /* rank 1's steps that carried flops and flops_ms (the last ones kept) */
+  double flops, flops_ms;
   int lost_ranks[8];
   char last_reject[256];
   char last_peer[128];
@@ -43,7 +45,14 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
       if (c->lost < 8) c->lost_ranks[c->lost] = ev->rank;
       c->lost++;
       break;
-    case FTL_RDZV_STEP: c->step += ev->rank == 1 && rz_wire_int(ev->msg, "step", -1) == 7; break;
+    case FTL_RDZV_STEP:
+      c->step += ev->rank == 1 && rz_wire_int(ev->msg, "step", -1) == 7;
+      if (ev->rank == 1 && json_object_get(ev->msg, "flops")) {
+        c->with_flops++;
+        c->flops = rz_wire_num(ev->msg, "flops", -1);
+        c->flops_ms = rz_wire_num(ev->msg, "flops_ms", -1);
+      }
+      break;
     case FTL_RDZV_AGENT_ALIVE: c->alive += ev->rank == 0 && !strcmp(rz_wire_str(ev->msg, "state", ""), "S"); break;
     case FTL_RDZV_AGENT_EXIT: c->exits++; break;
     default: break;
@@ -92,6 +101,7 @@ static int one_lost(const counts *c) { return c->lost >= 1; }
 static int three_lost(const counts *c) { return c->lost >= 3; }
 static int batch_seen(const counts *c) { return c->step >= 1 && c->alive >= 1; }
 static int batch_twice(const counts *c) { return c->step >= 2 && c->alive >= 2; }
+static int batch_flops(const counts *c) { return c->step >= 5; }
 static int relay_done(const counts *c) { return c->lost >= 1 && c->exits >= 1; }
 
 /* Plays a relay: a TCP connection that sends raw lines and reads what the launcher sends back. */
@@ -200,6 +210,14 @@ static void relay_case(void) {
   pump(s, &c, ftl_deadline_after_ms(5000), batch_twice);
   CHECK_INT_EQ(c.step, 2);
   CHECK_INT_EQ(c.alive, 2);
+  /* A step's FLOPs (ftl_step_done_flops) ride in its entry, on the fast path and jansson's alike;
+   * an entry without them passes on none (the server's one step message must not keep them). */
+  relay_say(fd, "{\"type\":\"batch\",\"step\":[[1,7,2.5,4e+12,1500.5]]}\n{\"type\":\"batch\",\"step\":[[1,7,2.5]]}\n");
+  relay_say(fd, "{\"type\": \"batch\", \"step\": [[1, 7, 2.5, 6e12, 2500.25], [1, 7, 2.5, 1e12]]}\n");
+  pump(s, &c, ftl_deadline_after_ms(5000), batch_flops);
+  CHECK_INT_EQ(c.step, 5);
+  CHECK_INT_EQ(c.with_flops, 2);
+  CHECK(c.flops == 6e12 && c.flops_ms == 2500.25);
   /* Pings and signals reach the relay once, addressed to its agents. */
   rz_rdzv_server_ping_agents(s);
   relay_expect(s, &c, fd, &lb, "{\"type\":\"ping\",\"to\":\"agent\"}");

@@ -311,8 +311,8 @@ static void test_required(void) {
 static void test_unknown_fields(void) {
   CHECK_ERR("ranks: 1\nprogram: p\nfoo: 1\n",
             "job.yaml:3:1: field 'foo': unknown field (known fields: name, ranks, program, args, env, "
-            "hostfile, launcher, run_dir, working_dir, rendezvous, fleet_ledger, min_ranks, restart, timeouts, preemption, "
-            "checkpoint, metrics, inputs, eval, registry)");
+            "hostfile, launcher, run_dir, working_dir, rendezvous, fleet_ledger, fleet, min_ranks, restart, timeouts, "
+            "preemption, checkpoint, metrics, mfu, inputs, eval, registry)");
   /* checkpoint.levels: l1, l2 and l3, l3 always, l2 only with l1; L2 opt-in, L1 by default. */
   CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l1]}\n", "field 'checkpoint.levels': must include l3");
   CHECK_ERR_HAS("ranks: 1\nprogram: p\ncheckpoint: {levels: [l2, l3]}\n",
@@ -1057,6 +1057,26 @@ static void test_fault_tolerance_fields(void) {
   CHECK_ERR_HAS("ranks: 2\nprogram: p\npreemption: 30\n", "field 'preemption'");
 }
 
+/* fleet.history_days: 7 by default, 0 to 3650, and only beside a fleet_ledger. */
+static void test_fleet_history(void) {
+  ln_job *job = parse_ok("ranks: 4\nprogram: p\n");
+  CHECK_INT_EQ(job->fleet_history_days, 7);
+  ln_job_destroy(job);
+  job = parse_ok("ranks: 4\nprogram: p\nfleet_ledger: /shared/fleet.jsonl\nfleet: {history_days: 0}\n");
+  CHECK_INT_EQ(job->fleet_history_days, 0);
+  ln_job_destroy(job);
+  job = parse_ok("ranks: 4\nprogram: p\nfleet_ledger: /shared/fleet.jsonl\nfleet: {history_days: 30}\n");
+  CHECK_INT_EQ(job->fleet_history_days, 30);
+  ln_job_destroy(job);
+  CHECK_ERR_HAS("ranks: 2\nprogram: p\nfleet_ledger: /f\nfleet: {history_days: -1}\n", "field 'fleet.history_days'");
+  CHECK_ERR_HAS("ranks: 2\nprogram: p\nfleet_ledger: /f\nfleet: {history_days: 3651}\n", "field 'fleet.history_days'");
+  CHECK_ERR_HAS("ranks: 2\nprogram: p\nfleet_ledger: /f\nfleet: {history_days: 1.5}\n", "field 'fleet.history_days'");
+  CHECK_ERR_HAS("ranks: 2\nprogram: p\nfleet_ledger: /f\nfleet: {days: 3}\n", "field 'fleet.days': unknown field");
+  CHECK_ERR("ranks: 2\nprogram: p\nfleet: {history_days: 3}\n",
+            "job.yaml:3:23: field 'fleet.history_days': has no effect without fleet_ledger (the ledger whose history "
+            "it reads)");
+}
+
 /* checkpoint.l1_dir: absolute, short enough for the L1 paths below it, and where this host has it
  * not writable by every user without the sticky bit (each of which would leave L1 off on every
  * rank, checkpoint/levels.c). */
@@ -1134,6 +1154,7 @@ int main(void) {
       {"alloc_failures", test_alloc_failures},
       {"fault_tolerance_fields", test_fault_tolerance_fields},
       {"l1_dir", test_l1_dir},
+      {"fleet_history", test_fleet_history},
   };
   if (!mkdtemp(tmp_dir)) FTL_TEST_FAIL_("mkdtemp: %s", strerror(errno));
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

@@ -34,7 +34,7 @@ expect_contains a2.out "run directory $PWD/runs/a belongs to the command-line jo
 run_ftl again.out run -n 1 -- sh a.sh
 expect_rc 0 again.out
 expect_contains again.out "already finished: job 'a' trained to its end"
-[ ! -d runs/a/attempt-0001 ] || fail "the rerun of a finished job started an attempt"
+[ ! -d runs/a/attempt-0001 ] || { cat a.out again.out runs/a/events.jsonl >&2; fail "the rerun of a finished job started an attempt"; }
 
 # A spec job into the command-line job's folder, and a command-line job into a spec job's.
 cat >job.yaml <<YAML

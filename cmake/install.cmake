@@ -137,6 +137,9 @@ function(ftl_install_layout)
           COMPONENT ${L_DEV} ${x} FILES_MATCHING PATTERN "*.h")
   if(TARGET ftl)
     install(TARGETS ftl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ${L_BIN} ${x})
+    # The rank agent's own binary (launcher/agent_main.c): `ftl run` finds it as
+    # ../libexec/ftl/ftl-rank-agent beside the binary (launcher/gang.h, ln_gang_agent_exe).
+    install(TARGETS ftl-rank-agent RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/ftl COMPONENT ${L_BIN} ${x})
     # launcher/pyrun.py: `ftl run` finds it beside the binary, as ../share/ftl/pyrun.py.
     install(FILES ${PROJECT_SOURCE_DIR}/launcher/pyrun.py DESTINATION ${CMAKE_INSTALL_DATADIR}/ftl COMPONENT ${L_BIN} ${x})
   endif()

@@ -64,33 +64,11 @@
 #include "launcher/launcher.h"
 #include "launcher/relay.h"
 #include "launcher/sigpipe.h"
+#include "launcher/slurm_alloc.h"
 #include "rendezvous/client.h"
 #include "rendezvous/wire.h"
 
 /* ---- the rank's place ------------------------------------------------------------------------ */
-
-/* Slurm writes tasks per node as "2(x3),1": node i's count is found by expanding the list. */
-static int slurm_local_size(const char *tasks_per_node, int node_id) {
-  const char *p = tasks_per_node;
-  int node = 0;
-  while (p && *p) {
-    char *end;
-    long count = strtol(p, &end, 10);
-    long repeat = 1;
-    if (end == p) return -1;
-    p = end;
-    if (strncmp(p, "(x", 2) == 0) {
-      repeat = strtol(p + 2, &end, 10);
-      p = strchr(end, ')');
-      if (!p) return -1;
-      p++;
-    }
-    if (node_id < node + repeat) return (int)count;
-    node += (int)repeat;
-    if (*p == ',') p++;
-  }
-  return -1;
-}
 
 /* This host's IPv4 addresses, space-separated: a hostfile may name hosts by address, and the
  * launcher must match a host it blames to its hostfile line. */
@@ -141,7 +119,7 @@ static ftl_err read_place(rank_place *pl, ftl_diag *d) {
     ftl_parse_i64(getenv("SLURM_NODEID"), 0, INT_MAX, &node);
     const char *tpn = getenv("SLURM_STEP_TASKS_PER_NODE");
     if (!tpn) tpn = getenv("SLURM_TASKS_PER_NODE");
-    v[3] = tpn ? slurm_local_size(tpn, (int)node) : -1;
+    v[3] = ln_slurm_tasks_on_node(tpn, (int)node); /* "2(x3),1": node i's count */
     if (v[3] < 1) return ftl_diag_fail(d, FTL_ERR_GANG, "rank-agent: cannot tell the local size from Slurm's variables");
   }
   *pl = (rank_place){(int)v[0], (int)v[1], (int)v[2], (int)v[3]};

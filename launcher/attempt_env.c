@@ -17,6 +17,7 @@
 #include "core/owned_dir.h"
 #include "ftl/core.h"
 #include "launcher/gang.h"
+#include "launcher/slurm_alloc.h"
 
 int ln_relay_on(void) {
   const char *v = getenv("FTL_RELAY");
@@ -152,19 +153,41 @@ static void make_session_base(ln_gang_launch *L) {
     FTL_LOG(FTL_LOG_DEBUG, "launcher", "no session folder of its own for mpirun (%s): Open MPI's default", d.msg);
 }
 
+/* The first node of the Slurm allocation (SLURM_JOB_NODELIST), or this host's name when it cannot
+ * be read. */
+static void srun_first_node(char *out, size_t size) {
+  ln_slurm_node *nodes = NULL;
+  size_t count = 0;
+  ftl_diag d = {{0}};
+  if (ln_slurm_alloc_from_env(&nodes, &count, &d) != FTL_OK || ftl_fmt(out, size, "%s", nodes[0].name))
+    ftl_fmt(out, size, "%s", ftl_hostname());
+  ftl_free(nodes);
+}
+
 ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, int rdzv_port, const char *token,
                              ln_gang_launch *L, ftl_diag *d) {
   ftl_err rc;
   /* What every rank gets. Set here and exported by name (mpirun -x), so it reaches remote hosts. */
   char addr[320];
   ftl_fmt(addr, sizeof addr, "%s:%d", o->rdzv_host, rdzv_port);
-  /* MASTER_ADDR is where rank 0 runs: the hostfile's first host; under Slurm the launcher's own
-   * node, where srun places task 0 (the batch host); this machine otherwise. */
+  /* MASTER_ADDR is where rank 0 runs: the first host of the attempt's plan (a hostfile's, or under
+   * srun the allocation's nodes', run.c); under srun without a plan the allocation's first node,
+   * where srun's block distribution puts task 0 (not the launcher's host: under salloc that is the
+   * login node); this machine otherwise. */
   L->kind = ln_gang_resolve_kind(o->job->launcher, getenv("SLURM_JOB_ID"));
   if (L->kind == FTL_LAUNCH_MPIRUN) make_session_base(L);
   char master_addr[256] = "127.0.0.1";
   if (o->hostfile && ln_gang_first_host(o->hostfile, master_addr, sizeof master_addr, d) != FTL_OK) return FTL_ERR_SPEC;
-  if (!o->hostfile && L->kind == FTL_LAUNCH_SRUN) ftl_fmt(master_addr, sizeof master_addr, "%s", ftl_hostname());
+  if (!o->hostfile && L->kind == FTL_LAUNCH_SRUN) srun_first_node(master_addr, sizeof master_addr);
+  /* srun with a plan: each rank on its node of the plan, through srun's SLURM_HOSTFILE, written beside
+   * the attempt's hostfile (the plan; a standby of the next attempt shares it, and its layout). */
+  char tasks_path[PATH_MAX] = "";
+  int srun_nodes = 0;
+  if (L->kind == FTL_LAUNCH_SRUN && o->hostfile) {
+    if (ftl_fmt(tasks_path, sizeof tasks_path, "%s.tasks", o->hostfile))
+      return ftl_diag_fail(d, FTL_ERR_RANGE, "path too long: %s.tasks", o->hostfile);
+    if ((rc = ln_slurm_write_tasks(o->hostfile, o->world_size, tasks_path, &srun_nodes, NULL, 0, d))) return rc;
+  }
   /* The ranks' environment: built for this attempt and given to mpirun/srun alone (execvpe), never
    * set in the launcher's own. The names are exported too (mpirun -x), so they reach remote hosts. */
   ln_gang_env genv = {.rdzv_addr = addr,
@@ -190,6 +213,7 @@ ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, 
                        .relay = ln_relay_on(),
                        .pyrun = o->pyrun_argv != NULL,
                        .preload = o->preload,
+                       .slurm_hostfile = tasks_path[0] ? tasks_path : NULL,
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
                        .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0,
                        .mpi_session_base = L->session_base[0] ? L->session_base : NULL};
@@ -198,10 +222,12 @@ ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, 
   if ((rc = ln_gang_export_names(o->job->env, &L->exports, d))) return rc;
 
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  char agent_exe[PATH_MAX];
   ln_gang_opts g = {.kind = L->kind,
                      .ranks = o->world_size,
                      .hostfile = o->hostfile,
                      .ftl_exe = o->ftl_exe,
+                     .agent_exe = ln_gang_agent_exe(o->ftl_exe, agent_exe, sizeof agent_exe),
                      .program = o->program,
                      .args = o->job->args,
                      .export_names = L->exports,
@@ -214,6 +240,7 @@ ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, 
                       * the gang through the agents, so this is not the programs' grace. */
                      .sigkill_grace_s = FTL_MPIRUN_SIGKILL_GRACE_S,
                      .standby = o->standby_launch,
+                     .srun_nodes = srun_nodes,
                      .pyrun_argv = o->pyrun_argv};
   return ln_gang_build_argv(&g, &L->argv, d);
 }

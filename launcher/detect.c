@@ -8,6 +8,21 @@
 
 #include "ftl/core.h"
 
+ln_cadence ln_detect_cadence(int n, const ln_detect_limits *lim) {
+  int64_t shortest = lim->node_ms;
+  const int64_t each[] = {lim->startup_ms, lim->step_ms, lim->checkpoint_ms};
+  for (size_t k = 0; k < sizeof each / sizeof *each; k++)
+    if (each[k] < shortest) shortest = each[k];
+  int64_t cap = shortest / 4;
+  int64_t batch = (int64_t)n * 1000 / FTL_CADENCE_BATCH_RANKS_PER_S, ping = (int64_t)n * 1000 / FTL_CADENCE_PING_RANKS_PER_S;
+  if (batch > cap) batch = cap;
+  if (ping > cap) ping = cap;
+  ln_cadence c = {.batch_ms = (int)(batch > FTL_CADENCE_BATCH_FLOOR_MS ? batch : FTL_CADENCE_BATCH_FLOOR_MS),
+                  .ping_ms = (int)(ping > FTL_CADENCE_PING_FLOOR_MS ? ping : FTL_CADENCE_PING_FLOOR_MS)};
+  c.missed_ms = FTL_DETECT_MISSED_MS + c.batch_ms - FTL_CADENCE_BATCH_FLOOR_MS;
+  return c;
+}
+
 void ln_detect_note_compute(ln_rank_watch *w, double compute_ms) {
   w->compute_ms[w->compute_count++ % FTL_STRAGGLER_WINDOW] = compute_ms;
 }
@@ -30,14 +45,26 @@ static int same_host(const char *a, const char *b) { return a && b && !strcmp(a,
  * is down (a dead TCP peer can take minutes to be noticed by the socket itself). */
 int ln_detect_lost_host(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms,
                          ln_detection *out) {
+  int64_t due;
+  return ln_detect_lost_host_due(r, n, lim, now_ms, out, &due);
+}
+
+int ln_detect_lost_host_due(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms,
+                            ln_detection *out, int64_t *due_ms) {
+  int64_t missed_ms = lim->missed_ms > 0 ? lim->missed_ms : FTL_DETECT_MISSED_MS;
+  *due_ms = now_ms + lim->node_ms;
   for (int i = 0; i < n; i++) {
     const ln_rank_watch *s = &r[i];
-    if (!s->has_agent || s->exited || now_ms - s->alive_ms < lim->node_ms) continue;
+    if (!s->has_agent || s->exited) continue;
+    if (now_ms - s->alive_ms < lim->node_ms) {
+      if (s->alive_ms + lim->node_ms < *due_ms) *due_ms = s->alive_ms + lim->node_ms;
+      continue;
+    }
     int silent = 1, ranks_on_host = 0;
     for (int j = 0; j < n; j++) {
       if (!same_host(r[j].host, s->host)) continue;
       ranks_on_host++;
-      if (r[j].has_agent && !r[j].exited && now_ms - r[j].alive_ms < FTL_DETECT_MISSED_MS) silent = 0;
+      if (r[j].has_agent && !r[j].exited && now_ms - r[j].alive_ms < missed_ms) silent = 0;
       /* A finished agent's exit report is its host answering: a host heard from within node_s is
        * not lost (the silent agent alone is). */
       if (r[j].exited && r[j].alive_ms > 0 && now_ms - r[j].alive_ms < lim->node_ms) silent = 0;
@@ -62,18 +89,40 @@ int ln_detect_lost_host(const ln_rank_watch *r, int n, const ln_detect_limits *l
 }
 
 int ln_detect_hang(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms, ln_detection *out) {
+  int64_t due;
+  return ln_detect_hang_due(r, n, lim, now_ms, out, &due);
+}
+
+/* The shortest silence any rank may be allowed (a report always starts one of these). */
+static int64_t shortest_limit(const ln_detect_limits *lim) {
+  int64_t m = FTL_DETECT_STOPPED_MS;
+  const int64_t each[] = {lim->startup_ms, lim->step_ms, lim->checkpoint_ms};
+  for (size_t k = 0; k < sizeof each / sizeof *each; k++)
+    if (each[k] < m) m = each[k];
+  return m;
+}
+
+int ln_detect_hang_due(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms, ln_detection *out,
+                       int64_t *due_ms) {
   int hung = -1, stopped = -1;
+  *due_ms = now_ms + shortest_limit(lim);
   for (int i = 0; i < n && hung < 0; i++) {
+    if (r[i].exited) continue;
     /* A process seen stopped for a few reports makes no progress until continued: waiting for
      * its section's timeout (minutes for a step) would only add to the loss. */
-    if (!r[i].exited && r[i].state == 'T' && r[i].stopped_ms > 0 && now_ms - r[i].stopped_ms >= FTL_DETECT_STOPPED_MS) {
-      hung = stopped = i;
-      break;
+    if (r[i].state == 'T' && r[i].stopped_ms > 0) {
+      if (now_ms - r[i].stopped_ms >= FTL_DETECT_STOPPED_MS) {
+        hung = stopped = i;
+        break;
+      }
+      if (r[i].stopped_ms + FTL_DETECT_STOPPED_MS < *due_ms) *due_ms = r[i].stopped_ms + FTL_DETECT_STOPPED_MS;
     }
     /* Only ranks that joined through the library report progress; a program that does not use
      * it has nothing to watch (and one stuck before ftl_init is the rendezvous deadline's). */
-    if (r[i].exited || r[i].progress_ms == 0) continue;
-    if (now_ms - r[i].progress_ms >= ln_detect_section_timeout(lim, r[i].section)) hung = i;
+    if (r[i].progress_ms == 0) continue;
+    int64_t limit = ln_detect_section_timeout(lim, r[i].section);
+    if (now_ms - r[i].progress_ms >= limit) hung = i;
+    else if (r[i].progress_ms + limit < *due_ms) *due_ms = r[i].progress_ms + limit;
   }
   if (hung < 0) return 0;
   int culprit = stopped;
@@ -178,13 +227,15 @@ int ln_detect_vanished(const ln_rank_watch *r, int n, int lost_rank, const char 
   return 1;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
+/* The median of a window (FTL_STRAGGLER_WINDOW values, sorted in place by insertion: ten values
+ * sort faster so than through qsort's calls, and the check runs it for every rank). */
 static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  for (int i = 1; i < n; i++) {
+    double x = v[i];
+    int j = i;
+    for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+    v[j] = x;
+  }
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -205,26 +256,58 @@ int ln_detect_local_rank(const ln_rank_watch *r, int n, int i) {
   return k;
 }
 
-/* The median of sorted[0..n-1] without the element at index skip (n >= 2): what sorting the other
- * ranks' values would give, in O(1), so a gang of thousands is not sorted once per rank. */
-static double median_without(const double *sorted, int n, int skip) {
-  int m = n - 1;
-  int k = m / 2;
-  double hi = sorted[k < skip ? k : k + 1];
-  if (m % 2) return hi;
-  double lo = sorted[k - 1 < skip ? k - 1 : k];
-  return (lo + hi) / 2;
-}
-
-/* Where value v sits in sorted[0..n-1] (the first index holding it). */
-static int position_of(const double *sorted, int n, double v) {
-  int lo = 0, hi = n;
+/* Puts the k-th smallest of v[0..n) at v[k], the smaller ones before it and the larger after
+ * (quickselect, Hoare's partition around the median of three): O(n) on average. */
+static void select_kth(double *v, int n, int k) {
+  int lo = 0, hi = n - 1;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
-    if (sorted[mid] < v) lo = mid + 1;
-    else hi = mid;
+    double a = v[lo], b = v[mid], c = v[hi];
+    double pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+    int i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i <= j) {
+        double t = v[i];
+        v[i++] = v[j];
+        v[j--] = t;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return;
   }
-  return lo;
+}
+
+/* The values the others' median is made of: the gang's order statistics k-1, k and k+1 (k: the
+ * middle of the n-1 others), found by selection. */
+typedef struct middle {
+  int m;               /* the others' count, n - 1 */
+  double below, at, above; /* sorted[k-1] (when k > 0), sorted[k], sorted[k+1] */
+} middle;
+
+static void gang_middle(double *v, int n, middle *out) {
+  int m = n - 1, k = m / 2;
+  out->m = m;
+  select_kth(v, n, k);
+  out->at = v[k];
+  out->below = out->at;
+  for (int i = 0; i < k; i++)
+    if (i == 0 || v[i] > out->below) out->below = v[i];
+  select_kth(v + k + 1, n - k - 1, 0);
+  out->above = v[k + 1];
+}
+
+/* The median of the others for a rank whose own value is v: the median of the gang sorted, less
+ * one copy of v (equal values are interchangeable, so any copy gives the same median). v sits
+ * above sorted[k] exactly when more than k values are smaller than it, so the middle three and one
+ * comparison each say which of them the others' median is made of. */
+static double median_without(const middle *g, double v) {
+  double hi = g->at < v ? g->at : g->above;
+  if (g->m % 2) return hi;
+  double lo = g->below < v ? g->below : g->at;
+  return (lo + hi) / 2;
 }
 
 int ln_detect_stragglers(const ln_rank_watch *r, int n, double ratio, ln_straggler *out, int cap) {
@@ -239,13 +322,14 @@ int ln_detect_stragglers(const ln_rank_watch *r, int n, double ratio, ln_straggl
     memcpy(w, r[i].compute_ms, sizeof w);
     per_rank[i] = median(w, FTL_STRAGGLER_WINDOW);
   }
-  /* One sort for the gang: the others' median for rank i is the sorted values less one copy of
-   * its own (equal values are interchangeable, so any copy gives the same median). */
+  /* The others' median for rank i is the gang's sorted values less one copy of its own: only the
+   * middle three of them are ever read, found once for the gang by selection (O(n), not a sort). */
   memcpy(sorted, per_rank, (size_t)n * sizeof *sorted);
-  qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+  middle g;
+  gang_middle(sorted, n, &g);
   for (int i = 0; i < n && found < cap; i++) {
     if (r[i].straggler_reported) continue;
-    double typical = median_without(sorted, n, position_of(sorted, n, per_rank[i]));
+    double typical = median_without(&g, per_rank[i]);
     if (per_rank[i] < ratio * typical || per_rank[i] - typical < FTL_STRAGGLER_MIN_MS) continue;
     out[found++] = (ln_straggler){.rank = i, .compute_ms = per_rank[i], .others_median_ms = typical};
   }

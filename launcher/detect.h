@@ -73,6 +73,8 @@ typedef struct ln_rank_watch {
 typedef struct ln_detect_limits {
   int64_t startup_ms, step_ms, checkpoint_ms; /* silence allowed per section */
   int64_t node_ms;                            /* a host's agents' silence */
+  int64_t missed_ms; /* FTL_DETECT_MISSED_MS, or more where relays batch the agents' reports over a longer
+                        period (their last report may be that much older); 0: FTL_DETECT_MISSED_MS */
 } ln_detect_limits;
 
 typedef struct ln_detection {
@@ -81,6 +83,25 @@ typedef struct ln_detection {
   const char *host;       /* the host to blame (FTL_FAIL_NODE), else NULL; borrowed from the watch */
   char message[300];      /* what happened, for the failure's summary */
 } ln_detection;
+
+/* How often a gang of n ranks reports (docs/formats/rendezvous-wire.md, "The cadence"): its relays'
+ * batch period and the launcher's ping to its agents. Both grow with the gang so the lines the
+ * launcher reads and writes stay bounded, n / FTL_CADENCE_BATCH_RANKS_PER_S and
+ * n / FTL_CADENCE_PING_RANKS_PER_S seconds (at 8 ranks a host about 2,048 batch lines and 256 pings
+ * a second: a ping costs the launcher a send, dearer than a read, and only has to come often
+ * enough for the agents' fence, timeouts.node_s); never under the 250 ms and 1 s of smaller gangs,
+ * and never over a quarter of the shortest silence lim allows (node_s, each section's timeout), so
+ * every limit still spans four reports. missed_ms: ln_detect_limits.missed_ms for that batch period
+ * (another agent's last report may be a period older). */
+#define FTL_CADENCE_BATCH_RANKS_PER_S 16384
+#define FTL_CADENCE_PING_RANKS_PER_S 2048
+#define FTL_CADENCE_BATCH_FLOOR_MS 250
+#define FTL_CADENCE_PING_FLOOR_MS 1000
+typedef struct ln_cadence {
+  int batch_ms, ping_ms;
+  int64_t missed_ms;
+} ln_cadence;
+ln_cadence ln_detect_cadence(int n, const ln_detect_limits *lim);
 
 /* Records one compute-per-step report in the rank's window. */
 void ln_detect_note_compute(ln_rank_watch *w, double compute_ms);
@@ -93,6 +114,15 @@ const char *ln_detect_section_name(int section);
 int ln_detect_lost_host(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms,
                          ln_detection *out);
 int ln_detect_hang(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms, ln_detection *out);
+/* The same two, saying besides (when they find nothing) the earliest time at which they could
+ * (*due_ms): the first rank's silence to reach its limit as things stand. Every report the
+ * launcher notes sets a time of "now" (detect.h's users: supervise.c), so none brings a limit
+ * closer than now + the shortest limit, which bounds *due_ms too: until then a scan over every
+ * rank finds nothing, and at 100k ranks the launcher skips it (docs/scale.md). */
+int ln_detect_lost_host_due(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms,
+                            ln_detection *out, int64_t *due_ms);
+int ln_detect_hang_due(const ln_rank_watch *r, int n, const ln_detect_limits *lim, int64_t now_ms, ln_detection *out,
+                       int64_t *due_ms);
 /* lost_rank: the first agent that vanished (-1: none); self_host: the launcher's host, never lost.
  * Returns 0 also when every vanished agent had said it was asked to stop (nothing of its own
  * failed). An ambiguous finding (several hosts vanished without a word) is FTL_FAIL_AGENT_LOST
@@ -107,7 +137,8 @@ typedef struct ln_straggler {
 
 /* Finds stragglers not reported yet (at most cap, into out); every rank needs a full window.
  * Returns how many; the caller marks them reported. ratio: FTL_STRAGGLER_RATIO, or
- * FTL_STRAGGLER_RATIO_SHARED for ranks that oversubscribe their cores. */
+ * FTL_STRAGGLER_RATIO_SHARED for ranks that oversubscribe their cores. O(n): each rank's median of
+ * its window, and the gang's order statistics around the middle by selection, not a sort. */
 int ln_detect_stragglers(const ln_rank_watch *r, int n, double ratio, ln_straggler *out, int cap);
 
 /* 1 when every rank whose host is known runs on the same host (nothing to exclude there). */

@@ -79,7 +79,7 @@ static void plan_shares(ln_fleet *f, const ln_policy_host *hosts, size_t n, int 
   f->n_plan = 0;
   ftl_free(f->plan);
   f->plan = ftl_calloc(n ? n : 1, sizeof *f->plan);
-  if (!f->plan || f->by_srun) return;
+  if (!f->plan || (f->by_srun && n == 0)) return; /* srun with the allocation's plan places as it says */
   if (n == 0) {
     copy(f->plan[0].host, sizeof f->plan[0].host, ftl_hostname());
     f->plan[0].ranks = world;

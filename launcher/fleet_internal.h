@@ -23,8 +23,9 @@ typedef struct ln_fleet_change {
 struct ln_fleet {
   const char *ledger;           /* the job's fleet_ledger (borrowed: the job outlives this) */
   int history_days;             /* fleet.history_days; 0: no history read */
-  int by_srun;                  /* srun places the ranks on its allocation's hosts: the plan does not say
-                                   where they run (no FTL_GANG_HOSTS; the shares from the hellos alone) */
+  int by_srun;                  /* srun places the ranks: without a plan of the allocation's nodes (run.c)
+                                   nothing says where they run (no FTL_GANG_HOSTS; the shares from the
+                                   hellos alone); with one, srun places them as the plan says */
   ftl_cadence_fleet_hosts hist; /* the per-host history at the job's start */
   int have_hist;
   /* this attempt */

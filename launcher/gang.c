@@ -73,7 +73,18 @@ ftl_err ln_gang_build_argv(const ln_gang_opts *o, char ***argv_out, ftl_diag *d)
     ln_argv_push(&b, "--kill-on-bad-exit=1");
     ln_argv_push(&b, "--export=ALL");
     ln_argv_push(&b, "--unbuffered");
-    if (o->standby) ln_argv_push(&b, "--overlap"); /* the running attempt's step holds the allocation's CPUs */
+    /* Every step shares the allocation's resources: a standby beside the running attempt's step, and
+     * a relaunch beside a step Slurm still counts as running. A step that had a task on a lost node
+     * holds its CPUs on the surviving nodes until the job ends, even once the node is DOWN (measured
+     * with Slurm 22.05: over 90 s, with --no-kill): a step that waits for them would wait that long.
+     * ftl itself runs one gang at a time (the fence, core/fence.h). */
+    ln_argv_push(&b, "--overlap");
+    if (o->srun_nodes > 0) {
+      /* The attempt's plan (slurm_alloc.h): these nodes, each rank where SLURM_HOSTFILE puts it. */
+      ln_argv_push(&b, "--nodes");
+      push_int(&b, o->srun_nodes);
+      ln_argv_push(&b, "--distribution=arbitrary");
+    }
   } else {
     ln_argv_push(&b, "mpirun");
     /* No "helpful" banners: ftl reports what failed itself, naming the rank and host. */
@@ -102,8 +113,12 @@ ftl_err ln_gang_build_argv(const ln_gang_opts *o, char ***argv_out, ftl_diag *d)
       ln_argv_push(&b, *e);
     }
   }
-  ln_argv_push(&b, o->ftl_exe);
-  ln_argv_push(&b, "rank-agent");
+  if (o->agent_exe) {
+    ln_argv_push(&b, o->agent_exe);
+  } else {
+    ln_argv_push(&b, o->ftl_exe);
+    ln_argv_push(&b, "rank-agent");
+  }
   ln_argv_push(&b, "--");
   if (o->pyrun_argv) {
     for (char *const *a = o->pyrun_argv; *a; a++) ln_argv_push(&b, *a);
@@ -112,6 +127,18 @@ ftl_err ln_gang_build_argv(const ln_gang_opts *o, char ***argv_out, ftl_diag *d)
     for (char *const *a = o->args; a && *a; a++) ln_argv_push(&b, *a);
   }
   return ln_argv_finish(&b, argv_out, "the launch command", d);
+}
+
+const char *ln_gang_agent_exe(const char *ftl_exe, char *buf, size_t size) {
+  const char *slash = ftl_exe ? strrchr(ftl_exe, '/') : NULL;
+  if (!slash) return NULL;
+  int dir_len = (int)(slash - ftl_exe);
+  static const char *const places[] = {"/ftl-rank-agent", "/../libexec/ftl/ftl-rank-agent"};
+  for (size_t i = 0; i < sizeof places / sizeof *places; i++) {
+    int n = snprintf(buf, size, "%.*s%s", dir_len, ftl_exe, places[i]);
+    if (n > 0 && (size_t)n < size && access(buf, X_OK) == 0) return buf;
+  }
+  return NULL;
 }
 
 ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d) {
@@ -223,6 +250,7 @@ ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_
   env_set(&b, "MASTER_ADDR", e->master_addr ? e->master_addr : "127.0.0.1");
   env_set_int(&b, "MASTER_PORT", e->master_port);
   env_set_int(&b, "FTL_PYRUN", e->pyrun ? 1 : 0);
+  if (e->slurm_hostfile) env_set(&b, "SLURM_HOSTFILE", e->slurm_hostfile);
   env_set(&b, "FTL_PRELOAD", e->preload ? e->preload : "");
   for (char *const *p = e->job_env; p && *p; p++)
     if (strchr(*p, '=')) env_set_job(&b, *p);

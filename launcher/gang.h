@@ -16,14 +16,18 @@ typedef struct ln_gang_opts {
   int ranks;
   const char *hostfile;          /* NULL: this machine only */
   const char *ftl_exe;           /* absolute path of ftl, run on every rank as the rank agent */
+  const char *agent_exe;         /* ftl-rank-agent, run instead of `ftl_exe rank-agent` when not NULL
+                                    (ln_gang_agent_exe) */
   const char *program;           /* absolute path of the program */
   char *const *args;             /* NULL-terminated */
   char *const *export_names;     /* variables to pass to every rank (mpirun -x), NULL-terminated */
   int running_as_root;
   int cpu_count;                 /* of this machine, to decide on --oversubscribe */
   int sigkill_grace_s;           /* how long mpirun itself waits between TERM and KILL of ranks */
-  int standby;                   /* a standby gang beside a running step: srun --overlap shares its
-                                    allocation's resources instead of waiting for them */
+  int standby;                   /* a standby gang, beside a running step */
+  int srun_nodes;                /* srun: the nodes of the attempt's plan (--nodes), its ranks placed by
+                                    SLURM_HOSTFILE (--distribution=arbitrary, ln_gang_env.slurm_hostfile);
+                                    0: no plan, srun places them */
   char *const *pyrun_argv;       /* a Python program through launcher/pyrun.py (launcher/pyprog.h): the
                                     whole command after `rank-agent --`, in place of program and args;
                                     NULL: the program as it is */
@@ -88,6 +92,8 @@ typedef struct ln_gang_env {
                                     agent gives it a socket (FTL_PYRUN_FD) */
   const char *preload;           /* FTL_PRELOAD: the modules a standby's pyrun.py imports before it
                                     parks, comma-separated ("" or NULL: none) */
+  const char *slurm_hostfile;    /* SLURM_HOSTFILE, srun's task layout (launcher/slurm_alloc.h); NULL:
+                                    not set by ftl */
 } ln_gang_env;
 
 /* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */
@@ -125,5 +131,11 @@ const char *ln_gang_env_get(char *const *envp, const char *name);
 /* The first host of an Open MPI hostfile (where rank 0 lands with the default by-slot mapping),
  * used for MASTER_ADDR; the file is read by the strict reader of launcher/hostfile.h. */
 ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_diag *d);
+
+/* The rank agent's own binary for ftl at ftl_exe: `ftl-rank-agent` beside it (the build tree), else
+ * in ../libexec/ftl/ (installed), when executable there; NULL when neither is (then `ftl
+ * rank-agent` runs, the same code with all of ftl's libraries loaded). The path is written to buf.
+ * Every host must have ftl at the same path (as it must already for `ftl rank-agent`). */
+const char *ln_gang_agent_exe(const char *ftl_exe, char *buf, size_t size);
 
 #endif

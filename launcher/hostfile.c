@@ -235,3 +235,5 @@ int ln_hostfile_total_slots(const ln_hostfile_host *hosts, size_t count) {
   }
   return (int)total;
 }
+
+void ln_hostfile_quote(const char *text, size_t len, char *out, size_t size) { quote(text, len, out, size); }

@@ -39,6 +39,11 @@ ftl_err ln_hostfile_parse(const char *data, size_t size, const char *file, ln_ho
  * FTL_ERR_SPEC for a file over FTL_HOSTFILE_MAX_BYTES. */
 ftl_err ln_hostfile_read(const char *path, ln_hostfile_host **hosts_out, size_t *count_out, ftl_diag *d);
 
+/* text (len bytes) for a message, as this reader quotes what it refuses: control and non-ASCII
+ * bytes as \xNN, a quote or backslash escaped, cut after 60 bytes ("..."); size >= 8. Also used for
+ * Slurm's variables (launcher/slurm_alloc.c). */
+void ln_hostfile_quote(const char *text, size_t len, char *out, size_t size);
+
 /* The slots of all hosts together (saturating at INT_MAX). */
 int ln_hostfile_total_slots(const ln_hostfile_host *hosts, size_t count);
 

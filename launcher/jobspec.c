@@ -43,7 +43,7 @@
 #define JOB_MAX_BYTES ((size_t)1 << 20)
 #define JOB_MAX_NODES 10000
 #define JOB_MAX_DEPTH 64
-#define JOB_RANKS_MAX 65536
+#define JOB_RANKS_MAX 1048576 /* 2^20: past the largest gangs one launcher watches (131,072 measured: docs/scale.md) */
 /* What aliases may expand the document to, and what `args` and `env` may hold: a program's argv
  * and envp together must fit the kernel's limit (ARG_MAX, often 2 MiB), and one string of 128 KiB
  * or more is refused by execve. */

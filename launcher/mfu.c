@@ -129,10 +129,13 @@ static void ring_put(mfu_rank *r, sample s) {
 }
 
 void ln_mfu_note_flops(ln_mfu *m, int rank, const json_t *msg) {
-  if (!m || rank < 0 || rank >= m->world) return;
   const json_t *jf = json_object_get(msg, "flops"), *jt = json_object_get(msg, "flops_ms");
-  if (!json_is_number(jf) || !json_is_number(jt)) return;
-  sample s = {json_number_value(jt), json_number_value(jf)};
+  if (json_is_number(jf) && json_is_number(jt)) ln_mfu_note_flops_at(m, rank, json_number_value(jf), json_number_value(jt));
+}
+
+void ln_mfu_note_flops_at(ln_mfu *m, int rank, double flops, double flops_ms) {
+  if (!m || rank < 0 || rank >= m->world) return;
+  sample s = {flops_ms, flops};
   if (!isfinite(s.flops) || !isfinite(s.t_ms) || s.flops < 0) return;
   mfu_rank *r = &m->ranks[rank];
   if (r->reports && (s.t_ms < r->last.t_ms || s.flops < r->last.flops)) return;

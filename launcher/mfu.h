@@ -45,6 +45,8 @@ void ln_mfu_note_gpus(ln_mfu *m, const char *host, const json_t *gpus);
 /* A rank's message that may carry its FLOPs so far (first_step, step, bye: flops, flops_ms);
  * one without them, or one older than the last taken, is ignored. */
 void ln_mfu_note_flops(ln_mfu *m, int rank, const json_t *msg);
+/* The same from figures already read (a heartbeat of a relay's batch: rendezvous/server.h). */
+void ln_mfu_note_flops_at(ln_mfu *m, int rank, double flops, double flops_ms);
 /* Whether any rank reported FLOPs this attempt. */
 int ln_mfu_any(const ln_mfu *m);
 

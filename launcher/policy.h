@@ -39,12 +39,13 @@ typedef struct ln_policy_config {
   int crash_loop;         /* failures in a row without progress that stop the job */
   int64_t backoff_ms;     /* first pause before a relaunch */
   int64_t max_backoff_ms; /* cap of the doubling pause */
-  int have_hostfile;      /* the job runs on a hostfile's hosts (else: this host alone) */
+  int have_hostfile;      /* the job runs on a host plan: a hostfile's hosts, or under srun the Slurm
+                             allocation's nodes (run.c sets it; else: this host alone) */
 } ln_policy_config;
 
 ln_policy_config ln_policy_config_of(const ln_job *job);
 
-/* One line of the job's hostfile. */
+/* One line of the job's hostfile, or one node of the Slurm allocation ("NODE slots=TASKS"). */
 typedef struct ln_policy_host {
   char name[256];   /* host name or address, as the hostfile writes it */
   char line[1024];  /* the line as written, so other options (max_slots) pass through */

@@ -28,11 +28,13 @@
 
 /* ---- limits, state, the relay's address ------------------------------------------------------ */
 
-/* The batch period, a batch line's budget
+/* The batch period until the launcher says its cadence (and then its bounds), a batch line's budget
  * (under the launcher's FTL_WIRE_MAX_LINE), how long the relay outlives its last local connection,
  * how long it waits for the first, and the most local connections it takes. */
 enum {
   BATCH_MS = 250,
+  BATCH_MIN_MS = 50,
+  BATCH_MAX_MS = 60000,
   BATCH_LINE_MAX = 60 * 1024,
   LINGER_MS = 1000,
   FIRST_WAIT_MS = 60000,
@@ -51,6 +53,9 @@ typedef struct local {
   char nonce[FTL_WIRE_NONCE_HEX + 1]; /* the challenge its hello must answer */
   rz_linebuf lb;
   json_t *pending; /* the latest message that waits for the next batch (may_wait), or NULL */
+  double samples[FTL_WIRE_MAX_SAMPLES]; /* a rank: the compute of its steps that waited, oldest first */
+  int nsamples;
+  char state_sent[9]; /* an agent: the state of its last alive that went up ("" before the first) */
 } local;
 
 typedef struct relay {
@@ -66,6 +71,8 @@ typedef struct relay {
   size_t nbound, cap_bound;
   int64_t idle_since_ms, next_batch_ms;
   size_t pending;
+  int batch_ms;    /* the period: BATCH_MS until the launcher's cadence says another */
+  int samples;     /* the compute samples a step entry brings (the cadence's); 0: one, as a number */
 } relay;
 
 ftl_err ln_relay_address(const core_launch_env *env, char *addr, size_t size, ftl_diag *d) {
@@ -103,14 +110,33 @@ static bool forward(relay *r, local *l, json_t *msg_borrowed) {
                               msg_borrowed));
 }
 
-/* A local connection's batched message goes now (before one of its own that must not wait). */
+static void put_entry(const relay *r, const local *l, core_buf *b);
+static bool send_batch_line(relay *r, core_buf *b);
+
+/* Forgets what l had waiting for the batch. */
+static void drop_pending(relay *r, local *l) {
+  if (l->pending) r->pending--;
+  json_decref(l->pending);
+  l->pending = NULL;
+  l->nsamples = 0;
+}
+
+/* A local connection's batched message goes now (before one of its own that must not wait): a
+ * rank's steps as a batch of one entry, so none of the period's samples is lost; an alive whole. */
 static bool flush_pending(relay *r, local *l) {
   if (!l->pending) return true;
-  json_t *p = l->pending;
-  l->pending = NULL;
-  r->pending--;
-  bool ok = forward(r, l, p);
-  json_decref(p);
+  bool ok;
+  if (l->role == LOCAL_RANK && r->samples) {
+    core_buf b;
+    core_buf_init(&b, FTL_WIRE_MAX_LINE);
+    core_buf_adds(&b, "{\"type\":\"batch\",\"step\":[");
+    put_entry(r, l, &b);
+    ok = send_batch_line(r, &b);
+  } else {
+    ok = forward(r, l, l->pending);
+  }
+  if (l->role == LOCAL_AGENT) snprintf(l->state_sent, sizeof l->state_sent, "%s", rz_wire_str(l->pending, "state", ""));
+  drop_pending(r, l);
   return ok;
 }
 
@@ -122,8 +148,7 @@ static void close_local(relay *r, size_t i, bool tell) {
     flush_pending(r, l);
     up_send(r, json_pack("{s:s, s:s, s:i}", "type", "closed", "role", role_name(l->role), "rank", l->rank));
   }
-  if (l->pending) r->pending--;
-  json_decref(l->pending);
+  drop_pending(r, l);
   close(l->fd);
   rz_linebuf_free(&l->lb);
   ftl_free(l);
@@ -131,9 +156,21 @@ static void close_local(relay *r, size_t i, bool tell) {
   if (r->n == 0) r->idle_since_ms = ftl_clock_ms();
 }
 
+/* A state the batch's compact layout carries as it is: 1 to 8 letters or '?' (a /proc state). */
+static bool plain_state(const char *st) {
+  size_t n = 0;
+  for (; st[n]; n++)
+    if (n == 8 || !((st[n] >= 'A' && st[n] <= 'Z') || (st[n] >= 'a' && st[n] <= 'z') || st[n] == '?')) return false;
+  return n > 0;
+}
+
 /* Whether msg may wait for the next batch: a rank's step heartbeat ({type, step, compute_ms}, with
  * flops and flops_ms or without: not a progress report, which the launcher logs as an event) or an
- * agent's alive ({type, state, rss_kb}). A message with any other field goes at once, whole. */
+ * agent's alive ({type, state, rss_kb}) unless its program is stopped (T) or was at its last alive
+ * sent up: a stop, and its end, are told at once, as a direct agent tells them every second (the
+ * launcher judges a stop over a few reports, detect.h, which a longer batch period must not thin
+ * out; a running program's R and S come and go and wait). A message with any other field goes at
+ * once, whole. */
 static bool may_wait(const local *l, const json_t *msg, const char *type) {
   size_t n = json_object_size(msg);
   if (l->role == LOCAL_RANK && !strcmp(type, "step") && (n == 3 || n == 5))
@@ -141,26 +178,11 @@ static bool may_wait(const local *l, const json_t *msg, const char *type) {
            (n == 3 || (json_is_number(json_object_get(msg, "flops")) && json_is_number(json_object_get(msg, "flops_ms"))));
   if (n != 3) return false;
   if (l->role == LOCAL_AGENT && !strcmp(type, "alive")) {
-    const json_t *state = json_object_get(msg, "state");
-    return json_is_string(state) && json_string_length(state) <= 8 && json_is_integer(json_object_get(msg, "rss_kb"));
+    const char *state = rz_wire_str(msg, "state", "");
+    return plain_state(state) && strcmp(state, "T") != 0 && strcmp(l->state_sent, "T") != 0 &&
+           json_is_integer(json_object_get(msg, "rss_kb"));
   }
   return false;
-}
-
-/* The batch entry of a message that waited (may_wait): [rank, step, compute_ms] for a rank's step
- * ([rank, step, compute_ms, flops, flops_ms] with its FLOPs), [rank, state, rss_kb] for an agent's
- * alive. Made only for the latest one, when the batch goes. */
-static json_t *batch_entry(const local *l, const json_t *msg) {
-  if (l->role == LOCAL_RANK && json_object_get(msg, "flops"))
-    return json_pack("[i, I, f, f, f]", l->rank, json_integer_value(json_object_get(msg, "step")),
-                     json_number_value(json_object_get(msg, "compute_ms")),
-                     json_number_value(json_object_get(msg, "flops")),
-                     json_number_value(json_object_get(msg, "flops_ms")));
-  if (l->role == LOCAL_RANK)
-    return json_pack("[i, I, f]", l->rank, json_integer_value(json_object_get(msg, "step")),
-                     json_number_value(json_object_get(msg, "compute_ms")));
-  return json_pack("[i, s, I]", l->rank, json_string_value(json_object_get(msg, "state")),
-                   json_integer_value(json_object_get(msg, "rss_kb")));
 }
 
 /* Tells the launcher that a local connection was turned away and why (it logs it as every refusal,
@@ -220,10 +242,18 @@ static bool on_local_message(relay *r, local *l, json_t *msg) {
     if (!l->pending) r->pending++;
     json_decref(l->pending);
     l->pending = json_incref(msg);
+    if (l->role == LOCAL_RANK) { /* its compute joins the period's samples (the latest kept) */
+      int keep = r->samples > 0 ? r->samples : 1;
+      if (l->nsamples == keep) memmove(l->samples, l->samples + 1, (size_t)--l->nsamples * sizeof *l->samples);
+      l->samples[l->nsamples++] = rz_wire_num(msg, "compute_ms", 0);
+    }
     return true;
   }
   /* At once, after its own batched message, so its order is kept (a section after a step). */
-  return flush_pending(r, l) && forward(r, l, msg);
+  bool ok = flush_pending(r, l) && forward(r, l, msg);
+  if (l->role == LOCAL_AGENT && !strcmp(type, "alive"))
+    snprintf(l->state_sent, sizeof l->state_sent, "%s", rz_wire_str(msg, "state", ""));
+  return ok;
 }
 
 /* Reads what local i sent; false when it must be closed (closed by its peer, a bad line). */
@@ -250,6 +280,15 @@ static void on_launcher_message(relay *r, json_t *msg) {
   const char *to = rz_wire_str(msg, "to", "");
   enum local_role role = !strcmp(to, "agent") ? LOCAL_AGENT : !strcmp(to, "rank") ? LOCAL_RANK : LOCAL_UNKNOWN;
   int64_t to_rank = rz_wire_int(msg, "to_rank", -1);
+  if (role == LOCAL_UNKNOWN && !strcmp(rz_wire_str(msg, "type", ""), "cadence")) {
+    /* The gang's cadence: the batch period, and the samples a step entry brings (the launcher's
+     * stragglers' window), within bounds a line can hold. */
+    int64_t ms = rz_wire_int(msg, "batch_ms", BATCH_MS), k = rz_wire_int(msg, "samples", 1);
+    r->batch_ms = (int)(ms < BATCH_MIN_MS ? BATCH_MIN_MS : ms > BATCH_MAX_MS ? BATCH_MAX_MS : ms);
+    r->samples = (int)(k < 1 ? 1 : k > FTL_WIRE_MAX_SAMPLES ? FTL_WIRE_MAX_SAMPLES : k);
+    if (r->next_batch_ms > ftl_clock_ms() + r->batch_ms) r->next_batch_ms = ftl_clock_ms() + r->batch_ms;
+    return;
+  }
   if (role == LOCAL_UNKNOWN) return; /* for the relay itself: a refusal (fail) is followed by the close */
   if (!strcmp(rz_wire_str(msg, "type", ""), "drop")) {
     for (size_t i = 0; i < r->n; i++)
@@ -275,6 +314,42 @@ static void on_launcher_message(relay *r, json_t *msg) {
 
 /* ---- the batch ------------------------------------------------------------------------------- */
 
+/* A number of an entry: a compute sample rounded to the microsecond (a short plain decimal, which
+ * the launcher reads without strtod: rz_wire_number), anything else exactly. */
+static void put_num(core_buf *b, double v, bool sample) {
+  if (sample) core_buf_printf(b, "%.3f", v);
+  else core_buf_printf(b, "%.17g", v);
+}
+
+/* The batch entry of l's waiting message (may_wait), written as the launcher's fast path reads it
+ * (rendezvous/wire.h): [rank,step,compute] for a rank's step, compute the period's samples
+ * [s1,...] when the launcher said its cadence (else the latest one, exactly, as a number), and
+ * flops,flops_ms after it with its FLOPs; [rank,"state",rss_kb] for an agent's alive. */
+static void put_entry(const relay *r, const local *l, core_buf *b) {
+  const json_t *m = l->pending;
+  if (l->role == LOCAL_AGENT) {
+    core_buf_printf(b, "[%d,\"%s\",%lld]", l->rank, rz_wire_str(m, "state", "?"), (long long)rz_wire_int(m, "rss_kb", -1));
+    return;
+  }
+  core_buf_printf(b, "[%d,%lld,", l->rank, (long long)rz_wire_int(m, "step", 0));
+  if (r->samples) {
+    for (int k = 0; k < l->nsamples; k++) {
+      core_buf_addc(b, k ? ',' : '[');
+      put_num(b, l->samples[k], true);
+    }
+    core_buf_addc(b, ']');
+  } else {
+    put_num(b, rz_wire_num(m, "compute_ms", 0), false);
+  }
+  if (json_object_get(m, "flops")) {
+    core_buf_addc(b, ',');
+    put_num(b, rz_wire_num(m, "flops", 0), false);
+    core_buf_addc(b, ',');
+    put_num(b, rz_wire_num(m, "flops_ms", 0), false);
+  }
+  core_buf_addc(b, ']');
+}
+
 /* Ends and sends one batch line (the current one of b); false when the launcher cannot take it. */
 static bool send_batch_line(relay *r, core_buf *b) {
   ftl_diag d;
@@ -285,42 +360,39 @@ static bool send_batch_line(relay *r, core_buf *b) {
 }
 
 /* The batch: every pending message, the steps and the alives in lines of their own, each line at
- * most BATCH_LINE_MAX bytes (an entry is a few numbers and a state of at most 8 bytes). */
+ * most BATCH_LINE_MAX bytes (an entry is a few numbers, up to FTL_WIRE_MAX_SAMPLES samples, and a
+ * state of at most 8 letters). */
 static bool send_batch(relay *r) {
   static const struct {
     enum local_role role;
     const char *head;
   } parts[] = {{LOCAL_RANK, "{\"type\":\"batch\",\"step\":["}, {LOCAL_AGENT, "{\"type\":\"batch\",\"alive\":["}};
-  core_buf b;
+  core_buf b, entry;
   core_buf_init(&b, FTL_WIRE_MAX_LINE);
-  for (size_t p = 0; p < 2 && r->pending > 0; p++) {
+  core_buf_init(&entry, FTL_WIRE_MAX_LINE);
+  bool ok = true;
+  for (size_t p = 0; p < 2 && r->pending > 0 && ok; p++) {
     size_t count = 0;
-    for (size_t i = 0; i < r->n; i++) {
+    for (size_t i = 0; i < r->n && ok; i++) {
       local *l = r->locals[i];
       if (!l->pending || l->role != parts[p].role) continue;
-      json_t *entry = batch_entry(l, l->pending);
-      char *text = entry ? json_dumps(entry, JSON_COMPACT) : NULL;
-      json_decref(entry);
-      json_decref(l->pending);
-      l->pending = NULL;
-      r->pending--;
-      if (!text) continue;
-      if (count && b.len + strlen(text) + 4 > BATCH_LINE_MAX) {
-        if (!send_batch_line(r, &b)) {
-          free(text);
-          return false;
-        }
+      entry.len = 0;
+      put_entry(r, l, &entry);
+      if (l->role == LOCAL_AGENT) snprintf(l->state_sent, sizeof l->state_sent, "%s", rz_wire_str(l->pending, "state", ""));
+      drop_pending(r, l);
+      if (count && b.len + entry.len + 4 > BATCH_LINE_MAX) {
+        ok = send_batch_line(r, &b);
         count = 0;
       }
       core_buf_adds(&b, count ? "," : parts[p].head);
-      core_buf_adds(&b, text);
-      free(text); /* jansson's, allocated with malloc */
+      core_buf_add(&b, entry.p, entry.len);
       count++;
     }
-    if (count && !send_batch_line(r, &b)) return false;
+    if (ok && count) ok = send_batch_line(r, &b);
   }
   core_buf_free(&b);
-  return true;
+  core_buf_free(&entry);
+  return ok;
 }
 
 /* ---- accepting locals, reading the launcher -------------------------------------------------- */
@@ -400,7 +472,7 @@ static int relay_run(relay *r) {
     return 1;
   fcntl(r->listen_fd, F_SETFL, fcntl(r->listen_fd, F_GETFL) | O_NONBLOCK);
   int64_t start = ftl_clock_ms();
-  r->next_batch_ms = start + BATCH_MS;
+  r->next_batch_ms = start + r->batch_ms;
   struct pollfd *fds = NULL;
   size_t fds_cap = 0;
   int code = 0;
@@ -423,7 +495,7 @@ static int relay_run(relay *r) {
     size_t polled = r->n;
     for (size_t i = 0; i < polled; i++) fds[i + 2] = (struct pollfd){.fd = r->locals[i]->fd, .events = POLLIN};
     int timeout = ftl_deadline_left_ms(r->next_batch_ms);
-    int pr = poll(fds, (nfds_t)(polled + 2), timeout > BATCH_MS ? BATCH_MS : timeout);
+    int pr = poll(fds, (nfds_t)(polled + 2), timeout > r->batch_ms ? r->batch_ms : timeout);
     if (pr < 0 && errno != EINTR) {
       code = 1;
       break;
@@ -436,7 +508,7 @@ static int relay_run(relay *r) {
     if (pr > 0 && (fds[1].revents & POLLIN)) accept_locals(r);
     if (ftl_clock_ms() >= r->next_batch_ms) {
       if (!send_batch(r)) break;
-      r->next_batch_ms = ftl_clock_ms() + BATCH_MS;
+      r->next_batch_ms = ftl_clock_ms() + r->batch_ms;
     }
   }
   ftl_free(fds);
@@ -482,7 +554,11 @@ ftl_err ln_relay_ensure(const core_launch_env *env, int local_agents, pid_t *sta
       dup2(null, STDERR_FILENO);
       close(null);
     }
-    relay r = {.env = env, .listen_fd = fd, .up_fd = -1, .expected_agents = local_agents > 0 ? local_agents : 1};
+    relay r = {.env = env,
+               .listen_fd = fd,
+               .up_fd = -1,
+               .expected_agents = local_agents > 0 ? local_agents : 1,
+               .batch_ms = BATCH_MS};
     int code = relay_run(&r);
     while (r.n > 0) close_local(&r, r.n - 1, false);
     ftl_free(r.bound);

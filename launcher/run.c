@@ -3,16 +3,18 @@
  *
  * The policy itself (budget, crash loops, back-off, bad hosts, min_ranks) is a pure decision in
  * policy.c and the goodput arithmetic is goodput.c; this file carries them out: it runs the
- * attempts, writes each attempt's hostfile (hosts left out are commented), sleeps the back-off
+ * attempts on a host plan (the job's hostfile, or under srun the Slurm allocation's nodes:
+ * slurm_alloc.h), writes each attempt's hostfile (hosts left out are commented), sleeps the back-off
  * (a signal cuts it short), records the ledgers and prints the goodput report. The ranks of the
  * next attempt restore the last committed step themselves.
  * Failures are appended to RUNDIR/failures.jsonl (docs/formats/failures.md), which outlives runs,
  * and so is each restart's measured cost R (the restart meter below), which the cadence of later
  * attempts and later runs starts from.
  *
- * Map: the host plan and hostfiles; the ledgers (the run's failures.jsonl, the fleet ledger); the
- * restart meter; leaving out unreachable hosts; the back-off and the goodput report; the job's
- * steps (the attempt's hosts, a stop, an exclusion, the meter, restart or stop) and ln_run_job. */
+ * Map: the host plan (a hostfile's, a Slurm allocation's) and hostfiles; the ledgers (the run's
+ * failures.jsonl, the fleet ledger); the restart meter; leaving out unreachable hosts; the back-off
+ * and the goodput report; the job's steps (the attempt's hosts, a stop, an exclusion, Slurm ending
+ * the job, the meter, restart or stop) and ln_run_job. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,12 +37,14 @@
 #include "ftl/core.h"
 #include "launcher/finish.h"
 #include "launcher/fleet.h"
+#include "launcher/gang.h"
 #include "launcher/goodput.h"
 #include "launcher/hostfile.h"
 #include "launcher/hostprobe.h"
 #include "launcher/launcher.h"
 #include "launcher/policy.h"
 #include "launcher/pyprog.h"
+#include "launcher/slurm_alloc.h"
 #include "launcher/standby.h"
 #ifdef FTL_HAVE_SNAPSHOT
 #include "pipeline/snapshot.h"
@@ -74,6 +78,49 @@ static ftl_err read_hostfile(const char *path, host_plan *plan, ftl_diag *d) {
 out:
   ftl_free(hosts);
   return rc;
+}
+
+/* Under srun without a hostfile, the allocation's nodes (SLURM_JOB_NODELIST), each with the tasks
+ * Slurm gave it (SLURM_TASKS_PER_NODE) as its slots, are the plan, as a hostfile's hosts are: the
+ * ranks fill them in order, the nodes beyond are spares, a lost node is left out of the next step
+ * (ln_slurm_write_tasks places the ranks). No plan, and srun places the ranks as it likes, when
+ * the variables cannot be read or the allocation holds too few tasks for the job (said once). */
+static void read_allocation(const ln_job *job, host_plan *plan) {
+  if (job->hostfile || ln_gang_resolve_kind(job->launcher, getenv("SLURM_JOB_ID")) != FTL_LAUNCH_SRUN) return;
+  ln_slurm_node *nodes = NULL;
+  size_t count = 0;
+  ftl_diag d = {{0}};
+  if (ln_slurm_alloc_from_env(&nodes, &count, &d) != FTL_OK) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "srun places the ranks as it likes, and a lost node cannot be left out: %s",
+            d.msg);
+    return;
+  }
+  long tasks = 0;
+  for (size_t i = 0; i < count; i++) tasks += nodes[i].tasks;
+  int need = job->min_ranks > 0 ? job->min_ranks : job->ranks;
+  if (tasks < need) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "srun places the ranks as it likes, and a lost node cannot be left out: the "
+            "allocation holds %ld task%s (SLURM_TASKS_PER_NODE), fewer than the job's %d ranks", tasks,
+            tasks == 1 ? "" : "s", need);
+    goto out;
+  }
+  plan->hosts = ftl_calloc(count, sizeof *plan->hosts);
+  if (!plan->hosts) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "out of memory planning on the allocation's nodes: srun places the ranks");
+    goto out;
+  }
+  plan->count = count;
+  int used = 0;
+  for (long left = job->ranks; used < (int)count && left > 0; used++) left -= nodes[used].tasks;
+  for (size_t i = 0; i < count; i++) {
+    snprintf(plan->hosts[i].name, sizeof plan->hosts[i].name, "%s", nodes[i].name);
+    snprintf(plan->hosts[i].line, sizeof plan->hosts[i].line, "%s slots=%d", nodes[i].name, nodes[i].tasks);
+    plan->hosts[i].slots = nodes[i].tasks;
+  }
+  FTL_LOG(FTL_LOG_INFO, "launcher", "Slurm allocation: %zu node%s of %ld task%s; the ranks start on %d, %zu spare",
+          count, count == 1 ? "" : "s", tasks, tasks == 1 ? "" : "s", used, count - (size_t)used);
+out:
+  ftl_free(nodes);
 }
 
 /* Writes this attempt's hostfile (bad hosts left out). */
@@ -475,7 +522,7 @@ static void write_stopped(ln_events *events, int attempt, const ln_policy_decisi
 
 /* The failed host the policy named, and the hosts with a degraded GPU (rule 5b), left out of the
  * plan when it decided so; a degraded host kept for want of a spare is said too. */
-static void exclude_host(const ln_job *job, const ln_policy_decision *dec, const ln_attempt_result *res,
+static void exclude_host(const ln_policy_decision *dec, const ln_attempt_result *res,
                          host_plan *plan, ln_events *events, int attempt) {
   ln_policy_apply_hosts(dec, res, plan->hosts, plan->count);
   for (int k = 0; k < dec->n_degraded; k++) {
@@ -496,7 +543,7 @@ static void exclude_host(const ln_job *job, const ln_policy_decision *dec, const
     FTL_LOG(FTL_LOG_WARN, "launcher", "leaving host %s out of the next attempts", dec->exclude_host);
     ln_events_write(events, "host_excluded", attempt,
                     json_pack("{s:s, s:s}", "host", dec->exclude_host, "reason", ln_failure_kind_name(res->kind)));
-  } else if (!job->hostfile) {
+  } else if (!plan->count) {
     FTL_LOG(FTL_LOG_INFO, "launcher", "the failure was on host %s, but this job runs there alone: nothing to leave out",
             dec->exclude_host);
   }
@@ -532,7 +579,7 @@ static int restart_or_stop(const ln_job *job, const ln_policy_config *cfg, ln_po
     write_stopped(events, attempt, &dec, res);
     return dec.exit_code;
   }
-  exclude_host(job, &dec, res, plan, events, attempt);
+  exclude_host(&dec, res, plan, events, attempt);
   FTL_LOG(FTL_LOG_WARN, "launcher", "attempt %d %s", attempt, dec.message);
   ln_events_write(events, "restart", attempt,
                   json_pack("{s:i, s:i, s:I, s:s}", "restart", history->restarts, "max_restarts", job->max_restarts,
@@ -565,6 +612,31 @@ static int restart_or_stop(const ln_job *job, const ln_policy_config *cfg, ln_po
   }
 #endif
   return RUN_GO_ON;
+}
+
+/* Under srun, a failed attempt may be Slurm ending the job (scontrol requeue, a preemption, scancel,
+ * a time limit): each node's slurmd signals the steps' tasks first and the batch step, ftl's, only
+ * once they have ended, so the ranks' SIGTERM deaths can reach ftl seconds before its own SIGTERM
+ * (a step slow to end holds it back: measured, 2.5 s). Before it counts a failure and relaunches,
+ * ftl asks Slurm (scontrol, 3 s at most): a job no longer RUNNING is not relaunched (a new step
+ * would be refused: "Job is pending execution") and its ranks' deaths are no failure; ftl exits
+ * 143, stopped without a clean stop, and Slurm requeues or ends the job itself. 1 when so. */
+enum { SLURM_STATE_TIMEOUT_MS = 3000 };
+static int slurm_ends_job(const ln_job *job, ln_events *events, int attempt) {
+  const char *id = getenv("SLURM_JOB_ID");
+  if (!id || !*id || ln_gang_resolve_kind(job->launcher, id) != FTL_LAUNCH_SRUN) return 0;
+  char state[32];
+  ftl_diag d = {{0}};
+  if (ln_slurm_job_state(id, SLURM_STATE_TIMEOUT_MS, state, sizeof state, &d) != FTL_OK) {
+    FTL_LOG(FTL_LOG_WARN, "launcher", "cannot ask Slurm whether it is ending job %s (%s): relaunching", id, d.msg);
+    return 0;
+  }
+  if (!strcmp(state, "RUNNING")) return 0;
+  fprintf(stderr, "ftl: job '%s' not relaunched: Slurm is ending job %s (JobState=%s), which it requeues or ends "
+          "itself; a rerun resumes from the last commit\n", job->name, id, state);
+  ln_events_write(events, "run_stopped", attempt,
+                  json_pack("{s:s, s:s, s:s}", "reason", "slurm ends the job", "slurm_job_id", id, "job_state", state));
+  return 1;
 }
 
 /* A Python program that may never call ftl_init runs through launcher/pyrun.py whenever it may be
@@ -601,7 +673,7 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
   int first_attempt = core_rundir_next_attempt(run_dir), attempt = first_attempt;
   int n_attempts = 0;
   double pending_backoff_ms = 0;
-  const ln_policy_config cfg = ln_policy_config_of(job);
+  ln_policy_config cfg = ln_policy_config_of(job);
   ln_policy_state history;
   ln_policy_state_init(&history, &cfg);
   ln_standby standby;
@@ -613,6 +685,8 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
     fprintf(stderr, "ftl run: %s\n", d.msg);
     return FTL_EXIT_USAGE;
   }
+  read_allocation(job, &plan);
+  cfg.have_hostfile = plan.count > 0; /* the policy's hosts: a hostfile's, or the allocation's nodes */
   per = ftl_calloc((size_t)job->max_restarts + 2, sizeof *per);
   if (!per || plan_python_runner(job, program, ftl_exe, events, first_attempt, &pyprog) != FTL_OK) {
     fprintf(stderr, "ftl run: out of memory\n");
@@ -626,9 +700,9 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
   for (;;) {
     int world = job->ranks;
     char hostfile[PATH_MAX] = "";
-    int planned = job->hostfile ? plan_attempt_hosts(job, &cfg, &plan, run_dir, attempt, events, hostfile,
-                                                     sizeof hostfile, &world)
-                                : RUN_GO_ON;
+    int planned = plan.count ? plan_attempt_hosts(job, &cfg, &plan, run_dir, attempt, events, hostfile,
+                                                  sizeof hostfile, &world)
+                             : RUN_GO_ON;
     if (planned != RUN_GO_ON) {
       exit_code = planned;
       break;
@@ -636,7 +710,7 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
 
     ln_attempt_opts o = {.job = job,
                           .world_size = world,
-                          .hostfile = job->hostfile ? hostfile : NULL,
+                          .hostfile = plan.count ? hostfile : NULL,
                           .run_dir = run_dir,
                           .attempt = attempt,
                           .ftl_exe = ftl_exe,
@@ -666,8 +740,14 @@ int ln_run_job(const ln_job *job, const char *run_dir, const char *ftl_exe, cons
     ln_mfu_run_add(&mfu_sum, &res.mfu);
     if (res.joined > 0) calls_ftl_init = 1;
     int failed = res.outcome == FTL_ATTEMPT_FAILED || res.outcome == FTL_ATTEMPT_RDZV_FAILED;
+    int slurm_ending = failed && slurm_ends_job(job, events, attempt);
+    if (slurm_ending) failed = 0; /* Slurm ended the ranks: no failure of theirs (slurm_ends_job) */
     int unreachable = job->hostfile ? leave_out_unreachable(&plan, &res, events, attempt, job->probe_port) : 0;
     ledger_record(job, run_dir, attempt, world, &res, failed, fleet);
+    if (slurm_ending) {
+      exit_code = FTL_EXIT_SIGTERM;
+      break;
+    }
     /* A failure after the program committed its final adapter came after the training's end:
      * nothing is restarted, since the next attempt would only train again what final/ holds. */
     if (failed && ln_final_committed(run_dir)) {

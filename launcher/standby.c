@@ -78,8 +78,20 @@ long ln_standby_rss_kb(const ln_standby *sb) {
 
 /* Kills what is left of the gang: its ranks through their agents and mpirun's group at once (a
  * parked rank has nothing to save), then any process on this host that carries its token. */
-static void kill_gang(ln_standby *sb) {
+/* How long a dropped standby's srun is given to end its step by itself once its ranks are killed
+ * (it does in well under a second): a SIGKILLed srun leaves each node's slurmstepd retrying its
+ * task-exit message for 2-5 s, and the job's end (or the next run of a requeued job, which numbers
+ * its steps from 0 again) waits for them. */
+enum { SRUN_EXIT_WAIT_MS = 1500 };
+
+/* Ends the gang; wait_srun: a srun is first given SRUN_EXIT_WAIT_MS to exit on its own (a drop,
+ * not a death found in the launcher's loop, which must not stall on it). */
+static void kill_gang(ln_standby *sb, int wait_srun) {
   if (sb->server) rz_rdzv_server_signal_agents(sb->server, SIGKILL);
+  if (wait_srun && sb->server && sb->launch.kind == FTL_LAUNCH_SRUN) {
+    int64_t deadline = ftl_deadline_after_ms(SRUN_EXIT_WAIT_MS);
+    while (sb->gang.pid > 0 && !core_proc_reap(&sb->gang) && ftl_deadline_left_ms(deadline) > 0) poll(NULL, 0, 10);
+  }
   if (sb->gang.pid > 0 && !sb->gang.reaped) core_proc_kill_wait(&sb->gang);
   if (sb->token[0]) ln_sweep_token(sb->token);
 }
@@ -89,7 +101,7 @@ static void kill_gang(ln_standby *sb) {
 static void lost(ln_standby *sb, const char *reason, int died) {
   int early = sb->parked < sb->world;
   int preloading = sb->preloading; /* free_gang_state forgets it */
-  kill_gang(sb);
+  kill_gang(sb, !died);
   if (died) {
     sb->deaths++;
     if (early) sb->early_exits++;
@@ -140,7 +152,7 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
       break;
     case FTL_RDZV_AGENT_ALIVE:
       /* Before parking the figure is the start-up's, still growing: only a parked rank's counts. */
-      if (known && sb->parked_rank[ev->rank]) sb->rss_kb[ev->rank] = (long)rz_wire_int(ev->msg, "rss_kb", -1);
+      if (known && sb->parked_rank[ev->rank]) sb->rss_kb[ev->rank] = ev->hb ? (long)ev->hb->rss_kb : -1;
       break;
     case FTL_RDZV_RANK_PARKED:
       if (!known || sb->parked_rank[ev->rank]) return;

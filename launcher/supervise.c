@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/evloop.h"
@@ -61,6 +62,7 @@
 #include "launcher/attempt_state.h"
 #include "launcher/detect.h"
 #include "launcher/fleet.h"
+#include "launcher/gang.h"
 #include "launcher/goodput.h"
 #include "launcher/hostfile.h"
 #include "launcher/launcher.h"
@@ -128,7 +130,9 @@ typedef struct attempt {
                               ended once they have gone (they return from ftl_init with the reason,
                               which must reach their output first), or at this deadline */
   int detect_due;          /* the detectors' timer fired: check_running runs them this turn */
-  int hosts_dirty;         /* a hello came since the watch's hosts were copied (refresh_hosts) */
+  int64_t hosts_due_ms, hangs_due_ms; /* before these the scans cannot find anything (detect.h) */
+  int batch_ms, ping_ms;   /* the gang's cadence: its relays' batch period, the agents' ping (cadence) */
+  int hosts_dirty;         /* the watch's hosts are to be copied again, all of them (refresh_hosts) */
   int warm;                /* this attempt took over the standby gang (launcher/standby.h) */
   json_t **standby_hello;  /* its agents' hellos, replayed as this attempt's (owned) */
   ln_gang_launch *launch;  /* how the gang is started; a taken-over standby's session folder lands here */
@@ -157,8 +161,14 @@ static void update_life_phase(attempt *a) {
 }
 
 /* The detectors read each rank's host as the rendezvous server last heard it. A host is learnt
- * from a hello only, so the copy is made again only after one (not on every scan: at 16k ranks
- * that was a fifth of the launcher's steady CPU, docs/scale.md). */
+ * from a hello only: each hello's rank has its copy made then (note_host), and the whole copy is
+ * made only at the start and after an event of no known rank (not on every scan: at 16k ranks that
+ * was a fifth of the launcher's steady CPU, and O(N) per scan through the rendezvous; docs/scale.md). */
+static void note_host(attempt *a, int rank) {
+  if (rank >= 0 && rank < a->world) a->watch[rank].host = rz_rdzv_server_host(a->server, rank);
+  else a->hosts_dirty = 1;
+}
+
 static void refresh_hosts(attempt *a) {
   if (!a->hosts_dirty) return;
   a->hosts_dirty = 0;
@@ -302,20 +312,35 @@ static void note_library_event(attempt *a, int rank, const char *name, const jso
   }
 }
 
+/* A rank's heartbeat, from its figures (rendezvous/server.h: a relay's batch brings no message, and
+ * every compute sample of its period, each a report of the stragglers' window). */
+static void on_heartbeat(attempt *a, const rz_rdzv_event *ev, ln_rank_watch *w) {
+  const rz_heartbeat *hb = ev->hb;
+  note_progress(w);
+  if (hb->has_flops) ln_mfu_note_flops_at(a->mfu, ev->rank, hb->flops, hb->flops_ms);
+  w->section = FTL_SECTION_STEP;
+  if (hb->step >= 0) w->last_step = hb->step;
+  if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
+  for (int k = 0; k < hb->nsamples; k++)
+    if (hb->samples[k] >= 0) ln_detect_note_compute(w, hb->samples[k]);
+  /* rank 0's progress report (a step whole, with total_steps): a `progress` event, with the latest
+   * MFU when there is one */
+  if (ev->rank == 0 && ev->msg && json_object_get(ev->msg, "total_steps"))
+    ln_progress_record(a->o->events, a->o->attempt, ev->rank, ev->msg, ln_mfu_progress_fields(a->mfu));
+}
+
 /* A rank's first step (start-up is over) or a later one. */
 static void on_step(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln_rank_watch *w, int first) {
+  if (!first && ev->hb) {
+    on_heartbeat(a, ev, w);
+    return;
+  }
   note_progress(w);
   ln_mfu_note_flops(a->mfu, ev->rank, ev->msg);
   w->section = FTL_SECTION_STEP;
   w->last_step = rz_wire_int(ev->msg, "step", w->last_step);
   if (w->last_step > a->res->last_step) a->res->last_step = w->last_step;
-  if (!first) {
-    double compute = rz_wire_num(ev->msg, "compute_ms", -1);
-    if (compute >= 0) ln_detect_note_compute(w, compute);
-    /* rank 0's report: a `progress` event, with the latest MFU when there is one */
-    if (ev->rank == 0) ln_progress_record(a->o->events, a->o->attempt, ev->rank, ev->msg, ln_mfu_progress_fields(a->mfu));
-    return;
-  }
+  if (!first) return;
   s->first_step_ms = rz_wire_num(ev->msg, "first_step_ms", 0);
   if (!s->first_step_seen) {
     s->first_step_seen = 1;
@@ -582,7 +607,7 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
   rank_state *s = known ? &a->ranks[ev->rank] : NULL;
   ln_rank_watch *w = known ? &a->watch[ev->rank] : NULL;
   if (ev->kind == FTL_RDZV_AGENT_HELLO || ev->kind == FTL_RDZV_RANK_JOINED || ev->kind == FTL_RDZV_REJECTED)
-    a->hosts_dirty = 1;
+    note_host(a, ev->rank);
   switch (ev->kind) {
     case FTL_RDZV_AGENT_HELLO:
       if (s) on_agent_hello(a, ev, s, w);
@@ -590,7 +615,7 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
     case FTL_RDZV_AGENT_ALIVE:
       if (!s) return;
       w->alive_ms = ftl_clock_ms();
-      w->state = msg_str(ev->msg, "state")[0];
+      w->state = ev->hb ? ev->hb->state[0] : msg_str(ev->msg, "state")[0];
       if (w->state != 'T') w->stopped_ms = 0;
       else if (!w->stopped_ms) w->stopped_ms = w->alive_ms;
       break;
@@ -662,18 +687,34 @@ static void on_event(void *user, const rz_rdzv_event *ev) {
 
 /* ---- the detectors' glue --------------------------------------------------------------------- */
 
-/* The detectors (detect.c) on the ranks' state now; the first finding is the root cause. */
+/* The detectors (detect.c) on the ranks' state now; the first finding is the root cause. The scans
+ * are due every DETECT_EVERY_MS (the detectors' latency, "+ <= 100 ms"); each runs when detect.h
+ * says it may find something, and besides at least once a second, or once per batch period where
+ * that is longer (what the ranks report changes no faster): at 128k ranks a scan is milliseconds. */
+enum { DETECT_EVERY_MS = 100, DETECT_FULL_SCAN_MS = 1000 };
+
+static int64_t next_scan(const attempt *a, int64_t now, int64_t due) {
+  int64_t most = now + (a->batch_ms > DETECT_FULL_SCAN_MS ? a->batch_ms : DETECT_FULL_SCAN_MS);
+  return due < most ? due : most;
+}
+
 static void check_hosts(attempt *a) {
   ln_detection f;
+  int64_t now = ftl_clock_ms(), due = now;
+  if (now < a->hosts_due_ms) return;
   refresh_hosts(a);
-  if (ln_detect_lost_host(a->watch, a->world, &a->limits, ftl_clock_ms(), &f))
+  if (ln_detect_lost_host_due(a->watch, a->world, &a->limits, now, &f, &due))
     set_root(a, f.kind, f.rank, -1, 0, f.message, f.host);
+  a->hosts_due_ms = next_scan(a, now, due);
 }
 
 static void check_hangs(attempt *a) {
   ln_detection f;
+  int64_t now = ftl_clock_ms(), due = now;
+  if (now < a->hangs_due_ms) return;
   refresh_hosts(a);
-  if (ln_detect_hang(a->watch, a->world, &a->limits, ftl_clock_ms(), &f)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
+  if (ln_detect_hang_due(a->watch, a->world, &a->limits, now, &f, &due)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
+  a->hangs_due_ms = next_scan(a, now, due);
 }
 
 /* Reports stragglers (once per rank and attempt), with how much slower and, where its host reads
@@ -1028,8 +1069,22 @@ static void check_rendezvous_deadline(attempt *a) {
   if (agents < a->world) {
     size_t used = 0;
     missing[0] = '\0';
-    for (int i = 0; i < a->world && used + 32 < sizeof missing; i++)
-      if (!a->ranks[i].hello_ms) used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", i);
+    /* With a plan (a hostfile, or the Slurm allocation's), each missing rank is named with the host
+     * the plan put it on: ranks fill the plan's hosts in order, slot by slot (mpirun's by-slot
+     * mapping; srun's block layout of the same plan). */
+    ln_hostfile_host *plan = NULL;
+    size_t nplan = 0;
+    ftl_diag pd = {{0}};
+    if (o->hostfile && ln_hostfile_read(o->hostfile, &plan, &nplan, &pd) != FTL_OK) nplan = 0;
+    for (int i = 0; i < a->world && used + 96 < sizeof missing; i++) {
+      if (a->ranks[i].hello_ms) continue;
+      const char *host = NULL;
+      for (size_t h = 0, first = 0; h < nplan && !host; first += (size_t)plan[h].slots, h++)
+        if ((size_t)i < first + (size_t)plan[h].slots) host = plan[h].name;
+      if (host) used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d on %.60s", used ? ", " : "", i, host);
+      else used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", i);
+    }
+    ftl_free(plan);
     snprintf(reason, sizeof reason,
              "launch deadline of %.1f s passed with %d of %d ranks never started (ranks %s): mpirun or srun "
              "could not place the whole gang",
@@ -1069,9 +1124,16 @@ static void check_running(attempt *a) {
  * cold or warm, goes ahead. Nothing is lost: the agents have said all they had to say, and the
  * token sweep (finish_attempt) takes whatever of theirs is left on this host. torchrun starts its
  * new workers as soon as the old ones are reaped; a cold restart that waited out mpirun's second
- * was the gap between them (issue 34). */
+ * was the gap between them (issue 34).
+ * srun is waited for instead (up to the ending deadline terminate_gang armed: the kill grace + 2 s):
+ * once its tasks have ended it ends the step and exits within a second, while a SIGKILLed srun
+ * leaves each node's slurmstepd retrying its task-exit message for 2-5 s, holding the step's CPUs
+ * (issue 36). Not when a host was lost: srun then waits for Slurm to declare the node down
+ * (SlurmdTimeout, tens of seconds), and nothing is left to hear from it. */
 static int can_skip_teardown(const attempt *a) {
   if (a->ph.phase != LN_PHASE_ENDING || !a->have_root) return 0;
+  if (!a->res->bad_host[0] && ln_gang_resolve_kind(a->o->job->launcher, getenv("SLURM_JOB_ID")) == FTL_LAUNCH_SRUN)
+    return 0;
   for (int i = 0; i < a->world; i++)
     if (!a->watch[i].exited && a->watch[i].has_agent) return 0;
   /* Every connection closed too (the relays' own included), and nothing of the attempt left on
@@ -1081,10 +1143,54 @@ static int can_skip_teardown(const attempt *a) {
          ln_token_holders(a->token, a->gang.pid) == 0;
 }
 
-/* The loop's timers (core/evloop.h's heap): the agents' ping and the stragglers' check every
- * second, the detectors' scans over every rank every 100 ms. */
-enum { TIMER_PING, TIMER_DETECT, N_TIMERS };
-enum { PING_EVERY_MS = 1000, DETECT_EVERY_MS = 100 };
+/* The loop's timers (core/evloop.h's heap): the agents' ping (every ping_ms), the stragglers' check
+ * and the MFU figure (once per batch period, at least a second: nothing new comes between batches),
+ * the detectors' scans over every rank (due every 100 ms, run when detect.h says they may find
+ * something: check_hosts, check_hangs). */
+enum { TIMER_PING, TIMER_REPORTS, TIMER_DETECT, N_TIMERS };
+
+/* The gang's cadence (ln_detect_cadence: the relays' batch and the agents' ping grow with the gang,
+ * within a quarter of the shortest limit), and the bar for another agent's silence that goes with
+ * it. The relays are told at once (those of a taken-over standby too); a relay of an older release
+ * ignores it and keeps 250 ms. */
+static void set_cadence(attempt *a) {
+  ln_cadence c = ln_detect_cadence(a->world, &a->limits);
+  a->batch_ms = c.batch_ms;
+  a->ping_ms = c.ping_ms;
+  a->limits.missed_ms = c.missed_ms;
+  rz_rdzv_server_set_cadence(a->server, a->batch_ms, FTL_STRAGGLER_WINDOW);
+}
+
+/* Interrupt moderation, as a network card's: in a gang of thousands the relays' lines come one by
+ * one, each a wake-up of the launcher (at 16k ranks the wake-ups were a third of its steady CPU,
+ * docs/scale.md). A wake-up that follows the previous busy one by less than COALESCE_US first waits
+ * out the rest, so whatever came meanwhile is read in one turn: at most 250 busy wake-ups a second
+ * however many hosts report, each at most 4 ms later than it could have been (a killed rank's report
+ * too: its detection stays within milliseconds). Smaller gangs, whose lines are few, never wait. */
+enum { COALESCE_US = 4000, COALESCE_FROM_RANKS = 4096 };
+
+static void coalesce(const attempt *a, int64_t busy_ns, int timeout_ms) {
+  if (a->world < COALESCE_FROM_RANKS || busy_ns < 0) return;
+  int64_t wait_ns = busy_ns + (int64_t)COALESCE_US * 1000 - ftl_clock_ns();
+  if (wait_ns > (int64_t)timeout_ms * 1000000) wait_ns = (int64_t)timeout_ms * 1000000;
+  if (wait_ns <= 0) return;
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait_ns};
+  nanosleep(&ts, NULL);
+}
+
+/* Whether the next standby may start: once this attempt's ranks have run past their first step for
+ * as long as their start-up took (at most STANDBY_AFTER_MAX_MS). The standby's own start-up takes
+ * about as long, so a job that ends sooner would only drop it unparked: started at the first step,
+ * its mpirun, agents and MPI_Init compete with the job's last steps and its end for the CPU, and its
+ * drop delays the exit (bench-launch: a tenth of `ftl run -n 4`'s wall time). A failure in that
+ * window restarts cold, as it would have with a standby still starting. */
+enum { STANDBY_AFTER_MAX_MS = 1000 };
+
+static int standby_due(const attempt *a) {
+  double first = a->res->first_step_ms;
+  if (first < 0) return 0;
+  return since_start(a) - first >= (first < STANDBY_AFTER_MAX_MS ? first : STANDBY_AFTER_MAX_MS);
+}
 
 /* The poll loop: the rendezvous server (one descriptor: its readiness set, rendezvous/server.c),
  * the self-pipe, and the timers, until mpirun is reaped and the agents' last reports are read. */
@@ -1096,9 +1202,10 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
   core_timers *timers = NULL;
   ftl_err rc = core_timers_create(N_TIMERS, &timers, d);
   int64_t drain_until = FTL_NO_DEADLINE;
-  int64_t turn_ms = -1;
+  int64_t turn_ms = -1, busy_ns = -1;
   if (!rc) {
     core_timers_set(timers, TIMER_PING, ftl_clock_ms());
+    core_timers_set(timers, TIMER_REPORTS, ftl_clock_ms());
     core_timers_set(timers, TIMER_DETECT, ftl_clock_ms());
   }
   while (!rc) {
@@ -1109,9 +1216,11 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
     for (int t; (t = core_timers_pop_due(timers, ftl_clock_ms())) >= 0;) {
       if (t == TIMER_PING) {
         rz_rdzv_server_ping_agents(a->server);
+        core_timers_set(timers, TIMER_PING, ftl_clock_ms() + a->ping_ms);
+      } else if (t == TIMER_REPORTS) {
         check_stragglers(a);
         ln_mfu_tick(a->mfu, a->o->events, a->o->attempt);
-        core_timers_set(timers, TIMER_PING, ftl_clock_ms() + PING_EVERY_MS);
+        core_timers_set(timers, TIMER_REPORTS, ftl_clock_ms() + (a->batch_ms > 1000 ? a->batch_ms : 1000));
       } else {
         a->detect_due = 1;
         core_timers_set(timers, TIMER_DETECT, ftl_clock_ms() + DETECT_EVERY_MS);
@@ -1131,8 +1240,10 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
       timeout = 5;
     if (drain_until != FTL_NO_DEADLINE && ftl_deadline_left_ms(drain_until) < timeout)
       timeout = ftl_deadline_left_ms(drain_until);
+    coalesce(a, busy_ns, timeout);
     int64_t polled_ms = ftl_clock_ms();
     int pr = poll(fds, (nfds_t)n_all, timeout);
+    if (pr > 0) busy_ns = ftl_clock_ns();
     if (pr < 0 && errno != EINTR) {
       rc = ftl_diag_fail(d, FTL_ERR_IO, "poll: %s", strerror(errno));
       break;
@@ -1152,7 +1263,7 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
        * program without ftl_init: once every rank's runner has said the program stopped importing
        * (its start-up is over), a standby that parks in the runner with those modules imported. */
       int running = a->ph.phase == LN_PHASE_RUNNING && !a->have_root;
-      if (running && a->res->first_step_ms >= 0) ln_standby_maybe_start(sb, a->o);
+      if (running && standby_due(a)) ln_standby_maybe_start(sb, a->o);
       else if (running && a->imports_reported == a->world && rz_rdzv_server_joined(a->server) == 0)
         ln_standby_maybe_start_preloading(sb, a->o);
     }
@@ -1223,6 +1334,7 @@ ftl_err ln_attempt_run(const ln_attempt_opts *o, ln_attempt_result *res, ftl_dia
   struct sigaction old[N_HANDLED];
   a.token = token;
   ftl_err rc = attempt_init(&a, token, sizeof token, d);
+  if (!rc) set_cadence(&a);
   if (!rc && !a.warm) rc = ln_gang_launch_build(o, a.attempt_dir, rz_rdzv_server_port(a.server), token, &L, d);
   if (rc) goto out;
   if ((rc = ln_sigpipe_open(handled, N_HANDLED, old, d))) goto out;

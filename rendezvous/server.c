@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -74,6 +75,9 @@ struct rz_rdzv_server {
   size_t nvirtual;     /* virtual connections behind them */
   conn **by_rank[2];   /* virtual connections by rank: [0] agents, [1] ranks (allocated with the
                           first relay; a relay's lines name their sender by rank, found in O(1)) */
+  const conn **via[2]; /* the relay of each virtual connection by rank ([0] agents, [1] ranks): a batch's
+                          entries are checked against it (8 bytes a rank, contiguous for a host's
+                          ranks) without reaching for the connection itself, a cache miss per entry */
   char *scratch;       /* SCRATCH_BYTES: where every read lands first */
   bool *joined;        /* per rank */
   bool *agent_seen;    /* per rank: its agent said hello (on either path: once) */
@@ -84,9 +88,8 @@ struct rz_rdzv_server {
   bool accept_warned;
   char fail_reason[1024];
   json_t *activation;  /* the activate message of a standby gang, once activated (owned) */
-  json_t *batch_step;  /* {"type":"step",...} and {"type":"alive",...}: each batch entry is set into */
-  json_t *batch_alive; /* these in place and passed on, so a batch allocates nothing per entry */
-  json_t *batch_flops, *batch_flops_ms; /* a step entry's FLOPs, set into batch_step when it has them */
+  int cadence_ms;      /* the relays' batch period and samples per step entry (set_cadence); 0: none */
+  int cadence_samples; /* told (a relay then batches every 250 ms, one sample per entry) */
 };
 
 ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, rz_rdzv_server **out,
@@ -104,12 +107,7 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
   s->agent_seen = ftl_calloc((size_t)world_size, sizeof *s->agent_seen);
   s->hosts = ftl_calloc((size_t)world_size, sizeof *s->hosts);
   s->scratch = ftl_malloc(SCRATCH_BYTES);
-  s->batch_step = json_pack("{s:s, s:I, s:f}", "type", "step", "step", (json_int_t)0, "compute_ms", 0.0);
-  s->batch_alive = json_pack("{s:s, s:s, s:I}", "type", "alive", "state", "?", "rss_kb", (json_int_t)-1);
-  s->batch_flops = json_real(0);
-  s->batch_flops_ms = json_real(0);
-  if (!s->joined || !s->agent_seen || !s->hosts || !s->scratch || !s->batch_step || !s->batch_alive ||
-      !s->batch_flops || !s->batch_flops_ms) {
+  if (!s->joined || !s->agent_seen || !s->hosts || !s->scratch) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
@@ -136,13 +134,11 @@ void rz_rdzv_server_destroy(rz_rdzv_server *s) {
   }
   ftl_free(s->by_rank[0]);
   ftl_free(s->by_rank[1]);
+  ftl_free(s->via[0]);
+  ftl_free(s->via[1]);
   if (s->listen_fd >= 0) close(s->listen_fd);
   core_evloop_destroy(s->loop);
   json_decref(s->activation);
-  json_decref(s->batch_step);
-  json_decref(s->batch_alive);
-  json_decref(s->batch_flops);
-  json_decref(s->batch_flops_ms);
   ftl_free(s->scratch);
   ftl_free(s->conns);
   ftl_free(s->joined);
@@ -207,6 +203,15 @@ out:
   json_decref(msg);
 }
 
+/* The gang's cadence to one relay (rz_rdzv_server_set_cadence), when one was set. */
+static void send_cadence(const rz_rdzv_server *s, conn *relay) {
+  if (!s->cadence_ms) return;
+  ftl_diag ignored;
+  json_t *m = json_pack("{s:s, s:i, s:i}", "type", "cadence", "batch_ms", s->cadence_ms, "samples", s->cadence_samples);
+  if (m) rz_wire_send(relay->fd, m, ftl_deadline_after_ms(2000), &ignored);
+  json_decref(m);
+}
+
 static void send_activation(const rz_rdzv_server *s, conn *c) {
   if (s->activation) send_to(c, json_copy(s->activation));
 }
@@ -239,17 +244,40 @@ static void describe_conn(const conn *c, char *out, size_t size) {
   else snprintf(out, size, "%s", addr);
 }
 
+static const char *role_of(const conn *c) {
+  return c ? (c->role == ROLE_AGENT ? "agent" : c->role == ROLE_RANK ? "rank" : "unknown") : "";
+}
+
 static void emit(ftl_rdzv_event_fn fn, void *user, rz_rdzv_event_kind kind, const conn *c, const json_t *msg,
                  const char *detail) {
   char peer[160] = "";
   if (c && kind == FTL_RDZV_REJECTED) describe_conn(c, peer, sizeof peer);
-  rz_rdzv_event ev = {.kind = kind,
-                       .rank = c ? c->rank : -1,
-                       .role = c ? (c->role == ROLE_AGENT ? "agent" : c->role == ROLE_RANK ? "rank" : "unknown") : "",
-                       .msg = msg,
-                       .detail = detail,
-                       .peer = peer};
+  rz_rdzv_event ev = {.kind = kind, .rank = c ? c->rank : -1, .role = role_of(c), .msg = msg, .detail = detail, .peer = peer};
   fn(user, &ev);
+}
+
+/* A heartbeat (FTL_RDZV_STEP or FTL_RDZV_AGENT_ALIVE) with its figures; msg NULL for a batch's entry. */
+static void emit_heartbeat(ftl_rdzv_event_fn fn, void *user, rz_rdzv_event_kind kind, const conn *c,
+                           const json_t *msg, const rz_heartbeat *hb) {
+  rz_rdzv_event ev = {.kind = kind, .rank = c->rank, .role = role_of(c), .msg = msg, .hb = hb, .peer = ""};
+  fn(user, &ev);
+}
+
+/* The figures of a heartbeat that came whole (a direct connection's, or one a relay forwarded). */
+static void emit_heartbeat_msg(ftl_rdzv_event_fn fn, void *user, rz_rdzv_event_kind kind, const conn *c,
+                               const json_t *msg) {
+  double compute = rz_wire_num(msg, "compute_ms", -1);
+  const json_t *flops = json_object_get(msg, "flops"), *flops_ms = json_object_get(msg, "flops_ms");
+  rz_heartbeat hb = {.step = rz_wire_int(msg, "step", -1),
+                     .compute_ms = compute,
+                     .samples = &compute,
+                     .nsamples = json_is_number(json_object_get(msg, "compute_ms")),
+                     .has_flops = json_is_number(flops) && json_is_number(flops_ms),
+                     .flops = json_number_value(flops),
+                     .flops_ms = json_number_value(flops_ms),
+                     .state = rz_wire_str(msg, "state", ""),
+                     .rss_kb = rz_wire_int(msg, "rss_kb", -1)};
+  emit_heartbeat(fn, user, kind, c, msg, &hb);
 }
 
 static void maybe_go(rz_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
@@ -305,7 +333,10 @@ static bool handle_hello(rz_rdzv_server *s, conn *c, const json_t *msg, const ch
   if (strcmp(type, "agent") == 0) {
     c->role = ROLE_AGENT;
     s->agent_seen[rank] = true;
-    if (c->relay) s->by_rank[0][rank] = c;
+    if (c->relay) {
+      s->by_rank[0][rank] = c;
+      s->via[0][rank] = c->relay;
+    }
     emit(fn, user, FTL_RDZV_AGENT_HELLO, c, msg, NULL);
     send_activation(s, c);
     return true;
@@ -319,7 +350,10 @@ static bool handle_hello(rz_rdzv_server *s, conn *c, const json_t *msg, const ch
   s->joined[rank] = true;
   s->joined_count++;
   s->rank_conns++;
-  if (c->relay) s->by_rank[1][rank] = c;
+  if (c->relay) {
+    s->by_rank[1][rank] = c;
+    s->via[1][rank] = c->relay;
+  }
   emit(fn, user, FTL_RDZV_RANK_JOINED, c, msg, NULL);
   if (s->failed) {
     send_to(c, json_pack("{s:s, s:s}", "type", "fail", "reason", s->fail_reason));
@@ -353,9 +387,9 @@ static bool handle_message(rz_rdzv_server *s, conn *c, const json_t *msg, ftl_rd
   }
   if (strcmp(type, "ready") == 0) emit(fn, user, FTL_RDZV_RANK_READY, c, msg, NULL);
   else if (strcmp(type, "first_step") == 0) emit(fn, user, FTL_RDZV_FIRST_STEP, c, msg, NULL);
-  else if (strcmp(type, "step") == 0) emit(fn, user, FTL_RDZV_STEP, c, msg, NULL);
+  else if (strcmp(type, "step") == 0) emit_heartbeat_msg(fn, user, FTL_RDZV_STEP, c, msg);
   else if (strcmp(type, "event") == 0) emit(fn, user, FTL_RDZV_EVENT, c, msg, NULL);
-  else if (strcmp(type, "alive") == 0) emit(fn, user, FTL_RDZV_AGENT_ALIVE, c, msg, NULL);
+  else if (strcmp(type, "alive") == 0) emit_heartbeat_msg(fn, user, FTL_RDZV_AGENT_ALIVE, c, msg);
   else if (strcmp(type, "section") == 0) emit(fn, user, FTL_RDZV_SECTION, c, msg, NULL);
   else if (strcmp(type, "stopping") == 0) emit(fn, user, FTL_RDZV_AGENT_STOPPING, c, msg, NULL);
   else if (strcmp(type, "imports") == 0 && c->role == ROLE_AGENT) emit(fn, user, FTL_RDZV_IMPORTS, c, msg, NULL);
@@ -390,18 +424,24 @@ static bool handle_relay_hello(rz_rdzv_server *s, conn *c, const json_t *msg, ft
     goto reject;
   }
   if (!s->by_rank[0]) {
-    s->by_rank[0] = ftl_calloc((size_t)s->world_size, sizeof *s->by_rank[0]);
-    s->by_rank[1] = ftl_calloc((size_t)s->world_size, sizeof *s->by_rank[1]);
-    if (!s->by_rank[0] || !s->by_rank[1]) {
-      ftl_free(s->by_rank[0]);
-      ftl_free(s->by_rank[1]);
-      s->by_rank[0] = s->by_rank[1] = NULL;
+    for (int k = 0; k < 2; k++) {
+      s->by_rank[k] = ftl_calloc((size_t)s->world_size, sizeof *s->by_rank[k]);
+      s->via[k] = ftl_calloc((size_t)s->world_size, sizeof *s->via[k]);
+    }
+    if (!s->by_rank[0] || !s->by_rank[1] || !s->via[0] || !s->via[1]) {
+      for (int k = 0; k < 2; k++) {
+        ftl_free(s->by_rank[k]);
+        ftl_free(s->via[k]);
+        s->by_rank[k] = NULL;
+        s->via[k] = NULL;
+      }
       snprintf(why, sizeof why, "out of memory for the relays' index");
       goto reject;
     }
   }
   c->role = ROLE_RELAY;
   s->relays++;
+  send_cadence(s, c);
   FTL_LOG(FTL_LOG_DEBUG, "rdzv", "relay of host %s connected", rz_wire_str(msg, "host", "?"));
   return true;
 reject:
@@ -426,7 +466,10 @@ static conn *local_of(const rz_rdzv_server *s, const conn *r, const char *role, 
 static void drop_virtual(rz_rdzv_server *s, conn *v) {
   conn *r = v->relay;
   int k = v->role == ROLE_AGENT ? 0 : v->role == ROLE_RANK ? 1 : -1;
-  if (k >= 0 && v->rank >= 0 && s->by_rank[k][v->rank] == v) s->by_rank[k][v->rank] = NULL;
+  if (k >= 0 && v->rank >= 0 && s->by_rank[k][v->rank] == v) {
+    s->by_rank[k][v->rank] = NULL;
+    s->via[k][v->rank] = NULL;
+  }
   if (v->role == ROLE_RANK) s->rank_conns--;
   size_t i = v->slot;
   r->locals[i] = r->locals[r->nlocals - 1];
@@ -490,49 +533,79 @@ static void handle_fwd(rz_rdzv_server *s, conn *r, const json_t *env, ftl_rdzv_e
   if (!handle_message(s, v, msg, fn, user)) refuse_virtual(s, v, role, rank);
 }
 
-/* A step entry's FLOPs set into the server's one step message, or taken out of it: an entry without
- * them must not pass on another rank's. */
-static void set_batch_flops(rz_rdzv_server *s, bool has, double flops, double flops_ms) {
-  if (!has) {
-    json_object_del(s->batch_step, "flops");
-    json_object_del(s->batch_step, "flops_ms");
-    return;
+/* One entry of a relay's batch, as its rank's heartbeat: the same from either parse (the fast path,
+ * rz_wire_batch_parse, or jansson's for a line in another layout). No message is built for it. */
+static void batch_event(rz_rdzv_server *s, conn *r, const rz_batch_entry *e, ftl_rdzv_event_fn fn, void *user) {
+  int k = e->alive ? 0 : 1;
+  if (e->rank < 0 || e->rank >= s->world_size || s->via[k][e->rank] != r) return; /* a relay speaks for its own */
+  rz_heartbeat hb = {.step = -1, .compute_ms = -1, .samples = e->samples, .state = "", .rss_kb = -1};
+  if (e->alive) {
+    hb.state = e->state;
+    hb.rss_kb = e->step;
+  } else {
+    hb.step = e->step;
+    hb.compute_ms = e->compute_ms;
+    hb.nsamples = e->nsamples;
+    hb.has_flops = e->has_flops;
+    hb.flops = e->flops;
+    hb.flops_ms = e->flops_ms;
   }
-  json_real_set(s->batch_flops, flops);
-  json_real_set(s->batch_flops_ms, flops_ms);
-  json_object_set(s->batch_step, "flops", s->batch_flops);
-  json_object_set(s->batch_step, "flops_ms", s->batch_flops_ms);
+  rz_rdzv_event ev = {.kind = e->alive ? FTL_RDZV_AGENT_ALIVE : FTL_RDZV_STEP,
+                      .rank = (int)e->rank,
+                      .role = e->alive ? "agent" : "rank",
+                      .hb = &hb,
+                      .peer = ""};
+  fn(user, &ev);
 }
 
-/* The steady state of a host in one line: each local rank's latest step heartbeat as
- * [rank, step, compute_ms] ([..., flops, flops_ms] with its FLOPs) and each local agent's latest alive as [rank, state, rss_kb] (arrays of
- * numbers: a fraction of the parse of objects; docs/scale.md). Each entry is set into the server's
- * one step or alive message and passed on as that rank's; a malformed entry is skipped. */
+/* A step entry's compute from jansson: a number, or the list of the period's samples. */
+static bool json_samples(const json_t *compute, rz_batch_entry *e) {
+  if (json_is_number(compute)) {
+    e->compute_ms = e->samples[0] = json_number_value(compute);
+    e->nsamples = 1;
+    return true;
+  }
+  size_t n = json_array_size(compute), k;
+  const json_t *x;
+  if (!json_is_array(compute) || n == 0 || n > FTL_WIRE_MAX_SAMPLES) return false;
+  json_array_foreach(compute, k, x) {
+    if (!json_is_number(x)) return false;
+    e->samples[k] = json_number_value(x);
+  }
+  e->nsamples = (int)n;
+  e->compute_ms = e->samples[n - 1];
+  return true;
+}
+
+/* The steady state of a host in one line, when it is not in the compact layout the fast path takes
+ * (the relays write that one): each local rank's latest step heartbeat as [rank, step, compute]
+ * ([..., flops, flops_ms] with its FLOPs; compute a number or the period's samples) and each local
+ * agent's latest alive as [rank, state, rss_kb]. A malformed entry is skipped. */
 static void handle_batch(rz_rdzv_server *s, conn *r, const json_t *msg, ftl_rdzv_event_fn fn, void *user) {
   const json_t *list = json_object_get(msg, "step"), *e;
   size_t i;
   if (json_is_array(list)) json_array_foreach(list, i, e) {
-      const json_t *rank = json_array_get(e, 0), *step = json_array_get(e, 1), *compute = json_array_get(e, 2);
+      const json_t *rank = json_array_get(e, 0), *step = json_array_get(e, 1);
       const json_t *flops = json_array_get(e, 3), *flops_ms = json_array_get(e, 4);
       size_t n = json_array_size(e);
-      if ((n != 3 && n != 5) || !json_is_integer(rank) || !json_is_integer(step) || !json_is_number(compute)) continue;
+      rz_batch_entry be = {.alive = false, .has_flops = n == 5};
+      if ((n != 3 && n != 5) || !json_is_integer(rank) || !json_is_integer(step) ||
+          !json_samples(json_array_get(e, 2), &be))
+        continue;
       if (n == 5 && (!json_is_number(flops) || !json_is_number(flops_ms))) continue;
-      conn *v = local_at(s, r, 1, json_integer_value(rank));
-      if (!v) continue;
-      json_integer_set(json_object_get(s->batch_step, "step"), json_integer_value(step));
-      json_real_set(json_object_get(s->batch_step, "compute_ms"), json_number_value(compute));
-      set_batch_flops(s, n == 5, json_number_value(flops), json_number_value(flops_ms));
-      emit(fn, user, FTL_RDZV_STEP, v, s->batch_step, NULL);
+      be.rank = json_integer_value(rank);
+      be.step = json_integer_value(step);
+      be.flops = json_number_value(flops);
+      be.flops_ms = json_number_value(flops_ms);
+      batch_event(s, r, &be, fn, user);
     }
   list = json_object_get(msg, "alive");
   if (json_is_array(list)) json_array_foreach(list, i, e) {
       const json_t *rank = json_array_get(e, 0), *state = json_array_get(e, 1), *rss = json_array_get(e, 2);
       if (json_array_size(e) != 3 || !json_is_integer(rank) || !json_is_string(state) || !json_is_integer(rss)) continue;
-      conn *v = local_at(s, r, 0, json_integer_value(rank));
-      if (!v) continue;
-      json_string_set(json_object_get(s->batch_alive, "state"), json_string_value(state));
-      json_integer_set(json_object_get(s->batch_alive, "rss_kb"), json_integer_value(rss));
-      emit(fn, user, FTL_RDZV_AGENT_ALIVE, v, s->batch_alive, NULL);
+      rz_batch_entry be = {.alive = true, .rank = json_integer_value(rank), .step = json_integer_value(rss)};
+      snprintf(be.state, sizeof be.state, "%s", json_string_value(state));
+      batch_event(s, r, &be, fn, user);
     }
 }
 
@@ -628,6 +701,11 @@ static void accept_all(rz_rdzv_server *s) {
     }
     *c = (conn){.fd = fd, .role = ROLE_UNKNOWN, .rank = -1, .slot = s->nconns};
     s->conns[s->nconns++] = c;
+    /* Every line the launcher sends is small and waited for (go, signal, a relay's cadence and then
+     * its go): Nagle would hold one back until the peer acknowledged the last, up to its delayed
+     * ACK's 40 ms, as the peers' own connections (core_net_connect) never do. */
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     /* The challenge goes first: the hello must answer it (wire version 4). A connection that cannot
      * take one short line on an empty buffer is gone already; its close is read as any other. A
      * nonce that cannot be drawn stays zeros, which no proof answers (rz_wire_proof_ok). */
@@ -649,18 +727,7 @@ typedef struct batch_ctx {
 
 static void on_batch_entry(void *user, const rz_batch_entry *e) {
   batch_ctx *b = user;
-  conn *v = local_at(b->s, b->relay, e->alive ? 0 : 1, e->rank);
-  if (!v) return;
-  if (e->alive) {
-    json_string_set(json_object_get(b->s->batch_alive, "state"), e->state);
-    json_integer_set(json_object_get(b->s->batch_alive, "rss_kb"), e->step);
-    emit(b->fn, b->user, FTL_RDZV_AGENT_ALIVE, v, b->s->batch_alive, NULL);
-  } else {
-    json_integer_set(json_object_get(b->s->batch_step, "step"), e->step);
-    json_real_set(json_object_get(b->s->batch_step, "compute_ms"), e->compute_ms);
-    set_batch_flops(b->s, e->has_flops, e->flops, e->flops_ms);
-    emit(b->fn, b->user, FTL_RDZV_STEP, v, b->s->batch_step, NULL);
-  }
+  batch_event(b->s, b->relay, e, b->fn, b->user);
 }
 
 /* Handles every complete line of `data` (len bytes); returns false when the connection must go.
@@ -830,3 +897,10 @@ void rz_rdzv_server_activate(rz_rdzv_server *s, const json_t *fields) {
 }
 
 bool rz_rdzv_server_activated(const rz_rdzv_server *s) { return s->activation != NULL; }
+
+void rz_rdzv_server_set_cadence(rz_rdzv_server *s, int batch_ms, int samples) {
+  s->cadence_ms = batch_ms > 0 ? batch_ms : 0;
+  s->cadence_samples = samples < 1 ? 1 : samples > FTL_WIRE_MAX_SAMPLES ? FTL_WIRE_MAX_SAMPLES : samples;
+  for (size_t i = 0; i < s->nconns; i++)
+    if (s->conns[i]->role == ROLE_RELAY) send_cadence(s, s->conns[i]);
+}

@@ -40,11 +40,28 @@ typedef enum rz_rdzv_event_kind {
                            launcher/gpu_watch.h) */
 } rz_rdzv_event_kind;
 
+/* A heartbeat's figures, read once by the server: FTL_RDZV_STEP and FTL_RDZV_AGENT_ALIVE carry one,
+ * whether the message came whole (msg set too) or as an entry of a relay's batch (msg NULL: at
+ * scale the batches are most of what the launcher reads, and building a message per entry was
+ * most of their cost; docs/scale.md). */
+typedef struct rz_heartbeat {
+  int64_t step;            /* a step report's step, -1 when absent */
+  double compute_ms;       /* its latest compute sample, -1 when absent */
+  const double *samples;   /* every compute sample it brings, oldest first (a relay's batch brings the
+                              period's; a message whole brings compute_ms alone) */
+  int nsamples;
+  bool has_flops;          /* with its model FLOPs so far (ftl_step_done_flops) */
+  double flops, flops_ms;
+  const char *state;       /* an alive: its program's state ("" when absent) */
+  int64_t rss_kb;          /* an alive: its program's resident memory, -1 when unknown */
+} rz_heartbeat;
+
 typedef struct rz_rdzv_event {
   rz_rdzv_event_kind kind;
   int rank;             /* -1 when not known */
   const char *role;     /* "agent" or "rank" */
-  const json_t *msg;    /* borrowed; NULL for CONN_LOST and GANG_GO */
+  const json_t *msg;    /* borrowed; NULL for CONN_LOST and GANG_GO, and for a heartbeat of a batch */
+  const rz_heartbeat *hb; /* FTL_RDZV_STEP and FTL_RDZV_AGENT_ALIVE: its figures; else NULL */
   const char *detail;   /* for REJECTED */
   const char *peer;     /* who the connection is: "address:port", or "pid P uid U via relay ..." for one
                            behind a relay (what its SO_PEERCRED said); for REJECTED's event and log */
@@ -93,6 +110,12 @@ void rz_rdzv_server_request_stop(rz_rdzv_server *s, const char *reason);
  * it parks or says hello later, then. fields (borrowed) say which attempt the gang now is. */
 void rz_rdzv_server_activate(rz_rdzv_server *s, const json_t *fields);
 bool rz_rdzv_server_activated(const rz_rdzv_server *s);
+
+/* The cadence of this gang's relays (wire version 4, `cadence`: docs/formats/rendezvous-wire.md):
+ * a batch every batch_ms, each rank's step entry bringing up to `samples` compute samples of the
+ * period. Sent to every relay connected now and to each later one at its hello; without it a relay
+ * batches every 250 ms with one sample per entry. */
+void rz_rdzv_server_set_cadence(rz_rdzv_server *s, int batch_ms, int samples);
 
 /* Tells every joined rank that the rendezvous failed, with the reason; no rank gets "go" after. */
 void rz_rdzv_server_fail(rz_rdzv_server *s, const char *reason);

@@ -176,19 +176,111 @@ static bool take_int(cursor *c, int64_t *out) {
   return true;
 }
 
-static bool take_num(cursor *c, double *out) {
-  char buf[40];
+/* The characters strtod is handed for a number (as the wire always took them). */
+static bool number_char(char ch) {
+  return (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '+' || ch == 'e' || ch == 'E';
+}
+
+/* m * 10^e for a plain decimal, when both are exact doubles (m <= 2^53, |e| <= 22): then one
+ * multiply or divide is correctly rounded, the value strtod gives (Clinger's fast path). */
+static bool exact_decimal(const char *p, size_t n, double *out) {
+  static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  size_t i = 0;
+  bool neg = p[0] == '-', any = false;
+  uint64_t m = 0;
+  int digits = 0, exp10 = 0;
+  i += neg;
+  for (int frac = 0; i < n; i++) {
+    if (p[i] == '.' && !frac) {
+      frac = 1;
+      continue;
+    }
+    if (p[i] < '0' || p[i] > '9') break;
+    any = true;
+    exp10 -= frac;
+    if (!m && p[i] == '0') continue; /* a leading zero adds nothing */
+    if (++digits > 17) return false;
+    m = m * 10 + (uint64_t)(p[i] - '0');
+  }
+  if (!any) return false;
+  if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+    bool eneg = ++i < n && p[i] == '-';
+    if (i < n && (p[i] == '-' || p[i] == '+')) i++;
+    int e = 0, edigits = 0;
+    for (; i < n && p[i] >= '0' && p[i] <= '9' && edigits < 4; i++, edigits++) e = e * 10 + (p[i] - '0');
+    if (!edigits) return false;
+    exp10 += eneg ? -e : e;
+  }
+  if (i != n || m > ((uint64_t)1 << 53) || (m && (exp10 < -22 || exp10 > 22))) return false;
+  double v = (double)m;
+  if (m) v = exp10 >= 0 ? v * pow10[exp10] : v / pow10[-exp10];
+  *out = neg ? -v : v;
+  return true;
+}
+
+size_t rz_wire_number(const char *p, size_t len, double *out) {
+  enum { SPAN_MAX = 39 }; /* a longer run of number characters is no number of a relay's */
   size_t n = 0;
-  while (c->p + n < c->end && n < sizeof buf - 1 && strchr("+-.eE0123456789", c->p[n]) && c->p[n]) n++;
-  if (!n || n == sizeof buf - 1) return false;
-  memcpy(buf, c->p, n);
+  while (n < len && n < SPAN_MAX && number_char(p[n])) n++;
+  if (!n || n == SPAN_MAX) return 0;
+  if (exact_decimal(p, n, out)) return n;
+  char buf[SPAN_MAX + 1];
+  memcpy(buf, p, n);
   buf[n] = '\0';
   char *stop = NULL;
   double v = strtod(buf, &stop);
-  if (stop != buf + n || !isfinite(v)) return false;
-  c->p += n;
+  if (stop != buf + n || !isfinite(v)) return 0;
   *out = v;
-  return true;
+  return n;
+}
+
+/* A batch's numbers are mostly what relays write, short plain decimals ("12.345"): those are read
+ * in one pass here; anything else (an exponent, a sign, more digits) by rz_wire_number. */
+static bool take_num(cursor *c, double *out) {
+  const char *p = c->p, *end = c->end;
+  bool neg = p < end && *p == '-';
+  p += neg;
+  uint64_t m = 0;
+  int digits = 0, frac = -1;
+  for (; p < end && digits <= 15; p++) {
+    if (*p >= '0' && *p <= '9') {
+      m = m * 10 + (uint64_t)(*p - '0');
+      digits++;
+      frac += frac >= 0;
+    } else if (*p == '.' && frac < 0) {
+      frac = 0;
+    } else {
+      break;
+    }
+  }
+  if (digits && digits <= 15 && frac != 0 && (p == end || !number_char(*p))) {
+    /* at most 15 digits: m < 2^53, and one exact division (correctly rounded, as strtod) */
+    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    double v = frac > 0 ? (double)m / pow10[frac] : (double)m;
+    *out = neg ? -v : v;
+    c->p = p;
+    return true;
+  }
+  size_t n = rz_wire_number(c->p, (size_t)(c->end - c->p), out);
+  c->p += n;
+  return n > 0;
+}
+
+/* A step's compute: one number, or the list of the period's samples (1 to FTL_WIRE_MAX_SAMPLES). */
+static bool take_samples(cursor *c, rz_batch_entry *e) {
+  if (!take(c, "[")) {
+    if (!take_num(c, &e->compute_ms)) return false;
+    e->samples[0] = e->compute_ms;
+    e->nsamples = 1;
+    return true;
+  }
+  do {
+    if (e->nsamples == FTL_WIRE_MAX_SAMPLES || !take_num(c, &e->samples[e->nsamples])) return false;
+    e->nsamples++;
+  } while (take(c, ","));
+  e->compute_ms = e->samples[e->nsamples - 1];
+  return take(c, "]");
 }
 
 static bool take_state(cursor *c, char *out) {
@@ -206,7 +298,7 @@ static bool take_list(cursor *c, bool alive, void (*fn)(void *, const rz_batch_e
     rz_batch_entry e = {.alive = alive};
     bool ok = take(c, "[") && take_int(c, &e.rank) && take(c, ",");
     if (ok && alive) ok = take_state(c, e.state) && take(c, ",") && take_int(c, &e.step);
-    else if (ok) ok = take_int(c, &e.step) && take(c, ",") && take_num(c, &e.compute_ms);
+    else if (ok) ok = take_int(c, &e.step) && take(c, ",") && take_samples(c, &e);
     /* A step's FLOPs, when the rank reports them: two more numbers, both or neither. */
     if (ok && !alive && take(c, ",")) {
       ok = take_num(c, &e.flops) && take(c, ",") && take_num(c, &e.flops_ms);

@@ -60,20 +60,33 @@ ftl_err rz_wire_send_line(int fd, const char *line, size_t len, int64_t deadline
 
 /* A relay's batch line read without building JSON (docs/scale.md: at 16k ranks the launcher's
  * parse of batches was half its steady CPU). Only the compact layout relays write is taken:
- *   {"type":"batch"[,"step":[[RANK,STEP,COMPUTE_MS[,FLOPS,FLOPS_MS]],...]][,"alive":[[RANK,"STATE",RSS_KB],...]]}
- * (no spaces; integers of at most 18 digits, STATE 1 to 8 letters or '?'); FTL_ERR_NOTFOUND for
- * anything else, which the caller then parses as any message (jansson). The whole line is checked
- * before fn sees its first entry, so a line is taken whole or not at all. */
+ *   {"type":"batch"[,"step":[[RANK,STEP,COMPUTE[,FLOPS,FLOPS_MS]],...]][,"alive":[[RANK,"STATE",RSS_KB],...]]}
+ * COMPUTE is one number (the latest heartbeat's compute_ms) or, from a relay told the launcher's
+ * cadence (docs/formats/rendezvous-wire.md), a list of 1 to FTL_WIRE_MAX_SAMPLES numbers: every
+ * compute sample of the period, oldest first. No spaces; integers of at most 18 digits, STATE 1 to
+ * 8 letters or '?'; a number is read as strtod reads it (plain decimals without strtod's cost:
+ * rz_wire_number); FTL_ERR_NOTFOUND for anything else, which the caller then parses as any message
+ * (jansson). The whole line is checked before fn sees its first entry, so a line is taken whole or
+ * not at all. */
+#define FTL_WIRE_MAX_SAMPLES 16
 typedef struct rz_batch_entry {
   bool alive;       /* an agent's alive (state, rss_kb), else a rank's step (step, compute_ms) */
   int64_t rank;
   int64_t step;     /* or rss_kb */
-  double compute_ms;
+  double compute_ms; /* the latest sample: samples[nsamples - 1] */
+  double samples[FTL_WIRE_MAX_SAMPLES]; /* oldest first; one (compute_ms) in the single-number form */
+  int nsamples;
   bool has_flops;   /* a rank's step with its model FLOPs so far (ftl_step_done_flops) */
   double flops, flops_ms;
   char state[9];
 } rz_batch_entry;
 ftl_err rz_wire_batch_parse(const char *line, size_t len, void (*fn)(void *user, const rz_batch_entry *e), void *user);
+
+/* One JSON-ish number at the start of p[0..len) (the characters strtod takes: sign, digits, '.',
+ * exponent): its length, or 0 when it is not a finite number. The value is strtod's, bit for bit;
+ * a plain decimal of at most 2^53 in its digits and a power of ten of at most 22 is computed
+ * without strtod (one exact multiply or divide: correctly rounded), anything else goes to strtod. */
+size_t rz_wire_number(const char *p, size_t len, double *out);
 
 /* --- proof of membership (wire version 4; rendezvous/wire_auth.c) ---------------------------
  * Whoever accepts a connection (the launcher, a relay) sends {"type":"challenge","nonce":HEX} first;

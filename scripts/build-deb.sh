@@ -67,7 +67,7 @@ find debian/ftl/usr/share/man -type f ! -name '*.gz' -exec gzip -9n {} +
 # 2. Owner root (dpkg-deb --root-owner-group), directories 0755, files 0644, programs 0755.
 find debian -type d -exec chmod 0755 {} +
 find debian -type f -exec chmod 0644 {} +
-chmod 0755 debian/ftl/usr/bin/*
+chmod 0755 debian/ftl/usr/bin/* debian/ftl/usr/libexec/ftl/*
 
 # 3. Strip, the debug symbols into <package>-dbgsym (usr/lib/debug/.build-id/NN/REST.debug), as
 # dh_strip does; libftl.a keeps its symbols but not its debug information.
@@ -105,7 +105,7 @@ for p in $PACKAGES; do : >"debian/$p.substvars"; done
   die "FTL_DEB_GPU_DEPENDS is gone: libftl0 loads the CUDA runtime and NCCL at run time and Suggests their packages (FTL_DEB_GPU_SUGGESTS)"
 echo "gpu:Suggests=${FTL_DEB_GPU_SUGGESTS-$(cat "$BUILD/packaging-deb/gpu-suggests" 2>/dev/null)}" >>debian/libftl0.substvars
 for p in libftl0 ftl; do
-  mapfile -t elves < <(find "debian/$p" -type f \( -path '*/bin/*' -o -name '*.so.*' \) | LC_ALL=C sort)
+  mapfile -t elves < <(find "debian/$p" -type f \( -path '*/bin/*' -o -path '*/libexec/*' -o -name '*.so.*' \) | LC_ALL=C sort)
   dpkg-shlibdeps --ignore-missing-info -T"debian/$p.substvars" "${elves[@]}" 2>"shlibdeps-$p.log" ||
     { cat "shlibdeps-$p.log" >&2; die "dpkg-shlibdeps failed for $p"; }
   # --ignore-missing-info passes over a library that no package owns (a CUDA runtime or NCCL

@@ -2,7 +2,7 @@
  *   1. wall time of `ftl run -n 4 -- P` against bare `mpirun -n 4 P` for the same program P
  *      (ftl-allreduce-check, one tiny iteration), alternating, median of N runs each;
  *   2. ftl_allreduce against raw MPI_Allreduce, 1 KiB to 64 MiB (bench-allreduce under mpirun).
- * Prints tables of ratios; the goals are ftl/mpirun <= 1.15 and ftl/MPI bandwidth >= 0.97.
+ * Prints tables of ratios; the goals are ftl/mpirun <= 1.10 and ftl/MPI bandwidth >= 0.97.
  * Usage: bench-launch [RUNS] (default 15, at least 3), or bench-launch --smoke: the smallest size
  * (one run each, no warm-up, bench-allreduce --smoke), which the test suite runs (tests/bench) to
  * see that it completes and prints its tables; its numbers mean nothing. Expects ftl, mpirun and
@@ -68,16 +68,22 @@ int main(int argc, char **argv) {
   const char *bare[] = {"mpirun", "--quiet", "-n", "4", oversubscribe ? "--oversubscribe" : "--quiet",
                         oversubscribe ? "--bind-to" : "--quiet", oversubscribe ? "none" : "--quiet",
                         "ftl-allreduce-check", "--iterations", "1", "--max-kib", "1", NULL};
-  const char *with_ftl[] = {"ftl", "run", "-n", "4", "--run-dir", run_dir, "--", "ftl-allreduce-check", "--iterations",
+  /* A fresh run directory for every ftl run: a second run into a finished one is refused at once ("already
+   * finished", exit 0), which would time nothing. */
+  char ftl_dir[sizeof run_dir + 16];
+  const char *with_ftl[] = {"ftl", "run", "-n", "4", "--run-dir", ftl_dir, "--", "ftl-allreduce-check", "--iterations",
                             "1", "--max-kib", "1", NULL};
+  int ftl_runs = 0;
   double *t_bare = calloc((size_t)runs, sizeof(double)), *t_ftl = calloc((size_t)runs, sizeof(double));
   if (!t_bare || !t_ftl) return 1;
   if (!smoke) {
     timed_run(bare); /* warm the page cache for both */
+    snprintf(ftl_dir, sizeof ftl_dir, "%s/%d", run_dir, ftl_runs++);
     timed_run(with_ftl);
   }
   for (int i = 0; i < runs; i++) {
     /* Alternate which goes first, so a drift in machine load favours neither. */
+    snprintf(ftl_dir, sizeof ftl_dir, "%s/%d", run_dir, ftl_runs++);
     if (i % 2 == 0) {
       t_bare[i] = timed_run(bare);
       t_ftl[i] = timed_run(with_ftl);
@@ -96,7 +102,7 @@ int main(int argc, char **argv) {
   printf("%-22s %8s %8s %8s\n", "", "min", "median", "max");
   printf("%-22s %8.3f %8.3f %8.3f\n", "mpirun -n 4", t_bare[0], t_bare[runs / 2], t_bare[runs - 1]);
   printf("%-22s %8.3f %8.3f %8.3f\n", "ftl run -n 4", t_ftl[0], t_ftl[runs / 2], t_ftl[runs - 1]);
-  printf("%-22s %8.3f %8.3f %8s   (goal <= 1.15 at the median)\n", "ratio ftl/mpirun", t_ftl[0] / t_bare[0],
+  printf("%-22s %8.3f %8.3f %8s   (goal <= 1.10 at the median)\n", "ratio ftl/mpirun", t_ftl[0] / t_bare[0],
          t_ftl[runs / 2] / t_bare[runs / 2], "");
   fflush(stdout);
   char cmd_dir[64];

@@ -12,7 +12,7 @@
  * launcher's go, signal and ping read once per host; --ranks-per-host 0 plays the version 2 shape,
  * two connections per rank. It measures, from the gang's side:
  *   attempt 0: the rendezvous (the last hello sent to the last "go" read), the launcher's CPU and RSS
- *              in steady state (/proc/<launcher>/stat and status; the launcher is our parent), the
+ *              in steady state (/proc/<launcher>/schedstat and status; the launcher is our parent), the
  *              detection of a killed rank (its agent's exit report to the first "signal" any agent
  *              reads) and the tear-down (the exit report to the last agent signalled and gone);
  *   attempt 1: the restart's rendezvous and the restart's gap (the kill to this attempt's start),
@@ -107,6 +107,12 @@ static int parse_int(const char *s, int lo, int hi, const char *what) {
   return (int)v;
 }
 
+/* The integer at the start of s (a field of a launcher's line), clamped to lo..hi. */
+static int parse_int_prefix(const char *s, int lo, int hi) {
+  long v = strtol(s, NULL, 10);
+  return (int)(v < lo ? lo : v > hi ? hi : v);
+}
+
 /* Raises the soft descriptor limit to the hard one and checks that `need` fit. */
 static void raise_fd_limit(long need) {
   struct rlimit rl;
@@ -138,6 +144,7 @@ typedef struct worker {
   int64_t first_hello_ns, last_hello_ns, last_go_ns;
   int64_t first_signal_ns, all_signal_ns, gone_ns;
   int reported_go, reported_gone, steady, bye;
+  int batch_ms, samples; /* relay mode: the launcher's cadence (250 ms and one number until it says) */
 } worker;
 
 __attribute__((format(printf, 2, 3))) static void ctl_say(worker *w, const char *fmt, ...) {
@@ -304,7 +311,13 @@ static void relay_end_rank(worker *w, conn *h, int r, int sig, int signalled) {
 
 static void on_relay_line(worker *w, conn *h, const char *line) {
   int end = host_end(w, h);
-  if (strstr(line, "\"type\":\"go\"")) {
+  if (strstr(line, "\"type\":\"cadence\"")) {
+    /* The launcher's cadence (a relay's batch period and samples per step entry), as launcher/relay.c
+     * takes it: every relay of the gang gets the same. */
+    const char *ms = strstr(line, "\"batch_ms\":"), *k = strstr(line, "\"samples\":");
+    if (ms) w->batch_ms = parse_int_prefix(ms + 11, 50, 60000);
+    if (k) w->samples = parse_int_prefix(k + 10, 1, 16);
+  } else if (strstr(line, "\"type\":\"go\"")) {
     for (int r = h->rank; r < end; r++) {
       w->go_count++;
       say(w, h, 0,
@@ -316,7 +329,7 @@ static void on_relay_line(worker *w, conn *h, const char *line) {
       w->next_step[r - w->lo] = 1; /* reporting: its steps go in the host's batches */
     }
     w->last_go_ns = now_ns();
-    h->next_batch = now_ms() + STEP_PERIOD_MS * (int64_t)((h->rank / w->o->per_host) % 64) / 64;
+    h->next_batch = now_ms() + w->batch_ms * (int64_t)((h->rank / w->o->per_host) % 64) / 64;
   } else if (strstr(line, "\"type\":\"fail\"")) {
     die("host of rank %d: the launcher failed the rendezvous: %s", h->rank, line);
   } else if (strstr(line, "\"type\":\"signal\"")) {
@@ -334,16 +347,27 @@ static void on_relay_line(worker *w, conn *h, const char *line) {
   }
 }
 
-/* The host's batch: every rank's latest step, and the alive of each agent whose second is up. */
+/* The host's batch: every rank's latest step (with the compute of each of its steps of the period,
+ * one every 250 ms, once the launcher said its cadence), and the alive of each agent whose second is
+ * up. */
 static void relay_batch(worker *w, conn *h) {
   static char line[LINE_MAX];
   int64_t t = now_ms();
   size_t len = 0;
   int end = host_end(w, h), n = 0;
+  int k = w->batch_ms / STEP_PERIOD_MS;
+  if (k < 1) k = 1;
+  if (k > w->samples) k = w->samples;
+  char compute[16 * 8 + 3] = "10.0";
+  if (w->samples) {
+    size_t c = 0;
+    for (int i = 0; i < k; i++) c += (size_t)snprintf(compute + c, sizeof compute - c, "%s10.000", i ? "," : "[");
+    snprintf(compute + c, sizeof compute - c, "]");
+  }
   len += (size_t)snprintf(line + len, sizeof line - len, "{\"type\":\"batch\",\"step\":[");
   for (int r = h->rank; r < end; r++) {
     if (w->gone[r - w->lo] || !w->next_step[r - w->lo]) continue;
-    len += (size_t)snprintf(line + len, sizeof line - len, "%s[%d,%" PRId64 ",10.0]", n++ ? "," : "", r, ++w->step_no);
+    len += (size_t)snprintf(line + len, sizeof line - len, "%s[%d,%" PRId64 ",%s]", n++ ? "," : "", r, ++w->step_no, compute);
   }
   len += (size_t)snprintf(line + len, sizeof line - len, "],\"alive\":[");
   n = 0;
@@ -445,8 +469,8 @@ static void tick(worker *w) {
       conn *h = &w->hosts[k];
       if (!h->next_batch || t < h->next_batch || h->closed || !h->connected) continue;
       relay_batch(w, h);
-      h->next_batch += STEP_PERIOD_MS;
-      if (h->next_batch < t) h->next_batch = t + STEP_PERIOD_MS;
+      h->next_batch += w->batch_ms;
+      if (h->next_batch < t) h->next_batch = t + w->batch_ms;
     }
     return;
   }
@@ -666,20 +690,31 @@ static void wait_all(parent *p, char kind, int64_t *vals, int nvals, int64_t dea
   }
 }
 
-static int launcher_cpu_ticks(pid_t pid, long long *ticks, long *rss_kb) {
+/* The launcher's CPU time so far in ns and its resident memory. The time is the kernel's own count
+ * (/proc/PID/schedstat, the one thread's time on a CPU, in ns: the launcher is single-threaded), so
+ * a few percent over a few seconds is read to better than the 10 ms ticks of /proc/PID/stat, which
+ * is the fallback where schedstat is missing. */
+static int launcher_cpu_ns(pid_t pid, long long *ns, long *rss_kb) {
   char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
   FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  if (!p) return -1;
-  /* after ") ": state(3) ... utime(14) stime(15) */
-  unsigned long long ut = 0, st = 0;
-  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return -1;
-  *ticks = (long long)(ut + st);
+  unsigned long long run_ns = 0;
+  int have = f && fscanf(f, "%llu", &run_ns) == 1;
+  if (f) fclose(f);
+  if (!have) {
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "r"))) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p) return -1;
+    /* after ") ": state(3) ... utime(14) stime(15) */
+    unsigned long long ut = 0, st = 0;
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return -1;
+    run_ns = (ut + st) * (1000000000ULL / (unsigned long long)sysconf(_SC_CLK_TCK));
+  }
+  *ns = (long long)run_ns;
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
   f = fopen(path, "r");
   if (!f) return -1;
@@ -688,6 +723,27 @@ static int launcher_cpu_ticks(pid_t pid, long long *ticks, long *rss_kb) {
     if (!strncmp(buf, "VmRSS:", 6)) *rss_kb = strtol(buf + 6, NULL, 10);
   fclose(f);
   return 0;
+}
+
+/* FTL_SCALE_PERF=PATH: `perf record -g` of the launcher over the steady window, into PATH (what
+ * docs/scale.md's profiles were made with); 0 when not asked for or perf cannot start. */
+static pid_t start_perf(pid_t launcher, int ms) {
+  const char *path = getenv("FTL_SCALE_PERF");
+  if (!path || !*path) return 0;
+  char pid_s[16], secs[32];
+  snprintf(pid_s, sizeof pid_s, "%d", (int)launcher);
+  snprintf(secs, sizeof secs, "%.3f", ms / 1000.0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+    }
+    execlp("perf", "perf", "record", "-g", "-p", pid_s, "-o", path, "--", "sleep", secs, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
 }
 
 static void append_out(const opts *o, const char *line) {
@@ -744,7 +800,7 @@ int main(int argc, char **argv) {
    * about the other tenants as about ftl; this says what ftl itself spent. */
   long long rdzv_t0 = 0, rdzv_t1 = 0;
   long rss_ignored = 0;
-  if (launcher_cpu_ticks(launcher, &rdzv_t0, &rss_ignored))
+  if (launcher_cpu_ns(launcher, &rdzv_t0, &rss_ignored))
     die("cannot read /proc/%d/stat (the launcher)", (int)launcher);
   parent p = {.o = &o, .nw = (o.world + o.per_worker - 1) / o.per_worker};
   if (p.nw > MAX_WORKERS) die("%d workers are more than %d: raise --per-worker", p.nw, MAX_WORKERS);
@@ -759,7 +815,7 @@ int main(int argc, char **argv) {
       close(sv[0]);
       for (int j = 0; j < k; j++)
         close(p.ctl[j]);
-      worker w = {.o = &o, .lo = k * o.per_worker, .ctl = sv[1]};
+      worker w = {.o = &o, .lo = k * o.per_worker, .ctl = sv[1], .batch_ms = STEP_PERIOD_MS};
       w.hi = w.lo + o.per_worker < o.world ? w.lo + o.per_worker : o.world;
       w.n = w.hi - w.lo;
       worker_main(&w);
@@ -772,9 +828,9 @@ int main(int argc, char **argv) {
   int64_t go[3];
   wait_all(&p, 'G', go, 3, deadline, "every rank's go");
   double rdzv_ms = (double)(go[2] - go[1]) / 1e6, join_ms = (double)(go[2] - go[0]) / 1e6;
-  if (launcher_cpu_ticks(launcher, &rdzv_t1, &rss_ignored))
+  if (launcher_cpu_ns(launcher, &rdzv_t1, &rss_ignored))
     die("cannot read /proc/%d/stat (the launcher)", (int)launcher);
-  double rdzv_cpu_ms = 1000.0 * (double)(rdzv_t1 - rdzv_t0) / (double)sysconf(_SC_CLK_TCK);
+  double rdzv_cpu_ms = (double)(rdzv_t1 - rdzv_t0) / 1e6;
   char line[1024];
   if (o.attempt > 0) { /* a restart: attempts count from 0 */
     for (int k = 0; k < p.nw; k++)
@@ -782,28 +838,32 @@ int main(int argc, char **argv) {
     int64_t none[1];
     wait_all(&p, 'D', none, 0, deadline, "the clean end");
     snprintf(line, sizeof line,
-             "attempt=%d n=%d rdzv_ms=%.2f join_ms=%.2f rdzv_cpu_ms=%.0f start_wall_us=%" PRId64 "\n", o.attempt,
+             "attempt=%d n=%d rdzv_ms=%.2f join_ms=%.2f rdzv_cpu_ms=%.1f start_wall_us=%" PRId64 "\n", o.attempt,
              o.world, rdzv_ms, join_ms, rdzv_cpu_ms, started_wall_us);
     append_out(&o, line);
     for (int k = 0; k < p.nw; k++)
       waitpid(p.pid[k], NULL, 0);
     return 0;
   }
-  /* Steady state: a second to settle, then the launcher's CPU over --steady-ms. */
+  /* Steady state: time to settle, then the launcher's CPU over --steady-ms. Settling is the
+   * launcher's reading of every rank's ready and first_step (and writing their events), a burst
+   * that takes seconds past 16k ranks on a loaded machine: a second, or N/8 ms where that is longer. */
   char scratch[512];
-  int dummy = next_line(&p, scratch, sizeof scratch, now_ms() + 1000);
+  int dummy = next_line(&p, scratch, sizeof scratch, now_ms() + (o.world / 8 > 1000 ? o.world / 8 : 1000));
   if (dummy == -2) die("the workers ended in steady state");
   if (dummy >= 0) die("unexpected report from worker %d: %s", dummy, scratch);
   long long t0 = 0, t1 = 0;
   long rss0 = 0, rss1 = 0;
   int64_t w0 = now_ns();
-  if (launcher_cpu_ticks(launcher, &t0, &rss0)) die("cannot read /proc/%d/stat (the launcher)", (int)launcher);
+  if (launcher_cpu_ns(launcher, &t0, &rss0)) die("cannot read /proc/%d/stat (the launcher)", (int)launcher);
+  pid_t perf = start_perf(launcher, o.steady_ms);
   dummy = next_line(&p, scratch, sizeof scratch, now_ms() + o.steady_ms);
+  if (perf > 0) waitpid(perf, NULL, 0);
   if (dummy == -2) die("the workers ended in steady state");
   if (dummy >= 0) die("unexpected report from worker %d: %s", dummy, scratch);
-  if (launcher_cpu_ticks(launcher, &t1, &rss1)) die("cannot read /proc/%d/stat (the launcher)", (int)launcher);
+  if (launcher_cpu_ns(launcher, &t1, &rss1)) die("cannot read /proc/%d/stat (the launcher)", (int)launcher);
   double secs = (double)(now_ns() - w0) / 1e9;
-  double cpu_pct = 100.0 * (double)(t1 - t0) / (double)sysconf(_SC_CLK_TCK) / secs;
+  double cpu_pct = 100.0 * (double)(t1 - t0) / 1e9 / secs;
   /* The kill: the owning worker closes the rank's connection and its agent reports SIGKILL. */
   int owner = o.kill_rank / o.per_worker;
   snprintf(scratch, sizeof scratch, "K %d\n", o.kill_rank);
@@ -818,7 +878,7 @@ int main(int argc, char **argv) {
   wait_all(&p, 'S', sig, 2, deadline, "every agent's signal");
   double detect_ms = (double)(sig[0] - kill_ns) / 1e6, teardown_ms = (double)(sig[1] - kill_ns) / 1e6;
   snprintf(line, sizeof line,
-           "attempt=%d n=%d rdzv_ms=%.2f join_ms=%.2f rdzv_cpu_ms=%.0f cpu_pct=%.2f rss_kb=%ld detect_ms=%.2f "
+           "attempt=%d n=%d rdzv_ms=%.2f join_ms=%.2f rdzv_cpu_ms=%.1f cpu_pct=%.2f rss_kb=%ld detect_ms=%.2f "
            "teardown_ms=%.2f kill_wall_us=%" PRId64 "\n",
            o.attempt, o.world, rdzv_ms, join_ms, rdzv_cpu_ms, cpu_pct, rss1, detect_ms, teardown_ms, kill_wall);
   append_out(&o, line);

@@ -6,7 +6,7 @@ expect_line '^launch: 4 ranks of ftl-allreduce-check, 1 runs each, alternating \
 expect_line '^ +min +median +max$'
 expect_line "^mpirun -n 4 +$NUM +$NUM +$NUM$"
 expect_line "^ftl run -n 4 +$NUM +$NUM +$NUM$"
-expect_line "^ratio ftl/mpirun +$NUM +$NUM +\(goal <= 1.15 at the median\)$"
+expect_line "^ratio ftl/mpirun +$NUM +$NUM +\(goal <= 1.10 at the median\)$"
 expect_line '^allreduce bandwidth, 2 ranks, .* median of 3 alternating rounds$'
 expect_line '^ +size +MPI GB/s +ftl GB/s +ftl/MPI$'
 for size in '1 KiB' '4 KiB' '16 KiB' '64 KiB'; do

@@ -18,6 +18,8 @@ run_job out job.yaml
 echo "the job took $(( $(date +%s) - t0 )) s"
 expect_rc 0 out
 expect_contains out "launch deadline of 8.0 s passed"
+# The ranks that never started are named with the host the plan put them on.
+expect_contains out "4 of 4 ranks never started (ranks 0 on $NET.2, 1 on $NET.2, 2 on $NET.3, 3 on $NET.3)"
 expect_contains out "host $NET.3 cannot be reached: no answer on TCP port 22"
 expect_contains out "probe: finished 20 steps"
 expect_host_left_out runs/blackholed "$NET.3"

@@ -21,18 +21,7 @@ kill_rank() {
   p=$(rank_pid runs/rcost "$MARKER" "$1" ftl-finetune) # the running attempt's, not the standby's
   [ -n "$p" ] && kill -KILL "$p"
 }
-# wait_until SECONDS WHAT COMMAND...: polls COMMAND (a function, so its tests are evaluated anew
-# each time) every 0.1 s.
-wait_until() {
-  local s=$1 what=$2
-  shift 2
-  for _ in $(seq 1 $((s * 10))); do
-    "$@" && return 0
-    sleep 0.1
-  done
-  cat out >&2
-  fail "$what after $s s"
-}
+wait_until_show() { cat out >&2; } # wait_until's report (tests/launcher/lib.sh)
 restarts_in() {
   local n=0
   [ -f "$1" ] && n=$(grep -c '"record":"restart"' "$1")

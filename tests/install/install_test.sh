@@ -18,7 +18,7 @@ cmake --install "$BUILD" --prefix "$P" >install.log 2>&1 || { cat install.log >&
 LIB=$(ls "$P"/lib*/libftl.so 2>/dev/null || ls "$P"/lib/*/libftl.so)
 [ -f "$LIB" ] || fail "no libftl.so under $P"
 LIBDIR=$(dirname "$LIB")
-for f in "$P/bin/ftl" "$LIBDIR/libftl.a" "$LIBDIR/pkgconfig/ftl.pc" "$LIBDIR/cmake/ftl/ftlConfig.cmake" \
+for f in "$P/bin/ftl" "$P/libexec/ftl/ftl-rank-agent" "$LIBDIR/libftl.a" "$LIBDIR/pkgconfig/ftl.pc" "$LIBDIR/cmake/ftl/ftlConfig.cmake" \
          "$P/include/ftl/ftl.h" "$P/include/ftl/export.h" "$P/share/doc/ftl/checkpoint.md" "$P/share/doc/ftl/LICENSE"; do
   [ -e "$f" ] || fail "not installed: $f"
 done

@@ -13,4 +13,9 @@ for n in 1 2 4; do
   done
   [ "$(grep -c '"event":"rank_ready"' run$n/events.jsonl)" -eq "$n" ] || fail "expected $n rank_ready events"
 done
+# Each rank's agent is the agent's own binary beside ftl (launcher/agent_main.c: it loads 5 libraries
+# where ftl loads about 50), not `ftl rank-agent`.
+run_ftl parent.out run -n 2 --run-dir parent -- sh -c 'echo "parent: $(cat /proc/$PPID/comm)"'
+expect_rc 0 parent.out
+[ "$(grep -c 'parent: ftl-rank-agent' parent.out)" -eq 2 ] || { cat parent.out >&2; fail "the ranks' parent is not ftl-rank-agent"; }
 echo "ok"

@@ -115,6 +115,20 @@ wait_rc() {
   RC=$?
 }
 
+# wait_until SECONDS WHAT COMMAND...: polls COMMAND (a function, so its tests are evaluated anew
+# each time) every 0.1 s, SECONDS at most; then runs the test's `wait_until_show` (what to print
+# when it did not happen), if it defines one, and fails saying WHAT.
+wait_until() {
+  local s=$1 what=$2
+  shift 2
+  for _ in $(seq 1 $((s * 10))); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  declare -F wait_until_show >/dev/null && wait_until_show
+  fail "$what after $s s"
+}
+
 expect_rc() {
   [ "$RC" -eq "$1" ] || { cat "${2:-/dev/null}" >&2; fail "expected exit code $1, got $RC"; }
 }

@@ -13,7 +13,7 @@
 agent_pids() {
   local p
   for p in $(pgrep -f "rank-agent -- .*$MARKER"); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl ] || continue
+    [ "$(cat /proc/$p/comm 2>/dev/null)" = ftl-rank-agent ] || continue
     [ "$(cat /proc/"$(awk '{print $4}' /proc/$p/stat 2>/dev/null)"/comm 2>/dev/null)" = mpirun ] || continue
     [ "${1:-}" = active ] && tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx FTL_STANDBY=1 && continue
     echo "$p"

@@ -40,7 +40,7 @@ for round in 1 2 3; do
     p=$(gang_pids "$dir" prog.sh "$r" 0 sh | head -1)
     [ -n "$p" ] || fail "round $round: the program of rank $r was not found"
     a=$(awk '{print $4}' "/proc/$p/stat")
-    [ "$(cat "/proc/$a/comm")" = ftl ] || fail "round $round: rank $r's program's parent $a is not its agent"
+    [ "$(cat "/proc/$a/comm")" = ftl-rank-agent ] || fail "round $round: rank $r's program's parent $a is not its agent"
     progs+=("$p") agents+=("$a")
   done
   # Held in their poll while the programs write and exit.

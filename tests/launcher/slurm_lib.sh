@@ -50,7 +50,7 @@ stop_slurm() {
   # keeps retrying its task-exit message, and with slurmd gone it never ends. This cluster's carry
   # its SLURM_CONF (from slurmd, from this shell).
   for p in $(pgrep -x slurmstepd); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$D/slurm.conf" && kill -KILL "$p" 2>/dev/null
+    tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SLURM_CONF=$D/slurm.conf" && kill -KILL "$p" 2>/dev/null
   done
   # SIGKILL: the cluster's state goes with the scratch folder, and a slurmd told to shut down
   # took 10-20 s (a message to the stopped slurmctld waits out its timeout).
@@ -99,13 +99,16 @@ slurm_netns_up() {
 slurm_node_name() { echo "$NS_PREFIX-h$1"; }
 
 # slurm_on_node I CMD...: runs CMD on node I, as that host: its network and host name, the nodes'
-# /etc/hosts, its own TmpFS folder. nsenter, not `ip netns exec` (netns_lib.sh's on_host): that
+# /etc/hosts, its own TmpFS folder and its own /dev/shm (a tmpfs: Open MPI's shared-memory segments
+# and ftl's L1 copies are per node on a real cluster; shared, one node's clean-up removed another's
+# segments and its ranks failed in MPI, seen under ASan). nsenter, not `ip netns exec` (netns_lib.sh's on_host): that
 # mounts a fresh /sys, without the cgroup folder slurmd insists on.
 slurm_on_node() {
   local i=$1
   shift
   nsenter --net="/var/run/netns/$NS_PREFIX-h$i" unshare --uts --mount --propagation private \
-    sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts && mount --bind "$3" "$4" && shift 4 && exec "$@"' \
+    sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts && mount --bind "$3" "$4" &&
+           mount -t tmpfs -o mode=1777,size=4g "ftl-node-shm" /dev/shm && shift 4 && exec "$@"' \
     sh "$(slurm_node_name "$i")" "$D/hosts" "$D/node$i/tmp" "$D/tmp" "$@"
 }
 

@@ -3,7 +3,8 @@
 # example batch script (examples/slurm/finetune.sbatch) as `sbatch -N 3 --ntasks-per-node=2`. ftl
 # runs in the batch step on the first node and must start its 6 ranks through srun, 2 on each node
 # (each rank's host in events.jsonl), every rank reaching the launcher by its host name; then a rank
-# exiting 3 on the second node must be named with that node's host name. Skipped (77) when Slurm
+# exiting 3 on the second node must be named with that node's host name. Then `salloc` from the
+# login node: MASTER_ADDR names the node of rank 0, not the launcher's host. Skipped (77) when Slurm
 # or network namespaces cannot be had.
 SLURM_NODES=3
 . "$(dirname "$0")/slurm_lib.sh" || exit 1
@@ -64,5 +65,16 @@ probe_spec exit.yaml --exit-rank 2 --code 3
 submit exit.yaml run2 --max-restarts 0
 expect_rc 1 run2.out
 expect_contains run2.out "rank 2 on host $N2 exited with code 3"
+
+# salloc from the login node (this machine, no node of the cluster): ftl runs here, its ranks on the
+# nodes, rank 0 on the first node of the plan, and MASTER_ADDR names that node, not the launcher's
+# host (which the ranks' torch.distributed could not bind to).
+timeout 60 salloc -N 3 --ntasks-per-node=2 ftl run -n 6 --run-dir run3 --max-restarts 0 -- \
+  sh -c 'echo "MASTER_ADDR=$MASTER_ADDR host=$(hostname) rank=$RANK"' >out3 2>&1
+RC=$?
+expect_rc 0 out3
+expect_contains run3/attempt-0000/rank-00000.out "MASTER_ADDR=$N1 host=$N1 rank=0"
+expect_contains run3/attempt-0000/rank-00005.out "MASTER_ADDR=$N1 host=$N3 rank=5"
+expect_contains run3/attempt-0000/hostfile "$N1 slots=2"
 expect_no_leftovers
 echo ok

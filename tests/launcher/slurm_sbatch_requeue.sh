@@ -22,8 +22,8 @@ ranks: 2
 program: ftl-finetune
 args: [$(printf '"%s", ' "${ARGS[@]}" | sed 's/, $//')]
 YAML
-# sbatch's own options override the script's #SBATCH lines (2 tasks here).
-JOBID=$(sbatch --parsable -n 2 --chdir="$PWD" --output="$PWD/slurm-%j.out" "$SBATCH_SCRIPT" "$PWD/job.yaml" "$PWD/sb") ||
+# sbatch's own options override the script's #SBATCH lines (one node, 2 tasks here).
+JOBID=$(sbatch --parsable -N 1 -n 2 --chdir="$PWD" --output="$PWD/slurm-%j.out" "$SBATCH_SCRIPT" "$PWD/job.yaml" "$PWD/sb") ||
   fail "sbatch failed"
 JOBID=${JOBID%%;*}
 job_state() { scontrol show job "$JOBID" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
@@ -96,7 +96,7 @@ expect_contains status.txt "preempted"
 # A requeue forced by hand (`scontrol requeue`, as a preemption with PreemptMode=REQUEUE does):
 # Slurm sends SIGTERM to every process of the job at once, ranks included. The requeued job must
 # still complete with the same adapter, and never overlap the first launcher.
-JOBID2=$(sbatch --parsable -n 2 --chdir="$PWD" --output="$PWD/slurm2-%j.out" "$SBATCH_SCRIPT" "$PWD/job.yaml" "$PWD/sb2") ||
+JOBID2=$(sbatch --parsable -N 1 -n 2 --chdir="$PWD" --output="$PWD/slurm2-%j.out" "$SBATCH_SCRIPT" "$PWD/job.yaml" "$PWD/sb2") ||
   fail "sbatch failed"
 JOBID2=${JOBID2%%;*}
 for _ in $(seq 600); do

@@ -161,6 +161,166 @@ static void test_stragglers(void) {
   CHECK_INT_EQ(ln_detect_stragglers(r, 1, FTL_STRAGGLER_RATIO, s, 4), 0);
 }
 
+/* The others' median by brute force: each rank's window median, then the others' sorted, as the
+ * detector once did it (O(n^2 log n)); ln_detect_stragglers selects instead of sorting. */
+static int cmp_d(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+static double brute_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void test_stragglers_as_sorted(void) {
+  enum { MAX = 41 };
+  ln_rank_watch r[MAX];
+  ln_straggler s[MAX], want[MAX];
+  srand(11);
+  static const double few[] = {1, 2, 5, 10};
+  for (int round = 0; round < 20000; round++) {
+    int n = 2 + rand() % (round % 2 ? MAX - 1 : 7), nwant = 0;
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < n; i++) {
+      /* few distinct values, many ties: a whole window of one value, or a mix */
+      double one = few[rand() % 4];
+      for (int k = 0; k < FTL_STRAGGLER_WINDOW; k++)
+        ln_detect_note_compute(&r[i], round % 3 ? one : (double)(1 + rand() % 40) * (i % 7 == 3 ? 3.0 : 1.0));
+    }
+    for (int i = 0; i < n; i++) r[i].straggler_reported = rand() % 5 == 0;
+    double med[MAX], others[MAX], w[FTL_STRAGGLER_WINDOW];
+    for (int i = 0; i < n; i++) {
+      memcpy(w, r[i].compute_ms, sizeof w);
+      med[i] = brute_median(w, FTL_STRAGGLER_WINDOW);
+    }
+    for (int i = 0; i < n; i++) {
+      int m = 0;
+      for (int j = 0; j < n; j++)
+        if (j != i) others[m++] = med[j];
+      double typical = brute_median(others, m);
+      if (r[i].straggler_reported || med[i] < FTL_STRAGGLER_RATIO * typical || med[i] - typical < FTL_STRAGGLER_MIN_MS)
+        continue;
+      want[nwant++] = (ln_straggler){.rank = i, .compute_ms = med[i], .others_median_ms = typical};
+    }
+    int got = ln_detect_stragglers(r, n, FTL_STRAGGLER_RATIO, s, MAX);
+    CHECK_INT_EQ(got, nwant);
+    for (int k = 0; k < got; k++) {
+      CHECK_INT_EQ(s[k].rank, want[k].rank);
+      CHECK(s[k].compute_ms == want[k].compute_ms && s[k].others_median_ms == want[k].others_median_ms);
+    }
+  }
+}
+
+/* Scanning only when a scan is due (ln_detect_*_due) finds what scanning every 100 ms finds, at the
+ * same tick: reports arrive at random (alives, steps, section changes, a process stopped and
+ * continued) until one host goes silent or one rank stops making progress. */
+static void test_due_scans(void) {
+  const ln_detect_limits lim = {.startup_ms = 4000, .step_ms = 2500, .checkpoint_ms = 6000, .node_ms = 3000};
+  srand(5);
+  for (int round = 0; round < 400; round++) {
+    ln_rank_watch r[8];
+    gang(r, 8);
+    int dead_host = rand() % 4, hung_rank = rand() % 8, fault_at = 2000 + rand() % 20000, by_host = rand() % 2;
+    int64_t host_due = 0, hang_due = 0;
+    int found_every = 0, found_due = 0;
+    ln_detection fe, fd;
+    for (int64_t t = 1000; t < 60000 && !(found_every && found_due); t += 100) {
+      for (int i = 0; i < 8; i++) {
+        int silent = t >= fault_at && (by_host ? i / 2 == dead_host : i == hung_rank);
+        if (!silent && rand() % 10 == 0) { /* an alive, now and then a stop or a continue */
+          r[i].alive_ms = t;
+          r[i].state = rand() % 40 == 0 ? 'T' : r[i].state == 'T' && rand() % 3 ? 'T' : 'S';
+          if (r[i].state != 'T') r[i].stopped_ms = 0;
+          else if (!r[i].stopped_ms) r[i].stopped_ms = t;
+        }
+        if ((!silent || by_host) && rand() % 4 == 0) { /* progress, in some section */
+          r[i].progress_ms = t;
+          r[i].section = rand() % 10 ? FTL_SECTION_STEP : rand() % 2 ? FTL_SECTION_CHECKPOINT : FTL_SECTION_STARTUP;
+        }
+      }
+      if (!found_every) {
+        found_every = ln_detect_lost_host(r, 8, &lim, t, &fe) ? 1 : ln_detect_hang(r, 8, &lim, t, &fe) ? 2 : 0;
+        if (found_every) found_every = found_every * 1000000 + (int)(t / 100);
+      }
+      if (!found_due) {
+        int64_t due = 0;
+        if (t >= host_due) {
+          if (ln_detect_lost_host_due(r, 8, &lim, t, &fd, &due)) found_due = 1;
+          else host_due = due;
+        }
+        if (!found_due && t >= hang_due) {
+          if (ln_detect_hang_due(r, 8, &lim, t, &fd, &due)) found_due = 2;
+          else hang_due = due;
+        }
+        if (found_due) found_due = found_due * 1000000 + (int)(t / 100);
+      }
+    }
+    CHECK(found_every != 0);
+    CHECK_INT_EQ(found_due, found_every);
+    CHECK_INT_EQ(fd.kind, fe.kind);
+    CHECK_INT_EQ(fd.rank, fe.rank);
+    CHECK_STR_EQ(fd.message, fe.message);
+  }
+}
+
+/* The bound a report puts on the next scan: every rank in its checkpoint (6 s) when scanned, then
+ * one reports a step (2.5 s) and goes silent. Its limit is closer than any the scan saw; the due
+ * time still comes no later than the scan plus the shortest limit, so its hang is found on time. */
+static void test_due_after_a_shorter_section(void) {
+  const ln_detect_limits lim = {.startup_ms = 4000, .step_ms = 2500, .checkpoint_ms = 6000, .node_ms = 60000};
+  ln_rank_watch r[4];
+  ln_detection f;
+  gang(r, 4);
+  for (int i = 0; i < 4; i++) r[i].section = FTL_SECTION_CHECKPOINT;
+  int64_t due = 0, found_at = -1;
+  CHECK_INT_EQ(ln_detect_hang_due(r, 4, &lim, 1000, &f, &due), 0);
+  CHECK(due <= 1000 + 2500);
+  r[0].progress_ms = 1100;
+  r[0].section = FTL_SECTION_STEP;
+  for (int64_t t = 1100; t <= 10000 && found_at < 0; t += 100) {
+    for (int i = 1; i < 4; i++) r[i].progress_ms = t;
+    if (t >= due && ln_detect_hang_due(r, 4, &lim, t, &f, &due)) found_at = t;
+  }
+  CHECK_INT_EQ(found_at, 1100 + 2500);
+  CHECK_INT_EQ(f.rank, 0);
+}
+
+/* The cadence: 250 ms and 1 s for small gangs, growing with the gang, within a quarter of the
+ * shortest limit. */
+static void test_cadence(void) {
+  ln_cadence c = ln_detect_cadence(64, &limits);
+  CHECK(c.batch_ms == 250 && c.ping_ms == 1000 && c.missed_ms == FTL_DETECT_MISSED_MS);
+  c = ln_detect_cadence(16384, &limits);
+  CHECK(c.batch_ms == 1000 && c.ping_ms == 1250 && c.missed_ms == FTL_DETECT_MISSED_MS + 750);
+  c = ln_detect_cadence(131072, &limits); /* node_s 10 s: at most 2.5 s */
+  CHECK(c.batch_ms == 1250 && c.ping_ms == 1250);
+  ln_detect_limits roomy = {.startup_ms = 600000, .step_ms = 180000, .checkpoint_ms = 420000, .node_ms = 600000};
+  c = ln_detect_cadence(131072, &roomy);
+  CHECK(c.batch_ms == 8000 && c.ping_ms == 45000);
+  ln_detect_limits tight = {.startup_ms = 600, .step_ms = 400, .checkpoint_ms = 600, .node_ms = 600};
+  c = ln_detect_cadence(131072, &tight); /* never under the floors */
+  CHECK(c.batch_ms == 250 && c.ping_ms == 1000);
+}
+
+/* Where relays report an agent less often (the cadence's longer batch period), another agent of
+ * the host counts as silent only after missed_ms: its last report may be a period old. */
+static void test_missed_ms(void) {
+  ln_rank_watch r[4];
+  ln_detection f;
+  gang(r, 4);
+  r[2].alive_ms = 2000;
+  r[3].alive_ms = 9500; /* 2.5 s before the scan: missed under the default, not under 4 s */
+  r[0].alive_ms = r[1].alive_ms = 12000;
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &limits, 12000, &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_NODE);
+  ln_detect_limits slow = limits;
+  slow.missed_ms = 4000;
+  CHECK_INT_EQ(ln_detect_lost_host(r, 4, &slow, 12000, &f), 1);
+  CHECK_INT_EQ(f.kind, FTL_FAIL_AGENT_LOST);
+  CHECK_INT_EQ(f.rank, 2);
+}
+
 /* Host h's agents (ranks 2h, 2h+1) lose their connections at t_ns, having said they were asked
  * to stop (a teardown's SIGTERM) when spoke. */
 static void vanish(ln_rank_watch *r, int h, int64_t t_ns, int spoke) {
@@ -371,6 +531,11 @@ int main(void) {
   test_hang_per_section();
   test_stopped_process();
   test_stragglers();
+  test_stragglers_as_sorted();
+  test_due_scans();
+  test_due_after_a_shorter_section();
+  test_missed_ms();
+  test_cadence();
   test_vanished();
   printf("ok\n");
   return 0;

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl/core.h"
@@ -56,6 +57,46 @@ int main(void) {
   CHECK(argv[agent + 5] == NULL);
   ln_argv_free(argv);
 
+  /* The agent's own binary, when there is one, runs in its place: the same arguments after "--". */
+  o.agent_exe = "/opt/ftl/libexec/ftl/ftl-rank-agent";
+  CHECK_OK(ln_gang_build_argv(&o, &argv, &d), d.msg);
+  CHECK(index_of(argv, "rank-agent") < 0);
+  agent = index_of(argv, "/opt/ftl/libexec/ftl/ftl-rank-agent");
+  CHECK(agent > 0);
+  CHECK_STR_EQ(argv[agent + 1], "--");
+  CHECK_STR_EQ(argv[agent + 2], "/opt/bin/train");
+  ln_argv_free(argv);
+  o.agent_exe = NULL;
+  /* Found beside ftl (the build tree), else in ../libexec/ftl/ (installed); neither: NULL. */
+  {
+    char dir[] = "/tmp/ftl-agent-exe.XXXXXX", path[4096], bin[4200], buf[4096];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/bin", dir);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(bin, sizeof bin, "%s/bin/ftl", dir);
+    CHECK(ln_gang_agent_exe(bin, buf, sizeof buf) == NULL);
+    snprintf(path, sizeof path, "%s/libexec", dir);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/libexec/ftl", dir);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/libexec/ftl/ftl-rank-agent", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fclose(f);
+    CHECK(ln_gang_agent_exe(bin, buf, sizeof buf) == NULL); /* not executable */
+    CHECK(chmod(path, 0755) == 0);
+    CHECK(ln_gang_agent_exe(bin, buf, sizeof buf) != NULL);
+    CHECK_STR_CONTAINS(buf, "/bin/../libexec/ftl/ftl-rank-agent");
+    unlink(path);
+    snprintf(path, sizeof path, "%s/libexec/ftl", dir);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/libexec", dir);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/bin", dir);
+    rmdir(path);
+    rmdir(dir);
+  }
+
   /* With a hostfile: no oversubscription decided by ftl; the hostfile is passed. Not root. */
   o.hostfile = "hosts.txt";
   o.running_as_root = 0;
@@ -73,14 +114,25 @@ int main(void) {
   CHECK(has_seq(argv, "--ntasks", "4"));
   CHECK(has_seq(argv, "--kill-on-bad-exit=1", NULL));
   CHECK(!has_seq(argv, "-x", NULL));
-  CHECK(!has_seq(argv, "--overlap", NULL));
+  /* Every step shares the allocation's resources (a step stuck on a lost node holds its CPUs). */
+  CHECK(has_seq(argv, "--overlap", NULL));
+  CHECK(!has_seq(argv, "--nodes", NULL)); /* no plan: srun places the ranks */
+  CHECK(!has_seq(argv, "--distribution=arbitrary", NULL));
   ln_argv_free(argv);
-  /* A standby's srun shares the running step's resources of the allocation. */
+  /* A standby's srun too. */
   o.standby = 1;
   CHECK_OK(ln_gang_build_argv(&o, &argv, &d), d.msg);
   CHECK(has_seq(argv, "--overlap", NULL));
   ln_argv_free(argv);
   o.standby = 0;
+  /* The allocation's plan: its nodes, each rank where the layout (SLURM_HOSTFILE) puts it. */
+  o.srun_nodes = 3;
+  CHECK_OK(ln_gang_build_argv(&o, &argv, &d), d.msg);
+  CHECK(has_seq(argv, "--nodes", "3"));
+  CHECK(has_seq(argv, "--distribution=arbitrary", NULL));
+  CHECK(index_of(argv, "--nodes") < index_of(argv, "rank-agent"));
+  ln_argv_free(argv);
+  o.srun_nodes = 0;
 
   o.ranks = 0;
   CHECK_INT_EQ(ln_gang_build_argv(&o, &argv, &d), FTL_ERR_INVAL);

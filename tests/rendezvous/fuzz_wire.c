@@ -22,11 +22,14 @@ static void read_fields(const json_t *msg) {
   (void)rz_wire_str(msg, "role", "");
   (void)rz_wire_str(msg, "to", "");
   (void)rz_wire_int(msg, "to_rank", -1);
+  (void)rz_wire_int(msg, "batch_ms", -1);
+  (void)rz_wire_int(msg, "samples", -1);
 }
 
 static void on_entry(void *user, const rz_batch_entry *e) {
   size_t *n = user;
   *n += e->alive ? strlen(e->state) : (size_t)(e->compute_ms != 0) + (size_t)(e->has_flops && e->flops > e->flops_ms);
+  for (int k = 0; !e->alive && k < e->nsamples; k++) *n += e->samples[k] > 0; /* the period's samples */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

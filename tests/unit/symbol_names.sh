@@ -4,7 +4,7 @@
 #   - a global symbol named ftl_* is public: it is declared in include/ftl/;
 #   - every other global symbol carries its module's prefix (core_, ln_, rz_, ck_, cd_, pl_, ev_),
 #     the folder it is compiled from deciding which;
-#   - exempt: the ftl program's main(), the dlclose() that core/sanitizer_keep_plugins.c puts in
+#   - exempt: the ftl and ftl-rank-agent programs' main(), the dlclose() that core/sanitizer_keep_plugins.c puts in
 #     front of libc's in sanitizer builds, and names the compiler makes (reserved: "__" first,
 #     such as ASan's __odr_asan.*).
 # Tests, benchmarks and examples are not the library and are not checked.
@@ -29,7 +29,7 @@ for module in core launcher rendezvous checkpoint cadence pipeline eval; do
     [ -e "$SRC/$src" ] || continue # an object left by a removed source file (an older build folder)
     checked=$((checked + 1))
     case $sym in
-      main) [ "$src" = launcher/main.c ] && continue ;;
+      main) { [ "$src" = launcher/main.c ] || [ "$src" = launcher/agent_main.c ]; } && continue ;;
       dlclose) [ "$src" = core/sanitizer_keep_plugins.c ] && continue ;;
       __*) continue ;;
       ftl_*) grep -qx "$sym" <<<"$public" && continue

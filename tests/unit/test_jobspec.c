@@ -170,8 +170,8 @@ static void test_ranks_bounds(void) {
   ln_job *job = parse_ok("ranks: 1\nprogram: p\n");
   CHECK_INT_EQ(job->ranks, 1);
   ln_job_destroy(job);
-  job = parse_ok("ranks: 65536\nprogram: p\n");
-  CHECK_INT_EQ(job->ranks, 65536);
+  job = parse_ok("ranks: 1048576\nprogram: p\n");
+  CHECK_INT_EQ(job->ranks, 1048576);
   ln_job_destroy(job);
   job = parse_ok("ranks: +8\nprogram: p\n");
   CHECK_INT_EQ(job->ranks, 8);
@@ -276,25 +276,25 @@ static void test_aliases(void) {
 static void test_ranks_errors(void) {
   CHECK_ERR("ranks: -2\nprogram: p\n", "job.yaml:1:8: field 'ranks': expected an integer > 0, got '-2'");
   CHECK_ERR("ranks: 0\nprogram: p\n", "job.yaml:1:8: field 'ranks': expected an integer > 0, got '0'");
-  CHECK_ERR("program: p\nranks: 65537\n", "job.yaml:2:8: field 'ranks': expected an integer <= 65536, got '65537'");
+  CHECK_ERR("program: p\nranks: 1048577\n", "job.yaml:2:8: field 'ranks': expected an integer <= 1048576, got '1048577'");
   CHECK_ERR("ranks: 99999999999999999999999\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer <= 65536, got '99999999999999999999999'");
+            "job.yaml:1:8: field 'ranks': expected an integer <= 1048576, got '99999999999999999999999'");
   CHECK_ERR("ranks: -99999999999999999999999\nprogram: p\n",
             "job.yaml:1:8: field 'ranks': expected an integer > 0, got '-99999999999999999999999'");
   CHECK_ERR("ranks: 4.5\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 65536, got a float '4.5'");
+            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 1048576, got a float '4.5'");
   CHECK_ERR("ranks: four\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 65536, got a string 'four'");
+            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 1048576, got a string 'four'");
   CHECK_ERR("ranks: \"4\"\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 65536, got a string '4'");
+            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 1048576, got a string '4'");
   CHECK_ERR("ranks: true\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 65536, got a boolean 'true'");
+            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 1048576, got a boolean 'true'");
   CHECK_ERR("ranks: [4]\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 65536, got a sequence");
+            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 1048576, got a sequence");
   CHECK_ERR("ranks: {a: 1}\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 65536, got a mapping");
+            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 1048576, got a mapping");
   CHECK_ERR("ranks: 0x10\nprogram: p\n",
-            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 65536, got a string '0x10'");
+            "job.yaml:1:8: field 'ranks': expected an integer from 1 to 1048576, got a string '0x10'");
   CHECK_ERR_HAS("ranks:\nprogram: p\n", "field 'ranks': missing a value");
   CHECK_ERR_HAS("ranks: ~\nprogram: p\n", "job.yaml:1:8: field 'ranks': missing a value");
   CHECK_ERR_HAS("ranks: null\nprogram: p\n", "field 'ranks': missing a value");
@@ -935,8 +935,8 @@ static void test_from_argv(void) {
   CHECK(job == NULL);
   CHECK_INT_EQ(ln_job_from_argv(-3, 4, argv, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "-n: expected an integer > 0");
-  CHECK_INT_EQ(ln_job_from_argv(65537, 4, argv, &job, &d), FTL_ERR_SPEC);
-  CHECK_STR_EQ(d.msg, "-n: expected an integer <= 65536, got 65537");
+  CHECK_INT_EQ(ln_job_from_argv(1048577, 4, argv, &job, &d), FTL_ERR_SPEC);
+  CHECK_STR_EQ(d.msg, "-n: expected an integer <= 1048576, got 1048577");
   CHECK_INT_EQ(ln_job_from_argv(2, 0, argv, &job, &d), FTL_ERR_SPEC);
   CHECK_STR_CONTAINS(d.msg, "no program given");
   char *empty[] = {nothing, NULL};

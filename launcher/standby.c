@@ -14,6 +14,7 @@
 
 #include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/detect.h"
 #include "launcher/gang.h"
 #include "launcher/jobspec.h"
 #include "rendezvous/wire.h"
@@ -234,6 +235,15 @@ static ftl_err start(ln_standby *sb, const ln_attempt_opts *run, ftl_diag *d) {
   for (int i = 0; i < sb->world; i++) sb->rss_kb[i] = -1;
   if ((rc = ln_attempt_token(o.attempt, sb->token, sizeof sb->token))) return rc;
   if ((rc = rz_rdzv_server_create(o.rdzv_bind, sb->world, sb->token, &sb->server, d))) return rc;
+  /* A parked gang reports as the running one does (supervise.c set_cadence): a standby of a
+   * 131,072-rank job would otherwise cost the launcher what the gang cost before the cadence. */
+  ln_detect_limits lim = {.startup_ms = o.job->startup_timeout_ms,
+                          .step_ms = o.job->step_timeout_ms,
+                          .checkpoint_ms = o.job->checkpoint_timeout_ms,
+                          .node_ms = o.job->node_timeout_ms};
+  ln_cadence cad = ln_detect_cadence(sb->world, &lim);
+  sb->ping_ms = cad.ping_ms;
+  rz_rdzv_server_set_cadence(sb->server, cad.batch_ms, FTL_STRAGGLER_WINDOW);
   if ((rc = ln_gang_launch_build(&o, attempt_dir, rz_rdzv_server_port(sb->server), sb->token, &sb->launch, d))) return rc;
   static const int reset[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
   core_proc_opts po = {.file = sb->launch.argv[0],
@@ -329,7 +339,7 @@ void ln_standby_turn(ln_standby *sb, const struct pollfd *fds, size_t n) {
   if (ftl_clock_ms() >= sb->next_ping_ms) {
     /* The agents end their programs after FTL_NODE_TIMEOUT_MS without a word from the launcher. */
     rz_rdzv_server_ping_agents(sb->server);
-    sb->next_ping_ms = ftl_clock_ms() + 1000;
+    sb->next_ping_ms = ftl_clock_ms() + (sb->ping_ms > 0 ? sb->ping_ms : 1000);
   }
 }
 

@@ -54,6 +54,7 @@ typedef struct ln_standby {
   int early_exits, deaths;
   int64_t retry_at_ms;
   int64_t next_ping_ms;
+  int ping_ms;              /* the gang's cadence (ln_detect_cadence), as the attempt's */
   /* A Python program that does not call ftl_init (launcher/pyprog.h): its standby runs pyrun.py,
    * which imports `preload` (restart.preload, then what the running attempt's rank reported it
    * imported at start-up) and parks; preloading says the live gang is such a one. */

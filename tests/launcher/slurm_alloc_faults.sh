@@ -41,8 +41,10 @@ RUN=$PWD/runs/alloc
 extra=("timeouts: {node_s: 5, startup_s: 60}" "rendezvous: {timeout_s: 30}" "restart: {max_restarts: 4, backoff_s: 0.1}")
 [ "$MODE" = min_ranks ] && extra+=("min_ranks: 4")
 write_job job.yaml alloc 6 "${extra[@]}"
-# The standby must park before the job ends: slower steps.
-[ "$MODE" = standby ] && sed -i 's/"--throttle-ms", "30"/"--throttle-ms", "50"/' job.yaml
+# The standby must park before the job ends: the job outlasts it, its ranks holding before each step
+# while $PWD/hold exists (the example's --hold-file), which the test makes once attempt 1 has taken
+# its first step (the standby starts only then) and removes once the standby has parked.
+[ "$MODE" = standby ] && sed -i "s|\"--throttle-ms\", \"30\"|\"--throttle-ms\", \"30\", \"--hold-file\", \"$PWD/hold\"|" job.yaml
 
 JOBID=$(sbatch --parsable -N "$SLURM_NODES" --chdir="$PWD" --output="$PWD/slurm-%j.out" "$SBATCH_SCRIPT" \
   "$PWD/job.yaml" "$RUN") || fail "sbatch failed"
@@ -92,7 +94,10 @@ case "$MODE" in
     kill_node_after_commit 3
     if [ "$MODE" = standby ]; then
       # The next standby is started on attempt 1's plan (nodes 1, 2 and the spare 4) and parks.
+      wait_until 60 "attempt 1 took no first step" grep -q '"event":"first_step","attempt":1' "$RUN/events.jsonl"
+      touch hold
       wait_until 60 "no standby parked for attempt 2" grep -q '"event":"standby_parked","attempt":2' "$RUN/events.jsonl"
+      rm -f hold
       wait_until 60 "attempt 1 committed nothing" committed_past "$(committed_steps "$RUN" | sort -n | tail -1)"
       victim=$(rank_pid "$RUN" "$MARKER" 5 ftl-finetune)
       [ -n "$victim" ] || { show; fail "rank 5 of attempt 1 not found"; }

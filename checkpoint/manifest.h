@@ -21,7 +21,10 @@ extern "C" {
 #define CK_NAME_MAX 128
 #define CK_MAX_DIMS 8
 #define CK_FILE_MAX 64
-#define CK_MANIFEST_MAX_BYTES (64u << 20)
+/* The largest manifest written or read: bounded, as every file from outside is, and room for the
+ * largest gang a job spec allows (1,048,576 ranks: about 650 MiB at 4 pieces a shard, about 640
+ * bytes each; docs/scale.md). It was 64 MiB, which a gang of 131,072 ranks (82 MiB) outgrew. */
+#define CK_MANIFEST_MAX_BYTES (1u << 30)
 
 /* How an item is spread over the ranks. Rows are slices along dimension 0 (a 0-d tensor is one
  * row); a blob is a 1-d u8 item whose rows are its bytes. */

@@ -56,6 +56,8 @@ static void read_settings(core_launch_env *env) {
   env->ckpt_allow_fresh = v && !strcmp(v, "1");
   v = getenv("FTL_STANDBY");
   env->standby = v && !strcmp(v, "1");
+  v = getenv("FTL_MPI_INIT_BARRIER");
+  env->mpi_init_barrier = v && !strcmp(v, "1");
   v = getenv("FTL_CKPT_L2");
   env->ckpt_l2 = !v ? 0 : !strcmp(v, "1") ? 1 : !strcmp(v, "auto") ? 2 : 0;
   v = getenv("FTL_CKPT_L1_MAX_BYTES");

@@ -39,6 +39,8 @@ typedef struct core_launch_env {
                                                cadence (its per-host rates); "" when absent or too long
                                                (warned, never fatal: the cadence then pools) */
   int standby;               /* FTL_STANDBY=1: a rank of the standby gang, which parks in ftl_init */
+  int mpi_init_barrier;      /* FTL_MPI_INIT_BARRIER=1: after MPI_Init, wait for every rank to be
+                                through it before any MPI message (srun's direct launch) */
   /* The checkpoint levels the job asked for (checkpoint.levels). */
   char ckpt_l1_dir[PATH_MAX]; /* FTL_CKPT_L1_DIR: the L1 root ("": no L1) */
   uint64_t ckpt_l1_max_bytes; /* FTL_CKPT_L1_MAX_BYTES (0: the folder's free space) */

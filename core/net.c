@@ -119,6 +119,22 @@ out:
   return rc;
 }
 
+void core_net_set_peer_timeout(int fd, int64_t ms) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  if (ms <= 0 || getsockname(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+      (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+    return;
+  unsigned timeout = ms > 3600000 ? 3600000u : (unsigned)ms;
+  int one = 1, idle = (int)(timeout / 2000), interval = (int)(timeout / 4000);
+  if (idle < 1) idle = 1;
+  if (interval < 1) interval = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof timeout);
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+}
+
 ftl_err core_net_listen(const char *addr, int *fd_out, int *port_out, ftl_diag *d) {
   struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
   int gai = getaddrinfo(addr && *addr ? addr : NULL, "0", &hints, &res);

@@ -16,6 +16,12 @@
  * a host's relay instead: the abstract Unix socket NAME (launcher/relay.c). */
 ftl_err core_net_connect(const char *host_port, int64_t deadline_ms, int *fd_out, ftl_diag *d);
 
+/* A TCP connection the kernel gives up on after ms without an acknowledgement from its peer (what
+ * it sent unanswered: TCP_USER_TIMEOUT; and, while it sends nothing, keepalive probes): a dead or
+ * cut-off peer host is then noticed without a word from the peer's program. Nothing for a Unix
+ * socket or ms <= 0. */
+void core_net_set_peer_timeout(int fd, int64_t ms);
+
 /* The address of the abstract Unix socket "@NAME"; FTL_ERR_INVAL when name is not one. */
 struct sockaddr_un;
 ftl_err core_net_unix_address(const char *name, struct sockaddr_un *sa, socklen_t *len_out, ftl_diag *d);

@@ -59,6 +59,7 @@
 #include "core/proc.h"
 #include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/detect.h"
 #include "launcher/gang.h"
 #include "launcher/gpu_watch.h"
 #include "launcher/launcher.h"
@@ -358,6 +359,8 @@ typedef struct agent {
   int standby;          /* FTL_STANDBY=1: parked until the launcher's activation */
   char attempt_dir[PATH_MAX]; /* "" until known (a standby: its activation) */
   pid_t relay_pid;      /* the host's relay when this agent started it (launcher/relay.h), else 0 */
+  int direct_in_relayed; /* connected to the launcher directly in a gang of relays (its relay failed):
+                            the launcher's pings may come at the relays' slower cadence */
   char sm_dir[96];      /* the program's shared-memory folder (make_sm_dir), removed at the end; "" none */
   /* A Python program run through launcher/pyrun.py (FTL_PYRUN=1): the agent's end of their socket
    * pair, and the child's until the spawn (-1: none). */
@@ -461,6 +464,7 @@ static int agent_setup(agent *ag, char ***prog_env, ftl_diag *d) {
     if (crc != FTL_OK) {
       env.relay[0] = '\0';
       crc = rz_rdzv_client_open_with(&ag->client, &env, "agent", ag->pl.rank, extra, ftl_deadline_after_ms(15000), d);
+      ag->direct_in_relayed = relay && !strcmp(relay, "1");
     }
     json_decref(extra);
     if (crc != FTL_OK) {
@@ -723,6 +727,8 @@ static void on_launcher(agent *ag) {
     const char *type = rz_wire_str(msg, "type", "");
     if (!strcmp(type, "signal") && sig > 0 && sig < 65)
       pass_signal(ag, sig, sig == SIGTERM || sig == SIGINT, "launcher");
+    else if (!strcmp(type, "fenced")) /* the relay's last word: why the connection closes */
+      FTL_LOG(FTL_LOG_ERROR, "agent", "the host's relay gave up on the launcher: %s", rz_wire_str(msg, "reason", "?"));
     else if (!strcmp(type, "activate") && ag->standby)
       activate(ag, msg, rz_wire_str(msg, "attempt_dir", ""));
     json_decref(msg);
@@ -765,7 +771,15 @@ static void watch_program(agent *ag, ftl_diag *d) {
    * off (its link is down): the launcher has already given up on this host, so the rank ends
    * here rather than linger beside the next attempt. */
   ag->heard_ms = ftl_clock_ms();
-  if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &parsed) == FTL_OK) ag->fence_ms = parsed;
+  if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &parsed) == FTL_OK) {
+    ag->fence_ms = parsed;
+    /* A direct connection: a dead or cut-off launcher host ends it after node_s without a word
+     * (core_net_set_peer_timeout). In a gang of relays the launcher pings as seldom as it pings
+     * them (detect.h), so silence alone is judged over four of the longest pings. */
+    core_net_set_peer_timeout(ag->client.fd, parsed); /* nothing on a relay's Unix socket */
+    if (ag->direct_in_relayed && ag->fence_ms < 4 * FTL_CADENCE_RELAY_PING_MAX_MS)
+      ag->fence_ms = 4 * FTL_CADENCE_RELAY_PING_MAX_MS;
+  }
   /* The agent says it is alive every second, with its program's state ('X': exited, output still
    * draining): the launcher notices a lost host by the silence, and a stopped (SIGSTOP) program by
    * its state. Also after the program is reaped, while its last output drains (a stray grandchild

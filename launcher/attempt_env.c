@@ -214,6 +214,7 @@ ftl_err ln_gang_launch_build(const ln_attempt_opts *o, const char *attempt_dir, 
                        .pyrun = o->pyrun_argv != NULL,
                        .preload = o->preload,
                        .slurm_hostfile = tasks_path[0] ? tasks_path : NULL,
+                       .direct_launch = L->kind == FTL_LAUNCH_SRUN,
                        /* Open MPI refuses root without both, even with --allow-run-as-root on some builds. */
                        .allow_root = L->kind == FTL_LAUNCH_MPIRUN && geteuid() == 0,
                        .mpi_session_base = L->session_base[0] ? L->session_base : NULL};

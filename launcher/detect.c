@@ -8,7 +8,7 @@
 
 #include "ftl/core.h"
 
-ln_cadence ln_detect_cadence(int n, const ln_detect_limits *lim) {
+ln_cadence ln_detect_cadence(int n, const ln_detect_limits *lim, int relayed) {
   int64_t shortest = lim->node_ms;
   const int64_t each[] = {lim->startup_ms, lim->step_ms, lim->checkpoint_ms};
   for (size_t k = 0; k < sizeof each / sizeof *each; k++)
@@ -20,6 +20,13 @@ ln_cadence ln_detect_cadence(int n, const ln_detect_limits *lim) {
   ln_cadence c = {.batch_ms = (int)(batch > FTL_CADENCE_BATCH_FLOOR_MS ? batch : FTL_CADENCE_BATCH_FLOOR_MS),
                   .ping_ms = (int)(ping > FTL_CADENCE_PING_FLOOR_MS ? ping : FTL_CADENCE_PING_FLOOR_MS)};
   c.missed_ms = FTL_DETECT_MISSED_MS + c.batch_ms - FTL_CADENCE_BATCH_FLOOR_MS;
+  c.fence_ms = lim->node_ms;
+  int64_t relay_ping = (int64_t)n * 1000 / FTL_CADENCE_PING_RANKS_PER_S;
+  if (relay_ping > FTL_CADENCE_RELAY_PING_MAX_MS) relay_ping = FTL_CADENCE_RELAY_PING_MAX_MS;
+  if (relayed && relay_ping > c.ping_ms) {
+    c.ping_ms = (int)relay_ping;
+    if (4 * relay_ping > c.fence_ms) c.fence_ms = 4 * relay_ping;
+  }
   return c;
 }
 
@@ -40,6 +47,13 @@ const char *ln_detect_section_name(int section) {
 }
 
 static int same_host(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* 1 when rank a is behind rank b: an earlier last step, or at the same step and not yet through
+ * ftl_init where b is. */
+static int behind(const ln_rank_watch *a, const ln_rank_watch *b) {
+  if (a->last_step != b->last_step) return a->last_step < b->last_step;
+  return !a->ready && b->ready;
+}
 
 /* A host whose agents have all been silent for timeouts.node_s is lost: the host died or its link
  * is down (a dead TCP peer can take minutes to be noticed by the socket itself). */
@@ -128,16 +142,23 @@ int ln_detect_hang_due(const ln_rank_watch *r, int n, const ln_detect_limits *li
   int culprit = stopped;
   for (int i = 0; i < n && culprit < 0; i++)
     if (!r[i].exited && r[i].state == 'T') culprit = i;
+  int unpinned = 0;
   if (culprit < 0) {
     culprit = hung;
     for (int i = 0; i < n; i++)
-      if (!r[i].exited && r[i].last_step < r[culprit].last_step) culprit = i;
+      if (!r[i].exited && behind(&r[i], &r[culprit])) culprit = i;
+    /* The rank furthest behind is the one the others wait for only when it is alone there (or its
+     * host is): ranks on several hosts stopped at the same point are all waiting, on something no
+     * report names, and blaming the first one's host would leave a good host out. */
+    for (int i = 0; i < n; i++)
+      if (!r[i].exited && !behind(&r[culprit], &r[i]) && !same_host(r[i].host, r[culprit].host)) unpinned = 1;
   }
   const ln_rank_watch *c = &r[culprit];
   int64_t since = c->progress_ms ? c->progress_ms : r[hung].progress_ms;
   memset(out, 0, sizeof *out);
   out->kind = FTL_FAIL_HANG;
   out->rank = culprit;
+  out->unpinned = unpinned;
   if (stopped >= 0) {
     char silence[64] = "no progress reported yet";
     if (since) snprintf(silence, sizeof silence, "no progress for %.1f s", (double)(now_ms - since) / 1000.0);
@@ -148,11 +169,18 @@ int ln_detect_hang_due(const ln_rank_watch *r, int n, const ln_detect_limits *li
              (long long)c->last_step, (double)ln_detect_section_timeout(lim, c->section) / 1000.0);
     return 1;
   }
+  /* Where in its start-up: MPI's own start is the usual place for a gang to wait forever. */
+  const char *where = "";
+  if (c->section != FTL_SECTION_STEP && c->section != FTL_SECTION_CHECKPOINT)
+    where = c->ready ? ", after ftl_init (restoring or in its first step)"
+                     : ", inside ftl_init (joined the rendezvous; MPI_Init or the communicator's set-up never "
+                       "finished)";
   snprintf(out->message, sizeof out->message,
-           "hung: no progress for %.1f s in its %s section (timeout %.1f s; last step %lld%s)",
-           (double)(now_ms - since) / 1000.0, ln_detect_section_name(c->section),
+           "hung: no progress for %.1f s in its %s section%s (timeout %.1f s; last step %lld%s%s)",
+           (double)(now_ms - since) / 1000.0, ln_detect_section_name(c->section), where,
            (double)ln_detect_section_timeout(lim, c->section) / 1000.0, (long long)c->last_step,
-           c->state == 'T' ? "; its process is stopped" : "");
+           c->state == 'T' ? "; its process is stopped" : "",
+           unpinned ? "; ranks on other hosts stopped at the same point, so no host is blamed" : "");
   return 1;
 }
 

@@ -63,6 +63,7 @@ typedef struct ln_rank_watch {
   int64_t progress_ms;  /* last sign of progress (joined, ready, a step, an event); 0: none yet */
   int64_t last_step;    /* -1 before the first */
   int section;          /* FTL_SECTION_* it last reported */
+  int ready;            /* through ftl_init (its MPI and communicator up; the `ready` report) */
   char state;           /* its program's scheduler state as the agent last saw it ('T': stopped) */
   int64_t stopped_ms;   /* since when the agent has seen it stopped ('T' in every report); 0: not */
   double compute_ms[FTL_STRAGGLER_WINDOW]; /* compute per step in its recent reports (a ring) */
@@ -81,6 +82,9 @@ typedef struct ln_detection {
   ln_failure_kind kind;  /* FTL_FAIL_NODE, FTL_FAIL_AGENT_LOST or FTL_FAIL_HANG */
   int rank;               /* the rank to name; -1 for a host */
   const char *host;       /* the host to blame (FTL_FAIL_NODE), else NULL; borrowed from the watch */
+  int unpinned;           /* FTL_FAIL_HANG: the named rank does not stand out (ranks on other hosts
+                             stopped at the same point: a collective that never completed), so
+                             its host is not to blame; 0 otherwise */
   char message[300];      /* what happened, for the failure's summary */
 } ln_detection;
 
@@ -97,11 +101,19 @@ typedef struct ln_detection {
 #define FTL_CADENCE_PING_RANKS_PER_S 2048
 #define FTL_CADENCE_BATCH_FLOOR_MS 250
 #define FTL_CADENCE_PING_FLOOR_MS 1000
+/* relayed: the gang reports through relays, which fence their agents themselves (relay.c: the
+ * kernel ends their launcher connection when what they send goes unacknowledged for node_s, and
+ * they pass the launcher's word on as a ping of their own each second). Their ping then only has to
+ * show that the launcher's process still runs, so it is not held under a quarter of node_s but grows
+ * to FTL_CADENCE_RELAY_PING_MAX_MS, and a relay gives up on a silent launcher after fence_ms: node_s
+ * where the ping is what it would be without relays, else four pings. */
+#define FTL_CADENCE_RELAY_PING_MAX_MS 15000
 typedef struct ln_cadence {
   int batch_ms, ping_ms;
   int64_t missed_ms;
+  int64_t fence_ms; /* how long a relay waits for a word from the launcher before it cuts its agents off */
 } ln_cadence;
-ln_cadence ln_detect_cadence(int n, const ln_detect_limits *lim);
+ln_cadence ln_detect_cadence(int n, const ln_detect_limits *lim, int relayed);
 
 /* Records one compute-per-step report in the rank's window. */
 void ln_detect_note_compute(ln_rank_watch *w, double compute_ms);

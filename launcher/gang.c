@@ -156,7 +156,8 @@ ftl_err ln_gang_first_host(const char *hostfile, char *host, size_t size, ftl_di
 const char *const ln_gang_env_names[] = {"FTL_RDZV_ADDR", "FTL_RDZV_TOKEN", "FTL_RDZV_TIMEOUT_MS", "FTL_RUN_DIR",
                                           "FTL_ATTEMPT_DIR", "FTL_ATTEMPT", "FTL_JOB_NAME", "FTL_JOB_SPEC_HASH",
                                           "FTL_KILL_GRACE_MS", "FTL_NODE_TIMEOUT_MS", "FTL_FLEET_LEDGER",
-                                          "FTL_GANG_HOSTS", "FTL_PREEMPT_GRACE_MS", "FTL_STANDBY", "FTL_CKPT_L1_DIR",
+                                          "FTL_MPI_INIT_BARRIER", "FTL_GANG_HOSTS", "FTL_PREEMPT_GRACE_MS",
+                                          "FTL_STANDBY", "FTL_CKPT_L1_DIR",
                                           "FTL_CKPT_L1_MAX_BYTES", "FTL_CKPT_L2", "FTL_RELAY", "MASTER_ADDR", "MASTER_PORT",
                                           "FTL_PYRUN", "FTL_PRELOAD", NULL};
 
@@ -259,6 +260,7 @@ ftl_err ln_gang_build_env(char *const *base, const ln_gang_env *e, char ***envp_
     env_set(&b, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   }
   if (e->mpi_session_base) env_set(&b, "OMPI_MCA_orte_local_tmpdir_base", e->mpi_session_base);
+  env_set_int(&b, "FTL_MPI_INIT_BARRIER", e->direct_launch ? 1 : 0);
   return ln_argv_finish(&b, envp_out, "the ranks' environment", d);
 }
 

@@ -94,6 +94,9 @@ typedef struct ln_gang_env {
                                     parks, comma-separated ("" or NULL: none) */
   const char *slurm_hostfile;    /* SLURM_HOSTFILE, srun's task layout (launcher/slurm_alloc.h); NULL:
                                     not set by ftl */
+  int direct_launch;             /* FTL_MPI_INIT_BARRIER=1: srun starts the ranks (no mpirun), and
+                                    ftl_init holds each rank after MPI_Init until every rank is
+                                    through it (rendezvous/rdzv_init.c, mpi_init_barrier) */
 } ln_gang_env;
 
 /* The names of the variables ln_gang_build_env sets (NULL-terminated), for mpirun -x. */

@@ -72,6 +72,9 @@ typedef struct ln_attempt_result {
   ln_failure_kind kind;
   int root_rank;            /* the first failing rank, -1 if none is known */
   char root_host[64];
+  int root_host_unblamed;   /* the failure does not point at root_host (a hang where ranks on other
+                               hosts stopped at the same point): not left out for it, nor charged
+                               with it in the fleet ledger */
   int exit_code;            /* of the root rank's program */
   int signal;               /* that killed it, 0 if none */
   int interrupt_signal;     /* the signal ftl received, if any */

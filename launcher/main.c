@@ -140,9 +140,14 @@ static const char env_help[] =
     "                                                   reports to instead of FTL_RDZV_ADDR (set by its agent)\n"
     "  OMPI_MCA_btl_vader_backing_directory,            the program's: a folder of its own under /dev/shm for\n"
     "  OMPI_MCA_btl_sm_backing_directory                Open MPI's shared-memory file, removed when the program\n"
-    "                                                   ends, however it ends (set by its agent unless set already)\n"
+    "                                                   ends, however it ends (set by its agent unless set already)\n";
+/* Three literals: one would pass the 4095 characters C17 promises to support. */
+static const char env_help_more[] =
     "  FTL_STANDBY                                      1 in a standby gang: ftl_init parks after MPI_Init until\n"
     "                                                   the launcher activates it (docs/fault-tolerance.md)\n"
+    "  FTL_MPI_INIT_BARRIER                             1 under srun: ftl_init holds each rank after MPI_Init\n"
+    "                                                   until every rank is through it (docs/fault-tolerance.md,\n"
+    "                                                   \"Under Slurm\")\n"
     "  FTL_PYRUN, FTL_PYRUN_FD, FTL_PRELOAD             a Python program run through share/ftl/pyrun.py: 1, its\n"
     "                                                   socket to its agent, the modules its standby imports\n"
     "                                                   before parking (removed before the program runs;\n"
@@ -157,7 +162,6 @@ static const char env_help[] =
     "A job with `inputs:` also gives its ranks FTL_SNAPSHOT (the digests of its inputs) and\n"
     "FTL_INPUT_<NAME> (each input's path). The evaluation gate's evaluator gets FTL_RUN_DIR,\n"
     "FTL_SNAPSHOT, FTL_INPUT_<NAME>, FTL_GATE_ADAPTER, FTL_GATE_BASE, FTL_GATE_DATA and FTL_GATE_METRICS.\n";
-/* Two literals: one would pass the 4095 characters C17 promises to support. */
 static const char env_reads_help[] =
     "\n"
     "Variables ftl reads:\n"
@@ -348,7 +352,10 @@ static int cmd_help(int argc, char **argv) {
   for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++) {
     if (!strcmp(topics[i].name, topic)) {
       fputs(topics[i].text, stdout);
-      if (topics[i].text == env_help) fputs(env_reads_help, stdout);
+      if (topics[i].text == env_help) {
+        fputs(env_help_more, stdout);
+        fputs(env_reads_help, stdout);
+      }
       return FTL_EXIT_OK;
     }
   }

@@ -80,7 +80,7 @@ static void stop(ln_policy_decision *out, ln_policy_stop why, int exit_code) {
  * straggler ran there) whose rank failed. */
 static const char *blamed_host(const ln_attempt_result *res, const char *suspect) {
   if (res->bad_host[0]) return res->bad_host;
-  if (res->kind == FTL_FAIL_HANG) return res->root_host;
+  if (res->kind == FTL_FAIL_HANG) return res->root_host_unblamed ? "" : res->root_host;
   if (suspect[0] && !strcmp(suspect, res->root_host)) return res->root_host;
   return "";
 }

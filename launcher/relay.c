@@ -39,7 +39,8 @@ enum {
   LINGER_MS = 1000,
   FIRST_WAIT_MS = 60000,
   SEND_MS = 2000,
-  MAX_LOCALS = 4096
+  MAX_LOCALS = 4096,
+  LOCAL_PING_MS = 1000
 };
 
 enum local_role { LOCAL_UNKNOWN = 0, LOCAL_AGENT, LOCAL_RANK };
@@ -73,6 +74,11 @@ typedef struct relay {
   size_t pending;
   int batch_ms;    /* the period: BATCH_MS until the launcher's cadence says another */
   int samples;     /* the compute samples a step entry brings (the cadence's); 0: one, as a number */
+  /* The fence, the relay's for its agents: the kernel ends the launcher connection when what the
+   * relay sends goes unacknowledged for timeouts.node_s (a dead or cut-off launcher host); a
+   * launcher process heard from for none of fence_ms (node_s until the cadence says more: its pings
+   * grow with the gang) is given up too. Meanwhile the agents hear the relay's own ping each second. */
+  int64_t fence_ms, heard_ms, next_ping_ms;
 } relay;
 
 ftl_err ln_relay_address(const core_launch_env *env, char *addr, size_t size, ftl_diag *d) {
@@ -286,6 +292,8 @@ static void on_launcher_message(relay *r, json_t *msg) {
     int64_t ms = rz_wire_int(msg, "batch_ms", BATCH_MS), k = rz_wire_int(msg, "samples", 1);
     r->batch_ms = (int)(ms < BATCH_MIN_MS ? BATCH_MIN_MS : ms > BATCH_MAX_MS ? BATCH_MAX_MS : ms);
     r->samples = (int)(k < 1 ? 1 : k > FTL_WIRE_MAX_SAMPLES ? FTL_WIRE_MAX_SAMPLES : k);
+    int64_t fence = rz_wire_int(msg, "fence_ms", 0);
+    if (fence > r->fence_ms && fence <= 24LL * 3600 * 1000) r->fence_ms = fence; /* never under node_s */
     if (r->next_batch_ms > ftl_clock_ms() + r->batch_ms) r->next_batch_ms = ftl_clock_ms() + r->batch_ms;
     return;
   }
@@ -444,6 +452,7 @@ static void accept_locals(relay *r) {
 static bool read_launcher(relay *r) {
   bool eof = false;
   if (rz_linebuf_fill(&r->up_lb, r->up_fd, &eof) != FTL_OK) return false;
+  r->heard_ms = ftl_clock_ms();
   for (;;) {
     json_t *msg = NULL;
     ftl_diag d;
@@ -458,12 +467,41 @@ static bool read_launcher(relay *r) {
 
 /* ---- the relay's loop ------------------------------------------------------------------------ */
 
+/* The agents' word from the launcher, once a second while the relay hears it (the launcher's own
+ * ping comes less often in a large gang: detect.h, "relayed"). */
+static void ping_agents(relay *r) {
+  static const char line[] = "{\"type\":\"ping\"}\n";
+  ftl_diag d;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->locals[i]->role == LOCAL_AGENT)
+      rz_wire_send_line(r->locals[i]->fd, line, sizeof line - 1, ftl_deadline_after_ms(SEND_MS), true, &d);
+}
+
+/* The launcher silent for fence_ms: its agents are told why, then the relay ends (closing every
+ * local connection, so each agent ends its program). */
+static bool fenced(relay *r) {
+  if (r->fence_ms <= 0 || ftl_clock_ms() - r->heard_ms <= r->fence_ms) return false;
+  char line[200];
+  int n = snprintf(line, sizeof line, "{\"type\":\"fenced\",\"reason\":\"no word from the launcher for %.1f s\"}\n",
+                   (double)(ftl_clock_ms() - r->heard_ms) / 1000.0);
+  ftl_diag d;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->locals[i]->role == LOCAL_AGENT)
+      rz_wire_send_line(r->locals[i]->fd, line, (size_t)n, ftl_deadline_after_ms(SEND_MS), true, &d);
+  return true;
+}
+
 /* The relay's life, in the forked child; returns its exit code. */
 static int relay_run(relay *r) {
   ftl_diag d = {{0}};
   char nonce[FTL_WIRE_NONCE_HEX + 1], proof[FTL_WIRE_PROOF_HEX + 1];
   int64_t deadline = ftl_deadline_after_ms(15000);
   if (core_net_connect(r->env->addr, deadline, &r->up_fd, &d) != FTL_OK) return 1;
+  int64_t node_ms = 0;
+  if (ftl_parse_i64(getenv("FTL_NODE_TIMEOUT_MS"), 1, INT64_MAX / 4, &node_ms) == FTL_OK) {
+    r->fence_ms = node_ms;
+    core_net_set_peer_timeout(r->up_fd, node_ms);
+  }
   if (rz_wire_read_challenge(r->up_fd, &r->up_lb, "the launcher", deadline, nonce, &d) != FTL_OK ||
       rz_wire_proof(r->env->token, nonce, "relay", -1, proof, &d) != FTL_OK)
     return 1;
@@ -473,6 +511,8 @@ static int relay_run(relay *r) {
   fcntl(r->listen_fd, F_SETFL, fcntl(r->listen_fd, F_GETFL) | O_NONBLOCK);
   int64_t start = ftl_clock_ms();
   r->next_batch_ms = start + r->batch_ms;
+  r->heard_ms = start;
+  r->next_ping_ms = start + LOCAL_PING_MS;
   struct pollfd *fds = NULL;
   size_t fds_cap = 0;
   int code = 0;
@@ -494,7 +534,7 @@ static int relay_run(relay *r) {
     fds[1] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
     size_t polled = r->n;
     for (size_t i = 0; i < polled; i++) fds[i + 2] = (struct pollfd){.fd = r->locals[i]->fd, .events = POLLIN};
-    int timeout = ftl_deadline_left_ms(r->next_batch_ms);
+    int timeout = ftl_deadline_left_ms(r->next_batch_ms < r->next_ping_ms ? r->next_batch_ms : r->next_ping_ms);
     int pr = poll(fds, (nfds_t)(polled + 2), timeout > r->batch_ms ? r->batch_ms : timeout);
     if (pr < 0 && errno != EINTR) {
       code = 1;
@@ -509,6 +549,11 @@ static int relay_run(relay *r) {
     if (ftl_clock_ms() >= r->next_batch_ms) {
       if (!send_batch(r)) break;
       r->next_batch_ms = ftl_clock_ms() + r->batch_ms;
+    }
+    if (fenced(r)) break;
+    if (ftl_clock_ms() >= r->next_ping_ms) {
+      ping_agents(r);
+      r->next_ping_ms = ftl_clock_ms() + LOCAL_PING_MS;
     }
   }
   ftl_free(fds);

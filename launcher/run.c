@@ -201,7 +201,7 @@ static void ledger_record(const ln_job *job, const char *run_dir, int attempt, i
                               .step = r->last_step, .world_size = world};
     snprintf(rec.cause, sizeof rec.cause, "%s", ln_failure_kind_name(r->kind));
     snprintf(rec.job, sizeof rec.job, "%s", job->name);
-    snprintf(rec.host, sizeof rec.host, "%s", r->root_host);
+    snprintf(rec.host, sizeof rec.host, "%s", r->root_host_unblamed ? "" : r->root_host);
     ln_fleet_fill_failure(fleet, &rec);
     fleet_append(job, &rec);
   }

@@ -14,6 +14,7 @@
 
 #include "core/rundir.h"
 #include "ftl/core.h"
+#include "launcher/attempt_env.h"
 #include "launcher/detect.h"
 #include "launcher/gang.h"
 #include "launcher/jobspec.h"
@@ -241,9 +242,9 @@ static ftl_err start(ln_standby *sb, const ln_attempt_opts *run, ftl_diag *d) {
                           .step_ms = o.job->step_timeout_ms,
                           .checkpoint_ms = o.job->checkpoint_timeout_ms,
                           .node_ms = o.job->node_timeout_ms};
-  ln_cadence cad = ln_detect_cadence(sb->world, &lim);
+  ln_cadence cad = ln_detect_cadence(sb->world, &lim, ln_relay_on());
   sb->ping_ms = cad.ping_ms;
-  rz_rdzv_server_set_cadence(sb->server, cad.batch_ms, FTL_STRAGGLER_WINDOW);
+  rz_rdzv_server_set_cadence(sb->server, cad.batch_ms, FTL_STRAGGLER_WINDOW, cad.fence_ms);
   if ((rc = ln_gang_launch_build(&o, attempt_dir, rz_rdzv_server_port(sb->server), sb->token, &sb->launch, d))) return rc;
   static const int reset[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
   core_proc_opts po = {.file = sb->launch.argv[0],

@@ -430,6 +430,7 @@ static void on_rank_ready(attempt *a, const rz_rdzv_event *ev, rank_state *s, ln
   s->phases[1] = rz_wire_num(ev->msg, "mpi_init_ms", 0);
   s->phases[2] = rz_wire_num(ev->msg, "comm_init_ms", 0);
   s->ready = 1;
+  w->ready = 1;
   const json_t *lr = json_object_get(ev->msg, "local_rank");
   if (json_is_integer(lr) && json_integer_value(lr) >= 0 && json_integer_value(lr) < a->world) {
     s->has_local_rank = 1;
@@ -713,7 +714,10 @@ static void check_hangs(attempt *a) {
   int64_t now = ftl_clock_ms(), due = now;
   if (now < a->hangs_due_ms) return;
   refresh_hosts(a);
-  if (ln_detect_hang_due(a->watch, a->world, &a->limits, now, &f, &due)) set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
+  if (ln_detect_hang_due(a->watch, a->world, &a->limits, now, &f, &due)) {
+    if (!a->have_root && f.unpinned) a->res->root_host_unblamed = 1;
+    set_root(a, f.kind, f.rank, -1, 0, f.message, NULL);
+  }
   a->hangs_due_ms = next_scan(a, now, due);
 }
 
@@ -1154,11 +1158,11 @@ enum { TIMER_PING, TIMER_REPORTS, TIMER_DETECT, N_TIMERS };
  * it. The relays are told at once (those of a taken-over standby too); a relay of an older release
  * ignores it and keeps 250 ms. */
 static void set_cadence(attempt *a) {
-  ln_cadence c = ln_detect_cadence(a->world, &a->limits);
+  ln_cadence c = ln_detect_cadence(a->world, &a->limits, ln_relay_on());
   a->batch_ms = c.batch_ms;
   a->ping_ms = c.ping_ms;
   a->limits.missed_ms = c.missed_ms;
-  rz_rdzv_server_set_cadence(a->server, a->batch_ms, FTL_STRAGGLER_WINDOW);
+  rz_rdzv_server_set_cadence(a->server, a->batch_ms, FTL_STRAGGLER_WINDOW, c.fence_ms);
 }
 
 /* Interrupt moderation, as a network card's: in a gang of thousands the relays' lines come one by
@@ -1186,6 +1190,10 @@ static void coalesce(const attempt *a, int64_t busy_ns, int timeout_ms) {
  * window restarts cold, as it would have with a standby still starting. */
 enum { STANDBY_AFTER_MAX_MS = 1000 };
 
+/* The drain after mpirun is reaped (watch_gang): until DRAIN_QUIET_MS without a read, at most
+ * DRAIN_MAX_MS in all. */
+enum { DRAIN_QUIET_MS = 300, DRAIN_MAX_MS = 30000 };
+
 static int standby_due(const attempt *a) {
   double first = a->res->first_step_ms;
   if (first < 0) return 0;
@@ -1201,7 +1209,7 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
   if (!fds) return ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
   core_timers *timers = NULL;
   ftl_err rc = core_timers_create(N_TIMERS, &timers, d);
-  int64_t drain_until = FTL_NO_DEADLINE;
+  int64_t drain_until = FTL_NO_DEADLINE, drain_end = FTL_NO_DEADLINE;
   int64_t turn_ms = -1, busy_ns = -1;
   if (!rc) {
     core_timers_set(timers, TIMER_PING, ftl_clock_ms());
@@ -1276,9 +1284,16 @@ static ftl_err watch_gang(attempt *a, ftl_diag *d) {
     /* Ending: mpirun's whole group is SIGKILLed at the deadline terminate_gang armed. */
     if (!reaped(a) && core_proc_step(&a->gang)) set_phase(a, LN_PHASE_DRAINING);
     if (reaped(a)) {
-      /* Let the agents' last reports arrive (they are sent before the agents exit, so they are
-       * normally already here), then stop. */
-      if (drain_until == FTL_NO_DEADLINE) drain_until = ftl_deadline_after_ms(300);
+      /* Let the agents' last reports arrive, then stop. They are sent before the agents exit, so
+       * they are normally here already; a large gang's take a while to read (tens of thousands of
+       * exit reports), so the drain lasts while they keep coming: it ends DRAIN_QUIET_MS after the
+       * last read, and at most DRAIN_MAX_MS after mpirun was reaped. */
+      if (drain_end == FTL_NO_DEADLINE) drain_end = ftl_deadline_after_ms(DRAIN_MAX_MS);
+      int read_reports = 0; /* this attempt's connections only: a parked standby's reports go on */
+      for (size_t i = 0; pr > 0 && i + 1 < n; i++)
+        if (fds[i].revents) read_reports = 1;
+      if (drain_until == FTL_NO_DEADLINE || read_reports) drain_until = ftl_deadline_after_ms(DRAIN_QUIET_MS);
+      if (ftl_deadline_left_ms(drain_end) < ftl_deadline_left_ms(drain_until)) drain_until = drain_end;
       if (ftl_deadline_left_ms(drain_until) == 0 || rz_rdzv_server_connections(a->server) == 0) break;
     }
   }

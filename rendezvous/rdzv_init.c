@@ -123,6 +123,44 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   return FTL_OK;
 }
 
+/* After MPI_Init under srun (FTL_MPI_INIT_BARRIER=1): "mpi_up" to the launcher, then nothing until
+ * its "mpi_go", which it sends once every rank of the gang said "mpi_up". Open MPI 4.1's MPI_Init
+ * waits in two PMIx fences, and Slurm's PMIx server releases the processes of a fence at different
+ * moments: a rank through both could send its first message (MPI_Comm_dup's) to one still waiting
+ * in the first, whose PML has not yet registered the callback for it, and that rank crashed calling
+ * a NULL function or lost the message and hung (1 start in about 16 of 6 ranks on 3 nodes; the
+ * race of open-mpi/ompi#12495). Bounded by the collective timeout; "fail" or "stop" ends it. */
+static ftl_err mpi_init_barrier(ftl_ctx *ctx, ftl_diag *d) {
+  int64_t deadline = ftl_deadline_after_ms(ctx->collective_timeout_ms);
+  ftl_err rc = rz_rdzv_client_send(&ctx->client, json_pack("{s:s}", "type", "mpi_up"), 0, d);
+  if (rc) return rc;
+  for (;;) {
+    json_t *msg = NULL;
+    ftl_diag pd;
+    ftl_err nrc = rz_linebuf_next(&ctx->from_launcher, &msg, &pd);
+    if (nrc == FTL_OK) {
+      const char *type = rz_wire_str(msg, "type", "");
+      int go = !strcmp(type, "mpi_go");
+      if (!strcmp(type, "fail") || !strcmp(type, "stop"))
+        rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher ended the start-up after MPI_Init: %s",
+                           rz_wire_str(msg, "reason", type));
+      json_decref(msg);
+      if (go || rc) return rc;
+      continue;
+    }
+    if (nrc != FTL_ERR_NOTFOUND) return ftl_diag_fail(d, nrc, "from the launcher after MPI_Init: %s", pd.msg);
+    int left = ftl_deadline_left_ms(deadline);
+    if (left == 0)
+      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "not every rank was through MPI_Init within %lld ms",
+                           (long long)ctx->collective_timeout_ms);
+    struct pollfd pfd = {.fd = ctx->client.fd, .events = POLLIN};
+    if (poll(&pfd, 1, left) <= 0) continue;
+    bool eof = false;
+    if (rz_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK || eof)
+      return ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher closed the connection while the ranks were in MPI_Init");
+  }
+}
+
 static ftl_err init_mpi(ftl_ctx *ctx, int *argc, char ***argv, ftl_diag *d) {
   const rz_mpi_ops *mpi = ftl_mpi();
   ftl_err rc;
@@ -134,6 +172,7 @@ static ftl_err init_mpi(ftl_ctx *ctx, int *argc, char ***argv, ftl_diag *d) {
     ctx->mpi_owned = 1;
     if (provided < MPI_THREAD_MULTIPLE)
       FTL_LOG(FTL_LOG_WARN, "rdzv", "MPI provides thread level %d, not MPI_THREAD_MULTIPLE", provided);
+    if (ctx->have_client && ctx->env.mpi_init_barrier && (rc = mpi_init_barrier(ctx, d))) return rc;
   }
   /* Errors come back as codes: ftl decides what a failure means, MPI does not abort for it. */
   mpi->comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -84,12 +84,16 @@ struct rz_rdzv_server {
   char (*hosts)[64];   /* per rank, from whichever of agent/rank spoke first */
   int joined_count;
   bool went;
+  bool *mpi_up;        /* per rank: through MPI_Init (`mpi_up`, under srun's direct launch) */
+  int mpi_up_count;
+  bool mpi_went;       /* `mpi_go` sent: every rank was through MPI_Init */
   bool failed;
   bool accept_warned;
   char fail_reason[1024];
   json_t *activation;  /* the activate message of a standby gang, once activated (owned) */
   int cadence_ms;      /* the relays' batch period and samples per step entry (set_cadence); 0: none */
   int cadence_samples; /* told (a relay then batches every 250 ms, one sample per entry) */
+  int64_t cadence_fence_ms; /* the relays' wait for a word from the launcher; 0: not told */
 };
 
 ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char *token, rz_rdzv_server **out,
@@ -106,8 +110,9 @@ ftl_err rz_rdzv_server_create(const char *bind_addr, int world_size, const char 
   s->joined = ftl_calloc((size_t)world_size, sizeof *s->joined);
   s->agent_seen = ftl_calloc((size_t)world_size, sizeof *s->agent_seen);
   s->hosts = ftl_calloc((size_t)world_size, sizeof *s->hosts);
+  s->mpi_up = ftl_calloc((size_t)world_size, sizeof *s->mpi_up);
   s->scratch = ftl_malloc(SCRATCH_BYTES);
-  if (!s->joined || !s->agent_seen || !s->hosts || !s->scratch) {
+  if (!s->joined || !s->agent_seen || !s->hosts || !s->mpi_up || !s->scratch) {
     rc = ftl_diag_fail(d, FTL_ERR_NOMEM, "out of memory");
     goto out;
   }
@@ -143,6 +148,7 @@ void rz_rdzv_server_destroy(rz_rdzv_server *s) {
   ftl_free(s->conns);
   ftl_free(s->joined);
   ftl_free(s->agent_seen);
+  ftl_free(s->mpi_up);
   ftl_free(s->hosts);
   ftl_free(s);
 }
@@ -208,6 +214,7 @@ static void send_cadence(const rz_rdzv_server *s, conn *relay) {
   if (!s->cadence_ms) return;
   ftl_diag ignored;
   json_t *m = json_pack("{s:s, s:i, s:i}", "type", "cadence", "batch_ms", s->cadence_ms, "samples", s->cadence_samples);
+  if (m && s->cadence_fence_ms > 0) json_object_set_new(m, "fence_ms", json_integer(s->cadence_fence_ms));
   if (m) rz_wire_send(relay->fd, m, ftl_deadline_after_ms(2000), &ignored);
   json_decref(m);
 }
@@ -278,6 +285,15 @@ static void emit_heartbeat_msg(ftl_rdzv_event_fn fn, void *user, rz_rdzv_event_k
                      .state = rz_wire_str(msg, "state", ""),
                      .rss_kb = rz_wire_int(msg, "rss_kb", -1)};
   emit_heartbeat(fn, user, kind, c, msg, &hb);
+}
+
+/* A rank through MPI_Init (rdzv_init.c, mpi_init_barrier): once all are, `mpi_go` to every rank. */
+static void note_mpi_up(rz_rdzv_server *s, const conn *c) {
+  if (c->rank < 0 || c->rank >= s->world_size || s->mpi_up[c->rank] || s->mpi_went) return;
+  s->mpi_up[c->rank] = true;
+  if (++s->mpi_up_count < s->world_size) return;
+  s->mpi_went = true;
+  send_to_all(s, ROLE_RANK, json_pack("{s:s}", "type", "mpi_go"), false);
 }
 
 static void maybe_go(rz_rdzv_server *s, ftl_rdzv_event_fn fn, void *user) {
@@ -386,6 +402,7 @@ static bool handle_message(rz_rdzv_server *s, conn *c, const json_t *msg, ftl_rd
     return false;
   }
   if (strcmp(type, "ready") == 0) emit(fn, user, FTL_RDZV_RANK_READY, c, msg, NULL);
+  else if (strcmp(type, "mpi_up") == 0 && c->role == ROLE_RANK) note_mpi_up(s, c);
   else if (strcmp(type, "first_step") == 0) emit(fn, user, FTL_RDZV_FIRST_STEP, c, msg, NULL);
   else if (strcmp(type, "step") == 0) emit_heartbeat_msg(fn, user, FTL_RDZV_STEP, c, msg);
   else if (strcmp(type, "event") == 0) emit(fn, user, FTL_RDZV_EVENT, c, msg, NULL);
@@ -898,8 +915,9 @@ void rz_rdzv_server_activate(rz_rdzv_server *s, const json_t *fields) {
 
 bool rz_rdzv_server_activated(const rz_rdzv_server *s) { return s->activation != NULL; }
 
-void rz_rdzv_server_set_cadence(rz_rdzv_server *s, int batch_ms, int samples) {
+void rz_rdzv_server_set_cadence(rz_rdzv_server *s, int batch_ms, int samples, int64_t fence_ms) {
   s->cadence_ms = batch_ms > 0 ? batch_ms : 0;
+  s->cadence_fence_ms = fence_ms > 0 ? fence_ms : 0;
   s->cadence_samples = samples < 1 ? 1 : samples > FTL_WIRE_MAX_SAMPLES ? FTL_WIRE_MAX_SAMPLES : samples;
   for (size_t i = 0; i < s->nconns; i++)
     if (s->conns[i]->role == ROLE_RELAY) send_cadence(s, s->conns[i]);

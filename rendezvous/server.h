@@ -113,9 +113,10 @@ bool rz_rdzv_server_activated(const rz_rdzv_server *s);
 
 /* The cadence of this gang's relays (wire version 4, `cadence`: docs/formats/rendezvous-wire.md):
  * a batch every batch_ms, each rank's step entry bringing up to `samples` compute samples of the
- * period. Sent to every relay connected now and to each later one at its hello; without it a relay
- * batches every 250 ms with one sample per entry. */
-void rz_rdzv_server_set_cadence(rz_rdzv_server *s, int batch_ms, int samples);
+ * period, and (fence_ms > 0) how long the relay waits for a word from the launcher before it cuts
+ * its agents off. Sent to every relay connected now and to each later one at its hello; without it
+ * a relay batches every 250 ms with one sample per entry and waits timeouts.node_s. */
+void rz_rdzv_server_set_cadence(rz_rdzv_server *s, int batch_ms, int samples, int64_t fence_ms);
 
 /* Tells every joined rank that the rendezvous failed, with the reason; no rank gets "go" after. */
 void rz_rdzv_server_fail(rz_rdzv_server *s, const char *reason);

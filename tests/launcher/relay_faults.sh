@@ -53,4 +53,29 @@ expect_rc 1 out4
 expect_contains out4 "rank 1 on host $(hostname -s) was killed by signal 9 (SIGKILL)"
 grep -q "relay of host" out4 && fail "FTL_RELAY=0 still started a relay"
 expect_no_leftovers
+
+# 5. The launcher stopped (SIGSTOP), its host up: the relay hears nothing for timeouts.node_s, tells
+# its agents why and closes, and each agent ends its program while the launcher is still stopped
+# (the relay's fence: in a large gang the launcher pings seldom, docs/formats/rendezvous-wire.md).
+cat >fence.yaml <<EOF
+name: fence
+ranks: 2
+program: gang_probe
+args: ["--sleep-ms", "60000", "--marker", "$MARKER"]
+timeouts: {node_s: 3}
+restart: {max_restarts: 0}
+EOF
+ftl run --run-dir run5 fence.yaml >out5 2>&1 &
+pid=$!
+wait_for_event run5 rendezvous_complete out5
+programs_left() { pgrep -f "gang_probe --sleep-ms 60000 --marker $MARKER" >/dev/null; }
+programs_left || fail "the programs did not start"
+kill -STOP "$pid"
+gone() { ! programs_left; }
+wait_until 30 "the relay's fence did not end the programs of a stopped launcher" gone
+kill -CONT "$pid"
+wait_rc $pid
+expect_rc 1 out5
+expect_contains out5 "the host's relay gave up on the launcher: no word from the launcher for "
+expect_no_leftovers
 echo "ok"

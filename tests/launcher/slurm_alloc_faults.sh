@@ -51,9 +51,17 @@ JOBID=$(sbatch --parsable -N "$SLURM_NODES" --chdir="$PWD" --output="$PWD/slurm-
 JOBID=${JOBID%%;*}
 job_state() { scontrol show job "$JOBID" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 show() {
+  local last f
   cat slurm-*.out >&2
   grep -E '"event":"(attempt_|failure|host_|restart|run_|standby_)' "$RUN/events.jsonl" >&2
   scontrol show job "$JOBID" >&2
+  # The last attempt's ranks in their own words, and the nodes' Slurm errors (a step that never
+  # started, PMIx).
+  last=$(ls -d "$RUN"/attempt-* 2>/dev/null | tail -n 1)
+  for f in "$last"/rank-*.err; do
+    [ -f "$f" ] && { echo "== $f (its last 12 lines)"; tail -n 12 "$f"; }
+  done >&2
+  grep -H -i 'error' "$D"/log/slurmd.*.log 2>/dev/null | tail -n 40 >&2
 }
 wait_until_show() { show; } # wait_until's report (tests/launcher/lib.sh)
 run_ends() { grep -c '"event":"run_end"' "$RUN/events.jsonl" 2>/dev/null || true; }

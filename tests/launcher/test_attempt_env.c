@@ -88,6 +88,12 @@ static void test_builder(void) {
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_RDZV_TOKEN"), "tok-a1");
   CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_ATTEMPT"), "1");
   CHECK(ln_gang_env_get(envp, "OMPI_ALLOW_RUN_AS_ROOT") == NULL);
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_MPI_INIT_BARRIER"), "0"); /* mpirun */
+  ln_argv_free(envp);
+  /* srun: ftl_init holds the ranks after MPI_Init until all are through it (rdzv_init.c). */
+  e.direct_launch = 1;
+  CHECK_OK(ln_gang_build_env(base, &e, &envp, &d), d.msg);
+  CHECK_STR_EQ(ln_gang_env_get(envp, "FTL_MPI_INIT_BARRIER"), "1");
   ln_argv_free(envp);
   CHECK_STR_EQ(getenv("PATH") ? "set" : "unset", "set"); /* the builder never touched ours */
 }

@@ -89,13 +89,27 @@ static void test_hang_per_section(void) {
   CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 6999, &f), 0);
   CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 7000, &f), 1); /* rank 0: step section, 5 s */
   CHECK_INT_EQ(f.kind, FTL_FAIL_HANG);
-  CHECK_INT_EQ(f.rank, 0); /* all at step 7: the first silent one */
-  CHECK_STR_CONTAINS(f.message, "hung: no progress for 5.0 s in its step section (timeout 5.0 s; last step 7)");
+  CHECK_INT_EQ(f.rank, 0); /* all at step 7: the first silent one, but its host is not to blame */
+  CHECK_STR_CONTAINS(f.message, "hung: no progress for 5.0 s in its step section (timeout 5.0 s; last step 7; ranks "
+                                "on other hosts stopped at the same point, so no host is blamed)");
+  CHECK_INT_EQ(f.unpinned, 1);
 
   /* The rank furthest behind is the culprit of a hung collective. */
   r[3].last_step = 6;
   CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 7000, &f), 1);
   CHECK_INT_EQ(f.rank, 3);
+  CHECK_INT_EQ(f.unpinned, 0);
+  CHECK_STR_CONTAINS(f.message, "(timeout 5.0 s; last step 6)");
+  /* Both ranks of host h1 behind: still h1's. */
+  r[2].last_step = 6;
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 7000, &f), 1);
+  CHECK_INT_EQ(f.rank, 2);
+  CHECK_INT_EQ(f.unpinned, 0);
+  /* One rank of h0 as far behind as h1's: nobody stands out. */
+  r[0].last_step = 6;
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 7000, &f), 1);
+  CHECK_INT_EQ(f.unpinned, 1);
+  r[0].last_step = r[2].last_step = 7;
 
   /* Only the checkpoint section is silent: its longer timeout applies. */
   r[3].last_step = 7;
@@ -113,7 +127,27 @@ static void test_hang_per_section(void) {
   CHECK_INT_EQ(ln_detect_hang(r, 2, &limits, 1000 + 599999, &f), 0);
   CHECK_INT_EQ(ln_detect_hang(r, 2, &limits, 1000 + 600000, &f), 1);
   CHECK_INT_EQ(f.rank, 0);
-  CHECK_STR_CONTAINS(f.message, "start-up section");
+  CHECK_STR_CONTAINS(f.message, "start-up section, inside ftl_init (joined the rendezvous; MPI_Init");
+
+  /* Start-up across hosts: every rank joined, none got through ftl_init (a hung MPI_Init): no host
+   * to blame. One that did not while the others did is the one to blame. */
+  gang(r, 4);
+  for (int i = 0; i < 4; i++) {
+    r[i].section = FTL_SECTION_STARTUP;
+    r[i].last_step = -1;
+  }
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 1000 + 600000, &f), 1);
+  CHECK_INT_EQ(f.rank, 0);
+  CHECK_INT_EQ(f.unpinned, 1);
+  CHECK_STR_CONTAINS(f.message, "so no host is blamed");
+  r[0].ready = r[1].ready = r[3].ready = 1;
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 1000 + 600000, &f), 1);
+  CHECK_INT_EQ(f.rank, 2);
+  CHECK_INT_EQ(f.unpinned, 0);
+  CHECK_STR_CONTAINS(f.message, "inside ftl_init");
+  r[2].ready = 1;
+  CHECK_INT_EQ(ln_detect_hang(r, 4, &limits, 1000 + 600000, &f), 1);
+  CHECK_STR_CONTAINS(f.message, "after ftl_init (restoring or in its first step)");
 }
 
 static void test_stopped_process(void) {
@@ -289,18 +323,31 @@ static void test_due_after_a_shorter_section(void) {
 /* The cadence: 250 ms and 1 s for small gangs, growing with the gang, within a quarter of the
  * shortest limit. */
 static void test_cadence(void) {
-  ln_cadence c = ln_detect_cadence(64, &limits);
-  CHECK(c.batch_ms == 250 && c.ping_ms == 1000 && c.missed_ms == FTL_DETECT_MISSED_MS);
-  c = ln_detect_cadence(16384, &limits);
+  for (int relayed = 0; relayed < 2; relayed++) {
+    ln_cadence c = ln_detect_cadence(64, &limits, relayed);
+    CHECK(c.batch_ms == 250 && c.ping_ms == 1000 && c.missed_ms == FTL_DETECT_MISSED_MS && c.fence_ms == 10000);
+    ln_detect_limits tight = {.startup_ms = 600, .step_ms = 400, .checkpoint_ms = 600, .node_ms = 600};
+    c = ln_detect_cadence(64, &tight, relayed); /* never under the floors, the fence node_s */
+    CHECK(c.batch_ms == 250 && c.ping_ms == 1000 && c.fence_ms == 600);
+  }
+  /* Direct agents: both periods within a quarter of the shortest limit (step_s 5 s here). */
+  ln_cadence c = ln_detect_cadence(16384, &limits, 0);
   CHECK(c.batch_ms == 1000 && c.ping_ms == 1250 && c.missed_ms == FTL_DETECT_MISSED_MS + 750);
-  c = ln_detect_cadence(131072, &limits); /* node_s 10 s: at most 2.5 s */
-  CHECK(c.batch_ms == 1250 && c.ping_ms == 1250);
+  c = ln_detect_cadence(131072, &limits, 0);
+  CHECK(c.batch_ms == 1250 && c.ping_ms == 1250 && c.fence_ms == 10000);
   ln_detect_limits roomy = {.startup_ms = 600000, .step_ms = 180000, .checkpoint_ms = 420000, .node_ms = 600000};
-  c = ln_detect_cadence(131072, &roomy);
-  CHECK(c.batch_ms == 8000 && c.ping_ms == 45000);
-  ln_detect_limits tight = {.startup_ms = 600, .step_ms = 400, .checkpoint_ms = 600, .node_ms = 600};
-  c = ln_detect_cadence(131072, &tight); /* never under the floors */
-  CHECK(c.batch_ms == 250 && c.ping_ms == 1000);
+  c = ln_detect_cadence(131072, &roomy, 0);
+  CHECK(c.batch_ms == 8000 && c.ping_ms == 45000 && c.fence_ms == 600000);
+  /* Relays: the batch as before; the ping N / 2,048 s up to 15 s, and a relay waits four of them
+   * where that is longer than node_s. */
+  c = ln_detect_cadence(16384, &limits, 1);
+  CHECK(c.batch_ms == 1000 && c.ping_ms == 8000 && c.fence_ms == 32000);
+  c = ln_detect_cadence(131072, &limits, 1);
+  CHECK(c.batch_ms == 1250 && c.ping_ms == 15000 && c.fence_ms == 60000);
+  c = ln_detect_cadence(131072, &roomy, 1); /* already past 15 s: unchanged */
+  CHECK(c.batch_ms == 8000 && c.ping_ms == 45000 && c.fence_ms == 600000);
+  c = ln_detect_cadence(4096, &limits, 1); /* 2 s, past step_s / 4; four pings still within node_s */
+  CHECK(c.ping_ms == 2000 && c.fence_ms == 10000);
 }
 
 /* Where relays report an agent less often (the cadence's longer batch period), another agent of

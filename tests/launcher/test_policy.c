@@ -30,7 +30,7 @@ static ln_policy_config config(int ranks, int min_ranks, int max_restarts, int c
 }
 
 typedef enum { R_FAIL, R_EXEC, R_SUCCESS, R_PREEMPTED, R_SIGINT, R_SIGINT_CLEAN, R_SIGTERM, R_FAIL_STOPPING, R_RDZV,
-               R_LAUNCH, R_NODE_H1, R_HANG_H1, R_FAIL_H1, R_NODE_ADDR } result_kind;
+               R_LAUNCH, R_NODE_H1, R_HANG_H1, R_HANG_UNBLAMED, R_FAIL_H1, R_NODE_ADDR } result_kind;
 
 static ln_attempt_result make_result(result_kind k) {
   ln_attempt_result r = failed_at(10, -1);
@@ -53,6 +53,11 @@ static ln_attempt_result make_result(result_kind k) {
       snprintf(r.bad_host, sizeof r.bad_host, "h1");
       break;
     case R_HANG_H1: r.kind = FTL_FAIL_HANG; snprintf(r.root_host, sizeof r.root_host, "h1"); break;
+    case R_HANG_UNBLAMED: /* ranks on several hosts stopped at the same point */
+      r.kind = FTL_FAIL_HANG;
+      snprintf(r.root_host, sizeof r.root_host, "h1");
+      r.root_host_unblamed = 1;
+      break;
     case R_FAIL_H1: snprintf(r.root_host, sizeof r.root_host, "h1"); break;
     case R_NODE_ADDR: /* the hostfile names h1 by its address; its agents reported it */
       r.kind = FTL_FAIL_NODE;
@@ -108,6 +113,8 @@ static const row rows[] = {
      100, 4, "node-one", 1},
     {"hung rank's host left out", CFG(4, 0, 3, 3, 1), 3, 0, "", R_HANG_H1, FTL_POLICY_RESTART, FTL_STOP_NONE, 0, 100,
      4, "h1", 1},
+    {"a hang no rank stands out in blames no host", CFG(4, 0, 3, 3, 1), 3, 0, "", R_HANG_UNBLAMED, FTL_POLICY_RESTART,
+     FTL_STOP_NONE, 0, 100, 4, "", 0},
     {"suspect host whose rank failed left out", CFG(4, 0, 3, 3, 1), 3, 0, "h1", R_FAIL_H1, FTL_POLICY_RESTART,
      FTL_STOP_NONE, 0, 100, 4, "h1", 1},
     {"a plain failure blames no host", CFG(4, 0, 3, 3, 1), 3, 0, "", R_FAIL_H1, FTL_POLICY_RESTART, FTL_STOP_NONE, 0,

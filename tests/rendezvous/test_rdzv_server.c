@@ -230,7 +230,7 @@ static void relay_case(void) {
   /* The gang's cadence reaches the relays now connected (and each later one at its hello); a
    * relay told it brings every compute sample of its period, oldest first, on either path, each
    * number as strtod reads it. */
-  rz_rdzv_server_set_cadence(s, 2000, 10);
+  rz_rdzv_server_set_cadence(s, 2000, 10, 0);
   relay_expect(s, &c, fd, &lb, "{\"type\":\"cadence\",\"batch_ms\":2000,\"samples\":10}");
   int before_samples = c.samples;
   relay_say(fd, "{\"type\":\"batch\",\"step\":[[1,7,[1.5,2.25,12.345]]]}\n"
@@ -265,6 +265,42 @@ static void relay_case(void) {
   pump(s, &c, ftl_deadline_after_ms(300), never);
   CHECK_INT_EQ(c.lost, 3);
   CHECK_INT_EQ((int)rz_rdzv_server_relays(s), 0);
+  rz_linebuf_free(&lb);
+  rz_rdzv_server_destroy(s);
+}
+
+/* Under srun the ranks hold after MPI_Init until all are through it (rdzv_init.c): `mpi_go` once
+ * every rank said `mpi_up`, not before, whatever a rank repeats. And the cadence carries the relays'
+ * fence when it is told one. */
+static void mpi_barrier_case(void) {
+  ftl_diag d = {{0}};
+  rz_rdzv_server *s = NULL;
+  counts c = {0};
+  CHECK_OK(rz_rdzv_server_create("127.0.0.1", 2, "tok-m0", &s, &d), d.msg);
+  rz_linebuf lb = {0};
+  int fd = relay_open(s, &c, &lb, "tok-m0");
+  for (int r = 0; r < 2; r++) {
+    char line[512];
+    snprintf(line, sizeof line,
+             "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"peer_pid\":6,\"peer_uid\":0,\"msg\":{\"type\":"
+             "\"rank\",\"version\":4,\"rank\":%d,\"world_size\":2,\"host\":\"h1\",\"pid\":6}}\n",
+             r, r);
+    relay_say(fd, line);
+  }
+  relay_expect(s, &c, fd, &lb, "\"type\":\"go\"");
+  rz_linebuf_free(&lb);
+  lb = (rz_linebuf){0};
+  relay_say(fd, "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":0,\"msg\":{\"type\":\"mpi_up\"}}\n"
+                "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":0,\"msg\":{\"type\":\"mpi_up\"}}\n");
+  rz_rdzv_server_set_cadence(s, 2000, 10, 40000); /* a line after the mpi_ups were read, or not */
+  relay_expect(s, &c, fd, &lb, "{\"type\":\"cadence\",\"batch_ms\":2000,\"samples\":10,\"fence_ms\":40000}");
+  pump(s, &c, ftl_deadline_after_ms(300), never);
+  bool eof = false;
+  rz_linebuf_fill(&lb, fd, &eof);
+  CHECK(!memmem(lb.data, lb.len, "mpi_go", 6)); /* rank 1 is not through MPI_Init yet */
+  relay_say(fd, "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":1,\"msg\":{\"type\":\"mpi_up\"}}\n");
+  relay_expect(s, &c, fd, &lb, "{\"type\":\"mpi_go\",\"to\":\"rank\"}");
+  close(fd);
   rz_linebuf_free(&lb);
   rz_rdzv_server_destroy(s);
 }
@@ -378,6 +414,8 @@ int main(void) {
 
   /* 6. A relay: one connection for a host's agents and ranks (wire version 3). */
   relay_case();
+  /* 7. The ranks' barrier after MPI_Init, and the relays' fence in the cadence. */
+  mpi_barrier_case();
   printf("ok\n");
   return 0;
 }

@@ -123,6 +123,8 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
   return FTL_OK;
 }
 
+static ftl_err next_from_launcher(ftl_ctx *ctx, int64_t deadline, json_t **msg_out, ftl_diag *d);
+
 /* After MPI_Init under srun (FTL_MPI_INIT_BARRIER=1): "mpi_up" to the launcher, then nothing until
  * its "mpi_go", which it sends once every rank of the gang said "mpi_up". Open MPI 4.1's MPI_Init
  * waits in two PMIx fences, and Slurm's PMIx server releases the processes of a fence at different
@@ -133,32 +135,22 @@ static ftl_err init_communicator(ftl_ctx *ctx, ftl_diag *d) {
 static ftl_err mpi_init_barrier(ftl_ctx *ctx, ftl_diag *d) {
   int64_t deadline = ftl_deadline_after_ms(ctx->collective_timeout_ms);
   ftl_err rc = rz_rdzv_client_send(&ctx->client, json_pack("{s:s}", "type", "mpi_up"), 0, d);
-  if (rc) return rc;
-  for (;;) {
+  for (int go = 0; !rc && !go;) {
     json_t *msg = NULL;
-    ftl_diag pd;
-    ftl_err nrc = rz_linebuf_next(&ctx->from_launcher, &msg, &pd);
-    if (nrc == FTL_OK) {
-      const char *type = rz_wire_str(msg, "type", "");
-      int go = !strcmp(type, "mpi_go");
-      if (!strcmp(type, "fail") || !strcmp(type, "stop"))
-        rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher ended the start-up after MPI_Init: %s",
-                           rz_wire_str(msg, "reason", type));
-      json_decref(msg);
-      if (go || rc) return rc;
-      continue;
-    }
-    if (nrc != FTL_ERR_NOTFOUND) return ftl_diag_fail(d, nrc, "from the launcher after MPI_Init: %s", pd.msg);
-    int left = ftl_deadline_left_ms(deadline);
-    if (left == 0)
-      return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "not every rank was through MPI_Init within %lld ms",
+    ftl_diag wd;
+    ftl_err wrc = next_from_launcher(ctx, deadline, &msg, &wd);
+    if (wrc == FTL_ERR_TIMEOUT)
+      return ftl_diag_fail(d, wrc, "not every rank was through MPI_Init within %lld ms",
                            (long long)ctx->collective_timeout_ms);
-    struct pollfd pfd = {.fd = ctx->client.fd, .events = POLLIN};
-    if (poll(&pfd, 1, left) <= 0) continue;
-    bool eof = false;
-    if (rz_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK || eof)
-      return ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher closed the connection while the ranks were in MPI_Init");
+    if (wrc) return ftl_diag_fail(d, wrc, "%s while the ranks were in MPI_Init", wd.msg);
+    const char *type = rz_wire_str(msg, "type", "");
+    go = !strcmp(type, "mpi_go");
+    if (!strcmp(type, "fail") || !strcmp(type, "stop"))
+      rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher ended the start-up after MPI_Init: %s",
+                         rz_wire_str(msg, "reason", type));
+    json_decref(msg);
   }
+  return rc;
 }
 
 static ftl_err init_mpi(ftl_ctx *ctx, int *argc, char ***argv, ftl_diag *d) {
@@ -254,28 +246,40 @@ static ftl_err park(ftl_ctx *ctx, ftl_diag *d) {
                                               "rendezvous_ms", ctx->startup.rendezvous, "mpi_init_ms",
                                               ctx->startup.mpi_init),
                                     0, d);
-  if (rc) return rc;
-  for (;;) {
+  for (int done = 0; !rc && !done;) {
     json_t *msg = NULL;
+    ftl_diag wd;
+    ftl_err wrc = next_from_launcher(ctx, deadline, &msg, &wd);
+    if (wrc == FTL_ERR_TIMEOUT)
+      return ftl_diag_fail(d, wrc, "parked as a standby for %lld ms without activation", (long long)limit);
+    if (wrc == FTL_ERR_RDZV)
+      return ftl_diag_fail(d, wrc, "the launcher dismissed this standby gang (it closed the connection)");
+    if (wrc) return ftl_diag_fail(d, wrc, "%s while parked", wd.msg);
+    const char *type = rz_wire_str(msg, "type", "");
+    if (!strcmp(type, "activate")) rc = take_activation(ctx, msg, d);
+    else if (!strcmp(type, "stop")) rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher dismissed this standby gang");
+    done = !strcmp(type, "activate") || !strcmp(type, "stop"); /* pings and the like are passed over */
+    json_decref(msg);
+  }
+  return rc;
+}
+
+/* The launcher's next message (*msg_out, the caller's to free), waiting for it until deadline:
+ * FTL_ERR_TIMEOUT then, FTL_ERR_RDZV when the launcher closed the connection. No busy-wait: the
+ * socket is polled, at most a second at a time. */
+static ftl_err next_from_launcher(ftl_ctx *ctx, int64_t deadline, json_t **msg_out, ftl_diag *d) {
+  for (;;) {
     ftl_diag pd;
-    ftl_err nrc = rz_linebuf_next(&ctx->from_launcher, &msg, &pd);
-    if (nrc == FTL_OK) {
-      const char *type = rz_wire_str(msg, "type", "");
-      if (!strcmp(type, "activate")) rc = take_activation(ctx, msg, d);
-      else if (!strcmp(type, "stop")) rc = ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher dismissed this standby gang");
-      int done = !strcmp(type, "activate") || !strcmp(type, "stop");
-      json_decref(msg);
-      if (done) return rc;
-      continue; /* pings and the like */
-    }
-    if (nrc != FTL_ERR_NOTFOUND) return ftl_diag_fail(d, nrc, "from the launcher while parked: %s", pd.msg);
+    ftl_err nrc = rz_linebuf_next(&ctx->from_launcher, msg_out, &pd);
+    if (nrc == FTL_OK) return FTL_OK;
+    if (nrc != FTL_ERR_NOTFOUND) return ftl_diag_fail(d, nrc, "from the launcher: %s", pd.msg);
     int left = ftl_deadline_left_ms(deadline);
-    if (left == 0) return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "parked as a standby for %lld ms without activation", (long long)limit);
+    if (left == 0) return ftl_diag_fail(d, FTL_ERR_TIMEOUT, "no word from the launcher");
     struct pollfd pfd = {.fd = ctx->client.fd, .events = POLLIN};
     if (poll(&pfd, 1, left < 1000 ? left : 1000) <= 0) continue;
     bool eof = false;
     if (rz_linebuf_fill(&ctx->from_launcher, ctx->client.fd, &eof) != FTL_OK || eof)
-      return ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher dismissed this standby gang (it closed the connection)");
+      return ftl_diag_fail(d, FTL_ERR_RDZV, "the launcher closed the connection");
   }
 }
 

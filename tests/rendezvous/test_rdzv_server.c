@@ -149,6 +149,17 @@ static int relay_open(rz_rdzv_server *s, counts *c, rz_linebuf *lb, const char *
   return fd;
 }
 
+/* The relay passes on a local agent's or rank's hello, proven to it (no proof in the envelope); it
+ * names the local peer. */
+static void relay_hello(int fd, const char *role, int rank, int world) {
+  char line[512];
+  snprintf(line, sizeof line,
+           "{\"type\":\"fwd\",\"role\":\"%s\",\"rank\":%d,\"peer_pid\":5,\"peer_uid\":0,\"msg\":{\"type\":"
+           "\"%s\",\"version\":4,\"rank\":%d,\"world_size\":%d,\"host\":\"h1\",\"pid\":5}}\n",
+           role, rank, role, rank, world);
+  relay_say(fd, line);
+}
+
 /* Reads what the relay was sent (pumping the server meanwhile) until `needle` is among it. */
 static void relay_expect(rz_rdzv_server *s, counts *c, int fd, rz_linebuf *lb, const char *needle) {
   int64_t until = ftl_deadline_after_ms(5000);
@@ -180,15 +191,8 @@ static void relay_case(void) {
   rz_linebuf lb = {0};
   int fd = relay_open(s, &c, &lb, "tok-r0");
   for (int r = 0; r < 2; r++) {
-    char line[512];
-    /* Proven to the relay (no proof in the envelope); the relay names the local peer. */
-    snprintf(line, sizeof line,
-             "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":%d,\"peer_pid\":5,\"peer_uid\":0,\"msg\":{\"type\":"
-             "\"agent\",\"version\":4,\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":5}}\n"
-             "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"peer_pid\":6,\"peer_uid\":0,\"msg\":{\"type\":"
-             "\"rank\",\"version\":4,\"rank\":%d,\"world_size\":3,\"host\":\"h1\",\"pid\":6}}\n",
-             r, r, r, r);
-    relay_say(fd, line);
+    relay_hello(fd, "agent", r, 3);
+    relay_hello(fd, "rank", r, 3);
   }
   /* A hello whose rank is not its envelope's is refused; the relay stays. */
   relay_say(fd, "{\"type\":\"fwd\",\"role\":\"agent\",\"rank\":2,\"msg\":{\"type\":\"agent\",\"version\":4,"
@@ -279,14 +283,7 @@ static void mpi_barrier_case(void) {
   CHECK_OK(rz_rdzv_server_create("127.0.0.1", 2, "tok-m0", &s, &d), d.msg);
   rz_linebuf lb = {0};
   int fd = relay_open(s, &c, &lb, "tok-m0");
-  for (int r = 0; r < 2; r++) {
-    char line[512];
-    snprintf(line, sizeof line,
-             "{\"type\":\"fwd\",\"role\":\"rank\",\"rank\":%d,\"peer_pid\":6,\"peer_uid\":0,\"msg\":{\"type\":"
-             "\"rank\",\"version\":4,\"rank\":%d,\"world_size\":2,\"host\":\"h1\",\"pid\":6}}\n",
-             r, r);
-    relay_say(fd, line);
-  }
+  for (int r = 0; r < 2; r++) relay_hello(fd, "rank", r, 2);
   relay_expect(s, &c, fd, &lb, "\"type\":\"go\"");
   rz_linebuf_free(&lb);
   lb = (rz_linebuf){0};

@@ -16,7 +16,8 @@ committed step, writes it out as a Trainer checkpoint folder (the trainable weig
 save_pretrained, optimizer.pt, scheduler.pt, rng_state_R.pth, trainer_state.json) and hands that to
 `trainer.train()`: Trainer's own resume path then skips the batches already seen and sets the RNGs
 at its own point, and the run goes on as an unbroken one would (the same adapter bytes). The
-callback it adds (`FtlTrainerCallback`) does the per-step work: the heartbeat (`ctx.step_done`),
+callback it adds (`FtlTrainerCallback`) does the per-step work: the heartbeat (`ctx.step_done`,
+with the step's model FLOPs for ftl's MFU, counted by `ftl.hf.train_flops` per micro-batch),
 rank 0's progress report, ftl's checkpoints at Trainer's `save_steps` (the trainable weights and the
 optimizer's state as tensors; the scheduler, the optimizer's hyper-parameters and TrainerState as
 JSON in a global blob; each rank's CPU generators in a per-rank blob), which replace Trainer's own
@@ -204,6 +205,26 @@ class _TrainerRun:
         self.rng = self.ck.add_blob("rng", size=sum(_hf._rng_sizes()), per_rank=True)
         self.blob = self.ck.add_blob("trainer", size=_JSON_BLOB_BYTES)
         self.levels = self.ck.levels()
+        self.flops_pending = 0.0
+        self._count_flops(trainer)
+
+    def _count_flops(self, trainer):
+        """This rank's model FLOPs of each optimizer step, for its heartbeat (ctx.step_done's flops:
+        ftl's MFU, docs/gpu.md). Trainer asks its floating_point_ops(inputs) once per micro-batch
+        for its own total_flos; that call is wrapped to add the micro-batch's FLOPs by
+        ftl.hf.train_flops (a frozen weight costs 4 a token, a trained one 6: Trainer's estimate, 6
+        per parameter, counts the gradients a LoRA run never computes) and returns Trainer's own
+        figure unchanged. Inputs without a 2-d main input (input_ids) add nothing."""
+        counted = trainer.floating_point_ops
+        main = getattr(trainer.model, "main_input_name", "input_ids")
+
+        def floating_point_ops(inputs):
+            ids = inputs.get(main) if hasattr(inputs, "get") else None
+            if ids is not None and hasattr(ids, "shape") and len(ids.shape) == 2:
+                self.flops_pending += _hf.train_flops(trainer.model, ids.shape[0], ids.shape[1])
+            return counted(inputs)
+
+        trainer.floating_point_ops = floating_point_ops
 
     # ---- saving --------------------------------------------------------------------------------
 
@@ -246,7 +267,8 @@ class _TrainerRun:
     def step_end(self, state, control, scheduler):
         """Once per optimizer step (on_step_end): heartbeat, progress, checkpoint, stop vote."""
         step = state.global_step
-        self.ctx.step_done(step)
+        flops, self.flops_pending = self.flops_pending, 0.0
+        self.ctx.step_done(step, flops=flops if flops > 0 else None)
         if self.ctx.rank == 0 and (step % self.report_every == 0 or step == 1 or step == state.max_steps):
             self.ctx.progress_report(step, state.max_steps, self.last_loss, 0)
         control.should_save = False  # Trainer's own checkpoints: ftl's replace them

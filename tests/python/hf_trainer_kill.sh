@@ -12,6 +12,16 @@ expect_contains refrun/ref.out "published ht version"
 expect_contains refrun/ref.out "hashing 3 inputs"
 expect_one_attempt $R refrun/ref.out
 expect_contains $R/attempt-0000/rank-00000.out "done: 60 steps"
+# Each optimizer step's model FLOPs reached the launcher without a line in the script (ftl.hf.train
+# counts them per micro-batch with ftl.hf.train_flops, checked by hand in train_flops.sh): the
+# attempt's final mfu event counts them for both ranks, and the run's last line says the MFU.
+expect_contains refrun/ref.out "× MFU"
+/usr/bin/python3 - $R/events.jsonl <<'PY' || fail "the Trainer's steps reported no model FLOPs"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+final = [e for e in ev if e["event"] == "mfu" and e.get("final")]
+assert final and final[-1]["ranks"] == 2 and final[-1]["model_flops"] > 0, final
+PY
 grep -q '"adapter_model.safetensors"' $R/final/COMMIT || fail "COMMIT does not list the weights"
 run_ftl ls.out registry ls --registry refrun/reg-ht ht
 expect_rc 0 ls.out

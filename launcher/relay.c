@@ -281,6 +281,17 @@ static bool read_local(relay *r, local *l) {
 
 /* ---- the launcher's messages ----------------------------------------------------------------- */
 
+/* One line to every local connection of a role, or to the one of rank (rank >= 0); nowait: not sent
+ * to a connection whose buffer is full (a ping, which the next one repeats). */
+static void to_locals(relay *r, enum local_role role, int64_t rank, const char *line, size_t len, bool nowait) {
+  ftl_diag d;
+  for (size_t i = 0; i < r->n; i++) {
+    const local *l = r->locals[i];
+    if (l->role == role && (rank < 0 || l->rank == rank))
+      rz_wire_send_line(l->fd, line, len, ftl_deadline_after_ms(SEND_MS), nowait, &d);
+  }
+}
+
 /* The launcher's message: to every local connection of a role, or to one (to_rank). */
 static void on_launcher_message(relay *r, json_t *msg) {
   const char *to = rz_wire_str(msg, "to", "");
@@ -312,11 +323,7 @@ static void on_launcher_message(relay *r, json_t *msg) {
   size_t len = 0;
   ftl_diag d;
   if (rz_wire_encode(msg, &line, &len, &d) != FTL_OK) return;
-  for (size_t i = 0; i < r->n; i++) {
-    local *l = r->locals[i];
-    if (l->role == role && (to_rank < 0 || l->rank == to_rank))
-      rz_wire_send_line(l->fd, line, len, ftl_deadline_after_ms(SEND_MS), false, &d);
-  }
+  to_locals(r, role, to_rank, line, len, false);
   ftl_free(line);
 }
 
@@ -471,10 +478,7 @@ static bool read_launcher(relay *r) {
  * ping comes less often in a large gang: detect.h, "relayed"). */
 static void ping_agents(relay *r) {
   static const char line[] = "{\"type\":\"ping\"}\n";
-  ftl_diag d;
-  for (size_t i = 0; i < r->n; i++)
-    if (r->locals[i]->role == LOCAL_AGENT)
-      rz_wire_send_line(r->locals[i]->fd, line, sizeof line - 1, ftl_deadline_after_ms(SEND_MS), true, &d);
+  to_locals(r, LOCAL_AGENT, -1, line, sizeof line - 1, true);
 }
 
 /* The launcher silent for fence_ms: its agents are told why, then the relay ends (closing every
@@ -484,10 +488,7 @@ static bool fenced(relay *r) {
   char line[200];
   int n = snprintf(line, sizeof line, "{\"type\":\"fenced\",\"reason\":\"no word from the launcher for %.1f s\"}\n",
                    (double)(ftl_clock_ms() - r->heard_ms) / 1000.0);
-  ftl_diag d;
-  for (size_t i = 0; i < r->n; i++)
-    if (r->locals[i]->role == LOCAL_AGENT)
-      rz_wire_send_line(r->locals[i]->fd, line, (size_t)n, ftl_deadline_after_ms(SEND_MS), true, &d);
+  to_locals(r, LOCAL_AGENT, -1, line, (size_t)n, true);
   return true;
 }
 

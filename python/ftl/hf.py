@@ -160,6 +160,12 @@ def train_flops(model, batch, seq_len):
     its scores and weighted sums, 2 hidden seq_len (seq_len + 1) FLOPs a sequence and layer forward
     and twice that backward (hidden_size and num_hidden_layers from model.config). Embedding lookups,
     norms, activations and the optimizer are not counted (MFU's convention)."""
+    return _flops_of(_flops_terms(model), batch, seq_len)
+
+
+def _flops_terms(model):
+    """What train_flops needs of the model, walked once: (the linears' FLOPs per token, the attention's
+    factor 6 hidden layers). ftl.hf.train keeps them for every micro-batch of a Trainer run."""
     import torch
 
     per_token = 0
@@ -169,8 +175,13 @@ def train_flops(model, batch, seq_len):
     cfg = getattr(model, "config", None)
     hidden = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", 0) or 0
     layers = getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "n_layer", 0) or 0
-    attention = 3 * 2 * hidden * seq_len * (seq_len + 1) * layers
-    return float(batch) * (seq_len * per_token + attention)
+    return per_token, 3 * 2 * hidden * layers
+
+
+def _flops_of(terms, batch, seq_len):
+    """train_flops from the model's terms (_flops_terms): `batch` sequences of `seq_len` tokens."""
+    per_token, attention = terms
+    return float(batch) * (seq_len * per_token + attention * seq_len * (seq_len + 1))
 
 
 def _ck_name(prefix, name):

@@ -214,14 +214,16 @@ class _TrainerRun:
         for its own total_flos; that call is wrapped to add the micro-batch's FLOPs by
         ftl.hf.train_flops (a frozen weight costs 4 a token, a trained one 6: Trainer's estimate, 6
         per parameter, counts the gradients a LoRA run never computes) and returns Trainer's own
-        figure unchanged. Inputs without a 2-d main input (input_ids) add nothing."""
+        figure unchanged. Inputs without a 2-d main input (input_ids) add nothing. The model is
+        walked once, here: which weights train is fixed from now on (the checkpoint registered them)."""
         counted = trainer.floating_point_ops
         main = getattr(trainer.model, "main_input_name", "input_ids")
+        terms = _hf._flops_terms(trainer.model)
 
         def floating_point_ops(inputs):
             ids = inputs.get(main) if hasattr(inputs, "get") else None
             if ids is not None and hasattr(ids, "shape") and len(ids.shape) == 2:
-                self.flops_pending += _hf.train_flops(trainer.model, ids.shape[0], ids.shape[1])
+                self.flops_pending += _hf._flops_of(terms, ids.shape[0], ids.shape[1])
             return counted(inputs)
 
         trainer.floating_point_ops = floating_point_ops

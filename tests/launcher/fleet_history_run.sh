@@ -40,10 +40,8 @@ JSON
 spec deg-job deg "$PWD/fleet-deg.jsonl"
 FTL_NVML_FAKE=$PWD/degraded.json ftl run deg-job.yaml >deg.out 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do
-  grep '"event":"gpu_health"' deg/events.jsonl 2>/dev/null | grep -q '"verdict":"degraded"' && break
-  sleep 0.05
-done
+degraded_seen() { grep '"event":"gpu_health"' deg/events.jsonl 2>/dev/null | grep -q '"verdict":"degraded"'; }
+wait_until 30 "no degraded verdict in deg/events.jsonl" degraded_seen
 touch go
 wait_rc $pid
 expect_rc 0 deg.out

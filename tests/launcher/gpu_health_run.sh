@@ -23,10 +23,8 @@ JSON
 FTL_NVML_FAKE=$PWD/degraded.json ftl run -n 2 --max-restarts 0 --run-dir deg -- \
   sh -c "while [ ! -e '$SCRATCH/go' ]; do sleep 0.05; done # $MARKER" >deg.out 2>&1 &
 pid=$!
-for _ in $(seq 1 600); do
-  grep '"event":"gpu_health"' deg/events.jsonl 2>/dev/null | grep -q '"verdict":"degraded".*thermal' && break
-  sleep 0.05
-done
+degraded_seen() { grep '"event":"gpu_health"' deg/events.jsonl 2>/dev/null | grep -q '"verdict":"degraded".*thermal'; }
+wait_until 30 "no thermal-throttling verdict in deg/events.jsonl" degraded_seen
 touch go
 wait_rc $pid
 expect_rc 0 deg.out
